@@ -1,0 +1,49 @@
+// swift-tools-version: 6.1
+// VoiceEngine — a real-time voice media engine for Linux. See ../shared/DESIGN.md for the architecture.
+import PackageDescription
+
+/// A `.systemLibrary` target for one C library found through pkg-config, with the Debian package that provides it.
+func cLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "VoiceEngine",
+    products: [
+        .library(name: "VoiceEngine", targets: ["VoiceEngine"]),
+        .executable(name: "voice-engine", targets: ["voice-engine"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
+        cLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
+        cLibrary("CSRTP", pkgConfig: "libsrtp2", apt: "libsrtp2-dev"),
+        cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
+
+        .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
+        .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus"]),
+        .target(name: "VoiceDSP", dependencies: ["VoiceCore", "CSpeexDSP"]),
+        .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
+        .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
+        .target(
+            name: "VoiceEngine",
+            dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP"]
+        ),
+        .executableTarget(
+            name: "voice-engine",
+            dependencies: ["VoiceEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
+        .target(name: "VoiceTestSupport", dependencies: ["VoiceCore"], path: "Tests/VoiceTestSupport"),
+        .testTarget(name: "VoiceCoreTests", dependencies: ["VoiceCore", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceCodecTests", dependencies: ["VoiceCodec", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
