@@ -28,9 +28,10 @@ let package = Package(
         .target(name: "VoiceDSP", dependencies: ["VoiceCore", "CSpeexDSP"]),
         .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
+        .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),
         .target(
             name: "VoiceEngine",
-            dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP"]
+            dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices"]
         ),
         .executableTarget(
             name: "voice-engine",
@@ -43,6 +44,7 @@ let package = Package(
         .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

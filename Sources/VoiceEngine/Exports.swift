@@ -4,3 +4,4 @@
 @_exported import VoiceDSP
 @_exported import VoiceRTP
 @_exported import VoiceSRTP
+@_exported import VoiceDevices

@@ -1,0 +1,1 @@
+// VoiceDevices: audio capture and playout devices (ALSA, file-backed, null).
