@@ -23,5 +23,8 @@ static inline int ve_opus_encoder_reset_state(OpusEncoder *e) { return opus_enco
 static inline int ve_opus_decoder_reset_state(OpusDecoder *d) { return opus_decoder_ctl(d, OPUS_RESET_STATE); }
 static inline int ve_opus_decoder_get_last_packet_duration(OpusDecoder *d, opus_int32 *v) { return opus_decoder_ctl(d, OPUS_GET_LAST_PACKET_DURATION(v)); }
 static inline int ve_opus_decoder_set_gain(OpusDecoder *d, opus_int32 v) { return opus_decoder_ctl(d, OPUS_SET_GAIN(v)); }
+static inline int ve_opus_encoder_get_in_dtx(OpusEncoder *e, opus_int32 *v) { return opus_encoder_ctl(e, OPUS_GET_IN_DTX(v)); }
+static inline int ve_opus_encoder_get_final_range(OpusEncoder *e, opus_uint32 *v) { return opus_encoder_ctl(e, OPUS_GET_FINAL_RANGE(v)); }
+static inline int ve_opus_decoder_get_final_range(OpusDecoder *d, opus_uint32 *v) { return opus_decoder_ctl(d, OPUS_GET_FINAL_RANGE(v)); }
 
 #endif
