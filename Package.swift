@@ -29,9 +29,13 @@ let package = Package(
         .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
         .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),
+        .target(name: "VoiceNetSim", dependencies: ["VoiceCore", "VoiceDSP"]),
+        .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "CSpeexDSP"]),
         .target(
             name: "VoiceEngine",
-            dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices"]
+            dependencies: [
+                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices", "VoiceNetSim", "VoiceJitter",
+            ]
         ),
         .executableTarget(
             name: "voice-engine",
@@ -45,6 +49,8 @@ let package = Package(
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceTestSupport"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

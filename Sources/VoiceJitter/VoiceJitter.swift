@@ -1,0 +1,1 @@
+// VoiceJitter: the adaptive jitter buffer.

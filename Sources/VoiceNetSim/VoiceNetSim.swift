@@ -1,0 +1,1 @@
+// VoiceNetSim: a deterministic network simulator in fast time.
