@@ -14,17 +14,18 @@ private let libsrtpInitStatus: UInt32 = srtp_init().rawValue
 @inline(__always)
 func srtpCheck(_ status: srtp_err_status_t, _ call: StaticString) throws(SRTPError) {
     if status == srtp_err_status_ok { return }
-    throw SRTPError(status: status, call: "\(call)")
+    throw SRTPError(status: status, call: call)
 }
 
 extension SRTPError {
-    init(status: srtp_err_status_t, call: String) {
+    /// Takes a StaticString so the per-packet failures (authentication, replay) build no String at all.
+    init(status: srtp_err_status_t, call: StaticString) {
         switch status {
         case srtp_err_status_auth_fail: self = .authenticationFailed
         case srtp_err_status_replay_old: self = .replayOld
         case srtp_err_status_replay_fail: self = .replayFail
-        case srtp_err_status_bad_param, srtp_err_status_parse_err: self = .badParameter(call: call)
-        default: self = .other(code: Int32(bitPattern: status.rawValue), call: call)
+        case srtp_err_status_bad_param, srtp_err_status_parse_err: self = .badParameter(call: call.description)
+        default: self = .other(code: Int32(bitPattern: status.rawValue), call: call.description)
         }
     }
 }
