@@ -7,13 +7,22 @@ public enum OpusRTP {
     /// The RTP clock rate for Opus: 48 000 Hz.
     public static let clockRate = 48_000
     /// Coding rates Opus supports.
-    public static let codingRates: Set<Int> = [8_000, 12_000, 16_000, 24_000, 48_000]
+    public static let codingRates: [Int] = [8_000, 12_000, 16_000, 24_000, 48_000]
+
+    /// Whether Opus can code at `rate` (a switch, so hot callers pay no hashing).
+    @inlinable
+    public static func isCodingRate(_ rate: Int) -> Bool {
+        switch rate {
+        case 8_000, 12_000, 16_000, 24_000, 48_000: true
+        default: false
+        }
+    }
 
     /// RTP ticks covered by `samples` samples (per channel) at `codingRate`.
     /// - Precondition: `codingRate` is an Opus rate.
     @inlinable
     public static func ticks(samples: Int, codingRate: Int) -> UInt32 {
-        precondition(codingRates.contains(codingRate), "Opus coding rate \(codingRate) not supported")
+        precondition(isCodingRate(codingRate), "Opus coding rate \(codingRate) not supported")
         return UInt32(truncatingIfNeeded: samples * (clockRate / codingRate))
     }
 
@@ -21,7 +30,7 @@ public enum OpusRTP {
     /// - Precondition: `codingRate` is an Opus rate.
     @inlinable
     public static func samples(ticks: Int64, codingRate: Int) -> Int64 {
-        precondition(codingRates.contains(codingRate), "Opus coding rate \(codingRate) not supported")
+        precondition(isCodingRate(codingRate), "Opus coding rate \(codingRate) not supported")
         return ticks / Int64(clockRate / codingRate)
     }
 

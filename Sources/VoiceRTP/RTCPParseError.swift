@@ -15,8 +15,6 @@ public enum RTCPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     case badPadding(count: Int, available: Int)
     /// The P bit is set but the padding count is 0.
     case emptyPaddingCount
-    /// The packet is not of the type the decoder expected.
-    case unexpectedPacketType(expected: UInt8, actual: UInt8)
     /// The report count claims more 24-byte report blocks than the packet holds.
     case reportBlocksOverrun(count: Int, available: Int)
     /// An SDES chunk or item runs past the packet, or a chunk is not null-terminated.
@@ -48,8 +46,6 @@ public enum RTCPParseError: Error, Sendable, Hashable, CustomStringConvertible {
             "RTCP padding count \(count) exceeds the \(available)-byte body"
         case .emptyPaddingCount:
             "RTCP padding bit set but the padding count is 0"
-        case .unexpectedPacketType(let expected, let actual):
-            "RTCP packet type \(actual), expected \(expected)"
         case .reportBlocksOverrun(let count, let available):
             "RTCP report count \(count) needs \(24 * count) bytes of blocks, \(available) available"
         case .sdesOverrun(let chunk):

@@ -239,7 +239,7 @@ import VoiceRTP
             .tooShort(offset: 0, length: 2), .badVersion(1, offset: 0),
             .lengthOverrun(offset: 0, declaredBytes: 40, available: 8), .firstPacketNotReport(packetType: 203),
             .paddingNotLast(offset: 0), .badPadding(count: 9, available: 4), .emptyPaddingCount,
-            .unexpectedPacketType(expected: 200, actual: 201), .reportBlocksOverrun(count: 2, available: 0),
+            .reportBlocksOverrun(count: 2, available: 0),
             .sdesOverrun(chunk: 1), .byeOverrun(count: 3, available: 4), .byeReasonOverrun(length: 9, available: 3),
             .appTooShort(length: 4), .xrBlockOverrun(blockType: 4, offset: 16), .voipMetricsBadLength(1),
         ]
