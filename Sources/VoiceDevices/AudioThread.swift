@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import VoiceCore
+
+/// Reads `CLOCK_MONOTONIC` in nanoseconds (the same time line as `MonotonicClock`).
+@inline(__always)
+func monotonicNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+/// A self-pipe that wakes an audio thread out of `poll` when the control plane stops it, so stopping never
+/// waits for a device or a timer. Owns both descriptors.
+final class Wakeup: Sendable {
+    let readDescriptor: Int32
+    let writeDescriptor: Int32
+
+    init(device: String) throws(AudioDeviceError) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw .wakeupUnavailable(device: device, errno: errno) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        readDescriptor = fds[0]
+        writeDescriptor = fds[1]
+    }
+
+    deinit {
+        close(readDescriptor)
+        close(writeDescriptor)
+    }
+
+    /// Control plane: makes the read end readable until ``drain()``.
+    func signal() {
+        var byte: UInt8 = 1
+        _ = write(writeDescriptor, &byte, 1)  // EAGAIN (pipe full) means it is readable already
+    }
+
+    /// Control plane, before a start: forgets earlier signals.
+    func drain() {
+        var bytes = (UInt64(0), UInt64(0))
+        while withUnsafeMutableBytes(of: &bytes, { read(readDescriptor, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// Audio thread: sleeps until the absolute monotonic `deadline` (nanoseconds). Returns false as soon as the
+    /// wakeup is signalled. Absolute deadlines mean no drift accumulates however long each wake-up takes.
+    /// Polls the pipe for all but the last millisecond, then sleeps the remainder with `clock_nanosleep`.
+    func sleep(untilMonotonic deadline: Int64) -> Bool {
+        var descriptor = pollfd(fd: readDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let remaining = deadline - monotonicNanoseconds()
+            if remaining <= 0 { return true }
+            if remaining > 1_500_000 {
+                let timeout = Int32(min((remaining - 1_000_000) / 1_000_000, 1_000))
+                descriptor.revents = 0
+                if poll(&descriptor, 1, timeout) > 0 { return false }
+                continue
+            }
+            if poll(&descriptor, 1, 0) > 0 { return false }
+            var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
+        }
+    }
+
+    /// Audio thread: true when the wakeup has been signalled (non-blocking).
+    var isSignalled: Bool {
+        var descriptor = pollfd(fd: readDescriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
+    }
+}
+
+/// One dedicated audio thread (a pthread, not a Swift concurrency task): blocking or timed I/O must never
+/// occupy the cooperative pool. It asks for SCHED_FIFO at `realtimePriority` when given one and carries on
+/// with normal scheduling when refused, recording which in the device's counters.
+final class AudioThread: @unchecked Sendable {
+    // @unchecked Sendable: `thread` is written once in `init` and read only by `join()`, which the owning
+    // device calls from its control plane under its own lock.
+    private let thread: pthread_t
+    private var joined = false
+
+    private final class Start {
+        let body: @Sendable () -> Void
+        let realtimePriority: Int32?
+        let counters: DeviceCounters
+        init(body: @escaping @Sendable () -> Void, realtimePriority: Int32?, counters: DeviceCounters) {
+            self.body = body
+            self.realtimePriority = realtimePriority
+            self.counters = counters
+        }
+    }
+
+    init(device: String, realtimePriority: Int32?, counters: DeviceCounters, body: @escaping @Sendable () -> Void)
+        throws(AudioDeviceError)
+    {
+        let start = Start(body: body, realtimePriority: realtimePriority, counters: counters)
+        let context = Unmanaged.passRetained(start).toOpaque()
+        var handle = pthread_t()
+        let rc = pthread_create(
+            &handle, nil,
+            { raw in
+                let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+                if let priority = start.realtimePriority {
+                    start.counters.recordRealtime(AudioThread.requestRealtime(priority: priority))
+                } else {
+                    start.counters.recordRealtime(.notRequested)
+                }
+                start.body()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<Start>.fromOpaque(context).release()
+            throw .threadCreationFailed(device: device, code: rc)
+        }
+        thread = handle
+    }
+
+    /// Asks for SCHED_FIFO for the calling thread.
+    static func requestRealtime(priority: Int32) -> RealtimeScheduling {
+        var parameters = sched_param()
+        parameters.sched_priority = priority
+        let rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+        return rc == 0 ? .granted(priority: priority) : .denied(errno: rc)
+    }
+
+    /// Waits for the thread's body to return (the caller has already told it to stop).
+    func join() {
+        guard !joined else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+
+    deinit {
+        if !joined { pthread_detach(thread) }
+    }
+}

@@ -1,1 +1,0 @@
-// VoiceDevices: audio capture and playout devices (ALSA, file-backed, null).
