@@ -1,2 +1,14 @@
 import ArgumentParser
+import Foundation
 import VoiceEngine
+
+/// `voice-engine`: the command-line face of VoiceEngine.
+struct VoiceEngineCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "voice-engine",
+        abstract: "A real-time voice media engine for Linux: demo calls, test vectors and tools.",
+        subcommands: [DemoCommand.self, VectorsCommand.self]
+    )
+}
+
+VoiceEngineCommand.main()
