@@ -1,0 +1,43 @@
+import Benchmark
+import BenchmarkFixtures
+import VoiceEngine
+
+// Opus steady state: one 20 ms frame per inner iteration on preallocated buffers. Encoders, decoders and inputs
+// are made (and warmed up) when the suite is registered, outside the measured closure. Each sample is 1 000 calls
+// (`scalingFactor: .kilo`), so the allocation threshold of 0 (checked at p90 of the raw per-sample counts by
+// `benchmark thresholds check`) fails for any allocation that happens even once in 1 000 frames.
+let benchmarks: @Sendable () -> Void = {
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: reading them allocates inside the measured window
+        timeUnits: .microseconds,
+        warmupIterations: 2,
+        scalingFactor: .kilo,
+        maxDuration: .seconds(2),
+        maxIterations: 50,
+        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
+    )
+
+    // Encoding costs 0.2-0.6 ms per frame here, so a 1 000-call sample takes up to 0.6 s: give it more time.
+    var encodeConfiguration = configuration
+    encodeConfiguration.maxDuration = .seconds(5)
+
+    for sampleRate in [16_000, 48_000] {
+        let encode = try! OpusEncodeWorkload(sampleRate: sampleRate)
+        blackHole(encode.run(encode.frameCount))  // warm-up: one pass over the input
+        Benchmark("Opus.encode.20ms.\(sampleRate / 1000)k", configuration: encodeConfiguration) { benchmark in
+            blackHole(encode.run(benchmark.scaledIterations.count))
+        }
+
+        let decode = try! OpusDecodeWorkload(sampleRate: sampleRate)
+        blackHole(decode.run(decode.stream.count))
+        Benchmark("Opus.decode.20ms.\(sampleRate / 1000)k", configuration: configuration) { benchmark in
+            blackHole(decode.run(benchmark.scaledIterations.count))
+        }
+    }
+
+    let conceal = try! OpusConcealWorkload(sampleRate: 16_000)
+    blackHole(conceal.run(5))
+    Benchmark("Opus.conceal.20ms.16k", configuration: configuration) { benchmark in
+        blackHole(conceal.run(benchmark.scaledIterations.count))
+    }
+}

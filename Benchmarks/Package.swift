@@ -1,0 +1,64 @@
+// swift-tools-version: 6.1
+// VoiceEngine benchmarks: a separate package (as swift-nio does), so users of the library never resolve benchmark
+// dependencies. See README.md in this folder for the suites and the exact commands.
+import PackageDescription
+
+/// SwiftPM names a path dependency after its folder (here the clone's folder, whatever it is called), so the root
+/// package's identity is computed rather than written as "VoiceEngine".
+let rootPackage: String = {
+    let components = Context.packageDirectory.split(separator: "/")
+    return components.count >= 2 ? String(components[components.count - 2]) : "VoiceEngine"
+}()
+let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPackage)
+
+let package = Package(
+    name: "VoiceEngineBenchmarks",
+    dependencies: [
+        .package(path: ".."),
+        // The MallocInterposer trait is what gives the malloc counters (mallocCountTotal) on Swift 6.3.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // A plain C loop over the same libopus / speexdsp calls the Swift wrappers make: the floor `voice-bench`
+        // compares against. Includes the system headers directly and links the libraries itself.
+        .target(
+            name: "CBaseline",
+            path: "Sources/CBaseline",
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp")]
+        ),
+        // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
+        .target(
+            name: "BenchmarkFixtures",
+            dependencies: [voiceEngine],
+            path: "Sources/BenchmarkFixtures"
+        ),
+        .executableTarget(
+            name: "voice-bench",
+            dependencies: [
+                "CBaseline",
+                "BenchmarkFixtures",
+                voiceEngine,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/voice-bench"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
+for suite in ["CodecBenchmarks", "ResamplerBenchmarks"] {
+    package.targets.append(
+        .executableTarget(
+            name: suite,
+            dependencies: [
+                "BenchmarkFixtures",
+                voiceEngine,
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/\(suite)",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    )
+}

@@ -1,0 +1,178 @@
+import VoiceEngine
+
+// The Swift side of every measured operation, shared by the ordo-one/benchmark suites and `voice-bench`.
+//
+// Each workload owns its wrapper object, its preallocated input/output buffers and a cursor into the input, so
+// that `run(_:)` is exactly the steady-state call an audio thread makes, nothing else: no allocation, no array,
+// no closure. `run` returns a running sum of what the calls returned, which callers pass to `blackHole` (or
+// print), so the optimiser cannot drop the work.
+
+/// Opus-encodes one 20 ms frame per iteration, cycling through `Fixtures.seconds` of speech.
+public final class OpusEncodeWorkload {
+    public let configuration: OpusEncoderConfiguration
+    public let pcm: FixedBuffer<Int16>
+    public let packet: FixedBuffer<UInt8>
+    public let frameSamples: Int
+    public let frameCount: Int
+    public let encoder: OpusEncoder
+    /// Index of the next frame to encode.
+    public private(set) var next = 0
+
+    public init(sampleRate: Int) throws(OpusError) {
+        configuration = Fixtures.opusConfiguration(sampleRate: sampleRate)
+        pcm = Fixtures.speech(sampleRate: sampleRate)
+        packet = FixedBuffer(count: OpusEncoder.maxPacketBytes, repeating: 0)
+        frameSamples = configuration.samplesPerFrame
+        frameCount = pcm.count / frameSamples
+        encoder = try OpusEncoder(configuration: configuration)
+    }
+
+    /// Encodes `iterations` frames; returns the bytes produced.
+    public func run(_ iterations: Int) -> Int {
+        let input = pcm.pointer.baseAddress!
+        let output = packet.pointer
+        let encoder = self.encoder
+        let frameSamples = self.frameSamples
+        var index = next
+        var total = 0
+        for _ in 0..<iterations {
+            do {
+                total &+= try encoder.encode(
+                    UnsafeBufferPointer(start: input + index * frameSamples, count: frameSamples), into: output)
+            } catch {
+                fatalError("OpusEncodeWorkload: \(error)")
+            }
+            index += 1
+            if index == frameCount { index = 0 }
+        }
+        next = index
+        return total
+    }
+}
+
+/// Opus-decodes one 20 ms packet per iteration, cycling through the packets of `Fixtures.seconds` of speech.
+public final class OpusDecodeWorkload {
+    public let sampleRate: Int
+    public let stream: EncodedStream
+    /// Output buffer of `decoder.maxFrameSamples` (120 ms): the capacity the receive chain gives `decode`.
+    public let pcm: FixedBuffer<Int16>
+    public let decoder: OpusDecoder
+    public private(set) var next = 0
+
+    public init(sampleRate: Int) throws(OpusError) {
+        self.sampleRate = sampleRate
+        stream = try EncodedStream(
+            pcm: Fixtures.speech(sampleRate: sampleRate), configuration: Fixtures.opusConfiguration(sampleRate: sampleRate))
+        decoder = try OpusDecoder(sampleRate: sampleRate, channels: 1)
+        pcm = FixedBuffer(count: decoder.maxFrameSamples, repeating: 0)
+    }
+
+    /// Decodes `iterations` packets; returns the samples produced.
+    public func run(_ iterations: Int) -> Int {
+        let bytes = stream.bytes.pointer.baseAddress!
+        let offsets = stream.offsets.pointer.baseAddress!
+        let lengths = stream.lengths.pointer.baseAddress!
+        let count = stream.count
+        let output = pcm.pointer
+        let decoder = self.decoder
+        var index = next
+        var total = 0
+        for _ in 0..<iterations {
+            do {
+                total &+= try decoder.decode(
+                    UnsafeBufferPointer(start: bytes + Int(offsets[index]), count: Int(lengths[index])), into: output)
+            } catch {
+                fatalError("OpusDecodeWorkload: \(error)")
+            }
+            index += 1
+            if index == count { index = 0 }
+        }
+        next = index
+        return total
+    }
+}
+
+/// Conceals one lost 20 ms frame per iteration (PLC), in a decoder that has first decoded `warmUpPackets` real
+/// packets: the cost of every frame of a loss burst.
+public final class OpusConcealWorkload {
+    public static let warmUpPackets = 50
+    public let sampleRate: Int
+    public let frameSamples: Int
+    public let pcm: FixedBuffer<Int16>
+    public let decoder: OpusDecoder
+
+    public init(sampleRate: Int) throws(OpusError) {
+        self.sampleRate = sampleRate
+        let configuration = Fixtures.opusConfiguration(sampleRate: sampleRate)
+        frameSamples = configuration.samplesPerChannelPerFrame
+        decoder = try OpusDecoder(sampleRate: sampleRate, channels: 1)
+        pcm = FixedBuffer(count: decoder.maxFrameSamples, repeating: 0)
+        let stream = try EncodedStream(pcm: Fixtures.speech(sampleRate: sampleRate), configuration: configuration)
+        for index in 0..<min(Self.warmUpPackets, stream.count) {
+            _ = try decoder.decode(stream.packet(index), into: pcm.pointer)
+        }
+    }
+
+    /// Conceals `iterations` frames; returns the samples produced.
+    public func run(_ iterations: Int) -> Int {
+        let output = pcm.pointer
+        let decoder = self.decoder
+        let frameSamples = self.frameSamples
+        var total = 0
+        for _ in 0..<iterations {
+            do {
+                total &+= try decoder.conceal(frameSamples: frameSamples, into: output)
+            } catch {
+                fatalError("OpusConcealWorkload: \(error)")
+            }
+        }
+        return total
+    }
+}
+
+/// Resamples one 10 ms block per iteration, cycling through `Fixtures.seconds` of speech at `inputRate`.
+public final class ResampleWorkload {
+    public let inputRate: Int
+    public let outputRate: Int
+    public let quality: Int
+    public let input: FixedBuffer<Int16>
+    public let output: FixedBuffer<Int16>
+    public let blockSamples: Int
+    public let blockCount: Int
+    public let resampler: Resampler
+    public private(set) var next = 0
+
+    public init(inputRate: Int, outputRate: Int) throws(ResamplerError) {
+        self.inputRate = inputRate
+        self.outputRate = outputRate
+        quality = Fixtures.resamplerQuality
+        input = Fixtures.speech(sampleRate: inputRate)
+        blockSamples = inputRate / 100
+        blockCount = input.count / blockSamples
+        resampler = try Resampler(inputRate: inputRate, outputRate: outputRate, channels: 1, quality: quality)
+        output = FixedBuffer(count: resampler.maximumOutputCount(forInput: blockSamples), repeating: 0)
+    }
+
+    /// Resamples `iterations` blocks; returns the samples produced.
+    public func run(_ iterations: Int) -> Int {
+        let source = input.pointer.baseAddress!
+        let destination = output.pointer
+        let resampler = self.resampler
+        let blockSamples = self.blockSamples
+        var index = next
+        var total = 0
+        for _ in 0..<iterations {
+            do {
+                total &+= try resampler.process(
+                    UnsafeBufferPointer(start: source + index * blockSamples, count: blockSamples), into: destination
+                ).produced
+            } catch {
+                fatalError("ResampleWorkload: \(error)")
+            }
+            index += 1
+            if index == blockCount { index = 0 }
+        }
+        next = index
+        return total
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Prints a suite's results: an aligned table as each operation finishes, then (with `--json`) one JSON line.
+struct Report {
+    let suite: String
+
+    func printHeader(rounds: Int) {
+        print("voice-bench \(suite): Swift wrapper vs plain C loop, same calls and input; median of \(rounds) alternating rounds")
+        print(
+            pad("operation", 34) + pad("Swift µs", 12, right: true) + pad("C µs", 12, right: true)
+                + pad("ratio", 9, right: true) + pad("paired", 9, right: true) + pad("iter/round", 12, right: true))
+        fflush(nil)  // all streams: progress shows when piped too
+    }
+
+    func printRow(_ r: SideBySideResult) {
+        print(
+            pad(r.name, 34) + pad(fixed(r.swiftMicroseconds, 3), 12, right: true)
+                + pad(fixed(r.cMicroseconds, 3), 12, right: true) + pad(fixed(r.ratio, 3), 9, right: true)
+                + pad(fixed(r.pairedRatio, 3), 9, right: true) + pad(String(r.iterationsPerRound), 12, right: true))
+        fflush(nil)  // all streams: progress shows when piped too
+    }
+
+    /// `{"suite":"codec","results":[{"name":…,"swift_us":…,"c_us":…,"ratio":…}]}` on one line.
+    func printJSON(_ results: [SideBySideResult]) {
+        let items = results.map { r in
+            "{\"name\":\(quoted(r.name)),\"swift_us\":\(fixed(r.swiftMicroseconds, 4)),"
+                + "\"c_us\":\(fixed(r.cMicroseconds, 4)),\"ratio\":\(fixed(r.ratio, 4))}"
+        }
+        print("{\"suite\":\(quoted(suite)),\"results\":[\(items.joined(separator: ","))]}")
+        fflush(nil)  // all streams: progress shows when piped too
+    }
+
+    /// `value` with exactly `decimals` digits after the point (no Foundation needed).
+    private func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return "null" }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = Int64((abs(value) * scale).rounded())
+        let unit = Int64(scale)
+        let fraction = String(scaled % unit)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard decimals > 0 else { return sign + String(scaled) }
+        return sign + String(scaled / unit) + "." + String(repeating: "0", count: decimals - fraction.count) + fraction
+    }
+
+    private func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let count = text.count
+        guard count < width else { return text + " " }
+        let spaces = String(repeating: " ", count: width - count)
+        return right ? spaces + text : text + spaces
+    }
+}

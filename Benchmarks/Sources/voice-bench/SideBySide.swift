@@ -1,0 +1,133 @@
+import ArgumentParser
+import CBaseline
+
+/// One operation measured side by side: two closures that each run `n` iterations of the same work (the Swift
+/// wrapper, and the C loop) and return a checksum of what the calls returned.
+struct SideBySideCase {
+    let name: String
+    let swift: (Int) -> Int
+    let c: (Int) -> Int
+}
+
+/// Timing of one operation: medians over the measured rounds, per iteration.
+struct SideBySideResult {
+    let name: String
+    let swiftMicroseconds: Double
+    let cMicroseconds: Double
+    /// Median of the per-round Swift/C ratios (each pair measured back to back): less sensitive to load changes.
+    let pairedRatio: Double
+    let iterationsPerRound: Int
+    let rounds: Int
+    /// Swift median / C median.
+    var ratio: Double { swiftMicroseconds / cMicroseconds }
+}
+
+/// Options every side-by-side suite takes.
+struct SideBySideOptions: ParsableArguments {
+    @Flag(help: "End the output with one JSON line: {\"suite\":…,\"results\":[{\"name\",\"swift_us\",\"c_us\",\"ratio\"}]}.")
+    var json = false
+
+    @Option(help: "Measured rounds per side; each round alternates Swift and C (the first of each pair alternates too).")
+    var rounds = 15
+
+    @Option(help: "Target duration of one round, in milliseconds (sets the iterations per round).")
+    var roundMilliseconds = 60.0
+
+    @Option(help: "Run only operations whose name contains this text.")
+    var filter: String?
+
+    func validate() throws {
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
+        guard roundMilliseconds > 0 else { throw ValidationError("--round-milliseconds must be positive") }
+    }
+}
+
+/// A `voice-bench` subcommand that compares Swift against C for a list of operations.
+protocol SideBySideSuite: ParsableCommand {
+    /// The suite's name in the JSON output (`"suite"`), e.g. `codec`.
+    static var suiteName: String { get }
+    var options: SideBySideOptions { get }
+    /// Builds every operation with its inputs, wrappers and C handles ready (setup is not timed).
+    func makeCases() throws -> [SideBySideCase]
+}
+
+extension SideBySideSuite {
+    mutating func run() throws {
+        var cases = try makeCases()
+        if let filter = options.filter { cases = cases.filter { $0.name.contains(filter) } }
+        guard !cases.isEmpty else { throw ValidationError("no operation matches --filter \(options.filter ?? "")") }
+        let report = Report(suite: Self.suiteName)
+        report.printHeader(rounds: options.rounds)
+        var results: [SideBySideResult] = []
+        for testCase in cases {
+            let result = SideBySideRunner.measure(
+                testCase, rounds: options.rounds, roundNanoseconds: options.roundMilliseconds * 1e6)
+            report.printRow(result)
+            results.append(result)
+        }
+        if options.json { report.printJSON(results) }
+    }
+}
+
+/// Alternates the two sides and takes medians. Times whole rounds with CLOCK_MONOTONIC (one clock read before and
+/// after a round of N iterations), so the clock's cost is spread over N calls.
+enum SideBySideRunner {
+    static func measure(_ testCase: SideBySideCase, rounds: Int, roundNanoseconds: Double) -> SideBySideResult {
+        var sink = 0
+        // Calibrate (and warm caches, branch predictors and the codecs' adaptive state) on both sides.
+        var calibration = 8
+        var perIteration = 0.0
+        while true {
+            let swift = time(calibration, testCase.swift, &sink)
+            let c = time(calibration, testCase.c, &sink)
+            perIteration = max(swift, c) / Double(calibration)
+            if max(swift, c) > 20e6 || calibration >= 1 << 20 { break }
+            calibration *= 4
+        }
+        let iterations = max(1, Int(roundNanoseconds / perIteration))
+        // One discarded warm-up round per side at the measured size.
+        _ = time(iterations, testCase.swift, &sink)
+        _ = time(iterations, testCase.c, &sink)
+
+        var swiftRounds: [Double] = []
+        var cRounds: [Double] = []
+        var ratios: [Double] = []
+        for round in 0..<rounds {
+            let s: Double
+            let c: Double
+            if round % 2 == 0 {
+                s = time(iterations, testCase.swift, &sink)
+                c = time(iterations, testCase.c, &sink)
+            } else {
+                c = time(iterations, testCase.c, &sink)
+                s = time(iterations, testCase.swift, &sink)
+            }
+            swiftRounds.append(s / Double(iterations))
+            cRounds.append(c / Double(iterations))
+            ratios.append(s / c)
+        }
+        if sink == 42 { print("") }  // keeps the checksums alive
+        return SideBySideResult(
+            name: testCase.name,
+            swiftMicroseconds: median(swiftRounds) / 1000,
+            cMicroseconds: median(cRounds) / 1000,
+            pairedRatio: median(ratios),
+            iterationsPerRound: iterations,
+            rounds: rounds)
+    }
+
+    /// Nanoseconds taken by `body(iterations)`.
+    @inline(never)
+    static func time(_ iterations: Int, _ body: (Int) -> Int, _ sink: inout Int) -> Double {
+        let start = cb_monotonic_ns()
+        sink &+= body(iterations)
+        let end = cb_monotonic_ns()
+        return Double(end &- start)
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
