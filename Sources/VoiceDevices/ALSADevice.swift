@@ -10,7 +10,8 @@ import VoiceCore
 /// `-EPIPE` (xrun) → `snd_pcm_prepare`, counted, ``DeviceEvent/xrun(count:)``; `-ESTRPIPE` (suspend) →
 /// ``DeviceEvent/interruptionBegan(reason:)`` `.suspended`, `snd_pcm_resume` (or prepare), then
 /// ``DeviceEvent/interruptionEnded``; `-ENODEV` and friends → `.deviceLost`, the thread exits and the state
-/// becomes ``DeviceState/failed``; `-EBUSY` at open → ``ALSAError`` with ``ALSAError/interruptionReason`` `.deviceBusy`.
+/// becomes ``DeviceState/failed``; `-EBUSY` at open → ``ALSAError`` whose ``ALSAError/interruptionReason`` is
+/// `.deviceBusy`.
 public final class ALSADevice: AudioDevice, @unchecked Sendable {
     // @unchecked Sendable: the PCM handle is used by the control plane only under `control` and while no
     // audio thread runs (open, prepare before the thread starts, drop after it is joined), and by the audio
@@ -81,9 +82,11 @@ public final class ALSADevice: AudioDevice, @unchecked Sendable {
         do { wakeup = try Wakeup(device: name) } catch {
             throw .callFailed(call: "pipe", device: name, code: -errnoOf(error), message: error.description)
         }
-        pcm = try ALSAPCM(name: name, direction: direction, localConfiguration: configuration.alsaConfiguration, wakeup: wakeup)
+        pcm = try ALSAPCM(
+            name: name, direction: direction, localConfiguration: configuration.alsaConfiguration, wakeup: wakeup)
         negotiated = try pcm.negotiate(
-            sampleRate: format.sampleRate, channels: format.channels, periodMilliseconds: configuration.periodMilliseconds,
+            sampleRate: format.sampleRate, channels: format.channels,
+            periodMilliseconds: configuration.periodMilliseconds,
             bufferPeriods: configuration.bufferPeriods, allowResampling: configuration.allowResampling)
         self.format = AudioFormat(sampleRate: negotiated.sampleRate, channels: negotiated.channels)
         periodFrames = negotiated.periodFrames
@@ -97,7 +100,8 @@ public final class ALSADevice: AudioDevice, @unchecked Sendable {
         loop = PCMLoop(
             io: pcm, direction: direction, periodFrames: periodFrames, channels: negotiated.channels, ring: self.ring,
             counters: counters, events: channel, wakeup: wakeup,
-            timerSchedule: isTimerPaced ? PeriodSchedule(sampleRate: negotiated.sampleRate, periodFrames: periodFrames) : nil)
+            timerSchedule: isTimerPaced
+                ? PeriodSchedule(sampleRate: negotiated.sampleRate, periodFrames: periodFrames) : nil)
     }
 
     deinit { close() }
@@ -126,12 +130,15 @@ public final class ALSADevice: AudioDevice, @unchecked Sendable {
             let loop = self.loop
             let stateCell = self.stateCell
             do throws(AudioDeviceError) {
-                thread = try AudioThread(device: name, realtimePriority: configuration.realtimePriority, counters: counters) {
+                thread = try AudioThread(
+                    device: name, realtimePriority: configuration.realtimePriority, counters: counters
+                ) {
                     if case .failed = loop.run() { stateCell.set(.failed) }
                 }
             } catch {
                 loop.running.store(false, ordering: .releasing)
-                throw .callFailed(call: "pthread_create", device: name, code: -errnoOf(error), message: error.description)
+                throw .callFailed(
+                    call: "pthread_create", device: name, code: -errnoOf(error), message: error.description)
             }
             stateCell.set(.running)
         }

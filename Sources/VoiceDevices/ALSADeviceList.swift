@@ -1,4 +1,5 @@
 internal import CALSA
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -72,7 +73,8 @@ public struct ALSADeviceList: Sendable, Hashable {
         lines.append("PCM names: \(pcms.isEmpty ? "none" : "\(pcms.count)")")
         for pcm in pcms {
             let summary = pcm.description.split(separator: "\n").map(String.init).joined(separator: " — ")
-            lines.append("  \(pcm.name) (\(ALSADeviceList.label(pcm.directions)))\(summary.isEmpty ? "" : ": \(summary)")")
+            lines.append(
+                "  \(pcm.name) (\(ALSADeviceList.label(pcm.directions)))\(summary.isEmpty ? "" : ": \(summary)")")
         }
         for problem in problems { lines.append("problem: \(problem)") }
         return lines.joined(separator: "\n")
@@ -109,7 +111,9 @@ public struct ALSADeviceList: Sendable, Hashable {
             if number < 0 { break }
             var entry = ALSACardPCM(
                 device: Int(number), id: "", name: "", directions: [], hardwareName: "hw:\(index),\(number)")
-            for (direction, stream) in [(AudioDirection.playout, SND_PCM_STREAM_PLAYBACK), (.capture, SND_PCM_STREAM_CAPTURE)] {
+            for (direction, stream) in [
+                (AudioDirection.playout, SND_PCM_STREAM_PLAYBACK), (.capture, SND_PCM_STREAM_CAPTURE),
+            ] {
                 snd_pcm_info_set_device(pcmInfo, UInt32(number))
                 snd_pcm_info_set_subdevice(pcmInfo, 0)
                 snd_pcm_info_set_stream(pcmInfo, stream)

@@ -1,8 +1,9 @@
 internal import CALSA
+import VoiceCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import VoiceCore
 
 /// What an ALSA device supports, read from its unrestricted hardware configuration space; part of the
 /// error when nothing the engine can use fits, so the message says what would.

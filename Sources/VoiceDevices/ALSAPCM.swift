@@ -1,4 +1,5 @@
 internal import CALSA
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -15,7 +16,8 @@ public struct ALSANegotiatedParameters: Sendable, Hashable, CustomStringConverti
     public var pcmType: String
 
     public var description: String {
-        "\(sampleRate) Hz, \(channels) ch, S16_LE, period \(periodFrames) frames, buffer \(bufferFrames) frames, type \(pcmType)"
+        "\(sampleRate) Hz, \(channels) ch, S16_LE, period \(periodFrames) frames, "
+            + "buffer \(bufferFrames) frames, type \(pcmType)"
     }
 }
 
@@ -41,7 +43,8 @@ final class ALSAPCM: PCMIO {
         if let text = localConfiguration {
             let config = try ALSALocalConfiguration(text: text, device: name)
             self.localConfiguration = config
-            try alsaCheck(snd_pcm_open_lconf(&handle, name, stream, SND_PCM_NONBLOCK, config.root), "snd_pcm_open", device: name)
+            try alsaCheck(
+                snd_pcm_open_lconf(&handle, name, stream, SND_PCM_NONBLOCK, config.root), "snd_pcm_open", device: name)
         } else {
             self.localConfiguration = nil
             try alsaCheck(snd_pcm_open(&handle, name, stream, SND_PCM_NONBLOCK), "snd_pcm_open", device: name)
@@ -83,7 +86,8 @@ final class ALSAPCM: PCMIO {
             snd_pcm_hw_params_set_rate_resample(pcm, hw.pointer, allowResampling ? 1 : 0),
             "snd_pcm_hw_params_set_rate_resample", device: name)
         try require(
-            snd_pcm_hw_params_set_access(pcm, hw.pointer, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved read/write access")
+            snd_pcm_hw_params_set_access(pcm, hw.pointer, SND_PCM_ACCESS_RW_INTERLEAVED),
+            "interleaved read/write access")
         try require(
             snd_pcm_hw_params_set_format(pcm, hw.pointer, SND_PCM_FORMAT_S16_LE),
             "format S16_LE (a plughw: or default device converts)")
@@ -99,19 +103,25 @@ final class ALSAPCM: PCMIO {
             "a period of \(period) frames or near")
         var bufferSize = period * snd_pcm_uframes_t(max(2, bufferPeriods))
         try require(
-            snd_pcm_hw_params_set_buffer_size_near(pcm, hw.pointer, &bufferSize), "a buffer of \(bufferSize) frames or near")
+            snd_pcm_hw_params_set_buffer_size_near(pcm, hw.pointer, &bufferSize),
+            "a buffer of \(bufferSize) frames or near")
         try alsaCheck(snd_pcm_hw_params(pcm, hw.pointer), "snd_pcm_hw_params", device: name)
 
-        try alsaCheck(snd_pcm_hw_params_get_rate(hw.pointer, &rate, &direction), "snd_pcm_hw_params_get_rate", device: name)
-        try alsaCheck(snd_pcm_hw_params_get_channels(hw.pointer, &channelCount), "snd_pcm_hw_params_get_channels", device: name)
+        try alsaCheck(
+            snd_pcm_hw_params_get_rate(hw.pointer, &rate, &direction), "snd_pcm_hw_params_get_rate", device: name)
+        try alsaCheck(
+            snd_pcm_hw_params_get_channels(hw.pointer, &channelCount), "snd_pcm_hw_params_get_channels", device: name)
         try alsaCheck(
             snd_pcm_hw_params_get_period_size(hw.pointer, &period, &direction), "snd_pcm_hw_params_get_period_size",
             device: name)
-        try alsaCheck(snd_pcm_hw_params_get_buffer_size(hw.pointer, &bufferSize), "snd_pcm_hw_params_get_buffer_size", device: name)
+        try alsaCheck(
+            snd_pcm_hw_params_get_buffer_size(hw.pointer, &bufferSize), "snd_pcm_hw_params_get_buffer_size",
+            device: name)
 
         let sw = try SoftwareParameters(device: name)
         try alsaCheck(snd_pcm_sw_params_current(pcm, sw.pointer), "snd_pcm_sw_params_current", device: name)
-        try alsaCheck(snd_pcm_sw_params_set_avail_min(pcm, sw.pointer, period), "snd_pcm_sw_params_set_avail_min", device: name)
+        try alsaCheck(
+            snd_pcm_sw_params_set_avail_min(pcm, sw.pointer, period), "snd_pcm_sw_params_set_avail_min", device: name)
         // Playout starts once two periods are queued (one to play, one in hand); capture is started explicitly.
         let threshold = self.direction == .playout ? min(bufferSize, 2 * period) : 1
         try alsaCheck(
@@ -121,7 +131,8 @@ final class ALSAPCM: PCMIO {
 
         try preparePollDescriptors()
         return ALSANegotiatedParameters(
-            sampleRate: Int(rate), channels: Int(channelCount), periodFrames: Int(period), bufferFrames: Int(bufferSize),
+            sampleRate: Int(rate), channels: Int(channelCount), periodFrames: Int(period),
+            bufferFrames: Int(bufferSize),
             pcmType: typeName)
     }
 
@@ -166,7 +177,8 @@ final class ALSAPCM: PCMIO {
 
     /// The PCM's poll descriptors plus the wakeup pipe, allocated once.
     private func preparePollDescriptors() throws(ALSAError) {
-        let count = Int(try alsaCheck(snd_pcm_poll_descriptors_count(pcm), "snd_pcm_poll_descriptors_count", device: name))
+        let count = Int(
+            try alsaCheck(snd_pcm_poll_descriptors_count(pcm), "snd_pcm_poll_descriptors_count", device: name))
         pollDescriptors.deallocate()
         pollDescriptors = .allocate(capacity: count + 1)
         pollDescriptors.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0))
@@ -209,7 +221,8 @@ final class ALSAPCM: PCMIO {
         if rc == 0 { return .timeout }
         if pollDescriptors[pcmDescriptorCount].revents != 0 { return .wakeup }
         var revents: UInt16 = 0
-        let demangled = snd_pcm_poll_descriptors_revents(pcm, pollDescriptors.baseAddress, UInt32(pcmDescriptorCount), &revents)
+        let demangled = snd_pcm_poll_descriptors_revents(
+            pcm, pollDescriptors.baseAddress, UInt32(pcmDescriptorCount), &revents)
         if demangled < 0 { return .error(code: Int(demangled)) }
         return .ready  // POLLERR included: the next transfer reports the error and the loop recovers
     }

@@ -1,7 +1,8 @@
+import VoiceCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import VoiceCore
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds (the same time line as `MonotonicClock`).
 @inline(__always)

@@ -1,7 +1,8 @@
+import VoiceCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import VoiceCore
 
 /// What a file-backed microphone does when it reaches the end of its file.
 public enum EndOfFileBehavior: Sendable, Hashable {
@@ -194,7 +195,8 @@ final class FileSink: PeriodPort, @unchecked Sendable {
                 error = .fileWriteFailed(path: path, reason: "more than 4 GiB of samples do not fit a WAV file")
             } else {
                 let header = FileSink.header(format: format, dataBytes: dataBytes)
-                let ok = header.withUnsafeBytes { raw in pwrite(descriptor, raw.baseAddress, raw.count, 0) == raw.count }
+                let ok = header.withUnsafeBytes { raw in pwrite(descriptor, raw.baseAddress, raw.count, 0) == raw.count
+                }
                 if !ok { error = .fileWriteFailed(path: path, reason: String(cString: strerror(errno))) }
             }
         }
@@ -222,8 +224,12 @@ final class FileSink: PeriodPort, @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(44)
         func put(_ text: String) { out.append(contentsOf: text.utf8) }
-        func put16(_ v: Int) { withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian) { out.append(contentsOf: $0) } }
-        func put32(_ v: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: v).littleEndian) { out.append(contentsOf: $0) } }
+        func put16(_ v: Int) {
+            withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian) { out.append(contentsOf: $0) }
+        }
+        func put32(_ v: Int) {
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: v).littleEndian) { out.append(contentsOf: $0) }
+        }
         let blockAlign = format.channels * 2
         put("RIFF")
         put32(36 + dataBytes)

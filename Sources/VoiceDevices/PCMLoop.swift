@@ -1,8 +1,9 @@
+import Synchronization
+import VoiceCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
-import VoiceCore
 
 /// What waiting for a PCM to become ready ended with.
 enum PCMWaitResult: Equatable {

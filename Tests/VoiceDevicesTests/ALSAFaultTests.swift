@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
 import Synchronization
 import Testing
 import VoiceCore
+
 @testable import VoiceDevices
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Faults the null PCM cannot produce (xrun, suspend, device loss, busy): the pure code-to-fault mapping, and
 /// the real audio loop (`PCMLoop`) driven by a scripted PCM that returns those codes.
@@ -25,7 +27,8 @@ import VoiceCore
     }
 
     @Test func busyAtOpenIsADeviceBusyInterruption() {
-        let error = ALSAError.callFailed(call: "snd_pcm_open", device: "hw:0,0", code: -EBUSY, message: "Device or resource busy")
+        let error = ALSAError.callFailed(
+            call: "snd_pcm_open", device: "hw:0,0", code: -EBUSY, message: "Device or resource busy")
         #expect(error.interruptionReason == .deviceBusy)
         #expect(error.identifier == "alsa.deviceBusy")
         #expect(error.description.contains("another client"))
@@ -102,7 +105,10 @@ import VoiceCore
         let (loop, counters, channel) = try makeLoop(pcm)
         #expect(loop.run() == .failed(.deviceLost))
         channel.finish()
-        #expect(await collect(channel.stream) == [.xrun(count: 1), .xrun(count: 2), .interruptionBegan(reason: .deviceLost)])
+        #expect(
+            await collect(channel.stream) == [
+                .xrun(count: 1), .xrun(count: 2), .interruptionBegan(reason: .deviceLost),
+            ])
         #expect(counters.snapshot.xruns == 2)
         #expect(counters.snapshot.periods == 4)  // 4 | 2+2 | 4 | 4: partial periods carry over an xrun
         #expect(pcm.calls.filter { $0 == "prepare" }.count == 2)

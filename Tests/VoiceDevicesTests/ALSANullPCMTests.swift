@@ -1,9 +1,11 @@
+import Testing
+import VoiceCore
+
+@testable import VoiceDevices
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Testing
-import VoiceCore
-@testable import VoiceDevices
 
 /// The real libasound2 code path through ALSA's `null` PCM (no sound card needed): open, negotiate, run
 /// threads, stop and close.
@@ -12,7 +14,8 @@ import VoiceCore
 
     @Test(arguments: AudioDirection.allCases)
     func opensNullPCMAndNegotiatesRequestedFormat(direction: AudioDirection) throws {
-        let device = try ALSADevice(name: "null", direction: direction, format: AudioFormat(sampleRate: 16_000, channels: 2))
+        let device = try ALSADevice(
+            name: "null", direction: direction, format: AudioFormat(sampleRate: 16_000, channels: 2))
         #expect(device.format == AudioFormat(sampleRate: 16_000, channels: 2))
         #expect(device.periodFrames == 160)
         #expect(device.negotiated.bufferFrames == 640)
@@ -28,7 +31,11 @@ import VoiceCore
         try device.start()
         #expect(device.state == .running)
         var received: [Int16] = []
-        #expect(waitUntil { received += drain(device.ring); return device.statistics.periods >= 5 })
+        #expect(
+            waitUntil {
+                received += drain(device.ring)
+                return device.statistics.periods >= 5
+            })
         device.stop()
         #expect(device.state == .stopped)
         received += drain(device.ring)
@@ -98,7 +105,11 @@ import VoiceCore
             _ = try ALSADevice(name: "nonexistent_pcm", direction: .playout, format: .mono48k)
         }
         let e = try #require(error)
-        #expect(e == .callFailed(call: "snd_pcm_open", device: "nonexistent_pcm", code: -ENOENT, message: "No such file or directory"))
+        #expect(
+            e
+                == .callFailed(
+                    call: "snd_pcm_open", device: "nonexistent_pcm", code: -ENOENT, message: "No such file or directory"
+                ))
         #expect(e.identifier == "alsa.noSuchDevice")
         #expect(e.description.contains("\"nonexistent_pcm\""))
         #expect(e.description.contains("voice-engine devices"))

@@ -1,5 +1,6 @@
 import Testing
 import VoiceCore
+
 @testable import VoiceDevices
 
 @Suite struct ClockRateEstimatorTests {

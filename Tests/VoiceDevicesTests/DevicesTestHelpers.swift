@@ -1,9 +1,11 @@
+import Foundation
+import VoiceCore
+
+@testable import VoiceDevices
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
-import VoiceCore
-@testable import VoiceDevices
 
 /// A fresh path in the temporary directory, unique per call.
 func temporaryPath(_ name: String) -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceCore
+
 @testable import VoiceDevices
 
 @Suite struct FileDeviceTests {
@@ -110,7 +111,11 @@ import VoiceCore
         try mic.start()
         #expect(mic.state == .running)
         var received: [Int16] = []
-        #expect(waitUntil { received += drain(mic.ring); return received.count >= 5 * 160 })
+        #expect(
+            waitUntil {
+                received += drain(mic.ring)
+                return received.count >= 5 * 160
+            })
         mic.stop()
         received += drain(mic.ring)
         #expect(mic.state == .stopped)
@@ -122,7 +127,8 @@ import VoiceCore
     }
 
     @Test func realTimeNullPlayoutDrainsTheRingAndStopsPromptlyOnClose() async throws {
-        let speaker = try NullAudioDevice(direction: .playout, format: .mono16k, clocking: .realTime, realtimePriority: 5)
+        let speaker = try NullAudioDevice(
+            direction: .playout, format: .mono16k, clocking: .realTime, realtimePriority: 5)
         #expect(speaker.ring.write(contentsOf: [Int16](repeating: 1, count: 320)) == 320)
         try speaker.start()
         #expect(waitUntil { speaker.statistics.periods >= 4 })
@@ -172,7 +178,8 @@ import VoiceCore
         }
         #expect(throws: AudioDeviceError.invalidPeriod(milliseconds: 3, format: AudioFormat(sampleRate: 44_100))) {
             _ = try NullAudioDevice(
-                direction: .capture, format: AudioFormat(sampleRate: 44_100), periodMilliseconds: 3, clocking: .realTime)
+                direction: .capture, format: AudioFormat(sampleRate: 44_100), periodMilliseconds: 3, clocking: .realTime
+            )
         }
     }
 }
