@@ -22,11 +22,13 @@ struct Report {
         fflush(nil)  // all streams: progress shows when piped too
     }
 
-    /// `{"suite":"codec","results":[{"name":…,"swift_us":…,"c_us":…,"ratio":…}]}` on one line.
+    /// `{"suite":"codec","results":[{"name":…,"swift_us":…,"c_us":…,"ratio":…,"paired_ratio":…}]}` on one line;
+    /// `ratio` is Swift median / C median, `paired_ratio` the median of the back-to-back round ratios.
     func printJSON(_ results: [SideBySideResult]) {
         let items = results.map { r in
             "{\"name\":\(quoted(r.name)),\"swift_us\":\(fixed(r.swiftMicroseconds, 4)),"
-                + "\"c_us\":\(fixed(r.cMicroseconds, 4)),\"ratio\":\(fixed(r.ratio, 4))}"
+                + "\"c_us\":\(fixed(r.cMicroseconds, 4)),\"ratio\":\(fixed(r.ratio, 4)),"
+                + "\"paired_ratio\":\(fixed(r.pairedRatio, 4))}"
         }
         print("{\"suite\":\(quoted(suite)),\"results\":[\(items.joined(separator: ","))]}")
         fflush(nil)  // all streams: progress shows when piped too

@@ -28,10 +28,10 @@ struct SideBySideOptions: ParsableArguments {
     var json = false
 
     @Option(help: "Measured rounds per side; each round alternates Swift and C (the first of each pair alternates too).")
-    var rounds = 15
+    var rounds = 31
 
     @Option(help: "Target duration of one round, in milliseconds (sets the iterations per round).")
-    var roundMilliseconds = 60.0
+    var roundMilliseconds = 30.0
 
     @Option(help: "Run only operations whose name contains this text.")
     var filter: String?
