@@ -16,6 +16,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
@@ -29,12 +31,17 @@ let package = Package(
         .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
         .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),
+        .target(name: "VoiceSession", dependencies: ["VoiceCore", "VoiceDSP", "VoiceDevices"]),
         .target(name: "VoiceNetSim", dependencies: ["VoiceCore", "VoiceDSP"]),
-        .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "CSpeexDSP"]),
+        .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceNetSim", "CSpeexDSP"]),
         .target(
             name: "VoiceEngine",
             dependencies: [
                 "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices", "VoiceNetSim", "VoiceJitter",
+                "VoiceSession",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -47,8 +54,9 @@ let package = Package(
         .testTarget(name: "VoiceCodecTests", dependencies: ["VoiceCodec", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceSessionTests", dependencies: ["VoiceSession", "VoiceTestSupport"]),
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
         .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceTestSupport"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceTestSupport"]),

@@ -6,6 +6,7 @@ import VoiceEngine
 /// through the real codec and resampler and says plainly that the demo call is not there yet.
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Run a demo call (for now: the codec and resampler test-vector checks).")
 
     @Option(help: "Folder holding the test vectors and their manifest.")

@@ -1,0 +1,1 @@
+// VoiceSession: the audio-session state machine and the audio controller.
