@@ -1,0 +1,120 @@
+import Foundation
+
+/// An in-place radix-2 complex FFT with precomputed twiddles and bit-reversal table, for the echo path's
+/// delay estimator and the test-vector convolution. Internal: a tool, not an API. Never allocates after `init`.
+final class FFT {
+    let size: Int
+    private let log2Size: Int
+    private var cosTable: [Float]
+    private var sinTable: [Float]
+    private var bitReversed: [Int32]
+
+    init(size: Int) {
+        precondition(size >= 2 && size & (size - 1) == 0, "FFT size must be a power of two")
+        self.size = size
+        log2Size = size.trailingZeroBitCount
+        cosTable = (0..<size / 2).map { Float(cos(2 * Double.pi * Double($0) / Double(size))) }
+        sinTable = (0..<size / 2).map { Float(-sin(2 * Double.pi * Double($0) / Double(size))) }
+        bitReversed = [Int32](repeating: 0, count: size)
+        for i in 0..<size {
+            var r = 0
+            var v = i
+            for _ in 0..<log2Size {
+                r = (r << 1) | (v & 1)
+                v >>= 1
+            }
+            bitReversed[i] = Int32(r)
+        }
+    }
+
+    /// Transforms `re`/`im` (each `size` long) in place. `inverse` uses the conjugate twiddles and scales by 1/size.
+    func transform(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, inverse: Bool) {
+        let n = size
+        bitReversed.withUnsafeBufferPointer { rev in
+            for i in 0..<n {
+                let j = Int(rev[i])
+                if j > i {
+                    swap(&re[i], &re[j])
+                    swap(&im[i], &im[j])
+                }
+            }
+        }
+        let sign: Float = inverse ? -1 : 1
+        cosTable.withUnsafeBufferPointer { cosT in
+            sinTable.withUnsafeBufferPointer { sinT in
+                var half = 1
+                while half < n {
+                    let step = n / (half * 2)
+                    var start = 0
+                    while start < n {
+                        var k = 0
+                        for j in start..<start + half {
+                            let wr = cosT[k]
+                            let wi = sign * sinT[k]
+                            let l = j + half
+                            let tr = wr * re[l] - wi * im[l]
+                            let ti = wr * im[l] + wi * re[l]
+                            re[l] = re[j] - tr
+                            im[l] = im[j] - ti
+                            re[j] += tr
+                            im[j] += ti
+                            k += step
+                        }
+                        start += half * 2
+                    }
+                    half *= 2
+                }
+            }
+        }
+        if inverse {
+            let scale = 1 / Float(n)
+            for i in 0..<n {
+                re[i] *= scale
+                im[i] *= scale
+            }
+        }
+    }
+
+    /// Linear convolution of two real signals through the FFT (for offline use: allocates).
+    static func convolve(_ x: [Float], _ h: [Float]) -> [Float] {
+        guard !x.isEmpty, !h.isEmpty else { return [] }
+        let outCount = x.count + h.count - 1
+        // Overlap-add with blocks sized from the filter.
+        var fftSize = 2
+        while fftSize < 2 * h.count { fftSize *= 2 }
+        fftSize = max(fftSize, 1024)
+        let block = fftSize - h.count + 1
+        let fft = FFT(size: fftSize)
+        var hr = [Float](repeating: 0, count: fftSize)
+        var hi = [Float](repeating: 0, count: fftSize)
+        for i in 0..<h.count { hr[i] = h[i] }
+        hr.withUnsafeMutableBufferPointer { r in
+            hi.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false) }
+        }
+        var out = [Float](repeating: 0, count: outCount)
+        var xr = [Float](repeating: 0, count: fftSize)
+        var xi = [Float](repeating: 0, count: fftSize)
+        var start = 0
+        while start < x.count {
+            let end = min(start + block, x.count)
+            for i in 0..<fftSize {
+                xr[i] = i < end - start ? x[start + i] : 0
+                xi[i] = 0
+            }
+            xr.withUnsafeMutableBufferPointer { r in
+                xi.withUnsafeMutableBufferPointer { i in
+                    fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false)
+                    for k in 0..<fftSize {
+                        let a = r[k], b = i[k]
+                        r[k] = a * hr[k] - b * hi[k]
+                        i[k] = a * hi[k] + b * hr[k]
+                    }
+                    fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: true)
+                }
+            }
+            for i in 0..<fftSize where start + i < outCount { out[start + i] += xr[i] }
+            start = end
+        }
+        return out
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import VoiceCore
+import VoiceDSP
+
+/// `TestVectors/aec/manifest.json`: the echo-canceller scenarios (generated WAV files) and the checks they must
+/// pass. Kept apart from the codec/resampler manifest because its inputs are pairs (far end, microphone) plus the
+/// clean near end, and its metrics need the whole canceller run.
+public struct AECVectorManifest: Codable, Sendable {
+    /// One scenario and the files generated for it.
+    public struct Vector: Codable, Sendable {
+        public var scenario: AECScenario
+        public var far: String
+        public var mic: String
+        /// The clean near end (double-talk scenarios only).
+        public var near: String?
+    }
+
+    /// One check on one scenario.
+    public struct Check: Codable, Sendable {
+        public var name: String
+        public var scenario: String
+        /// `erle_db` (engine, far-end single talk), `erle_gain_over_raw_db` (engine minus raw MDF),
+        /// `near_end_segsnr_db` (output against the clean near end), `drift_ppm` (the final estimate).
+        public var metric: String
+        public var min: Double?
+        public var max: Double?
+        /// Measurement window (seconds into the file); the default starts at 4 s, after convergence.
+        public var fromSeconds: Double?
+        public var toSeconds: Double?
+        public var description: String?
+    }
+
+    public var vectors: [Vector]
+    public var checks: [Check]
+
+    public static func load(from url: URL) throws -> AECVectorManifest {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw TestVectorError.unreadable(url.path, String(describing: error))
+        }
+        do { return try JSONDecoder().decode(AECVectorManifest.self, from: data) } catch {
+            throw TestVectorError.malformedManifest(url.path, String(describing: error))
+        }
+    }
+}
+
+/// The outcome of one AEC check.
+public struct AECVectorResult: Sendable, Codable {
+    public var name: String
+    public var metric: String
+    public var value: Double
+    public var min: Double?
+    public var max: Double?
+    public var passed: Bool { value >= (min ?? -.infinity) && value <= (max ?? .infinity) }
+}
+
+/// Generates the AEC vectors and runs their checks through ``EchoCanceller`` (the live-call processing).
+public struct AECVectorRunner {
+    public let directory: URL
+    public let manifest: AECVectorManifest
+    private var cache: [String: (AECRunner.Run, [Int16], [Int16]?, [Int16])] = [:]
+
+    public init(directory: URL) throws {
+        self.directory = directory
+        manifest = try AECVectorManifest.load(from: directory.appendingPathComponent("manifest.json"))
+    }
+
+    /// Writes every scenario's WAV files; returns their names.
+    @discardableResult
+    public static func generateAll(in directory: URL) throws -> [String] {
+        let manifest = try AECVectorManifest.load(from: directory.appendingPathComponent("manifest.json"))
+        var written: [String] = []
+        for vector in manifest.vectors {
+            let signals = AECVectorGenerator.generate(vector.scenario)
+            let format = AudioFormat(sampleRate: vector.scenario.sampleRate, channels: 1)
+            try WAVFile.write(pcm16: signals.far, format: format, to: directory.appendingPathComponent(vector.far).path)
+            try WAVFile.write(pcm16: signals.mic, format: format, to: directory.appendingPathComponent(vector.mic).path)
+            written += [vector.far, vector.mic]
+            if let near = vector.near {
+                try WAVFile.write(pcm16: signals.near, format: format, to: directory.appendingPathComponent(near).path)
+                written.append(near)
+            }
+        }
+        return written
+    }
+
+    private func load(_ file: String, rate: Int) throws -> [Int16] {
+        let wav = try WAVFile.read(path: directory.appendingPathComponent(file).path)
+        guard wav.format == AudioFormat(sampleRate: rate, channels: 1) else {
+            throw TestVectorError.unexpectedInput(file, "must be mono at \(rate) Hz, is \(wav.format)")
+        }
+        return wav.int16Samples
+    }
+
+    /// Runs every check in manifest order (each scenario is processed once).
+    public mutating func runAll() throws -> [AECVectorResult] {
+        try manifest.checks.map { try run($0) }
+    }
+
+    /// Runs one check.
+    public mutating func run(_ check: AECVectorManifest.Check) throws -> AECVectorResult {
+        guard let vector = manifest.vectors.first(where: { $0.scenario.name == check.scenario }) else {
+            throw TestVectorError.unexpectedInput(check.scenario, "no such scenario in the AEC manifest")
+        }
+        let rate = vector.scenario.sampleRate
+        let (run, mic, near, far) = try processed(vector)
+        let n = rate / 100
+        let from = Int((check.fromSeconds ?? 4) * 100)
+        let to = check.toSeconds.map { Int($0 * 100) }
+        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: near, blockSize: n)
+        let value: Double
+        switch check.metric {
+        case "erle_db":
+            value = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
+        case "erle_gain_over_raw_db":
+            let raw = try AECRunner.runRawMDF(far: far, mic: mic, sampleRate: rate, tailMilliseconds: EchoCancellerConfiguration().tailMilliseconds)
+            let engine = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
+            value = engine - (AECRunner.erle(mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0)
+        case "near_end_segsnr_db":
+            guard let near else { throw TestVectorError.missingParameter(check: check.name, parameter: "near (clean near end)") }
+            let fromSample = from * n
+            let end = min(to.map { $0 * n } ?? run.output.count, run.output.count)
+            value = AECRunner.nearEndSegmentalSNR(
+                near: Array(near[fromSample..<end]), output: Array(run.output[fromSample..<end]), sampleRate: rate)
+        case "drift_ppm":
+            value = run.statistics.estimatedDriftPPM ?? .nan
+        default:
+            throw TestVectorError.unknownCheck(check.metric)
+        }
+        return AECVectorResult(name: check.name, metric: check.metric, value: value, min: check.min, max: check.max)
+    }
+
+    private mutating func processed(_ vector: AECVectorManifest.Vector) throws -> (AECRunner.Run, [Int16], [Int16]?, [Int16]) {
+        if let cached = cache[vector.scenario.name] { return (cached.0, cached.1, cached.2, cached.3) }
+        let rate = vector.scenario.sampleRate
+        let far = try load(vector.far, rate: rate)
+        let mic = try load(vector.mic, rate: rate)
+        let near = try vector.near.map { try load($0, rate: rate) }
+        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration(sampleRate: rate))
+        cache[vector.scenario.name] = (run, mic, near, far)
+        return (run, mic, near, far)
+    }
+}

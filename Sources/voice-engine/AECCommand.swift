@@ -1,0 +1,198 @@
+import ArgumentParser
+import Foundation
+import VoiceEngine
+
+/// `voice-engine aec`: runs a far-end / microphone recording pair through the echo canceller exactly as a live
+/// call does, writes the processed microphone and reports ERLE, the delay track and the drift.
+struct AECCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "aec",
+        abstract: "Echo-cancel MIC.wav against FAR.wav (what was played) and report ERLE, delay and drift.")
+
+    @Option(help: "The far-end reference: what was played through the loudspeaker (mono WAV).")
+    var far: String
+    @Option(help: "The microphone recording (mono WAV, 8, 16, 32 or 48 kHz).")
+    var mic: String
+    @Option(help: "Where to write the processed microphone (16-bit WAV at the microphone's rate).")
+    var out: String
+    @Option(help: "Write a JSON report here.")
+    var report: String?
+    @Option(help: "Optional clean near-end talker (aligned with MIC) to exclude double talk from ERLE and measure near-end preservation.")
+    var near: String?
+    @Option(help: "Echo tail after alignment, ms.")
+    var tailMs: Int = 200
+    @Option(help: "ERLE is also reported from this many seconds on (steady state).")
+    var steadyStateFrom: Double = 4
+    @Option(help: "AGC target in dBFS (off when not given).")
+    var agc: Double?
+    @Option(help: "Noise suppression in dB (negative); 0 switches it off.")
+    var noiseSuppression: Int = -15
+    @Flag(help: "Disable delay alignment and drift compensation (raw MDF with residual suppression).")
+    var noAlignment = false
+    @Flag(help: "Enable drift estimation and compensation (experimental, off by default).")
+    var drift = false
+
+    func run() throws {
+        let farFile = try WAVFile.read(path: far)
+        let micFile = try WAVFile.read(path: mic)
+        guard farFile.format.channels == 1 else { throw ValidationError("\(far): \(farFile.format) — the far end must be mono") }
+        guard micFile.format.channels == 1 else { throw ValidationError("\(mic): \(micFile.format) — the microphone must be mono") }
+        let rate = micFile.format.sampleRate
+        guard SpeexDSPError.supportedRates.contains(rate) else {
+            throw ValidationError("\(mic): \(rate) Hz is not a processing rate; use 8000, 16000, 32000 or 48000 Hz")
+        }
+        var farSamples = farFile.int16Samples
+        var notes: [String] = []
+        if farFile.format.sampleRate != rate {
+            farSamples = try Self.resample(farSamples, from: farFile.format.sampleRate, to: rate)
+            notes.append("far end resampled from \(farFile.format.sampleRate) Hz to the microphone's \(rate) Hz")
+        }
+        var micSamples = micFile.int16Samples
+        var nearSamples: [Int16]?
+        if let near {
+            let nearFile = try WAVFile.read(path: near)
+            guard nearFile.format == micFile.format else {
+                throw ValidationError("\(near): \(nearFile.format) — must match the microphone (\(micFile.format))")
+            }
+            nearSamples = nearFile.int16Samples
+        }
+        let common = min(farSamples.count, micSamples.count, nearSamples?.count ?? .max)
+        if farSamples.count != micSamples.count || (nearSamples.map { $0.count != common } ?? false) {
+            notes.append(
+                "inputs differ in length (far \(farSamples.count), mic \(micSamples.count) samples); processing the common \(common) samples (\(String(format: "%.2f", Double(common) / Double(rate))) s)")
+        }
+        farSamples = Array(farSamples.prefix(common))
+        micSamples = Array(micSamples.prefix(common))
+        nearSamples = nearSamples.map { Array($0.prefix(common)) }
+        for note in notes { print("note: \(note)") }
+
+        var configuration = EchoCancellerConfiguration(sampleRate: rate, tailMilliseconds: tailMs)
+        configuration.preprocessor.noiseSuppressionDB = noiseSuppression == 0 ? nil : noiseSuppression
+        configuration.preprocessor.agcTargetDBFS = agc
+        configuration.compensateDrift = drift
+        if noAlignment {
+            configuration.alignDelay = false
+            configuration.compensateDrift = false
+        }
+        let run = try AECRunner.runEngine(far: farSamples, mic: micSamples, configuration: configuration)
+        let raw = try AECRunner.runRawMDF(far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: tailMs)
+        var output = run.output
+        output += [Int16](repeating: 0, count: micSamples.count - output.count)  // the last partial block
+        try WAVFile.write(pcm16: output, format: micFile.format, to: out)
+
+        let n = rate / 100
+        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nearSamples, blockSize: n)
+        let from = Int(steadyStateFrom * 100)
+        let erleAll = AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n)
+        let erleSteady = AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: from)
+        let rawAll = AECRunner.erle(mic: micSamples, output: raw.output, blocks: mask, blockSize: n)
+        let rawSteady = AECRunner.erle(mic: micSamples, output: raw.output, blocks: mask, blockSize: n, fromBlock: from)
+        let perSecond: [Double?] = stride(from: 0, to: mask.count, by: 100).map {
+            AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: $0, toBlock: $0 + 100)
+        }
+        let stats = run.statistics
+        func f(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "n/a" }
+        print("processed \(String(format: "%.2f", Double(run.output.count) / Double(rate))) s at \(rate) Hz -> \(out)")
+        print("single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
+              + (nearSamples == nil ? " (far end active; no --near given, so double talk is not excluded)" : ""))
+        print("ERLE engine: \(f(erleAll)) dB overall, \(f(erleSteady)) dB from \(steadyStateFrom) s")
+        print("ERLE raw speex MDF (no alignment): \(f(rawAll)) dB overall, \(f(rawSteady)) dB from \(steadyStateFrom) s")
+        print("delay: estimated \(f(stats.estimatedDelayMilliseconds)) ms, applied \(f(stats.appliedDelayMilliseconds)) ms, realignments \(stats.realignments)")
+        print("drift: estimated \(f(stats.estimatedDriftPPM)) ppm, compensated \(f(stats.compensatedDriftPPM)) ppm")
+        var nearSNR: Double?
+        if let nearSamples {
+            nearSNR = AECRunner.nearEndSegmentalSNR(near: nearSamples, output: run.output, sampleRate: rate)
+            print("near-end segmental SNR: \(f(nearSNR)) dB")
+        }
+        if let report {
+            let body = Report(
+                far: far, mic: mic, out: out, sampleRate: rate, processedSeconds: Double(run.output.count) / Double(rate),
+                notes: notes, singleTalkBlocks: mask.filter { $0 }.count, nearEndGiven: nearSamples != nil,
+                erleDB: erleAll, erleSteadyStateDB: erleSteady, steadyStateFromSeconds: steadyStateFrom,
+                erleRawMDFDB: rawAll, erleRawMDFSteadyStateDB: rawSteady, erlePerSecondDB: perSecond,
+                nearEndSegmentalSNRDB: nearSNR, estimatedDriftPPM: stats.estimatedDriftPPM,
+                compensatedDriftPPM: stats.compensatedDriftPPM, realignments: stats.realignments, track: run.track)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(body).write(to: URL(fileURLWithPath: report))
+            print("report -> \(report)")
+        }
+    }
+
+    struct Report: Encodable {
+        var far, mic, out: String
+        var sampleRate: Int
+        var processedSeconds: Double
+        var notes: [String]
+        var singleTalkBlocks: Int
+        var nearEndGiven: Bool
+        var erleDB, erleSteadyStateDB: Double?
+        var steadyStateFromSeconds: Double
+        var erleRawMDFDB, erleRawMDFSteadyStateDB: Double?
+        var erlePerSecondDB: [Double?]
+        var nearEndSegmentalSNRDB: Double?
+        var estimatedDriftPPM: Double?
+        var compensatedDriftPPM: Double
+        var realignments: Int
+        var track: [AECRunner.TrackPoint]
+    }
+
+    static func resample(_ x: [Int16], from: Int, to: Int) throws -> [Int16] {
+        let resampler = try Resampler(inputRate: from, outputRate: to)
+        resampler.skipZeros()
+        var out: [Int16] = []
+        var buffer = [Int16](repeating: 0, count: resampler.maximumOutputCount(forInput: x.count) + resampler.outputLatency + 16)
+        let produced = try x.withUnsafeBufferPointer { i in try buffer.withUnsafeMutableBufferPointer { try resampler.process(i, into: $0).produced } }
+        out += buffer[0..<produced]
+        let tail = try buffer.withUnsafeMutableBufferPointer { try resampler.drain(into: $0) }
+        out += buffer[0..<tail]
+        return out
+    }
+}
+
+/// `voice-engine aec-vectors generate|check`: the echo-canceller test vectors in TestVectors/aec.
+struct AECVectorsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "aec-vectors", abstract: "Generate the AEC test vectors, or run their checks.",
+        subcommands: [Generate.self, Check.self])
+
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write the WAV files TestVectors/aec/manifest.json describes.")
+        @Option(help: "Folder holding the AEC manifest.json.")
+        var directory: String = "TestVectors/aec"
+        func run() throws {
+            for file in try AECVectorRunner.generateAll(in: URL(fileURLWithPath: directory)) { print("wrote \(directory)/\(file)") }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run the AEC checks and print measured values against thresholds.")
+        @Option(help: "Folder holding the AEC manifest.json and WAV files.")
+        var directory: String = "TestVectors/aec"
+        @Flag(help: "Also run raw speex MDF and print a scenario table (engine vs raw ERLE).")
+        var table = false
+        func run() throws {
+            var runner = try AECVectorRunner(directory: URL(fileURLWithPath: directory))
+            let results = try runner.runAll()
+            let width = max(5, results.map(\.name.count).max() ?? 5)
+            for r in results {
+                let bound = [r.min.map { ">= \(String(format: "%.1f", $0))" }, r.max.map { "<= \(String(format: "%.1f", $0))" }].compactMap { $0 }.joined(separator: " ")
+                print("\(r.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(r.metric.padding(toLength: 22, withPad: " ", startingAt: 0))  \(String(format: "%8.2f", r.value))  \(bound)  \(r.passed ? "pass" : "FAIL")")
+            }
+            print("\(results.filter(\.passed).count) passed, \(results.filter { !$0.passed }.count) failed")
+            if table {
+                print("\nscenario               erle_raw  erle_engine  nearSegSNR(engine/raw)  drift_est")
+                for vector in runner.manifest.vectors {
+                    let dir = URL(fileURLWithPath: directory)
+                    let far = try WAVFile.read(path: dir.appendingPathComponent(vector.far).path).int16Samples
+                    let mic = try WAVFile.read(path: dir.appendingPathComponent(vector.mic).path).int16Samples
+                    let near = try vector.near.map { try WAVFile.read(path: dir.appendingPathComponent($0).path).int16Samples }
+                    let r = try AECBenchmark.run(name: vector.scenario.name, far: far, mic: mic, near: near, sampleRate: vector.scenario.sampleRate)
+                    func f(_ v: Double?) -> String { v.map { String(format: "%6.1f", $0) } ?? "   n/a" }
+                    print("\(r.name.padding(toLength: 22, withPad: " ", startingAt: 0))  \(f(r.erleRaw))    \(f(r.erleEngine))     \(f(r.nearEndSegSNREngine))/\(f(r.nearEndSegSNRRaw))          \(f(r.estimatedDriftPPM))")
+                }
+            }
+            if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
+        }
+    }
+}
