@@ -1,0 +1,112 @@
+/// Estimates how much buffering the network needs, NetEq-style (`delay_manager` / `relative_arrival_delay_tracker`).
+///
+/// For every packet the *transit* is its arrival time minus its RTP timestamp (both in ms); the *relative
+/// arrival delay* is that transit minus the smallest transit seen in the last `windowMilliseconds`, i.e. how much
+/// later than the fastest recent packet this one came. Relative delays go into a histogram of `bucketMilliseconds`
+/// buckets whose old mass is forgotten by `forgetFactor` per packet; the target is the `quantile` of that
+/// histogram. Rising is fast (a few late packets move the quantile at once) and falling is slow (their mass decays
+/// over roughly `1 / (1 - forgetFactor)` packets), which is what keeps a buffer from chasing every dip.
+///
+/// The transit minimum over a sliding window (rather than over all time) lets the estimator follow delay steps
+/// and sender clock drift: a path that is slower for good is, after one window, simply the new baseline.
+/// Fixed storage, no allocation per packet.
+public struct DelayEstimator: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        /// The fraction of packets that should arrive in time (0.95 → at most ~5 % late).
+        public var quantile: Double = 0.95
+        /// Per-packet decay of the histogram's old mass; 0.983 ≈ a 60-packet (1.2 s at 20 ms) memory as in NetEq.
+        public var forgetFactor: Double = 0.983
+        public var bucketMilliseconds: Double = 10
+        public var bucketCount: Int = 100
+        /// Span of the sliding transit minimum.
+        public var windowMilliseconds: Double = 2_000
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    private var histogram: [Double]
+    private var packetsSeen = 0
+    // Sliding-window minimum of transit: a monotonic deque in a fixed ring of (arrival ms, transit ms).
+    private var ringArrival: [Double]
+    private var ringTransit: [Double]
+    private var head = 0
+    private var size = 0
+    /// The latest relative arrival delay (ms).
+    public private(set) var lastRelativeDelayMilliseconds: Double = 0
+
+    public init(configuration: Configuration = Configuration()) {
+        precondition(configuration.bucketCount > 1 && configuration.bucketMilliseconds > 0)
+        precondition((0..<1).contains(configuration.forgetFactor) && (0...1).contains(configuration.quantile))
+        self.configuration = configuration
+        histogram = [Double](repeating: 0, count: configuration.bucketCount)
+        ringArrival = [Double](repeating: 0, count: 1024)
+        ringTransit = [Double](repeating: 0, count: 1024)
+    }
+
+    /// Records one packet's arrival.
+    /// - Parameters:
+    ///   - arrivalMilliseconds: arrival time on the receiver clock.
+    ///   - timestampMilliseconds: the packet's (extended) RTP timestamp converted to ms.
+    public mutating func update(arrivalMilliseconds: Double, timestampMilliseconds: Double) {
+        let transit = arrivalMilliseconds - timestampMilliseconds
+        let capacity = ringArrival.count
+        // Drop entries that left the window, then entries no smaller than the new one (they can never be the min).
+        while size > 0 && ringArrival[head] < arrivalMilliseconds - configuration.windowMilliseconds {
+            head = (head + 1) % capacity
+            size -= 1
+        }
+        while size > 0 && ringTransit[(head + size - 1) % capacity] >= transit { size -= 1 }
+        if size == capacity {
+            head = (head + 1) % capacity
+            size -= 1
+        }
+        ringArrival[(head + size) % capacity] = arrivalMilliseconds
+        ringTransit[(head + size) % capacity] = transit
+        size += 1
+        let relative = max(0, transit - ringTransit[head])
+        lastRelativeDelayMilliseconds = relative
+
+        // Learn quickly at the start (factor grows towards forgetFactor), as NetEq's start_forget_weight does.
+        packetsSeen += 1
+        let factor = min(configuration.forgetFactor, 1 - 1 / Double(packetsSeen + 1))
+        let bucket = min(configuration.bucketCount - 1, Int(relative / configuration.bucketMilliseconds))
+        histogram.withUnsafeMutableBufferPointer { h in
+            for i in h.indices { h[i] *= factor }
+            h[bucket] += 1 - factor
+        }
+    }
+
+    /// The delay margin (ms) above the fastest recent packet that the `quantile` of packets needs: the upper
+    /// edge of the quantile bucket (so a jitter-free path needs 0). 0 before any packet.
+    public var targetMilliseconds: Double {
+        guard packetsSeen > 0 else { return 0 }
+        var total = 0.0
+        for p in histogram { total += p }
+        var cumulative = 0.0
+        for (i, p) in histogram.enumerated() {
+            cumulative += p
+            if cumulative >= configuration.quantile * total {
+                return Double(i) * configuration.bucketMilliseconds
+            }
+        }
+        return Double(configuration.bucketCount) * configuration.bucketMilliseconds
+    }
+
+    /// Forgets the transit baseline but keeps the histogram: called when playout has just been re-timed by
+    /// stalling (held concealment until a late packet came), so later packets are measured against the delay the
+    /// playout now has, not against the faster path before a delay step.
+    public mutating func rebaseline() {
+        size = 0
+        head = 0
+    }
+
+    /// Forgets everything (a new stream).
+    public mutating func reset() {
+        for i in histogram.indices { histogram[i] = 0 }
+        packetsSeen = 0
+        head = 0
+        size = 0
+        lastRelativeDelayMilliseconds = 0
+    }
+}

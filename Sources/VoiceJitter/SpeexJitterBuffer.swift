@@ -1,0 +1,176 @@
+internal import CSpeexDSP
+import VoiceCodec
+import VoiceCore
+import VoiceRTP
+
+/// The speexdsp jitter buffer (`speex_jitter.h`) behind ``JitterBufferStrategy``, decoding Opus with PLC, as a
+/// baseline to compare the adaptive buffer against on identical input.
+///
+/// Used the way speexdsp intends: one `jitter_buffer_get` + `jitter_buffer_tick` per packet duration (20 ms),
+/// the decoded frame played out as two 10 ms blocks. speexdsp adapts its delay by dropping whole frames or
+/// inserting concealment (no time-stretching) and has no FEC, so lost frames are concealed with Opus PLC.
+/// The only owner of its `JitterBuffer*`, freed in `deinit`. Note: speexdsp copies each packet with `malloc`
+/// in `jitter_buffer_put` — this strategy allocates per packet inside the C library.
+public final class SpeexJitterBuffer: JitterBufferStrategy {
+    public let format: AudioFormat
+    public private(set) var statistics = JitterBufferStatistics()
+
+    private let handle: OpaquePointer
+    private let decoder: OpusDecoder
+    private let rtpClockRate: Int
+    private let tsPerSample: Int64
+    private let frameTimestamps: Int32
+    private let frameSamples: Int
+    private let block: Int
+    private var pcm: [Int16]
+    private var pending = 0  // decoded samples not yet output, at the front of `pcm`
+    private var packetData: [UInt8]
+    private var sequenceUnwrapper = SequenceUnwrapper()
+    private var timestampUnwrapper = TimestampUnwrapper()
+    private var seen: [Int64]
+    private var firstSequence: Int64?
+    private var highestSequence: Int64 = .min
+    private var newestEnd: Int64 = .min
+    private var started = false
+    private var pointer: Int64 = 0  // extended playout pointer (RTP units)
+
+    /// - Parameters:
+    ///   - sampleRate: output and decoding rate.
+    ///   - rtpClockRate: RTP timestamp rate (48 kHz for Opus).
+    ///   - frameMilliseconds: the packet duration the sender uses (speexdsp's step size).
+    /// - Throws: `OpusError` when the decoder cannot be created.
+    public init(sampleRate: Int = 16_000, rtpClockRate: Int = 48_000, frameMilliseconds: Int = 20) throws(OpusError) {
+        format = AudioFormat(sampleRate: sampleRate, channels: 1)
+        decoder = try OpusDecoder(sampleRate: sampleRate, channels: 1)
+        self.rtpClockRate = rtpClockRate
+        tsPerSample = Int64(rtpClockRate / sampleRate)
+        frameTimestamps = Int32(rtpClockRate * frameMilliseconds / 1000)
+        frameSamples = sampleRate * frameMilliseconds / 1000
+        block = format.samplesPerBlock
+        guard let jb = jitter_buffer_init(frameTimestamps) else { preconditionFailure("jitter_buffer_init failed (out of memory)") }
+        handle = jb
+        pcm = [Int16](repeating: 0, count: sampleRate * 120 / 1000 + sampleRate / 50)
+        packetData = [UInt8](repeating: 0, count: 1_500)
+        seen = [Int64](repeating: -1, count: 4096)
+    }
+
+    deinit {
+        jitter_buffer_destroy(handle)
+    }
+
+    public var playoutTimestamp: Int64? { started ? pointer - Int64(pending) * tsPerSample : nil }
+
+    public func insert(payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime) {
+        guard !payload.isEmpty, payload.count <= packetData.count,
+            let samples = try? OpusPacket.samplesPerChannel(in: payload, sampleRate: format.sampleRate)
+        else {
+            statistics.invalidPackets += 1
+            return
+        }
+        let sequence = sequenceUnwrapper.unwrap(sequenceNumber)
+        let timestamp = timestampUnwrapper.unwrap(rtpTimestamp)
+        let slot = Int(UInt64(bitPattern: sequence) % UInt64(seen.count))
+        if seen[slot] == sequence {
+            statistics.duplicatePackets += 1
+            return
+        }
+        seen[slot] = sequence
+        statistics.packetsReceived += 1
+        if firstSequence == nil { firstSequence = sequence }
+        highestSequence = max(highestSequence, sequence)
+        statistics.packetsExpected = Int(highestSequence - firstSequence! + 1)
+        let span = Int64(samples) * tsPerSample
+        // A late packet is still put: speexdsp learns from it that its delay is too short, then discards it.
+        if started && timestamp + span <= pointer { statistics.latePackets += 1 }
+        newestEnd = max(newestEnd, timestamp + span)
+        var packet = JitterBufferPacket()
+        packet.len = spx_uint32_t(payload.count)
+        packet.timestamp = spx_uint32_t(truncatingIfNeeded: timestamp)
+        packet.span = spx_uint32_t(span)
+        packet.sequence = spx_uint16_t(sequenceNumber)
+        packet.user_data = 0
+        payload.withMemoryRebound(to: CChar.self) { bytes in
+            packet.data = UnsafeMutablePointer(mutating: bytes.baseAddress)
+            jitter_buffer_put(handle, &packet)
+        }
+    }
+
+    @discardableResult
+    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>) -> PlayoutOperation {
+        precondition(output.count == block, "playoutTick needs exactly one 10 ms block (\(block) samples)")
+        var operation = PlayoutOperation.normal
+        while pending < block {
+            operation = fetchFrame()
+            if !started {
+                break
+            }
+        }
+        if !started {
+            for i in 0..<block { output[i] = 0 }
+            return .buffering
+        }
+        pcm.withUnsafeMutableBufferPointer { p in
+            for i in 0..<block { output[i] = p[i] }
+            for i in block..<pending { p[i - block] = p[i] }
+        }
+        pending -= block
+        statistics.ticks += 1
+        statistics.playedSamples += block
+        let ahead = newestEnd == .min ? 0 : max(0, Double(newestEnd - pointer) * 1000 / Double(rtpClockRate))
+        statistics.currentDelayMilliseconds = ahead + Double(pending) * 1000 / Double(format.sampleRate)
+        statistics.targetDelayMilliseconds = statistics.currentDelayMilliseconds
+        statistics.delaySumMilliseconds += statistics.currentDelayMilliseconds
+        return operation
+    }
+
+    /// One speexdsp get + tick: appends one frame (decoded or concealed) to `pcm`.
+    private func fetchFrame() -> PlayoutOperation {
+        var packet = JitterBufferPacket()
+        var offset: spx_int32_t = 0
+        let status = packetData.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { bytes in
+                packet.data = bytes.baseAddress
+                packet.len = spx_uint32_t(bytes.count)
+                return jitter_buffer_get(handle, &packet, frameTimestamps, &offset)
+            }
+        }
+        jitter_buffer_tick(handle)
+        if !started {
+            guard status == JITTER_BUFFER_OK else { return .buffering }
+            started = true
+            pointer = timestampUnwrapper.peek(packet.timestamp)
+        }
+        let operation: PlayoutOperation
+        var produced = 0
+        if status == JITTER_BUFFER_OK {
+            let length = Int(packet.len)
+            produced = packetData.withUnsafeBufferPointer { data in
+                pcm.withUnsafeMutableBufferPointer { p in
+                    (try? decoder.decode(
+                        UnsafeBufferPointer(rebasing: data[0..<length]),
+                        into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
+                }
+            }
+            operation = .normal
+            if produced == 0 { statistics.invalidPackets += 1 }
+        } else {
+            operation = status == JITTER_BUFFER_INSERTION ? .slowDown : .expand
+        }
+        if produced == 0 {
+            let span = max(Int(packet.span), Int(frameTimestamps))
+            let samples = min(span / Int(tsPerSample), frameSamples)
+            produced = pcm.withUnsafeMutableBufferPointer { p in
+                (try? decoder.conceal(frameSamples: samples, into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
+            }
+            if produced == 0 {
+                produced = samples
+                pcm.withUnsafeMutableBufferPointer { p in for i in pending..<(pending + samples) { p[i] = 0 } }
+            }
+            statistics.concealedSamples += produced
+            if operation == .slowDown { statistics.slowedDownSamples += produced }
+        }
+        pending += produced
+        pointer = timestampUnwrapper.peek(spx_uint32_t(bitPattern: jitter_buffer_get_pointer_timestamp(handle)))
+        return operation
+    }
+}

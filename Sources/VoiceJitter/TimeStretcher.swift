@@ -1,0 +1,117 @@
+/// Pitch-preserving time stretching of speech for the jitter buffer (WSOLA-style, as NetEq's accelerate and
+/// preemptive expand): removes or inserts exactly one pitch period, found by normalised cross-correlation, with
+/// a linear crossfade over that period. Because the spliced segments are one period apart the waveform stays
+/// continuous (no click) and the pitch is unchanged; only the duration changes.
+///
+/// Written here rather than using libsonic: the buffer needs to remove or add *one* period at a chosen moment
+/// (a discrete, decision-driven operation on ~30 ms of audio), not a continuous speed factor over a stream;
+/// this is ~100 lines, allocation-free, and keeps the decision ("was it stretchable?") in our hands.
+/// Mono only.
+public struct TimeStretcher: Sendable {
+    public let sampleRate: Int
+    /// Shortest and longest pitch period searched (2.5 ms … 12.5 ms: 80–400 Hz voices).
+    public let minLag: Int
+    public let maxLag: Int
+    /// Minimum normalised correlation for a voiced splice.
+    public var correlationThreshold: Double = 0.75
+    /// Below this RMS (linear, of Int16) the segment counts as silence and is stretched whatever its correlation.
+    public var silenceRMS: Double = 150
+
+    public init(sampleRate: Int) {
+        self.sampleRate = sampleRate
+        minLag = sampleRate / 400
+        maxLag = sampleRate / 80
+    }
+
+    /// Samples `accelerate`/`slowDown` need in `buffer` to be able to act.
+    public var requiredSamples: Int { 2 * maxLag }
+
+    /// Finds the splice period: the lag in `minLag...maxLag` with the highest normalised correlation between
+    /// `x[0..<lag]` and `x[lag..<2*lag]`. Searched coarsely on a 4 kHz decimation (as NetEq does), then refined
+    /// at full rate around the best coarse lag. Returns nil when the audio is neither periodic enough nor silent.
+    public func bestPeriod(_ x: UnsafeBufferPointer<Int16>) -> Int? {
+        guard x.count >= 2 * minLag else { return nil }
+        let longest = min(maxLag, x.count / 2)
+        var energy = 0.0
+        for n in 0..<(2 * longest) { energy += Double(x[n]) * Double(x[n]) }
+        if (energy / Double(2 * longest)).squareRoot() < silenceRMS { return longest }  // silence: any splice works
+
+        let step = max(1, sampleRate / 4_000)
+        var coarseBest = minLag
+        var coarseScore = -2.0
+        var lag = minLag
+        while lag <= longest {
+            let score = correlation(x, lag: lag, stride: step)
+            if score > coarseScore {
+                coarseScore = score
+                coarseBest = lag
+            }
+            lag += step
+        }
+        var bestLag = coarseBest
+        var bestScore = -2.0
+        for candidate in max(minLag, coarseBest - step)...min(longest, coarseBest + step) {
+            let score = correlation(x, lag: candidate, stride: 1)
+            if score > bestScore {
+                bestScore = score
+                bestLag = candidate
+            }
+        }
+        return bestScore >= correlationThreshold ? bestLag : nil
+    }
+
+    private func correlation(_ x: UnsafeBufferPointer<Int16>, lag: Int, stride: Int) -> Double {
+        var xy = 0.0
+        var xx = 0.0
+        var yy = 0.0
+        var n = 0
+        while n < lag {
+            let a = Double(x[n])
+            let b = Double(x[n + lag])
+            xy += a * b
+            xx += a * a
+            yy += b * b
+            n += stride
+        }
+        return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
+    }
+
+    /// Shortens `buffer[0..<count]` in place by one pitch period.
+    /// - Returns: samples removed (0 when the audio was not stretchable or too short).
+    public func accelerate(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int) -> Int {
+        guard count >= 2 * minLag,
+            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        else { return 0 }
+        // out[n] = x[n]·(1−w) + x[n+lag]·w over one period, then x[2·lag...] follows continuously.
+        for n in 0..<lag {
+            let w = Double(n + 1) / Double(lag + 1)
+            let mixed = Double(buffer[n]) * (1 - w) + Double(buffer[n + lag]) * w
+            buffer[n] = Int16(clamping: Int(mixed.rounded()))
+        }
+        for n in (2 * lag)..<count { buffer[n - lag] = buffer[n] }
+        return lag
+    }
+
+    /// Lengthens `buffer[0..<count]` in place by one pitch period; `buffer` must have room for `count + maxLag`.
+    /// - Returns: samples added (0 when the audio was not stretchable or too short).
+    public func slowDown(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int) -> Int {
+        guard count >= 2 * minLag,
+            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count])),
+            buffer.count >= count + lag
+        else { return 0 }
+        // x[0..<lag], then a period fading from x[lag...] back to x[0...], then x[lag...] again.
+        var n = count - 1
+        while n >= lag {
+            buffer[n + lag] = buffer[n]
+            n -= 1
+        }
+        // Now buffer[2·lag..<count+lag] = x[lag..<count]; buffer[0..<lag] = x[0..<lag] still in place;
+        // buffer[lag..<2·lag] must become the crossfade of x[lag+n] (from buffer[2·lag+n]) into x[n].
+        for n in 0..<lag {
+            let w = Double(n + 1) / Double(lag + 1)
+            let mixed = Double(buffer[2 * lag + n]) * (1 - w) + Double(buffer[n]) * w
+            buffer[lag + n] = Int16(clamping: Int(mixed.rounded()))
+        }
+        return lag
+    }
+}

@@ -1,1 +1,0 @@
-// VoiceJitter: the adaptive jitter buffer.

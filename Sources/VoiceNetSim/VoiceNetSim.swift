@@ -1,1 +1,0 @@
-// VoiceNetSim: a deterministic network simulator in fast time.
