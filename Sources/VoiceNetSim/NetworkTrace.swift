@@ -32,10 +32,12 @@ public struct NetworkTrace: Sendable, Hashable {
         var sawHeader = false
         var lineNumber = 0
         var lastSend = -Double.infinity
+        var lastContentLine = 1
         for rawLine in csv.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty { continue }
+            lastContentLine = lineNumber
             if !sawHeader {
                 let header = line.split(separator: ",", omittingEmptySubsequences: false)
                     .map { $0.trimmingCharacters(in: .whitespaces) }
@@ -70,7 +72,7 @@ public struct NetworkTrace: Sendable, Hashable {
             records.append(Record(send: MediaTime(nanoseconds: Int64((send * 1e6).rounded())), arrival: arrival))
         }
         guard sawHeader else { throw .malformedTrace(line: max(lineNumber, 1), reason: "empty trace: no header") }
-        guard !records.isEmpty else { throw .malformedTrace(line: lineNumber, reason: "no packets after the header") }
+        guard !records.isEmpty else { throw .malformedTrace(line: lastContentLine, reason: "no packets after the header") }
         self.records = records
     }
 
@@ -93,11 +95,14 @@ public struct NetworkTrace: Sendable, Hashable {
         return out
     }
 
+    /// Milliseconds with up to six decimals: exact to the nanosecond, so a trace round-trips losslessly.
     private static func format(_ t: MediaTime) -> String {
-        let us = t.nanoseconds / 1_000
-        let ms = us / 1_000
-        let frac = us % 1_000
-        return frac == 0 ? "\(ms)" : "\(ms)." + String(String(frac + 1_000).dropFirst())
+        let ms = t.nanoseconds / 1_000_000
+        let frac = t.nanoseconds % 1_000_000
+        guard frac != 0 else { return "\(ms)" }
+        var digits = String(String(frac + 1_000_000).dropFirst())
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(ms).\(digits)"
     }
 
     /// Fraction of packets that never arrived.
