@@ -1,0 +1,128 @@
+// VoiceSession: the audio-session state machine and the audio controller (ringtones, progress tones).
+import VoiceCore
+// The device layer's event types are part of this module's API (device events are mapped to session events).
+@_exported import enum VoiceDevices.DeviceEvent
+@_exported import enum VoiceDevices.InterruptionReason
+
+/// What the application intends to do with audio, as in the calling SDKs this engine serves (DESIGN.md §4).
+///
+/// Only ``playAndRecord`` allows a call: a call needs both the microphone and the speaker. The engine sets it
+/// once, when it starts; if the host application changes it later, the next call fails with an error naming
+/// the category rather than running without a microphone.
+public enum AudioSessionCategory: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// Playback that mixes with other audio and is silenced by the mute switch; no recording.
+    case ambient
+    /// Playback that silences other audio (the system default category); no recording.
+    case soloAmbient
+    /// Playback that keeps playing when the screen locks; no recording.
+    case playback
+    /// Recording only; nothing is played.
+    case record
+    /// Recording and playback at the same time: the only category a call can use.
+    case playAndRecord
+
+    /// Whether the microphone may be open in this category.
+    public var canRecord: Bool { self == .record || self == .playAndRecord }
+    /// Whether audio may be played in this category.
+    public var canPlay: Bool { self != .record }
+
+    public var description: String { rawValue }
+}
+
+/// How the audio is processed within the category.
+public enum AudioSessionMode: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// Audio passes through unprocessed.
+    case `default`
+    /// Voice processing is on: echo cancellation, noise suppression and automatic gain control.
+    case voiceChat
+
+    /// Whether the send chain runs the echo canceller, noise suppression and AGC in this mode.
+    public var voiceProcessing: Bool { self == .voiceChat }
+
+    public var description: String { rawValue }
+}
+
+/// Identifies one call, as the calling client names it (a call SID, a UUID string).
+public struct CallID: Hashable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public var rawValue: String
+
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+}
+
+/// Why a call ended: carried in the ``SessionEffect/endCall(_:cause:)`` effect and the end-of-call report.
+public enum CallEndCause: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The local user hung up.
+    case localHangup
+    /// The remote party hung up.
+    case remoteHangup
+    /// The remote party was busy or rejected the call.
+    case rejected
+    /// Signalling or media failed.
+    case failed
+    /// An interruption lasted longer than ``AudioSessionConfiguration/interruptionTimeout``; the session ended
+    /// the call itself.
+    case interruptionTimeout
+
+    public var description: String { rawValue }
+}
+
+/// Who interrupted the call's audio.
+public enum InterruptionSource: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The host application reported an interruption (another call took the audio, the app went to background).
+    case hostApplication
+    /// A device stopped delivering audio (ALSA suspend, device lost, device busy).
+    case device(InterruptionReason)
+
+    public var description: String {
+        switch self {
+        case .hostApplication: "host application"
+        case .device(let reason): "device (\(reason))"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case source, reason }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if let reason = try c.decodeIfPresent(String.self, forKey: .reason) {
+            guard let r = InterruptionReason(rawValue: reason) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .reason, in: c, debugDescription: "unknown interruption reason \(reason)")
+            }
+            self = .device(r)
+        } else {
+            self = .hostApplication
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .hostApplication:
+            try c.encode("hostApplication", forKey: .source)
+        case .device(let reason):
+            try c.encode("device", forKey: .source)
+            try c.encode(reason.rawValue, forKey: .reason)
+        }
+    }
+}
+
+/// Settings of an ``AudioSession``, fixed when it is created.
+public struct AudioSessionConfiguration: Sendable, Hashable {
+    /// How long an interruption may last before the call is ended with ``CallEndCause/interruptionTimeout``.
+    /// 30 s by default, as the calling SDKs use.
+    public var interruptionTimeout: MediaTime
+
+    public init(interruptionTimeout: MediaTime = .milliseconds(30_000)) {
+        precondition(interruptionTimeout.nanoseconds > 0, "the interruption timeout must be positive")
+        self.interruptionTimeout = interruptionTimeout
+    }
+}

@@ -1,1 +1,0 @@
-// VoiceSession: the audio-session state machine and the audio controller.
