@@ -14,6 +14,18 @@ public struct PacketBuffer {
         public var payloadLength: Int
         /// Whether the payload carries in-band FEC for the frame before it.
         public var hasFEC: Bool
+
+        public init(
+            sequence: Int64, timestamp: Int64, duration: Int64, arrivalNanoseconds: Int64, payloadLength: Int,
+            hasFEC: Bool
+        ) {
+            self.sequence = sequence
+            self.timestamp = timestamp
+            self.duration = duration
+            self.arrivalNanoseconds = arrivalNanoseconds
+            self.payloadLength = payloadLength
+            self.hasFEC = hasFEC
+        }
     }
 
     /// Result of `insert`.

@@ -1,0 +1,105 @@
+import Testing
+import VoiceCore
+import VoiceJitter
+
+/// Hand-built packet sequences: real Opus packets, chosen sequence numbers, timestamps and arrival times.
+private let ts0: UInt32 = 4_294_960_000  // wraps within the first second
+private let seq0: UInt16 = 65_530
+
+private func insert(_ buffer: JitterBufferStrategy, _ packets: [[UInt8]], _ index: Int, sequence: Int? = nil, arrivalMs: Int64 = 0) {
+    buffer.insert(
+        payload: packets[index], sequenceNumber: seq0 &+ UInt16(sequence ?? index), rtpTimestamp: ts0 &+ UInt32(index * 960),
+        arrival: .milliseconds(arrivalMs))
+}
+
+@Test func playsInOrderPacketsNormallyWithoutConcealment() throws {
+    let packets = try JitterFixtures.opusPackets(count: 20)
+    let buffer = try AdaptiveJitterBuffer()
+    let ops = JitterFixtures.feed(buffer, packets, arrivals: (0..<20).map { Int64($0 * 20) }, ticks: 39)
+    #expect(!ops.contains(.expand) && ops.contains(.normal))
+    #expect(buffer.statistics.concealedSamples == 0)
+    #expect(buffer.statistics.packetsReceived == 20 && buffer.statistics.packetsExpected == 20)
+}
+
+@Test func recoversASingleLossFromTheNextPacketsFEC() throws {
+    let packets = try JitterFixtures.opusPackets(count: 12)
+    #expect(packets[6].count > 0 && JitterFixtures.hasFEC(packets[6]))
+    let buffer = try AdaptiveJitterBuffer()
+    var arrivals = JitterFixtures.steadyArrivals(count: 12)
+    arrivals[5] = nil
+    let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 16)
+    #expect(ops.contains(.fecRecover))
+    #expect(buffer.statistics.fecRecoveredFrames == 1)
+    #expect(buffer.statistics.concealedSamples == 0)
+}
+
+@Test func concealsAndMergesALossWhenThereIsNoFEC() throws {
+    let packets = try JitterFixtures.opusPackets(count: 12, fec: false)
+    let buffer = try AdaptiveJitterBuffer()
+    var arrivals = JitterFixtures.steadyArrivals(count: 12)
+    arrivals[5] = nil
+    let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 16)
+    #expect(ops.contains(.expand) && ops.contains(.merge))
+    #expect(buffer.statistics.fecRecoveredFrames == 0)
+    #expect(buffer.statistics.concealedSamples == 320)
+}
+
+@Test func dropsAndCountsDuplicatesAndLatePackets() throws {
+    let packets = try JitterFixtures.opusPackets(count: 12, fec: false)
+    let buffer = try AdaptiveJitterBuffer()
+    for i in 0..<12 where i != 5 { insert(buffer, packets, i) }
+    insert(buffer, packets, 3)
+    insert(buffer, packets, 3)
+    _ = JitterFixtures.play(buffer, ticks: 16)  // past frame 5, concealed
+    insert(buffer, packets, 5, arrivalMs: 160)
+    #expect(buffer.statistics.duplicatePackets == 2)
+    #expect(buffer.statistics.latePackets == 1)
+    #expect(buffer.statistics.lateLossRate > 0)
+}
+
+@Test func playsALatePacketThatArrivesWhileTheBufferHoldsInsteadOfDroppingIt() throws {
+    let packets = try JitterFixtures.opusPackets(count: 8)
+    let buffer = try AdaptiveJitterBuffer()
+    for i in 0..<4 { insert(buffer, packets, i) }
+    _ = JitterFixtures.play(buffer, ticks: 12)  // runs dry after 8 ticks, holds
+    for i in 4..<8 { insert(buffer, packets, i, arrivalMs: 120) }
+    let ops = JitterFixtures.play(buffer, ticks: 8)
+    #expect(ops.contains(.merge))
+    #expect(buffer.statistics.latePackets == 0)
+    #expect(buffer.statistics.concealedSamples > 0)
+}
+
+@Test func treatsADTXGapAsComfortNoiseNotLoss() throws {
+    let packets = try JitterFixtures.opusPackets(count: 24)
+    let buffer = try AdaptiveJitterBuffer()
+    // Frames 6...15 were DTX: not sent, so packet 16 directly follows packet 5 in sequence numbers.
+    var arrivals = JitterFixtures.steadyArrivals(count: 24)
+    for i in 6..<16 { arrivals[i] = nil }
+    let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 40, sequence: { $0 < 16 ? $0 : $0 - 10 })
+    #expect(ops.contains(.comfortNoise))
+    #expect(buffer.statistics.concealedSamples == 0)
+    #expect(buffer.statistics.comfortNoiseSamples == 10 * 320)
+    #expect(buffer.statistics.packetsExpected == buffer.statistics.packetsReceived)
+    #expect(buffer.statistics.latePackets == 0)
+}
+
+@Test func reclassifiesAHeldPauseAsDTXWhenTheNextPacketIsContiguous() throws {
+    let packets = try JitterFixtures.opusPackets(count: 30)
+    let buffer = try AdaptiveJitterBuffer()
+    // Frames 6...19 were DTX. Packet 20 arrives only when it is due, so the buffer runs dry and holds first.
+    var arrivals: [Int64?] = (0..<30).map { Int64($0 * 20) }
+    for i in 6..<20 { arrivals[i] = nil }
+    let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 56, sequence: { $0 < 20 ? $0 : $0 - 14 })
+    #expect(ops.contains(.expand))  // while nothing was buffered it could not know yet
+    #expect(buffer.statistics.concealedSamples == 0)
+    #expect(buffer.statistics.comfortNoiseSamples >= 14 * 320)
+}
+
+@Test func countsMalformedPayloadsWithoutCrashing() throws {
+    let buffer = try AdaptiveJitterBuffer()
+    buffer.insert(payload: [UInt8](), sequenceNumber: 1, rtpTimestamp: 0, arrival: .zero)
+    buffer.insert(payload: [UInt8](repeating: 0xFF, count: 3), sequenceNumber: 2, rtpTimestamp: 960, arrival: .zero)
+    #expect(buffer.statistics.invalidPackets == 2)
+    var frame = AudioFrame(format: buffer.format)
+    #expect(buffer.playoutTick(into: &frame) == .buffering)
+}
