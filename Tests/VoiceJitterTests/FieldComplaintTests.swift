@@ -1,0 +1,115 @@
+import Testing
+import VoiceCodec
+import VoiceCore
+import VoiceJitter
+import VoiceNetSim
+
+/// The complaints users make about today's jitter buffers, reproduced on the seeded simulator with real Opus,
+/// and measured on this buffer.
+
+/// Seconds after `start` until the buffer's delay is back within 20 ms of its target and stays there for 1 s.
+private func settleTime(_ r: JitterSimulation.Result, after start: Double) -> Double? {
+    let samples = r.timeline.filter { $0.time.seconds >= start }
+    for (i, s) in samples.enumerated() {
+        let window = samples[i...].prefix(10)
+        if window.count == 10, window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 }) {
+            return s.time.seconds - start
+        }
+    }
+    return nil
+}
+
+@Test func latencyDoesNotCreepAfterAJitterSpike() throws {
+    let spike = NetworkConditions(
+        baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5),
+        phases: [
+            DelayPhase(start: .seconds(10), baseDelayMilliseconds: 30, jitter: .pareto(scaleMilliseconds: 80, shape: 2)),
+            DelayPhase(start: .seconds(12), baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)),
+        ], seed: 21)
+    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(spike))
+    let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.map(\.currentDelayMilliseconds).max() ?? 0
+    let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    let after = r.timeline.filter { (24...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    let settle = settleTime(r, after: 12)
+    print("jitter spike: peak buffer \(during) ms, settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after))")
+    #expect(during > 80)  // the spike really pushed the buffer up
+    #expect(settle != nil && settle! <= 6)
+    #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
+}
+
+@Test func recoversFromATenSecondOutageWithinTwoSeconds() throws {
+    let outage = NetworkConditions(
+        baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 8),
+        outages: [Outage(start: .seconds(10), duration: .seconds(10))], seed: 22)
+    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(outage))
+    let settle = settleTime(r, after: 20.1)
+    let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    let after = r.timeline.filter { (22...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    print("outage: settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after)), conceal \(r.statistics.concealmentRatio)")
+    #expect(settle != nil && settle! <= 2)
+    #expect(mean(after) <= mean(before) + 10)  // the 10 s of silence are not carried forward as delay
+    #expect(r.statistics.concealmentRatio > 0.3 && r.statistics.concealmentRatio < 0.4)
+}
+
+@Test(arguments: [1_000.0, -1_000.0])
+func absorbsSenderClockDriftWithoutGrowthOrClicks(ppm: Double) throws {
+    let drift = NetworkConditions(
+        baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 4),
+        senderClockSkewPPM: ppm, seed: 23)
+    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 60, network: .conditions(drift))
+    let early = r.timeline.filter { (10...20).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    let late = r.timeline.filter { (50...60).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    // Without adaptation ±1000 ppm is ±40 ms of drift over those 40 s.
+    #expect(abs(mean(late) - mean(early)) < 10)
+    #expect(r.statistics.concealmentRatio < 0.01)
+    if ppm > 0 { #expect(r.statistics.acceleratedSamples > 0) } else { #expect(r.statistics.slowedDownSamples > 0) }
+    // Clicks: the largest sample step must stay within what clean decoded speech itself contains.
+    let clean = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 60, network: .conditions(NetworkConditions(baseDelayMilliseconds: 30, seed: 23)))
+    let reference = JitterFixtures.maxStep(clean.output[...])
+    let step = JitterFixtures.maxStep(r.output[...])
+    print("drift \(ppm) ppm: e2e \(mean(early)) -> \(mean(late)) ms, max step \(step) vs clean \(reference), accel \(r.statistics.acceleratedSamples) slow \(r.statistics.slowedDownSamples)")
+    #expect(step <= reference * 5 / 4)
+}
+
+@Test func usesFECOnSingleLossesWhenPacketsCarryIt() throws {
+    let lossy = NetworkConditions(baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10), loss: .bernoulli(probability: 0.03), seed: 24)
+    let adaptive = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(lossy))
+    let lost = adaptive.trace.records.filter { $0.arrival == nil }.count
+    #expect(adaptive.packetsWithFEC > adaptive.packetsSent / 2)
+    // Single losses whose successor carries FEC and arrived; most of them must be recovered, not concealed.
+    #expect(adaptive.statistics.fecRecoveredFrames >= lost / 2)
+    let speex = try JitterFixtures.run(SpeexJitterBuffer(), seconds: 30, network: .conditions(lossy))
+    #expect(speex.statistics.fecRecoveredFrames == 0)
+    #expect(adaptive.statistics.concealmentRatio < speex.statistics.concealmentRatio)
+}
+
+@Test func dtxGapsAreNeitherLossNorConcealment() throws {
+    var encoder = JitterSimulation.Configuration.defaultEncoder
+    encoder.dtx = true
+    let r = try JitterFixtures.run(
+        AdaptiveJitterBuffer(), seconds: 20, network: .conditions(NetworkConditions(baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5), seed: 25)),
+        encoder: encoder)
+    #expect(r.packetsSent < 1_000 * 9 / 10)  // the pauses were not sent
+    #expect(r.statistics.comfortNoiseSamples > 16_000)
+    #expect(r.statistics.concealmentRatio < 0.005)
+    #expect(r.statistics.latePackets == 0 && r.statistics.packetsExpected == r.statistics.packetsReceived)
+}
+
+@Test func duplicatesAreDroppedAndChangeNothing() throws {
+    var conditions = NetworkConditions(baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10), seed: 26)
+    let plain = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(conditions))
+    conditions.duplicateProbability = 0.2
+    let duplicated = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(conditions))
+    #expect(duplicated.statistics.duplicatePackets > 50)
+    #expect(duplicated.output == plain.output)
+}
+
+@Test func traceReplayReproducesTheSimulatedCall() throws {
+    let conditions = NetworkConditions(baseDelayMilliseconds: 30, jitter: .pareto(scaleMilliseconds: 20, shape: 2.5), loss: .bernoulli(probability: 0.02), seed: 27)
+    let simulated = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(conditions))
+    let replayed = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .trace(try NetworkTrace(csv: simulated.trace.csv)))
+    #expect(replayed.output == simulated.output)
+    #expect(replayed.statistics == simulated.statistics)
+}
+
+func mean(_ x: [Double]) -> Double { x.isEmpty ? 0 : x.reduce(0, +) / Double(x.count) }
