@@ -12,9 +12,11 @@ import VoiceCore
 /// Threads: the control methods (`start…`, `stop…`) may be called from any thread or task; ``mix(into:)`` from
 /// one audio thread at a time. Control methods prepare everything (the file is read, validated and resampled
 /// to the device rate up front) and hand the ready voice to the audio thread through a single-producer,
-/// single-consumer queue (the control side is serialised by a mutex, which the audio thread never takes). The
-/// audio thread hands replaced voices back through a second queue, so their memory is freed on a control
-/// thread. `mix(into:)` therefore never allocates, frees, locks or waits.
+/// single-consumer queue (the control side is serialised by a mutex). The audio thread hands replaced voices
+/// back through a second queue, so their memory is freed on a control thread. `mix(into:)` therefore never
+/// allocates, frees or waits. Its one synchronisation besides the lock-free queues is a try-lock that never
+/// waits: if control calls filled the queue while playout was stopped, the newest command per voice is kept
+/// aside and the audio thread moves it into the queue when the mutex happens to be free.
 public final class AudioController: @unchecked Sendable {
     // @unchecked Sendable: `fileVoice`/`toneVoice` are touched only by the audio thread inside `mix(into:)` (one
     // at a time, the documented contract); the queues are SPSC with the control side serialised by `control`;
@@ -109,6 +111,7 @@ public final class AudioController: @unchecked Sendable {
     public func mix(into buffer: UnsafeMutableBufferPointer<Int16>) {
         let channels = deviceFormat.channels
         precondition(buffer.count % channels == 0, "buffer must hold whole interleaved frames")
+        deliverPendingCommands()
         while let command = commands.pop() {
             switch command {
             case .file(let voice):
@@ -127,6 +130,15 @@ public final class AudioController: @unchecked Sendable {
             }
         }
         toneVoice?.generator.mix(into: buffer, channels: channels)
+    }
+
+    /// Moves commands that did not fit the queue into it, if the control side is not busy right now. A
+    /// try-lock: never waits. The queue's producer side stays serialised by the mutex, as SPSC requires.
+    private func deliverPendingCommands() {
+        _ = control.withLockIfAvailable { state in
+            if let pending = state.pendingFile, commands.push(pending) { state.pendingFile = nil }
+            if let pending = state.pendingTone, commands.push(pending) { state.pendingTone = nil }
+        }
     }
 
     /// ``mix(into:)`` for a whole frame; the frame must be in ``deviceFormat``.

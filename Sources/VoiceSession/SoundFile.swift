@@ -121,7 +121,10 @@ public struct SoundFile: Sendable, Equatable {
     /// For a loop the conversion treats the file as periodic: it converts several copies end to end and keeps
     /// the middle one, so the filter sees the file's own end before its start and the loop point has no
     /// discontinuity. A one-shot file is converted with silence around it. The result has
-    /// `round(count × rate / sampleRate)` samples.
+    /// `round(count × rate / sampleRate)` samples. When that product is not a whole number (an odd-length
+    /// 32 kHz file at 48 kHz, an 8 kHz file whose length is not a multiple of 80 at 44.1 kHz), the loop is up to
+    /// half a device sample shorter or longer than the file: a slip of at most half a sample period (10 µs at
+    /// 48 kHz) at the loop point, and otherwise the loop is exact.
     /// - Throws: ``SoundFileError`` (``SoundFileError/Property/resampling``) if the resampler fails.
     public func samples(atRate rate: Int, loop: Bool) throws(SoundFileError) -> [Int16] {
         guard rate != sampleRate else { return samples }
