@@ -90,7 +90,7 @@ extension GStreamerInteropTests {
                 length = try packet.withUnsafeMutableBytes { try receiver.unprotect($0, length: length) }
             }
             let payload = try packet.withUnsafeBytes { bytes in
-                let view = try RTPPacketView(UnsafeRawBufferPointer(rebasing: bytes[0 ..< length]))
+                let view = try RTPPacketView(UnsafeRawBufferPointer(rebasing: bytes[0..<length]))
                 #expect(view.version == 2 && view.payloadType == Self.payloadType && view.ssrc == ssrc)
                 if let previous {
                     #expect(view.sequenceNumber == previous.sequence &+ 1, "sequence gap or reorder")
@@ -112,7 +112,7 @@ extension GStreamerInteropTests {
                 return Array(view.payload)
             }
             let decoded = try decoder.decode(payload, into: &pcm)
-            result.pcm += pcm[0 ..< decoded]
+            result.pcm += pcm[0..<decoded]
             result.packets += 1
         }
         return result
@@ -126,7 +126,8 @@ extension GStreamerInteropTests {
             Issue.record("\(label): only \(result.pcm.count) samples decoded")
             return
         }
-        let fit = ToneFit(result.pcm[(5 * Self.frameSamples) ..< (Self.frameCount * Self.frameSamples)], frequency: frequency)
+        let fit = ToneFit(
+            result.pcm[(5 * Self.frameSamples)..<(Self.frameCount * Self.frameSamples)], frequency: frequency)
         let level = 20 * log10(fit.amplitude / 16_384)
         #expect(fit.snrDB >= 20, "\(label): tone SNR \(fit.snrDB) dB")
         #expect(abs(level) <= 1, "\(label): tone amplitude \(fit.amplitude), expected 16384")

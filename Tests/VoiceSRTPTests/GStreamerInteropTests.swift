@@ -84,12 +84,12 @@ struct GStreamerInteropTests {
         var engineDecode: [Int16] = []
         var opus = [UInt8](repeating: 0, count: OpusEncoder.maxPacketBytes)
         var pcm = [Int16](repeating: 0, count: engineDecoder.maxFrameSamples)
-        for frame in 0 ..< Self.frameCount {
-            let input = Array(source[frame * Self.frameSamples ..< (frame + 1) * Self.frameSamples])
+        for frame in 0..<Self.frameCount {
+            let input = Array(source[frame * Self.frameSamples..<(frame + 1) * Self.frameSamples])
             let opusLength = try encoder.encode(input, into: &opus)
-            let payload = Array(opus[0 ..< opusLength])
+            let payload = Array(opus[0..<opusLength])
             let decoded = try engineDecoder.decode(payload, into: &pcm)
-            engineDecode += pcm[0 ..< decoded]
+            engineDecode += pcm[0..<decoded]
 
             var packet = [UInt8](repeating: 0, count: 12 + opusLength + (sender?.rtpOverhead ?? 0))
             let ticks = OpusRTP.ticks(samples: Self.frameSamples, codingRate: 48_000)
@@ -99,7 +99,7 @@ struct GStreamerInteropTests {
             if let sender {
                 length = try packet.withUnsafeMutableBytes { try sender.protect($0, length: length) }
             }
-            datagrams.append(Array(packet[0 ..< length]))
+            datagrams.append(Array(packet[0..<length]))
         }
 
         // Start the receiving pipeline; udpsrc ends the stream (EOS) after exactly our packet count.

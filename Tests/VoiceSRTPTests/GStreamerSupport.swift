@@ -275,7 +275,8 @@ final class LoopbackUDPSocket {
         let sent = bytes.withUnsafeBytes { buffer in
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(descriptor, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    sendto(
+                        descriptor, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
             }
         }
@@ -290,7 +291,7 @@ final class LoopbackUDPSocket {
             if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
             throw LoopbackSocketError(call: "recv", code: errno)
         }
-        return Array(buffer[0 ..< received])
+        return Array(buffer[0..<received])
     }
 }
 
@@ -320,7 +321,7 @@ func processIDs(withCommandLineContaining marker: String) -> [Int32] {
 
 /// A pure tone as 16-bit PCM: `amplitude * sin(2π f n / rate)`, rounded.
 func gstTestTone(frequency: Double, amplitude: Double, sampleRate: Double = 48_000, count: Int) -> [Int16] {
-    (0 ..< count).map { n in
+    (0..<count).map { n in
         Int16((amplitude * sin(2 * Double.pi * frequency * Double(n) / sampleRate)).rounded())
     }
 }
@@ -334,9 +335,15 @@ struct ToneFit {
 
     init(_ samples: ArraySlice<Int16>, frequency: Double, sampleRate: Double = 48_000) {
         let omega = 2 * Double.pi * frequency / sampleRate
-        var ss = 0.0, cc = 0.0, sc = 0.0, sy = 0.0, cy = 0.0
+        var ss = 0.0
+        var cc = 0.0
+        var sc = 0.0
+        var sy = 0.0
+        var cy = 0.0
         for (i, sample) in samples.enumerated() {
-            let s = sin(omega * Double(i)), c = cos(omega * Double(i)), y = Double(sample)
+            let s = sin(omega * Double(i))
+            let c = cos(omega * Double(i))
+            let y = Double(sample)
             ss += s * s
             cc += c * c
             sc += s * c
@@ -346,7 +353,8 @@ struct ToneFit {
         let determinant = ss * cc - sc * sc
         let a = determinant == 0 ? 0 : (sy * cc - cy * sc) / determinant
         let b = determinant == 0 ? 0 : (cy * ss - sy * sc) / determinant
-        var signal = 0.0, residual = 0.0
+        var signal = 0.0
+        var residual = 0.0
         for (i, sample) in samples.enumerated() {
             let fitted = a * sin(omega * Double(i)) + b * cos(omega * Double(i))
             signal += fitted * fitted
@@ -360,7 +368,8 @@ struct ToneFit {
 /// Signal-to-difference ratio of `test` against `reference` in dB (∞ when identical).
 func gstSignalToDifferenceDB(_ reference: [Int16], _ test: [Int16]) -> Double {
     precondition(reference.count == test.count, "length mismatch")
-    var signal = 0.0, difference = 0.0
+    var signal = 0.0
+    var difference = 0.0
     for (r, t) in zip(reference, test) {
         signal += Double(r) * Double(r)
         difference += (Double(r) - Double(t)) * (Double(r) - Double(t))
@@ -371,5 +380,7 @@ func gstSignalToDifferenceDB(_ reference: [Int16], _ test: [Int16]) -> Double {
 /// 16-bit little-endian PCM bytes as samples.
 func gstSamplesFromS16LE(_ data: Data) -> [Int16] {
     let bytes = [UInt8](data)
-    return stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+    return stride(from: 0, to: bytes.count - 1, by: 2).map {
+        Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
+    }
 }
