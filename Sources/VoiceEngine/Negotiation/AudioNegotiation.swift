@@ -1,0 +1,305 @@
+/// Whether the audio stream must, may or must not be protected by SRTP (keys exchanged as SDES `a=crypto`).
+public enum SRTPPolicy: Equatable, Sendable {
+    /// Offer `RTP/SAVP` with these suites (preference order); reject a peer without a common suite.
+    case required([SRTPCryptoSuite])
+    /// Offer `RTP/AVP` with crypto lines (best-effort SRTP); fall back to plain RTP when the peer has none.
+    case optional([SRTPCryptoSuite])
+    /// Plain RTP only; a peer demanding a secure profile is rejected.
+    case disabled
+
+    var suites: [SRTPCryptoSuite] {
+        switch self {
+        case .required(let s), .optional(let s): s
+        case .disabled: []
+        }
+    }
+}
+
+/// What this endpoint is able and willing to do for one audio stream; the input of ``makeOffer(_:sessionID:)``
+/// and ``makeAnswer(to:localCapabilities:sessionID:)``.
+public struct AudioCapabilities: Equatable, Sendable {
+    /// Dynamic payload type we offer for Opus (an answer reuses the offer's).
+    public var payloadType: UInt8
+    /// Address and RTP port the peer should send to (our transport's local address).
+    public var address: String
+    public var port: Int
+    /// What we are willing to send: bitrate is our ceiling, `inbandFEC`/`dtx`/`channels == 2` say we may use
+    /// them, `frameDuration` is our preferred ptime; the negotiated encoder is this with the peer's limits applied.
+    public var send: OpusEncoderConfiguration
+    /// What we prefer to receive, announced in our fmtp (RFC 7587 receiver parameters).
+    public var receiveFEC: Bool
+    public var receiveDTX: Bool
+    public var receiveStereo: Bool
+    public var receiveCBR: Bool
+    /// Our `maxaveragebitrate`; nil for no limit.
+    public var maxReceiveBitrate: Int?
+    /// Our `maxplaybackrate` (the rate our playout actually uses, e.g. 16000 for wideband processing).
+    public var maxPlaybackRate: Int
+    /// Longest packet time we can receive (`a=maxptime`).
+    public var maxptime: Int?
+    public var srtp: SRTPPolicy
+    public var rtcpMux: Bool
+    public var direction: MediaDirection
+
+    public init(
+        payloadType: UInt8 = 111, address: String, port: Int, send: OpusEncoderConfiguration = .init(),
+        receiveFEC: Bool = true, receiveDTX: Bool = false, receiveStereo: Bool = false, receiveCBR: Bool = false,
+        maxReceiveBitrate: Int? = nil, maxPlaybackRate: Int = 48_000, maxptime: Int? = 120,
+        srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), rtcpMux: Bool = true,
+        direction: MediaDirection = .sendrecv
+    ) {
+        precondition((96...127).contains(payloadType), "Opus needs a dynamic payload type (96…127)")
+        self.payloadType = payloadType
+        self.address = address
+        self.port = port
+        self.send = send
+        self.receiveFEC = receiveFEC
+        self.receiveDTX = receiveDTX
+        self.receiveStereo = receiveStereo
+        self.receiveCBR = receiveCBR
+        self.maxReceiveBitrate = maxReceiveBitrate
+        self.maxPlaybackRate = maxPlaybackRate
+        self.maxptime = maxptime
+        self.srtp = srtp
+        self.rtcpMux = rtcpMux
+        self.direction = direction
+    }
+
+    /// The fmtp we announce: our receive preferences plus what we will send (sprop-*).
+    var opusParameters: OpusFormatParameters {
+        OpusFormatParameters(
+            maxPlaybackRate: maxPlaybackRate, spropMaxCaptureRate: send.sampleRate,
+            maxAverageBitrate: maxReceiveBitrate, stereo: receiveStereo, spropStereo: send.channels == 2,
+            cbr: receiveCBR ? true : nil, useInbandFEC: receiveFEC, useDTX: receiveDTX)
+    }
+
+    var connection: SDPConnection { SDPConnection(addressType: address.contains(":") ? "IP6" : "IP4", address: address) }
+}
+
+/// The SRTP half of a negotiated stream: one suite, the key we protect with and the key the peer protects with.
+public struct NegotiatedSRTP: Equatable, Sendable, CustomStringConvertible {
+    public var suite: SRTPCryptoSuite
+    /// The crypto tag both sides agreed on.
+    public var tag: UInt32
+    /// Our key: protects what we send (the peer's inbound session uses it).
+    public var localKey: SRTPMasterKey
+    /// The peer's key: unprotects what we receive.
+    public var remoteKey: SRTPMasterKey
+
+    public var description: String { "SRTP \(suite) tag \(tag) (keys redacted)" }
+}
+
+/// The outcome of offer/answer for one audio stream: everything a media stream is configured with.
+public struct NegotiatedAudio: Equatable, Sendable {
+    /// The Opus payload type both sides use (the offer's).
+    public var payloadType: UInt8
+    /// Encoder settings for our send side: our willingness limited by the peer's receive preferences.
+    public var encoder: OpusEncoderConfiguration
+    /// Channels to decode to: 2 only when we asked for stereo and the peer says it sends stereo.
+    public var decoderChannels: Int
+    /// Whether the peer asked for in-band FEC (and so whether ``encoder`` has it, if we allow it).
+    public var peerWantsFEC: Bool
+    /// nil for plain RTP.
+    public var srtp: NegotiatedSRTP?
+    public var rtcpMux: Bool
+    /// Packet time we send, in ms (equals `encoder.frameDuration`).
+    public var ptime: Int
+    /// Where to send RTP (the peer's `c=` and `m=` port) and RTCP (same port when muxed).
+    public var remoteAddress: String
+    public var remotePort: Int
+    public var remoteRTCPPort: Int
+    /// Our direction after negotiation.
+    public var direction: MediaDirection
+}
+
+extension SessionDescription {
+    /// An offer for one Opus audio stream with fresh SRTP keys (one `a=crypto` line per suite, tags 1, 2, …).
+    ///
+    /// Keep the returned description: ``negotiate(answer:)`` needs the keys it contains.
+    public static func makeOffer(_ local: AudioCapabilities, sessionID: UInt64 = .random(in: 1...(1 << 62)))
+        -> SessionDescription
+    {
+        let crypto = local.srtp.suites.enumerated().map { index, suite in
+            SDESCryptoAttribute.generate(tag: UInt32(index + 1), suite: suite)
+        }
+        let proto: String
+        if case .required = local.srtp { proto = "RTP/SAVP" } else { proto = "RTP/AVP" }
+        let audio = AudioMediaDescription(
+            port: local.port, transportProtocol: proto,
+            formats: [
+                RTPFormat(
+                    payloadType: local.payloadType, rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
+                    opusParameters: local.opusParameters)
+            ],
+            direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
+            crypto: crypto, rtcpMux: local.rtcpMux)
+        return SessionDescription(
+            origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
+                              address: local.address),
+            connection: local.connection, audio: audio)
+    }
+
+    /// Answers `offer`: picks its first Opus payload type, its first crypto line with a suite we support (with a
+    /// fresh key of ours under the offer's tag), rtcp-mux if offered and wanted, and the send settings of
+    /// ``NegotiatedAudio/encoder`` (see ``negotiateSendSide(local:remote:)``). Other media sections are rejected
+    /// with port 0.
+    ///
+    /// - Throws: ``SDPError/noOpus``, ``SDPError/audioRejected`` (offer port 0), ``SDPError/noCommonCryptoSuite(offered:)``,
+    ///   ``SDPError/srtpRequired``, ``SDPError/srtpNotSupported``, or ``SDPError/missingLine(_:)`` for no address.
+    public static func makeAnswer(
+        to offer: SessionDescription, localCapabilities local: AudioCapabilities,
+        sessionID: UInt64 = .random(in: 1...(1 << 62))
+    ) throws(SDPError) -> (answer: SessionDescription, negotiated: NegotiatedAudio) {
+        let remote = offer.audio
+        guard remote.port != 0 else { throw .audioRejected }
+        guard let opus = remote.opus else { throw .noOpus }
+
+        var localCrypto: SDESCryptoAttribute?
+        var srtp: NegotiatedSRTP?
+        let supported = local.srtp.suites
+        if !remote.crypto.isEmpty || !remote.unsupportedCrypto.isEmpty, !supported.isEmpty {
+            // The offerer lists lines in its preference order; take the first we support. Lines with several keys,
+            // MKIs or session parameters (KDR, UNENCRYPTED_SRTP…) are not supported by our sessions: skip them.
+            let chosen = remote.crypto.first(where: {
+                supported.contains($0.suite) && $0.keys.count == 1 && $0.keys[0].mki == nil
+                    && $0.sessionParameters.isEmpty
+            })
+            if let chosen {
+                let mine = SDESCryptoAttribute.generate(tag: chosen.tag, suite: chosen.suite)
+                localCrypto = mine
+                srtp = NegotiatedSRTP(suite: chosen.suite, tag: chosen.tag, localKey: mine.key, remoteKey: chosen.key)
+            } else if case .required = local.srtp {
+                throw .noCommonCryptoSuite(
+                    offered: remote.crypto.map(\.suite.rawValue) + remote.unsupportedCrypto.map(Self.suiteName))
+            } else if remote.isSecureProfile {
+                throw .noCommonCryptoSuite(
+                    offered: remote.crypto.map(\.suite.rawValue) + remote.unsupportedCrypto.map(Self.suiteName))
+            }
+        }
+        if srtp == nil {
+            if case .required = local.srtp { throw .srtpRequired }
+            if remote.isSecureProfile { throw .srtpNotSupported }
+        }
+
+        let rtcpMux = remote.rtcpMux && local.rtcpMux
+        let direction = MediaDirection(
+            sends: remote.direction.receives && local.direction.sends,
+            receives: remote.direction.sends && local.direction.receives)
+        let encoder = negotiateSendSide(local: local, remote: remote, opus: opus)
+
+        let answerAudio = AudioMediaDescription(
+            port: local.port, transportProtocol: remote.transportProtocol,
+            formats: [
+                RTPFormat(
+                    payloadType: opus.payloadType,
+                    rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
+                    opusParameters: local.opusParameters)
+            ],
+            direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
+            crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux)
+        let answer = SessionDescription(
+            origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
+                              address: local.address),
+            connection: local.connection, audio: answerAudio, audioIndex: offer.audioIndex,
+            otherMedia: offer.otherMedia.map { var m = $0; m.port = 0; return m })
+        let negotiated = try makeNegotiated(
+            remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
+            rtcpMux: rtcpMux, direction: direction)
+        return (answer, negotiated)
+    }
+
+    /// The offerer's side: combines our `self` offer with the peer's `answer`.
+    ///
+    /// - Throws: ``SDPError/answerDoesNotMatchOffer(_:)`` when the answer's crypto tag or suite was not offered, or
+    ///   its Opus payload type differs; ``SDPError/srtpRequired`` when we required SRTP and it has none;
+    ///   ``SDPError/audioRejected``, ``SDPError/noOpus``.
+    public func negotiate(answer: SessionDescription, localCapabilities local: AudioCapabilities) throws(SDPError)
+        -> NegotiatedAudio
+    {
+        let remote = answer.audio
+        guard remote.port != 0 else { throw .audioRejected }
+        guard let opus = remote.opus else { throw .noOpus }
+        guard audio.formats.contains(where: { $0.payloadType == opus.payloadType && $0.isOpus }) else {
+            throw .answerDoesNotMatchOffer("Opus payload type \(opus.payloadType) was not offered")
+        }
+        var srtp: NegotiatedSRTP?
+        if let theirs = remote.crypto.first {
+            guard let ours = audio.crypto.first(where: { $0.tag == theirs.tag }) else {
+                throw .answerDoesNotMatchOffer("crypto tag \(theirs.tag) was not offered")
+            }
+            guard ours.suite == theirs.suite else {
+                throw .answerDoesNotMatchOffer("crypto tag \(theirs.tag) offered \(ours.suite), answered \(theirs.suite)")
+            }
+            srtp = NegotiatedSRTP(suite: ours.suite, tag: ours.tag, localKey: ours.key, remoteKey: theirs.key)
+        } else if case .required = local.srtp {
+            throw .srtpRequired
+        }
+        let rtcpMux = remote.rtcpMux && audio.rtcpMux
+        let direction = MediaDirection(
+            sends: remote.direction.receives && audio.direction.sends,
+            receives: remote.direction.sends && audio.direction.receives)
+        let encoder = Self.negotiateSendSide(local: local, remote: remote, opus: opus)
+        return try Self.makeNegotiated(
+            remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
+            rtcpMux: rtcpMux, direction: direction)
+    }
+
+    /// Our encoder settings given the peer's description (RFC 7587 §7.1: the peer's fmtp states what it wants to
+    /// receive, so it bounds what we send):
+    /// - FEC only when we allow it **and** the peer's `useinbandfec=1`; DTX likewise with `usedtx=1`;
+    /// - stereo only when we allow it **and** the peer's `stereo=1`;
+    /// - bitrate = min(our ceiling, the peer's `maxaveragebitrate`), within Opus' 6–510 kb/s;
+    /// - CBR when the peer's `cbr=1`;
+    /// - sample rate lowered to the highest Opus rate ≤ the peer's `maxplaybackrate` (no point coding more);
+    /// - packet time = the peer's `a=ptime` (or fmtp `ptime`) if Opus can produce it, else ours; then capped by the
+    ///   peer's `a=maxptime` and raised to its `minptime`.
+    public static func negotiateSendSide(
+        local: AudioCapabilities, remote: AudioMediaDescription, opus: RTPFormat
+    ) -> OpusEncoderConfiguration {
+        let params = opus.opusParameters ?? OpusFormatParameters()
+        var encoder = local.send
+        encoder.inbandFEC = local.send.inbandFEC && params.effectiveUseInbandFEC
+        encoder.dtx = local.send.dtx && params.effectiveUseDTX
+        encoder.channels = local.send.channels == 2 && params.effectiveStereo ? 2 : 1
+        var bitrate = local.send.bitrate
+        if let peerMax = params.maxAverageBitrate { bitrate = min(bitrate, peerMax) }
+        encoder.bitrate = min(max(bitrate, OpusEncoderConfiguration.bitrateRange.lowerBound),
+                              OpusEncoderConfiguration.bitrateRange.upperBound)
+        if params.effectiveCBR { encoder.variableBitrate = false }
+        let playback = params.effectiveMaxPlaybackRate
+        let rateCap = OpusEncoderConfiguration.supportedSampleRates.last(where: { $0 <= playback }) ?? 8_000
+        encoder.sampleRate = min(local.send.sampleRate, rateCap)
+
+        let durations = OpusFrameDuration.allCases.map(\.milliseconds)
+        var ptime = local.send.frameDuration.milliseconds
+        if let wanted = remote.ptime ?? params.ptime, durations.contains(wanted) { ptime = wanted }
+        if let maxptime = remote.maxptime, ptime > maxptime {
+            ptime = durations.last(where: { $0 <= maxptime }) ?? durations[0]
+        }
+        if let minptime = params.minptime, ptime < minptime {
+            ptime = durations.first(where: { $0 >= minptime }) ?? ptime
+        }
+        encoder.frameDuration = OpusFrameDuration(rawValue: ptime) ?? local.send.frameDuration
+        return encoder
+    }
+
+    private static func makeNegotiated(
+        remoteDescription: SessionDescription, local: AudioCapabilities, payloadType: UInt8,
+        encoder: OpusEncoderConfiguration, srtp: NegotiatedSRTP?, rtcpMux: Bool, direction: MediaDirection
+    ) throws(SDPError) -> NegotiatedAudio {
+        guard let connection = remoteDescription.audioConnection else { throw .missingLine("c=") }
+        let remote = remoteDescription.audio
+        let params = remote.opus?.opusParameters ?? OpusFormatParameters()
+        return NegotiatedAudio(
+            payloadType: payloadType, encoder: encoder,
+            decoderChannels: local.receiveStereo && params.effectiveSpropStereo ? 2 : 1,
+            peerWantsFEC: params.effectiveUseInbandFEC, srtp: srtp, rtcpMux: rtcpMux,
+            ptime: encoder.frameDuration.milliseconds, remoteAddress: connection.address, remotePort: remote.port,
+            remoteRTCPPort: rtcpMux ? remote.port : (remote.rtcpPort ?? remote.port + 1), direction: direction)
+    }
+
+    private static func suiteName(_ unsupportedLine: String) -> String {
+        let fields = unsupportedLine.split(separator: " ")
+        return fields.count > 1 ? String(fields[1]) : unsupportedLine
+    }
+}
