@@ -213,3 +213,45 @@ enum SDPSamples {
         #expect(try SessionDescription(parsing: text).audio.direction == .recvonly)
     }
 }
+
+@Suite struct SDPRobustnessTests {
+    /// Thousands of mutated peer SDPs (bytes flipped, lines cut, dropped or duplicated): each one parses or is
+    /// rejected with an SDPError, and whatever parses can be answered or refused with an SDPError — never a crash.
+    @Test func mutatedSamplesParseOrFailWithATypedError() {
+        var generator = TransportTests.SeededGenerator(state: 0xBADC0DE)
+        let samples = [SDPSamples.browserOffer, SDPSamples.asteriskOffer, SDPSamples.baresipOffer]
+        let local = AudioCapabilities(address: "127.0.0.1", port: 4000, srtp: .optional([.aesCM128HmacSHA1_80]))
+        var parsed = 0, rejected = 0
+        for round in 0..<3000 {
+            var lines = samples[round % samples.count].split(separator: "\n", omittingEmptySubsequences: false)
+                .map(String.init)
+            switch Int.random(in: 0..<4, using: &generator) {
+            case 0:
+                let i = Int.random(in: 0..<lines.count, using: &generator)
+                var bytes = Array(lines[i].utf8)
+                if !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                }
+                lines[i] = String(decoding: bytes, as: UTF8.self)
+            case 1:
+                let i = Int.random(in: 0..<lines.count, using: &generator)
+                lines[i] = String(lines[i].prefix(Int.random(in: 0...lines[i].count, using: &generator)))
+            case 2:
+                lines.remove(at: Int.random(in: 0..<lines.count, using: &generator))
+            default:
+                let i = Int.random(in: 0..<lines.count, using: &generator)
+                lines.insert(lines[i], at: Int.random(in: 0...lines.count, using: &generator))
+            }
+            do {
+                let sdp = try SessionDescription(parsing: lines.joined(separator: "\n"))
+                parsed += 1
+                _ = try? SessionDescription.makeAnswer(to: sdp, localCapabilities: local)
+                #expect(throws: Never.self) { try SessionDescription(parsing: sdp.serialize()) }
+            } catch {
+                rejected += 1
+            }
+        }
+        // Both outcomes occur, so the mutations reach the validation paths and the accepting paths.
+        #expect(parsed > 100 && rejected > 100)
+    }
+}
