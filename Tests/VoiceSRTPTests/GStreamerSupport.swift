@@ -194,13 +194,18 @@ final class BoundedProcess {
         return exitStatus
     }
 
-    /// SIGKILL to the child's whole process group (the `timeout` wrapper and gst-launch-1.0), then reap.
+    /// SIGKILL to the child's whole process group (the `timeout` wrapper and gst-launch-1.0), then reap, then
+    /// wait (bounded) until no member of the group is left.
     func kill() {
         guard isRunning else { return }
         _ = Glibc.kill(-pid, SIGKILL)
         _ = Glibc.kill(pid, SIGKILL)
         let deadline = ContinuousClock.now + .seconds(5)
         while isRunning && ContinuousClock.now < deadline { usleep(1_000) }
+        while Glibc.kill(-pid, 0) == 0 && ContinuousClock.now < deadline {
+            _ = Glibc.kill(-pid, SIGKILL)
+            usleep(1_000)
+        }
     }
 
     var standardError: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
