@@ -107,6 +107,31 @@ public actor AudioSession {
         for await event in events { handle(event) }
     }
 
+    // MARK: Call-audio lifecycle, for a calling client to wire to its call states
+
+    /// The remote side is ringing: starts the progress tone (and the playout it needs).
+    /// - Throws: engine not started, wrong category, or another call holds the session.
+    @discardableResult
+    public func callProgressing(_ call: CallID) throws(AudioSessionError) -> [SessionEffect] {
+        try send(.callProgressing(call))
+    }
+
+    /// Media is established both ways: stops the progress tone, activates the session, opens the microphone.
+    /// - Throws: engine not started, wrong category (the message names it), or another call holds the session.
+    @discardableResult
+    public func callEstablished(_ call: CallID) throws(AudioSessionError) -> [SessionEffect] {
+        try send(.callEstablished(call))
+    }
+
+    /// The call ended: stops media, deactivates the session, and returns the end-of-call report.
+    /// - Throws: ``AudioSessionError/unknownCall(_:active:)`` if `call` does not hold the session (for example
+    ///   because the session already ended it on an interruption timeout; its report is then ``lastReport``).
+    @discardableResult
+    public func callEnded(_ call: CallID, cause: CallEndCause) throws(AudioSessionError) -> CallStatisticsReport {
+        for case .callReport(let report) in try send(.callEnded(call, cause: cause)) { return report }
+        preconditionFailure("an accepted callEnded always reports")
+    }
+
     /// When the current call's interruption times out, if it is interrupted: the engine can schedule a tick.
     public var interruptionDeadline: MediaTime? { state.interruptionDeadline }
 

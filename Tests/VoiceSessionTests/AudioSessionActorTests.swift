@@ -45,8 +45,9 @@ import VoiceCore
         let resumed = await session.handle(.interruptionEnded)
         #expect(resumed == [.activateSession, .setVoiceProcessing(true), .flushBuffers, .startPlayout, .startCapture])
         clock.advance(by: .milliseconds(10_000))
-        try await session.send(.callEnded("A", cause: .remoteHangup))
-        let report = try #require(await session.lastReport)
+        let report = try await session.callEnded("A", cause: .remoteHangup)
+        #expect(await session.lastReport == report)
+        #expect(!(await session.state.isActive))
         #expect(report.endCause == .remoteHangup)
         #expect(report.interruptionCount == 1)
         #expect(abs(report.interruptedDuration - 29.999) < 1e-9)
@@ -115,11 +116,11 @@ import VoiceCore
         }
         #expect(playBlock() == 0)
         await session.startEngine()
-        try await session.send(.callProgressing("A"))
+        try await session.callProgressing("A")
         var peak = 0
         for _ in 0..<20 { peak = max(peak, playBlock()) }  // 200 ms of EU ringback: 425 Hz, on for 1 s
         #expect(peak > 8_000, "ringback is audible while the remote side rings")
-        try await session.send(.callEstablished("A"))
+        try await session.callEstablished("A")
         for _ in 0..<10 { #expect(playBlock() == 0, "the progress tone stops when the call is established") }
     }
 
