@@ -5,14 +5,23 @@
 # Each target first installs the Debian packages the project links against (only those absent).
 
 APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libsrtp2-dev pkg-config
+# Interoperability peers for the tests (software nobody here wrote): srtpenc/srtpdec, rtpopuspay/depay, opusdec.
+TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps demo test vectors vectors-check bench bench-allocations clean
+.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-allocations clean
 
 ## Installs the missing Debian packages (apt-get update first, as a fresh machine needs).
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(APT_PACKAGES)"
+
+## Also the interoperability peers the tests run against.
+test-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(APT_PACKAGES) $(TEST_APT_PACKAGES)"
+
+install-packages:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -26,7 +35,7 @@ demo: deps
 	$(SWIFT) run voice-engine demo
 
 ## The whole test suite (unit tests, test-vector manifest, interoperability where the peers are installed).
-test: deps
+test: test-deps
 	$(SWIFT) test
 
 ## Regenerates TestVectors/*.wav from TestVectors/manifest.json.

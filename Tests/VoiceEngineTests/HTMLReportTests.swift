@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VoiceEngine
+@testable import VoiceEngine
 
 @Suite("HTML report")
 struct HTMLReportTests {
