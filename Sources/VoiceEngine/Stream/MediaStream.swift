@@ -1,0 +1,235 @@
+import Foundation
+import VoiceCodec
+import VoiceCore
+import VoiceDSP
+import VoiceJitter
+import VoiceRTP
+import VoiceSRTP
+
+/// One call's audio: the send chain and the receive chain of DESIGN §2, with RTCP beside them.
+///
+/// Synchronous and tick-driven: nothing here reads the wall clock; every entry point takes the current media time.
+/// - send: ``processCapture(_:now:)`` with each 10 ms microphone block at the device rate → resample to the
+///   processing rate → echo canceller (its reference is what ``renderPlayout(into:now:)`` actually played) and
+///   preprocessor when voice processing is on → every ptime: Opus → RTP → SRTP → ``sink``.
+/// - receive: ``receiveDatagram(_:arrival:)`` for every datagram from the network → RFC 5761 demux → SRTP/SRTCP
+///   unprotect → RTP parse → RFC 3550 statistics → jitter buffer. Anything wrong is counted by reason in
+///   ``MediaStreamStatistics/drops`` and dropped; this method never traps on input and never throws.
+/// - playout: ``renderPlayout(into:now:)`` once per 10 ms device block → jitter-buffer tick (decode, FEC, PLC,
+///   time-stretch) → ``mixer`` (tones) → far-end reference of the echo canceller → resample to the device rate.
+/// - RTCP: ``pollRTCP(now:)`` sends SR/RR + SDES CNAME on the RFC 3550 schedule; report blocks about us give RTT
+///   and the peer's loss, which drives the encoder's FEC (``LossAdaptationPolicy``).
+///
+/// Threads: not thread-safe. All calls must be serialised by the caller (one audio thread, or a fast-time loop);
+/// a real-time host hands packets from the network thread through an SPSC queue.
+///
+/// Allocation: every buffer, codec, resampler, canceller and SRTP context is created in `init`. The per-block and
+/// per-packet paths (capture, encode, packetize, protect, receive, unprotect, parse, jitter buffer, playout) do
+/// not allocate. What still allocates: RTCP (building and parsing compound packets uses arrays of report values,
+/// a few times per 5 s), the speexdsp jitter buffer (`malloc` per packet inside speexdsp), and the echo
+/// canceller's first drift correction (a filter table inside speexdsp, once).
+public final class MediaStream {
+    public let configuration: MediaStreamConfiguration
+    /// Where produced datagrams go.
+    public var sink: any MediaPacketSink
+    /// Tone/ringtone mixing on the playout path (the audio controller), or nil.
+    public var mixer: (any MediaStreamPlayoutMixer)?
+    /// Our SSRC.
+    public let ssrc: UInt32
+    /// The peer's SSRC: from the configuration, or latched from the first packet that passed SRTP and parsing.
+    public internal(set) var remoteSSRC: UInt32?
+    /// The CNAME sent in SDES.
+    public let cname: String
+
+    /// Mute: the send chain encodes silence (DTX when negotiated), RTP timing continues.
+    public var isMuted = false
+    /// Hold: no media is sent (timestamps keep advancing, the first packet after hold carries the marker); RTCP
+    /// continues, and the receive chain keeps running.
+    public var isOnHold = false
+
+    // Components.
+    let encoder: OpusEncoder
+    let jitterBuffer: any JitterBufferStrategy
+    let captureResampler: Resampler?
+    let playoutResampler: Resampler?
+    let echoCanceller: EchoCanceller?
+    var packetizer: RTPPacketizer
+    let srtpOut: SRTPSession?
+    let srtpIn: SRTPSession?
+    var receiveStatistics = ReceiveStatistics(clockRate: OpusRTP.clockRate)
+    var scheduler: RTCPScheduler
+    var random: SeededGenerator
+    let ntpBase: NTPTimeBase
+
+    // Sizes.
+    let processingBlock: Int
+    let deviceBlock: Int
+    let frameSamples: Int
+    let frameTicks: UInt32
+
+    // Preallocated storage (freed in deinit).
+    let captureScratch: UnsafeMutableBufferPointer<Int16>
+    let captureRing: SampleRing
+    let micBlock: UnsafeMutableBufferPointer<Int16>
+    let processedBlock: UnsafeMutableBufferPointer<Int16>
+    let frameBuffer: UnsafeMutableBufferPointer<Int16>
+    var frameFill = 0
+    let opusBuffer: UnsafeMutableBufferPointer<UInt8>
+    let sendBuffer: UnsafeMutableBufferPointer<UInt8>
+    let receiveBuffer: UnsafeMutableBufferPointer<UInt8>
+    let rtcpBuffer: UnsafeMutableBufferPointer<UInt8>
+    let playBlock: UnsafeMutableBufferPointer<Int16>
+    let playScratch: UnsafeMutableBufferPointer<Int16>
+    let playRing: SampleRing
+
+    // State.
+    var stats = MediaStreamStatistics()
+    var sentSinceLastReport = false
+    var remoteSentSinceLastReport = false
+    /// RTP timestamp of the sample captured at `anchorTime` (end of the last frame), for SR timestamps.
+    var anchorTimestamp: UInt32 = 0
+    var anchorTime = MediaTime.zero
+    var haveRemoteLoss = false
+    var erleMic = 0.0
+    var erleOut = 0.0
+
+    /// Creates the stream and everything it will need during the call.
+    /// - Parameters:
+    ///   - configuration: validated first.
+    ///   - sink: where datagrams go (can be replaced later through ``sink``).
+    ///   - now: the media time the stream starts at (RTCP scheduling starts here).
+    /// - Throws: ``MediaStreamError`` for a bad configuration or a component that failed to start.
+    public init(configuration: MediaStreamConfiguration, sink: any MediaPacketSink = NullPacketSink(), now: MediaTime = .zero)
+        throws(MediaStreamError)
+    {
+        try configuration.validate()
+        self.configuration = configuration
+        self.sink = sink
+        let rate = configuration.processingRate
+        let deviceRate = configuration.deviceFormat.sampleRate
+        var random = SeededGenerator(seed: configuration.seed ?? UInt64.random(in: .min ... .max))
+        let opus = configuration.effectiveOpus
+
+        func component<T>(_ name: String, _ make: () throws -> T) throws(MediaStreamError) -> T {
+            do { return try make() } catch { throw .componentFailed(component: name, reason: "\(error)") }
+        }
+        encoder = try component("Opus encoder") { try OpusEncoder(configuration: opus) }
+        switch configuration.jitterBuffer {
+        case .adaptive(var c):
+            c.sampleRate = rate
+            c.rtpClockRate = OpusRTP.clockRate
+            c.maxPayloadBytes = max(c.maxPayloadBytes, configuration.maximumDatagramBytes)
+            jitterBuffer = try component("jitter buffer") { try AdaptiveJitterBuffer(configuration: c) }
+        case .speexdsp:
+            jitterBuffer = try component("jitter buffer") {
+                try SpeexJitterBuffer(
+                    sampleRate: rate, rtpClockRate: OpusRTP.clockRate, frameMilliseconds: opus.frameDuration.milliseconds)
+            }
+        }
+        captureResampler =
+            deviceRate == rate ? nil : try component("capture resampler") { try Resampler(inputRate: deviceRate, outputRate: rate) }
+        playoutResampler =
+            deviceRate == rate ? nil : try component("playout resampler") { try Resampler(inputRate: rate, outputRate: deviceRate) }
+        if configuration.voiceProcessing {
+            var e = configuration.echoCanceller
+            e.sampleRate = rate
+            e.preprocessor.sampleRate = rate
+            echoCanceller = try component("echo canceller") { try EchoCanceller(configuration: e) }
+        } else {
+            echoCanceller = nil
+        }
+        if let s = configuration.srtp {
+            srtpOut = try component("SRTP (outbound)") { try SRTPSession(suite: s.suite, key: s.localKey, direction: .outbound) }
+            srtpIn = try component("SRTP (inbound)") { try SRTPSession(suite: s.suite, key: s.remoteKey, direction: .inbound) }
+        } else {
+            srtpOut = nil
+            srtpIn = nil
+        }
+
+        ssrc = configuration.ssrc ?? UInt32.random(in: 1 ... .max, using: &random)
+        remoteSSRC = configuration.remoteSSRC
+        packetizer = RTPPacketizer(
+            payloadType: configuration.payloadType, ssrc: ssrc,
+            initialSequenceNumber: UInt16.random(in: .min ... .max, using: &random),
+            initialTimestamp: UInt32.random(in: .min ... .max, using: &random))
+        anchorTimestamp = packetizer.nextTimestamp
+        anchorTime = now
+        cname = configuration.rtcp.cname ?? "voice-engine-" + String(UInt32.random(in: .min ... .max, using: &random), radix: 16)
+        let packetsPerSecond = 1000.0 / Double(opus.frameDuration.milliseconds)
+        let bandwidth = configuration.rtcp.sessionBandwidth ?? Double(opus.bitrate) + 40 * 8 * packetsPerSecond
+        scheduler = RTCPScheduler(
+            sessionBandwidth: bandwidth, firstPacketSize: 60 + cname.utf8.count, now: now,
+            useReducedMinimum: configuration.rtcp.useReducedMinimum, using: &random)
+        scheduler.members = 2
+        self.random = random
+        ntpBase = NTPTimeBase(mediaTime: .zero, ntp: configuration.ntpAtZero)
+
+        processingBlock = rate / 100
+        deviceBlock = deviceRate / 100
+        frameSamples = opus.samplesPerChannelPerFrame
+        frameTicks = OpusRTP.ticks(samples: frameSamples, codingRate: rate)
+        func samples(_ n: Int) -> UnsafeMutableBufferPointer<Int16> {
+            let b = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
+            b.initialize(repeating: 0)
+            return b
+        }
+        func bytes(_ n: Int) -> UnsafeMutableBufferPointer<UInt8> {
+            let b = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: n)
+            b.initialize(repeating: 0)
+            return b
+        }
+        captureScratch = samples(captureResampler?.maximumOutputCount(forInput: deviceBlock) ?? deviceBlock)
+        captureRing = SampleRing(capacity: 4 * processingBlock + 64)
+        micBlock = samples(processingBlock)
+        processedBlock = samples(processingBlock)
+        frameBuffer = samples(frameSamples)
+        opusBuffer = bytes(min(OpusEncoder.maxPacketBytes, configuration.maximumDatagramBytes))
+        let packetCapacity = configuration.maximumDatagramBytes + 64
+        sendBuffer = bytes(packetCapacity)
+        receiveBuffer = bytes(packetCapacity)
+        rtcpBuffer = bytes(packetCapacity)
+        playBlock = samples(processingBlock)
+        playScratch = samples(playoutResampler?.maximumOutputCount(forInput: processingBlock) ?? processingBlock)
+        playRing = SampleRing(capacity: 4 * deviceBlock + 64)
+        stats.encoderFECEnabled = opus.inbandFEC
+        stats.encoderExpectedLossPercent = opus.expectedLossPercent
+    }
+
+    deinit {
+        for b in [captureScratch, micBlock, processedBlock, frameBuffer, playBlock, playScratch] { b.deallocate() }
+        for b in [opusBuffer, sendBuffer, receiveBuffer, rtcpBuffer] { b.deallocate() }
+    }
+
+    /// The stream's figures now.
+    public var statistics: MediaStreamStatistics {
+        var s = stats
+        s.jitterBuffer = jitterBuffer.statistics
+        let r = receiveStatistics
+        s.expectedPackets = Int(r.expected)
+        s.receivedPackets = r.isValid ? Int(r.received) : 0
+        s.lostPackets = s.expectedPackets - s.receivedPackets
+        s.duplicatePackets = Int(r.duplicates)
+        s.jitterMilliseconds = r.jitter * 1000 / Double(r.clockRate)
+        s.muted = isMuted
+        s.onHold = isOnHold
+        if erleOut > 0 && erleMic > 0 { s.erleDecibels = 10 * log10Safe(erleMic / erleOut) }
+        return s
+    }
+
+    /// The encoder's current settings (FEC and expected loss change with the peer's reports).
+    public var encoderConfiguration: OpusEncoderConfiguration { encoder.configuration }
+
+    /// The echo canceller's view of the echo path, when voice processing is on.
+    public var echoCancellerStatistics: EchoCancellerStatistics? { echoCanceller?.statistics }
+
+    /// Encoder lookahead in milliseconds (part of the mouth-to-ear delay).
+    public var codecLookaheadMilliseconds: Double {
+        guard let samples = try? encoder.lookaheadSamples else { return 0 }
+        return Double(samples) * 1000 / Double(configuration.processingRate)
+    }
+
+    /// The NTP time of media time `time` (SR timestamps, RTT).
+    func ntp(at time: MediaTime) -> NTPTimestamp { ntpBase.ntp(at: time) }
+}
+
+func log10Safe(_ x: Double) -> Double { x > 0 ? log10(x) : -200 }
