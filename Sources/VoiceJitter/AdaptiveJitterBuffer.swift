@@ -31,6 +31,13 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// When the buffer level exceeds the target by more than this (ms), old packets are flushed down to the
         /// target instead of being accelerated away one pitch period at a time.
         public var flushExcessMilliseconds: Double = 400
+        /// Playout delay kept above the estimator's quantile (ms): covers the up-to-one-tick lag between a
+        /// packet's arrival and the tick that can use it, and the histogram's bucket edge.
+        public var playoutMarginMilliseconds: Double = 5
+        /// Hysteresis around the playout-delay target (ms): slow down below `target − slowDownBelow`,
+        /// accelerate at or above `target + accelerateAbove`.
+        public var slowDownBelowMilliseconds: Double = 5
+        public var accelerateAboveMilliseconds: Double = 10
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
         public var maximumDTXGapMilliseconds: Double = 10_000
 
@@ -52,7 +59,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private let tsPerMs: Double
     private let mergeSamples: Int
     private let rebaselineSamples: Int
-    private var filteredLevel: Double?
+    /// Ticks played so far, and the receiver time of tick 0 as learned from arrivals (a packet inserted before
+    /// tick n arrived no later than tick n's time): together they give "now" at every tick without a clock.
+    private var tickCount: Int64 = 0
+    private var tickZeroMilliseconds: Double?
 
     private var sync: [Int16]
     private var syncCount = 0
@@ -103,6 +113,24 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         return min(configuration.maximumTargetMilliseconds, max(configuration.minimumTargetMilliseconds, raw))
     }
 
+    /// How late (ms) the audio playing now is, compared with the fastest packet of the estimator's window: now −
+    /// minimum transit − playout timestamp. A packet whose relative arrival delay exceeds this arrives after its
+    /// playout time, so this is the quantity the buffer steers to its target (the oracle floor's own measure, up to
+    /// the constant transit of the fastest packet). nil before playout starts.
+    public var playoutDelayMilliseconds: Double? {
+        guard everStarted, let zero = tickZeroMilliseconds, let fastest = estimator.minimumTransitMilliseconds else {
+            return nil
+        }
+        let playing = Double(position - Int64(syncCount) * tsPerSample) / tsPerMs
+        return zero + Double(tickCount) * 10 - fastest - playing
+    }
+
+    /// The playout delay the buffer steers towards (ms): the estimator's quantile of relative arrival delay plus
+    /// `playoutMarginMilliseconds`.
+    public var targetPlayoutDelayMilliseconds: Double {
+        estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
+    }
+
     /// Buffered audio (ms): packet durations at or after the playout position plus decoded samples waiting.
     public var bufferLevelMilliseconds: Double {
         var ts: Int64 = 0
@@ -137,6 +165,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
         let duration = Int64(samples) * tsPerSample
         packetTimestamps = duration
+        // Slow decay (0.01 ms per packet, 500 ppm at 20 ms packets) lets a playout clock that runs fast against
+        // the arrival clock pull the estimate down; a slow one pushes it up through the max.
+        let zero = arrival.milliseconds - Double(tickCount) * 10
+        tickZeroMilliseconds = max(zero, (tickZeroMilliseconds ?? zero) - 0.01)
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
         if started && timestamp < position {
             statistics.latePackets += 1
@@ -170,6 +202,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             for i in block..<syncCount { s[i - block] = s[i] }
         }
         syncCount -= block
+        tickCount += 1
         if everStarted {
             statistics.ticks += 1
             statistics.playedSamples += block
@@ -183,7 +216,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         let waiting = Double(syncCount) * 1000 / Double(format.sampleRate)
         let ahead = newestEnd == .min || !started ? 0 : max(0, Double(newestEnd - position) / tsPerMs)
         statistics.currentDelayMilliseconds = ahead + waiting
-        statistics.targetDelayMilliseconds = targetLevelMilliseconds
+        // While playing, the target is the buffer level that would put the playout delay on its target.
+        if started, let delay = playoutDelayMilliseconds {
+            statistics.targetDelayMilliseconds = max(0, ahead + waiting + targetPlayoutDelayMilliseconds - delay)
+        } else {
+            statistics.targetDelayMilliseconds = targetLevelMilliseconds
+        }
     }
 
     /// Drops buffered packets the playout position has passed: they came too late to be played.
@@ -230,21 +268,26 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     private func produceChunk() {
         if started { discardStale() }
-        let level = bufferLevelMilliseconds
         let target = targetLevelMilliseconds
-        if started && level > target + configuration.flushExcessMilliseconds {
+        if started && bufferLevelMilliseconds > target + configuration.flushExcessMilliseconds {
             flush(keepingLevel: target)
             lastOperation = .expand  // the next packet is merged in, hiding the jump
         }
-        // Decisions use a smoothed level (NetEq's buffer_level_filter) so packet-sized wobble does not make the
-        // buffer alternate between accelerate and slow-down.
-        let current = bufferLevelMilliseconds
-        let smoothed = started ? (filteredLevel.map { 0.95 * $0 + 0.05 * current } ?? current) : current
-        filteredLevel = started ? smoothed : nil
+        // Before playout starts, the buffer fills to the target level. Once playing, it steers the playout delay
+        // (how late the audio playing now is against the fastest recent packet) to the estimator's quantile: that
+        // is the quantity that decides whether a packet is late, so steering it (rather than the packet-sized
+        // sawtooth of the buffer level) keeps the delay as close to the oracle floor as the quantile allows.
+        var level = bufferLevelMilliseconds
+        var goal = target
+        if started, let delay = playoutDelayMilliseconds {
+            level = delay
+            goal = targetPlayoutDelayMilliseconds
+        }
         let input = PlayoutDecision.Input(
-            hasStarted: started, next: classify(), bufferLevelMilliseconds: smoothed,
-            targetLevelMilliseconds: target, previous: lastOperation, isHolding: holding,
-            packetMilliseconds: Double(packetTimestamps) / tsPerMs)
+            hasStarted: started, next: classify(), bufferLevelMilliseconds: level,
+            targetLevelMilliseconds: goal, previous: lastOperation, isHolding: holding,
+            slowDownBelowMilliseconds: configuration.slowDownBelowMilliseconds,
+            accelerateAboveMilliseconds: configuration.accelerateAboveMilliseconds)
         switch PlayoutDecision.decide(input) {
         case .buffer:
             appendSilence(block)
@@ -261,25 +304,32 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = .normal
         case .accelerate:
             decodeDue()
-            let removed = sync.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: syncCount) }
+            // Remove no more than the excess over the target, so one splice cannot overshoot into late packets.
+            let limit = stretchBudget(excessMilliseconds: level - goal)
+            let removed = sync.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: syncCount, limit: limit) }
             syncCount -= removed
-            filteredLevel? -= Double(removed) * 1000 / Double(format.sampleRate)
             statistics.acceleratedSamples += removed
             lastOperation = removed > 0 ? .accelerate : .normal
         case .slowDown:
             decodeDue()
-            let added = sync.withUnsafeMutableBufferPointer { stretcher.slowDown($0, count: syncCount) }
+            let limit = stretchBudget(excessMilliseconds: goal - level + configuration.accelerateAboveMilliseconds / 2)
+            let added = sync.withUnsafeMutableBufferPointer { stretcher.slowDown($0, count: syncCount, limit: limit) }
             syncCount += added
-            filteredLevel? += Double(added) * 1000 / Double(format.sampleRate)
             statistics.slowedDownSamples += added
             lastOperation = added > 0 ? .slowDown : .normal
         case .merge:
+            // Playout concealed in place waiting for this very packet: it came after its playout time. It is
+            // played (late) rather than dropped, but it is a late packet all the same.
+            if holding && heldSamples > 0 { statistics.latePackets += 1 }
             merge()
         case .jumpAndMerge:
             position = packets.entry(at: 0).timestamp
             merge()
         case .expand(let advance):
-            let n = conceal(samples: block)
+            // Holding for a packet that may be only just late: conceal just what this tick still needs (in Opus's
+            // 2.5 ms steps), so waiting for it adds as little delay as possible.
+            let needed = (max(block - syncCount, mergeSamples) + mergeSamples - 1) / mergeSamples * mergeSamples
+            let n = conceal(samples: advance ? block : needed)
             statistics.concealedSamples += n
             if advance {
                 position += Int64(n) * tsPerSample
@@ -313,6 +363,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         case .comfortNoise:
             comfortNoise()
         }
+    }
+
+    /// Samples a stretch may remove or add: the distance to the target, unlimited before playout delay is known.
+    private func stretchBudget(excessMilliseconds: Double) -> Int {
+        guard started, playoutDelayMilliseconds != nil else { return .max }
+        return max(0, Int(excessMilliseconds * Double(format.sampleRate) / 1000))
     }
 
     private func comfortNoise() {

@@ -36,7 +36,9 @@ public struct JitterBufferStatistics: Sendable, Hashable {
     public var packetsReceived: Int = 0
     /// Packets expected from the sequence-number range seen (highest - first + 1).
     public var packetsExpected: Int = 0
-    /// Packets that arrived after their playout time had passed (dropped).
+    /// Packets that arrived after their playout time: dropped because playout had passed them, or (adaptive
+    /// buffer) played after playout had concealed in place waiting for them. Either way the listener heard
+    /// concealment where the packet belonged, so both count, and strategies compare on equal terms.
     public var latePackets: Int = 0
     /// Copies of a packet already received (dropped).
     public var duplicatePackets: Int = 0
@@ -63,8 +65,9 @@ public struct JitterBufferStatistics: Sendable, Hashable {
 
     /// Mean buffer delay over all ticks since playout started (ms).
     public var meanDelayMilliseconds: Double { ticks == 0 ? 0 : delaySumMilliseconds / Double(ticks) }
-    /// Late packets ÷ expected packets.
-    public var lateLossRate: Double { packetsExpected == 0 ? 0 : Double(latePackets) / Double(packetsExpected) }
+    /// Late packets ÷ packets received (packets the network lost are not late; the oracle floor uses the same
+    /// denominator).
+    public var lateLossRate: Double { packetsReceived == 0 ? 0 : Double(latePackets) / Double(packetsReceived) }
     /// Concealed samples ÷ played samples.
     public var concealmentRatio: Double { playedSamples == 0 ? 0 : Double(concealedSamples) / Double(playedSamples) }
 }

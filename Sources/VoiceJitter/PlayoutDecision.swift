@@ -19,22 +19,26 @@ public enum PlayoutDecision {
         /// Whether playout has started (the first packets have been buffered up to the target).
         public var hasStarted: Bool
         public var next: NextPacket
-        /// Audio available: buffered packet durations at or after the playout position plus decoded samples
-        /// not yet output (ms). Gaps do not count.
+        /// Before playout starts: audio available (buffered packet durations plus decoded samples, ms). While
+        /// playing: the controlled delay (the adaptive buffer passes its playout delay over the fastest recent
+        /// packet).
         public var bufferLevelMilliseconds: Double
-        /// Target from the delay estimator, including one packet of headroom (ms).
+        /// What `bufferLevelMilliseconds` is steered to (ms): the start level, then the playout-delay target.
         public var targetLevelMilliseconds: Double
         /// The operation that produced the previous chunk.
         public var previous: PlayoutOperation
         /// True while the previous concealment ran with an empty buffer (the playout position is held, so the
         /// next packet, when it comes, is played rather than treated as late).
         public var isHolding: Bool
-        /// Duration of one packet (ms), for the hysteresis band.
-        public var packetMilliseconds: Double
+        /// The hysteresis band (ms): slow down below `target − slowDownBelow`, accelerate at or above
+        /// `target + accelerateAbove`, play normally in between.
+        public var slowDownBelowMilliseconds: Double
+        public var accelerateAboveMilliseconds: Double
 
         public init(
             hasStarted: Bool, next: NextPacket, bufferLevelMilliseconds: Double, targetLevelMilliseconds: Double,
-            previous: PlayoutOperation, isHolding: Bool = false, packetMilliseconds: Double = 20
+            previous: PlayoutOperation, isHolding: Bool = false, slowDownBelowMilliseconds: Double = 5,
+            accelerateAboveMilliseconds: Double = 10
         ) {
             self.hasStarted = hasStarted
             self.next = next
@@ -42,7 +46,8 @@ public enum PlayoutDecision {
             self.targetLevelMilliseconds = targetLevelMilliseconds
             self.previous = previous
             self.isHolding = isHolding
-            self.packetMilliseconds = packetMilliseconds
+            self.slowDownBelowMilliseconds = slowDownBelowMilliseconds
+            self.accelerateAboveMilliseconds = accelerateAboveMilliseconds
         }
     }
 
@@ -71,12 +76,11 @@ public enum PlayoutDecision {
         case jumpAndMerge
     }
 
-    /// Lower and upper limits of the band the buffer level is kept in (NetEq's hysteresis): below `low` it slows
-    /// down, at or above `high` it accelerates.
-    public static func limits(target: Double, packet: Double) -> (low: Double, high: Double) {
-        let low = max(target * 0.75, target - 85)
-        let high = max(target, low + packet)
-        return (low, high)
+    /// Lower and upper limits of the band the controlled delay is kept in: below `low` it slows down, at or
+    /// above `high` it accelerates. Asymmetric (wider above) because a delay too low costs late packets while a
+    /// delay too high only costs latency, and each stretch moves the delay by a whole pitch period.
+    public static func limits(target: Double, slowDownBelow: Double, accelerateAbove: Double) -> (low: Double, high: Double) {
+        (target - slowDownBelow, target + accelerateAbove)
     }
 
     /// Decides the next action.
@@ -90,7 +94,9 @@ public enum PlayoutDecision {
             return .expand(advance: false)
         case .due:
             if input.previous == .expand { return .merge }
-            let (low, high) = limits(target: input.targetLevelMilliseconds, packet: input.packetMilliseconds)
+            let (low, high) = limits(
+                target: input.targetLevelMilliseconds, slowDownBelow: input.slowDownBelowMilliseconds,
+                accelerateAbove: input.accelerateAboveMilliseconds)
             if input.bufferLevelMilliseconds >= high { return .accelerate }
             if input.bufferLevelMilliseconds < low { return .slowDown }
             return .normal

@@ -29,9 +29,10 @@ public struct TimeStretcher: Sendable {
     /// Finds the splice period: the lag in `minLag...maxLag` with the highest normalised correlation between
     /// `x[0..<lag]` and `x[lag..<2*lag]`. Searched coarsely on a 4 kHz decimation (as NetEq does), then refined
     /// at full rate around the best coarse lag. Returns nil when the audio is neither periodic enough nor silent.
-    public func bestPeriod(_ x: UnsafeBufferPointer<Int16>) -> Int? {
-        guard x.count >= 2 * minLag else { return nil }
-        let longest = min(maxLag, x.count / 2)
+    /// - Parameter limit: the longest period allowed (the caller's budget of samples to remove or add).
+    public func bestPeriod(_ x: UnsafeBufferPointer<Int16>, limit: Int = .max) -> Int? {
+        let longest = min(maxLag, x.count / 2, limit)
+        guard longest >= minLag else { return nil }
         var energy = 0.0
         for n in 0..<(2 * longest) { energy += Double(x[n]) * Double(x[n]) }
         if (energy / Double(2 * longest)).squareRoot() < silenceRMS { return longest }  // silence: any splice works
@@ -76,11 +77,11 @@ public struct TimeStretcher: Sendable {
         return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
     }
 
-    /// Shortens `buffer[0..<count]` in place by one pitch period.
+    /// Shortens `buffer[0..<count]` in place by one pitch period of at most `limit` samples.
     /// - Returns: samples removed (0 when the audio was not stretchable or too short).
-    public func accelerate(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int) -> Int {
+    public func accelerate(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int, limit: Int = .max) -> Int {
         guard count >= 2 * minLag,
-            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count]), limit: limit)
         else { return 0 }
         // out[n] = x[n]·(1−w) + x[n+lag]·w over one period, then x[2·lag...] follows continuously.
         for n in 0..<lag {
@@ -92,11 +93,12 @@ public struct TimeStretcher: Sendable {
         return lag
     }
 
-    /// Lengthens `buffer[0..<count]` in place by one pitch period; `buffer` must have room for `count + maxLag`.
+    /// Lengthens `buffer[0..<count]` in place by one pitch period of at most `limit` samples; `buffer` must have
+    /// room for `count + maxLag`.
     /// - Returns: samples added (0 when the audio was not stretchable or too short).
-    public func slowDown(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int) -> Int {
+    public func slowDown(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int, limit: Int = .max) -> Int {
         guard count >= 2 * minLag,
-            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count])),
+            let lag = bestPeriod(UnsafeBufferPointer(rebasing: buffer[0..<count]), limit: limit),
             buffer.count >= count + lag
         else { return 0 }
         // x[0..<lag], then a period fading from x[lag...] back to x[0...], then x[lag...] again.

@@ -114,9 +114,17 @@ public struct NetworkTrace: Sendable, Hashable {
     /// `lateLoss` of the *arrived* packets are late, given perfect knowledge of the whole trace. Returns
     /// milliseconds; nil when no packet arrived.
     public func oracleDelayMilliseconds(lateLoss: Double) -> Double? {
+        let arrived = records.reduce(0) { $0 + ($1.arrival == nil ? 0 : 1) }
+        return oracleDelayMilliseconds(latePackets: Int((max(0, lateLoss) * Double(arrived)).rounded(.down)))
+    }
+
+    /// The oracle floor for a count: the smallest fixed one-way playout delay at which at most `latePackets` of
+    /// the arrived packets arrive after their play time (a packet arriving exactly at its play time is in time).
+    /// This is how a strategy that had `latePackets` late packets on this trace is judged: the oracle gets the
+    /// same late loss and the smallest delay that allows it. Returns milliseconds; nil when no packet arrived.
+    public func oracleDelayMilliseconds(latePackets: Int) -> Double? {
         let transits = records.compactMap { r in r.arrival.map { ($0 - r.send).milliseconds } }.sorted()
         guard !transits.isEmpty else { return nil }
-        let allowedLate = Int((max(0, lateLoss) * Double(transits.count)).rounded(.down))
-        return transits[max(0, transits.count - 1 - allowedLate)]
+        return transits[max(0, transits.count - 1 - max(0, latePackets))]
     }
 }

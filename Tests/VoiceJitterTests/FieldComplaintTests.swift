@@ -27,12 +27,12 @@ private func settleTime(_ r: JitterSimulation.Result, after start: Double) -> Do
             DelayPhase(start: .seconds(12), baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)),
         ], seed: 21)
     let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(spike))
-    let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.map(\.currentDelayMilliseconds).max() ?? 0
+    let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds).max() ?? 0
     let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let after = r.timeline.filter { (24...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let settle = settleTime(r, after: 12)
     print("jitter spike: peak buffer \(during) ms, settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after))")
-    #expect(during > 80)  // the spike really pushed the buffer up
+    #expect(during > mean(before) + 40)  // the spike really pushed the delay up
     #expect(settle != nil && settle! <= 6)
     #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
 }
@@ -62,7 +62,14 @@ func absorbsSenderClockDriftWithoutGrowthOrClicks(ppm: Double) throws {
     // Without adaptation ±1000 ppm is ±40 ms of drift over those 40 s.
     #expect(abs(mean(late) - mean(early)) < 10)
     #expect(r.statistics.concealmentRatio < 0.01)
-    if ppm > 0 { #expect(r.statistics.acceleratedSamples > 0) } else { #expect(r.statistics.slowedDownSamples > 0) }
+    // 40 s at 1000 ppm is 40 ms of audio (640 samples) to remove or insert. A fast sender is absorbed by
+    // accelerating; a slow one by slowing down or by holding playout a few ms (short concealments) when a packet
+    // is due but not there yet — either way, the inserted audio must account for the drift.
+    if ppm > 0 {
+        #expect(r.statistics.acceleratedSamples >= 640)
+    } else {
+        #expect(r.statistics.slowedDownSamples + r.statistics.concealedSamples >= 640)
+    }
     // Clicks: the largest sample step must stay within what clean decoded speech itself contains.
     let clean = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 60, network: .conditions(NetworkConditions(baseDelayMilliseconds: 30, seed: 23)))
     let reference = JitterFixtures.maxStep(clean.output[...])
@@ -92,7 +99,9 @@ func absorbsSenderClockDriftWithoutGrowthOrClicks(ppm: Double) throws {
     #expect(r.packetsSent < 1_000 * 9 / 10)  // the pauses were not sent
     #expect(r.statistics.comfortNoiseSamples > 16_000)
     #expect(r.statistics.concealmentRatio < 0.005)
-    #expect(r.statistics.latePackets == 0 && r.statistics.packetsExpected == r.statistics.packetsReceived)
+    // Not-sent frames are not counted as lost; late packets are only the jitter's own (the pauses add none).
+    #expect(r.statistics.packetsExpected == r.statistics.packetsReceived)
+    #expect(r.statistics.lateLossRate < 0.02)
 }
 
 @Test func duplicatesAreDroppedAndChangeNothing() throws {

@@ -7,7 +7,7 @@ private func input(
 ) -> PlayoutDecision.Input {
     PlayoutDecision.Input(
         hasStarted: started, next: next, bufferLevelMilliseconds: level, targetLevelMilliseconds: target,
-        previous: previous, isHolding: holding, packetMilliseconds: 20)
+        previous: previous, isHolding: holding, slowDownBelowMilliseconds: 5, accelerateAboveMilliseconds: 10)
 }
 
 @Test func buffersUntilTheTargetLevelIsReachedThenStarts() {
@@ -17,11 +17,12 @@ private func input(
 }
 
 @Test func playsNormallyInsideTheBandAndStretchesOutsideIt() {
-    let (low, high) = PlayoutDecision.limits(target: 60, packet: 20)
-    #expect(low == 45 && high == 65)
-    #expect(PlayoutDecision.decide(input(level: 50)) == .normal)
-    #expect(PlayoutDecision.decide(input(level: 65)) == .accelerate)
-    #expect(PlayoutDecision.decide(input(level: 44)) == .slowDown)
+    let (low, high) = PlayoutDecision.limits(target: 60, slowDownBelow: 5, accelerateAbove: 10)
+    #expect(low == 55 && high == 70)
+    #expect(PlayoutDecision.decide(input(level: 56)) == .normal)
+    #expect(PlayoutDecision.decide(input(level: 69)) == .normal)
+    #expect(PlayoutDecision.decide(input(level: 70)) == .accelerate)
+    #expect(PlayoutDecision.decide(input(level: 54)) == .slowDown)
 }
 
 @Test func mergesTheFirstPacketAfterConcealment() {

@@ -1,0 +1,261 @@
+import Foundation
+import VoiceCore
+import VoiceDSP
+import VoiceNetSim
+
+/// The jitter-buffer comparison of issue 4 as a library, so `voice-bench jitter` and the tests run the very same
+/// thing: Opus-encoded speech through the seeded network simulator into the adaptive buffer and the speexdsp
+/// buffer on identical input, and per scenario and strategy the figures that say how good a jitter buffer is.
+///
+/// Definitions (identical for both strategies):
+/// - *delay*: end-to-end, play time − send time of the audio being played (``JitterSimulation/Result``), over
+///   ticks that play received audio. A fixed playout delay D gives exactly D, so it compares with the oracle.
+/// - *late loss*: packets that arrived after their playout time (dropped, or played only after playout had
+///   concealed in place waiting for them; see ``JitterBufferStatistics/latePackets``) ÷ packets received.
+/// - *oracle floor*: on the same trace, the smallest fixed playout delay with no more late packets than the
+///   strategy had (``NetworkTrace/oracleDelayMilliseconds(latePackets:)``), computed per strategy.
+public enum JitterBenchmark {
+    /// A named network condition (or recorded trace) and how much speech to send through it.
+    public struct Scenario: Sendable {
+        public var name: String
+        public var network: JitterSimulation.Network
+        public var seconds: Double
+
+        public init(name: String, network: JitterSimulation.Network, seconds: Double = 30) {
+            self.name = name
+            self.network = network
+            self.seconds = seconds
+        }
+    }
+
+    /// One strategy's figures on one scenario.
+    public struct StrategyResult: Sendable {
+        public var meanDelayMilliseconds: Double
+        public var p95DelayMilliseconds: Double
+        public var latePackets: Int
+        public var receivedPackets: Int
+        /// Late packets ÷ received packets, in percent.
+        public var lateLossPercent: Double
+        /// Concealed samples ÷ played samples, in percent.
+        public var concealmentPercent: Double
+        public var fecRecoveredFrames: Int
+        /// The fixed playout delay that reaches this strategy's late loss on this trace (ms).
+        public var oracleMilliseconds: Double
+        /// The whole simulation, for deeper checks (timeline, operations, statistics).
+        public var simulation: JitterSimulation.Result
+
+        /// Mean delay ÷ oracle floor.
+        public var oracleRatio: Double { oracleMilliseconds > 0 ? meanDelayMilliseconds / oracleMilliseconds : .infinity }
+
+        init(_ r: JitterSimulation.Result) {
+            let s = r.statistics
+            meanDelayMilliseconds = r.meanEndToEndDelayMilliseconds
+            p95DelayMilliseconds = r.p95EndToEndDelayMilliseconds
+            latePackets = s.latePackets
+            receivedPackets = s.packetsReceived
+            lateLossPercent = s.lateLossRate * 100
+            concealmentPercent = s.concealmentRatio * 100
+            fecRecoveredFrames = s.fecRecoveredFrames
+            oracleMilliseconds = r.trace.oracleDelayMilliseconds(latePackets: s.latePackets) ?? 0
+            simulation = r
+        }
+    }
+
+    /// Both strategies on one scenario.
+    public struct ScenarioResult: Sendable {
+        public var name: String
+        public var adaptive: StrategyResult
+        public var speex: StrategyResult
+
+        /// The issue's "Done when" for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
+        /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower.
+        public func adaptiveMeetsCriteria(oracleFactor: Double = 1.25) -> Bool {
+            adaptive.meanDelayMilliseconds <= oracleFactor * adaptive.oracleMilliseconds
+                && adaptive.latePackets <= speex.latePackets
+                && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds
+        }
+    }
+
+    /// The issue's scenarios, seeded: clean; 2 % random loss + 20 ms normal jitter; 5 % bursty loss + 40 ms Pareto
+    /// jitter; a 3 s outage then recovery; ±200 ppm sender drift; a delay step 20 → 150 → 20 ms. Base one-way
+    /// delay 30 ms (20 ms for the step); the path is FIFO (jitter delays the packets behind, as a queue does).
+    public static func standardScenarios(seconds: Double = 30) -> [Scenario] {
+        let calm = JitterModel.normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)
+        let list: [(String, NetworkConditions)] = [
+            ("clean", NetworkConditions(baseDelayMilliseconds: 30, seed: 1)),
+            (
+                "loss2_normal20",
+                NetworkConditions(
+                    baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 20),
+                    loss: .bernoulli(probability: 0.02), seed: 2)
+            ),
+            (
+                "burst5_pareto40",
+                NetworkConditions(
+                    baseDelayMilliseconds: 30, jitter: .pareto(scaleMilliseconds: 40, shape: 2.5),
+                    loss: .gilbertElliott(goodToBad: 0.0125, badToGood: 0.25), seed: 3)
+            ),
+            (
+                "outage3s",
+                NetworkConditions(
+                    baseDelayMilliseconds: 30, jitter: calm, outages: [Outage(start: .seconds(10), duration: .seconds(3))],
+                    seed: 4)
+            ),
+            ("drift+200ppm", NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: 200, seed: 5)),
+            ("drift-200ppm", NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: -200, seed: 6)),
+            (
+                "step20_150_20",
+                NetworkConditions(
+                    baseDelayMilliseconds: 20,
+                    phases: [
+                        DelayPhase(start: .seconds(10), baseDelayMilliseconds: 150),
+                        DelayPhase(start: .seconds(20), baseDelayMilliseconds: 20),
+                    ], seed: 7)
+            ),
+        ]
+        return list.map { Scenario(name: $0.0, network: .conditions($0.1), seconds: seconds) }
+    }
+
+    /// A scenario replaying a recorded trace: as many 20 ms frames as the trace has rows.
+    public static func traceScenario(_ trace: NetworkTrace, name: String = "trace") -> Scenario {
+        Scenario(name: name, network: .trace(trace), seconds: Double(trace.records.count) * 0.02)
+    }
+
+    /// Where the speech came from.
+    public struct Speech: Sendable {
+        /// 16 kHz mono PCM.
+        public var samples: [Int16]
+        public var source: String
+        /// Why a fallback was used, if one was.
+        public var note: String?
+    }
+
+    /// Loads real speech for the benchmark: the first readable 16 kHz mono WAV among `candidates` (the shared
+    /// recordings, e.g. `../shared/testdata/speech/jfk_16k_mono.wav`), else `fallback` (the project's own
+    /// speech-like test vector) with a note saying so.
+    /// - Throws: `WAVError` when the fallback cannot be read, `JitterBenchmark.SpeechError` when it is not 16 kHz
+    ///   mono.
+    public static func loadSpeech(candidates: [String], fallback: String) throws -> Speech {
+        var skipped: [String] = []
+        for path in candidates {
+            guard FileManager.default.fileExists(atPath: path) else {
+                skipped.append("\(path) absent")
+                continue
+            }
+            do {
+                let wav = try WAVFile(contentsOfFile: path)
+                guard wav.format.sampleRate == 16_000, wav.format.channels == 1 else {
+                    skipped.append("\(path) is not 16 kHz mono")
+                    continue
+                }
+                return Speech(samples: wav.int16Samples, source: path, note: nil)
+            } catch {
+                skipped.append("\(path): \(error)")
+            }
+        }
+        let wav = try WAVFile(contentsOfFile: fallback)
+        guard wav.format.sampleRate == 16_000, wav.format.channels == 1 else {
+            throw SpeechError(path: fallback, reason: "must be 16 kHz mono, is \(wav.format)")
+        }
+        let note = "real speech not found (\(skipped.joined(separator: "; "))): using the speech-like test vector"
+        return Speech(samples: wav.int16Samples, source: fallback, note: note)
+    }
+
+    /// The benchmark's speech input is not 16 kHz mono.
+    public struct SpeechError: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    /// `speech` repeated (or cut) to `seconds`.
+    public static func looped(_ speech: [Int16], seconds: Double, sampleRate: Int = 16_000) -> [Int16] {
+        precondition(!speech.isEmpty, "no speech to loop")
+        let count = Int(seconds * Double(sampleRate))
+        var out = [Int16]()
+        out.reserveCapacity(count)
+        while out.count < count { out += speech.prefix(count - out.count) }
+        return out
+    }
+
+    /// Runs one scenario through both strategies on identical input (same encoded packets, same fates).
+    /// - Parameters:
+    ///   - speech: 16 kHz mono PCM; looped to the scenario's length.
+    ///   - adaptiveConfiguration: lets tests and tuning try other settings.
+    /// - Throws: `OpusError` from the codec, `NetworkSimulatorError` from invalid conditions.
+    public static func run(
+        _ scenario: Scenario, speech: [Int16],
+        adaptiveConfiguration: AdaptiveJitterBuffer.Configuration = .init()
+    ) throws -> ScenarioResult {
+        let input = looped(speech, seconds: scenario.seconds)
+        let configuration = JitterSimulation.Configuration(network: scenario.network)
+        let adaptive = try JitterSimulation.run(
+            input: input, configuration: configuration,
+            strategy: AdaptiveJitterBuffer(configuration: adaptiveConfiguration))
+        // Same input, same seeded conditions: the simulator is deterministic, so both see the same fates.
+        let speex = try JitterSimulation.run(input: input, configuration: configuration, strategy: SpeexJitterBuffer())
+        return ScenarioResult(name: scenario.name, adaptive: StrategyResult(adaptive), speex: StrategyResult(speex))
+    }
+
+    /// A fixed-width table, one line per scenario and strategy.
+    public static func table(_ results: [ScenarioResult]) -> String {
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s + " " : String(repeating: " ", count: w - s.count) + s }
+        var lines = [
+            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "strategy".padding(toLength: 9, withPad: " ", startingAt: 0)
+                + pad("mean ms", 9) + pad("p95 ms", 8) + pad("late %", 8) + pad("conceal %", 10) + pad("FEC", 5)
+                + pad("oracle ms", 10) + pad("mean/oracle", 12)
+        ]
+        for r in results {
+            for (name, s) in [("adaptive", r.adaptive), ("speex", r.speex)] {
+                lines.append(
+                    r.name.padding(toLength: 17, withPad: " ", startingAt: 0) + name.padding(toLength: 9, withPad: " ", startingAt: 0)
+                        + pad(fixed(s.meanDelayMilliseconds, 1), 9) + pad(fixed(s.p95DelayMilliseconds, 1), 8)
+                        + pad(fixed(s.lateLossPercent, 2), 8) + pad(fixed(s.concealmentPercent, 2), 10)
+                        + pad(String(s.fecRecoveredFrames), 5) + pad(fixed(s.oracleMilliseconds, 1), 10)
+                        + pad(fixed(s.oracleRatio, 2), 12))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The one-line JSON the issue specifies:
+    /// `{"suite":"jitter","scenarios":[{"name":…,"oracle_ms":…,"strategies":{"adaptive":{"mean_delay_ms":…,
+    /// "p95_delay_ms":…,"late_loss_pct":…,"concealment_pct":…,"fec_recovered":…},"speex":{…}}}]}`.
+    /// The scenario's `oracle_ms` is the floor at the adaptive buffer's late loss (the one the acceptance
+    /// criterion uses); the table shows each strategy's own.
+    public static func json(_ results: [ScenarioResult]) -> String {
+        func strategy(_ s: StrategyResult) -> String {
+            "{\"mean_delay_ms\":\(fixed(s.meanDelayMilliseconds, 2)),\"p95_delay_ms\":\(fixed(s.p95DelayMilliseconds, 2)),"
+                + "\"late_loss_pct\":\(fixed(s.lateLossPercent, 3)),\"concealment_pct\":\(fixed(s.concealmentPercent, 3)),"
+                + "\"fec_recovered\":\(s.fecRecoveredFrames)}"
+        }
+        let items = results.map { r in
+            "{\"name\":\(quoted(r.name)),\"oracle_ms\":\(fixed(r.adaptive.oracleMilliseconds, 2)),"
+                + "\"strategies\":{\"adaptive\":\(strategy(r.adaptive)),\"speex\":\(strategy(r.speex))}}"
+        }
+        return "{\"suite\":\"jitter\",\"scenarios\":[\(items.joined(separator: ","))]}"
+    }
+
+    private static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return "null" }
+        return String(format: "%.\(decimals)f", value)
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
