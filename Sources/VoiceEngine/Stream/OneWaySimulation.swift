@@ -1,0 +1,104 @@
+import Foundation
+import VoiceCodec
+import VoiceCore
+import VoiceDSP
+import VoiceNetSim
+import VoiceSRTP
+
+/// One direction of a call through the full pipeline, for `voice-engine simulate`: A captures the input (voice
+/// processing, Opus, RTP, SRTP), the network simulator or a trace carries it, B receives it (SRTP, statistics,
+/// jitter buffer, decoder) and plays it at the input's rate. B is on hold (sends no media) but sends RTCP, so A
+/// gets receiver reports: RTT and loss feedback (FEC) work as in a real call.
+public enum OneWaySimulation {
+    public struct Options: Sendable {
+        public var network: CallNetwork
+        /// SRTP suite, or nil for plain RTP.
+        public var srtpSuite: SRTPCryptoSuite?
+        public var voiceProcessing: Bool
+        public var jitterBuffer: MediaStreamJitterBuffer
+        public var opus: OpusEncoderConfiguration
+        public var seed: UInt64
+        public var drainMilliseconds: Int
+
+        public init(
+            network: CallNetwork, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80, voiceProcessing: Bool = true,
+            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
+            seed: UInt64 = 1, drainMilliseconds: Int = 1_000
+        ) {
+            self.network = network
+            self.srtpSuite = srtpSuite
+            self.voiceProcessing = voiceProcessing
+            self.jitterBuffer = jitterBuffer
+            self.opus = opus
+            self.seed = seed
+            self.drainMilliseconds = drainMilliseconds
+        }
+    }
+
+    public struct Result: Sendable {
+        /// What B played, at the input's rate.
+        public var output: [Int16]
+        public var sampleRate: Int
+        /// The receiver's end-of-call report (B), and the sender's (A).
+        public var receiverReport: CallReport
+        public var senderReport: CallReport
+        /// What the network did to each RTP packet A sent.
+        public var trace: NetworkTrace
+    }
+
+    /// Input sample rates accepted (the device rate of both ends).
+    public static let supportedRates = 8_000...48_000
+
+    /// Runs the call.
+    /// - Parameters:
+    ///   - input: mono PCM at `sampleRate`.
+    /// - Throws: ``MediaStreamError`` (including an unsupported rate), `NetworkSimulatorError` for bad conditions.
+    public static func run(input: [Int16], sampleRate: Int, options: Options) throws -> Result {
+        guard supportedRates.contains(sampleRate), sampleRate % 100 == 0 else {
+            throw MediaStreamError.invalidConfiguration(
+                field: "input", reason: "sample rate \(sampleRate) Hz is not supported (8000...48000 Hz, a multiple of 100)")
+        }
+        var generator = SeededGenerator(seed: options.seed &+ 0xC0FFEE)
+        var srtpA: MediaStreamSRTP?
+        var srtpB: MediaStreamSRTP?
+        if let suite = options.srtpSuite {
+            let ka = SRTPMasterKey.random(for: suite, using: &generator)
+            let kb = SRTPMasterKey.random(for: suite, using: &generator)
+            srtpA = MediaStreamSRTP(suite: suite, localKey: ka, remoteKey: kb)
+            srtpB = MediaStreamSRTP(suite: suite, localKey: kb, remoteKey: ka)
+        }
+        let device = AudioFormat(sampleRate: sampleRate)
+        let a = MediaStreamConfiguration(
+            opus: options.opus, deviceFormat: device, jitterBuffer: options.jitterBuffer, srtp: srtpA,
+            voiceProcessing: options.voiceProcessing, seed: options.seed)
+        let b = MediaStreamConfiguration(
+            opus: options.opus, deviceFormat: device, jitterBuffer: options.jitterBuffer, srtp: srtpB,
+            voiceProcessing: false, seed: options.seed &+ 1)
+        var back = NetworkConditions(baseDelayMilliseconds: 20)
+        if case .conditions(let c) = options.network {
+            back.baseDelayMilliseconds = c.baseDelayMilliseconds
+            back.seed = c.seed &+ 17
+        }
+        let path = try SimulatedPacketPath(aToB: options.network, bToA: .conditions(back))
+        let simulation = try CallSimulation(
+            configuration: .init(
+                streamA: a, streamB: b, inputA: input, inputB: [], drainMilliseconds: options.drainMilliseconds),
+            path: path)
+        simulation.streamB.isOnHold = true
+        let result = simulation.run()
+        let duration = Double(result.ticks) / 100
+        let oneWay = Self.meanTransit(path.fates(from: .a))
+        return Result(
+            output: result.playedB, sampleRate: sampleRate,
+            receiverReport: CallReport(stream: simulation.streamB, durationSeconds: duration, networkOneWayMilliseconds: oneWay),
+            senderReport: CallReport(stream: simulation.streamA, durationSeconds: duration),
+            trace: NetworkTrace(fates: path.fates(from: .a)))
+    }
+
+    /// Mean one-way transit (ms) of the packets that arrived; what the receiver's report uses as network delay
+    /// (RTT/2 is the sender's view; in a simulation the true figure is known).
+    static func meanTransit(_ fates: [PacketFate]) -> Double? {
+        let transits = fates.compactMap { $0.transit?.milliseconds }
+        return transits.isEmpty ? nil : transits.reduce(0, +) / Double(transits.count)
+    }
+}

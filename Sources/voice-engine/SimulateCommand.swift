@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import VoiceEngine
+
+/// `voice-engine simulate`: one direction of a call through the full pipeline in fast time.
+struct SimulateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Send IN.wav through one direction of a call (voice processing, Opus, RTP, SRTP, simulated network, jitter buffer, decoder) and write what the receiver plays.",
+        discussion: """
+            Runs in fast time. OUT.wav is at the input's rate and includes the mouth-to-ear delay. The network is \
+            either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
+            (--trace FILE, CSV 'send_ms,arrival_ms', one row per RTP packet in send order, empty arrival = lost). \
+            The receiver sends RTCP back over a clean path, so loss feedback turns the sender's FEC on as in a call.
+            """)
+
+    @Option(help: "Input speech: mono 16-bit or float WAV, 8000...48000 Hz.")
+    var input: String
+    @Option(help: "Where to write what the receiver played (16-bit WAV at the input's rate).")
+    var out: String
+    @Option(help: "Packet loss in percent (0...100).")
+    var loss: Double = 0
+    @Flag(help: "Make the loss bursty (Gilbert–Elliott, mean burst of 3 packets) at the same average rate.")
+    var burst = false
+    @Option(help: "Jitter in ms: extra one-way delay drawn from a normal distribution with this mean and standard deviation (clipped at 0).")
+    var jitter: Double = 0
+    @Option(help: "Base one-way network delay in ms.")
+    var delay: Double = 40
+    @Option(help: "Sender clock error in ppm (positive: the sender's clock runs fast).")
+    var drift: Double = 0
+    @Option(help: "Replay this packet trace (CSV send_ms,arrival_ms) instead of the random model.")
+    var trace: String?
+    @Option(help: "Write what the network did to each RTP packet as a trace CSV.")
+    var writeTrace: String?
+    @Option(help: "Seed of every random draw (network, keys, SSRC).")
+    var seed: UInt64 = 1
+    @Option(help: "Write the receiver's end-of-call report (JSON) here.")
+    var report: String?
+    @Option(help: "Jitter buffer: adaptive or speexdsp.")
+    var jitterBuffer: String = "adaptive"
+    @Option(help: "Opus bitrate in bits per second.")
+    var bitrate: Int = 32_000
+    @Flag(help: "Send plain RTP instead of SRTP.")
+    var plainRTP = false
+    @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
+    var noVoiceProcessing = false
+
+    func run() throws {
+        let file: WAVFile
+        do { file = try WAVFile.read(path: input) } catch { throw ValidationError("\(input): \(error)") }
+        guard file.format.channels == 1 else { throw ValidationError("\(input): \(file.format) — the input must be mono") }
+        let rate = file.format.sampleRate
+        guard OneWaySimulation.supportedRates.contains(rate), rate % 100 == 0 else {
+            throw ValidationError("\(input): \(rate) Hz is not supported; use a rate from 8000 to 48000 Hz (a multiple of 100)")
+        }
+        guard (0...100).contains(loss) else { throw ValidationError("--loss \(loss) must be within 0...100") }
+        guard jitter >= 0, delay >= 0 else { throw ValidationError("--jitter and --delay must not be negative") }
+        let strategy: MediaStreamJitterBuffer
+        switch jitterBuffer {
+        case "adaptive": strategy = .adaptive()
+        case "speexdsp": strategy = .speexdsp
+        default: throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
+        }
+        let network: CallNetwork
+        if let trace {
+            do { network = .trace(try NetworkTrace(contentsOf: URL(fileURLWithPath: trace))) } catch {
+                throw ValidationError("\(trace): \(error)")
+            }
+        } else {
+            let p = loss / 100
+            let lossModel: LossModel
+            if p == 0 {
+                lossModel = .none
+            } else if burst && p < 1 {
+                let badToGood = 1.0 / 3
+                lossModel = .gilbertElliott(goodToBad: min(1, p * badToGood / (1 - p)), badToGood: badToGood)
+            } else {
+                lossModel = .bernoulli(probability: p)
+            }
+            network = .conditions(
+                NetworkConditions(
+                    baseDelayMilliseconds: delay,
+                    jitter: jitter > 0 ? .normal(meanMilliseconds: jitter, standardDeviationMilliseconds: jitter) : .none,
+                    loss: lossModel, senderClockSkewPPM: drift, seed: seed))
+        }
+        var opus = MediaStreamConfiguration.defaultOpus
+        opus.bitrate = bitrate
+        let options = OneWaySimulation.Options(
+            network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80, voiceProcessing: !noVoiceProcessing,
+            jitterBuffer: strategy, opus: opus, seed: seed)
+        let result: OneWaySimulation.Result
+        do { result = try OneWaySimulation.run(input: file.int16Samples, sampleRate: rate, options: options) } catch {
+            throw ValidationError("\(error)")
+        }
+        do { try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out) } catch {
+            throw ValidationError("\(out): \(error)")
+        }
+        if let writeTrace {
+            try result.trace.csv.write(toFile: writeTrace, atomically: true, encoding: .utf8)
+        }
+        let r = result.receiverReport
+        if let report { try r.jsonData().write(to: URL(fileURLWithPath: report)) }
+        print(Self.summary(r, sender: result.senderReport))
+        print("wrote \(out)" + (report.map { ", \($0)" } ?? "") + (writeTrace.map { ", \($0)" } ?? ""))
+    }
+
+    static func summary(_ r: CallReport, sender: CallReport? = nil) -> String {
+        func f(_ x: Double?, _ digits: Int = 1) -> String { x.map { String(format: "%.\(digits)f", $0) } ?? "-" }
+        var lines = [
+            "packets: expected \(r.rtp.expected), received \(r.rtp.received), lost \(r.rtp.lost) (\(f(r.rtp.lossPercent)) %), late \(r.jitterBuffer.latePackets), dropped \(r.drops.total)",
+            "jitter (RFC 3550): \(f(r.jitter.interarrivalMilliseconds)) ms; buffer delay mean \(f(r.jitterBuffer.meanDelayMilliseconds)) ms, target \(f(r.jitterBuffer.targetDelayMilliseconds)) ms",
+            "concealment: \(f(r.jitterBuffer.concealmentRatio * 100, 2)) % of samples; FEC recovered \(r.fec.recoveredFrames) frames",
+            "E-model: R \(f(r.quality.rFactor)), MOS \(f(r.quality.mos, 2)) (one-way \(f(r.quality.oneWayDelayMilliseconds)) ms, residual loss \(f(r.quality.packetLossPercent, 2)) %, BurstR \(f(r.quality.burstRatio, 2)))",
+        ]
+        if let s = sender {
+            lines.append(
+                "sender: RTT \(f(s.rtt.meanMilliseconds)) ms, FEC \(s.fec.encoderFECEnabled ? "on" : "off") (expected loss \(s.fec.encoderExpectedLossPercent) %), RTCP sent \(s.rtcp.sent)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
