@@ -15,7 +15,12 @@ public enum AECRunner {
 
     /// Output of a run.
     public struct Run: Sendable {
+        /// The processed microphone, shifted earlier by the canceller's latency (``EchoCanceller/latencySamples``,
+        /// the preprocessor's one block) so that it lines up sample by sample with the microphone and the clean near
+        /// end it is measured against; the last `latencySamples` are zero.
         public var output: [Int16]
+        /// The latency removed from `output`, in samples.
+        public var latencySamples: Int
         /// Per 10 ms block: mean square of the aligned reference (far-end activity where the echo is).
         public var referenceMeanSquare: [Double]
         /// Per block: the VAD decision.
@@ -66,8 +71,10 @@ public enum AECRunner {
             }
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let latency = min(canceller.latencySamples, output.count)
+        output = Array(output[latency...]) + [Int16](repeating: 0, count: latency)
         return Run(
-            output: output, referenceMeanSquare: reference, voiceActive: vad, track: track,
+            output: output, latencySamples: latency, referenceMeanSquare: reference, voiceActive: vad, track: track,
             statistics: canceller.statistics, microsecondsPerBlock: blocks > 0 ? seconds * 1e6 / Double(blocks) : 0)
     }
 
@@ -163,12 +170,22 @@ public enum AECBenchmark {
         public var microsecondsPerBlockRaw: Double
         public var estimatedDriftPPM: Double?
         public var finalDelayMilliseconds: Double?
+        /// Seconds until the engine's ERLE over one-second windows first comes within 3 dB of its steady-state value
+        /// (`nil` without a steady-state value).
+        public var convergenceSeconds: Double?
+        /// The far-end single-talk blocks (10 ms) the ERLE figures are measured over, so another canceller's output
+        /// can be measured on exactly the same blocks (``AECRunner/erle(mic:output:blocks:blockSize:fromBlock:toBlock:)``).
+        public var singleTalkBlocks: [Bool]
     }
+
+    /// Tail of the raw-MDF baseline, ms: what a canceller without alignment needs to reach past a typical device
+    /// delay (speexdsp suggests 100-500 ms).
+    public static let rawTailMilliseconds = 200
 
     /// Generates the scenario and runs both cancellers on it.
     public static func run(
         scenario: AECScenario, configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(),
-        steadyStateSeconds: Double = 4
+        steadyStateSeconds: Double = 10
     ) throws(SpeexDSPError) -> Result {
         let signals = AECVectorGenerator.generate(scenario)
         return try run(
@@ -180,24 +197,38 @@ public enum AECBenchmark {
     /// Runs both cancellers on given signals.
     public static func run(
         name: String, far: [Int16], mic: [Int16], near: [Int16]?, sampleRate: Int,
-        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 4
+        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 10
     ) throws(SpeexDSPError) -> Result {
         var config = configuration
         config.sampleRate = sampleRate
         let engine = try AECRunner.runEngine(far: far, mic: mic, configuration: config)
-        let raw = try AECRunner.runRawMDF(far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: config.tailMilliseconds)
+        let raw = try AECRunner.runRawMDF(far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: rawTailMilliseconds)
         let n = sampleRate / 100
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: engine.referenceMeanSquare, near: near, blockSize: n)
         let from = Int(steadyStateSeconds * 100)
+        let steady = AECRunner.erle(mic: mic, output: engine.output, blocks: mask, blockSize: n, fromBlock: from)
+        var convergence: Double?
+        if let steady {
+            for second in 0..<(mask.count / 100) {
+                let window = AECRunner.erle(
+                    mic: mic, output: engine.output, blocks: mask, blockSize: n, fromBlock: second * 100,
+                    toBlock: second * 100 + 100)
+                if let window, window >= steady - 3 {
+                    convergence = Double(second + 1)
+                    break
+                }
+            }
+        }
         return Result(
             name: name,
             erleRaw: AECRunner.erle(mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from),
-            erleEngine: AECRunner.erle(mic: mic, output: engine.output, blocks: mask, blockSize: n, fromBlock: from),
+            erleEngine: steady,
             nearEndSegSNREngine: near.map { AECRunner.nearEndSegmentalSNR(near: $0, output: engine.output, sampleRate: sampleRate) },
             nearEndSegSNRRaw: near.map { AECRunner.nearEndSegmentalSNR(near: $0, output: raw.output, sampleRate: sampleRate) },
             microsecondsPerBlockEngine: engine.microsecondsPerBlock, microsecondsPerBlockRaw: raw.microsecondsPerBlock,
             estimatedDriftPPM: engine.statistics.estimatedDriftPPM,
-            finalDelayMilliseconds: engine.statistics.estimatedDelayMilliseconds)
+            finalDelayMilliseconds: engine.statistics.estimatedDelayMilliseconds, convergenceSeconds: convergence,
+            singleTalkBlocks: mask)
     }
 
     /// The standard scenarios the test vectors and the benchmark use.

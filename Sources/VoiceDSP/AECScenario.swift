@@ -6,9 +6,17 @@ import Foundation
 public struct AECScenario: Codable, Sendable, Equatable {
     public var name: String
     public var sampleRate: Int = 16_000
-    public var seconds: Double = 12
+    /// Long enough for a steady state after convergence and, under drift, after the drift compensation settles;
+    /// the checks measure the second half.
+    public var seconds: Double = 20
     /// Seed of the far-end speech-like talker.
     public var farSeed: UInt64 = 101
+    /// Background noise in the far-end signal itself (what the remote microphone picked up around the talker),
+    /// pink, dBFS RMS (sine-referenced), or `nil` for a perfectly silent background (write `null` in a manifest).
+    /// Real far-end speech always has one; it matters to MDF, which learns the echo path only at the frequencies
+    /// the reference excites, and the synthetic talker alone is purely harmonic. -50 dBFS by default: a quiet room
+    /// at the far end, about 35 dB under the talker.
+    public var farNoiseDBFS: Double? = -50
     /// Reverberation time (RT60) of the synthetic room, ms.
     public var rt60Milliseconds: Double = 150
     /// Length of the room impulse response, ms.
@@ -34,7 +42,7 @@ public struct AECScenario: Codable, Sendable, Equatable {
     public init(name: String) { self.name = name }
 
     private enum CodingKeys: String, CodingKey {
-        case name, sampleRate, seconds, farSeed, rt60Milliseconds, impulseResponseMilliseconds, roomSeed
+        case name, sampleRate, seconds, farSeed, farNoiseDBFS, rt60Milliseconds, impulseResponseMilliseconds, roomSeed
         case delayMilliseconds, delayAfterChangeMilliseconds, driftPPM, echoGainDB, nearSeed, nearLevel, noiseDBFS
         case softClip
     }
@@ -47,6 +55,7 @@ public struct AECScenario: Codable, Sendable, Equatable {
         sampleRate = try c.decodeIfPresent(Int.self, forKey: .sampleRate) ?? sampleRate
         seconds = try c.decodeIfPresent(Double.self, forKey: .seconds) ?? seconds
         farSeed = try c.decodeIfPresent(UInt64.self, forKey: .farSeed) ?? farSeed
+        if c.contains(.farNoiseDBFS) { farNoiseDBFS = try c.decodeIfPresent(Double.self, forKey: .farNoiseDBFS) }
         rt60Milliseconds = try c.decodeIfPresent(Double.self, forKey: .rt60Milliseconds) ?? rt60Milliseconds
         impulseResponseMilliseconds =
             try c.decodeIfPresent(Double.self, forKey: .impulseResponseMilliseconds) ?? impulseResponseMilliseconds
@@ -80,7 +89,13 @@ public enum AECVectorGenerator {
     public static func generate(_ s: AECScenario) -> AECSignals {
         let rate = s.sampleRate
         let count = Int((s.seconds * Double(rate)).rounded())
-        let far = SignalGenerator.speechLike(sampleRate: rate, seconds: s.seconds, seed: s.farSeed, level: 0.3)
+        var far = SignalGenerator.speechLike(sampleRate: rate, seconds: s.seconds, seed: s.farSeed, level: 0.3)
+        if let floor = s.farNoiseDBFS {
+            let background = SignalGenerator.pinkNoise(
+                rms: Foundation.pow(10, floor / 20) / 2.0.squareRoot(), sampleRate: rate, seconds: s.seconds,
+                seed: s.farSeed &+ 7919)
+            for i in far.indices { far[i] = max(-1, min(1, far[i] + background[i])) }
+        }
         let farQuantized = SignalGenerator.toFloat(SignalGenerator.toInt16(far))
         // Loudspeaker: optional soft clip, then the speaker's clock (drift) as heard on the microphone's clock.
         var speaker = farQuantized

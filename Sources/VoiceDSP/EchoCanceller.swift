@@ -2,32 +2,35 @@
 public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// Processing rate in Hz: 16000 by default; 8000, 32000 and 48000 are supported.
     public var sampleRate: Int
-    /// Echo tail the adaptive filter models, after bulk-delay alignment: the room's reverberation, not the device
-    /// latency (the delay estimator takes care of that).
+    /// Echo tail the adaptive filter models, after bulk-delay alignment: the alignment margin plus the room's
+    /// response, not the device latency (the delay estimator takes care of that). Short converges fast: MDF's
+    /// convergence slows with the filter length, so after alignment 100 ms (the default) beats the 200-500 ms a
+    /// canceller without alignment needs. Raise it for rooms with long reverberation.
     public var tailMilliseconds: Int
     /// Longest bulk delay between the played reference and its echo in the microphone that is searched for.
     public var maxDelayMilliseconds: Int
     /// Track the bulk delay and re-align the reference (off: the reference is used as played, like raw speex).
     public var alignDelay: Bool
-    /// Estimate clock drift and compensate it by resampling the reference. Off by default for now: on the
-    /// project's speech-like vectors the delay estimate still hops between early reflections, which biases the
-    /// drift fit by tens of ppm, and a wrong compensation costs MDF more than it gains (see issue 5's report).
+    /// Estimate clock drift from the adapted echo path's main peak and compensate it by resampling the reference.
     public var compensateDrift: Bool
     /// Suppress the residual echo in the preprocessor (`SPEEX_PREPROCESS_SET_ECHO_STATE`).
     public var suppressResidualEcho: Bool
     /// Noise suppression, AGC and VAD after the echo filter (its `sampleRate` is replaced by this one's).
     public var preprocessor: PreprocessorConfiguration
     /// How far ahead of the estimated echo onset the reference is placed inside the filter, so estimation error
-    /// and drift between re-alignments stay inside the filter.
+    /// and drift before compensation stay inside the filter.
     public var alignmentMarginMilliseconds: Int
     /// Delay estimates with a lower GCC-PHAT confidence are ignored.
     public var minimumConfidence: Double
+    /// A bulk-delay change smaller than this is left to the adaptive filter (and the drift loop); a larger one,
+    /// seen in three agreeing confident estimates, re-aligns the reference and restarts the filter.
+    public var realignThresholdMilliseconds: Int
 
     public init(
-        sampleRate: Int = 16_000, tailMilliseconds: Int = 200, maxDelayMilliseconds: Int = 500, alignDelay: Bool = true,
-        compensateDrift: Bool = false, suppressResidualEcho: Bool = true,
-        preprocessor: PreprocessorConfiguration = PreprocessorConfiguration(), alignmentMarginMilliseconds: Int = 12,
-        minimumConfidence: Double = 7
+        sampleRate: Int = 16_000, tailMilliseconds: Int = 100, maxDelayMilliseconds: Int = 500, alignDelay: Bool = true,
+        compensateDrift: Bool = true, suppressResidualEcho: Bool = true,
+        preprocessor: PreprocessorConfiguration = PreprocessorConfiguration(), alignmentMarginMilliseconds: Int = 8,
+        minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20
     ) {
         self.sampleRate = sampleRate
         self.tailMilliseconds = tailMilliseconds
@@ -38,12 +41,15 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
         self.preprocessor = preprocessor
         self.alignmentMarginMilliseconds = alignmentMarginMilliseconds
         self.minimumConfidence = minimumConfidence
+        self.realignThresholdMilliseconds = realignThresholdMilliseconds
     }
 }
 
 /// What the echo canceller currently believes about the echo path: plain values for reports and meters.
 public struct EchoCancellerStatistics: Sendable, Equatable {
-    /// The last confident bulk-delay measurement, in milliseconds (`nil` before the first).
+    /// The echo delay in milliseconds: the applied alignment plus the position of the adapted filter's main peak
+    /// once the filter has converged (sub-sample precise), else the last confident GCC-PHAT measurement (`nil`
+    /// before the first).
     public var estimatedDelayMilliseconds: Double?
     /// The delay applied to the reference, in milliseconds (estimate minus the alignment margin).
     public var appliedDelayMilliseconds: Double
@@ -65,21 +71,27 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 ///
 /// Feed it what was actually played (``addFarEnd(_:)``, any count per call, as the playout side delivers it) and
 /// the microphone in 10 ms blocks (``processCapture(_:into:)``). Inside:
-/// 1. the far end goes through a drift resampler (bypassed until a drift is measured, so it adds no latency) into a
-///    fixed ring, the reference delay line;
-/// 2. ``EchoDelayEstimator`` measures, every 200 ms, by how much the microphone trails that ring; three agreeing
-///    confident measurements that differ from the applied alignment by more than 3 ms re-align the reference
-///    (the filter restarts from the new alignment);
-/// 3. ``DriftEstimator`` fits the delay track (in the far end's own timeline) and, at most once a second, sets the
-///    resampler's fractional ratio to cancel the drift, so the aligned reference and the microphone run on one
-///    clock — what MDF needs (raw MDF falls from ~47 dB ERLE to ~11 dB at 100 ppm);
+/// 1. the far end goes into a fixed ring, the reference delay line — through a drift resampler once a drift is
+///    being compensated (bypassed until then, so it adds no latency; when it comes in, the alignment takes its
+///    latency back);
+/// 2. ``EchoDelayEstimator`` (GCC-PHAT) measures every 200 ms by how much the microphone trails that ring. It is a
+///    coarse tool (4 kHz envelope, biased towards strong early reflections), so it is used with hysteresis: the
+///    first three agreeing confident measurements set the alignment (echo onset minus a margin); after that only a
+///    jump larger than `realignThresholdMilliseconds` away from where the adapted filter has the echo, seen three
+///    times in agreement, re-aligns the reference and restarts the filter. Smaller movements are the filter's job;
+/// 3. every 250 ms the adapted filter's impulse response is read and its main peak located to a fraction of a
+///    sample. Alignment plus peak plus what the resampler has stretched is the echo delay in the far end's own
+///    timeline; ``DriftEstimator`` fits its slope (the clock drift) and, at most once a second, the resampler's
+///    fractional ratio is set to cancel it, so the reference and the microphone run on one clock — what MDF needs
+///    (raw MDF falls from ~47 dB ERLE to ~11 dB at 100 ppm);
 /// 4. ``MDFEchoFilter`` removes the linear echo, and ``Preprocessor`` (attached to it) the residual echo and noise.
 ///
 /// Double talk: the delay estimator withholds unclear estimates, MDF's own double-talk control slows adaptation,
 /// and residual suppression is limited to `echoSuppressionActiveDB` when the near end is active.
 ///
-/// No allocation per block: the ring, the estimator's windows and all scratch are allocated in `init`. The first
-/// drift adjustment allocates a filter table inside speexdsp (once, at control rate). Use from one thread.
+/// No allocation per block: the ring, the estimator's windows, the impulse-response buffer and all scratch are
+/// allocated in `init`. The first drift adjustment allocates a filter table inside speexdsp (once, at control
+/// rate). Use from one thread.
 public final class EchoCanceller {
     public let configuration: EchoCancellerConfiguration
     /// Samples per microphone block: `sampleRate / 100`.
@@ -94,25 +106,40 @@ public final class EchoCanceller {
     private let estimator: EchoDelayEstimator
     private var drift: DriftEstimator
     private let resampler: Resampler
+    /// Whether the far end goes through ``resampler`` (from the first drift compensation on). Until then it is
+    /// bypassed: the resampler's latency would make the reference late for an echo path shorter than it.
     private var resamplerEngaged = false
+    /// Reference delay the resampler adds once engaged (its filter's latency), taken back from the alignment.
+    private var resamplerLatency = 0
 
     private var ring: [Int16]
     private var ringWritten: Int64 = 0
     private var farConsumed: Int64 = 0
     private var micCount: Int64 = 0
     private var appliedDelay = 0
+    private var aligned = false
     private var blocksSinceEstimate = 0
+    private var blocksSincePeak = 0
+    private var blocksSinceReset = 0
     private var lastDriftUpdate: Int64 = 0
     private var recent: [Double] = [0, 0, 0]
     private var recentCount = 0
     private var scratch: [Int16]
     private var reference: [Int16]
+    private var taps: [Int32]
+    /// Position of the adapted filter's main peak (taps), or `nil` while the filter has no clear peak.
+    private var peak: Double?
+    /// Consecutive reads that found the peak where the previous one was (a single read can be a noise tap).
+    private var peakStable = 0
     private var stats: EchoCancellerStatistics
     private var referenceMeanSquare: Double = 0
+    /// Peak-to-mean tap energy ratio of the last impulse-response read (for tests and diagnostics).
+    private(set) var lastPeakToMean = 0.0
 
     private let margin: Int
     private let realignThreshold: Double
     private let estimateInterval = 20
+    private let peakInterval = 25
 
     /// Creates the canceller and everything it preallocates.
     /// - Throws: ``SpeexDSPError`` naming a bad setting or the speexdsp call that failed.
@@ -122,8 +149,13 @@ public final class EchoCanceller {
         guard (10...1000).contains(configuration.tailMilliseconds) else {
             throw .invalidArgument(field: "tailMilliseconds", reason: "\(configuration.tailMilliseconds); 10 ... 1000 ms")
         }
-        guard (0...50).contains(configuration.alignmentMarginMilliseconds) else {
-            throw .invalidArgument(field: "alignmentMarginMilliseconds", reason: "0 ... 50 ms")
+        guard (0...50).contains(configuration.alignmentMarginMilliseconds),
+            configuration.alignmentMarginMilliseconds < configuration.tailMilliseconds / 2
+        else {
+            throw .invalidArgument(field: "alignmentMarginMilliseconds", reason: "0 ... 50 ms and under half the tail")
+        }
+        guard (2...1000).contains(configuration.realignThresholdMilliseconds) else {
+            throw .invalidArgument(field: "realignThresholdMilliseconds", reason: "2 ... 1000 ms")
         }
         self.configuration = configuration
         blockSize = rate / 100
@@ -137,19 +169,25 @@ public final class EchoCanceller {
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
         do {
-            // Quality 3: a short filter (1.5 ms of latency at 16 kHz); the reference only has to model the echo.
+            // Quality 3: a short filter (1.5 ms of latency at 16 kHz, flat to ~7 kHz); the reference only has to
+            // model the echo.
             resampler = try Resampler(inputRate: rate, outputRate: rate, channels: 1, quality: 3)
         } catch { throw .resampler(error) }
         let ringSeconds = Double(configuration.maxDelayMilliseconds + configuration.tailMilliseconds) / 1000 + 2
         ring = [Int16](repeating: 0, count: Int(ringSeconds * Double(rate)))
         scratch = [Int16](repeating: 0, count: resampler.maximumOutputCount(forInput: maxFarEndSamplesPerCall))
         reference = [Int16](repeating: 0, count: blockSize)
+        taps = [Int32](repeating: 0, count: echoFilter.impulseResponseCount)
         margin = configuration.alignmentMarginMilliseconds * rate / 1000
-        realignThreshold = Double(rate) / 1000
+        realignThreshold = Double(configuration.realignThresholdMilliseconds * rate) / 1000
         stats = EchoCancellerStatistics(
             estimatedDelayMilliseconds: nil, appliedDelayMilliseconds: 0, estimatedDriftPPM: nil,
             compensatedDriftPPM: 0, realignments: 0, lastConfidence: 0, voiceActive: false)
     }
+
+    /// Delay from a microphone sample to its processed output, in samples: the preprocessor's one block (MDF itself
+    /// adds none).
+    public var latencySamples: Int { preprocessor.latencySamples }
 
     /// Statistics after the last block.
     public var statistics: EchoCancellerStatistics { stats }
@@ -165,17 +203,17 @@ public final class EchoCanceller {
     public func addFarEnd(_ played: UnsafeBufferPointer<Int16>) throws(SpeexDSPError) {
         precondition(played.count <= maxFarEndSamplesPerCall, "at most \(maxFarEndSamplesPerCall) far-end samples per call")
         farConsumed += Int64(played.count)
-        if resamplerEngaged {
-            let produced: Int
-            do {
-                produced = try scratch.withUnsafeMutableBufferPointer { out throws(ResamplerError) in
-                    try resampler.process(played, into: out).produced
-                }
-            } catch { throw .resampler(error) }
-            scratch.withUnsafeBufferPointer { write(UnsafeBufferPointer(rebasing: $0[0..<produced])) }
-        } else {
+        guard resamplerEngaged else {
             write(played)
+            return
         }
+        let produced: Int
+        do {
+            produced = try scratch.withUnsafeMutableBufferPointer { out throws(ResamplerError) in
+                try resampler.process(played, into: out).produced
+            }
+        } catch { throw .resampler(error) }
+        scratch.withUnsafeBufferPointer { write(UnsafeBufferPointer(rebasing: $0[0..<produced])) }
     }
 
     private func write(_ samples: UnsafeBufferPointer<Int16>) {
@@ -204,18 +242,24 @@ public final class EchoCanceller {
         let start = micCount
         estimator.addMicrophone(mic)
         micCount += Int64(blockSize)
-        if configuration.alignDelay || configuration.compensateDrift {
+        if configuration.alignDelay {
             blocksSinceEstimate += 1
             if blocksSinceEstimate >= estimateInterval {
                 blocksSinceEstimate = 0
                 if let estimate = estimator.estimate() {
                     stats.lastConfidence = estimate.confidence
-                    if estimate.confidence >= configuration.minimumConfidence { try use(estimate) }
+                    if estimate.confidence >= configuration.minimumConfidence { use(estimate) }
                 }
             }
         }
         fillReference(from: start - Int64(appliedDelay))
         reference.withUnsafeBufferPointer { echoFilter.cancel(mic: mic, reference: $0, into: output) }
+        blocksSinceReset += 1
+        blocksSincePeak += 1
+        if blocksSincePeak >= peakInterval {
+            blocksSincePeak = 0
+            try trackPeak()
+        }
         stats.voiceActive = preprocessor.process(output)
         return stats.voiceActive
     }
@@ -250,65 +294,145 @@ public final class EchoCanceller {
         referenceMeanSquare = sum / Double(blockSize)
     }
 
-    private func use(_ estimate: EchoDelayEstimator.Estimate) throws(SpeexDSPError) {
+    /// Coarse alignment with hysteresis from a confident GCC-PHAT measurement.
+    private func use(_ estimate: EchoDelayEstimator.Estimate) {
         let rate = Double(configuration.sampleRate)
-        stats.estimatedDelayMilliseconds = estimate.delaySamples * 1000 / rate
-        if configuration.compensateDrift {
-            // The delay in the far end's own timeline: add back what the resampler has stretched.
-            let raw = estimate.delaySamples + Double(ringWritten - farConsumed)
-            drift.add(time: estimate.atMicSample, delay: raw)
-            // Act only on a significant estimate: a wrong compensation hurts MDF as much as drift does.
-            if let ppm = drift.driftPPM, let error = drift.driftStandardErrorPPM, error < 8, abs(ppm) > 3 * error {
-                stats.estimatedDriftPPM = ppm
-                let clamped = max(-5_000, min(5_000, ppm))
-                if micCount - lastDriftUpdate >= Int64(configuration.sampleRate),
-                    abs(clamped - stats.compensatedDriftPPM) > 2
-                {
-                    lastDriftUpdate = micCount
-                    do { try resampler.setDrift(ppm: -clamped) } catch { throw .resampler(error) }
-                    resamplerEngaged = true
-                    stats.compensatedDriftPPM = -resampler.driftPPM
+        if peak == nil { stats.estimatedDelayMilliseconds = estimate.delaySamples * 1000 / rate }
+        recent[recentCount % 3] = estimate.delaySamples
+        recentCount += 1
+        let lo = min(recent[0], recent[1], recent[2])
+        let hi = max(recent[0], recent[1], recent[2])
+        if recentCount >= 3 && hi - lo <= rate / 1000 {
+            let median = recent[0] + recent[1] + recent[2] - lo - hi
+            // Where the echo is now: the adapted filter knows best; before it has a clear peak, the alignment.
+            let onset = Double(appliedDelay) + (peakStable >= 2 ? peak ?? Double(margin) : Double(margin))
+            if !aligned || abs(median - onset) > realignThreshold {
+                realign(to: max(0, Int(median.rounded()) - margin))
+                return
+            }
+        }
+    }
+
+    private func realign(to delay: Int) {
+        aligned = true
+        guard delay != appliedDelay else { return }
+        appliedDelay = delay
+        stats.appliedDelayMilliseconds = Double(delay) * 1000 / Double(configuration.sampleRate)
+        stats.realignments += 1
+        echoFilter.reset()
+        blocksSinceReset = 0
+        peak = nil
+        peakStable = 0
+        recentCount = 0
+    }
+
+    /// Locates the adapted filter's main peak, feeds the far-end-timeline delay to the drift fit and, at most once
+    /// a second, updates the resampler's drift compensation.
+    private func trackPeak() throws(SpeexDSPError) {
+        guard aligned || !configuration.alignDelay, blocksSinceReset >= 100 else { return }
+        try taps.withUnsafeMutableBufferPointer { t throws(SpeexDSPError) in try echoFilter.impulseResponse(into: t) }
+        var best = 0
+        var bestMagnitude = 0.0
+        var energy = 0.0
+        taps.withUnsafeBufferPointer { t in
+            for i in t.indices {
+                let v = Double(t[i])
+                energy += v * v
+                if abs(v) > bestMagnitude {
+                    bestMagnitude = abs(v)
+                    best = i
                 }
             }
         }
-        guard configuration.alignDelay else { return }
-        recent[recentCount % 3] = estimate.delaySamples
-        recentCount += 1
-        guard recentCount >= 3 else { return }
-        let lo = min(recent[0], recent[1], recent[2])
-        let hi = max(recent[0], recent[1], recent[2])
-        guard hi - lo <= rate / 1000 else { return }
-        let median = recent[0] + recent[1] + recent[2] - lo - hi
-        let target = max(0, Int(median.rounded()) - margin)
-        // Re-align only when the echo onset has left the comfortable part of the filter: before its first
-        // millisecond (the reference would come too late) or past 40 % of the tail. Within that range the
-        // adaptive filter already models it, and a restart would cost more than it gains.
-        let offset = median - Double(appliedDelay)
-        let tail = Double(echoFilter.tailSamples)
-        guard stats.realignments == 0 || offset < realignThreshold || offset > 0.4 * tail else { return }
-        guard target != appliedDelay else { return }
-        appliedDelay = target
-        stats.appliedDelayMilliseconds = Double(target) * 1000 / rate
-        stats.realignments += 1
-        echoFilter.reset()
+        // A clear peak: far above the mean tap energy. An adapted room response has its direct path ~20 dB above
+        // the mean (a diffuse tail decaying over the filter); an unadapted filter's largest tap is noise, ~10 dB.
+        lastPeakToMean = energy > 0 ? bestMagnitude * bestMagnitude * Double(taps.count) / energy : 0
+        let keeping = peak.map { abs($0 - Double(best)) <= 4 } ?? false
+        guard bestMagnitude > 0, lastPeakToMean > (keeping ? 25 : 40) else {
+            peak = nil
+            peakStable = 0
+            return
+        }
+        peakStable = keeping ? peakStable + 1 : 0
+        var position = Double(best)
+        if best > 0 && best < taps.count - 1 {
+            let y0 = abs(Double(taps[best - 1]))
+            let y1 = bestMagnitude
+            let y2 = abs(Double(taps[best + 1]))
+            let denominator = y0 - 2 * y1 + y2
+            if denominator < 0 { position += max(-0.5, min(0.5, 0.5 * (y0 - y2) / denominator)) }
+        }
+        peak = position
+        let rate = Double(configuration.sampleRate)
+        stats.estimatedDelayMilliseconds = (Double(appliedDelay) + position) * 1000 / rate
+        if configuration.alignDelay {
+            // Keep the echo inside the comfortable part of the filter (a drift left uncompensated moves it).
+            let tail = Double(echoFilter.tailSamples)
+            if peakStable >= 3, position < Double(margin) / 4 || position > tail - Double(margin) / 2 {
+                realign(to: max(0, appliedDelay + best - margin))
+                return
+            }
+        }
+        guard configuration.compensateDrift, peakStable >= 1 else { return }
+        // The delay in the far end's own timeline: alignment + peak + what the resampler has stretched so far.
+        let farTimeline = Double(appliedDelay) + position + Double(ringWritten - farConsumed + Int64(resamplerLatency))
+        drift.add(time: micCount, delay: farTimeline)
+        try updateCompensation()
+    }
+
+    /// Sets the resampler's drift compensation from the filter-peak drift estimate when it is precise, at most once
+    /// a second.
+    private func updateCompensation() throws(SpeexDSPError) {
+        guard let ppm = drift.driftPPM, let error = drift.driftStandardErrorPPM, error < 5 else { return }
+        let target = ppm
+        stats.estimatedDriftPPM = target
+        let engaged = stats.compensatedDriftPPM != 0
+        // Below ~10 ppm the echo path moves under 0.2 samples a second, which MDF follows by itself; and near the
+        // nominal ratio the resampler's steps are 15 ppm apart, so engaging would only add error.
+        guard engaged || abs(target) >= 10, micCount - lastDriftUpdate >= Int64(configuration.sampleRate),
+            abs(target - stats.compensatedDriftPPM) > 1
+        else { return }
+        if !resamplerEngaged {
+            // From now on the reference comes out of the resampler, later by its latency: take that back from the
+            // alignment so the echo stays where the filter has it. An echo path shorter than the latency cannot
+            // be drift-compensated this way (the reference would arrive after its echo).
+            let latency = resampler.outputLatency
+            guard appliedDelay >= latency else { return }
+            appliedDelay -= latency
+            resamplerLatency = latency
+            stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
+            resamplerEngaged = true
+        }
+        lastDriftUpdate = micCount
+        let clamped = max(-5_000, min(5_000, target))
+        do { try resampler.setDrift(ppm: -clamped) } catch { throw .resampler(error) }
+        stats.compensatedDriftPPM = -resampler.driftPPM
     }
 
     /// Starts over for a new, unrelated stream (after an interruption): forgets the echo path, delay, drift and
-    /// the buffered reference. Keeps the configuration and preallocated buffers.
+    /// the buffered reference (the drift resampler is bypassed again until a new drift is measured). Keeps the
+    /// configuration and the preallocated buffers.
     public func reset() throws(SpeexDSPError) {
         echoFilter.reset()
         estimator.reset()
         drift.reset()
         resampler.reset()
+        resamplerEngaged = false
+        resamplerLatency = 0
         ringWritten = 0
         farConsumed = 0
         micCount = 0
         appliedDelay = 0
+        aligned = false
+        peak = nil
+        peakStable = 0
         recentCount = 0
         blocksSinceEstimate = 0
+        blocksSincePeak = 0
+        blocksSinceReset = 0
         lastDriftUpdate = 0
         stats = EchoCancellerStatistics(
             estimatedDelayMilliseconds: nil, appliedDelayMilliseconds: 0, estimatedDriftPPM: nil,
-            compensatedDriftPPM: stats.compensatedDriftPPM, realignments: 0, lastConfidence: 0, voiceActive: false)
+            compensatedDriftPPM: 0, realignments: 0, lastConfidence: 0, voiceActive: false)
     }
 }

@@ -14,6 +14,9 @@ public final class MDFEchoFilter {
     public let blockSize: Int
     /// Length of the adaptive filter in samples: the longest echo path (after alignment) it can model.
     public let tailSamples: Int
+    /// Number of taps ``impulseResponse(into:)`` writes: the tail rounded up to whole blocks
+    /// (`SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE`).
+    public let impulseResponseCount: Int
 
     let state: OpaquePointer
 
@@ -40,6 +43,13 @@ public final class MDFEchoFilter {
             speex_echo_state_destroy(created)
             try SpeexDSPError.check(result, "speex_echo_ctl", "SPEEX_ECHO_SET_SAMPLING_RATE")
         }
+        var size: Int32 = 0
+        let sizeResult = speex_echo_ctl(created, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &size)
+        if sizeResult != 0 {
+            speex_echo_state_destroy(created)
+            try SpeexDSPError.check(sizeResult, "speex_echo_ctl", "SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE")
+        }
+        self.impulseResponseCount = Int(size)
         self.state = created
         self.sampleRate = sampleRate
         self.blockSize = blockSize
@@ -56,6 +66,16 @@ public final class MDFEchoFilter {
         precondition(mic.count == blockSize && reference.count == blockSize && output.count == blockSize,
                      "MDFEchoFilter blocks must be \(blockSize) samples")
         speex_echo_cancellation(state, mic.baseAddress!, reference.baseAddress!, output.baseAddress!)
+    }
+
+    /// Writes the adapted echo path (`SPEEX_ECHO_GET_IMPULSE_RESPONSE`, in speexdsp's fixed scale) into `taps`, which
+    /// must hold exactly ``impulseResponseCount`` values. Tap `i` is the weight of the reference sample `i` samples
+    /// before the current one, so the main peak's index is where the echo sits inside the filter: the drift
+    /// estimator tracks it. Never allocates (speexdsp inverse-transforms into its own scratch).
+    public func impulseResponse(into taps: UnsafeMutableBufferPointer<Int32>) throws(SpeexDSPError) {
+        precondition(taps.count == impulseResponseCount, "impulse response buffer must hold the filter's taps")
+        try SpeexDSPError.check(speex_echo_ctl(state, SPEEX_ECHO_GET_IMPULSE_RESPONSE, taps.baseAddress!),
+                                "speex_echo_ctl", "SPEEX_ECHO_GET_IMPULSE_RESPONSE")
     }
 
     /// Forgets the adapted echo path (after a large re-alignment, or for an unrelated stream).

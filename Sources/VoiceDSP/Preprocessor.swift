@@ -120,6 +120,12 @@ public final class Preprocessor {
         return lastVAD
     }
 
+    /// Algorithmic delay of ``process(_:)`` in samples: one block. speexdsp's preprocessor analyses overlapping
+    /// windows of two blocks and rebuilds the signal by overlap-add, so a sample comes out one block after it went
+    /// in — whatever is switched on. A measurement comparing the output with its input (ERLE block by block,
+    /// near-end preservation) must shift by this much first.
+    public var latencySamples: Int { blockSize }
+
     /// The decision of the last ``process(_:)``: whether the block holds speech. Drives DTX.
     public var voiceActive: Bool { lastVAD }
 

@@ -20,17 +20,17 @@ struct AECCommand: ParsableCommand {
     @Option(help: "Optional clean near-end talker (aligned with MIC) to exclude double talk from ERLE and measure near-end preservation.")
     var near: String?
     @Option(help: "Echo tail after alignment, ms.")
-    var tailMs: Int = 200
+    var tailMs: Int = EchoCancellerConfiguration().tailMilliseconds
     @Option(help: "ERLE is also reported from this many seconds on (steady state).")
-    var steadyStateFrom: Double = 4
+    var steadyStateFrom: Double = 10
     @Option(help: "AGC target in dBFS (off when not given).")
     var agc: Double?
     @Option(help: "Noise suppression in dB (negative); 0 switches it off.")
     var noiseSuppression: Int = -15
     @Flag(help: "Disable delay alignment and drift compensation (raw MDF with residual suppression).")
     var noAlignment = false
-    @Flag(help: "Enable drift estimation and compensation (experimental, off by default).")
-    var drift = false
+    @Flag(help: "Disable drift estimation and compensation.")
+    var noDrift = false
 
     func run() throws {
         let farFile = try WAVFile.read(path: far)
@@ -69,13 +69,14 @@ struct AECCommand: ParsableCommand {
         var configuration = EchoCancellerConfiguration(sampleRate: rate, tailMilliseconds: tailMs)
         configuration.preprocessor.noiseSuppressionDB = noiseSuppression == 0 ? nil : noiseSuppression
         configuration.preprocessor.agcTargetDBFS = agc
-        configuration.compensateDrift = drift
+        configuration.compensateDrift = !noDrift
         if noAlignment {
             configuration.alignDelay = false
             configuration.compensateDrift = false
         }
         let run = try AECRunner.runEngine(far: farSamples, mic: micSamples, configuration: configuration)
-        let raw = try AECRunner.runRawMDF(far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: tailMs)
+        let raw = try AECRunner.runRawMDF(
+            far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
         var output = run.output
         output += [Int16](repeating: 0, count: micSamples.count - output.count)  // the last partial block
         try WAVFile.write(pcm16: output, format: micFile.format, to: out)
@@ -177,7 +178,8 @@ struct AECVectorsCommand: ParsableCommand {
             let width = max(5, results.map(\.name.count).max() ?? 5)
             for r in results {
                 let bound = [r.min.map { ">= \(String(format: "%.1f", $0))" }, r.max.map { "<= \(String(format: "%.1f", $0))" }].compactMap { $0 }.joined(separator: " ")
-                print("\(r.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(r.metric.padding(toLength: 22, withPad: " ", startingAt: 0))  \(String(format: "%8.2f", r.value))  \(bound)  \(r.passed ? "pass" : "FAIL")")
+                let target = r.target.map { r.targetMet ? "  (target \(String(format: "%.1f", $0)) met)" : "  (target \(String(format: "%.1f", $0)) NOT met)" } ?? ""
+                print("\(r.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(r.metric.padding(toLength: 22, withPad: " ", startingAt: 0))  \(String(format: "%8.2f", r.value))  \(bound)  \(r.passed ? "pass" : "FAIL")\(target)")
             }
             print("\(results.filter(\.passed).count) passed, \(results.filter { !$0.passed }.count) failed")
             if table {
@@ -187,7 +189,9 @@ struct AECVectorsCommand: ParsableCommand {
                     let far = try WAVFile.read(path: dir.appendingPathComponent(vector.far).path).int16Samples
                     let mic = try WAVFile.read(path: dir.appendingPathComponent(vector.mic).path).int16Samples
                     let near = try vector.near.map { try WAVFile.read(path: dir.appendingPathComponent($0).path).int16Samples }
-                    let r = try AECBenchmark.run(name: vector.scenario.name, far: far, mic: mic, near: near, sampleRate: vector.scenario.sampleRate)
+                    let r = try AECBenchmark.run(
+                        name: vector.scenario.name, far: far, mic: mic, near: near, sampleRate: vector.scenario.sampleRate,
+                        configuration: vector.configuration)
                     func f(_ v: Double?) -> String { v.map { String(format: "%6.1f", $0) } ?? "   n/a" }
                     print("\(r.name.padding(toLength: 22, withPad: " ", startingAt: 0))  \(f(r.erleRaw))    \(f(r.erleEngine))     \(f(r.nearEndSegSNREngine))/\(f(r.nearEndSegSNRRaw))          \(f(r.estimatedDriftPPM))")
                 }

@@ -95,6 +95,63 @@ struct EchoCancellerTests {
         #expect(erle > 20, "ERLE \(erle) dB")
     }
 
+    @Test func preprocessorDelaysByExactlyOneBlock() throws {
+        // speexdsp rebuilds the signal by overlap-add: whatever is switched on, the output trails the input by one
+        // block. Measurements shift by `latencySamples`; this pins the figure to the library's behaviour.
+        let pre = try Preprocessor(configuration: PreprocessorConfiguration(sampleRate: 16_000, noiseSuppressionDB: nil))
+        let input = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 1, seed: 8))
+        var output = input
+        for b in 0..<(output.count / 160) {
+            output.withUnsafeMutableBufferPointer { pre.process(UnsafeMutableBufferPointer(rebasing: $0[b * 160..<(b + 1) * 160])) }
+        }
+        let lag = SignalMetrics.bestLag(
+            reference: SignalGenerator.toFloat(input), test: SignalGenerator.toFloat(output), maxLag: 400)
+        #expect(lag == pre.latencySamples)
+        #expect(pre.latencySamples == 160)
+    }
+
+    @Test func adaptedImpulseResponsePeaksAtTheEchoDelay() throws {
+        let rate = 16_000
+        let delay = 37
+        let far = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: rate, seconds: 3, seed: 12))
+        let mic = [Int16](repeating: 0, count: delay) + far.prefix(far.count - delay).map { $0 / 2 }
+        let filter = try MDFEchoFilter(sampleRate: rate, blockSize: 160, tailSamples: 800)
+        var out = [Int16](repeating: 0, count: 160)
+        for b in 0..<(far.count / 160) {
+            let r = b * 160..<(b + 1) * 160
+            far.withUnsafeBufferPointer { f in
+                mic.withUnsafeBufferPointer { m in
+                    out.withUnsafeMutableBufferPointer {
+                        filter.cancel(mic: UnsafeBufferPointer(rebasing: m[r]), reference: UnsafeBufferPointer(rebasing: f[r]), into: $0)
+                    }
+                }
+            }
+        }
+        #expect(filter.impulseResponseCount == 800)
+        var taps = [Int32](repeating: 0, count: filter.impulseResponseCount)
+        try taps.withUnsafeMutableBufferPointer { try filter.impulseResponse(into: $0) }
+        let peak = taps.indices.max { abs(Int64(taps[$0])) < abs(Int64(taps[$1])) }
+        #expect(peak == delay)
+    }
+
+    @Test func driftIsEstimatedFromTheFilterAndCompensated() throws {
+        var scenario = AECScenario(name: "drift")
+        scenario.driftPPM = -100  // 20 s: the estimate settles in the second half
+        let signals = AECVectorGenerator.generate(scenario)
+        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let estimate = try #require(run.statistics.estimatedDriftPPM)
+        #expect(abs(estimate + 100) < 15, "estimated \(estimate) ppm")
+        #expect(abs(run.statistics.compensatedDriftPPM + 100) < 15)
+        var off = EchoCancellerConfiguration()
+        off.compensateDrift = false
+        let uncompensated = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: off)
+        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
+        let with = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+        let without = try #require(
+            AECRunner.erle(mic: signals.mic, output: uncompensated.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+        #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
+    }
+
     @Test func cancellerAlignsToALongBulkDelay() throws {
         var scenario = AECScenario(name: "t")
         scenario.seconds = 6
@@ -102,7 +159,7 @@ struct EchoCancellerTests {
         let signals = AECVectorGenerator.generate(scenario)
         let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let delay = try #require(run.statistics.estimatedDelayMilliseconds)
-        #expect(abs(delay - 301) < 15, "estimated \(delay) ms")
+        #expect(abs(delay - 302) < 15, "estimated \(delay) ms")
         let raw = try AECRunner.runRawMDF(far: signals.far, mic: signals.mic, sampleRate: 16_000, tailMilliseconds: 200)
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
         let engine = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 300))
@@ -118,13 +175,17 @@ struct EchoCancellerTests {
         let near = try WAVFile.read(path: sharedAEC.appendingPathComponent("derived_nearend_clean_aligned.wav").path)
         #expect(far.format.sampleRate == 8_000 && mic.format.sampleRate == 8_000)
         let n = min(far.int16Samples.count, mic.int16Samples.count, near.int16Samples.count)
+        // A real room: its response outlasts the 100 ms default tail, so the tail is set for it, as a deployment
+        // would (the synthetic long-tail vector does the same).
         let result = try AECBenchmark.run(
             name: "pyaec", far: Array(far.int16Samples.prefix(n)), mic: Array(mic.int16Samples.prefix(n)),
-            near: Array(near.int16Samples.prefix(n)), sampleRate: 8_000, steadyStateSeconds: 2)
-        print("pyaec pair: \(result)")
+            near: Array(near.int16Samples.prefix(n)), sampleRate: 8_000,
+            configuration: EchoCancellerConfiguration(tailMilliseconds: 200), steadyStateSeconds: 2)
+        print("pyaec pair: ERLE engine \(result.erleEngine ?? .nan) dB, raw \(result.erleRaw ?? .nan) dB; near-end segSNR engine \(result.nearEndSegSNREngine ?? .nan) dB, raw \(result.nearEndSegSNRRaw ?? .nan) dB; delay \(result.finalDelayMilliseconds ?? .nan) ms, drift \(result.estimatedDriftPPM ?? .nan) ppm")
         let erle = try #require(result.erleEngine)
-        // Measured: engine 27.9 dB, raw MDF 26.4 dB; near-end segmental SNR engine -1.7 dB, raw 2.8 dB.
-        #expect(erle > 20, "ERLE \(erle) dB")
-        #expect((result.nearEndSegSNREngine ?? -100) > -5)
+        // Measured: engine 27.8 dB, raw MDF 26.4 dB; near-end segmental SNR engine 3.2 dB, raw 2.8 dB (output shifted
+        // by the preprocessor's one-block latency before comparing).
+        #expect(erle > 24, "ERLE \(erle) dB")
+        #expect((result.nearEndSegSNREngine ?? -100) > 0)
     }
 }

