@@ -6,7 +6,8 @@ import VoiceEngine
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Decode an RTP/SRTP stream from a pcap or pcapng capture through the receive chain and report its statistics.",
+        abstract:
+            "Decode an RTP/SRTP stream from a pcap or pcapng capture through the receive chain and report its statistics.",
         discussion: """
             Capture timestamps are the arrival times; playout ticks every 10 ms on the capture's time line, so the \
             jitter buffer sees the call as the receiver did. Picks the most frequent SSRC unless --ssrc is given. \
@@ -16,7 +17,8 @@ struct ReplayCommand: ParsableCommand {
 
     @Argument(help: "The capture (pcap or pcapng).")
     var capture: String
-    @Option(help: "The sender's SRTP key: inline:BASE64, BASE64, or an a=crypto line. Omit for plain RTP.")
+    @Option(
+        help: "The sender's SRTP key: inline:BASE64, BASE64, or an a=crypto line. Omit for plain RTP.")
     var srtpKey: String?
     @Option(help: "SRTP suite: \(SRTPCryptoSuite.allCases.map(\.rawValue).joined(separator: ", ")).")
     var suite: String = SRTPCryptoSuite.aesCM128HmacSHA1_80.rawValue
@@ -30,13 +32,18 @@ struct ReplayCommand: ParsableCommand {
     var report: String?
 
     func run() throws {
-        guard [8_000, 16_000, 48_000].contains(rate) else { throw ValidationError("--rate \(rate): use 8000, 16000 or 48000") }
+        guard [8_000, 16_000, 48_000].contains(rate) else {
+            throw ValidationError("--rate \(rate): use 8000, 16000 or 48000")
+        }
         guard let suiteValue = SRTPCryptoSuite(rawValue: suite) else {
-            throw ValidationError("--suite \(suite) is not one of \(SRTPCryptoSuite.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--suite \(suite) is not one of \(SRTPCryptoSuite.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         var ssrcValue: UInt32?
         if let ssrc {
-            let parsed = ssrc.lowercased().hasPrefix("0x") ? UInt32(ssrc.dropFirst(2), radix: 16) : UInt32(ssrc)
+            let parsed =
+                ssrc.lowercased().hasPrefix("0x") ? UInt32(ssrc.dropFirst(2), radix: 16) : UInt32(ssrc)
             guard let parsed else { throw ValidationError("--ssrc \(ssrc) is not a 32-bit number") }
             ssrcValue = parsed
         }
@@ -51,15 +58,21 @@ struct ReplayCommand: ParsableCommand {
         do { result = try CaptureReplay.run(capture: Array(bytes), options: options) } catch {
             throw ValidationError("\(capture): \(error)")
         }
-        do { try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out) } catch {
+        do {
+            try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out)
+        } catch {
             throw ValidationError("\(out): \(error)")
         }
         if let report { try result.report.jsonData().write(to: URL(fileURLWithPath: report)) }
-        print("stream: SSRC \(result.ssrc) (0x\(String(result.ssrc, radix: 16))), payload type \(result.payloadType), \(result.datagramsReplayed) datagrams of \(result.ssrcCounts.count) RTP stream(s)")
+        print(
+            "stream: SSRC \(result.ssrc) (0x\(String(result.ssrc, radix: 16))), payload type \(result.payloadType), \(result.datagramsReplayed) datagrams of \(result.ssrcCounts.count) RTP stream(s)"
+        )
         print(SimulateCommand.summary(result.report))
         let d = result.report.drops.counts
         if d.total > 0 {
-            print("drops: auth \(d.authenticationFailed), replayed \(d.replayed), malformed RTP \(d.malformedRTP), RTCP \(d.malformedRTCP + d.rtcpAuthenticationFailed), other SSRC \(d.unknownSSRC), other \(d.total - d.authenticationFailed - d.replayed - d.malformedRTP - d.malformedRTCP - d.rtcpAuthenticationFailed - d.unknownSSRC)")
+            print(
+                "drops: auth \(d.authenticationFailed), replayed \(d.replayed), malformed RTP \(d.malformedRTP), RTCP \(d.malformedRTCP + d.rtcpAuthenticationFailed), other SSRC \(d.unknownSSRC), other \(d.total - d.authenticationFailed - d.replayed - d.malformedRTP - d.malformedRTCP - d.rtcpAuthenticationFailed - d.unknownSSRC)"
+            )
         }
         print("wrote \(out)" + (report.map { ", \($0)" } ?? ""))
     }

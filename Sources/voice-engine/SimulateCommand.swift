@@ -6,7 +6,8 @@ import VoiceEngine
 struct SimulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Send IN.wav through one direction of a call (voice processing, Opus, RTP, SRTP, simulated network, jitter buffer, decoder) and write what the receiver plays.",
+        abstract:
+            "Send IN.wav through one direction of a call (voice processing, Opus, RTP, SRTP, simulated network, jitter buffer, decoder) and write what the receiver plays.",
         discussion: """
             Runs in fast time. OUT.wav is at the input's rate and includes the mouth-to-ear delay. The network is \
             either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
@@ -20,9 +21,14 @@ struct SimulateCommand: ParsableCommand {
     var out: String
     @Option(help: "Packet loss in percent (0...100).")
     var loss: Double = 0
-    @Flag(help: "Make the loss bursty (Gilbert–Elliott, mean burst of 3 packets) at the same average rate.")
+    @Flag(
+        help:
+            "Make the loss bursty (Gilbert–Elliott, mean burst of 3 packets) at the same average rate.")
     var burst = false
-    @Option(help: "Jitter in ms: extra one-way delay drawn from a normal distribution with this mean and standard deviation (clipped at 0).")
+    @Option(
+        help:
+            "Jitter in ms: extra one-way delay drawn from a normal distribution with this mean and standard deviation (clipped at 0)."
+    )
     var jitter: Double = 0
     @Option(help: "Base one-way network delay in ms.")
     var delay: Double = 40
@@ -47,14 +53,24 @@ struct SimulateCommand: ParsableCommand {
 
     func run() throws {
         let file: WAVFile
-        do { file = try WAVFile.read(path: input) } catch { throw ValidationError("\(input): \(error)") }
-        guard file.format.channels == 1 else { throw ValidationError("\(input): \(file.format) — the input must be mono") }
+        do { file = try WAVFile.read(path: input) } catch {
+            throw ValidationError("\(input): \(error)")
+        }
+        guard file.format.channels == 1 else {
+            throw ValidationError("\(input): \(file.format) — the input must be mono")
+        }
         let rate = file.format.sampleRate
         guard OneWaySimulation.supportedRates.contains(rate), rate % 100 == 0 else {
-            throw ValidationError("\(input): \(rate) Hz is not supported; use a rate from 8000 to 48000 Hz (a multiple of 100)")
+            throw ValidationError(
+                "\(input): \(rate) Hz is not supported; use a rate from 8000 to 48000 Hz (a multiple of 100)"
+            )
         }
-        guard (0...100).contains(loss) else { throw ValidationError("--loss \(loss) must be within 0...100") }
-        guard jitter >= 0, delay >= 0 else { throw ValidationError("--jitter and --delay must not be negative") }
+        guard (0...100).contains(loss) else {
+            throw ValidationError("--loss \(loss) must be within 0...100")
+        }
+        guard jitter >= 0, delay >= 0 else {
+            throw ValidationError("--jitter and --delay must not be negative")
+        }
         let strategy: MediaStreamJitterBuffer
         switch jitterBuffer {
         case "adaptive": strategy = .adaptive()
@@ -73,26 +89,34 @@ struct SimulateCommand: ParsableCommand {
                 lossModel = .none
             } else if burst && p < 1 {
                 let badToGood = 1.0 / 3
-                lossModel = .gilbertElliott(goodToBad: min(1, p * badToGood / (1 - p)), badToGood: badToGood)
+                lossModel = .gilbertElliott(
+                    goodToBad: min(1, p * badToGood / (1 - p)), badToGood: badToGood)
             } else {
                 lossModel = .bernoulli(probability: p)
             }
             network = .conditions(
                 NetworkConditions(
                     baseDelayMilliseconds: delay,
-                    jitter: jitter > 0 ? .normal(meanMilliseconds: jitter, standardDeviationMilliseconds: jitter) : .none,
+                    jitter: jitter > 0
+                        ? .normal(meanMilliseconds: jitter, standardDeviationMilliseconds: jitter) : .none,
                     loss: lossModel, senderClockSkewPPM: drift, seed: seed))
         }
         var opus = MediaStreamConfiguration.defaultOpus
         opus.bitrate = bitrate
         let options = OneWaySimulation.Options(
-            network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80, voiceProcessing: !noVoiceProcessing,
+            network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,
+            voiceProcessing: !noVoiceProcessing,
             jitterBuffer: strategy, opus: opus, seed: seed)
         let result: OneWaySimulation.Result
-        do { result = try OneWaySimulation.run(input: file.int16Samples, sampleRate: rate, options: options) } catch {
+        do {
+            result = try OneWaySimulation.run(
+                input: file.int16Samples, sampleRate: rate, options: options)
+        } catch {
             throw ValidationError("\(error)")
         }
-        do { try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out) } catch {
+        do {
+            try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out)
+        } catch {
             throw ValidationError("\(out): \(error)")
         }
         if let writeTrace {
@@ -105,7 +129,9 @@ struct SimulateCommand: ParsableCommand {
     }
 
     static func summary(_ r: CallReport, sender: CallReport? = nil) -> String {
-        func f(_ x: Double?, _ digits: Int = 1) -> String { x.map { String(format: "%.\(digits)f", $0) } ?? "-" }
+        func f(_ x: Double?, _ digits: Int = 1) -> String {
+            x.map { String(format: "%.\(digits)f", $0) } ?? "-"
+        }
         var lines = [
             "packets: expected \(r.rtp.expected), received \(r.rtp.received), lost \(r.rtp.lost) (\(f(r.rtp.lossPercent)) %), late \(r.jitterBuffer.latePackets), dropped \(r.drops.total)",
             "jitter (RFC 3550): \(f(r.jitter.interarrivalMilliseconds)) ms; buffer delay mean \(f(r.jitterBuffer.meanDelayMilliseconds)) ms, target \(f(r.jitterBuffer.targetDelayMilliseconds)) ms",
@@ -114,7 +140,8 @@ struct SimulateCommand: ParsableCommand {
         ]
         if let s = sender {
             lines.append(
-                "sender: RTT \(f(s.rtt.meanMilliseconds)) ms, FEC \(s.fec.encoderFECEnabled ? "on" : "off") (expected loss \(s.fec.encoderExpectedLossPercent) %), RTCP sent \(s.rtcp.sent)")
+                "sender: RTT \(f(s.rtt.meanMilliseconds)) ms, FEC \(s.fec.encoderFECEnabled ? "on" : "off") (expected loss \(s.fec.encoderExpectedLossPercent) %), RTCP sent \(s.rtcp.sent)"
+            )
         }
         return lines.joined(separator: "\n")
     }

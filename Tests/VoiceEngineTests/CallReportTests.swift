@@ -63,7 +63,8 @@ import VoiceEngine
         s.jitterBuffer.fecRecoveredFrames = 5
         let config = MediaStreamConfiguration(seed: 1)
         let report = CallReport(
-            statistics: s, configuration: config, ssrc: 1, remoteSSRC: 2, durationSeconds: 10, codecLookaheadMilliseconds: 6.5)
+            statistics: s, configuration: config, ssrc: 1, remoteSSRC: 2, durationSeconds: 10,
+            codecLookaheadMilliseconds: 6.5)
         // One-way: 60 ms buffer + 20 ms ptime + 6.5 ms lookahead + RTT/2 = 30 ms.
         #expect(abs(report.quality.oneWayDelayMilliseconds - 116.5) < 1e-9)
         #expect(abs(report.quality.packetLossPercent - 3) < 1e-9)  // (20 − 5) / 500

@@ -5,13 +5,16 @@ import VoiceEngine
 /// Bad datagrams are counted by reason and dropped while audio continues; mute and hold.
 @Suite struct MediaStreamRobustnessTests {
     /// Runs A's send chain for `seconds` of speech, collecting its datagrams.
-    private func sentPackets(_ configuration: MediaStreamConfiguration, seconds: Double, seed: UInt64) throws -> [(bytes: [UInt8], kind: MediaPacketKind, time: MediaTime)] {
+    private func sentPackets(_ configuration: MediaStreamConfiguration, seconds: Double, seed: UInt64)
+        throws -> [(bytes: [UInt8], kind: MediaPacketKind, time: MediaTime)]
+    {
         let sink = CollectingSink()
         let stream = try MediaStream(configuration: configuration, sink: sink)
         let input = StreamTestSupport.speech(seconds: seconds, seed: seed)
         for k in 0..<(input.count / 160) {
             stream.processCapture(
-                AudioFrame(format: configuration.deviceFormat, samples: Array(input[(k * 160)..<((k + 1) * 160)])),
+                AudioFrame(
+                    format: configuration.deviceFormat, samples: Array(input[(k * 160)..<((k + 1) * 160)])),
                 now: .milliseconds(Int64(k) * 10))
         }
         return sink.packets.filter { $0.kind == .rtp }
@@ -48,7 +51,8 @@ import VoiceEngine
                 expected.empty += 1
                 b.receiveDatagram([UInt8](repeating: 0x80, count: 2_000), arrival: now)
                 expected.tooLarge += 1
-                b.receiveDatagram((0..<40).map { _ in UInt8.random(in: 0...0x3F, using: &rng) }, arrival: now)  // version 0
+                b.receiveDatagram(
+                    (0..<40).map { _ in UInt8.random(in: 0...0x3F, using: &rng) }, arrival: now)  // version 0
                 expected.notRTP += 1
                 b.receiveDatagram(Array(packet.bytes.prefix(7)), arrival: now)  // truncated RTP header
                 expected.malformedRTP += 1
@@ -108,7 +112,9 @@ import VoiceEngine
         var rng = SeededGenerator(seed: 5)
         for n in 0..<500 {
             let length = Int.random(in: 0...200, using: &rng)
-            b.receiveDatagram((0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }, arrival: .milliseconds(Int64(n)))
+            b.receiveDatagram(
+                (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                arrival: .milliseconds(Int64(n)))
         }
         let s = b.statistics
         // Random datagrams may occasionally parse as RTP from a new source and be accepted; the rest are drops.
@@ -120,10 +126,12 @@ import VoiceEngine
 
     @Test func muteSendsSilenceWithRTPTimingAndHoldStopsMediaButNotRTCP() throws {
         let input = StreamTestSupport.speech(seconds: 12, seed: 12).map { $0 == 0 ? 1 : $0 }
-        let path = try SimulatedPacketPath(aToB: .clean(delayMilliseconds: 20), bToA: .clean(delayMilliseconds: 20))
+        let path = try SimulatedPacketPath(
+            aToB: .clean(delayMilliseconds: 20), bToA: .clean(delayMilliseconds: 20))
         let sim = try CallSimulation(
             configuration: .init(
-                streamA: StreamTestSupport.configuration(seed: 70), streamB: StreamTestSupport.configuration(seed: 71),
+                streamA: StreamTestSupport.configuration(seed: 70),
+                streamB: StreamTestSupport.configuration(seed: 71),
                 inputA: input, inputB: [], durationMilliseconds: 12_000),
             path: path)
         // Drive it in three phases by running the same simulation object is not possible; use per-tick control.
@@ -136,14 +144,19 @@ import VoiceEngine
         for tick in 0..<1_200 {
             let now = sim.clock.now
             if tick == 300 { a.isMuted = true }
-            if tick == 600 { a.isMuted = false; a.isOnHold = true }
+            if tick == 600 {
+                a.isMuted = false
+                a.isOnHold = true
+            }
             if tick == 900 { a.isOnHold = false }
             path.deliver(to: .a, until: now) { a.receiveDatagram($0, arrival: $1) }
             path.deliver(to: .b, until: now) { b.receiveDatagram($0, arrival: $1) }
             a.renderPlayout(into: &frame, now: now)
             b.renderPlayout(into: &frame, now: now)
             playedB.append(contentsOf: frame.samples)
-            a.processCapture(AudioFrame(format: .mono16k, samples: Array(input[(tick * 160)..<((tick + 1) * 160)])), now: now)
+            a.processCapture(
+                AudioFrame(format: .mono16k, samples: Array(input[(tick * 160)..<((tick + 1) * 160)])),
+                now: now)
             b.processCapture(AudioFrame(format: .mono16k), now: now)
             a.pollRTCP(now: now)
             b.pollRTCP(now: now)

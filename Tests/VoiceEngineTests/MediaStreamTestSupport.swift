@@ -5,29 +5,35 @@ import VoiceEngine
 enum StreamTestSupport {
     /// A speech-like signal (syllables and pauses) as 16-bit PCM.
     static func speech(sampleRate: Int = 16_000, seconds: Double, seed: UInt64) -> [Int16] {
-        SignalGenerator.toInt16(SignalGenerator.speechLike(sampleRate: sampleRate, seconds: seconds, seed: seed))
+        SignalGenerator.toInt16(
+            SignalGenerator.speechLike(sampleRate: sampleRate, seconds: seconds, seed: seed))
     }
 
     /// Plain-RTP stream configuration for fast tests: 16 kHz device and processing, no voice processing.
     static func configuration(
-        seed: UInt64, srtp: MediaStreamSRTP? = nil, deviceRate: Int = 16_000, voiceProcessing: Bool = false,
+        seed: UInt64, srtp: MediaStreamSRTP? = nil, deviceRate: Int = 16_000,
+        voiceProcessing: Bool = false,
         fec: Bool = false, expectedLoss: Int = 0
     ) -> MediaStreamConfiguration {
         var opus = MediaStreamConfiguration.defaultOpus
         opus.inbandFEC = fec
         opus.expectedLossPercent = expectedLoss
         return MediaStreamConfiguration(
-            opus: opus, deviceFormat: AudioFormat(sampleRate: deviceRate), srtp: srtp, voiceProcessing: voiceProcessing,
+            opus: opus, deviceFormat: AudioFormat(sampleRate: deviceRate), srtp: srtp,
+            voiceProcessing: voiceProcessing,
             seed: seed)
     }
 
     /// A matching pair of SRTP settings: A's local key is B's remote key and vice versa.
-    static func srtpPair(suite: SRTPCryptoSuite = .aesCM128HmacSHA1_80, seed: UInt64 = 99) -> (MediaStreamSRTP, MediaStreamSRTP) {
+    static func srtpPair(suite: SRTPCryptoSuite = .aesCM128HmacSHA1_80, seed: UInt64 = 99) -> (
+        MediaStreamSRTP, MediaStreamSRTP
+    ) {
         var g = SeededGenerator(seed: seed)
         let ka = SRTPMasterKey.random(for: suite, using: &g)
         let kb = SRTPMasterKey.random(for: suite, using: &g)
         return (
-            MediaStreamSRTP(suite: suite, localKey: ka, remoteKey: kb), MediaStreamSRTP(suite: suite, localKey: kb, remoteKey: ka)
+            MediaStreamSRTP(suite: suite, localKey: ka, remoteKey: kb),
+            MediaStreamSRTP(suite: suite, localKey: kb, remoteKey: ka)
         )
     }
 
@@ -35,7 +41,9 @@ enum StreamTestSupport {
     /// then refined at full rate.
     static func lag(reference: [Int16], test: [Int16], maxLag: Int) -> Int {
         func decimate(_ x: [Int16]) -> [Float] {
-            stride(from: 0, to: x.count - 3, by: 4).map { i in (Float(x[i]) + Float(x[i + 1]) + Float(x[i + 2]) + Float(x[i + 3])) / 4 }
+            stride(from: 0, to: x.count - 3, by: 4).map { i in
+                (Float(x[i]) + Float(x[i + 1]) + Float(x[i + 2]) + Float(x[i + 3])) / 4
+            }
         }
         let r4 = decimate(reference)
         let t4 = decimate(test)
@@ -60,14 +68,17 @@ enum StreamTestSupport {
     }
 
     /// Segmental SNR (dB, 20 ms frames) of `test` against `reference` after alignment, over `range` of the reference.
-    static func alignedSegmentalSNR(reference: [Int16], test: [Int16], sampleRate: Int, maxLagSeconds: Double = 0.4)
+    static func alignedSegmentalSNR(
+        reference: [Int16], test: [Int16], sampleRate: Int, maxLagSeconds: Double = 0.4
+    )
         -> (snr: Double, lag: Int)
     {
         let lag = lag(reference: reference, test: test, maxLag: Int(maxLagSeconds * Double(sampleRate)))
         let aligned = Array(test.dropFirst(lag))
         let n = min(reference.count, aligned.count)
         let snr = SignalMetrics.segmentalSNR(
-            reference: SignalGenerator.toFloat(Array(reference[0..<n])), test: SignalGenerator.toFloat(Array(aligned[0..<n])),
+            reference: SignalGenerator.toFloat(Array(reference[0..<n])),
+            test: SignalGenerator.toFloat(Array(aligned[0..<n])),
             frameLength: sampleRate / 50, silenceThresholdDBFS: -40)
         return (snr, lag)
     }
@@ -79,7 +90,8 @@ enum StreamTestSupport {
 
     /// A temporary directory for files written by a test.
     static func temporaryDirectory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("stream-tests-\(UUID().uuidString)")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stream-tests-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }

@@ -17,13 +17,16 @@ import VoiceEngine
         let (srtpA, srtpB) = StreamTestSupport.srtpPair(seed: 5)
         let input = StreamTestSupport.speech(seconds: 5, seed: 21)
         let conditions = NetworkConditions(
-            baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 8, standardDeviationMilliseconds: 8),
+            baseDelayMilliseconds: 30,
+            jitter: .normal(meanMilliseconds: 8, standardDeviationMilliseconds: 8),
             loss: .bernoulli(probability: 0.03), seed: 12)
-        let path = try SimulatedPacketPath(aToB: .conditions(conditions), bToA: .clean(), recordsDeliveries: true)
+        let path = try SimulatedPacketPath(
+            aToB: .conditions(conditions), bToA: .clean(), recordsDeliveries: true)
         let sim = try CallSimulation(
             configuration: .init(
                 streamA: StreamTestSupport.configuration(seed: 80, srtp: srtp ? srtpA : nil),
-                streamB: StreamTestSupport.configuration(seed: 81, srtp: srtp ? srtpB : nil), inputA: input, inputB: []),
+                streamB: StreamTestSupport.configuration(seed: 81, srtp: srtp ? srtpB : nil), inputA: input,
+                inputB: []),
             path: path)
         sim.streamB.isOnHold = true
         let result = sim.run()
@@ -32,12 +35,14 @@ import VoiceEngine
         var writer = PcapWriter(format: format)
         let base: Int64 = 1_700_000_000
         // Some unrelated traffic first: a datagram that is not RTP and another RTP source on another flow.
-        writer.write(PcapUDPPacket(seconds: base, nanoseconds: 0, source: b, destination: a, payload: [1, 2, 3]))
+        writer.write(
+            PcapUDPPacket(seconds: base, nanoseconds: 0, source: b, destination: a, payload: [1, 2, 3]))
         for d in path.delivered[.b]! {
             let t = d.arrival.nanoseconds
             writer.write(
                 PcapUDPPacket(
-                    seconds: base + t / 1_000_000_000, nanoseconds: UInt32(t % 1_000_000_000), source: a, destination: b,
+                    seconds: base + t / 1_000_000_000, nanoseconds: UInt32(t % 1_000_000_000), source: a,
+                    destination: b,
                     payload: d.bytes))
         }
         return Call(
@@ -52,14 +57,17 @@ import VoiceEngine
             options: .init(srtp: (.aesCM128HmacSHA1_80, call.senderKey), sampleRate: 16_000))
         #expect(result.ssrc == call.senderSSRC)
         let s = result.statistics
-        print("replay: received \(s.packetsReceived) lost \(s.lostPackets) expected \(s.expectedPackets); live \(call.live.packetsReceived)/\(call.live.lostPackets)/\(call.live.expectedPackets)")
+        print(
+            "replay: received \(s.packetsReceived) lost \(s.lostPackets) expected \(s.expectedPackets); live \(call.live.packetsReceived)/\(call.live.lostPackets)/\(call.live.expectedPackets)"
+        )
         #expect(s.packetsReceived == call.live.packetsReceived)
         #expect(s.expectedPackets == call.live.expectedPackets)
         #expect(s.lostPackets == call.live.lostPackets)
         #expect(s.lostPackets > 0)
         #expect(abs(s.jitterMilliseconds - call.live.jitterMilliseconds) < 0.01)
         #expect(s.drops.authenticationFailed == 0 && s.drops.malformedRTP == 0)
-        let snr = StreamTestSupport.alignedSegmentalSNR(reference: call.input, test: result.output, sampleRate: 16_000)
+        let snr = StreamTestSupport.alignedSegmentalSNR(
+            reference: call.input, test: result.output, sampleRate: 16_000)
         print("replay segSNR \(snr.snr) dB")
         #expect(snr.snr > 5)
         #expect(result.report.rtp.received + result.report.rtp.lost == result.report.rtp.expected)
@@ -70,24 +78,33 @@ import VoiceEngine
         var g = SeededGenerator(seed: 999)
         let result = try CaptureReplay.run(
             capture: call.capture,
-            options: .init(srtp: (.aesCM128HmacSHA1_80, SRTPMasterKey.random(for: .aesCM128HmacSHA1_80, using: &g)), sampleRate: 16_000))
+            options: .init(
+                srtp: (.aesCM128HmacSHA1_80, SRTPMasterKey.random(for: .aesCM128HmacSHA1_80, using: &g)),
+                sampleRate: 16_000))
         #expect(result.statistics.packetsReceived == 0)
-        #expect(result.statistics.drops.authenticationFailed == call.live.packetsReceived + call.live.duplicatePackets)
+        #expect(
+            result.statistics.drops.authenticationFailed == call.live.packetsReceived
+                + call.live.duplicatePackets)
     }
 
     @Test func plainRTPCaptureInClassicPcapReplaysAndUnknownSSRCIsAClearError() throws {
         let call = try Self.recordCall(srtp: false, format: .pcap(nanosecondTimestamps: false))
-        let result = try CaptureReplay.run(capture: call.capture, options: .init(ssrc: call.senderSSRC, sampleRate: 16_000))
+        let result = try CaptureReplay.run(
+            capture: call.capture, options: .init(ssrc: call.senderSSRC, sampleRate: 16_000))
         #expect(result.statistics.packetsReceived == call.live.packetsReceived)
         #expect(throws: CaptureReplayError.self) {
             _ = try CaptureReplay.run(capture: call.capture, options: .init(ssrc: 42))
         }
-        #expect(throws: CaptureReplayError.self) { _ = try CaptureReplay.run(capture: [0, 1, 2, 3], options: .init()) }
+        #expect(throws: CaptureReplayError.self) {
+            _ = try CaptureReplay.run(capture: [0, 1, 2, 3], options: .init())
+        }
     }
 
     @Test func srtpKeyArgumentAcceptsInlineBareAndCryptoLines() throws {
         var g = SeededGenerator(seed: 3)
-        let attribute = SDESCryptoAttribute(tag: 1, suite: .aesCM128HmacSHA1_32, key: SRTPMasterKey.random(for: .aesCM128HmacSHA1_32, using: &g))
+        let attribute = SDESCryptoAttribute(
+            tag: 1, suite: .aesCM128HmacSHA1_32,
+            key: SRTPMasterKey.random(for: .aesCM128HmacSHA1_32, using: &g))
         let value = attribute.attributeValue
         let inline = String(value[value.range(of: "inline:")!.lowerBound...])
         let base64 = String(inline.dropFirst("inline:".count))
@@ -95,6 +112,8 @@ import VoiceEngine
         #expect(fromLine.suite == .aesCM128HmacSHA1_32 && fromLine.key == attribute.key)
         #expect(try CaptureReplay.parseKey(inline, suite: .aesCM128HmacSHA1_32).key == attribute.key)
         #expect(try CaptureReplay.parseKey(base64, suite: .aesCM128HmacSHA1_32).key == attribute.key)
-        #expect(throws: CaptureReplayError.self) { _ = try CaptureReplay.parseKey("inline:!!!", suite: .aesCM128HmacSHA1_80) }
+        #expect(throws: CaptureReplayError.self) {
+            _ = try CaptureReplay.parseKey("inline:!!!", suite: .aesCM128HmacSHA1_80)
+        }
     }
 }

@@ -15,7 +15,10 @@ import VoiceEngine
         return nil
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"))
+    @Test(
+        .enabled(
+            if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing")
+    )
     func cleanOneWayCallReproducesTheInputAtItsRate() throws {
         let file = try WAVFile.read(path: Self.speech)
         let result = try OneWaySimulation.run(
@@ -23,7 +26,8 @@ import VoiceEngine
             options: .init(network: .clean(delayMilliseconds: 30), voiceProcessing: false))
         #expect(result.sampleRate == file.format.sampleRate)
         #expect(result.output.count >= file.int16Samples.count)
-        let snr = StreamTestSupport.alignedSegmentalSNR(reference: file.int16Samples, test: result.output, sampleRate: 16_000)
+        let snr = StreamTestSupport.alignedSegmentalSNR(
+            reference: file.int16Samples, test: result.output, sampleRate: 16_000)
         print("simulate clean: segSNR \(snr.snr) dB, lag \(snr.lag) samples")
         #expect(snr.snr > 8)
         let r = result.receiverReport
@@ -33,17 +37,23 @@ import VoiceEngine
         #expect(r.quality.mos > 4.3)
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"))
+    @Test(
+        .enabled(
+            if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing")
+    )
     func replayingTheWrittenTraceGivesTheSameCall() throws {
         let file = try WAVFile.read(path: Self.speech)
         let conditions = NetworkConditions(
-            baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 10, standardDeviationMilliseconds: 10),
+            baseDelayMilliseconds: 30,
+            jitter: .normal(meanMilliseconds: 10, standardDeviationMilliseconds: 10),
             loss: .bernoulli(probability: 0.03), seed: 4)
         let first = try OneWaySimulation.run(
-            input: file.int16Samples, sampleRate: 16_000, options: .init(network: .conditions(conditions), voiceProcessing: false))
+            input: file.int16Samples, sampleRate: 16_000,
+            options: .init(network: .conditions(conditions), voiceProcessing: false))
         let trace = try NetworkTrace(csv: first.trace.csv)
         let second = try OneWaySimulation.run(
-            input: file.int16Samples, sampleRate: 16_000, options: .init(network: .trace(trace), voiceProcessing: false))
+            input: file.int16Samples, sampleRate: 16_000,
+            options: .init(network: .trace(trace), voiceProcessing: false))
         #expect(first.receiverReport.rtp.lost > 0)
         #expect(second.receiverReport.rtp.lost == first.receiverReport.rtp.lost)
         #expect(second.receiverReport.rtp.expected == first.receiverReport.rtp.expected)
@@ -52,11 +62,16 @@ import VoiceEngine
 
     @Test func unsupportedRateIsRejected() {
         #expect(throws: MediaStreamError.self) {
-            _ = try OneWaySimulation.run(input: [Int16](repeating: 0, count: 1_000), sampleRate: 4_000, options: .init(network: .clean()))
+            _ = try OneWaySimulation.run(
+                input: [Int16](repeating: 0, count: 1_000), sampleRate: 4_000,
+                options: .init(network: .clean()))
         }
     }
 
-    @Test(.enabled(if: binary != nil && FileManager.default.fileExists(atPath: speech), "voice-engine binary or test vector missing"))
+    @Test(
+        .enabled(
+            if: binary != nil && FileManager.default.fileExists(atPath: speech),
+            "voice-engine binary or test vector missing"))
     func commandLineWritesOutputAndReportAndRejectsBadInput() throws {
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -64,23 +79,29 @@ import VoiceEngine
         let report = dir.appendingPathComponent("r.json").path
         let traceOut = dir.appendingPathComponent("trace.csv").path
         let ok = try run([
-            "simulate", "--input", Self.speech, "--out", out, "--loss", "5", "--burst", "--jitter", "15", "--seed", "3",
+            "simulate", "--input", Self.speech, "--out", out, "--loss", "5", "--burst", "--jitter", "15",
+            "--seed", "3",
             "--report", report, "--write-trace", traceOut,
         ])
         #expect(ok.status == 0, "\(ok.output)")
         let wav = try WAVFile.read(path: out)
         #expect(wav.format == AudioFormat(sampleRate: 16_000))
-        let decoded = try JSONDecoder().decode(CallReport.self, from: Data(contentsOf: URL(fileURLWithPath: report)))
+        let decoded = try JSONDecoder().decode(
+            CallReport.self, from: Data(contentsOf: URL(fileURLWithPath: report)))
         #expect(decoded.rtp.received + decoded.rtp.lost == decoded.rtp.expected)
         #expect(decoded.rtp.lost > 0)
         #expect(decoded.quality.mos < 4.41)
         #expect(try NetworkTrace(contentsOf: URL(fileURLWithPath: traceOut)).records.count > 100)
 
-        let missing = try run(["simulate", "--input", dir.appendingPathComponent("nope.wav").path, "--out", out])
+        let missing = try run([
+            "simulate", "--input", dir.appendingPathComponent("nope.wav").path, "--out", out,
+        ])
         #expect(missing.status != 0 && missing.output.contains("not found"))
         let badTrace = dir.appendingPathComponent("bad.csv")
         try "send_ms,arrival_ms\n0,20\n20,abc\n".write(to: badTrace, atomically: true, encoding: .utf8)
-        let malformed = try run(["simulate", "--input", Self.speech, "--out", out, "--trace", badTrace.path])
+        let malformed = try run([
+            "simulate", "--input", Self.speech, "--out", out, "--trace", badTrace.path,
+        ])
         #expect(malformed.status != 0 && malformed.output.contains("line 3"))
         let notWAV = dir.appendingPathComponent("bad.wav")
         try Data([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]).write(to: notWAV)

@@ -154,9 +154,12 @@ public struct CallReport: Sendable, Codable {
     /// - Parameters:
     ///   - networkOneWayMilliseconds: the network's one-way delay if known otherwise; nil: RTT/2 when measured.
     public init(
-        statistics s: MediaStreamStatistics, configuration c: MediaStreamConfiguration, ssrc: UInt32, remoteSSRC: UInt32?,
-        durationSeconds: Double, codecLookaheadMilliseconds: Double, echoDelayMilliseconds: Double? = nil,
-        networkOneWayMilliseconds: Double? = nil, model: EModel = .opus, session: CallStatisticsReport? = nil
+        statistics s: MediaStreamStatistics, configuration c: MediaStreamConfiguration, ssrc: UInt32,
+        remoteSSRC: UInt32?,
+        durationSeconds: Double, codecLookaheadMilliseconds: Double,
+        echoDelayMilliseconds: Double? = nil,
+        networkOneWayMilliseconds: Double? = nil, model: EModel = .opus,
+        session: CallStatisticsReport? = nil
     ) {
         self.durationSeconds = durationSeconds
         let jitterBufferName: String
@@ -165,33 +168,42 @@ public struct CallReport: Sendable, Codable {
         case .speexdsp: jitterBufferName = "speexdsp"
         }
         stream = Stream(
-            ssrc: ssrc, remoteSSRC: remoteSSRC, payloadType: c.payloadType, processingRate: c.processingRate,
-            deviceRate: c.deviceFormat.sampleRate, packetTimeMilliseconds: c.packetTimeMilliseconds, bitrate: c.opus.bitrate,
+            ssrc: ssrc, remoteSSRC: remoteSSRC, payloadType: c.payloadType,
+            processingRate: c.processingRate,
+            deviceRate: c.deviceFormat.sampleRate, packetTimeMilliseconds: c.packetTimeMilliseconds,
+            bitrate: c.opus.bitrate,
             dtx: c.opus.dtx, srtpSuite: c.srtp?.suite.rawValue, voiceProcessing: c.voiceProcessing,
             jitterBuffer: jitterBufferName)
         rtp = RTP(
             packetsSent: s.packetsSent, bytesSent: s.bytesSent, framesSuppressed: s.framesSuppressed,
-            packetsReceived: s.packetsReceived, bytesReceived: s.bytesReceived, expected: s.expectedPackets,
+            packetsReceived: s.packetsReceived, bytesReceived: s.bytesReceived,
+            expected: s.expectedPackets,
             received: s.receivedPackets, lost: s.lostPackets, duplicates: s.duplicatePackets,
             lossPercent: s.lossRate * 100, lossRuns: s.lossRuns)
         rtcp = RTCP(sent: s.rtcpSent, bytesSent: s.rtcpBytesSent, received: s.rtcpReceived)
         drops = Drops(counts: s.drops, total: s.drops.total)
-        jitter = Jitter(interarrivalMilliseconds: s.jitterMilliseconds, remoteInterarrivalMilliseconds: s.remoteJitterMilliseconds)
+        jitter = Jitter(
+            interarrivalMilliseconds: s.jitterMilliseconds,
+            remoteInterarrivalMilliseconds: s.remoteJitterMilliseconds)
         let haveRTT = s.roundTripSamples > 0
         rtt = RoundTrip(
             lastMilliseconds: s.roundTripMilliseconds, meanMilliseconds: s.meanRoundTripMilliseconds,
-            minMilliseconds: haveRTT ? s.roundTripMinMilliseconds : nil, maxMilliseconds: haveRTT ? s.roundTripMaxMilliseconds : nil,
+            minMilliseconds: haveRTT ? s.roundTripMinMilliseconds : nil,
+            maxMilliseconds: haveRTT ? s.roundTripMaxMilliseconds : nil,
             samples: s.roundTripSamples)
         remote = Remote(
             fractionLost: s.remoteFractionLost, cumulativeLost: s.remoteCumulativeLost,
             smoothedLossPercent: s.smoothedRemoteLossPercent)
         let j = s.jitterBuffer
         jitterBuffer = JitterBuffer(
-            meanDelayMilliseconds: j.meanDelayMilliseconds, currentDelayMilliseconds: j.currentDelayMilliseconds,
+            meanDelayMilliseconds: j.meanDelayMilliseconds,
+            currentDelayMilliseconds: j.currentDelayMilliseconds,
             targetDelayMilliseconds: j.targetDelayMilliseconds, playedSamples: j.playedSamples,
             concealedSamples: j.concealedSamples, concealmentRatio: j.concealmentRatio,
-            comfortNoiseSamples: j.comfortNoiseSamples, latePackets: j.latePackets, lateLossRate: j.lateLossRate,
-            acceleratedSamples: j.acceleratedSamples, slowedDownSamples: j.slowedDownSamples, flushes: j.flushes)
+            comfortNoiseSamples: j.comfortNoiseSamples, latePackets: j.latePackets,
+            lateLossRate: j.lateLossRate,
+            acceleratedSamples: j.acceleratedSamples, slowedDownSamples: j.slowedDownSamples,
+            flushes: j.flushes)
         fec = FEC(
             recoveredFrames: j.fecRecoveredFrames, encoderFECEnabled: s.encoderFECEnabled,
             encoderExpectedLossPercent: s.encoderExpectedLossPercent, adaptations: s.fecAdaptations)
@@ -200,10 +212,13 @@ public struct CallReport: Sendable, Codable {
         self.session = session
 
         let network = networkOneWayMilliseconds ?? (s.meanRoundTripMilliseconds.map { $0 / 2 } ?? 0)
-        let oneWay = j.meanDelayMilliseconds + Double(c.packetTimeMilliseconds) + codecLookaheadMilliseconds + network
+        let oneWay =
+            j.meanDelayMilliseconds + Double(c.packetTimeMilliseconds) + codecLookaheadMilliseconds
+            + network
         let residualLost = max(0, max(s.lostPackets, 0) + j.latePackets - j.fecRecoveredFrames)
         let ppl = s.expectedPackets == 0 ? 0 : 100 * Double(residualLost) / Double(s.expectedPackets)
-        let burst = EModel.burstRatio(lostPackets: max(s.lostPackets, 0), lossRuns: s.lossRuns, expectedPackets: s.expectedPackets)
+        let burst = EModel.burstRatio(
+            lostPackets: max(s.lostPackets, 0), lossRuns: s.lossRuns, expectedPackets: s.expectedPackets)
         let r = model.rating(oneWayDelayMilliseconds: oneWay, lossPercent: ppl, burstRatio: burst)
         var assumptions = [
             "R0 - Is = \(model.baseR) (ITU-T G.107 default parameters; acoustic terms not measured)",
@@ -215,16 +230,22 @@ public struct CallReport: Sendable, Codable {
         assumptions.append(
             networkOneWayMilliseconds != nil
                 ? "network one-way delay given by the caller"
-                : (haveRTT ? "network one-way delay = mean RTCP RTT / 2" : "network one-way delay unknown (no RTT): 0"))
+                : (haveRTT
+                    ? "network one-way delay = mean RTCP RTT / 2"
+                    : "network one-way delay unknown (no RTT): 0"))
         quality = Quality(
             rFactor: r, mos: EModel.mos(r: r), oneWayDelayMilliseconds: oneWay,
             delayImpairment: EModel.delayImpairment(oneWayMilliseconds: oneWay),
-            effectiveEquipmentImpairment: model.effectiveEquipmentImpairment(lossPercent: ppl, burstRatio: burst),
+            effectiveEquipmentImpairment: model.effectiveEquipmentImpairment(
+                lossPercent: ppl, burstRatio: burst),
             packetLossPercent: ppl, burstRatio: burst, model: model, assumptions: assumptions)
     }
 
     /// The report of `stream` now.
-    public init(stream: MediaStream, durationSeconds: Double, networkOneWayMilliseconds: Double? = nil, session: CallStatisticsReport? = nil) {
+    public init(
+        stream: MediaStream, durationSeconds: Double, networkOneWayMilliseconds: Double? = nil,
+        session: CallStatisticsReport? = nil
+    ) {
         self.init(
             statistics: stream.statistics, configuration: stream.configuration, ssrc: stream.ssrc,
             remoteSSRC: stream.remoteSSRC, durationSeconds: durationSeconds,
@@ -237,7 +258,8 @@ public struct CallReport: Sendable, Codable {
     public func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         return try encoder.encode(self)
     }
 }

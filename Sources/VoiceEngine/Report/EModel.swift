@@ -28,7 +28,10 @@ public struct EModel: Sendable, Hashable, Codable {
     /// Advantage factor A.
     public var advantage: Double
 
-    public init(baseR: Double = 93.2, equipmentImpairment: Double = 0, packetLossRobustness: Double = 20, advantage: Double = 0) {
+    public init(
+        baseR: Double = 93.2, equipmentImpairment: Double = 0, packetLossRobustness: Double = 20,
+        advantage: Double = 0
+    ) {
         self.baseR = baseR
         self.equipmentImpairment = equipmentImpairment
         self.packetLossRobustness = packetLossRobustness
@@ -46,7 +49,9 @@ public struct EModel: Sendable, Hashable, Codable {
     }
 
     /// Effective equipment impairment Ie,eff for `lossPercent` (0...100) and `burstRatio` (≥ 0; 1 for random loss).
-    public func effectiveEquipmentImpairment(lossPercent ppl: Double, burstRatio: Double = 1) -> Double {
+    public func effectiveEquipmentImpairment(lossPercent ppl: Double, burstRatio: Double = 1)
+        -> Double
+    {
         let ie = equipmentImpairment
         let p = max(0, min(100, ppl))
         guard p > 0 else { return ie }
@@ -55,7 +60,9 @@ public struct EModel: Sendable, Hashable, Codable {
     }
 
     /// The rating factor R for a call.
-    public func rating(oneWayDelayMilliseconds: Double, lossPercent: Double, burstRatio: Double = 1) -> Double {
+    public func rating(oneWayDelayMilliseconds: Double, lossPercent: Double, burstRatio: Double = 1)
+        -> Double
+    {
         baseR - Self.delayImpairment(oneWayMilliseconds: oneWayDelayMilliseconds)
             - effectiveEquipmentImpairment(lossPercent: lossPercent, burstRatio: burstRatio) + advantage
     }

@@ -17,9 +17,11 @@ public enum CallSide: String, Sendable, Hashable, CaseIterable, Codable {
 /// transport can implement the same protocol to run the same harness over real sockets.
 public protocol CallPacketPath: AnyObject {
     /// A datagram sent by `side` at `now` (bytes valid only during the call).
-    func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, from side: CallSide, now: MediaTime)
+    func send(
+        _ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, from side: CallSide, now: MediaTime)
     /// Calls `body` with every datagram that has arrived at `side` by `now`, in arrival order, with its arrival time.
-    func deliver(to side: CallSide, until now: MediaTime, _ body: (UnsafeRawBufferPointer, MediaTime) -> Void)
+    func deliver(
+        to side: CallSide, until now: MediaTime, _ body: (UnsafeRawBufferPointer, MediaTime) -> Void)
 }
 
 /// Where the packet fates of one direction come from.
@@ -56,7 +58,9 @@ public final class SimulatedPacketPath: CallPacketPath {
     ///   - aToB: fates of A's RTP towards B.
     ///   - bToA: fates of B's RTP towards A.
     /// - Throws: `NetworkSimulatorError` for invalid conditions.
-    public init(aToB: CallNetwork, bToA: CallNetwork, recordsDeliveries: Bool = false) throws(NetworkSimulatorError) {
+    public init(aToB: CallNetwork, bToA: CallNetwork, recordsDeliveries: Bool = false)
+        throws(NetworkSimulatorError)
+    {
         self.recordsDeliveries = recordsDeliveries
         for (side, network) in [(CallSide.a, aToB), (.b, bToA)] {
             switch network {
@@ -70,16 +74,20 @@ public final class SimulatedPacketPath: CallPacketPath {
                 rtcpLinks[side] = SimulatedLink(simulator: try NetworkSimulator(conditions: r))
             case .trace(let t):
                 rtpLinks[side] = SimulatedLink(simulator: NetworkSimulator(trace: t))
-                let delays = t.records.compactMap { r in r.arrival.map { ($0 - r.send).milliseconds } }.sorted()
+                let delays = t.records.compactMap { r in r.arrival.map { ($0 - r.send).milliseconds } }
+                    .sorted()
                 let median = delays.isEmpty ? 20 : delays[delays.count / 2]
                 rtcpLinks[side] = SimulatedLink(
-                    simulator: try NetworkSimulator(conditions: NetworkConditions(baseDelayMilliseconds: median)))
+                    simulator: try NetworkSimulator(
+                        conditions: NetworkConditions(baseDelayMilliseconds: median)))
             }
         }
         delivered = [.a: [], .b: []]
     }
 
-    public func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, from side: CallSide, now: MediaTime) {
+    public func send(
+        _ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, from side: CallSide, now: MediaTime
+    ) {
         let d = Datagram(bytes: Array(datagram), kind: kind)
         switch kind {
         case .rtp: rtpLinks[side]!.send(d, nominalSendTime: now)
@@ -87,7 +95,9 @@ public final class SimulatedPacketPath: CallPacketPath {
         }
     }
 
-    public func deliver(to side: CallSide, until now: MediaTime, _ body: (UnsafeRawBufferPointer, MediaTime) -> Void) {
+    public func deliver(
+        to side: CallSide, until now: MediaTime, _ body: (UnsafeRawBufferPointer, MediaTime) -> Void
+    ) {
         let from = side.peer
         // Merge both links in arrival order.
         var arrived: [(Datagram, MediaTime)] = []
@@ -104,7 +114,9 @@ public final class SimulatedPacketPath: CallPacketPath {
     public func fates(from side: CallSide) -> [PacketFate] { rtpLinks[side]!.fates }
 
     /// RTP packets from `side` still in flight.
-    public func inFlight(from side: CallSide) -> Int { rtpLinks[side]!.inFlight + rtcpLinks[side]!.inFlight }
+    public func inFlight(from side: CallSide) -> Int {
+        rtpLinks[side]!.inFlight + rtcpLinks[side]!.inFlight
+    }
 }
 
 /// A loudspeaker-to-microphone echo path: a sparse room impulse response (direct sound after the device and
@@ -124,7 +136,9 @@ public struct EchoPath: Sendable, Hashable {
     }
 
     public init(taps: [Tap], sampleRate: Int) {
-        precondition(!taps.isEmpty && taps.allSatisfy { $0.delay >= 0 }, "an echo path needs taps with delays >= 0")
+        precondition(
+            !taps.isEmpty && taps.allSatisfy { $0.delay >= 0 }, "an echo path needs taps with delays >= 0"
+        )
         self.taps = taps
         self.sampleRate = sampleRate
     }
@@ -133,7 +147,8 @@ public struct EchoPath: Sendable, Hashable {
     /// reflections spread over the next `tailMilliseconds` with an exponential decay (−30 dB at the end of the tail)
     /// and random signs, from `seed`.
     public static func syntheticRoom(
-        sampleRate: Int, delayMilliseconds: Double = 40, gainDecibels: Double = -6, tailMilliseconds: Double = 40,
+        sampleRate: Int, delayMilliseconds: Double = 40, gainDecibels: Double = -6,
+        tailMilliseconds: Double = 40,
         reflections: Int = 12, seed: UInt64 = 7
     ) -> EchoPath {
         var rng = SeededGenerator(seed: seed)
@@ -152,4 +167,3 @@ public struct EchoPath: Sendable, Hashable {
     /// Longest tap delay.
     public var length: Int { (taps.map(\.delay).max() ?? 0) + 1 }
 }
-

@@ -27,7 +27,8 @@ public final class CallSimulation {
         public var timelineIntervalMilliseconds: Int
 
         public init(
-            streamA: MediaStreamConfiguration, streamB: MediaStreamConfiguration, inputA: [Int16], inputB: [Int16],
+            streamA: MediaStreamConfiguration, streamB: MediaStreamConfiguration, inputA: [Int16],
+            inputB: [Int16],
             echoPathB: EchoPath? = nil, durationMilliseconds: Int? = nil, drainMilliseconds: Int = 1_000,
             timelineIntervalMilliseconds: Int = 100
         ) {
@@ -89,16 +90,23 @@ public final class CallSimulation {
     }
 
     /// - Throws: ``MediaStreamError`` when a stream cannot be created.
-    public init(configuration: Configuration, path: any CallPacketPath, clock: ManualClock = ManualClock()) throws(MediaStreamError) {
-        if let echo = configuration.echoPathB, echo.sampleRate != configuration.streamB.deviceFormat.sampleRate {
-            throw .invalidConfiguration(field: "echoPathB", reason: "echo path rate differs from B's device rate")
+    public init(
+        configuration: Configuration, path: any CallPacketPath, clock: ManualClock = ManualClock()
+    ) throws(MediaStreamError) {
+        if let echo = configuration.echoPathB,
+            echo.sampleRate != configuration.streamB.deviceFormat.sampleRate
+        {
+            throw .invalidConfiguration(
+                field: "echoPathB", reason: "echo path rate differs from B's device rate")
         }
         self.configuration = configuration
         self.path = path
         self.clock = clock
         start = clock.now
-        streamA = try MediaStream(configuration: configuration.streamA, sink: PathSink(path: path, side: .a), now: clock.now)
-        streamB = try MediaStream(configuration: configuration.streamB, sink: PathSink(path: path, side: .b), now: clock.now)
+        streamA = try MediaStream(
+            configuration: configuration.streamA, sink: PathSink(path: path, side: .a), now: clock.now)
+        streamB = try MediaStream(
+            configuration: configuration.streamB, sink: PathSink(path: path, side: .b), now: clock.now)
     }
 
     /// Runs the whole call in fast time.
@@ -125,8 +133,12 @@ public final class CallSimulation {
 
         for tick in 0..<ticks {
             let now = clock.now
-            path.deliver(to: .a, until: now) { bytes, arrival in streamA.receiveDatagram(bytes, arrival: arrival) }
-            path.deliver(to: .b, until: now) { bytes, arrival in streamB.receiveDatagram(bytes, arrival: arrival) }
+            path.deliver(to: .a, until: now) { bytes, arrival in
+                streamA.receiveDatagram(bytes, arrival: arrival)
+            }
+            path.deliver(to: .b, until: now) { bytes, arrival in
+                streamB.receiveDatagram(bytes, arrival: arrival)
+            }
 
             streamA.renderPlayout(into: &frameA, now: now)
             streamB.renderPlayout(into: &frameB, now: now)
@@ -157,7 +169,9 @@ public final class CallSimulation {
             streamB.pollRTCP(now: now)
 
             if tick % timelineEvery == 0 {
-                for (side, stream, frame, mic) in [(CallSide.a, streamA, frameA, micFrameA), (.b, streamB, frameB, micFrameB)] {
+                for (side, stream, frame, mic) in [
+                    (CallSide.a, streamA, frameA, micFrameA), (.b, streamB, frameB, micFrameB),
+                ] {
                     let s = stream.statistics
                     timeline.append(
                         TimelineSample(

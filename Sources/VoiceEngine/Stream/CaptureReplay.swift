@@ -44,7 +44,8 @@ public enum CaptureReplay {
         public var drainMilliseconds: Int
 
         public init(
-            srtp: (suite: SRTPCryptoSuite, key: SRTPMasterKey)? = nil, ssrc: UInt32? = nil, sampleRate: Int = 48_000,
+            srtp: (suite: SRTPCryptoSuite, key: SRTPMasterKey)? = nil, ssrc: UInt32? = nil,
+            sampleRate: Int = 48_000,
             jitterBuffer: MediaStreamJitterBuffer = .adaptive(), drainMilliseconds: Int = 500
         ) {
             self.srtp = srtp
@@ -72,7 +73,9 @@ public enum CaptureReplay {
 
     /// Replays a capture held in memory.
     /// - Throws: ``CaptureReplayError``.
-    public static func run(capture bytes: [UInt8], options: Options) throws(CaptureReplayError) -> Result {
+    public static func run(capture bytes: [UInt8], options: Options) throws(CaptureReplayError)
+        -> Result
+    {
         var reader: PcapReader
         var datagrams: [PcapUDPPacket] = []
         do {
@@ -92,19 +95,28 @@ public enum CaptureReplay {
         guard !counts.isEmpty else { throw .noRTP(datagrams: datagrams.count) }
         let chosen: UInt32
         if let wanted = options.ssrc {
-            guard counts[wanted] != nil else { throw .ssrcNotFound(wanted, available: counts.keys.sorted()) }
+            guard counts[wanted] != nil else {
+                throw .ssrcNotFound(wanted, available: counts.keys.sorted())
+            }
             chosen = wanted
         } else {
-            chosen = counts.max { a, b in a.value < b.value || (a.value == b.value && firstSeen[a.key]! > firstSeen[b.key]!) }!.key
+            chosen =
+                counts.max { a, b in
+                    a.value < b.value || (a.value == b.value && firstSeen[a.key]! > firstSeen[b.key]!)
+                }!.key
         }
         let first = datagrams[firstSeen[chosen]!]
         var payloadTypes: [UInt8: Int] = [:]
-        for d in datagrams where rtpSSRC(d.payload) == chosen { payloadTypes[d.payload[1] & 0x7F, default: 0] += 1 }
+        for d in datagrams where rtpSSRC(d.payload) == chosen {
+            payloadTypes[d.payload[1] & 0x7F, default: 0] += 1
+        }
         let payloadType = payloadTypes.max { $0.value < $1.value }!.key
         let flow = datagrams.filter {
-            $0.source.address == first.source.address && $0.destination.address == first.destination.address
+            $0.source.address == first.source.address
+                && $0.destination.address == first.destination.address
                 && ($0.source.port == first.source.port || $0.source.port == first.source.port &+ 1)
-                && ($0.destination.port == first.destination.port || $0.destination.port == first.destination.port &+ 1)
+                && ($0.destination.port == first.destination.port
+                    || $0.destination.port == first.destination.port &+ 1)
         }
 
         var srtp: MediaStreamSRTP?
@@ -118,7 +130,8 @@ public enum CaptureReplay {
         let configuration = MediaStreamConfiguration(
             processingRate: options.sampleRate, deviceFormat: AudioFormat(sampleRate: options.sampleRate),
             jitterBuffer: options.jitterBuffer, srtp: srtp, voiceProcessing: false,
-            payloadType: payloadType < 128 && !(64...95).contains(payloadType) ? payloadType : 111, remoteSSRC: chosen,
+            payloadType: payloadType < 128 && !(64...95).contains(payloadType) ? payloadType : 111,
+            remoteSSRC: chosen,
             acceptAnyPayloadType: true, seed: 1)
         let stream: MediaStream
         do { stream = try MediaStream(configuration: configuration) } catch { throw .stream(error) }
@@ -141,15 +154,19 @@ public enum CaptureReplay {
         }
         let statistics = stream.statistics
         return Result(
-            output: output, sampleRate: options.sampleRate, ssrc: chosen, payloadType: payloadType, ssrcCounts: counts,
+            output: output, sampleRate: options.sampleRate, ssrc: chosen, payloadType: payloadType,
+            ssrcCounts: counts,
             datagramsReplayed: flow.count, skippedFrames: reader.skippedFrames, statistics: statistics,
             report: CallReport(stream: stream, durationSeconds: Double(ticks) / 100))
     }
 
     /// The SSRC of a datagram that looks like RTP (version 2, not RTCP, at least a fixed header), else nil.
     static func rtpSSRC(_ payload: [UInt8]) -> UInt32? {
-        guard payload.count >= 12, payload[0] >> 6 == 2, !(192...223).contains(payload[1]) else { return nil }
-        return UInt32(payload[8]) << 24 | UInt32(payload[9]) << 16 | UInt32(payload[10]) << 8 | UInt32(payload[11])
+        guard payload.count >= 12, payload[0] >> 6 == 2, !(192...223).contains(payload[1]) else {
+            return nil
+        }
+        return UInt32(payload[8]) << 24 | UInt32(payload[9]) << 16 | UInt32(payload[10]) << 8
+            | UInt32(payload[11])
     }
 
     /// Parses `--srtp-key`: an SDES key parameter `inline:BASE64[|lifetime][|mki:len]`, a bare base64 key, or a

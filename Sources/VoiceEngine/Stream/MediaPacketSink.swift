@@ -13,7 +13,9 @@ public protocol MediaPacketSink: AnyObject {
 public final class ClosurePacketSink: MediaPacketSink {
     private let body: (UnsafeRawBufferPointer, MediaPacketKind, MediaTime) -> Void
 
-    public init(_ body: @escaping (UnsafeRawBufferPointer, MediaPacketKind, MediaTime) -> Void) { self.body = body }
+    public init(_ body: @escaping (UnsafeRawBufferPointer, MediaPacketKind, MediaTime) -> Void) {
+        self.body = body
+    }
 
     public func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
         body(datagram, kind, now)

@@ -37,11 +37,14 @@ extension MediaStream {
         var packets: [RTCPPacket] = []
         if sentSinceLastReport {
             let elapsed = max(0, (now - anchorTime).nanoseconds)
-            let rtp = anchorTimestamp &+ UInt32(truncatingIfNeeded: elapsed * Int64(OpusRTP.clockRate) / 1_000_000_000)
+            let rtp =
+                anchorTimestamp
+                &+ UInt32(truncatingIfNeeded: elapsed * Int64(OpusRTP.clockRate) / 1_000_000_000)
             packets.append(
                 .senderReport(
                     RTCPSenderReport(
-                        ssrc: ssrc, ntpTimestamp: ntp(at: now), rtpTimestamp: rtp, packetCount: packetizer.packetCount,
+                        ssrc: ssrc, ntpTimestamp: ntp(at: now), rtpTimestamp: rtp,
+                        packetCount: packetizer.packetCount,
                         octetCount: packetizer.octetCount, reportBlocks: blocks)))
         } else {
             packets.append(.receiverReport(RTCPReceiverReport(ssrc: ssrc, reportBlocks: blocks)))
@@ -62,7 +65,9 @@ extension MediaStream {
                 return 0
             }
         }
-        sink.send(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]), kind: .rtcp, now: now)
+        sink.send(
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]), kind: .rtcp,
+            now: now)
         stats.rtcpSent += 1
         stats.rtcpBytesSent += length
         return length

@@ -52,7 +52,9 @@ extension MediaStream {
             return
         }
         // The header is in the clear under SRTP: reject other sources and payload types before spending crypto.
-        let packetSSRC = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
+        let packetSSRC =
+            UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8
+            | UInt32(buffer[11])
         if let remote = remoteSSRC, packetSSRC != remote {
             stats.drops.unknownSSRC += 1
             return
@@ -76,7 +78,8 @@ extension MediaStream {
         }
         let packet: RTPPacketView
         do {
-            packet = try RTPPacketView(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]))
+            packet = try RTPPacketView(
+                UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]))
         } catch {
             stats.drops.malformedRTP += 1
             return
@@ -92,7 +95,8 @@ extension MediaStream {
         case .accepted, .duplicate, .probation, .restarted:
             break
         }
-        if let before = highestBefore, update == .accepted, receiveStatistics.extendedHighestSequence &- before > 1,
+        if let before = highestBefore, update == .accepted,
+            receiveStatistics.extendedHighestSequence &- before > 1,
             receiveStatistics.extendedHighestSequence &- before < 3000
         {
             stats.lossRuns += 1
@@ -102,7 +106,8 @@ extension MediaStream {
         remoteSentSinceLastReport = true
         let payload = packet.payload
         jitterBuffer.insert(
-            payload: UnsafeBufferPointer(start: payload.baseAddress?.assumingMemoryBound(to: UInt8.self), count: payload.count),
+            payload: UnsafeBufferPointer(
+                start: payload.baseAddress?.assumingMemoryBound(to: UInt8.self), count: payload.count),
             sequenceNumber: packet.sequenceNumber, rtpTimestamp: packet.timestamp, arrival: arrival)
     }
 
@@ -114,7 +119,8 @@ extension MediaStream {
                 length = try srtp.unprotectRTCP(buffer, length: n)
             } catch {
                 switch error {
-                case .authenticationFailed, .replayFail, .replayOld: stats.drops.rtcpAuthenticationFailed += 1
+                case .authenticationFailed, .replayFail, .replayOld:
+                    stats.drops.rtcpAuthenticationFailed += 1
                 default: stats.drops.malformedRTCP += 1
                 }
                 return
@@ -123,7 +129,8 @@ extension MediaStream {
         let packets: [RTCPPacket]
         do {
             packets = try RTCPPacket.parseCompound(
-                UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]), validation: .reducedSize)
+                UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<length]),
+                validation: .reducedSize)
         } catch {
             stats.drops.malformedRTCP += 1
             return

@@ -13,7 +13,9 @@ extension MediaStream {
     /// packet through ``sink``. Never throws: component failures are counted in `processingErrors`.
     /// - Precondition: `frame.format == configuration.deviceFormat`.
     public func processCapture(_ frame: AudioFrame, now: MediaTime) {
-        precondition(frame.format == configuration.deviceFormat, "capture frame \(frame.format) is not the device format")
+        precondition(
+            frame.format == configuration.deviceFormat,
+            "capture frame \(frame.format) is not the device format")
         stats.captureBlocks += 1
         frame.withUnsafeSamples { input in
             if let resampler = captureResampler {
@@ -37,7 +39,9 @@ extension MediaStream {
     func processBlock(now: MediaTime) {
         if let echo = echoCanceller {
             do {
-                if try echo.processCapture(UnsafeBufferPointer(micBlock), into: processedBlock) { stats.voiceActiveBlocks += 1 }
+                if try echo.processCapture(UnsafeBufferPointer(micBlock), into: processedBlock) {
+                    stats.voiceActiveBlocks += 1
+                }
                 if echo.lastReferenceMeanSquare > Self.erleReferenceThreshold {
                     erleMic += meanSquare(micBlock)
                     erleOut += meanSquare(processedBlock)
@@ -92,7 +96,8 @@ extension MediaStream {
         }
         let buffer = UnsafeMutableRawBufferPointer(sendBuffer)
         var packetLength = packetizer.packetize(
-            payload: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]), ticks: frameTicks,
+            payload: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]),
+            ticks: frameTicks,
             into: buffer)
         if let srtp = srtpOut {
             do {
@@ -102,7 +107,9 @@ extension MediaStream {
                 return
             }
         }
-        sink.send(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<packetLength]), kind: .rtp, now: now)
+        sink.send(
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<packetLength]),
+            kind: .rtp, now: now)
         stats.packetsSent += 1
         stats.bytesSent += packetLength
         sentSinceLastReport = true
@@ -112,7 +119,9 @@ extension MediaStream {
     /// processing rate → mixer → echo-canceller reference → resampler.
     /// - Precondition: `frame.format == configuration.deviceFormat`.
     public func renderPlayout(into frame: inout AudioFrame, now: MediaTime) {
-        precondition(frame.format == configuration.deviceFormat, "playout frame \(frame.format) is not the device format")
+        precondition(
+            frame.format == configuration.deviceFormat,
+            "playout frame \(frame.format) is not the device format")
         stats.playoutBlocks += 1
         guard let resampler = playoutResampler else {
             frame.withUnsafeMutableSamples { out in playoutTick(into: out, now: now) }
@@ -123,7 +132,8 @@ extension MediaStream {
             guardTicks += 1
             playoutTick(into: playBlock, now: now)
             do {
-                let produced = try resampler.process(UnsafeBufferPointer(playBlock), into: playScratch).produced
+                let produced = try resampler.process(UnsafeBufferPointer(playBlock), into: playScratch)
+                    .produced
                 _ = playRing.write(UnsafeBufferPointer(rebasing: playScratch[0..<produced]))
             } catch {
                 stats.processingErrors += 1

@@ -99,7 +99,10 @@ public final class MediaStream {
     ///   - sink: where datagrams go (can be replaced later through ``sink``).
     ///   - now: the media time the stream starts at (RTCP scheduling starts here).
     /// - Throws: ``MediaStreamError`` for a bad configuration or a component that failed to start.
-    public init(configuration: MediaStreamConfiguration, sink: any MediaPacketSink = NullPacketSink(), now: MediaTime = .zero)
+    public init(
+        configuration: MediaStreamConfiguration, sink: any MediaPacketSink = NullPacketSink(),
+        now: MediaTime = .zero
+    )
         throws(MediaStreamError)
     {
         try configuration.validate()
@@ -123,13 +126,22 @@ public final class MediaStream {
         case .speexdsp:
             jitterBuffer = try component("jitter buffer") {
                 try SpeexJitterBuffer(
-                    sampleRate: rate, rtpClockRate: OpusRTP.clockRate, frameMilliseconds: opus.frameDuration.milliseconds)
+                    sampleRate: rate, rtpClockRate: OpusRTP.clockRate,
+                    frameMilliseconds: opus.frameDuration.milliseconds)
             }
         }
         captureResampler =
-            deviceRate == rate ? nil : try component("capture resampler") { try Resampler(inputRate: deviceRate, outputRate: rate) }
+            deviceRate == rate
+            ? nil
+            : try component("capture resampler") {
+                try Resampler(inputRate: deviceRate, outputRate: rate)
+            }
         playoutResampler =
-            deviceRate == rate ? nil : try component("playout resampler") { try Resampler(inputRate: rate, outputRate: deviceRate) }
+            deviceRate == rate
+            ? nil
+            : try component("playout resampler") {
+                try Resampler(inputRate: rate, outputRate: deviceRate)
+            }
         if configuration.voiceProcessing {
             var e = configuration.echoCanceller
             e.sampleRate = rate
@@ -139,8 +151,12 @@ public final class MediaStream {
             echoCanceller = nil
         }
         if let s = configuration.srtp {
-            srtpOut = try component("SRTP (outbound)") { try SRTPSession(suite: s.suite, key: s.localKey, direction: .outbound) }
-            srtpIn = try component("SRTP (inbound)") { try SRTPSession(suite: s.suite, key: s.remoteKey, direction: .inbound) }
+            srtpOut = try component("SRTP (outbound)") {
+                try SRTPSession(suite: s.suite, key: s.localKey, direction: .outbound)
+            }
+            srtpIn = try component("SRTP (inbound)") {
+                try SRTPSession(suite: s.suite, key: s.remoteKey, direction: .inbound)
+            }
         } else {
             srtpOut = nil
             srtpIn = nil
@@ -154,9 +170,12 @@ public final class MediaStream {
             initialTimestamp: UInt32.random(in: .min ... .max, using: &random))
         anchorTimestamp = packetizer.nextTimestamp
         anchorTime = now
-        cname = configuration.rtcp.cname ?? "voice-engine-" + String(UInt32.random(in: .min ... .max, using: &random), radix: 16)
+        cname =
+            configuration.rtcp.cname ?? "voice-engine-"
+            + String(UInt32.random(in: .min ... .max, using: &random), radix: 16)
         let packetsPerSecond = 1000.0 / Double(opus.frameDuration.milliseconds)
-        let bandwidth = configuration.rtcp.sessionBandwidth ?? Double(opus.bitrate) + 40 * 8 * packetsPerSecond
+        let bandwidth =
+            configuration.rtcp.sessionBandwidth ?? Double(opus.bitrate) + 40 * 8 * packetsPerSecond
         scheduler = RTCPScheduler(
             sessionBandwidth: bandwidth, firstPacketSize: 60 + cname.utf8.count, now: now,
             useReducedMinimum: configuration.rtcp.useReducedMinimum, using: &random)
@@ -178,7 +197,8 @@ public final class MediaStream {
             b.initialize(repeating: 0)
             return b
         }
-        captureScratch = samples(captureResampler?.maximumOutputCount(forInput: deviceBlock) ?? deviceBlock)
+        captureScratch = samples(
+            captureResampler?.maximumOutputCount(forInput: deviceBlock) ?? deviceBlock)
         captureRing = SampleRing(capacity: 4 * processingBlock + 64)
         micBlock = samples(processingBlock)
         processedBlock = samples(processingBlock)
@@ -189,14 +209,17 @@ public final class MediaStream {
         receiveBuffer = bytes(packetCapacity)
         rtcpBuffer = bytes(packetCapacity)
         playBlock = samples(processingBlock)
-        playScratch = samples(playoutResampler?.maximumOutputCount(forInput: processingBlock) ?? processingBlock)
+        playScratch = samples(
+            playoutResampler?.maximumOutputCount(forInput: processingBlock) ?? processingBlock)
         playRing = SampleRing(capacity: 4 * deviceBlock + 64)
         stats.encoderFECEnabled = opus.inbandFEC
         stats.encoderExpectedLossPercent = opus.expectedLossPercent
     }
 
     deinit {
-        for b in [captureScratch, micBlock, processedBlock, frameBuffer, playBlock, playScratch] { b.deallocate() }
+        for b in [captureScratch, micBlock, processedBlock, frameBuffer, playBlock, playScratch] {
+            b.deallocate()
+        }
         for b in [opusBuffer, sendBuffer, receiveBuffer, rtcpBuffer] { b.deallocate() }
     }
 

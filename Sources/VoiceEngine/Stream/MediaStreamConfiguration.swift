@@ -39,7 +39,9 @@ public struct MediaStreamRTCPSettings: Sendable, Hashable {
     /// The CNAME sent in SDES; nil: a random `voice-engine-xxxxxxxx` per stream.
     public var cname: String?
 
-    public init(sessionBandwidth: Double? = nil, useReducedMinimum: Bool = false, cname: String? = nil) {
+    public init(
+        sessionBandwidth: Double? = nil, useReducedMinimum: Bool = false, cname: String? = nil
+    ) {
         self.sessionBandwidth = sessionBandwidth
         self.useReducedMinimum = useReducedMinimum
         self.cname = cname
@@ -61,7 +63,8 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
     public var maximumExpectedLossPercent: Int
 
     public init(
-        enabled: Bool = true, smoothing: Double = 0.5, enableAbovePercent: Double = 1, disableBelowPercent: Double = 0.5,
+        enabled: Bool = true, smoothing: Double = 0.5, enableAbovePercent: Double = 1,
+        disableBelowPercent: Double = 0.5,
         maximumExpectedLossPercent: Int = 30
     ) {
         self.enabled = enabled
@@ -115,12 +118,15 @@ public struct MediaStreamConfiguration: Sendable {
     public var ntpAtZero: NTPTimestamp
 
     public init(
-        opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus, processingRate: Int = 16_000,
+        opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
+        processingRate: Int = 16_000,
         deviceFormat: AudioFormat = .mono48k, jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
         srtp: MediaStreamSRTP? = nil, voiceProcessing: Bool = true,
-        echoCanceller: EchoCancellerConfiguration = EchoCancellerConfiguration(), payloadType: UInt8 = 111,
+        echoCanceller: EchoCancellerConfiguration = EchoCancellerConfiguration(),
+        payloadType: UInt8 = 111,
         ssrc: UInt32? = nil, remoteSSRC: UInt32? = nil, acceptAnyPayloadType: Bool = false,
-        rtcp: MediaStreamRTCPSettings = MediaStreamRTCPSettings(), lossAdaptation: LossAdaptationPolicy = LossAdaptationPolicy(),
+        rtcp: MediaStreamRTCPSettings = MediaStreamRTCPSettings(),
+        lossAdaptation: LossAdaptationPolicy = LossAdaptationPolicy(),
         maximumDatagramBytes: Int = 1_500, seed: UInt64? = nil,
         ntpAtZero: NTPTimestamp = NTPTimestamp(seconds: 3_900_000_000, fraction: 0)
     ) {
@@ -144,7 +150,8 @@ public struct MediaStreamConfiguration: Sendable {
 
     /// VoIP Opus, 20 ms, 32 kb/s, complexity 5, FEC off until the peer reports loss, DTX off.
     public static let defaultOpus = OpusEncoderConfiguration(
-        sampleRate: 16_000, channels: 1, application: .voip, frameDuration: .ms20, bitrate: 32_000, complexity: 5,
+        sampleRate: 16_000, channels: 1, application: .voip, frameDuration: .ms20, bitrate: 32_000,
+        complexity: 5,
         variableBitrate: true, inbandFEC: false, expectedLossPercent: 0, dtx: false)
 
     /// Packet time in milliseconds (the Opus frame duration).
@@ -162,38 +169,49 @@ public struct MediaStreamConfiguration: Sendable {
     /// - Throws: ``MediaStreamError/invalidConfiguration(field:reason:)`` naming the first bad field.
     public func validate() throws(MediaStreamError) {
         guard OpusRTP.isCodingRate(processingRate) else {
-            throw .invalidConfiguration(field: "processingRate", reason: "\(processingRate) Hz is not an Opus rate (8, 12, 16, 24 or 48 kHz)")
+            throw .invalidConfiguration(
+                field: "processingRate",
+                reason: "\(processingRate) Hz is not an Opus rate (8, 12, 16, 24 or 48 kHz)")
         }
         if voiceProcessing && ![8_000, 16_000, 48_000].contains(processingRate) {
             throw .invalidConfiguration(
-                field: "processingRate", reason: "voice processing runs at 8, 16 or 48 kHz, not \(processingRate) Hz")
+                field: "processingRate",
+                reason: "voice processing runs at 8, 16 or 48 kHz, not \(processingRate) Hz")
         }
         guard deviceFormat.channels == 1 else {
-            throw .invalidConfiguration(field: "deviceFormat", reason: "only mono devices are supported, got \(deviceFormat)")
-        }
-        guard (8_000...192_000).contains(deviceFormat.sampleRate), deviceFormat.sampleRate % 100 == 0 else {
             throw .invalidConfiguration(
-                field: "deviceFormat", reason: "device rate \(deviceFormat.sampleRate) Hz must be 8000...192000 and a multiple of 100")
+                field: "deviceFormat", reason: "only mono devices are supported, got \(deviceFormat)")
+        }
+        guard (8_000...192_000).contains(deviceFormat.sampleRate), deviceFormat.sampleRate % 100 == 0
+        else {
+            throw .invalidConfiguration(
+                field: "deviceFormat",
+                reason:
+                    "device rate \(deviceFormat.sampleRate) Hz must be 8000...192000 and a multiple of 100")
         }
         guard payloadType < 128, !(64...95).contains(payloadType) else {
             throw .invalidConfiguration(
-                field: "payloadType", reason: "\(payloadType) must be 0...127 and outside 64...95 (RFC 5761 RTP/RTCP demux)")
+                field: "payloadType",
+                reason: "\(payloadType) must be 0...127 and outside 64...95 (RFC 5761 RTP/RTCP demux)")
         }
         guard (256...65_536).contains(maximumDatagramBytes) else {
-            throw .invalidConfiguration(field: "maximumDatagramBytes", reason: "\(maximumDatagramBytes) must be 256...65536")
+            throw .invalidConfiguration(
+                field: "maximumDatagramBytes", reason: "\(maximumDatagramBytes) must be 256...65536")
         }
         if let srtp {
             for (name, key) in [("srtp.localKey", srtp.localKey), ("srtp.remoteKey", srtp.remoteKey)]
             where key.count != srtp.suite.keyMaterialLength {
                 throw .invalidConfiguration(
-                    field: name, reason: "\(key.count) bytes, \(srtp.suite) needs \(srtp.suite.keyMaterialLength)")
+                    field: name,
+                    reason: "\(key.count) bytes, \(srtp.suite) needs \(srtp.suite.keyMaterialLength)")
             }
         }
         let p = lossAdaptation
         guard p.smoothing > 0 && p.smoothing <= 1, p.disableBelowPercent <= p.enableAbovePercent,
             (0...100).contains(p.maximumExpectedLossPercent)
         else {
-            throw .invalidConfiguration(field: "lossAdaptation", reason: "smoothing 0<s≤1, disable ≤ enable, max 0...100")
+            throw .invalidConfiguration(
+                field: "lossAdaptation", reason: "smoothing 0<s≤1, disable ≤ enable, max 0...100")
         }
         do { try effectiveOpus.validate() } catch {
             throw .invalidConfiguration(field: "opus", reason: "\(error)")
@@ -210,8 +228,10 @@ public enum MediaStreamError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case .invalidConfiguration(let field, let reason): "invalid media stream configuration: \(field): \(reason)"
-        case .componentFailed(let component, let reason): "media stream \(component) failed to start: \(reason)"
+        case .invalidConfiguration(let field, let reason):
+            "invalid media stream configuration: \(field): \(reason)"
+        case .componentFailed(let component, let reason):
+            "media stream \(component) failed to start: \(reason)"
         }
     }
 }

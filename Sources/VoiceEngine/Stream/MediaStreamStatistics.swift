@@ -109,5 +109,7 @@ public struct MediaStreamStatistics: Sendable {
     }
 
     /// Network loss of the peer's stream, 0...1.
-    public var lossRate: Double { expectedPackets == 0 ? 0 : Double(max(lostPackets, 0)) / Double(expectedPackets) }
+    public var lossRate: Double {
+        expectedPackets == 0 ? 0 : Double(max(lostPackets, 0)) / Double(expectedPackets)
+    }
 }

@@ -21,8 +21,10 @@ public enum OneWaySimulation {
         public var drainMilliseconds: Int
 
         public init(
-            network: CallNetwork, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80, voiceProcessing: Bool = true,
-            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
+            network: CallNetwork, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80,
+            voiceProcessing: Bool = true,
+            jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
+            opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
             seed: UInt64 = 1, drainMilliseconds: Int = 1_000
         ) {
             self.network = network
@@ -56,7 +58,9 @@ public enum OneWaySimulation {
     public static func run(input: [Int16], sampleRate: Int, options: Options) throws -> Result {
         guard supportedRates.contains(sampleRate), sampleRate % 100 == 0 else {
             throw MediaStreamError.invalidConfiguration(
-                field: "input", reason: "sample rate \(sampleRate) Hz is not supported (8000...48000 Hz, a multiple of 100)")
+                field: "input",
+                reason: "sample rate \(sampleRate) Hz is not supported (8000...48000 Hz, a multiple of 100)"
+            )
         }
         var generator = SeededGenerator(seed: options.seed &+ 0xC0FFEE)
         var srtpA: MediaStreamSRTP?
@@ -82,7 +86,8 @@ public enum OneWaySimulation {
         let path = try SimulatedPacketPath(aToB: options.network, bToA: .conditions(back))
         let simulation = try CallSimulation(
             configuration: .init(
-                streamA: a, streamB: b, inputA: input, inputB: [], drainMilliseconds: options.drainMilliseconds),
+                streamA: a, streamB: b, inputA: input, inputB: [],
+                drainMilliseconds: options.drainMilliseconds),
             path: path)
         simulation.streamB.isOnHold = true
         let result = simulation.run()
@@ -90,7 +95,8 @@ public enum OneWaySimulation {
         let oneWay = Self.meanTransit(path.fates(from: .a))
         return Result(
             output: result.playedB, sampleRate: sampleRate,
-            receiverReport: CallReport(stream: simulation.streamB, durationSeconds: duration, networkOneWayMilliseconds: oneWay),
+            receiverReport: CallReport(
+                stream: simulation.streamB, durationSeconds: duration, networkOneWayMilliseconds: oneWay),
             senderReport: CallReport(stream: simulation.streamA, durationSeconds: duration),
             trace: NetworkTrace(fates: path.fates(from: .a)))
     }
