@@ -25,7 +25,7 @@ let package = Package(
         .target(
             name: "CBaseline",
             path: "Sources/CBaseline",
-            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp")]
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp"), .linkedLibrary("srtp2")]
         ),
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
@@ -48,7 +48,7 @@ let package = Package(
 )
 
 // ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
-for suite in ["CodecBenchmarks", "ResamplerBenchmarks"] {
+for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks"] {
     package.targets.append(
         .executableTarget(
             name: suite,
