@@ -8,7 +8,9 @@ import VoiceEngine
 /// For every vector it runs (a) raw speex MDF with no alignment, drift compensation or residual suppression
 /// (tail ``AECBenchmark/rawTailMilliseconds``), (b) the engine's `EchoCanceller` exactly as a live call runs it, and
 /// (c) with `--webrtc`, WebRTC audio processing through GStreamer's `webrtcechoprobe` / `webrtcdsp` when the plugin
-/// is installed (it runs in real time, 20 s per vector, so it is opt-in; `null` otherwise). It prints ERLE over the
+/// is installed (it runs in real time, 20 s per vector, so it is opt-in; `null` otherwise). Experimental: on this
+/// machine (GStreamer 1.x, webrtc-audio-processing from Debian) the file-driven pipeline measured about 1 dB, i.e.
+/// the canceller never got a usable far end — a pipeline timing problem, not WebRTC's quality; do not quote it. It prints ERLE over the
 /// far-end single-talk blocks of the second half (steady state), the engine's time to converge, near-end segmental
 /// SNR against the clean near end in double talk, the drift estimate and µs per 10 ms block. This is a quality
 /// bench, not a Swift-vs-C timing (`SideBySideSuite`): both cancellers call the same speexdsp MDF; the per-block
@@ -27,7 +29,7 @@ struct AECBench: ParsableCommand {
     @Option(help: "Run only scenarios whose name contains this text.")
     var filter: String?
 
-    @Flag(help: "Also run WebRTC AEC through GStreamer webrtcdsp (real time: 20 s per scenario).")
+    @Flag(help: "Also run WebRTC AEC through GStreamer webrtcdsp (experimental, real time: 20 s per scenario).")
     var webrtc = false
 
     @Option(help: "Steady state starts here, seconds into each vector.")
@@ -136,7 +138,7 @@ enum WebRTCRunner {
             + "filesrc location=\(mic.path) ! wavparse ! audioconvert ! audioresample ! \(caps) ! "
             + "webrtcdsp echo-cancel=true noise-suppression=false gain-control=false high-pass-filter=false "
             + "experimental-agc=false extended-filter=true delay-agnostic=true ! audioconvert ! \(caps) ! "
-            + "wavenc ! filesink location=\(out.path)"
+            + "wavenc ! filesink sync=true location=\(out.path)"
         let status = try run(launch, ["-q"] + pipeline.split(separator: " ").map(String.init))
         guard status == 0 else { throw ValidationError("gst-launch-1.0 exited with \(status)") }
         return try WAVFile.read(path: out.path).int16Samples
