@@ -1,23 +1,158 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import VoiceEngine
 
-/// `voice-engine demo`: the main job. Until the engine is assembled (issue 8) it checks the test vectors
-/// through the real codec and resampler and says plainly that the demo call is not there yet.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `voice-engine demo`: the main job — a two-party call over real loopback UDP with SRTP through a simulated
+/// network, with reports.
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run a demo call (for now: the codec and resampler test-vector checks).")
+        abstract: "Run a demo call: two endpoints over real loopback UDP with SRTP through a simulated network.",
+        discussion: """
+            A and B run in one process, each with its own UDP socket on 127.0.0.1 and its own media stream \
+            (echo cancellation, noise suppression, Opus 32 kb/s in 20 ms packets, RTP/RTCP multiplexed, SRTP \
+            AES_CM_128_HMAC_SHA1_80 with keys exchanged as a=crypto lines, adaptive jitter buffer). A says \
+            TestVectors/speech_like_16k.wav, B says TestVectors/speech_like_16k_b.wav, and B's loudspeaker leaks \
+            into B's microphone (40 ms, -6 dB room), so B's echo canceller is at work. Every datagram goes over UDP; \
+            a network simulator decides which ones the network loses and when each arrives.
 
-    @Option(help: "Folder holding the test vectors and their manifest.")
-    var vectors: String = "TestVectors"
+            Network profiles (both directions, separate seeds; --loss and --jitter override the profile's figures):
+            \(DemoNetworkProfile.all.map { "  " + $0.summary + ($0 == .wifi ? "  [default]" : "") }.joined(separator: "\n"))
+
+            Runs in fast time (a 10 s call in a few seconds) unless --realtime. Writes to --out: a_received.wav \
+            (what A heard), b_received.wav (what B heard), b_microphone.wav (B's speech plus echo), report.json \
+            (both end-of-call reports, configuration, time line) and report.html (summary and charts), and prints a \
+            summary table. SRTP keys are never printed or written.
+            """)
+
+    @Option(help: "Call length in seconds (default: the input length plus 0.5 s; inputs loop when longer).")
+    var duration: Double?
+    @Option(help: "Folder for the WAVs and reports.")
+    var out: String = "demo-out"
+    @Option(help: "Network profile: \(DemoNetworkProfile.all.map(\.name).joined(separator: ", ")).")
+    var profile: String = "wifi"
+    @Option(help: "Packet loss in percent (0...100), keeping the profile's burstiness.")
+    var loss: Double?
+    @Option(help: "Jitter in ms: extra one-way delay ~ normal(mean = sd = this), clipped at 0.")
+    var jitter: Double?
+    @Option(help: "Seed of the network simulators and the streams.")
+    var seed: UInt64 = 1
+    @Flag(help: "Run at wall-clock pace instead of fast time.")
+    var realtime = false
+    @Flag(help: "Send plain RTP instead of SRTP.")
+    var noSRTP = false
+    @Option(help: "Jitter buffer: adaptive or speexdsp.")
+    var jitterBuffer: String = "adaptive"
+    @Option(help: "What A says (mono WAV, 8-48 kHz).")
+    var inputA: String = DemoCall.defaultInputA
+    @Option(help: "What B says (mono WAV, 8-48 kHz).")
+    var inputB: String = DemoCall.defaultInputB
+
+    /// The options the flags describe.
+    /// - Throws: `ValidationError` naming the bad flag.
+    func options() throws -> DemoCall.Options {
+        guard var network = DemoNetworkProfile.named(profile) else {
+            throw ValidationError(
+                "--profile \(profile): use one of \(DemoNetworkProfile.all.map(\.name).joined(separator: ", "))")
+        }
+        if let loss {
+            network.lossPercent = loss
+            network.name = "custom"
+        }
+        if let jitter {
+            network.jitterMilliseconds = jitter
+            network.name = "custom"
+        }
+        if network.name == "custom" { network.name = "\(profile)+overrides" }
+        let strategy: MediaStreamJitterBuffer
+        switch jitterBuffer {
+        case "adaptive": strategy = .adaptive()
+        case "speexdsp": strategy = .speexdsp
+        default: throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
+        }
+        let options = DemoCall.Options(
+            inputA: inputA, inputB: inputB, durationSeconds: duration, outputDirectory: out, network: network,
+            seed: seed, realtime: realtime, srtpSuite: noSRTP ? nil : .aesCM128HmacSHA1_80, jitterBuffer: strategy)
+        do { try options.validate() } catch { throw ValidationError(error.description) }
+        return options
+    }
+
+    func validate() throws { _ = try options() }
 
     func run() throws {
-        print("VoiceEngine demo")
-        print("The two-endpoint demo call is not assembled yet (it needs the jitter buffer, devices and media streams).")
-        print("Running what exists: the test-vector checks through libopus and the speexdsp resampler.\n")
-        let results = try TestVectorRunner(directory: URL(fileURLWithPath: vectors)).runAll()
-        try VectorsCommand.report(results, json: false)
-        if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
+        let options = try options()
+        let mode = options.realtime ? "real time" : "fast time"
+        print("VoiceEngine demo call: A ⇄ B over UDP 127.0.0.1, \(options.srtpSuite.map { "SRTP \($0.rawValue)" } ?? "plain RTP"), \(mode)")
+        print("network \(options.network.summary)")
+        let bar = ProgressReporter()
+        let outcome: DemoCall.Outcome
+        do {
+            outcome = try blocking { try await DemoCall.run(options) { bar.update($0) } }
+        } catch let error as DemoError {
+            bar.finish()
+            if case .invalidOption = error { throw ValidationError(error.description) }
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        bar.finish()
+        let r = outcome.report
+        print(
+            "\(String(format: "%.1f", r.configuration.durationSeconds)) s call in \(String(format: "%.2f", r.wallClockSeconds)) s (\(r.configuration.mode) mode), sockets \(r.configuration.endpointA) and \(r.configuration.endpointB)\n"
+        )
+        print(outcome.summaryTable)
+        print("\nreports: \(outcome.files.html)")
+        print("         \(outcome.files.json)")
+        print("audio:   \(outcome.files.aReceived) (what A heard), \(outcome.files.bReceived) (what B heard),")
+        print("         \(outcome.files.bMicrophone) (B's microphone with echo)")
+    }
+}
+
+/// Runs async work to completion from synchronous code (the command is synchronous; binding sockets is async).
+private func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return try box.withLock { $0! }.get()
+}
+
+/// A progress bar on stderr when it is a terminal, otherwise a line every 25 %.
+private final class ProgressReporter: Sendable {
+    private let isTerminal = isatty(STDERR_FILENO) != 0
+    private let state = Mutex<(lastQuarter: Int, drawn: Bool)>((-1, false))
+
+    func update(_ fraction: Double) {
+        let f = min(1, max(0, fraction))
+        if isTerminal {
+            let width = 40
+            let filled = Int(f * Double(width))
+            let line =
+                "\r[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+                + "] \(Int(f * 100)) %"
+            FileHandle.standardError.write(Data(line.utf8))
+            state.withLock { $0.drawn = true }
+        } else {
+            let quarter = Int(f * 4)
+            let report = state.withLock { s -> Bool in
+                guard quarter > s.lastQuarter else { return false }
+                s.lastQuarter = quarter
+                return true
+            }
+            if report { FileHandle.standardError.write(Data("progress: \(quarter * 25) %\n".utf8)) }
+        }
+    }
+
+    func finish() {
+        if state.withLock({ $0.drawn }) { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }
