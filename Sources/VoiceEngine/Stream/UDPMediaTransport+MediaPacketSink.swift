@@ -1,0 +1,7 @@
+/// A UDP transport is where a live stream's packets go: the stream hands each SRTP-protected datagram to the
+/// transport's non-blocking send (failures are counted in the transport's counters, never thrown on the audio path).
+extension UDPMediaTransport: MediaPacketSink {
+    public func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
+        _ = send(datagram)
+    }
+}
