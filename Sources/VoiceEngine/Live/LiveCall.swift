@@ -1,0 +1,331 @@
+import Foundation
+import Synchronization
+import VoiceCore
+import VoiceDevices
+import VoiceRTP
+import VoiceSession
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One real-time call: a ``MediaStream`` between two audio devices and a ``UDPMediaTransport``, driven by one
+/// dedicated media thread.
+///
+/// **Media plane.** A `Thread` (not a Swift concurrency task) wakes every 10 ms on absolute `CLOCK_MONOTONIC`
+/// deadlines and, in order: drains the transport's RTP and RTCP queues into the stream (latching the remote to
+/// the source of packets that passed SRTP — symmetric RTP), reads 10 ms from the microphone's ring into the
+/// send chain (padding with silence and counting an underrun when the ring is short), renders 10 ms from the
+/// receive chain into the speaker's ring, and polls RTCP. The stream's packets go out through the transport's
+/// non-blocking `sendto` on the same thread. The stream is touched by no other thread while the call runs; the
+/// thread allocates, locks and logs nothing in steady state (shared state is atomics only).
+///
+/// **Control plane.** ``start()``, ``stop(cause:)``, ``events`` and ``statistics`` may be used from any task.
+/// A monitor task turns the media thread's flags into events (remote latched, established), feeds device events
+/// (interruptions) to the call and to the attached ``AudioSession``, carries out the session's effects (open the
+/// microphone when established, flush after an interruption, end the call after an interruption timeout), and
+/// enforces the optional media timeout.
+///
+/// **Ownership.** The call owns the devices and the transport it is given: it starts them, and stops and closes
+/// them when it ends. It consumes the devices' `events` streams (single consumer).
+///
+/// **Established** means authenticated media both ways as this side can see it: the transport sent our RTP, and
+/// RTP from the peer passed SRTP authentication (or plain parsing without SRTP).
+public final class LiveCall: @unchecked Sendable {
+    // @unchecked Sendable: `stream` and `loop` are used only by the media thread between start() and the
+    // control plane seeing it exit (a semaphore orders the two), and by the control plane before start and
+    // after that exit; all other mutable state is in `control` (a Mutex) or `shared` (atomics).
+
+    /// The identifier the audio session knows the call by.
+    public let callID: CallID
+    /// What happens to the call, in order; finished after ``LiveCallEvent/ended(_:)``. Single consumer.
+    public let events: AsyncStream<LiveCallEvent>
+    public let transport: UDPMediaTransport
+    public let capture: any AudioDevice
+    public let playout: any AudioDevice
+    /// The audio session the call reports to, if any.
+    public let session: AudioSession?
+    public let options: LiveCallOptions
+    /// The stream's configuration (device format taken from the devices, NTP time base from the wall clock).
+    public let configuration: MediaStreamConfiguration
+
+    let stream: MediaStream
+    let shared: LiveCallShared
+    let loop: LiveCallMediaLoop
+    private let continuation: AsyncStream<LiveCallEvent>.Continuation
+    private let threadExited = DispatchSemaphore(value: 0)
+    private let control = Mutex(Control())
+
+    private struct Control {
+        enum Phase { case created, running, ending }
+        var phase = Phase.created
+        var threadStarted = false
+        var startedAt: MediaTime?
+        var stopTask: Task<LiveCallResult, Never>?
+        var interruptedDevices: Set<AudioDirection> = []
+        var sessionEstablished = false
+    }
+
+    /// Creates the call and everything its media path needs (the stream's buffers, codecs and SRTP contexts).
+    ///
+    /// - Parameters:
+    ///   - callID: the call's identifier in the audio session.
+    ///   - configuration: the stream's settings; its `deviceFormat` is replaced by the devices' format, its
+    ///     `ntpAtZero` by the wall clock's NTP time at monotonic zero (for RTCP sender reports).
+    ///   - transport: bound, with the peer's address set when known (the caller side); latching follows the
+    ///     peer's authenticated packets either way.
+    ///   - capture: the microphone; playout: the speaker. Both mono, in the same format.
+    ///   - session: when given, the call reports `callEstablished`/`callEnded` and device events to it and follows
+    ///     its effects; the microphone then stays closed (silence is sent) until the session opens it on
+    ///     establishment. The engine must have been started on it (`startEngine()`).
+    /// - Throws: ``LiveCallError/deviceMismatch(_:)`` or ``LiveCallError/stream(_:)``.
+    public init(
+        callID: CallID = "call", configuration: MediaStreamConfiguration, transport: UDPMediaTransport,
+        capture: any AudioDevice, playout: any AudioDevice, session: AudioSession? = nil,
+        options: LiveCallOptions = LiveCallOptions()
+    ) throws(LiveCallError) {
+        guard capture.direction == .capture, playout.direction == .playout else {
+            throw .deviceMismatch("the microphone must be a capture device and the speaker a playout device")
+        }
+        guard capture.format.channels == 1, playout.format.channels == 1 else {
+            throw .deviceMismatch(
+                "only mono devices are supported (microphone \(capture.format), speaker \(playout.format))")
+        }
+        guard capture.format == playout.format else {
+            throw .deviceMismatch(
+                "microphone \(capture.name) runs at \(capture.format) but speaker \(playout.name) at "
+                    + "\(playout.format); open both at one rate")
+        }
+        guard options.captureCushionBlocks >= 0, options.captureHighWaterBlocks > options.captureCushionBlocks,
+            options.playoutPrimeBlocks >= 0, options.playoutHighWaterBlocks > options.playoutPrimeBlocks,
+            options.monitorIntervalMilliseconds > 0, options.maximumLagTicks > 0
+        else {
+            throw .deviceMismatch("invalid live-call options \(options)")
+        }
+        var configuration = configuration
+        configuration.deviceFormat = capture.format
+        configuration.ntpAtZero = Self.ntpAtMonotonicZero()
+        self.configuration = configuration
+        self.callID = callID
+        self.transport = transport
+        self.capture = capture
+        self.playout = playout
+        self.session = session
+        self.options = options
+        let shared = LiveCallShared()
+        shared.microphoneOpen.store(session == nil, ordering: .relaxed)
+        self.shared = shared
+        do {
+            stream = try MediaStream(
+                configuration: configuration, sink: TransportPacketSink(transport: transport, shared: shared),
+                now: MonotonicClock().now)
+        } catch {
+            throw .stream(error)
+        }
+        loop = LiveCallMediaLoop(
+            stream: stream, transport: transport, capture: capture, playout: playout, shared: shared,
+            options: options)
+        (events, continuation) = AsyncStream.makeStream(of: LiveCallEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    /// The media thread's counters now.
+    public var statistics: LiveCallStatistics { shared.snapshot }
+
+    /// Whether media has flowed both ways.
+    public var isEstablished: Bool { shared.established.load(ordering: .acquiring) }
+
+    /// Our SSRC (for logs and signalling).
+    public var ssrc: UInt32 { stream.ssrc }
+
+    /// Starts the devices, then the media thread and the monitor.
+    /// - Throws: ``LiveCallError/invalidState(_:)`` when already started or ended,
+    ///   ``LiveCallError/deviceStartFailed(device:reason:)`` (both devices are stopped again).
+    public func start() throws(LiveCallError) {
+        try control.withLock { (c: inout Control) throws(LiveCallError) in
+            guard c.phase == .created else { throw .invalidState("the call was already started") }
+            c.phase = .running
+        }
+        for device in [playout, capture] {
+            do { try device.start() } catch {
+                playout.stop()
+                capture.stop()
+                control.withLock { $0.phase = .created }
+                throw .deviceStartFailed(device: device.name, reason: "\(error)")
+            }
+        }
+        loop.primePlayout()
+        shared.running.store(true, ordering: .releasing)
+        let thread = Thread { [loop, threadExited] in
+            loop.run()
+            threadExited.signal()
+        }
+        thread.name = "voice-engine.media"
+        thread.qualityOfService = .userInteractive
+        thread.stackSize = 1 << 20
+        control.withLock {
+            $0.threadStarted = true
+            $0.startedAt = MonotonicClock().now
+        }
+        thread.start()
+        continuation.yield(.started(local: transport.localEndpoint))
+        Task { await self.monitor() }
+        for device in [capture, playout] {
+            let events = device.events
+            Task {
+                for await event in events { await self.handle(event, from: device.direction) }
+            }
+        }
+    }
+
+    /// Ends the call: stops the media thread, sends an RTCP BYE, stops and closes the devices (finalising a
+    /// speaker file) and the transport, tells the session, and returns the report. Idempotent: every caller gets
+    /// the result of the first stop (also when the call ended by itself, e.g. on an interruption timeout).
+    @discardableResult
+    public func stop(cause: CallEndCause = .localHangup) async -> LiveCallResult {
+        let task = control.withLock { (c: inout Control) -> Task<LiveCallResult, Never> in
+            if let task = c.stopTask { return task }
+            c.phase = .ending
+            let task = Task { await self.finish(cause: cause) }
+            c.stopTask = task
+            return task
+        }
+        return await task.value
+    }
+
+    // MARK: Control plane
+
+    private var isRunning: Bool { control.withLock { $0.phase == .running } }
+
+    private func monitor() async {
+        var announcedRemote: UDPEndpoint?
+        var announcedEstablished = false
+        var lastSessionTick = MonotonicClock().now
+        while isRunning {
+            try? await Task.sleep(for: .milliseconds(options.monitorIntervalMilliseconds))
+            guard isRunning else { return }
+            if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
+                announcedRemote = remote
+                continuation.yield(.remoteLatched(remote))
+            }
+            if !announcedEstablished && shared.established.load(ordering: .acquiring) {
+                announcedEstablished = true
+                continuation.yield(.established)
+                if let session {
+                    do {
+                        let effects = try await session.callEstablished(callID)
+                        control.withLock { $0.sessionEstablished = true }
+                        apply(effects)
+                    } catch {
+                        // The session refuses the call's audio (category cannot record, another call holds it).
+                        endSoon(.failed)
+                        return
+                    }
+                }
+            }
+            let now = MonotonicClock().now
+            if let session, (now - lastSessionTick).seconds >= 1 {
+                lastSessionTick = now
+                apply(await session.tick())
+            }
+            if let timeout = options.mediaTimeoutSeconds, announcedEstablished {
+                let last = shared.lastMediaNanoseconds.load(ordering: .relaxed)
+                if Double(now.nanoseconds - last) / 1e9 > timeout {
+                    endSoon(.failed)
+                    return
+                }
+            }
+        }
+    }
+
+    private func handle(_ event: DeviceEvent, from direction: AudioDirection) async {
+        guard isRunning else { return }
+        switch event {
+        case .interruptionBegan(let reason):
+            let first = control.withLock { $0.interruptedDevices.insert(direction).inserted && $0.interruptedDevices.count == 1 }
+            shared.paused.store(true, ordering: .releasing)
+            if first { continuation.yield(.interruptionBegan(reason)) }
+        case .interruptionEnded:
+            let last = control.withLock { $0.interruptedDevices.remove(direction) != nil && $0.interruptedDevices.isEmpty }
+            if last {
+                shared.flushRequests.wrappingAdd(1, ordering: .releasing)
+                shared.paused.store(false, ordering: .releasing)
+                continuation.yield(.interruptionEnded)
+            }
+        case .endOfInput:
+            continuation.yield(.microphoneEnded)
+        case .xrun:
+            break  // counted by the device
+        }
+        if let session { apply(await session.handle(event)) }
+    }
+
+    /// Carries out what the audio session asks of the engine.
+    private func apply(_ effects: [SessionEffect]) {
+        for effect in effects {
+            switch effect {
+            case .startCapture: shared.microphoneOpen.store(true, ordering: .releasing)
+            case .stopCapture: shared.microphoneOpen.store(false, ordering: .releasing)
+            case .flushBuffers: shared.flushRequests.wrappingAdd(1, ordering: .releasing)
+            case .endCall(let id, let cause) where id == callID: endSoon(cause)
+            default: break  // category, mode, activation and playout: the devices already run for the call
+            }
+        }
+    }
+
+    private func endSoon(_ cause: CallEndCause) {
+        Task { await self.stop(cause: cause) }
+    }
+
+    private func finish(cause: CallEndCause) async -> LiveCallResult {
+        let (threadStarted, startedAt) = control.withLock { ($0.threadStarted, $0.startedAt) }
+        shared.running.store(false, ordering: .releasing)
+        if threadStarted {
+            let exited = threadExited
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    exited.wait()
+                    c.resume()
+                }
+            }
+        }
+        // The media thread has exited: the stream is the control plane's now.
+        let now = MonotonicClock().now
+        if threadStarted { stream.sendBye(now: now) }
+        capture.stop()
+        playout.stop()
+        var writeError: String?
+        if let file = playout as? FilePlayoutDevice {
+            do { try file.finalize() } catch { writeError = error.description }
+        } else {
+            playout.close()
+        }
+        capture.close()
+        await transport.close()
+
+        var sessionReport: CallStatisticsReport?
+        if let session, control.withLock({ $0.sessionEstablished }) {
+            do { sessionReport = try await session.callEnded(callID, cause: cause) } catch {
+                sessionReport = await session.lastReport  // the session ended it already (interruption timeout)
+            }
+        }
+        let duration = startedAt.map { (now - $0).seconds } ?? 0
+        let result = LiveCallResult(
+            cause: sessionReport?.endCause ?? cause,
+            report: CallReport(stream: stream, durationSeconds: duration, session: sessionReport),
+            statistics: shared.snapshot, transport: transport.counters, capture: capture.statistics,
+            playout: playout.statistics, wasEstablished: shared.established.load(ordering: .acquiring),
+            playoutWriteError: writeError)
+        continuation.yield(.ended(result.cause))
+        continuation.finish()
+        return result
+    }
+
+    /// NTP time at monotonic time zero: the wall clock now minus the monotonic clock now.
+    static func ntpAtMonotonicZero() -> NTPTimestamp {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let monotonic = MonotonicClock().now.nanoseconds
+        let wallNanoseconds = Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec)
+        return NTPTimestamp(unixTime: MediaTime(nanoseconds: wallNanoseconds - monotonic))
+    }
+}

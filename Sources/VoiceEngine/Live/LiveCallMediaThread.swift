@@ -1,0 +1,256 @@
+import Foundation
+import Synchronization
+import VoiceCore
+import VoiceDevices
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Flags and counters shared between the control plane and the media thread: atomics only, so neither side
+/// ever waits for the other.
+final class LiveCallShared: Sendable {
+    /// Cleared by the control plane to make the thread exit after its current tick.
+    let running = Atomic<Bool>(false)
+    /// Set while an interruption pauses the call's audio.
+    let paused = Atomic<Bool>(false)
+    /// Whether the microphone's audio is sent (silence is sent while it is closed).
+    let microphoneOpen = Atomic<Bool>(true)
+    /// Incremented by the control plane to ask for a flush of stale buffered audio (after an interruption).
+    let flushRequests = Atomic<Int>(0)
+    /// Set once by the media thread when media flows both ways.
+    let established = Atomic<Bool>(false)
+    /// Monotonic nanoseconds of the last RTP packet the stream accepted (0: none yet).
+    let lastMediaNanoseconds = Atomic<Int64>(0)
+
+    let ticks = Atomic<Int>(0), lateTicks = Atomic<Int>(0)
+    let captureBlocks = Atomic<Int>(0), captureUnderruns = Atomic<Int>(0), captureCatchUps = Atomic<Int>(0)
+    let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
+    let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
+    let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
+
+    var snapshot: LiveCallStatistics {
+        var s = LiveCallStatistics()
+        s.ticks = ticks.load(ordering: .relaxed)
+        s.lateTicks = lateTicks.load(ordering: .relaxed)
+        s.captureBlocks = captureBlocks.load(ordering: .relaxed)
+        s.captureUnderruns = captureUnderruns.load(ordering: .relaxed)
+        s.captureCatchUps = captureCatchUps.load(ordering: .relaxed)
+        s.playoutBlocks = playoutBlocks.load(ordering: .relaxed)
+        s.playoutOverflows = playoutOverflows.load(ordering: .relaxed)
+        s.datagramsSent = datagramsSent.load(ordering: .relaxed)
+        s.datagramsNoRemote = datagramsNoRemote.load(ordering: .relaxed)
+        s.datagramsFailed = datagramsFailed.load(ordering: .relaxed)
+        s.datagramsReceived = datagramsReceived.load(ordering: .relaxed)
+        s.datagramsDiscarded = datagramsDiscarded.load(ordering: .relaxed)
+        return s
+    }
+}
+
+/// The stream's sink: every datagram goes out through the transport's non-blocking `sendto`, counted by outcome.
+/// Called only on the thread that drives the stream (the media thread, then the control plane for the final BYE
+/// after that thread has exited).
+final class TransportPacketSink: MediaPacketSink {
+    let transport: UDPMediaTransport
+    let shared: LiveCallShared
+
+    init(transport: UDPMediaTransport, shared: LiveCallShared) {
+        self.transport = transport
+        self.shared = shared
+    }
+
+    func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
+        switch transport.send(datagram) {
+        case .sent: shared.datagramsSent.wrappingAdd(1, ordering: .relaxed)
+        case .noRemote: shared.datagramsNoRemote.wrappingAdd(1, ordering: .relaxed)
+        case .wouldBlock, .closed, .failed: shared.datagramsFailed.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+}
+
+/// The media thread's own state and its 10 ms tick. Everything here is touched only by that thread, between
+/// ``LiveCall/start()`` starting it and the control plane seeing it exit.
+final class LiveCallMediaLoop: @unchecked Sendable {
+    // @unchecked Sendable: handed to the media thread at its start (Thread.start orders the hand-over) and used
+    // by no other thread until that thread has exited and signalled the semaphore the control plane waits on.
+    let stream: MediaStream
+    let transport: UDPMediaTransport
+    let capture: any AudioDevice
+    let playout: any AudioDevice
+    let shared: LiveCallShared
+    let options: LiveCallOptions
+    let block: Int
+    var captureFrame: AudioFrame
+    var playFrame: AudioFrame
+    var captureArmed = false
+    var flushesSeen = 0
+    var latched: UDPEndpoint?
+    var established = false
+    static let tickNanoseconds: Int64 = 10_000_000
+
+    init(
+        stream: MediaStream, transport: UDPMediaTransport, capture: any AudioDevice, playout: any AudioDevice,
+        shared: LiveCallShared, options: LiveCallOptions
+    ) {
+        self.stream = stream
+        self.transport = transport
+        self.capture = capture
+        self.playout = playout
+        self.shared = shared
+        self.options = options
+        let format = stream.configuration.deviceFormat
+        block = format.samplesPerBlock
+        captureFrame = AudioFrame(format: format)
+        playFrame = AudioFrame(format: format)
+    }
+
+    /// Before the thread starts: a cushion of silence for the speaker.
+    func primePlayout() {
+        playFrame.silence()
+        for _ in 0..<options.playoutPrimeBlocks where playout.ring.availableToWrite >= block {
+            _ = playFrame.withUnsafeSamples { playout.ring.write($0) }
+        }
+    }
+
+    /// The thread body: ticks on absolute monotonic deadlines until ``LiveCallShared/running`` is cleared.
+    func run() {
+        var deadline = MonotonicClock().now.nanoseconds
+        while shared.running.load(ordering: .acquiring) {
+            deadline += Self.tickNanoseconds
+            Self.sleep(untilMonotonic: deadline)
+            var now = MonotonicClock().now
+            let lag = now.nanoseconds - deadline
+            if lag > Int64(options.maximumLagTicks) * Self.tickNanoseconds {
+                // A stall (the machine was suspended, the thread starved): run this tick now and drop the
+                // missed ones instead of bursting through them.
+                let missed = Int(lag / Self.tickNanoseconds)
+                shared.lateTicks.wrappingAdd(missed, ordering: .relaxed)
+                deadline += Int64(missed) * Self.tickNanoseconds
+            }
+            now = MonotonicClock().now
+            tick(now: now)
+        }
+    }
+
+    /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP.
+    func tick(now: MediaTime) {
+        shared.ticks.wrappingAdd(1, ordering: .relaxed)
+        let paused = shared.paused.load(ordering: .acquiring)
+        let flushes = shared.flushRequests.load(ordering: .acquiring)
+        if flushes != flushesSeen {
+            flushesSeen = flushes
+            flush()
+        }
+        receive(paused: paused)
+        captureTick(paused: paused, now: now)
+        playoutTick(paused: paused, now: now)
+        stream.pollRTCP(now: now)
+        if !established && stream.stats.packetsReceived > 0 && shared.datagramsSent.load(ordering: .relaxed) > 0 {
+            established = true
+            shared.established.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Drops stale audio after an interruption: what the microphone captured and the packets queued meanwhile.
+    func flush() {
+        _ = capture.ring.discardAll()
+        captureArmed = false
+        let dropped = transport.discardPending(.rtp)
+        shared.datagramsDiscarded.wrappingAdd(dropped, ordering: .relaxed)
+    }
+
+    /// Drains both transport queues into the stream; latches the remote on packets the stream accepted.
+    func receive(paused: Bool) {
+        while transport.withNextPacket(.rtp, { (packet: ReceivedPacket) -> Void in
+            if paused {
+                shared.datagramsDiscarded.wrappingAdd(1, ordering: .relaxed)
+                return
+            }
+            shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
+            let before = stream.stats.packetsReceived
+            stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+            if stream.stats.packetsReceived != before {
+                shared.lastMediaNanoseconds.store(packet.arrival.nanoseconds, ordering: .relaxed)
+                latch(packet.source)
+            }
+        }) != nil {}
+        while transport.withNextPacket(.rtcp, { (packet: ReceivedPacket) -> Void in
+            shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
+            let before = stream.stats.rtcpReceived
+            stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+            if stream.stats.rtcpReceived != before { latch(packet.source) }
+        }) != nil {}
+    }
+
+    /// Symmetric RTP: send to where authenticated packets come from.
+    func latch(_ source: UDPEndpoint) {
+        guard source != latched else { return }
+        latched = source
+        transport.latchRemote(to: source)
+    }
+
+    /// Hands the stream exactly one 10 ms block per tick (two when catching up), so its send clock stays regular.
+    func captureTick(paused: Bool, now: MediaTime) {
+        let ring = capture.ring
+        if paused {
+            _ = ring.discardAll()
+            captureArmed = false
+            return
+        }
+        if !shared.microphoneOpen.load(ordering: .relaxed) {
+            _ = ring.discardAll()
+            captureArmed = false
+            sendSilence(now: now)
+            return
+        }
+        if !captureArmed {
+            guard ring.availableToRead >= options.captureCushionBlocks * block else {
+                sendSilence(now: now)
+                return
+            }
+            captureArmed = true
+        }
+        readAndSend(now: now)
+        if ring.availableToRead >= options.captureHighWaterBlocks * block {
+            shared.captureCatchUps.wrappingAdd(1, ordering: .relaxed)
+            readAndSend(now: now)
+        }
+    }
+
+    private func readAndSend(now: MediaTime) {
+        let ring = capture.ring
+        let got = captureFrame.withUnsafeMutableSamples { samples in
+            let got = ring.read(into: samples)
+            if got < samples.count { UnsafeMutableBufferPointer(rebasing: samples[got...]).update(repeating: 0) }
+            return got
+        }
+        if got < block { shared.captureUnderruns.wrappingAdd(1, ordering: .relaxed) }
+        stream.processCapture(captureFrame, now: now)
+        shared.captureBlocks.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    private func sendSilence(now: MediaTime) {
+        captureFrame.silence()
+        stream.processCapture(captureFrame, now: now)
+        shared.captureBlocks.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Renders one block from the receive chain and queues it for the speaker.
+    func playoutTick(paused: Bool, now: MediaTime) {
+        guard !paused else { return }
+        stream.renderPlayout(into: &playFrame, now: now)
+        let ring = playout.ring
+        if ring.availableToWrite >= block && ring.availableToRead < options.playoutHighWaterBlocks * block {
+            _ = playFrame.withUnsafeSamples { ring.write($0) }
+            shared.playoutBlocks.wrappingAdd(1, ordering: .relaxed)
+        } else {
+            shared.playoutOverflows.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+
+    /// Sleeps until the absolute `CLOCK_MONOTONIC` time `deadline` (ns); absolute deadlines accumulate no drift.
+    static func sleep(untilMonotonic deadline: Int64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}

@@ -1,0 +1,145 @@
+import VoiceCore
+import VoiceDevices
+import VoiceSession
+
+/// Something that happened to a ``LiveCall``, published on ``LiveCall/events`` in order.
+public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
+    /// The media thread runs; the transport is bound at `local`.
+    case started(local: UDPEndpoint)
+    /// Media is now sent to `remote`: the source of the peer's first packet that passed SRTP authentication
+    /// (symmetric RTP), or a new source after the peer moved.
+    case remoteLatched(UDPEndpoint)
+    /// Authenticated media flows both ways: we sent RTP to the peer and received RTP from it that passed SRTP
+    /// (or plain RTP parsing with `--no-srtp`).
+    case established
+    /// A device stopped delivering audio; the call's audio is paused.
+    case interruptionBegan(InterruptionReason)
+    /// The devices deliver again; buffered stale audio was dropped and the call's audio resumed.
+    case interruptionEnded
+    /// A file-backed microphone reached the end of its file and now delivers silence.
+    case microphoneEnded
+    /// The call ended; ``LiveCall/stop(cause:)`` (or ``LiveCall/result``) returns the report.
+    case ended(CallEndCause)
+
+    public var description: String {
+        switch self {
+        case .started(let local): "started on \(local)"
+        case .remoteLatched(let remote): "sending to \(remote)"
+        case .established: "established"
+        case .interruptionBegan(let reason): "interrupted (\(reason))"
+        case .interruptionEnded: "interruption ended"
+        case .microphoneEnded: "microphone input ended"
+        case .ended(let cause): "ended (\(cause))"
+        }
+    }
+}
+
+/// Tuning of a ``LiveCall``'s media thread. The defaults suit 10 ms device periods.
+public struct LiveCallOptions: Sendable, Hashable {
+    /// Blocks the capture ring must hold before the media thread starts reading it, so the phase between the
+    /// device's period clock and the media tick does not turn into underruns. 2 (20 ms) by default.
+    public var captureCushionBlocks: Int
+    /// When the capture ring holds this many blocks or more (the device clock runs faster than the media tick,
+    /// or the thread stalled), a tick processes one extra block to catch up.
+    public var captureHighWaterBlocks: Int
+    /// Blocks of silence queued for the speaker before the first tick, against the same phase jitter.
+    public var playoutPrimeBlocks: Int
+    /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
+    /// it is dropped and counted (the speaker clock runs slower than the media tick).
+    public var playoutHighWaterBlocks: Int
+    /// How often the control plane looks at the media thread's flags (events, media timeout, session ticks).
+    public var monitorIntervalMilliseconds: Int
+    /// End the call with ``VoiceSession/CallEndCause/failed`` when no RTP was received for this long after it
+    /// was established; nil never does.
+    public var mediaTimeoutSeconds: Double?
+    /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
+    /// counted as late, not run).
+    public var maximumLagTicks: Int
+
+    public init(
+        captureCushionBlocks: Int = 2, captureHighWaterBlocks: Int = 8, playoutPrimeBlocks: Int = 2,
+        playoutHighWaterBlocks: Int = 8, monitorIntervalMilliseconds: Int = 20, mediaTimeoutSeconds: Double? = nil,
+        maximumLagTicks: Int = 5
+    ) {
+        self.captureCushionBlocks = captureCushionBlocks
+        self.captureHighWaterBlocks = captureHighWaterBlocks
+        self.playoutPrimeBlocks = playoutPrimeBlocks
+        self.playoutHighWaterBlocks = playoutHighWaterBlocks
+        self.monitorIntervalMilliseconds = monitorIntervalMilliseconds
+        self.mediaTimeoutSeconds = mediaTimeoutSeconds
+        self.maximumLagTicks = maximumLagTicks
+    }
+}
+
+/// Counters of a ``LiveCall``'s media thread and its packet sink; a snapshot, readable from any thread.
+public struct LiveCallStatistics: Sendable, Hashable, Codable {
+    /// 10 ms ticks run.
+    public var ticks = 0
+    /// Ticks skipped because the thread fell more than ``LiveCallOptions/maximumLagTicks`` behind.
+    public var lateTicks = 0
+    /// Capture blocks handed to the stream (including silence while the microphone is closed).
+    public var captureBlocks = 0
+    /// Blocks padded with silence because the capture ring held less than 10 ms.
+    public var captureUnderruns = 0
+    /// Extra blocks processed to drain a capture ring above its high-water mark.
+    public var captureCatchUps = 0
+    /// Playout blocks written to the speaker's ring.
+    public var playoutBlocks = 0
+    /// Playout blocks dropped because the speaker's ring was at its high-water mark.
+    public var playoutOverflows = 0
+    /// Datagrams the stream produced that the transport sent.
+    public var datagramsSent = 0
+    /// Datagrams not sent: no remote known yet (the listener before the peer's first packet).
+    public var datagramsNoRemote = 0
+    /// Datagrams not sent: socket buffer full, transport closed or `sendto` failed.
+    public var datagramsFailed = 0
+    /// Datagrams taken from the transport's queues (RTP and RTCP) and handed to the stream.
+    public var datagramsReceived = 0
+    /// Datagrams discarded without the stream seeing them (while interrupted, or stale after one).
+    public var datagramsDiscarded = 0
+
+    public init() {}
+}
+
+/// What a finished ``LiveCall`` leaves behind.
+public struct LiveCallResult: Sendable {
+    /// Why it ended.
+    public var cause: CallEndCause
+    /// The end-of-call report of the stream (with the audio session's part when a session was attached).
+    public var report: CallReport
+    /// The media thread's counters.
+    public var statistics: LiveCallStatistics
+    /// The UDP transport's counters.
+    public var transport: UDPTransportCounters
+    /// The capture and playout devices' counters.
+    public var capture: DeviceStatistics
+    public var playout: DeviceStatistics
+    /// Whether media flowed both ways at some point.
+    public var wasEstablished: Bool
+    /// A speaker file that could not be written completely, if any.
+    public var playoutWriteError: String?
+}
+
+/// Why a ``LiveCall`` could not be created or started.
+public enum LiveCallError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The devices and the stream configuration do not fit together (format, channels).
+    case deviceMismatch(String)
+    /// The media stream could not be created.
+    case stream(MediaStreamError)
+    /// A device could not be opened (its error, described).
+    case deviceOpenFailed(device: String, reason: String)
+    /// A device failed to start (its error, described).
+    case deviceStartFailed(device: String, reason: String)
+    /// The media thread could not be started, or the call was already started or ended.
+    case invalidState(String)
+
+    public var description: String {
+        switch self {
+        case .deviceMismatch(let reason): "devices do not fit the call: \(reason)"
+        case .stream(let error): "\(error)"
+        case .deviceOpenFailed(let device, let reason): "cannot open device \(device): \(reason)"
+        case .deviceStartFailed(let device, let reason): "device \(device) failed to start: \(reason)"
+        case .invalidState(let reason): "live call: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,363 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import VoiceEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `voice-engine call`: a real-time call between two processes over UDP (SRTP by default), on ALSA, file or null
+/// devices. Keys are exchanged by hand as `a=crypto` lines, or given on the command line.
+struct CallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "call",
+        abstract: "A real-time call with another voice-engine over UDP: --listen PORT on one side, --connect HOST:PORT on the other.",
+        discussion: """
+            Media is Opus over RTP, protected with SRTP (SDES keys) unless --no-srtp, RTP and RTCP on one port; \
+            each side sends to where the peer's authenticated packets come from (symmetric RTP), so the listener \
+            needs no address.
+
+            Keys: each side prints its own a=crypto line (clearly marked: it contains that side's key and is meant \
+            only for the other side) and reads the peer's line from stdin, unless it is given with \
+            --remote-crypto 'a=crypto:…' or --remote-key BASE64. With --local-key BASE64 and --remote-key BASE64 \
+            on both sides (crosswise) nothing is printed or read: the non-interactive mode for scripts and tests.
+
+            Devices: --mic and --speaker take `null`, `file:PATH.wav` (the microphone plays the file, the speaker \
+            writes a WAV) or an ALSA PCM name (`default`, `hw:0,0`, `plughw:1,0`). A file microphone sets the \
+            rate; otherwise --rate. Every device runs in real time.
+
+            The call ends after --duration seconds, on Ctrl-C, or when no media arrived for --media-timeout seconds \
+            after it was established. The end-of-call report (JSON, the schema of CallReport) goes to --report. \
+            Exit status: 0 when media flowed both ways, 1 when it never did, 2 for bad arguments or devices.
+            """)
+
+    @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))
+    var listen: Int?
+    @Option(help: ArgumentHelp("Call the peer listening at this address.", valueName: "host:port"))
+    var connect: String?
+    @Option(help: "Local IPv4 address to bind (default 0.0.0.0; the connecting side binds any free port).")
+    var bind: String = "0.0.0.0"
+    @Option(help: ArgumentHelp("Listening side: send to this address before the peer's first packet.", valueName: "host:port"))
+    var remote: String?
+
+    @Flag(help: "Plain RTP, no encryption (both sides must agree).")
+    var noSRTP = false
+    @Option(help: "SRTP suite of our key (AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, AES_256_CM_HMAC_SHA1_80, AEAD_AES_128_GCM, AEAD_AES_256_GCM).")
+    var suite: String = SRTPCryptoSuite.aesCM128HmacSHA1_80.rawValue
+    @Option(help: "Our key material (key||salt, base64). Default: fresh random, printed as an a=crypto line.")
+    var localKey: String?
+    @Option(help: "The peer's key material (key||salt, base64), in --suite.")
+    var remoteKey: String?
+    @Option(help: ArgumentHelp("The peer's a=crypto line, as it printed it.", valueName: "line"))
+    var remoteCrypto: String?
+
+    @Option(help: "Microphone: null, file:IN.wav, or an ALSA PCM name.")
+    var mic: String = "default"
+    @Option(help: "Speaker: null, file:OUT.wav, or an ALSA PCM name.")
+    var speaker: String = "default"
+    @Option(help: "Device rate in Hz when the microphone is not a file.")
+    var rate: Int = 48_000
+    @Flag(help: "A file microphone starts again at its end instead of going silent.")
+    var loopMic = false
+    @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
+    var noVoiceProcessing = false
+    @Option(help: "Opus bitrate in bits per second.")
+    var bitrate: Int = 32_000
+
+    @Option(help: "Hang up after this many seconds (default: until Ctrl-C).")
+    var duration: Double?
+    @Option(help: "Hang up when no media arrived for this many seconds after the call was established.")
+    var mediaTimeout: Double = 10
+    @Option(help: "Write the end-of-call report (JSON) here.")
+    var report: String?
+
+    func validate() throws {
+        guard (listen == nil) != (connect == nil) else {
+            throw ValidationError("give exactly one of --listen PORT and --connect HOST:PORT")
+        }
+        if let listen, !(0...65_535).contains(listen) { throw ValidationError("--listen \(listen) is not a port") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        guard mediaTimeout > 0 else { throw ValidationError("--media-timeout must be positive") }
+        guard (8_000...192_000).contains(rate), rate % 100 == 0 else {
+            throw ValidationError("--rate must be 8000...192000 Hz and a multiple of 100")
+        }
+        guard (6_000...510_000).contains(bitrate) else { throw ValidationError("--bitrate must be 6000...510000") }
+        if noSRTP && (localKey != nil || remoteKey != nil || remoteCrypto != nil) {
+            throw ValidationError("--no-srtp cannot be combined with keys")
+        }
+        if remoteKey != nil && remoteCrypto != nil {
+            throw ValidationError("give the peer's key once: --remote-key or --remote-crypto")
+        }
+        guard SRTPCryptoSuite(rawValue: suite) != nil else {
+            throw ValidationError("--suite \(suite) is not one of \(SRTPCryptoSuite.allCases.map(\.rawValue))")
+        }
+        if connect != nil && remote != nil { throw ValidationError("--remote is for the listening side") }
+    }
+
+    func run() throws {
+        let plan = try makePlan()
+        let status = CallRunner.runBlocking(plan)
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Everything from the flags that needs no I/O, as a Sendable value for the async part.
+    private func makePlan() throws -> CallPlan {
+        func endpoint(_ text: String, flag: String) throws -> UDPEndpoint {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+                throw ValidationError("\(flag) \(text): expected HOST:PORT with a dotted IPv4 host")
+            }
+            do { return try UDPEndpoint(host: String(text[..<colon]), port: port) } catch {
+                throw ValidationError("\(flag) \(text): \(error)")
+            }
+        }
+        let remoteEndpoint = try connect.map { try endpoint($0, flag: "--connect") }
+            ?? remote.map { try endpoint($0, flag: "--remote") }
+        if let remoteEndpoint, remoteEndpoint.port == 0 { throw ValidationError("the peer's port cannot be 0") }
+        do { _ = try UDPEndpoint(host: bind, port: 0) } catch { throw ValidationError("--bind \(bind): \(error)") }
+
+        var opus = MediaStreamConfiguration.defaultOpus
+        opus.bitrate = bitrate
+        return CallPlan(
+            listening: listen != nil, bindHost: bind, bindPort: listen ?? 0, remote: remoteEndpoint,
+            srtp: noSRTP ? nil : CallPlan.Keys(
+                suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
+                remoteCrypto: remoteCrypto),
+            microphone: LiveDeviceName(mic), speaker: LiveDeviceName(speaker), rate: rate, loopMicrophone: loopMic,
+            stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !noVoiceProcessing),
+            duration: duration, mediaTimeout: mediaTimeout, report: report)
+    }
+}
+
+/// The parsed command line.
+struct CallPlan: Sendable {
+    struct Keys: Sendable {
+        var suite: SRTPCryptoSuite
+        var localKey: String?
+        var remoteKey: String?
+        var remoteCrypto: String?
+    }
+    var listening: Bool
+    var bindHost: String
+    var bindPort: Int
+    var remote: UDPEndpoint?
+    var srtp: Keys?
+    var microphone: LiveDeviceName
+    var speaker: LiveDeviceName
+    var rate: Int
+    var loopMicrophone: Bool
+    var stream: MediaStreamConfiguration
+    var duration: Double?
+    var mediaTimeout: Double
+    var report: String?
+}
+
+/// Why the call could not go ahead (printed, exit status 2).
+struct CallSetupError: Error, CustomStringConvertible {
+    var description: String
+}
+
+enum CallRunner {
+    /// Runs the async call on the cooperative pool while the main thread waits; returns the exit status.
+    static func runBlocking(_ plan: CallPlan) -> Int32 {
+        let done = DispatchSemaphore(value: 0)
+        let status = StatusBox()
+        Task {
+            do {
+                status.value = try await run(plan)
+            } catch {
+                say("voice-engine call: \(error)")
+                status.value = 2
+            }
+            done.signal()
+        }
+        done.wait()
+        return status.value
+    }
+
+    static func run(_ plan: CallPlan) async throws -> Int32 {
+        let transport: UDPMediaTransport
+        do {
+            transport = try await UDPMediaTransport.bind(host: plan.bindHost, port: plan.bindPort, remote: plan.remote)
+        } catch {
+            throw CallSetupError(description: "cannot bind \(plan.bindHost):\(plan.bindPort): \(error)")
+        }
+        say(
+            (plan.listening ? "listening on " : "calling \(plan.remote!) from ")
+                + "\(transport.localEndpoint)" + localAddressesHint(transport.localEndpoint))
+
+        var stream = plan.stream
+        if let keys = plan.srtp {
+            do { stream.srtp = try await exchangeKeys(keys) } catch {
+                await transport.close()
+                throw error
+            }
+        } else {
+            say("SRTP is off (--no-srtp): media is sent in the clear")
+        }
+
+        let devices: (capture: any AudioDevice, playout: any AudioDevice)
+        do {
+            devices = try LiveDeviceName.openPair(
+                microphone: plan.microphone, speaker: plan.speaker, sampleRate: plan.rate,
+                loopMicrophone: plan.loopMicrophone)
+        } catch {
+            await transport.close()
+            throw CallSetupError(description: error.description)
+        }
+        say("microphone \(plan.microphone), speaker \(plan.speaker), \(devices.capture.format)")
+
+        let session = AudioSession(clock: MonotonicClock())
+        await session.startEngine()
+        let call: LiveCall
+        do {
+            call = try LiveCall(
+                callID: CallID(plan.listening ? "listener" : "caller"), configuration: stream, transport: transport,
+                capture: devices.capture, playout: devices.playout, session: session,
+                options: LiveCallOptions(mediaTimeoutSeconds: plan.mediaTimeout))
+            try call.start()
+        } catch {
+            devices.capture.close()
+            devices.playout.close()
+            await transport.close()
+            throw CallSetupError(description: "\(error)")
+        }
+
+        // Whatever comes first ends the call: Ctrl-C, the duration, or the call ending by itself.
+        let (hangups, hangup) = AsyncStream.makeStream(of: CallEndCause.self, bufferingPolicy: .unbounded)
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler {
+            say("hanging up (Ctrl-C)")
+            hangup.yield(.localHangup)
+        }
+        interrupt.resume()
+        defer {
+            interrupt.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
+        if let duration = plan.duration {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int((duration * 1000).rounded())))
+                hangup.yield(.localHangup)
+            }
+        }
+        let events = call.events
+        Task {
+            for await event in events {
+                say("call: \(event)")
+                if case .ended(let cause) = event { hangup.yield(cause) }
+            }
+        }
+        var cause = CallEndCause.localHangup
+        for await first in hangups {
+            cause = first
+            break
+        }
+        let result = await call.stop(cause: cause)
+        hangup.finish()
+
+        if let path = plan.report {
+            do { try result.report.jsonData().write(to: URL(fileURLWithPath: path)) } catch {
+                say("voice-engine call: cannot write the report to \(path): \(error)")
+                return 2
+            }
+        }
+        printSummary(result)
+        if let problem = result.playoutWriteError {
+            say("voice-engine call: the speaker file is incomplete: \(problem)")
+            return 2
+        }
+        if !result.wasEstablished {
+            say("voice-engine call: no media flowed both ways (is the peer running, are the keys right?)")
+            return 1
+        }
+        return 0
+    }
+
+    /// Our `a=crypto` line is printed (marked) when we generated the key; the peer's comes from the flags or stdin.
+    static func exchangeKeys(_ keys: CallPlan.Keys) async throws -> MediaStreamSRTP {
+        let local: SDESCryptoAttribute
+        do { local = try LiveCallKeys.localAttribute(suite: keys.suite, base64Key: keys.localKey) } catch {
+            throw CallSetupError(description: "--local-key: \(error)")
+        }
+        if keys.localKey == nil {
+            // The one place a key is shown: the line the user must hand to the peer.
+            let block =
+                "----- give this line to the other side (it holds this call's key; share it with no one else) -----\n"
+                + local.attributeLine + "\n-----\n"
+            FileHandle.standardOutput.write(Data(block.utf8))  // unbuffered: visible before we wait for stdin
+        }
+        let remote: SDESCryptoAttribute
+        do {
+            if let line = keys.remoteCrypto {
+                remote = try LiveCallKeys.remoteAttribute(line: line, suite: keys.suite)
+            } else if let key = keys.remoteKey {
+                remote = try LiveCallKeys.remoteAttribute(suite: keys.suite, base64Key: key)
+            } else {
+                say("paste the other side's a=crypto line and press Enter:")
+                guard let line = await readLineFromStandardInput() else {
+                    throw CallSetupError(description: "no a=crypto line on standard input")
+                }
+                remote = try LiveCallKeys.remoteAttribute(line: line, suite: keys.suite)
+            }
+            return try LiveCallKeys.streamKeys(local: local, remote: remote)
+        } catch let error as SDESError {
+            throw CallSetupError(description: "the peer's key: \(error)")
+        }
+    }
+
+    /// One line from stdin, read off the cooperative pool (it blocks until the user presses Enter).
+    static func readLineFromStandardInput() async -> String? {
+        await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+            DispatchQueue.global().async { c.resume(returning: readLine(strippingNewline: true)) }
+        }
+    }
+
+    /// When bound to the wildcard address, the interface addresses the peer can use.
+    static func localAddressesHint(_ endpoint: UDPEndpoint) -> String {
+        guard endpoint.address == 0 else { return "" }
+        var addresses: [String] = []
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return "" }
+        defer { freeifaddrs(list) }
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) {
+                let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                let host = UInt32(bigEndian: ipv4.s_addr)
+                addresses.append(UDPEndpoint(address: host, port: endpoint.port).description)
+            }
+            cursor = entry.pointee.ifa_next
+        }
+        return addresses.isEmpty ? "" : " (reachable as " + addresses.joined(separator: ", ") + ")"
+    }
+
+    static func printSummary(_ result: LiveCallResult) {
+        let r = result.report
+        let s = result.statistics
+        func f(_ x: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", x) }
+        say(
+            "call ended (\(result.cause)) after \(f(r.durationSeconds)) s: sent \(r.rtp.packetsSent) RTP, received "
+                + "\(r.rtp.received) of \(r.rtp.expected) (lost \(r.rtp.lost)), jitter "
+                + "\(f(r.jitter.interarrivalMilliseconds)) ms, RTT "
+                + (r.rtt.meanMilliseconds.map { f($0) + " ms" } ?? "n/a")
+                + ", buffer \(f(r.jitterBuffer.meanDelayMilliseconds, 0)) ms, concealed "
+                + "\(f(r.jitterBuffer.concealmentRatio * 100)) %, MOS \(f(r.quality.mos, 2))")
+        say(
+            "media thread: \(s.ticks) ticks (\(s.lateTicks) late), \(s.captureUnderruns) capture underruns, "
+                + "\(s.playoutOverflows) playout overflows; drops \(r.drops.total); devices: "
+                + "mic \(result.capture.xruns) xruns, speaker \(result.playout.xruns) xruns")
+    }
+}
+
+/// The exit status handed from the call's task to the waiting main thread.
+private final class StatusBox: @unchecked Sendable {
+    // @unchecked Sendable: written once by the task before it signals the semaphore the reader waits on.
+    var value: Int32 = 0
+}
+
+/// Status and diagnostics go to stderr, so stdout carries only the a=crypto line to hand over.
+func say(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

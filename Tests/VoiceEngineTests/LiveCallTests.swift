@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+import Testing
+import VoiceEngine
+
+/// Two real-time ``LiveCall``s in one process over loopback UDP with SRTP, file microphones and file speakers.
+@Suite(.serialized) struct LiveCallTests {
+    static let speech = "TestVectors/speech_like_16k.wav"
+    static let format = AudioFormat(sampleRate: 16_000)
+
+    /// One side of a loopback call: its call, the files it reads and writes, and the events it published.
+    struct Side {
+        let call: LiveCall
+        let speaker: String
+        let events: EventLog
+    }
+
+    /// Collects a call's events from its stream.
+    final class EventLog: Sendable {
+        private let storage = Mutex<[LiveCallEvent]>([])
+        var all: [LiveCallEvent] { storage.withLock { $0 } }
+        func record(_ stream: AsyncStream<LiveCallEvent>) {
+            Task { for await event in stream { storage.withLock { $0.append(event) } } }
+        }
+    }
+
+    static func makeSide(
+        name: String, directory: URL, srtp: MediaStreamSRTP?, transport: UDPMediaTransport,
+        voiceProcessing: Bool, session: AudioSession?
+    ) throws -> Side {
+        let speaker = directory.appendingPathComponent("\(name)-speaker.wav").path
+        let capture = try FileCaptureDevice(path: speech, format: format, clocking: .realTime)
+        let playout = try FilePlayoutDevice(path: speaker, format: format, clocking: .realTime)
+        let configuration = StreamTestSupport.configuration(
+            seed: name == "a" ? 11 : 22, srtp: srtp, voiceProcessing: voiceProcessing)
+        let call = try LiveCall(
+            callID: CallID(name), configuration: configuration, transport: transport, capture: capture,
+            playout: playout, session: session)
+        let log = EventLog()
+        log.record(call.events)
+        return Side(call: call, speaker: speaker, events: log)
+    }
+
+    /// Normalised cross-correlation of `test` against `reference` after the best alignment (lag ≤ 0.6 s).
+    static func alignedCorrelation(reference: ArraySlice<Int16>, test: ArraySlice<Int16>) -> (
+        correlation: Double, lag: Int
+    ) {
+        let lag = StreamTestSupport.lag(reference: Array(reference), test: Array(test), maxLag: 9_600)
+        let aligned = test.dropFirst(lag)
+        let n = min(reference.count, aligned.count)
+        var rt = 0.0, rr = 0.0, tt = 0.0
+        for i in 0..<n {
+            let r = Double(reference[reference.startIndex + i]), t = Double(aligned[aligned.startIndex + i])
+            rt += r * t
+            rr += r * r
+            tt += t * t
+        }
+        return (rr > 0 && tt > 0 ? rt / (rr * tt).squareRoot() : 0, lag)
+    }
+
+    /// The median over 0.5 s windows of what the speaker played of each window of the input, each window aligned
+    /// on its own (the jitter buffer may stretch time between windows, so one global lag would understate it).
+    static func medianWindowCorrelation(input: [Int16], heard: [Int16]) -> (median: Double, lags: [Int]) {
+        let window = 8_000
+        var results: [(Double, Int)] = []
+        var start = 0
+        while start + window + 9_600 <= heard.count && start + window <= input.count {
+            let reference = input[start..<(start + window)]
+            guard StreamTestSupport.level(reference) > -50 else {
+                start += window
+                continue
+            }
+            results.append(alignedCorrelation(reference: reference, test: heard[start..<(start + window + 9_600)]))
+            start += window
+        }
+        let sorted = results.map(\.0).sorted()
+        return (sorted.isEmpty ? 0 : sorted[sorted.count / 2], results.map(\.1))
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
+        .timeLimit(.minutes(1)))
+    func twoCallsOverLoopbackExchangeSpeechWithSRTPInRealTime() async throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        // A listens (no remote: it latches on B's first authenticated packet); B calls A.
+        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        let transportB = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
+        let sessionA = AudioSession(clock: MonotonicClock())
+        let sessionB = AudioSession(clock: MonotonicClock())
+        await sessionA.startEngine()
+        await sessionB.startEngine()
+        let a = try Self.makeSide(
+            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: true, session: sessionA)
+        let b = try Self.makeSide(
+            name: "b", directory: dir, srtp: keysB, transport: transportB, voiceProcessing: false, session: sessionB)
+
+        try a.call.start()
+        try b.call.start()
+        try await Task.sleep(for: .seconds(3))
+        async let endA = a.call.stop()
+        async let endB = b.call.stop()
+        let (resultA, resultB) = await (endA, endB)
+        // A second stop returns the first one's result.
+        #expect(await a.call.stop(cause: .failed).cause == .localHangup)
+
+        for (name, result, peer) in [("A", resultA, resultB), ("B", resultB, resultA)] {
+            let r = result.report
+            print(
+                "live \(name): sent \(r.rtp.packetsSent) received \(r.rtp.received)/\(r.rtp.expected) "
+                    + "lost \(r.rtp.lost) drops \(r.drops.total) rtcp \(r.rtcp.sent)/\(r.rtcp.received) "
+                    + "buffer \(r.jitterBuffer.meanDelayMilliseconds) ms concealed \(r.jitterBuffer.concealmentRatio) "
+                    + "stats \(result.statistics)")
+            #expect(result.wasEstablished, "\(name) never saw media both ways")
+            #expect(result.cause == .localHangup)
+            // About 3 s of 20 ms packets each way.
+            #expect(r.rtp.packetsSent >= 120 && r.rtp.packetsSent <= 160, "\(name) sent \(r.rtp.packetsSent)")
+            #expect(r.rtp.received >= 110, "\(name) received \(r.rtp.received)")
+            #expect(r.rtp.received + r.rtp.lost == r.rtp.expected)
+            #expect(r.rtp.received <= peer.report.rtp.packetsSent)
+            #expect(r.drops.counts.authenticationFailed == 0 && r.drops.counts.rtcpAuthenticationFailed == 0)
+            #expect(r.stream.srtpSuite == "AES_CM_128_HMAC_SHA1_80")
+            // Every datagram the stream produced was offered to the transport exactly once.
+            let s = result.statistics
+            #expect(s.datagramsSent + s.datagramsNoRemote + s.datagramsFailed == r.rtp.packetsSent + r.rtcp.sent)
+            #expect(s.datagramsSent == result.transport.sent)
+            #expect(s.datagramsReceived <= result.transport.receivedRTP + result.transport.receivedRTCP)
+            #expect(s.ticks >= 280 && s.captureBlocks >= s.ticks)
+            #expect(result.transport.latches >= 1)
+            // The session saw the call established and ended.
+            let session = try #require(r.session)
+            #expect(session.establishedAt != nil && session.endCause == .localHangup)
+            #expect(result.playoutWriteError == nil)
+        }
+        // The caller knew A's address; A learnt B's from B's authenticated packets.
+        #expect(resultA.transport.latches == 1)
+        #expect(a.events.all.contains(.remoteLatched(transportB.localEndpoint)))
+        for side in [a, b] {
+            let events = side.events.all
+            #expect(events.first == .started(local: side.call.transport.localEndpoint))
+            #expect(events.contains(.established))
+            #expect(events.last == .ended(.localHangup))
+        }
+
+        let input = try WAVFile.read(path: Self.speech).int16Samples
+        for (name, side) in [("A", a), ("B", b)] {
+            let heard = try WAVFile.read(path: side.speaker)
+            #expect(heard.format == Self.format)
+            let samples = heard.int16Samples
+            #expect(samples.count >= 16_000 * 2, "\(name)'s speaker file holds \(samples.count) samples")
+            let level = StreamTestSupport.level(samples[...])
+            let (correlation, lags) = Self.medianWindowCorrelation(input: input, heard: samples)
+            print("live \(name) heard: level \(level) dBFS, median window correlation \(correlation), lags \(lags)")
+            // Decoded speech at about the input's level (silence would be below -90 dBFS).
+            let inputLevel = StreamTestSupport.level(input.prefix(samples.count))
+            #expect(level > inputLevel - 6, "\(name) heard \(level) dBFS, the input is \(inputLevel) dBFS")
+            #expect(lags.count >= 3)
+            #expect(correlation > 0.7, "\(name)'s speaker does not carry the peer's speech (\(correlation))")
+            #expect(lags.allSatisfy { $0 > 0 && $0 < 8_000 })
+        }
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
+        .timeLimit(.minutes(1)))
+    func aPeerWithTheWrongKeyIsNeitherHeardNorLatched() async throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        var wrongB = keysB
+        wrongB.localKey = SRTPMasterKey.random(for: keysB.suite)  // A expects keysB.localKey
+        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        let transportB = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
+        let a = try Self.makeSide(
+            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: false, session: nil)
+        let b = try Self.makeSide(
+            name: "b", directory: dir, srtp: wrongB, transport: transportB, voiceProcessing: false, session: nil)
+        try a.call.start()
+        try b.call.start()
+        try await Task.sleep(for: .milliseconds(1_500))
+        let resultA = await a.call.stop()
+        let resultB = await b.call.stop()
+
+        #expect(!resultA.wasEstablished && !resultB.wasEstablished)
+        #expect(resultA.report.drops.counts.authenticationFailed > 20)
+        #expect(resultA.report.rtp.received == 0)
+        // A never learnt where to send: nothing left it, and B heard nothing.
+        #expect(resultA.transport.latches == 0 && resultA.transport.sent == 0)
+        #expect(resultA.statistics.datagramsNoRemote > 20)
+        #expect(resultB.report.rtp.received == 0 && resultB.transport.receivedRTP == 0)
+        #expect(!a.events.all.contains(.established))
+        let heard = try WAVFile.read(path: a.speaker).int16Samples
+        #expect(heard.count > 16_000 && heard.allSatisfy { $0 == 0 })
+    }
+
+    @Test func stoppingACallThatNeverStartedReportsNothingEstablished() async throws {
+        let transport = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        let capture = try NullAudioDevice(direction: .capture, format: Self.format, clocking: .realTime)
+        let playout = try NullAudioDevice(direction: .playout, format: Self.format, clocking: .realTime)
+        let call = try LiveCall(
+            configuration: StreamTestSupport.configuration(seed: 3), transport: transport, capture: capture,
+            playout: playout)
+        let result = await call.stop(cause: .rejected)
+        #expect(result.cause == .rejected && !result.wasEstablished)
+        #expect(result.report.rtp.packetsSent == 0 && result.statistics.ticks == 0)
+        #expect(throws: LiveCallError.self) { try call.start() }
+    }
+
+    @Test func devicesInDifferentFormatsAreRejected() async throws {
+        let transport = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        defer { Task { await transport.close() } }
+        let capture = try NullAudioDevice(direction: .capture, format: Self.format, clocking: .realTime)
+        let playout = try NullAudioDevice(
+            direction: .playout, format: AudioFormat(sampleRate: 48_000), clocking: .realTime)
+        #expect {
+            _ = try LiveCall(
+                configuration: StreamTestSupport.configuration(seed: 3), transport: transport, capture: capture,
+                playout: playout)
+        } throws: { error in
+            guard case LiveCallError.deviceMismatch(let reason) = error else { return false }
+            return reason.contains("48000") || reason.contains("48 kHz") || reason.contains("48")
+        }
+        #expect(throws: LiveCallError.self) {
+            _ = try LiveCall(
+                configuration: StreamTestSupport.configuration(seed: 3), transport: transport, capture: playout,
+                playout: capture)
+        }
+    }
+
+    @Test func cryptoLinesAndBase64KeysGiveMatchingStreamKeys() throws {
+        let ours = try LiveCallKeys.localAttribute(suite: .aesCM128HmacSHA1_80)
+        let theirs = try LiveCallKeys.localAttribute(suite: .aesCM128HmacSHA1_80)
+        #expect(ours.key != theirs.key)
+        // The peer pastes our printed line; we take theirs as a base64 key.
+        let pasted = try LiveCallKeys.remoteAttribute(line: "  " + ours.attributeLine + "\r\n", suite: .aeadAES128GCM)
+        #expect(pasted.key == ours.key && pasted.suite == .aesCM128HmacSHA1_80)
+        let base64 = Data(theirs.key.bytes).base64EncodedString()
+        let fromFlag = try LiveCallKeys.remoteAttribute(suite: .aesCM128HmacSHA1_80, base64Key: base64)
+        #expect(fromFlag.key == theirs.key)
+        let keys = try LiveCallKeys.streamKeys(local: ours, remote: fromFlag)
+        #expect(keys.localKey == ours.key && keys.remoteKey == theirs.key)
+        let givenLocal = try LiveCallKeys.localAttribute(suite: .aesCM128HmacSHA1_80, base64Key: base64)
+        #expect(givenLocal.key == theirs.key)
+
+        #expect(throws: SDESError.self) {
+            _ = try LiveCallKeys.remoteAttribute(suite: .aesCM128HmacSHA1_80, base64Key: "c2hvcnQ=")
+        }
+        #expect(throws: SDESError.self) {
+            _ = try LiveCallKeys.remoteAttribute(suite: .aesCM128HmacSHA1_80, base64Key: "not base64!")
+        }
+        #expect(throws: SDESError.self) {
+            _ = try LiveCallKeys.remoteAttribute(line: "a=rtpmap:111 opus/48000/2", suite: .aesCM128HmacSHA1_80)
+        }
+        let gcm = try LiveCallKeys.localAttribute(suite: .aeadAES128GCM)
+        #expect(throws: SDESError.self) { _ = try LiveCallKeys.streamKeys(local: ours, remote: gcm) }
+    }
+
+    @Test func deviceNamesParse() {
+        #expect(LiveDeviceName("null") == .null)
+        #expect(LiveDeviceName("file:/tmp/x.wav") == .file("/tmp/x.wav"))
+        #expect(LiveDeviceName("plughw:1,0") == .alsa("plughw:1,0"))
+        #expect(throws: LiveCallError.self) {
+            _ = try LiveDeviceName.openPair(microphone: .file("/nonexistent/mic.wav"), speaker: .null)
+        }
+    }
+}
