@@ -89,6 +89,7 @@ struct DemoCommand: ParsableCommand {
         let mode = options.realtime ? "real time" : "fast time"
         print("VoiceEngine demo call: A ⇄ B over UDP 127.0.0.1, \(options.srtpSuite.map { "SRTP \($0.rawValue)" } ?? "plain RTP"), \(mode)")
         print("network \(options.network.summary)")
+        fflush(nil)  // stdout before progress or errors on stderr
         let bar = ProgressReporter()
         let outcome: DemoCall.Outcome
         do {
