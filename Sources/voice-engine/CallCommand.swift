@@ -12,7 +12,9 @@ import VoiceEngine
 struct CallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "call",
-        abstract: "A real-time call with another voice-engine over UDP: --listen PORT on one side, --connect HOST:PORT on the other.",
+        abstract:
+            "A real-time call with another voice-engine over UDP: --listen PORT on one side, --connect HOST:PORT on "
+            + "the other.",
         discussion: """
             Media is Opus over RTP, protected with SRTP (SDES keys) unless --no-srtp, RTP and RTCP on one port; \
             each side sends to where the peer's authenticated packets come from (symmetric RTP), so the listener \
@@ -38,12 +40,17 @@ struct CallCommand: ParsableCommand {
     var connect: String?
     @Option(help: "Local IPv4 address to bind (default 0.0.0.0; the connecting side binds any free port).")
     var bind: String = "0.0.0.0"
-    @Option(help: ArgumentHelp("Listening side: send to this address before the peer's first packet.", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Listening side: send to this address before the peer's first packet.", valueName: "host:port"))
     var remote: String?
 
     @Flag(help: "Plain RTP, no encryption (both sides must agree).")
     var noSRTP = false
-    @Option(help: "SRTP suite of our key (AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, AES_256_CM_HMAC_SHA1_80, AEAD_AES_128_GCM, AEAD_AES_256_GCM).")
+    @Option(
+        help: ArgumentHelp(
+            "SRTP suite of our key: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, AES_256_CM_HMAC_SHA1_80, "
+                + "AEAD_AES_128_GCM or AEAD_AES_256_GCM (the peer must use the same)."))
     var suite: String = SRTPCryptoSuite.aesCM128HmacSHA1_80.rawValue
     @Option(help: "Our key material (key||salt, base64). Default: fresh random, printed as an a=crypto line.")
     var localKey: String?
@@ -337,13 +344,17 @@ enum CallRunner {
         let r = result.report
         let s = result.statistics
         func f(_ x: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", x) }
+        let received = r.rtp.expected > 0
         say(
-            "call ended (\(result.cause)) after \(f(r.durationSeconds)) s: sent \(r.rtp.packetsSent) RTP, received "
-                + "\(r.rtp.received) of \(r.rtp.expected) (lost \(r.rtp.lost)), jitter "
-                + "\(f(r.jitter.interarrivalMilliseconds)) ms, RTT "
-                + (r.rtt.meanMilliseconds.map { f($0) + " ms" } ?? "n/a")
-                + ", buffer \(f(r.jitterBuffer.meanDelayMilliseconds, 0)) ms, concealed "
-                + "\(f(r.jitterBuffer.concealmentRatio * 100)) %, MOS \(f(r.quality.mos, 2))")
+            "call ended (\(result.cause)) after \(f(r.durationSeconds)) s: sent \(s.datagramsSent) datagrams"
+                + (s.datagramsNoRemote > 0 ? " (\(s.datagramsNoRemote) held back before the peer was known)" : "")
+                + ", received \(r.rtp.received) of \(r.rtp.expected) RTP (lost \(r.rtp.lost))"
+                + (received
+                    ? ", jitter \(f(r.jitter.interarrivalMilliseconds)) ms, RTT "
+                        + (r.rtt.meanMilliseconds.map { f($0) + " ms" } ?? "n/a")
+                        + ", buffer \(f(r.jitterBuffer.meanDelayMilliseconds, 0)) ms, concealed "
+                        + "\(f(r.jitterBuffer.concealmentRatio * 100)) %, MOS \(f(r.quality.mos, 2))"
+                    : ""))
         say(
             "media thread: \(s.ticks) ticks (\(s.lateTicks) late), \(s.captureUnderruns) capture underruns, "
                 + "\(s.playoutOverflows) playout overflows; drops \(r.drops.total); devices: "

@@ -58,10 +58,10 @@ import VoiceEngine
         return (rr > 0 && tt > 0 ? rt / (rr * tt).squareRoot() : 0, lag)
     }
 
-    /// The median over 0.5 s windows of what the speaker played of each window of the input, each window aligned
+    /// The median over 0.25 s windows of what the speaker played of each window of the input, each window aligned
     /// on its own (the jitter buffer may stretch time between windows, so one global lag would understate it).
     static func medianWindowCorrelation(input: [Int16], heard: [Int16]) -> (median: Double, lags: [Int]) {
-        let window = 8_000
+        let window = 4_000
         var results: [(Double, Int)] = []
         var start = 0
         while start + window + 9_600 <= heard.count && start + window <= input.count {
@@ -156,9 +156,12 @@ import VoiceEngine
             // Decoded speech at about the input's level (silence would be below -90 dBFS).
             let inputLevel = StreamTestSupport.level(input.prefix(samples.count))
             #expect(level > inputLevel - 6, "\(name) heard \(level) dBFS, the input is \(inputLevel) dBFS")
-            #expect(lags.count >= 3)
-            #expect(correlation > 0.7, "\(name)'s speaker does not carry the peer's speech (\(correlation))")
-            #expect(lags.allSatisfy { $0 > 0 && $0 < 8_000 })
+            #expect(lags.count >= 6)
+            #expect(
+                correlation > 0.6, "\(name)'s speaker does not carry the peer's speech (\(correlation), lags \(lags))")
+            // Mouth-to-ear delay: the typical window's lag (a window of mostly pause may align anywhere).
+            let typicalLag = lags.sorted()[lags.count / 2]
+            #expect(typicalLag > 160 && typicalLag < 8_000, "lags \(lags)")
         }
     }
 

@@ -27,7 +27,8 @@ import VoiceSession
 /// enforces the optional media timeout.
 ///
 /// **Ownership.** The call owns the devices and the transport it is given: it starts them, and stops and closes
-/// them when it ends. It consumes the devices' `events` streams (single consumer).
+/// them when it ends. It consumes the devices' `events` streams (single consumer). A started call keeps itself
+/// alive until it is stopped: always end it with ``stop(cause:)``.
 ///
 /// **Established** means authenticated media both ways as this side can see it: the transport sent our RTP, and
 /// RTP from the peer passed SRTP authentication (or plain parsing without SRTP).
@@ -241,11 +242,15 @@ public final class LiveCall: @unchecked Sendable {
         guard isRunning else { return }
         switch event {
         case .interruptionBegan(let reason):
-            let first = control.withLock { $0.interruptedDevices.insert(direction).inserted && $0.interruptedDevices.count == 1 }
+            let first = control.withLock {
+                $0.interruptedDevices.insert(direction).inserted && $0.interruptedDevices.count == 1
+            }
             shared.paused.store(true, ordering: .releasing)
             if first { continuation.yield(.interruptionBegan(reason)) }
         case .interruptionEnded:
-            let last = control.withLock { $0.interruptedDevices.remove(direction) != nil && $0.interruptedDevices.isEmpty }
+            let last = control.withLock {
+                $0.interruptedDevices.remove(direction) != nil && $0.interruptedDevices.isEmpty
+            }
             if last {
                 shared.flushRequests.wrappingAdd(1, ordering: .releasing)
                 shared.paused.store(false, ordering: .releasing)
