@@ -47,4 +47,7 @@ int64_t cb_resample_loop(cb_resampler *resampler, const int16_t *input, int32_t 
 /// CLOCK_MONOTONIC in nanoseconds: the clock both sides are timed with.
 uint64_t cb_monotonic_ns(void);
 
+// The full-duplex pipeline loop (`voice-bench pipeline`).
+#include "cbaseline_pipeline.h"
+
 #endif

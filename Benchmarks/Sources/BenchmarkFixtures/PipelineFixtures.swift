@@ -1,0 +1,203 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VoiceEngine
+
+/// Settings and inputs of the full-duplex pipeline benchmark (`voice-bench pipeline`, `PipelineBenchmarks`): two
+/// `MediaStream`s calling each other in fast time, each one call leg with its send and receive chains.
+public enum PipelineFixtures {
+    /// Device rate of both legs' capture and playout blocks (a 48 kHz sound card, `MediaStreamConfiguration`'s
+    /// default), so each leg resamples 48 k → 16 k on capture and 16 k → 48 k on playout.
+    public static let deviceRate = 48_000
+    /// Processing rate: echo canceller, preprocessor, Opus.
+    public static let processingRate = 16_000
+    /// Opus bitrate and complexity (`MediaStreamConfiguration.defaultOpus`: voip, 20 ms, VBR, FEC off, DTX off).
+    public static let bitrate = 32_000
+    public static let complexity = 5
+    /// Echo path of each leg's microphone: the *other* talker's original speech, 200 ms later, at −10 dB. In
+    /// the reference that arrives from the network (the peer's processed, coded, jitter-buffered speech) this sits
+    /// ~100-150 ms after playout, inside the canceller's 500 ms search range, so the delay estimator finds it,
+    /// aligns, and the adaptive filter tracks it as in a call with a loudspeaker.
+    public static let echoDelaySeconds = 0.2
+    public static let echoGain = 0.316
+    /// Payload type, SSRCs and SRTP suite of the two legs.
+    public static let payloadType: UInt8 = 111
+    public static let ssrcA: UInt32 = 0xA11C_E001
+    public static let ssrcB: UInt32 = 0xB0B0_0002
+    public static let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
+
+    /// Deterministic 30-byte master keys (key ‖ salt) of leg A and leg B.
+    public static func key(_ leg: UInt8) -> SRTPMasterKey {
+        SRTPMasterKey(bytes: (0..<UInt8(suite.keyMaterialLength)).map { $0 &* 37 &+ leg &* 101 &+ 1 })
+    }
+
+    /// The echo canceller a call runs: defaults (100 ms tail after alignment, GCC-PHAT delay alignment, drift
+    /// tracking, residual-echo suppression, noise suppression −15 dB, VAD) or, with `sameCallsOnly`, alignment and
+    /// drift compensation off so that the leg makes exactly the library calls of the C loop (MDF, impulse-response
+    /// read every 250 ms, preprocessor) and no Swift-only DSP.
+    public static func echoCanceller(sameCallsOnly: Bool) -> EchoCancellerConfiguration {
+        sameCallsOnly
+            ? EchoCancellerConfiguration(alignDelay: false, compensateDrift: false)
+            : EchoCancellerConfiguration()
+    }
+
+    /// One leg's stream configuration; `local` and `remote` pick the keys and SSRCs ("A" calls "B").
+    public static func configuration(isA: Bool, sameCallsOnly: Bool) -> MediaStreamConfiguration {
+        MediaStreamConfiguration(
+            opus: MediaStreamConfiguration.defaultOpus, processingRate: processingRate,
+            deviceFormat: AudioFormat(sampleRate: deviceRate), jitterBuffer: .adaptive(),
+            srtp: MediaStreamSRTP(suite: suite, localKey: key(isA ? 1 : 2), remoteKey: key(isA ? 2 : 1)),
+            voiceProcessing: true, echoCanceller: echoCanceller(sameCallsOnly: sameCallsOnly),
+            payloadType: payloadType, ssrc: isA ? ssrcA : ssrcB, remoteSSRC: isA ? ssrcB : ssrcA,
+            seed: isA ? 0xA : 0xB)
+    }
+
+    /// Both microphones at the device rate, `Fixtures.seconds` long: leg A hears the speech-like signal with seed
+    /// `Fixtures.seed`, leg B the one with the next seed, each plus the other's echo (see `echoDelaySeconds`).
+    public static func microphones() -> (a: FixedBuffer<Int16>, b: FixedBuffer<Int16>) {
+        let near = [Fixtures.seed, Fixtures.seed &+ 1].map {
+            SignalGenerator.speechLike(sampleRate: deviceRate, seconds: Fixtures.seconds, seed: $0)
+        }
+        let count = near[0].count
+        let delay = Int(echoDelaySeconds * Double(deviceRate))
+        func mic(_ own: Int) -> FixedBuffer<Int16> {
+            let other = near[1 - own]
+            var mixed = near[own]
+            for i in 0..<count { mixed[i] += Float(echoGain) * other[(i - delay + count) % count] }
+            return FixedBuffer(copying: SignalGenerator.toInt16(mixed))
+        }
+        return (mic(0), mic(1))
+    }
+}
+
+/// Keeps the last RTP datagram a stream sent (copied into a preallocated buffer) for the peer to receive.
+public final class PipelinePacketSlot: MediaPacketSink {
+    public let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
+    public private(set) var length = 0
+
+    public init() {}
+    deinit { bytes.deallocate() }
+
+    public func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
+        guard kind == .rtp, datagram.count <= bytes.count else { return }
+        UnsafeMutableRawBufferPointer(rebasing: bytes[0..<datagram.count]).copyMemory(from: datagram)
+        length = datagram.count
+    }
+
+    public var datagram: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[0..<length]) }
+}
+
+/// Time spent per operation, in CLOCK_MONOTONIC nanoseconds, summed over both legs.
+public struct PipelineOperationTimes: Sendable {
+    /// `processCapture` calls: resample, echo canceller + preprocessor, and every 20 ms encode, packetize, protect.
+    public var capture: UInt64 = 0
+    /// `receiveDatagram` calls: copy, unprotect, parse, statistics, jitter-buffer insert.
+    public var receive: UInt64 = 0
+    /// `renderPlayout` calls: jitter-buffer tick (decode), far-end reference, resample.
+    public var playout: UInt64 = 0
+    public init() {}
+}
+
+/// Two `MediaStream`s calling each other over a loopback with SRTP, stepped in fast time. One step is 20 ms of
+/// a call for both legs: per 10 ms tick `a.renderPlayout`, `a.processCapture`, `b.renderPlayout`,
+/// `b.processCapture` (the order a duplex sound card's callback runs them); then B receives A's packet and A
+/// receives B's (arrival = now: no network delay). RTCP is not polled (it builds arrays, a few packets per 5 s).
+/// `cb_pipeline_pair_loop` in CBaseline is the same loop over the C library calls.
+public final class PipelineLoopback {
+    public let a: MediaStream
+    public let b: MediaStream
+    public let slotA = PipelinePacketSlot()
+    public let slotB = PipelinePacketSlot()
+    /// The microphones, contiguous (what the C loop reads), and as the device frames handed to the streams.
+    public let micA: FixedBuffer<Int16>
+    public let micB: FixedBuffer<Int16>
+    let framesA: [AudioFrame]
+    let framesB: [AudioFrame]
+    public let deviceBlock: Int
+    public var blockCount: Int { framesA.count }
+    var speakerA: AudioFrame
+    var speakerB: AudioFrame
+    /// Index of the next microphone block.
+    public private(set) var nextBlock = 0
+    var now = MediaTime.zero
+
+    public init(sameCallsOnly: Bool) throws(MediaStreamError) {
+        let format = AudioFormat(sampleRate: PipelineFixtures.deviceRate)
+        a = try MediaStream(
+            configuration: PipelineFixtures.configuration(isA: true, sameCallsOnly: sameCallsOnly), sink: slotA)
+        b = try MediaStream(
+            configuration: PipelineFixtures.configuration(isA: false, sameCallsOnly: sameCallsOnly), sink: slotB)
+        (micA, micB) = PipelineFixtures.microphones()
+        let block = format.samplesPerBlock
+        deviceBlock = block
+        func frames(_ pcm: FixedBuffer<Int16>) -> [AudioFrame] {
+            (0..<(pcm.count / block)).map {
+                AudioFrame(format: format, samples: Array(pcm.slice($0 * block, block)))
+            }
+        }
+        framesA = frames(micA)
+        framesB = frames(micB)
+        speakerA = AudioFrame(format: format)
+        speakerB = AudioFrame(format: format)
+    }
+
+    /// Runs `steps` 20 ms steps, adding the time of each operation to `times`; returns a checksum of the audio
+    /// played (so the work cannot be optimised away).
+    public func run(_ steps: Int, times: inout PipelineOperationTimes) -> Int {
+        var sum = 0
+        var capture: UInt64 = 0
+        var receive: UInt64 = 0
+        var playout: UInt64 = 0
+        var t = monotonicNanoseconds()
+        var u: UInt64
+        for _ in 0..<steps {
+            for _ in 0..<2 {
+                a.renderPlayout(into: &speakerA, now: now)
+                u = monotonicNanoseconds()
+                playout &+= u &- t
+                t = u
+                a.processCapture(framesA[nextBlock], now: now)
+                u = monotonicNanoseconds()
+                capture &+= u &- t
+                t = u
+                sum &+= speakerA.withUnsafeSamples { Int($0[0]) }
+                b.renderPlayout(into: &speakerB, now: now)
+                u = monotonicNanoseconds()
+                playout &+= u &- t
+                t = u
+                b.processCapture(framesB[nextBlock], now: now)
+                u = monotonicNanoseconds()
+                capture &+= u &- t
+                t = u
+                sum &+= speakerB.withUnsafeSamples { Int($0[0]) }
+                nextBlock += 1
+                if nextBlock == framesA.count { nextBlock = 0 }
+                now = now + .milliseconds(10)
+            }
+            b.receiveDatagram(slotA.datagram, arrival: now)
+            a.receiveDatagram(slotB.datagram, arrival: now)
+            u = monotonicNanoseconds()
+            receive &+= u &- t
+            t = u
+            sum &+= slotA.length &+ slotB.length
+        }
+        times.capture &+= capture
+        times.receive &+= receive
+        times.playout &+= playout
+        return sum
+    }
+
+    /// Runs `steps` steps without reporting the per-operation times (the allocation suite).
+    public func run(_ steps: Int) -> Int {
+        var times = PipelineOperationTimes()
+        return run(steps, times: &times)
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock the C loop reads the same way.
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
+}
