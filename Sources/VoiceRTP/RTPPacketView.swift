@@ -79,7 +79,10 @@ public struct RTPPacketView {
                     continue
                 }
                 let id = b >> 4
-                if id == 15 {
+                // ID 15 ends processing (RFC 8285 4.2). ID 0 is reserved for padding, which is the byte 0 only: an
+                // ID 0 with a non-zero length field is not an element either, so it ends processing too (as
+                // libwebrtc does); it must not become an element RTPHeader would keep and could not serialize.
+                if id == 15 || id == 0 {
                     if options.rejectReservedExtensionID { throw .reservedExtensionID(id) }
                     return pos
                 }

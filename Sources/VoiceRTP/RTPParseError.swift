@@ -15,7 +15,8 @@ public enum RTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     case emptyPaddingCount
     /// An RFC 8285 element runs past the end of the header extension.
     case extensionElementOverrun(id: UInt8, offset: Int)
-    /// An RFC 8285 one-byte element uses ID 15, reserved by RFC 8285 4.2 (only with strict parsing).
+    /// An RFC 8285 one-byte element uses ID 15, or ID 0 with a non-zero length, both reserved by RFC 8285 4.2
+    /// (only with strict parsing).
     case reservedExtensionID(UInt8)
 
     public var description: String {
@@ -42,7 +43,8 @@ public enum RTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// How strictly an RTP packet is checked.
 public struct RTPParseOptions: Sendable, Hashable {
-    /// RFC 8285 4.2 says a one-byte element with ID 15 ends extension processing (elements before it still count).
+    /// RFC 8285 4.2 says a one-byte element with ID 15 ends extension processing (elements before it still count);
+    /// so does a reserved ID 0 with a non-zero length.
     /// When `true`, such a packet is rejected with ``RTPParseError/reservedExtensionID(_:)`` instead.
     public var rejectReservedExtensionID: Bool
 

@@ -1,0 +1,2 @@
+// Intentionally empty: the header declares a function the libFuzzer runtime (-sanitize=fuzzer) defines.
+#include "CFuzzerDriver.h"
