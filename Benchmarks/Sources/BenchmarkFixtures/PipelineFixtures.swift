@@ -41,12 +41,13 @@ public enum PipelineFixtures {
             : EchoCancellerConfiguration()
     }
 
-    /// One leg's stream configuration; `local` and `remote` pick the keys and SSRCs ("A" calls "B").
-    public static func configuration(isA: Bool, sameCallsOnly: Bool) -> MediaStreamConfiguration {
+    /// One leg's stream configuration: leg A or leg B (keys and SSRCs), with SRTP or plain RTP (`srtp: false`
+    /// only for the allocation suite's check of everything but libsrtp).
+    public static func configuration(isA: Bool, sameCallsOnly: Bool, srtp: Bool = true) -> MediaStreamConfiguration {
         MediaStreamConfiguration(
             opus: MediaStreamConfiguration.defaultOpus, processingRate: processingRate,
             deviceFormat: AudioFormat(sampleRate: deviceRate), jitterBuffer: .adaptive(),
-            srtp: MediaStreamSRTP(suite: suite, localKey: key(isA ? 1 : 2), remoteKey: key(isA ? 2 : 1)),
+            srtp: srtp ? MediaStreamSRTP(suite: suite, localKey: key(isA ? 1 : 2), remoteKey: key(isA ? 2 : 1)) : nil,
             voiceProcessing: true, echoCanceller: echoCanceller(sameCallsOnly: sameCallsOnly),
             payloadType: payloadType, ssrc: isA ? ssrcA : ssrcB, remoteSSRC: isA ? ssrcB : ssrcA,
             seed: isA ? 0xA : 0xB)
@@ -121,12 +122,17 @@ public final class PipelineLoopback {
     public private(set) var nextBlock = 0
     var now = MediaTime.zero
 
-    public init(sameCallsOnly: Bool) throws(MediaStreamError) {
+    /// - Parameters:
+    ///   - sameCallsOnly: the echo canceller without delay alignment and drift tracking (see `PipelineFixtures`).
+    ///   - srtp: SRTP on (the benchmark) or plain RTP (to show what allocates besides libsrtp).
+    public init(sameCallsOnly: Bool, srtp: Bool = true) throws(MediaStreamError) {
         let format = AudioFormat(sampleRate: PipelineFixtures.deviceRate)
         a = try MediaStream(
-            configuration: PipelineFixtures.configuration(isA: true, sameCallsOnly: sameCallsOnly), sink: slotA)
+            configuration: PipelineFixtures.configuration(isA: true, sameCallsOnly: sameCallsOnly, srtp: srtp),
+            sink: slotA)
         b = try MediaStream(
-            configuration: PipelineFixtures.configuration(isA: false, sameCallsOnly: sameCallsOnly), sink: slotB)
+            configuration: PipelineFixtures.configuration(isA: false, sameCallsOnly: sameCallsOnly, srtp: srtp),
+            sink: slotB)
         (micA, micB) = PipelineFixtures.microphones()
         let block = format.samplesPerBlock
         deviceBlock = block

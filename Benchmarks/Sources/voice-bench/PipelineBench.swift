@@ -36,7 +36,27 @@ struct PipelineBench: ParsableCommand {
     @Option(help: "20 ms steps run on both sides before measuring (echo canceller aligned, jitter buffer settled).")
     var warmUpSteps = 500
 
+    @Option(help: "Profiling aid: run only this side (swift or c) for --profile-steps steps after the warm-up, then exit.")
+    var profile: String?
+
+    @Option(help: "Steps (20 ms, both legs) of the --profile run.")
+    var profileSteps = 500
+
+    @Flag(help: "With --profile: the sameCalls configuration (no delay alignment or drift tracking).")
+    var sameCalls = false
+
     mutating func run() throws {
+        if let side = profile {
+            // For `valgrind --tool=callgrind`: the instructions of N steps are the difference between two runs
+            // with different --profile-steps (the warm-up and setup cancel out).
+            guard side == "swift" || side == "c" else { throw ValidationError("--profile takes swift or c") }
+            let pair = try PipelinePair(sameCallsOnly: sameCalls)
+            pair.warmUp(steps: warmUpSteps)
+            _ = cb_thread_cpu_ns()  // a marker: a debugger breaks here to watch (e.g. malloc) only the profiled steps
+            let checksum = side == "swift" ? pair.runSwift(profileSteps).total : pair.runC(profileSteps).total
+            print("profiled \(profileSteps) steps of \(side) (\(checksum > 0 ? "ok" : "?"))")
+            return
+        }
         print(
             "voice-bench pipeline: full-duplex leg per 20 ms, MediaStream vs plain C loop, same calls and input; "
                 + "median of \(options.rounds) alternating rounds")
