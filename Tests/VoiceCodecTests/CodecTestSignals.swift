@@ -1,5 +1,6 @@
 import Foundation
 import VoiceCodec
+import VoiceTestSupport
 
 /// Deterministic signals and measurements for the codec tests (kept local so this target depends on nothing but
 /// VoiceCodec).
@@ -55,22 +56,9 @@ enum CodecTestSignals {
         return out
     }
 
-    /// SplitMix64: a small seeded generator so loss patterns are reproducible.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// White noise in -amplitude...amplitude.
     static func noise(count: Int, amplitude: Int16, seed: UInt64) -> [Int16] {
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         return (0..<count).map { _ in Int16.random(in: -amplitude...amplitude, using: &rng) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceCodec
+import VoiceTestSupport
 
 /// In-band FEC, concealment and DTX with real libopus.
 @Suite struct OpusFECAndDTXTests {
@@ -13,7 +14,7 @@ import VoiceCodec
     /// Seeded single-packet losses (never two in a row, never the first frames or the last packet) so that each
     /// lost frame has a next packet to recover from.
     static func lossPattern(frames: Int, seed: UInt64) -> Set<Int> {
-        var rng = CodecTestSignals.SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var lost = Set<Int>()
         var index = 5
         while index < frames - 1 {

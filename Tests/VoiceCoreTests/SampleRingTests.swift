@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VoiceCore
+import VoiceTestSupport
 
 @Suite struct SampleRingTests {
     @Test func readsBackWhatWasWrittenInOrder() {

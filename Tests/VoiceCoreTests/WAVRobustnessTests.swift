@@ -1,5 +1,6 @@
 import Testing
 import VoiceCore
+import VoiceTestSupport
 
 /// Malformed files must come back as a value or a `WAVError`, never a trap: a crash here kills the test run.
 @Suite struct WAVRobustnessTests {

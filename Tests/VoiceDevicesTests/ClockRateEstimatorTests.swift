@@ -2,6 +2,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceDevices
+import VoiceTestSupport
 
 @Suite struct ClockRateEstimatorTests {
     /// A device running `ppm` fast, observed every 10 ms for `seconds`, each timestamp jittered by up to
@@ -10,7 +11,7 @@ import VoiceCore
         -> ClockRateEstimator
     {
         var estimator = ClockRateEstimator(nominalRate: nominal)
-        var random = SplitMix64(state: seed)
+        var random = SplitMix64(seed: seed)
         let actual = nominal * (1 + ppm * 1e-6)
         let period = Int64(nominal / 100)
         let start: Int64 = 123_456_789_000

@@ -2,6 +2,7 @@ import Foundation
 import VoiceCore
 
 @testable import VoiceDevices
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -13,16 +14,8 @@ func temporaryPath(_ name: String) -> String {
     return "\(dir)/voicedevices-\(getpid())-\(UInt64.random(in: 0...UInt64.max))-\(name)"
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64), so synthetic inputs are the same on every run.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Sample-shaped draws from the shared seeded generator, so synthetic inputs are the same on every run.
+extension SplitMix64 {
     /// Uniform in [-1, 1).
     mutating func nextSigned() -> Double { Double(next() >> 11) / Double(1 << 52) - 1 }
     mutating func nextSample() -> Int16 { Int16(truncatingIfNeeded: next()) }

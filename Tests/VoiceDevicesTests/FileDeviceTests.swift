@@ -3,6 +3,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceDevices
+import VoiceTestSupport
 
 @Suite struct FileDeviceTests {
     func writeInputWAV(samples: [Int16], format: AudioFormat) throws -> String {
@@ -12,7 +13,7 @@ import VoiceCore
     }
 
     @Test func wavMicrophoneDeliversExactSamplesThenSilenceAndEndEvent() async throws {
-        var random = SplitMix64(state: 42)
+        var random = SplitMix64(seed: 42)
         let format = AudioFormat.mono16k
         let input = (0..<(160 * 3 + 70)).map { _ in random.nextSample() }  // 3 periods and a bit
         let path = try writeInputWAV(samples: input, format: format)
@@ -75,7 +76,7 @@ import VoiceCore
     }
 
     @Test func speakerWAVHoldsExactlyWhatWasPlayed() throws {
-        var random = SplitMix64(state: 9)
+        var random = SplitMix64(seed: 9)
         let format = AudioFormat(sampleRate: 48_000, channels: 2)
         let path = temporaryPath("speaker.wav")
         defer { unlink(path) }

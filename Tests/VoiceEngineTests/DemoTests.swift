@@ -160,7 +160,12 @@ private let haveSpeech =
         let reportedLoss = report.directions.map(\.lost).reduce(0, +)
         #expect(totalLoss >= reportedLoss, "the receivers cannot see more loss than the network made")
         #expect(report.timeline.count == 2 * 25 && report.intervals.count == 2 * 25)
-        #expect(report.directions[1].erleDecibels != nil && report.directions[0].erleDecibels == nil)
+        #expect(report.directions[0].erleDecibels == nil, "A has no echo path")
+        // 2.5 s is A's first turn: B only listens, so its microphone is pure echo and its canceller must remove
+        // some of it (a canceller doing nothing gives about 0 dB).
+        #expect(report.configuration.conversation == "turns of 2.5 s")
+        let erle = try #require(report.directions[1].erleDecibels)
+        #expect(erle > 2, "B's echo canceller at work, ERLE \(erle) dB")
 
         let html = try String(contentsOfFile: files.html, encoding: .utf8)
         #expect(html.components(separatedBy: "<svg").count - 1 >= 5)
@@ -220,6 +225,7 @@ private let haveSpeech =
             (["--duration", "0"], "--duration"),
             (["--jitter-buffer", "magic"], "--jitter-buffer magic: use adaptive or speexdsp"),
             (["--input-a", "/nonexistent/a.wav"], "no such file"),
+            (["--turns", "0.1"], "--turns: 0.1 must be within 0.2...600 seconds"),
         ]
         for (flags, message) in cases {
             let result = try run(["demo", "--out", NSTemporaryDirectory() + "/demo-bad-flags"] + flags, seconds: 30)

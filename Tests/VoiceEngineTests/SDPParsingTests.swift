@@ -218,7 +218,7 @@ enum SDPSamples {
     /// Thousands of mutated peer SDPs (bytes flipped, lines cut, dropped or duplicated): each one parses or is
     /// rejected with an SDPError, and whatever parses can be answered or refused with an SDPError — never a crash.
     @Test func mutatedSamplesParseOrFailWithATypedError() {
-        var generator = TransportTests.SeededGenerator(state: 0xBADC0DE)
+        var generator = SeededGenerator(seed: 0xBADC0DE)
         let samples = [SDPSamples.browserOffer, SDPSamples.asteriskOffer, SDPSamples.baresipOffer]
         let local = AudioCapabilities(address: "127.0.0.1", port: 4000, srtp: .optional([.aesCM128HmacSHA1_80]))
         var parsed = 0, rejected = 0

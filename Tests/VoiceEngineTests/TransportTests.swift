@@ -4,18 +4,6 @@ import VoiceEngine
 /// Real UDP sockets on 127.0.0.1. Every wait is bounded (at most ~4 s of 2 ms polls) and only used to let the event
 /// loop deliver what was sent; nothing asserts on time.
 @Suite struct TransportTests {
-    /// A deterministic generator for the garbage datagrams (SplitMix64).
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func rtp(sequence: UInt16, payloadType: UInt8 = 111, payload: Int = 40) -> [UInt8] {
         var p: [UInt8] = [0x80, payloadType, UInt8(sequence >> 8), UInt8(truncatingIfNeeded: sequence)]
         p += [0, 0, 0x03, 0xC0, 0x12, 0x34, 0x56, 0x78]
@@ -156,7 +144,7 @@ import VoiceEngine
         #expect(Self.drain(.rtp, b).map(\.0.count) == [1200])
 
         // Random datagrams of random sizes: every one is accounted for, the transport keeps working.
-        var generator = SeededGenerator(state: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         for _ in 0..<300 {
             let length = Int.random(in: 0...1600, using: &generator)
             _ = Self.send((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }, from: a)

@@ -1,6 +1,7 @@
 import Testing
 import VoiceCore
 import VoiceRTP
+import VoiceTestSupport
 
 @Suite struct RTCPIntervalTests {
     @Test func smallSessionUsesTheMinimumHalvedInitially() {

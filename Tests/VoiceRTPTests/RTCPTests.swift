@@ -1,5 +1,6 @@
 import Testing
 import VoiceRTP
+import VoiceTestSupport
 
 @Suite struct RTCPTests {
     let block = RTCPReportBlock(

@@ -1,5 +1,6 @@
 import Testing
 import VoiceRTP
+import VoiceTestSupport
 
 @Suite struct RTPPacketTests {
     /// V=2, PT=111, seq 0x1234, ts 960, SSRC 0xDEADBEEF, 3-byte payload.

@@ -1,5 +1,6 @@
 import Testing
 import VoiceSRTP
+import VoiceTestSupport
 
 @Suite struct SDESTests {
     /// RFC 4568 §5.1 example key (30 bytes for AES_CM_128_HMAC_SHA1_80).
@@ -152,19 +153,6 @@ import VoiceSRTP
             }
         }
         #expect(accepted < 5000, "mutations must be able to break the line")
-    }
-}
-
-/// A small deterministic generator for mutation tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -2,6 +2,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceSession
+import VoiceTestSupport
 
 /// What the devices would be doing if the engine carried out every effect in order: the invariants are checked
 /// on this model, so they test the effect sequences, not just the derived flags.
@@ -26,7 +27,7 @@ private struct DeviceModel {
 }
 
 @Suite struct SessionPropertyTests {
-    private static func randomEvent(_ rng: inout SplitMix) -> SessionEvent {
+    private static func randomEvent(_ rng: inout SplitMix64) -> SessionEvent {
         let calls: [CallID] = ["A", "B"]
         switch Int.random(in: 0..<16, using: &rng) {
         case 0: return .engineStarted
@@ -49,7 +50,7 @@ private struct DeviceModel {
     }
 
     /// Random steps of time: mostly short, sometimes past the timeout.
-    private static func randomStep(_ rng: inout SplitMix) -> MediaTime {
+    private static func randomStep(_ rng: inout SplitMix64) -> MediaTime {
         switch Int.random(in: 0..<10, using: &rng) {
         case 0: .milliseconds(Int64.random(in: 25_000...45_000, using: &rng))
         case 1: .zero
@@ -59,7 +60,7 @@ private struct DeviceModel {
 
     @Test(arguments: 0..<40)
     func invariantsHoldOverRandomEventSequences(seed: Int) {
-        var rng = SplitMix(state: UInt64(seed) &* 0x2545_F491_4F6C_DD1D &+ 1)
+        var rng = SplitMix64(seed: UInt64(seed) &* 0x2545_F491_4F6C_DD1D &+ 1)
         let timeout = MediaTime.milliseconds([30_000, 10_000, 5_000].randomElement(using: &rng)!)
         var s = AudioSessionState(configuration: AudioSessionConfiguration(interruptionTimeout: timeout))
         var devices = DeviceModel()

@@ -3,6 +3,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceSession
+import VoiceTestSupport
 
 @Suite struct SoundFileTests {
     private static func sine(_ frequency: Double, rate: Int, count: Int, amplitude: Double = 12_000) -> [Int16] {
@@ -64,7 +65,7 @@ import VoiceCore
         let eightBit = try raw(Self.patchedPCM(bits: 8, blockAlign: 1), "8bit.wav")
         let mp3 = try raw(Self.patchedPCM(formatTag: 0x0055), "mp3.wav")
         let alaw = try raw(Self.patchedPCM(formatTag: 0x0006, bits: 8, blockAlign: 1), "alaw.wav")
-        var rng = SplitMix(state: 7)
+        var rng = SplitMix64(seed: 7)
         let garbage = try raw((0..<500).map { _ in UInt8.random(in: 0...255, using: &rng) }, "garbage.wav")
         let truncated = try raw(Array(try Self.patchedPCM().prefix(30)), "truncated.wav")
 
@@ -113,7 +114,7 @@ import VoiceCore
     /// At the device's own rate the looped output is the file repeated, sample for sample, across 10 ms blocks
     /// that do not line up with the file's length.
     @Test func loopAtDeviceRateIsTheFileRepeatedExactly() throws {
-        var rng = SplitMix(state: 42)
+        var rng = SplitMix64(seed: 42)
         let samples = (0..<1_234).map { _ in Int16.random(in: -20_000...20_000, using: &rng) }
         let controller = AudioController(deviceFormat: .mono16k)
         try controller.startPlayingSoundFile(SoundFile(wav: WAVFile(format: .mono16k, samples: samples)), loop: true)
