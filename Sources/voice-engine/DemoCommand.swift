@@ -17,8 +17,8 @@ struct DemoCommand: ParsableCommand {
             A and B run in one process, each with its own UDP socket on 127.0.0.1 and its own media stream \
             (echo cancellation, noise suppression, Opus 32 kb/s in 20 ms packets, RTP/RTCP multiplexed, SRTP \
             AES_CM_128_HMAC_SHA1_80 with keys exchanged as a=crypto lines, adaptive jitter buffer). A says \
-            TestVectors/speech_like_16k.wav, B says TestVectors/speech_like_16k_b.wav, and B's loudspeaker leaks \
-            into B's microphone (40 ms, -6 dB room), so B's echo canceller is at work. Every datagram goes over UDP; \
+            TestVectors/speech_like_16k.wav, B says TestVectors/speech_like_16k_b.wav, taking turns of 2.5 s \
+            (--turns, or --double-talk for both at once), and B's loudspeaker leaks into B's microphone (40 ms, -6 dB room), so B's echo canceller is at work. Every datagram goes over UDP; \
             a network simulator decides which ones the network loses and when each arrives.
 
             Network profiles (both directions, separate seeds; --loss and --jitter override the profile's figures):
@@ -48,6 +48,10 @@ struct DemoCommand: ParsableCommand {
     var noSRTP = false
     @Option(help: "Jitter buffer: adaptive or speexdsp.")
     var jitterBuffer: String = "adaptive"
+    @Option(help: "Turn length in seconds: A and B take turns (A first), so B's echo canceller sees single talk.")
+    var turns: Double = 2.5
+    @Flag(help: "Both talk all the time (continuous double talk) instead of taking turns.")
+    var doubleTalk = false
     @Option(help: "What A says (mono WAV, 8-48 kHz).")
     var inputA: String = DemoCall.defaultInputA
     @Option(help: "What B says (mono WAV, 8-48 kHz).")
@@ -77,7 +81,8 @@ struct DemoCommand: ParsableCommand {
         }
         let options = DemoCall.Options(
             inputA: inputA, inputB: inputB, durationSeconds: duration, outputDirectory: out, network: network,
-            seed: seed, realtime: realtime, srtpSuite: noSRTP ? nil : .aesCM128HmacSHA1_80, jitterBuffer: strategy)
+            seed: seed, realtime: realtime, srtpSuite: noSRTP ? nil : .aesCM128HmacSHA1_80, jitterBuffer: strategy,
+            turnSeconds: doubleTalk ? nil : turns)
         do { try options.validate() } catch { throw ValidationError(error.description) }
         return options
     }

@@ -57,12 +57,16 @@ public enum DemoCall {
         public var jitterBuffer: MediaStreamJitterBuffer
         /// The loudspeaker-to-microphone path at B, or nil for none.
         public var echoPathB: Bool
+        /// A conversation in turns of this many seconds (A talks first, then B, and so on; 20 ms fades at the
+        /// turn changes), so B's echo canceller sees single talk while B listens and its ERLE means something.
+        /// nil: both talk all the time (continuous double talk).
+        public var turnSeconds: Double?
 
         public init(
             inputA: String = DemoCall.defaultInputA, inputB: String = DemoCall.defaultInputB,
             durationSeconds: Double? = nil, outputDirectory: String = "demo-out", network: DemoNetworkProfile = .wifi,
             seed: UInt64 = 1, realtime: Bool = false, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80,
-            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), echoPathB: Bool = true
+            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), echoPathB: Bool = true, turnSeconds: Double? = 2.5
         ) {
             self.inputA = inputA
             self.inputB = inputB
@@ -74,6 +78,7 @@ public enum DemoCall {
             self.srtpSuite = srtpSuite
             self.jitterBuffer = jitterBuffer
             self.echoPathB = echoPathB
+            self.turnSeconds = turnSeconds
         }
 
         /// Checks the options that do not need the files.
@@ -83,6 +88,9 @@ public enum DemoCall {
                 throw .invalidOption("--duration", "\(d) must be within 0.5...3600 seconds")
             }
             try network.validate()
+            if let t = turnSeconds, !(t >= 0.2 && t <= 600) {
+                throw .invalidOption("--turns", "\(t) must be within 0.2...600 seconds")
+            }
             if outputDirectory.isEmpty { throw .invalidOption("--out", "needs a folder path") }
         }
     }
@@ -150,6 +158,8 @@ public enum DemoCall {
         public var packetTimeMilliseconds: Int
         /// B's echo path: direct-sound delay and gain, and the number of taps (nil: no echo path).
         public var echoPathB: EchoPathSummary?
+        /// `turns of 2.5 s` or `double talk`.
+        public var conversation: String
         /// Where the two sockets were bound.
         public var endpointA: String
         public var endpointB: String
@@ -247,8 +257,12 @@ public enum DemoCall {
         let durationMilliseconds =
             options.durationSeconds.map { Int(($0 * 1000 / 10).rounded(.up)) * 10 }
             ?? Int((inputSeconds * 1000 / 10).rounded(.up)) * 10 + drainMilliseconds
-        let samplesA = looped(fileA.int16Samples, to: durationMilliseconds * rateA / 1000)
-        let samplesB = looped(fileB.int16Samples, to: durationMilliseconds * rateB / 1000)
+        var samplesA = looped(fileA.int16Samples, to: durationMilliseconds * rateA / 1000)
+        var samplesB = looped(fileB.int16Samples, to: durationMilliseconds * rateB / 1000)
+        if let turn = options.turnSeconds {
+            samplesA = inTurns(samplesA, rate: rateA, turnSeconds: turn, speaksFirst: true)
+            samplesB = inTurns(samplesB, rate: rateB, turnSeconds: turn, speaksFirst: false)
+        }
 
         // Keys: each side offers its own a=crypto line and learns the peer's by parsing the peer's line.
         var srtpA: MediaStreamSRTP?
@@ -340,6 +354,7 @@ public enum DemoCall {
             echoPathB: echo.map {
                 EchoPathSummary(delayMilliseconds: echoDelay, gainDecibels: echoGain, taps: $0.taps.count)
             },
+            conversation: options.turnSeconds.map { "turns of \(String(format: "%g", $0)) s" } ?? "double talk",
             endpointA: path.endpoint(of: .a).description, endpointB: path.endpoint(of: .b).description)
         let directions = [
             summary(
@@ -398,6 +413,21 @@ public enum DemoCall {
             throw .badInput(path: path, reason: "shorter than 100 ms")
         }
         return file
+    }
+
+    /// `samples` kept only in this talker's turns (turn k belongs to the first talker when k is even), with 20 ms
+    /// fades at each turn change so the gating does not click.
+    static func inTurns(_ samples: [Int16], rate: Int, turnSeconds: Double, speaksFirst: Bool) -> [Int16] {
+        let turn = turnSeconds * Double(rate)
+        let fade = 0.02 * Double(rate)
+        return samples.enumerated().map { n, sample in
+            let position = Double(n) / turn
+            let k = Int(position)
+            guard (k % 2 == 0) == speaksFirst else { return 0 }
+            let intoTurn = (position - Double(k)) * turn
+            let gain = min(1, intoTurn / fade, (turn - intoTurn) / fade)
+            return Int16((Double(sample) * max(0, gain)).rounded())
+        }
     }
 
     /// `samples` repeated until `count` (or unchanged when long enough: the call pads with silence).
