@@ -52,17 +52,6 @@ enum WAVBytes {
     }
 }
 
-/// Where the shared, read-only recordings live (../shared/testdata next to the repository), if present.
-enum SharedTestData {
-    static let root: String = {
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return repo.deletingLastPathComponent().appendingPathComponent("shared/testdata").path
-    }()
-    static let speech = root + "/speech"
-    static var isPresent: Bool { FileManager.default.fileExists(atPath: speech) }
-}
-
 /// A fresh path in the temporary directory, removed by the caller.
 func temporaryPath(_ name: String) -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("voicecore-\(UUID().uuidString)-\(name)").path

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceCore
+import VoiceTestSupport
 
 @Suite struct WAVReadTests {
     typealias B = WAVBytes

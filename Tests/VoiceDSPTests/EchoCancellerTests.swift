@@ -2,9 +2,9 @@ import Foundation
 import Testing
 import VoiceCore
 import VoiceDSP
+import VoiceTestSupport
 
-private let sharedAEC = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/testdata/aec")
+private let sharedAEC = URL(fileURLWithPath: SharedTestData.path("aec"))
 
 @Suite("Echo canceller, delay estimator, preprocessor")
 struct EchoCancellerTests {

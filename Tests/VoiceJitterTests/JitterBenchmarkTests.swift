@@ -3,12 +3,11 @@ import Testing
 import VoiceCore
 import VoiceJitter
 import VoiceNetSim
+import VoiceTestSupport
 
 /// The acceptance figures, measured with the same `JitterBenchmark` that `voice-bench jitter` prints.
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-private let jfkPath = repository.deletingLastPathComponent().appendingPathComponent("shared/testdata/speech/jfk_16k_mono.wav").path
-private let fallbackPath = repository.appendingPathComponent("TestVectors/speech_like_16k.wav").path
+private let jfkPath = SharedTestData.path("speech/jfk_16k_mono.wav")
+private let fallbackPath = SharedTestData.repository.appendingPathComponent("TestVectors/speech_like_16k.wav").path
 private let hasRealSpeech = FileManager.default.fileExists(atPath: jfkPath)
 
 /// Runs every standard scenario once per process (both strategies), shared by the tests below.

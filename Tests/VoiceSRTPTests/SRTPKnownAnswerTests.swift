@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceSRTP
+import VoiceTestSupport
 
 /// Known-answer tests: protect() of a fixed plaintext with fixed key material must give exactly these bytes.
 ///
@@ -87,10 +88,7 @@ struct SRTPKnownAnswerTests {
     }
 
     static let vectorFile = "../shared/testdata/srtp/SRTP_TEST_VECTORS.txt"
-    static var vectorFilePath: String {
-        URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("../../" + vectorFile)
-            .standardized.path
-    }
+    static var vectorFilePath: String { SharedTestData.path("srtp/SRTP_TEST_VECTORS.txt") }
 
     /// Guards the restated data against typos: every published vector restated above appears in the shared file.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: vectorFilePath), "shared test data absent (\(vectorFile))"))
