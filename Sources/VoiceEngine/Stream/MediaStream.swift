@@ -26,8 +26,10 @@ import VoiceSRTP
 /// Allocation: every buffer, codec, resampler, canceller and SRTP context is created in `init`. The per-block and
 /// per-packet paths (capture, encode, packetize, protect, receive, unprotect, parse, jitter buffer, playout) do
 /// not allocate. What still allocates: RTCP (building and parsing compound packets uses arrays of report values,
-/// a few times per 5 s), the speexdsp jitter buffer (`malloc` per packet inside speexdsp), and the echo
-/// canceller's first drift correction (a filter table inside speexdsp, once).
+/// a few times per 5 s), the speexdsp jitter buffer (`malloc` per packet inside speexdsp), the echo
+/// canceller's first drift correction (a filter table inside speexdsp, once), and libsrtp2 itself when it is
+/// built with the NSS crypto backend, as Debian's package is: 14 `malloc`s inside every `srtp_protect` /
+/// `srtp_unprotect` (measured by Benchmarks/PipelineBenchmarks; with plain RTP a full-duplex leg makes none).
 public final class MediaStream {
     public let configuration: MediaStreamConfiguration
     /// Where produced datagrams go.
