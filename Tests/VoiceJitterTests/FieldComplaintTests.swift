@@ -7,18 +7,6 @@ import VoiceNetSim
 /// The complaints users make about today's jitter buffers, reproduced on the seeded simulator with real Opus,
 /// and measured on this buffer.
 
-/// Seconds after `start` until the buffer's delay is back within 20 ms of its target and stays there for 1 s.
-private func settleTime(_ r: JitterSimulation.Result, after start: Double) -> Double? {
-    let samples = r.timeline.filter { $0.time.seconds >= start }
-    for (i, s) in samples.enumerated() {
-        let window = samples[i...].prefix(10)
-        if window.count == 10, window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 }) {
-            return s.time.seconds - start
-        }
-    }
-    return nil
-}
-
 @Test func latencyDoesNotCreepAfterAJitterSpike() throws {
     let spike = NetworkConditions(
         baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5),
@@ -30,7 +18,7 @@ private func settleTime(_ r: JitterSimulation.Result, after start: Double) -> Do
     let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds).max() ?? 0
     let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let after = r.timeline.filter { (24...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
-    let settle = settleTime(r, after: 12)
+    let settle = settleSeconds(r, after: 12)
     print("jitter spike: peak buffer \(during) ms, settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after))")
     #expect(during > mean(before) + 40)  // the spike really pushed the delay up
     #expect(settle != nil && settle! <= 6)
@@ -42,7 +30,7 @@ private func settleTime(_ r: JitterSimulation.Result, after start: Double) -> Do
         baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 8),
         outages: [Outage(start: .seconds(10), duration: .seconds(10))], seed: 22)
     let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(outage))
-    let settle = settleTime(r, after: 20.1)
+    let settle = settleSeconds(r, after: 20.1)
     let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let after = r.timeline.filter { (22...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     print("outage: settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after)), conceal \(r.statistics.concealmentRatio)")

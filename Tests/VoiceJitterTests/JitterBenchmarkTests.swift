@@ -46,18 +46,6 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     #expect(lossy.adaptive.concealmentPercent < lossy.speex.concealmentPercent)
 }
 
-/// Seconds after `start` until the buffer delay is within 20 ms of its target and stays there for 1 s.
-private func settleSeconds(_ r: JitterSimulation.Result, after start: Double) -> Double? {
-    let samples = r.timeline.filter { $0.time.seconds >= start }
-    for (i, s) in samples.enumerated() {
-        let window = samples[i...].prefix(10)
-        if window.count == 10, window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 }) {
-            return s.time.seconds - start
-        }
-    }
-    return nil
-}
-
 @Test func delayReturnsToItsTargetWithinTwoSecondsAfterTheOutageAndAfterTheStepDown() throws {
     let speech = try JitterBenchmark.loadSpeech(candidates: [jfkPath], fallback: fallbackPath).samples
     let scenarios = JitterBenchmark.standardScenarios()

@@ -106,3 +106,15 @@ extension JitterFixtures {
         (0..<count).map { Int64(max(0, $0 - ahead) * 20) }
     }
 }
+
+/// Seconds after `start` until the buffer's delay is back within 20 ms of its target and stays there for 1 s.
+func settleSeconds(_ r: JitterSimulation.Result, after start: Double) -> Double? {
+    let samples = r.timeline.filter { $0.time.seconds >= start }
+    for (i, s) in samples.enumerated() {
+        let window = samples[i...].prefix(10)
+        if window.count == 10, window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 }) {
+            return s.time.seconds - start
+        }
+    }
+    return nil
+}
