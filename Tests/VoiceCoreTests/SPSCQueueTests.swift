@@ -69,47 +69,33 @@ import VoiceCore
         }
         let total = 100_000
         let queue = SPSCQueue<Packet>(capacity: 63)
-        let state = StressState()
-        let finished = DispatchSemaphore(value: 0)
-
-        Thread {
-            var sequence = 0
-            while sequence < total, !state.stop.load(ordering: .relaxed) {
-                let packet = Packet(
-                    sequence: sequence, payload: [UInt8](repeating: UInt8(sequence & 0xFF), count: sequence % 17))
-                if queue.push(packet) { sequence += 1 } else { sched_yield() }
-            }
-            finished.signal()
-        }.start()
-
-        Thread {
-            var expected = 0
-            while expected < total, !state.stop.load(ordering: .relaxed) {
-                guard let packet = queue.pop() else {
-                    sched_yield()
-                    continue
+        runOnTwoThreads(
+            total: total,
+            producer: { state in
+                var sequence = 0
+                while sequence < total, !state.stop.load(ordering: .relaxed) {
+                    let packet = Packet(
+                        sequence: sequence, payload: [UInt8](repeating: UInt8(sequence & 0xFF), count: sequence % 17))
+                    if queue.push(packet) { sequence += 1 } else { sched_yield() }
                 }
-                let intact =
-                    packet.payload.count == expected % 17 && packet.payload.allSatisfy { $0 == UInt8(expected & 0xFF) }
-                if packet.sequence != expected || !intact {
-                    state.mismatch.withLock { $0 = $0 ?? "expected packet \(expected), got \(packet.sequence)" }
-                    state.stop.store(true, ordering: .relaxed)
+            },
+            consumer: { state in
+                var expected = 0
+                while expected < total, !state.stop.load(ordering: .relaxed) {
+                    guard let packet = queue.pop() else {
+                        sched_yield()
+                        continue
+                    }
+                    let intact =
+                        packet.payload.count == expected % 17 && packet.payload.allSatisfy { $0 == UInt8(expected & 0xFF) }
+                    if packet.sequence != expected || !intact {
+                        state.mismatch.withLock { $0 = $0 ?? "expected packet \(expected), got \(packet.sequence)" }
+                        state.stop.store(true, ordering: .relaxed)
+                    }
+                    expected += 1
                 }
-                expected += 1
-            }
-            state.received.store(expected, ordering: .relaxed)
-            finished.signal()
-        }.start()
-
-        var timedOut = false
-        for _ in 0..<2 where finished.wait(timeout: .now() + 120) == .timedOut {
-            timedOut = true
-            state.stop.store(true, ordering: .relaxed)
-        }
-        if timedOut { _ = finished.wait(timeout: .now() + 10) }
-        #expect(!timedOut, "the two threads did not finish within 120 s")
-        #expect(state.mismatch.withLock { $0 } == nil)
-        #expect(state.received.load(ordering: .relaxed) == total)
+                state.received.store(expected, ordering: .relaxed)
+            })
         #expect(queue.isEmpty)
     }
 }

@@ -93,66 +93,45 @@ import VoiceTestSupport
     @Test func carriesTwoMillionSamplesExactlyBetweenTwoThreads() {
         let total = 2_000_000
         let ring = SampleRing(capacity: 1_001)
-        let state = StressState()
-        let finished = DispatchSemaphore(value: 0)
-
-        Thread {
-            var rng = SplitMix64(seed: 1)
-            var chunk = [Int16](repeating: 0, count: 1_500)
-            var sent = 0
-            while sent < total, !state.stop.load(ordering: .relaxed) {
-                let n = min(Int.random(in: 1...1_500, using: &rng), total - sent)
-                for i in 0..<n { chunk[i] = Int16(truncatingIfNeeded: sent + i) }
-                var offset = 0
-                while offset < n, !state.stop.load(ordering: .relaxed) {
-                    let written = chunk.withUnsafeBufferPointer {
-                        ring.write(UnsafeBufferPointer(rebasing: $0[offset..<n]))
+        runOnTwoThreads(
+            total: total,
+            producer: { state in
+                var rng = SplitMix64(seed: 1)
+                var chunk = [Int16](repeating: 0, count: 1_500)
+                var sent = 0
+                while sent < total, !state.stop.load(ordering: .relaxed) {
+                    let n = min(Int.random(in: 1...1_500, using: &rng), total - sent)
+                    for i in 0..<n { chunk[i] = Int16(truncatingIfNeeded: sent + i) }
+                    var offset = 0
+                    while offset < n, !state.stop.load(ordering: .relaxed) {
+                        let written = chunk.withUnsafeBufferPointer {
+                            ring.write(UnsafeBufferPointer(rebasing: $0[offset..<n]))
+                        }
+                        if written == 0 { sched_yield() }
+                        offset += written
                     }
-                    if written == 0 { sched_yield() }
-                    offset += written
+                    sent += offset
                 }
-                sent += offset
-            }
-            finished.signal()
-        }.start()
-
-        Thread {
-            var rng = SplitMix64(seed: 2)
-            var buffer = [Int16](repeating: 0, count: 1_500)
-            var received = 0
-            while received < total, !state.stop.load(ordering: .relaxed) {
-                let want = Int.random(in: 1...1_500, using: &rng)
-                let n = buffer.withUnsafeMutableBufferPointer {
-                    ring.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want]))
+            },
+            consumer: { state in
+                var rng = SplitMix64(seed: 2)
+                var buffer = [Int16](repeating: 0, count: 1_500)
+                var received = 0
+                while received < total, !state.stop.load(ordering: .relaxed) {
+                    let want = Int.random(in: 1...1_500, using: &rng)
+                    let n = buffer.withUnsafeMutableBufferPointer {
+                        ring.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want]))
+                    }
+                    if n == 0 { sched_yield() }
+                    for i in 0..<n where buffer[i] != Int16(truncatingIfNeeded: received + i) {
+                        state.mismatch.withLock { $0 = $0 ?? "sample \(received + i) was \(buffer[i])" }
+                        state.stop.store(true, ordering: .relaxed)
+                        break
+                    }
+                    received += n
                 }
-                if n == 0 { sched_yield() }
-                for i in 0..<n where buffer[i] != Int16(truncatingIfNeeded: received + i) {
-                    state.mismatch.withLock { $0 = $0 ?? "sample \(received + i) was \(buffer[i])" }
-                    state.stop.store(true, ordering: .relaxed)
-                    break
-                }
-                received += n
-            }
-            state.received.store(received, ordering: .relaxed)
-            finished.signal()
-        }.start()
-
-        var timedOut = false
-        for _ in 0..<2 where finished.wait(timeout: .now() + 120) == .timedOut {
-            timedOut = true
-            state.stop.store(true, ordering: .relaxed)
-        }
-        if timedOut { _ = finished.wait(timeout: .now() + 10) }
-        #expect(!timedOut, "the two threads did not finish within 120 s")
-        #expect(state.mismatch.withLock { $0 } == nil)
-        #expect(state.received.load(ordering: .relaxed) == total)
+                state.received.store(received, ordering: .relaxed)
+            })
         #expect(ring.availableToRead == 0)
     }
-}
-
-/// Shared between the stress test's threads.
-final class StressState: Sendable {
-    let stop = Atomic<Bool>(false)
-    let received = Atomic<Int>(0)
-    let mismatch = Mutex<String?>(nil)
 }
