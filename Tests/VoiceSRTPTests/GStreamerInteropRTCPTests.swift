@@ -36,25 +36,7 @@ extension GStreamerInteropTests {
         defer { gst.kill() }
 
         let deadline = ContinuousClock.now + GStreamer.processTimeout
-        while !udpPortIsBound(port) {
-            guard gst.isRunning, ContinuousClock.now < deadline else {
-                gst.kill()
-                Issue.record(Comment(rawValue: gst.diagnostics("udpsrc never bound port \(port)")))
-                return nil
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let socket = try LoopbackUDPSocket()
-        for datagram in datagrams {
-            try socket.send(datagram, toPort: port)
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        guard let status = await gst.wait(timeout: GStreamer.processTimeout) else {
-            Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 did not finish; killed")))
-            return nil
-        }
-        guard status == 0 else {
-            Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 exited with status \(status)")))
+        guard try await gst.feedUDPSource(port: port, datagrams, deadline: deadline), await gst.exitsCleanly() else {
             return nil
         }
         return [UInt8](try Data(contentsOf: output))
@@ -114,38 +96,9 @@ extension GStreamerInteropTests {
         defer { gst.kill() }
 
         let deadline = ContinuousClock.now + GStreamer.processTimeout
-        while !udpPortIsBound(gstPort) {
-            guard gst.isRunning, ContinuousClock.now < deadline else {
-                gst.kill()
-                Issue.record(Comment(rawValue: gst.diagnostics("udpsrc never bound port \(gstPort)")))
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let sendSocket = try LoopbackUDPSocket()
-        for report in plain {
-            try sendSocket.send(report, toPort: gstPort)
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        var datagrams: [[UInt8]] = []
-        while gst.isRunning {
-            if let datagram = try receiveSocket.receiveIfAvailable() {
-                datagrams.append(datagram)
-                continue
-            }
-            guard ContinuousClock.now < deadline else {
-                gst.kill()
-                Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 did not finish; killed")))
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        while let datagram = try receiveSocket.receiveIfAvailable() { datagrams.append(datagram) }
-        guard gst.terminationStatus == 0 else {
-            Issue.record(
-                Comment(rawValue: gst.diagnostics("gst-launch-1.0 exited with status \(gst.terminationStatus ?? -1)")))
-            return
-        }
+        guard try await gst.feedUDPSource(port: gstPort, plain, deadline: deadline),
+            let datagrams = try await gst.collectDatagrams(on: receiveSocket, deadline: deadline)
+        else { return }
 
         let receiver = try SRTPSession(suite: suite, key: key, direction: .inbound)
         let stranger = try SRTPSession(suite: suite, key: .random(for: suite), direction: .inbound)

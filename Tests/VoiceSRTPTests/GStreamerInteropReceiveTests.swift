@@ -44,26 +44,8 @@ extension GStreamerInteropTests {
         defer { gst.kill() }
 
         // Collect datagrams while the sender runs; after it exits everything it sent is already queued.
-        var datagrams: [[UInt8]] = []
         let deadline = ContinuousClock.now + GStreamer.processTimeout
-        while gst.isRunning {
-            if let datagram = try socket.receiveIfAvailable() {
-                datagrams.append(datagram)
-                continue
-            }
-            guard ContinuousClock.now < deadline else {
-                gst.kill()
-                Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 did not finish; killed")))
-                return nil
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        while let datagram = try socket.receiveIfAvailable() { datagrams.append(datagram) }
-        let status = gst.terminationStatus ?? -1
-        guard status == 0 else {
-            Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 exited with status \(status)")))
-            return nil
-        }
+        guard let datagrams = try await gst.collectDatagrams(on: socket, deadline: deadline) else { return nil }
 
         // Unprotect, parse, check RFC 7587 framing, decode.
         let receiver = try suite.map { try SRTPSession(suite: $0, key: key!, direction: .inbound) }

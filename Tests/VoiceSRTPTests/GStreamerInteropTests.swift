@@ -119,28 +119,9 @@ struct GStreamerInteropTests {
         let gst = try BoundedProcess(executable: GStreamer.launchPath!, arguments: pipeline)
         defer { gst.kill() }
 
-        // Wait (bounded) until udpsrc has bound its port, so no packet goes to a closed port.
+        // Feed udpsrc once it has bound its port (so no packet goes to a closed port); wait (bounded) for the end.
         let deadline = ContinuousClock.now + GStreamer.processTimeout
-        while !udpPortIsBound(port) {
-            guard gst.isRunning, ContinuousClock.now < deadline else {
-                gst.kill()
-                Issue.record(Comment(rawValue: gst.diagnostics("udpsrc never bound port \(port)")))
-                return nil
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let socket = try LoopbackUDPSocket()
-        for datagram in datagrams {
-            try socket.send(datagram, toPort: port)
-            try await Task.sleep(for: .milliseconds(1))
-        }
-
-        guard let status = await gst.wait(timeout: GStreamer.processTimeout) else {
-            Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 did not finish; killed")))
-            return nil
-        }
-        guard status == 0 else {
-            Issue.record(Comment(rawValue: gst.diagnostics("gst-launch-1.0 exited with status \(status)")))
+        guard try await gst.feedUDPSource(port: port, datagrams, deadline: deadline), await gst.exitsCleanly() else {
             return nil
         }
         let data = try Data(contentsOf: output)
