@@ -38,7 +38,7 @@ public struct RTCPValidation: Sendable, Hashable {
 /// A validated compound RTCP packet over the caller's buffer (RFC 3550 6.1, A.2), iterated without allocation.
 ///
 /// `init` walks every header: versions are 2, the first packet is SR or RR, each length field stays inside the
-/// buffer and the lengths add up to the total, and only the last packet is padded.
+/// buffer and the lengths add up to the total, and only the last packet is padded (by a multiple of 4 bytes).
 public struct RTCPCompoundView: Sequence {
     public let bytes: UnsafeRawBufferPointer
     /// Number of packets in the compound.
@@ -70,7 +70,11 @@ public struct RTCPCompoundView: Sequence {
                 guard offset + length == bytes.count else { throw .paddingNotLast(offset: offset) }
                 let padding = Int(bytes[offset + length - 1])
                 guard padding != 0 else { throw .emptyPaddingCount }
-                guard padding <= length - 4 else { throw .badPadding(count: padding, available: length - 4) }
+                // RFC 3550 6.4.1: the count "will be a multiple of four". Any other count leaves a body that is not
+                // whole 32-bit words, which no RTCP packet can be (and which RTCPPacket could not serialize again).
+                guard padding <= length - 4, padding % 4 == 0 else {
+                    throw .badPadding(count: padding, available: length - 4)
+                }
                 lastPadding = padding
             }
             offset += length

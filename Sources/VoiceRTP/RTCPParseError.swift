@@ -11,7 +11,7 @@ public enum RTCPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     case firstPacketNotReport(packetType: UInt8)
     /// The P bit is set on a packet other than the last of the compound (RFC 3550 6.4.1, A.2).
     case paddingNotLast(offset: Int)
-    /// The padding count exceeds the packet's body.
+    /// The padding count exceeds the packet's body or is not a multiple of 4 (RFC 3550 6.4.1).
     case badPadding(count: Int, available: Int)
     /// The P bit is set but the padding count is 0.
     case emptyPaddingCount
@@ -43,7 +43,9 @@ public enum RTCPParseError: Error, Sendable, Hashable, CustomStringConvertible {
         case .paddingNotLast(let offset):
             "RTCP padding bit set on packet at offset \(offset), which is not the last of the compound"
         case .badPadding(let count, let available):
-            "RTCP padding count \(count) exceeds the \(available)-byte body"
+            count % 4 != 0
+                ? "RTCP padding count \(count) is not a multiple of 4"
+                : "RTCP padding count \(count) exceeds the \(available)-byte body"
         case .emptyPaddingCount:
             "RTCP padding bit set but the padding count is 0"
         case .reportBlocksOverrun(let count, let available):
