@@ -46,6 +46,9 @@ public final class Preprocessor {
     let state: OpaquePointer
     private var echo: MDFEchoFilter?
     private var lastVAD = false
+    /// speexdsp's defaults for its VAD hysteresis (SPEEX_PREPROCESS_SET_PROB_START / _CONTINUE).
+    static let speechProbabilityStart = 35
+    static let speechProbabilityContinue = 20
 
     /// Creates the preprocessor.
     /// - Throws: ``SpeexDSPError`` naming a bad setting, or the speexdsp call that failed.
@@ -82,7 +85,9 @@ public final class Preprocessor {
                                     "speex_preprocess_ctl", "SPEEX_PREPROCESS_SET_AGC_LEVEL")
             try setInt(SPEEX_PREPROCESS_SET_AGC_MAX_GAIN, configuration.agcMaxGainDB, "SET_AGC_MAX_GAIN")
         }
-        try setInt(SPEEX_PREPROCESS_SET_VAD, configuration.vad ? 1 : 0, "SET_VAD")
+        // speexdsp's own VAD switch (SPEEX_PREPROCESS_SET_VAD) only prints "The VAD has been replaced by a hack"
+        // to stderr and applies a hysteresis to the speech probability it computes anyway; the same decision is
+        // taken in `process(_:)` from SPEEX_PREPROCESS_GET_PROB, without the console noise.
         try setInt(SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, configuration.echoSuppressionDB, "SET_ECHO_SUPPRESS")
         try setInt(SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, configuration.echoSuppressionActiveDB,
                    "SET_ECHO_SUPPRESS_ACTIVE")
@@ -115,8 +120,14 @@ public final class Preprocessor {
     @discardableResult
     public func process(_ block: UnsafeMutableBufferPointer<Int16>) -> Bool {
         precondition(block.count == blockSize, "Preprocessor blocks must be \(blockSize) samples")
-        let result = speex_preprocess_run(state, block.baseAddress!)
-        lastVAD = configuration.vad ? result != 0 : true
+        speex_preprocess_run(state, block.baseAddress!)
+        if configuration.vad {
+            // speexdsp's VAD rule (preprocess.c): start above 35 %, continue above 20 %.
+            let probability = speechProbability
+            lastVAD = probability > Self.speechProbabilityStart || (lastVAD && probability > Self.speechProbabilityContinue)
+        } else {
+            lastVAD = true
+        }
         return lastVAD
     }
 
