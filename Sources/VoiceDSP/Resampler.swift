@@ -121,15 +121,10 @@ public final class Resampler {
         _ input: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>
     ) throws(ResamplerError) -> (consumed: Int, produced: Int) {
         precondition(input.count % channels == 0, "input holds a partial interleaved frame")
-        guard let inBase = input.baseAddress, let outBase = output.baseAddress, output.count >= channels else {
-            return (0, 0)
-        }
-        var inLength = Self.length(input.count / channels)
-        var outLength = Self.length(output.count / channels)
-        try ResamplerError.check(
-            speex_resampler_process_interleaved_int(state, inBase, &inLength, outBase, &outLength),
-            "speex_resampler_process_interleaved_int")
-        return (Int(inLength), Int(outLength))
+        guard let inBase = input.baseAddress else { return (0, 0) }
+        return try interleaved(
+            speex_resampler_process_interleaved_int, "speex_resampler_process_interleaved_int", inBase,
+            frames: input.count / channels, into: output)
     }
 
     /// Converts interleaved float samples (nominally -1 ... 1, but any scale works: the filter is linear), keeping
@@ -140,41 +135,46 @@ public final class Resampler {
         _ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>
     ) throws(ResamplerError) -> (consumed: Int, produced: Int) {
         precondition(input.count % channels == 0, "input holds a partial interleaved frame")
-        guard let inBase = input.baseAddress, let outBase = output.baseAddress, output.count >= channels else {
-            return (0, 0)
-        }
-        var inLength = Self.length(input.count / channels)
-        var outLength = Self.length(output.count / channels)
-        try ResamplerError.check(
-            speex_resampler_process_interleaved_float(state, inBase, &inLength, outBase, &outLength),
-            "speex_resampler_process_interleaved_float")
-        return (Int(inLength), Int(outLength))
+        guard let inBase = input.baseAddress else { return (0, 0) }
+        return try interleaved(
+            speex_resampler_process_interleaved_float, "speex_resampler_process_interleaved_float", inBase,
+            frames: input.count / channels, into: output)
     }
 
     /// Pushes `inputLatency` samples of silence through the filter so the last real input comes out: call once at
     /// the end of a finite stream (a file). Returns samples per channel written to `output`.
     @discardableResult
     public func drain(into output: UnsafeMutableBufferPointer<Int16>) throws(ResamplerError) -> Int {
-        guard let outBase = output.baseAddress, output.count >= channels else { return 0 }
-        var inLength = Self.length(inputLatency)
-        var outLength = Self.length(output.count / channels)
         // A NULL input is speexdsp's documented way to feed zeros.
-        try ResamplerError.check(
-            speex_resampler_process_interleaved_int(state, nil, &inLength, outBase, &outLength),
-            "speex_resampler_process_interleaved_int")
-        return Int(outLength)
+        try interleaved(
+            speex_resampler_process_interleaved_int, "speex_resampler_process_interleaved_int", nil,
+            frames: inputLatency, into: output
+        ).produced
     }
 
     /// Float overload of `drain(into:)`.
     @discardableResult
     public func drain(into output: UnsafeMutableBufferPointer<Float>) throws(ResamplerError) -> Int {
-        guard let outBase = output.baseAddress, output.count >= channels else { return 0 }
-        var inLength = Self.length(inputLatency)
+        try interleaved(
+            speex_resampler_process_interleaved_float, "speex_resampler_process_interleaved_float", nil,
+            frames: inputLatency, into: output
+        ).produced
+    }
+
+    /// One speexdsp interleaved process call, shared by the `Int16` and `Float` overloads of `process` and
+    /// `drain`: `frames` samples per channel from `input` (nil feeds zeros) into as much of `output` as holds whole
+    /// frames. Returns (0, 0) when `output` cannot hold one frame.
+    @inline(__always)
+    private func interleaved<Sample>(
+        _ call: (OpaquePointer?, UnsafePointer<Sample>?, UnsafeMutablePointer<UInt32>?, UnsafeMutablePointer<Sample>?,
+            UnsafeMutablePointer<UInt32>?) -> Int32,
+        _ name: StaticString, _ input: UnsafePointer<Sample>?, frames: Int, into output: UnsafeMutableBufferPointer<Sample>
+    ) throws(ResamplerError) -> (consumed: Int, produced: Int) {
+        guard let outBase = output.baseAddress, output.count >= channels else { return (0, 0) }
+        var inLength = Self.length(frames)
         var outLength = Self.length(output.count / channels)
-        try ResamplerError.check(
-            speex_resampler_process_interleaved_float(state, nil, &inLength, outBase, &outLength),
-            "speex_resampler_process_interleaved_float")
-        return Int(outLength)
+        try ResamplerError.check(call(state, input, &inLength, outBase, &outLength), name)
+        return (Int(inLength), Int(outLength))
     }
 
     /// Output capacity, in samples per channel, that always suffices for `n` input samples per channel:
