@@ -23,9 +23,14 @@ public struct NetworkTrace: Sendable, Hashable {
     /// A trace of what a simulator did.
     public init(fates: [PacketFate]) { records = fates.map { Record(send: $0.sendTime, arrival: $0.arrival) } }
 
+    /// Largest time a trace may hold, in milliseconds (about 11.6 days). Larger values are rejected: they would not
+    /// fit `MediaTime`'s nanoseconds (converting them trapped) and, above 2^53 ns, would not round-trip exactly.
+    public static let maximumMilliseconds: Double = 1e9
+
     /// Parses CSV text.
     /// - Throws: `NetworkSimulatorError.malformedTrace` with the 1-based line and the reason: missing or wrong
-    ///   header, wrong column count, a number that does not parse or is negative or not finite, send times going
+    ///   header, wrong column count, a number that does not parse or is negative, not finite or above
+    ///   ``maximumMilliseconds``, send times going
     ///   backwards, an arrival before its send time, or no packets at all.
     public init(csv: String) throws(NetworkSimulatorError) {
         var records: [Record] = []
@@ -55,6 +60,9 @@ public struct NetworkTrace: Sendable, Hashable {
             guard let send = Double(fields[0]), send.isFinite, send >= 0 else {
                 throw .malformedTrace(line: lineNumber, reason: "send_ms '\(fields[0])' is not a non-negative number")
             }
+            guard send <= Self.maximumMilliseconds else {
+                throw .malformedTrace(line: lineNumber, reason: "send_ms \(fields[0]) exceeds \(Self.maximumMilliseconds)")
+            }
             guard send >= lastSend else {
                 throw .malformedTrace(line: lineNumber, reason: "send_ms \(fields[0]) goes backwards (rows are in send order)")
             }
@@ -66,6 +74,9 @@ public struct NetworkTrace: Sendable, Hashable {
                 }
                 guard a >= send else {
                     throw .malformedTrace(line: lineNumber, reason: "arrival_ms \(fields[1]) is before send_ms \(fields[0])")
+                }
+                guard a <= Self.maximumMilliseconds else {
+                    throw .malformedTrace(line: lineNumber, reason: "arrival_ms \(fields[1]) exceeds \(Self.maximumMilliseconds)")
                 }
                 arrival = MediaTime(nanoseconds: Int64((a * 1e6).rounded()))
             }
