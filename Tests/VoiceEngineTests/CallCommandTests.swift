@@ -9,15 +9,7 @@ import VoiceEngine
 /// `voice-engine call` end to end: two processes on loopback with file devices, keys given on the command line.
 @Suite(.serialized) struct CallCommandTests {
     static let speech = "TestVectors/speech_like_16k.wav"
-    static var binary: URL? {
-        // The test bundle and the tool are built into the same directory.
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("voice-engine")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }
+    static var binary: URL? { CommandTestSupport.voiceEngineBinary }
 
     /// A child process whose output is collected, killed if it outlives its deadline.
     final class Child: @unchecked Sendable {

@@ -5,15 +5,7 @@ import VoiceEngine
 /// `voice-engine simulate` and the one-way simulation behind it, on the project's own test vectors.
 @Suite struct SimulateCommandTests {
     static let speech = "TestVectors/speech_like_16k.wav"
-    static var binary: URL? {
-        // The test bundle and the tool are built into the same directory.
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("voice-engine")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }
+    static var binary: URL? { CommandTestSupport.voiceEngineBinary }
 
     @Test(
         .enabled(
