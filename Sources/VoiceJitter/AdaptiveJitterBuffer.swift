@@ -216,6 +216,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         let waiting = Double(syncCount) * 1000 / Double(format.sampleRate)
         let ahead = newestEnd == .min || !started ? 0 : max(0, Double(newestEnd - position) / tsPerMs)
         statistics.currentDelayMilliseconds = ahead + waiting
+        statistics.playoutDelayMilliseconds = playoutDelayMilliseconds
+        statistics.targetPlayoutDelayMilliseconds = started ? targetPlayoutDelayMilliseconds : nil
         // While playing, the target is the buffer level that would put the playout delay on its target.
         if started, let delay = playoutDelayMilliseconds {
             statistics.targetDelayMilliseconds = max(0, ahead + waiting + targetPlayoutDelayMilliseconds - delay)

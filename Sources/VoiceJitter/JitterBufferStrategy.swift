@@ -28,6 +28,13 @@ public struct JitterBufferStatistics: Sendable, Hashable {
     /// The delay the buffer is steering towards (ms). For the speexdsp strategy, its own optimal-delay estimate
     /// is not exported, so this is its current delay.
     public var targetDelayMilliseconds: Double = 0
+    /// How late the audio playing now is compared with the fastest recent packet (ms): the quantity the adaptive
+    /// buffer steers, steadier than the buffer level, which saws up and down with every packet. nil for
+    /// strategies that do not measure it, and before playout starts.
+    public var playoutDelayMilliseconds: Double?
+    /// The playout delay the buffer steers towards (ms): its estimate of the relative-arrival-delay quantile plus
+    /// margin. nil where not measured.
+    public var targetPlayoutDelayMilliseconds: Double?
     /// Sum of `currentDelayMilliseconds` over ticks since playout started (see `meanDelayMilliseconds`).
     public var delaySumMilliseconds: Double = 0
     /// Ticks that produced output after playout started.

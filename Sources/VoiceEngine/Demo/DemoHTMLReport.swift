@@ -57,17 +57,32 @@ enum DemoHTMLReport {
 
         for d in report.directions {
             let samples = report.timeline.filter { $0.side == d.receiver }
+            // The adaptive buffer steers its playout delay (steady) to a target; the buffer level itself saws with
+            // every packet. Chart what is steered when the strategy reports it, the level otherwise.
+            let steered = samples.contains { $0.playoutDelayMilliseconds != nil }
             html.addChart(
                 SVGChart(
-                    title: "Jitter buffer \(d.direction) (at \(d.receiver.rawValue.uppercased()))",
+                    title: "Jitter buffer \(d.direction) (at \(d.receiver.rawValue.uppercased()))"
+                        + (steered ? ": playout delay and its target" : ": buffer delay and target"),
                     xLabel: "call time (s)", yLabel: "delay (ms)",
                     series: [
                         .init(
-                            name: "buffer delay", color: d.receiver == .a ? colorA : colorB,
-                            points: samples.map { ($0.timeSeconds, $0.bufferDelayMilliseconds) }),
+                            name: steered ? "playout delay" : "buffer delay", color: d.receiver == .a ? colorA : colorB,
+                            points: samples.compactMap { s in
+                                steered
+                                    ? s.playoutDelayMilliseconds.map { (s.timeSeconds, $0) }
+                                    : (s.timeSeconds, s.bufferDelayMilliseconds)
+                            }),
                         .init(
                             name: "target", color: colorTarget,
-                            points: samples.map { ($0.timeSeconds, $0.targetDelayMilliseconds) }, stepped: true),
+                            points: samples.compactMap { s in
+                                steered
+                                    ? s.targetPlayoutDelayMilliseconds.map { (s.timeSeconds, $0) }
+                                    : (s.timeSeconds, s.targetDelayMilliseconds)
+                            }, stepped: true),
+                        .init(
+                            name: "buffer level", color: "#bbbbbb",
+                            points: steered ? samples.map { ($0.timeSeconds, $0.bufferDelayMilliseconds) } : []),
                     ]))
         }
 

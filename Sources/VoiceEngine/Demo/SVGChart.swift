@@ -139,7 +139,7 @@ public struct HTMLReport: Sendable {
         <html lang="en"><head><meta charset="utf-8"><title>\(SVGChart.escape(title))</title>
         <style>
         body { font-family: sans-serif; margin: 24px; color: #222; max-width: 980px; }
-        table { border-collapse: collapse; margin-bottom: 12px; }
+        table { border-collapse: collapse; margin-bottom: 12px; display: block; overflow-x: auto; font-size: 13px; }
         th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: right; }
         th:first-child, td:first-child { text-align: left; }
         th { background: #f0f0f0; }

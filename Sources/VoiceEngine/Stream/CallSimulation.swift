@@ -49,6 +49,10 @@ public final class CallSimulation {
         public var side: CallSide
         public var bufferDelayMilliseconds: Double
         public var targetDelayMilliseconds: Double
+        /// The adaptive buffer's playout delay and its target (nil for the speexdsp strategy); see
+        /// `JitterBufferStatistics.playoutDelayMilliseconds`.
+        public var playoutDelayMilliseconds: Double?
+        public var targetPlayoutDelayMilliseconds: Double?
         /// Cumulative network loss (0...1) and concealment ratio of what this side received.
         public var lossRate: Double
         public var concealmentRatio: Double
@@ -177,7 +181,10 @@ public final class CallSimulation {
                         TimelineSample(
                             timeSeconds: (now - start).seconds, side: side,
                             bufferDelayMilliseconds: s.jitterBuffer.currentDelayMilliseconds,
-                            targetDelayMilliseconds: s.jitterBuffer.targetDelayMilliseconds, lossRate: s.lossRate,
+                            targetDelayMilliseconds: s.jitterBuffer.targetDelayMilliseconds,
+                            playoutDelayMilliseconds: s.jitterBuffer.playoutDelayMilliseconds,
+                            targetPlayoutDelayMilliseconds: s.jitterBuffer.targetPlayoutDelayMilliseconds,
+                            lossRate: s.lossRate,
                             concealmentRatio: s.jitterBuffer.concealmentRatio, playedLevelDBFS: Self.level(frame),
                             microphoneLevelDBFS: Self.level(mic), roundTripMilliseconds: s.roundTripMilliseconds))
                 }
