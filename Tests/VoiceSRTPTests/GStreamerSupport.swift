@@ -18,8 +18,9 @@ enum GStreamer {
         "audioconvert", "audiotestsrc", "filesink",
     ]
 
-    /// Hard limit on any one GStreamer process; past it the process is killed and the test fails.
-    static let processTimeout: Duration = .seconds(30)
+    /// Hard limit on any one GStreamer process; past it the process is killed and the test fails. Generous: on a
+    /// 2-core machine running the whole parallel suite, a pipeline once took over 30 s to be seen listening.
+    static let processTimeout: Duration = .seconds(90)
 
     /// Absolute path of an executable found on PATH.
     static func executable(named name: String) -> String? {
