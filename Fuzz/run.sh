@@ -74,9 +74,8 @@ run_one() {
     [ -f "$here/dict/$t.dict" ] && dict=("-dict=$here/dict/$t.dict")
     local inputs=("$dir/corpus" "$here/corpus/$t")
     if [ "$check" -eq 1 ]; then
-        local crashes=()
-        compgen -G "$dir/crashes/*" >/dev/null && crashes=("$dir/crashes"/*)
-        "$bin/fuzz-$t" -runs=0 "${inputs[@]}" "${crashes[@]}" >"$dir/check.log" 2>&1 \
+        # -runs=0 over folders: every input in them is executed once (crash inputs included), nothing is mutated.
+        "$bin/fuzz-$t" -runs=0 "${inputs[@]}" "$dir/crashes" >"$dir/check.log" 2>&1 \
             && echo "fuzz-$t: check passed" || { echo "fuzz-$t: CHECK FAILED (see $dir/check.log)"; return 1; }
         return 0
     fi

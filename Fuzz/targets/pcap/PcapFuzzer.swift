@@ -12,7 +12,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard var reader = try? PcapReader(bytes: bytes) else { return 0 }
     var packets = 0
     while true {
-        guard let next = try? reader.next(), let packet = next else { break }
+        // `try?` flattens: nil for the end of the file and for an error alike.
+        guard let packet = try? reader.next() else { break }
         packets += 1
         precondition(packets <= size, "more packets than bytes: the reader is not advancing")
         precondition(packet.payload.count <= size && packet.nanoseconds < 1_000_000_000)
