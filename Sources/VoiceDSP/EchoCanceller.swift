@@ -227,7 +227,8 @@ public final class EchoCanceller {
             }
         }
         ringWritten += Int64(samples.count)
-        estimator.addReference(samples)
+        // The estimator's rings are only read for alignment: without it, no decimation work.
+        if configuration.alignDelay { estimator.addReference(samples) }
     }
 
     // MARK: Capture
@@ -240,9 +241,9 @@ public final class EchoCanceller {
     ) throws(SpeexDSPError) -> Bool {
         precondition(mic.count == blockSize && output.count == blockSize, "capture blocks must be \(blockSize) samples")
         let start = micCount
-        estimator.addMicrophone(mic)
         micCount += Int64(blockSize)
         if configuration.alignDelay {
+            estimator.addMicrophone(mic)
             blocksSinceEstimate += 1
             if blocksSinceEstimate >= estimateInterval {
                 blocksSinceEstimate = 0
@@ -275,19 +276,27 @@ public final class EchoCanceller {
     }
 
     private func fillReference(from index: Int64) {
-        let capacity = Int64(ring.count)
+        let capacity = ring.count
+        let written = ringWritten
+        let oldest = max(0, written - Int64(capacity))
         var sum = 0.0
         reference.withUnsafeMutableBufferPointer { out in
             ring.withUnsafeBufferPointer { r in
-                for i in 0..<blockSize {
-                    let k = index + Int64(i)
-                    if k >= 0 && k < ringWritten && k >= ringWritten - capacity {
-                        let v = r[Int(k % capacity)]
+                // One division for the block, then a wrapping ring position (`index` may be negative).
+                var position = Int(index % Int64(capacity))
+                if position < 0 { position += capacity }
+                var k = index
+                for i in 0..<out.count {
+                    if k >= oldest && k < written {
+                        let v = r[position]
                         out[i] = v
                         sum += Double(v) * Double(v)
                     } else {
                         out[i] = 0
                     }
+                    k += 1
+                    position += 1
+                    if position == capacity { position = 0 }
                 }
             }
         }

@@ -34,21 +34,26 @@ public final class EchoDelayEstimator {
     let window: Int  // decimated samples correlated
     let maxLag: Int  // decimated
     let capacity: Int
-    private var mic: [Float]
-    private var ref: [Float]
+    // Preallocated storage owned by this object (freed in deinit). Unsafe buffers held in `let`s: the hot loops
+    // index them directly, with no per-access exclusivity check as a class-stored array would have.
+    private let mic: UnsafeMutableBufferPointer<Float>
+    private let ref: UnsafeMutableBufferPointer<Float>
     private(set) var micCount: Int64 = 0  // decimated samples written
     private(set) var refCount: Int64 = 0
+    /// Ring positions of `micCount` / `refCount` (kept so the per-sample path needs no division).
+    private var micPosition = 0
+    private var refPosition = 0
     private var micAcc: Float = 0
     private var micAccN = 0
     private var refAcc: Float = 0
     private var refAccN = 0
     private let fft: FFT
-    private var re: [Float]
-    private var im: [Float]
-    private var xr: [Float]
-    private var xi: [Float]
-    private var smoothRe: [Float]
-    private var smoothIm: [Float]
+    private let re: UnsafeMutableBufferPointer<Float>
+    private let im: UnsafeMutableBufferPointer<Float>
+    private let xr: UnsafeMutableBufferPointer<Float>
+    private let xi: UnsafeMutableBufferPointer<Float>
+    private let smoothRe: UnsafeMutableBufferPointer<Float>
+    private let smoothIm: UnsafeMutableBufferPointer<Float>
     /// Weight of the previous cross spectrum when a new window is averaged in (0: no memory).
     let smoothing: Float = 0.6
     /// Reference RMS (16-bit units) below which no estimate is made: the far end is silent.
@@ -71,56 +76,78 @@ public final class EchoDelayEstimator {
         while size < window + maxLag { size *= 2 }
         fft = FFT(size: size)
         capacity = window + maxLag + 64
-        mic = [Float](repeating: 0, count: capacity)
-        ref = [Float](repeating: 0, count: capacity)
-        re = [Float](repeating: 0, count: size)
-        im = [Float](repeating: 0, count: size)
-        xr = [Float](repeating: 0, count: size)
-        xi = [Float](repeating: 0, count: size)
-        smoothRe = [Float](repeating: 0, count: size)
-        smoothIm = [Float](repeating: 0, count: size)
+        func zeroed(_ count: Int) -> UnsafeMutableBufferPointer<Float> {
+            let b = UnsafeMutableBufferPointer<Float>.allocate(capacity: count)
+            b.initialize(repeating: 0)
+            return b
+        }
+        mic = zeroed(capacity)
+        ref = zeroed(capacity)
+        re = zeroed(size)
+        im = zeroed(size)
+        xr = zeroed(size)
+        xi = zeroed(size)
+        smoothRe = zeroed(size)
+        smoothIm = zeroed(size)
+    }
+
+    deinit {
+        for b in [mic, ref, re, im, xr, xi, smoothRe, smoothIm] { b.deallocate() }
     }
 
     /// Appends microphone samples (any count).
     public func addMicrophone(_ samples: UnsafeBufferPointer<Int16>) {
-        for s in samples {
-            micAcc += Float(s)
-            micAccN += 1
-            if micAccN == factor {
-                mic[Int(micCount % Int64(capacity))] = micAcc / Float(factor)
-                micCount += 1
-                micAcc = 0
-                micAccN = 0
-            }
-        }
+        Self.decimate(
+            samples, into: mic, factor: factor, acc: &micAcc, accN: &micAccN, count: &micCount, position: &micPosition)
     }
 
     /// Appends reference samples (any count), in the timeline the microphone is compared against.
     public func addReference(_ samples: UnsafeBufferPointer<Int16>) {
+        Self.decimate(
+            samples, into: ref, factor: factor, acc: &refAcc, accN: &refAccN, count: &refCount, position: &refPosition)
+    }
+
+    /// Block-averages `samples` by `factor` into the ring `ring`; the state is worked on in locals and stored once.
+    private static func decimate(
+        _ samples: UnsafeBufferPointer<Int16>, into ring: UnsafeMutableBufferPointer<Float>, factor: Int,
+        acc accState: inout Float, accN accNState: inout Int, count countState: inout Int64, position positionState: inout Int
+    ) {
+        var acc = accState
+        var accN = accNState
+        var position = positionState
+        var written = 0
+        let scale = Float(factor)
+        let capacity = ring.count
         for s in samples {
-            refAcc += Float(s)
-            refAccN += 1
-            if refAccN == factor {
-                ref[Int(refCount % Int64(capacity))] = refAcc / Float(factor)
-                refCount += 1
-                refAcc = 0
-                refAccN = 0
+            acc += Float(s)
+            accN += 1
+            if accN == factor {
+                ring[position] = acc / scale
+                position += 1
+                if position == capacity { position = 0 }
+                written += 1
+                acc = 0
+                accN = 0
             }
         }
+        accState = acc
+        accNState = accN
+        positionState = position
+        countState += Int64(written)
     }
 
     /// Forgets both histories (after an interruption).
     public func reset() {
         micCount = 0
         refCount = 0
+        micPosition = 0
+        refPosition = 0
         micAcc = 0
         micAccN = 0
         refAcc = 0
         refAccN = 0
-        for i in smoothRe.indices {
-            smoothRe[i] = 0
-            smoothIm[i] = 0
-        }
+        smoothRe.update(repeating: 0)
+        smoothIm.update(repeating: 0)
     }
 
     /// Measures the delay over the most recent window, or returns `nil` when there is not yet a full window or the
@@ -132,34 +159,54 @@ public final class EchoDelayEstimator {
             start >= micCount - Int64(capacity)
         else { return nil }
         let n = fft.size
-        let cap = Int64(capacity)
+        let window = window
+        let maxLag = maxLag
+        let span = window + maxLag
+        let capacity = capacity
+        let mic = mic, ref = ref, re = re, im = im, xr = xr, xi = xi, smoothRe = smoothRe, smoothIm = smoothIm
+        // Ring positions of the first microphone and reference samples of the window (both counts are ≥ 0 here).
+        let micStart = Int(start % Int64(capacity))
+        let refStart = Int((start - Int64(maxLag)) % Int64(capacity))
         var refEnergy: Float = 0
         var micMean: Float = 0
         var refMean: Float = 0
-        for t in 0..<window { micMean += mic[Int((start + Int64(t)) % cap)] }
-        for u in 0..<(window + maxLag) { refMean += ref[Int((start - Int64(maxLag) + Int64(u)) % cap)] }
-        micMean /= Float(window)
-        refMean /= Float(window + maxLag)
-        for i in 0..<n {
-            re[i] = 0
-            im[i] = 0
+        var p = micStart
+        for _ in 0..<window {
+            micMean += mic[p]
+            p += 1
+            if p == capacity { p = 0 }
         }
-        for t in 0..<window { re[t] = mic[Int((start + Int64(t)) % cap)] - micMean }
-        for u in 0..<(window + maxLag) {
-            let v = ref[Int((start - Int64(maxLag) + Int64(u)) % cap)] - refMean
+        p = refStart
+        for _ in 0..<span {
+            refMean += ref[p]
+            p += 1
+            if p == capacity { p = 0 }
+        }
+        micMean /= Float(window)
+        refMean /= Float(span)
+        p = micStart
+        for t in 0..<window {
+            re[t] = mic[p] - micMean
+            p += 1
+            if p == capacity { p = 0 }
+        }
+        for t in window..<n { re[t] = 0 }
+        p = refStart
+        for u in 0..<span {
+            let v = ref[p] - refMean
             im[u] = v
             refEnergy += v * v
+            p += 1
+            if p == capacity { p = 0 }
         }
+        for u in span..<n { im[u] = 0 }
         // Decimation by block averaging divides the level by roughly sqrt(factor) for wideband signals; the
         // threshold is on the envelope-rate signal, which is what is correlated.
-        guard (refEnergy / Float(window + maxLag)).squareRoot() > minimumReferenceRMS / Float(factor).squareRoot()
+        guard (refEnergy / Float(span)).squareRoot() > minimumReferenceRMS / Float(factor).squareRoot()
         else { return nil }
-        re.withUnsafeMutableBufferPointer { r in
-            im.withUnsafeMutableBufferPointer { i in
-                fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false)
-            }
-        }
+        fft.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
         // Split the two real spectra: A = mic, B = reference; cross spectrum conj(A)·B, phase-transformed.
+        let smoothing = smoothing
         var meanMagnitude: Float = 0
         for k in 0..<n {
             let j = (n - k) & (n - 1)
@@ -186,11 +233,7 @@ public final class EchoDelayEstimator {
             xr[k] /= m
             xi[k] /= m
         }
-        xr.withUnsafeMutableBufferPointer { r in
-            xi.withUnsafeMutableBufferPointer { i in
-                fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: true)
-            }
-        }
+        fft.transform(re: xr.baseAddress!, im: xi.baseAddress!, inverse: true)
         // q[j] = Σ a[t] b[t + j]; lag l (mic trails reference by l) is j = maxLag - l.
         var bestLag = 0
         var best = -Float.infinity

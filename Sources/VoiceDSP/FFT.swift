@@ -5,17 +5,29 @@ import Foundation
 final class FFT {
     let size: Int
     private let log2Size: Int
-    private var cosTable: [Float]
-    private var sinTable: [Float]
-    private var bitReversed: [Int32]
+    // Tables owned by this object (freed in deinit), held as unsafe buffers in `let`s so the butterflies index them
+    // with no exclusivity check.
+    private let cosTable: UnsafeMutableBufferPointer<Float>
+    /// -sin (forward twiddles) and +sin (inverse), so the inner loop does not multiply by a sign.
+    private let forwardSinTable: UnsafeMutableBufferPointer<Float>
+    private let inverseSinTable: UnsafeMutableBufferPointer<Float>
+    private let bitReversed: UnsafeMutableBufferPointer<Int32>
 
     init(size: Int) {
         precondition(size >= 2 && size & (size - 1) == 0, "FFT size must be a power of two")
         self.size = size
         log2Size = size.trailingZeroBitCount
-        cosTable = (0..<size / 2).map { Float(cos(2 * Double.pi * Double($0) / Double(size))) }
-        sinTable = (0..<size / 2).map { Float(-sin(2 * Double.pi * Double($0) / Double(size))) }
-        bitReversed = [Int32](repeating: 0, count: size)
+        cosTable = .allocate(capacity: size / 2)
+        forwardSinTable = .allocate(capacity: size / 2)
+        inverseSinTable = .allocate(capacity: size / 2)
+        for k in 0..<size / 2 {
+            let angle = 2 * Double.pi * Double(k) / Double(size)
+            let s = Float(-sin(angle))
+            cosTable.initializeElement(at: k, to: Float(cos(angle)))
+            forwardSinTable.initializeElement(at: k, to: s)
+            inverseSinTable.initializeElement(at: k, to: -s)
+        }
+        bitReversed = .allocate(capacity: size)
         for i in 0..<size {
             var r = 0
             var v = i
@@ -23,48 +35,54 @@ final class FFT {
                 r = (r << 1) | (v & 1)
                 v >>= 1
             }
-            bitReversed[i] = Int32(r)
+            bitReversed.initializeElement(at: i, to: Int32(r))
         }
+    }
+
+    deinit {
+        cosTable.deallocate()
+        forwardSinTable.deallocate()
+        inverseSinTable.deallocate()
+        bitReversed.deallocate()
     }
 
     /// Transforms `re`/`im` (each `size` long) in place. `inverse` uses the conjugate twiddles and scales by 1/size.
     func transform(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, inverse: Bool) {
         let n = size
-        bitReversed.withUnsafeBufferPointer { rev in
-            for i in 0..<n {
-                let j = Int(rev[i])
-                if j > i {
-                    swap(&re[i], &re[j])
-                    swap(&im[i], &im[j])
-                }
+        let rev = bitReversed
+        for i in 0..<n {
+            let j = Int(rev[i])
+            if j > i {
+                swap(&re[i], &re[j])
+                swap(&im[i], &im[j])
             }
         }
-        let sign: Float = inverse ? -1 : 1
-        cosTable.withUnsafeBufferPointer { cosT in
-            sinTable.withUnsafeBufferPointer { sinT in
-                var half = 1
-                while half < n {
-                    let step = n / (half * 2)
-                    var start = 0
-                    while start < n {
-                        var k = 0
-                        for j in start..<start + half {
-                            let wr = cosT[k]
-                            let wi = sign * sinT[k]
-                            let l = j + half
-                            let tr = wr * re[l] - wi * im[l]
-                            let ti = wr * im[l] + wi * re[l]
-                            re[l] = re[j] - tr
-                            im[l] = im[j] - ti
-                            re[j] += tr
-                            im[j] += ti
-                            k += step
-                        }
-                        start += half * 2
-                    }
-                    half *= 2
+        let cosT = cosTable
+        let sinT = inverse ? inverseSinTable : forwardSinTable
+        var half = 1
+        while half < n {
+            let step = n / (half * 2)
+            var start = 0
+            while start < n {
+                var k = 0
+                var j = start
+                let stop = start + half
+                while j < stop {
+                    let wr = cosT[k]
+                    let wi = sinT[k]
+                    let l = j + half
+                    let tr = wr * re[l] - wi * im[l]
+                    let ti = wr * im[l] + wi * re[l]
+                    re[l] = re[j] - tr
+                    im[l] = im[j] - ti
+                    re[j] += tr
+                    im[j] += ti
+                    k &+= step
+                    j &+= 1
                 }
+                start += half * 2
             }
+            half *= 2
         }
         if inverse {
             let scale = 1 / Float(n)
