@@ -319,7 +319,8 @@ public struct SessionDescription: Equatable, Sendable {
                 guard f.count >= 3 else {
                     throw .malformedLine(line: lineNumber, reason: "m= needs <media> <port> <proto> <fmt>…")
                 }
-                let portText = f[1].split(separator: "/", maxSplits: 1)[0]
+                // Keep empty pieces: "/" alone must be a bad port, not an empty split indexed at 0.
+                let portText = f[1].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
                 guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(portText), port <= 65535 else {
                     throw .malformedLine(line: lineNumber, reason: "bad port '\(f[1])'")
                 }
@@ -397,7 +398,8 @@ public struct SessionDescription: Equatable, Sendable {
         guard f.count == 3, f[0] == "IN", f[1] == "IP4" || f[1] == "IP6" else {
             throw .malformedLine(line: line, reason: "c= needs IN IP4|IP6 <address>")
         }
-        let address = f[2].split(separator: "/", maxSplits: 1)[0]
+        let address = f[2].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        guard !address.isEmpty else { throw .malformedLine(line: line, reason: "c= has an empty address") }
         return SDPConnection(addressType: String(f[1]), address: String(address))
     }
 
