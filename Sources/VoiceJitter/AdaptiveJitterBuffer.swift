@@ -71,6 +71,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     private var position: Int64 = 0  // extended RTP timestamp at the end of the sync buffer
     private var started = false
+    /// How far (ms) behind the playout position the newest packet must lie to count as a new timestamp base.
+    static let timelineJumpMilliseconds: Int64 = 2_000
     private var everStarted = false
     private var holding = false
     private var heldSamples = 0
@@ -159,6 +161,17 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
         seen[slot] = sequence
         statistics.packetsReceived += 1
+        let isNewest = firstSequence == nil || sequence > highestSequence
+        if started && isNewest && timestamp + Self.timelineJumpMilliseconds * Int64(tsPerMs) < position {
+            // The newest packet by sequence number lies seconds behind the playout position: the sender restarted
+            // its timestamp base (a backward step, or a forward one of about 2^31 that serial arithmetic reads as
+            // backward). Start a new timeline, as NetEq does on such jumps; treated as late, every later packet
+            // would be dropped and the call would stay silent.
+            flush(keepingLevel: 0)
+            newestEnd = .min
+            estimator.reset()
+            statistics.timelineResets += 1
+        }
         if firstSequence == nil { firstSequence = sequence }
         highestSequence = max(highestSequence, sequence)
         statistics.packetsExpected = Int(highestSequence - firstSequence! + 1)

@@ -67,6 +67,9 @@ public struct JitterBufferStatistics: Sendable, Hashable {
     public var flushes: Int = 0
     /// Packets discarded by flushes.
     public var flushedPackets: Int = 0
+    /// Times the sender's RTP timestamps jumped to a new base while its sequence numbers ran on (each restarts
+    /// playout on the new timeline; see `AdaptiveJitterBuffer`).
+    public var timelineResets: Int = 0
 
     public init() {}
 
