@@ -252,7 +252,7 @@ public enum RTCPPacket: Sendable, Hashable {
                 guard p + 1 + length <= body.count else {
                     throw .byeReasonOverrun(length: length, available: body.count - p - 1)
                 }
-                reason = String(decoding: body.sub(p + 1, p + 1 + length), as: UTF8.self)
+                reason = Self.byeReason(body.sub(p + 1, p + 1 + length))
             }
             self = .bye(RTCPBye(ssrcs: ssrcs, reason: reason))
         case RTCPPacketType.app:
@@ -266,6 +266,13 @@ public enum RTCPPacket: Sendable, Hashable {
         default:
             self = .other(packetType: view.packetType, count: UInt8(count), body: Array(body))
         }
+    }
+
+    /// A BYE reason as text. Valid UTF-8 is kept as is; otherwise each non-ASCII byte becomes "?" rather than
+    /// U+FFFD, so the text stays as many bytes as the wire's (≤ 255) and the packet can be serialized again.
+    static func byeReason(_ bytes: UnsafeRawBufferPointer) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        return String(decoding: bytes.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 
     static func reportBlocks(_ body: UnsafeRawBufferPointer, from start: Int, count: Int)

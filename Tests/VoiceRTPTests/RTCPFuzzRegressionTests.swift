@@ -35,4 +35,26 @@ import VoiceRTP
         #expect(rr.profileExtension.count == 8 - padding)
         #expect(try RTCPPacket.parseCompound(RTCPPacket.serializedCompound(packets)) == packets)
     }
+
+    /// fuzz-rtcp crash 7e92096e: a BYE whose 128-byte reason was not UTF-8. Decoding replaced each bad byte with
+    /// U+FFFD (3 bytes), the reason grew past 255 bytes and serializing the packet trapped ("BYE reason longer than
+    /// 255 bytes").
+    @Test func byeReasonThatIsNotUTF8StaysWithin255BytesAndRoundTrips() throws {
+        let reason = [UInt8](repeating: 0xFF, count: 200) + Array("end".utf8)
+        var bye: [UInt8] = [0x81, 203, 0, 0, 0x11, 0x22, 0x33, 0x44, UInt8(reason.count)] + reason
+        while bye.count % 4 != 0 { bye.append(0) }
+        bye[3] = UInt8(bye.count / 4 - 1)
+        let rr: [UInt8] = [0x80, 201, 0x00, 0x01, 0x11, 0x22, 0x33, 0x44]
+        let packets = try RTCPPacket.parseCompound(rr + bye)
+        #expect(packets.last == .bye(RTCPBye(ssrcs: [0x1122_3344], reason: String(repeating: "?", count: 200) + "end")))
+        #expect(try RTCPPacket.parseCompound(RTCPPacket.serializedCompound(packets)) == packets)
+    }
+
+    @Test func byeReasonInValidUTF8IsKeptExactly() throws {
+        let packets = [
+            RTCPPacket.receiverReport(RTCPReceiverReport(ssrc: 1)),
+            .bye(RTCPBye(ssrcs: [1], reason: "appel terminé — 通話終了")),
+        ]
+        #expect(try RTCPPacket.parseCompound(RTCPPacket.serializedCompound(packets)) == packets)
+    }
 }
