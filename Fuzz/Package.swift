@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // libFuzzer targets for VoiceEngine's parsers: a separate package (like Benchmarks/), so the root package never
-// builds with the fuzzer sanitizer. Build and run with ./run.sh (see README.md in this folder and RELIABILITY.md).
+// builds with the fuzzer sanitizer. Build and run with ./run.sh (usage at its top; results in ../RELIABILITY.md).
 import PackageDescription
 
 /// SwiftPM names a path dependency after its folder (the clone's folder, whatever it is called), so the root
