@@ -10,7 +10,7 @@ TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-p
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-allocations clean
+.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-allocations fuzz fuzz-check asan tsan hostile soak clean
 
 ## Installs the missing Debian packages (apt-get update first, as a fresh machine needs).
 deps:
@@ -56,5 +56,31 @@ bench: deps
 bench-allocations: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark --no-progress thresholds check
 
+## libFuzzer targets (Fuzz/): build, then fuzz each FUZZ_TIME seconds (600 by default), two at a time.
+fuzz: deps
+	SWIFT=$(SWIFT) Fuzz/run.sh --time $(or $(FUZZ_TIME),600) --parallel 2
+
+## Replays seed corpora, saved corpora and crash inputs once (seconds).
+fuzz-check: deps
+	SWIFT=$(SWIFT) Fuzz/run.sh --check
+
+## The test suite under AddressSanitizer (+ LeakSanitizer, with the suppressions in Fuzz/lsan-suppressions.txt).
+asan: test-deps
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Fuzz/lsan-suppressions.txt $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build-asan
+
+## The test suite under ThreadSanitizer.
+tsan: test-deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --skip-build --no-parallel --sanitize=thread --scratch-path .build-tsan
+
+## Hostile network against a running MediaStream on loopback (floods, replays, wrong keys, lying RTCP, …).
+hostile: deps
+	$(SWIFT) test --filter HostileNetworkTests
+
+## The one-hour fast-time soak call, in release (about 70 s here).
+soak: deps
+	VOICEENGINE_SOAK_MINUTES=60 $(SWIFT) test -c release --filter SoakTests
+
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build Benchmarks/.build Fuzz/.build
