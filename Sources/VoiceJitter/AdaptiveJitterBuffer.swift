@@ -78,11 +78,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var heldSamples = 0
     private var lastDecodedSequence: Int64?
     private var packetTimestamps: Int64 = 960
-    private var sequenceUnwrapper = SequenceUnwrapper()
-    private var timestampUnwrapper = TimestampUnwrapper()
-    private var seen: [Int64]
-    private var firstSequence: Int64?
-    private var highestSequence: Int64 = .min
+    private var arrivals = PacketArrivals()
     private var newestEnd: Int64 = .min
 
     /// Creates a buffer and its Opus decoder.
@@ -104,7 +100,6 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         sync = [Int16](repeating: 0, count: 4 * maxFrame)
         scratch = [Int16](repeating: 0, count: maxFrame)
         tail = [Int16](repeating: 0, count: maxFrame)
-        seen = [Int64](repeating: -1, count: 4096)
     }
 
     public var playoutTimestamp: Int64? { everStarted ? position - Int64(syncCount) * tsPerSample : nil }
@@ -152,17 +147,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             statistics.invalidPackets += 1
             return
         }
-        let sequence = sequenceUnwrapper.unwrap(sequenceNumber)
-        let timestamp = timestampUnwrapper.unwrap(rtpTimestamp)
-        let slot = Int(UInt64(bitPattern: sequence) % UInt64(seen.count))
-        if seen[slot] == sequence {
-            statistics.duplicatePackets += 1
-            return
-        }
-        seen[slot] = sequence
-        statistics.packetsReceived += 1
-        let isNewest = firstSequence == nil || sequence > highestSequence
-        if started && isNewest && timestamp + Self.timelineJumpMilliseconds * Int64(tsPerMs) < position {
+        guard
+            let admitted = arrivals.admit(
+                sequenceNumber: sequenceNumber, rtpTimestamp: rtpTimestamp, statistics: &statistics)
+        else { return }
+        let (sequence, timestamp) = (admitted.sequence, admitted.timestamp)
+        if started && admitted.isNewest && timestamp + Self.timelineJumpMilliseconds * Int64(tsPerMs) < position {
             // The newest packet by sequence number lies seconds behind the playout position: the sender restarted
             // its timestamp base (a backward step, or a forward one of about 2^31 that serial arithmetic reads as
             // backward). Start a new timeline, as NetEq does on such jumps; treated as late, every later packet
@@ -172,9 +162,6 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             estimator.reset()
             statistics.timelineResets += 1
         }
-        if firstSequence == nil { firstSequence = sequence }
-        highestSequence = max(highestSequence, sequence)
-        statistics.packetsExpected = Int(highestSequence - firstSequence! + 1)
 
         let duration = Int64(samples) * tsPerSample
         packetTimestamps = duration

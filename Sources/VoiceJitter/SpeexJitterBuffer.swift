@@ -25,11 +25,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
     private var pcm: [Int16]
     private var pending = 0  // decoded samples not yet output, at the front of `pcm`
     private var packetData: [UInt8]
-    private var sequenceUnwrapper = SequenceUnwrapper()
-    private var timestampUnwrapper = TimestampUnwrapper()
-    private var seen: [Int64]
-    private var firstSequence: Int64?
-    private var highestSequence: Int64 = .min
+    private var arrivals = PacketArrivals()
     private var newestEnd: Int64 = .min
     private var started = false
     private var pointer: Int64 = 0  // extended playout pointer (RTP units)
@@ -51,7 +47,6 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         handle = jb
         pcm = [Int16](repeating: 0, count: sampleRate * 120 / 1000 + sampleRate / 50)
         packetData = [UInt8](repeating: 0, count: 1_500)
-        seen = [Int64](repeating: -1, count: 4096)
     }
 
     deinit {
@@ -67,18 +62,11 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             statistics.invalidPackets += 1
             return
         }
-        let sequence = sequenceUnwrapper.unwrap(sequenceNumber)
-        let timestamp = timestampUnwrapper.unwrap(rtpTimestamp)
-        let slot = Int(UInt64(bitPattern: sequence) % UInt64(seen.count))
-        if seen[slot] == sequence {
-            statistics.duplicatePackets += 1
-            return
-        }
-        seen[slot] = sequence
-        statistics.packetsReceived += 1
-        if firstSequence == nil { firstSequence = sequence }
-        highestSequence = max(highestSequence, sequence)
-        statistics.packetsExpected = Int(highestSequence - firstSequence! + 1)
+        guard
+            let admitted = arrivals.admit(
+                sequenceNumber: sequenceNumber, rtpTimestamp: rtpTimestamp, statistics: &statistics)
+        else { return }
+        let timestamp = admitted.timestamp
         let span = Int64(samples) * tsPerSample
         // A late packet is still put: speexdsp learns from it that its delay is too short, then discards it.
         if started && timestamp + span <= pointer { statistics.latePackets += 1 }
@@ -138,7 +126,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         if !started {
             guard status == JITTER_BUFFER_OK else { return .buffering }
             started = true
-            pointer = timestampUnwrapper.peek(packet.timestamp)
+            pointer = arrivals.timestampUnwrapper.peek(packet.timestamp)
         }
         let operation: PlayoutOperation
         var produced = 0
@@ -170,7 +158,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             if operation == .slowDown { statistics.slowedDownSamples += produced }
         }
         pending += produced
-        pointer = timestampUnwrapper.peek(spx_uint32_t(bitPattern: jitter_buffer_get_pointer_timestamp(handle)))
+        pointer = arrivals.timestampUnwrapper.peek(spx_uint32_t(bitPattern: jitter_buffer_get_pointer_timestamp(handle)))
         return operation
     }
 }
