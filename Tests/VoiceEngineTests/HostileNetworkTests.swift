@@ -150,9 +150,8 @@ import VoiceEngine
         var referencePlayed: [Int16] = []
         var sentToReceiver = 0
         var kernelShortfall = 0
-        var rssAfterWarmUp: [Double] = []
-        var rssAtEnd: [Double] = []
         let ticks = fixture.frames  // 1000
+        var memory = HostileSupport.MemoryWatch(warmUp: 100..<110, endFrom: ticks - 10)
 
         /// Sends, then waits (bounded) until the receiver's event loop has read every datagram sent so far.
         func sendAndSettle(_ datagrams: ArraySlice<[UInt8]>, from socket: UDPMediaTransport) {
@@ -194,8 +193,7 @@ import VoiceEngine
                 played += frame.samples
                 referencePlayed += referenceFrame.samples
             }
-            if (100..<110).contains(k), let rss = HostileSupport.residentMegabytes() { rssAfterWarmUp.append(rss) }
-            if k >= ticks - 10, let rss = HostileSupport.residentMegabytes() { rssAtEnd.append(rss) }
+            memory.sample(tick: k)
         }
         let transport = receiverSocket.counters
         await receiverSocket.close()
@@ -222,12 +220,11 @@ import VoiceEngine
         #expect(speechLevel > -35)
         // Memory: the flood must not grow the process (minimum over the last samples against the maximum after
         // warm-up, so another suite's transient allocation does not count; a leak would show in both).
-        let growth = (rssAtEnd.min() ?? 0) - (rssAfterWarmUp.max() ?? 0)
         print(
             "hostile loopback: \(attacker.total) attack datagrams (\(attacker.counts)), transport drops "
-                + "\(droppedByTransport), stream drops \(s.drops), RSS after warm-up \(rssAfterWarmUp.max() ?? -1) MiB, "
-                + "at end \(rssAtEnd.min() ?? -1) MiB, growth \(growth) MiB, playout level \(speechLevel) dBFS")
-        #expect(growth < 20)
+                + "\(droppedByTransport), stream drops \(s.drops), RSS \(memory.summary), growth \(memory.growth) MiB, "
+                + "playout level \(speechLevel) dBFS")
+        #expect(memory.growth < 20)
     }
 
     /// The same attack mix straight into `receiveDatagram` at volume: 100 000 random datagrams and 5 000 targeted
@@ -243,9 +240,8 @@ import VoiceEngine
         var referenceFrame = AudioFrame(format: .mono16k)
         var played: [Int16] = []
         var referencePlayed: [Int16] = []
-        var rssAfterWarmUp: [Double] = []
-        var rssAtEnd: [Double] = []
         let ticks = fixture.frames  // 2000
+        var memory = HostileSupport.MemoryWatch(warmUp: 200..<210, endFrom: ticks - 10)
         for k in 0..<ticks {
             let now = MediaTime.milliseconds(Int64(k) * 20 + 20)
             let packet = try legit.packet(fixture.frame(k))
@@ -266,8 +262,7 @@ import VoiceEngine
                 played += frame.samples
                 referencePlayed += referenceFrame.samples
             }
-            if (200..<210).contains(k), let rss = HostileSupport.residentMegabytes() { rssAfterWarmUp.append(rss) }
-            if k >= ticks - 10, let rss = HostileSupport.residentMegabytes() { rssAtEnd.append(rss) }
+            memory.sample(tick: k)
         }
         let s = stream.statistics
         Self.checkDrops(s.drops, attacker: attacker, droppedBeforeStream: 0)
@@ -276,11 +271,10 @@ import VoiceEngine
         #expect(s.lostPackets == 0)
         #expect(played == referencePlayed)
         #expect(StreamTestSupport.level(played[16_000...]) > -35)
-        let growth = (rssAtEnd.min() ?? 0) - (rssAfterWarmUp.max() ?? 0)
         print(
-            "hostile direct: \(attacker.total) datagrams, drops \(s.drops), RSS growth \(growth) MiB "
-                + "(\(rssAfterWarmUp.max() ?? -1) → \(rssAtEnd.min() ?? -1))")
-        #expect(growth < 20)
+            "hostile direct: \(attacker.total) datagrams, drops \(s.drops), RSS growth \(memory.growth) MiB "
+                + "(\(memory.summary))")
+        #expect(memory.growth < 20)
     }
 
     /// A second sender under the peer's own key with a new SSRC, first beside the real one and then alone (as a

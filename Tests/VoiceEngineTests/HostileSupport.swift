@@ -13,6 +13,30 @@ enum HostileSupport {
         return nil
     }
 
+    /// Resident-set samples taken over a window after warm-up and over the last ticks of a run; `growth` compares
+    /// the lowest of the last with the highest after warm-up, so another suite's transient allocation does not
+    /// count while a leak shows in both.
+    struct MemoryWatch {
+        let warmUp: Range<Int>
+        let endFrom: Int
+        private(set) var afterWarmUp: [Double] = []
+        private(set) var atEnd: [Double] = []
+
+        init(warmUp: Range<Int>, endFrom: Int) {
+            self.warmUp = warmUp
+            self.endFrom = endFrom
+        }
+
+        /// Samples the RSS when `tick` falls in one of the two windows.
+        mutating func sample(tick: Int) {
+            if warmUp.contains(tick), let rss = residentMegabytes() { afterWarmUp.append(rss) }
+            if tick >= endFrom, let rss = residentMegabytes() { atEnd.append(rss) }
+        }
+
+        var growth: Double { (atEnd.min() ?? 0) - (afterWarmUp.max() ?? 0) }
+        var summary: String { "\(afterWarmUp.max() ?? -1) → \(atEnd.min() ?? -1) MiB" }
+    }
+
     /// Pearson correlation of two equally long sample runs (1 = identical shape).
     static func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
         let n = min(a.count, b.count)
