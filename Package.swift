@@ -22,7 +22,21 @@ let package = Package(
     targets: [
         cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
         cLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
-        cLibrary("CSRTP", pkgConfig: "libsrtp2", apt: "libsrtp2-dev"),
+        cLibrary("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        // libsrtp 2.5.0 built from source: OpenSSL's AES-CTR/GCM with libsrtp's own HMAC-SHA1, the one build in
+        // which srtp_protect/srtp_unprotect never allocate (Debian's NSS build allocates 14 times per packet).
+        // Sources/CSRTP/README.md says what was taken from where and why.
+        .target(
+            name: "CSRTP",
+            dependencies: ["COpenSSL"],
+            exclude: ["LICENSE", "README.md"],
+            cSettings: [
+                .define("HAVE_CONFIG_H"),
+                .headerSearchPath("private"),
+                .headerSearchPath("include/srtp2"),
+                .headerSearchPath("crypto/include"),
+            ]
+        ),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),

@@ -25,7 +25,11 @@ let package = Package(
         .target(
             name: "CBaseline",
             path: "Sources/CBaseline",
-            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp"), .linkedLibrary("srtp2")]
+            // libsrtp: the engine's own build (../Sources/CSRTP, linked into voice-bench through VoiceEngine), so
+            // both sides of the comparison run the same SRTP code. This package is never a dependency, so the
+            // absolute include path (an unsafe flag) is fine here.
+            cSettings: [.unsafeFlags(["-I", Context.packageDirectory + "/../Sources/CSRTP/include"])],
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp")]
         ),
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(

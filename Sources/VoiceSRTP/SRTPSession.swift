@@ -141,7 +141,8 @@ public final class SRTPSession {
         scratch.deallocate()
     }
 
-    /// Whether this build of libsrtp can run `suite` (GCM needs libsrtp built with OpenSSL or NSS; Debian's is).
+    /// Whether this build of libsrtp can run `suite` (GCM needs libsrtp built with a crypto library;
+    /// the engine's own build, Sources/CSRTP, uses OpenSSL, so every suite is available).
     public static func isAvailable(_ suite: SRTPCryptoSuite) -> Bool {
         let key = SRTPMasterKey(bytes: [UInt8](repeating: 0, count: suite.keyMaterialLength))
         return (try? SRTPSession(suite: suite, key: key, direction: .outbound)) != nil

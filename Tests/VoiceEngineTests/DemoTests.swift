@@ -195,7 +195,7 @@ private let haveSpeech =
     /// Runs the tool with output to a file and at most `seconds` of wall time (then it is terminated).
     private func run(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, output: String) {
         let log = StreamTestSupport.temporaryDirectory().appendingPathComponent("out.txt")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: log.deletingLastPathComponent()) }
         let handle = try FileHandle(forWritingTo: log)
         let process = Process()

@@ -8,12 +8,10 @@ import VoiceEngine
 // through the adaptive jitter buffer, decoder and 16 k → 48 k resampler). Each sample is 1 000 steps
 // (`scalingFactor: .kilo`) = 2 000 leg-steps = 20 s of call for each leg.
 //
-// - `Pipeline.leg.20ms`: the leg with SRTP. Debian's libsrtp2 (2.5.0, built with the NSS crypto backend) allocates
-//   inside every srtp_protect / srtp_unprotect (NSS creates a PK11 cipher context and a digest context per
-//   packet): 14 mallocs per call, 4 calls per step, so its threshold file holds that count (p90 = 56 000 per
-//   sample, exactly: 0 tolerance) and the check fails if an allocation per step is added on top, or if
-//   libsrtp's count changes (another build of libsrtp2: then re-measure and say why in Benchmarks/README.md).
-// - `Pipeline.leg.20ms.plainRTP`: the same loop without SRTP: everything the engine does, 0 mallocs.
+// - `Pipeline.leg.20ms`: the leg with SRTP (the engine's own libsrtp build, Sources/CSRTP: OpenSSL AES and
+//   libsrtp's HMAC-SHA1, which never allocate; Debian's NSS-based libsrtp2 made 14 mallocs per protect/unprotect).
+// - `Pipeline.leg.20ms.plainRTP`: the same loop without SRTP.
+// Both hold at 0 mallocs per sample (thresholds in Thresholds/, 0 tolerance).
 let benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: they allocate

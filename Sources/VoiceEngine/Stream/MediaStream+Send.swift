@@ -54,7 +54,7 @@ extension MediaStream {
             _ = processedBlock.update(fromContentsOf: micBlock)
         }
         if isMuted { processedBlock.update(repeating: 0) }
-        UnsafeMutableBufferPointer(rebasing: frameBuffer[frameFill..<(frameFill + processingBlock)])
+        _ = UnsafeMutableBufferPointer(rebasing: frameBuffer[frameFill..<(frameFill + processingBlock)])
             .update(fromContentsOf: processedBlock)
         frameFill += processingBlock
         if frameFill == frameSamples {

@@ -27,9 +27,9 @@ import VoiceSRTP
 /// per-packet paths (capture, encode, packetize, protect, receive, unprotect, parse, jitter buffer, playout) do
 /// not allocate. What still allocates: RTCP (building and parsing compound packets uses arrays of report values,
 /// a few times per 5 s), the speexdsp jitter buffer (`malloc` per packet inside speexdsp), the echo
-/// canceller's first drift correction (a filter table inside speexdsp, once), and libsrtp2 itself when it is
-/// built with the NSS crypto backend, as Debian's package is: 14 `malloc`s inside every `srtp_protect` /
-/// `srtp_unprotect` (measured by Benchmarks/PipelineBenchmarks; with plain RTP a full-duplex leg makes none).
+/// canceller's first drift correction (a filter table inside speexdsp, once). SRTP does not: the engine builds
+/// libsrtp itself (Sources/CSRTP) because Debian's NSS-based build allocated 14 times per packet. A full-duplex
+/// leg with SRTP makes 0 allocations per step (Benchmarks/PipelineBenchmarks).
 public final class MediaStream {
     public let configuration: MediaStreamConfiguration
     /// Where produced datagrams go.

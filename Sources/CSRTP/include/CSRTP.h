@@ -1,0 +1,6 @@
+#ifndef VOICEENGINE_CSRTP_H
+#define VOICEENGINE_CSRTP_H
+// libsrtp 2.5.0, built from source in this target (see ../README.md). Its API is plain functions and structs,
+// so no wrappers are needed.
+#include "srtp2/srtp.h"
+#endif
