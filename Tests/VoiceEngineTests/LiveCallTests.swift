@@ -168,6 +168,67 @@ import VoiceEngine
     @Test(
         .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
         .timeLimit(.minutes(1)))
+    func thePeersByeEndsTheCallAsARemoteHangupWithoutWaitingForATimeout() async throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        let transportB = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
+        let a = try Self.makeSide(
+            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: false, session: nil)
+        let b = try Self.makeSide(
+            name: "b", directory: dir, srtp: keysB, transport: transportB, voiceProcessing: false, session: nil)
+        try a.call.start()
+        try b.call.start()
+        try await Task.sleep(for: .milliseconds(1_500))
+        let resultB = await b.call.stop()  // B hangs up: its last RTCP packet carries a BYE
+        #expect(resultB.wasEstablished && resultB.cause == .localHangup)
+        // A has no media timeout configured: only the BYE can end it.
+        var waited = 0
+        while !a.events.all.contains(.ended(.remoteHangup)) && waited < 2_000 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 20
+        }
+        let resultA = await a.call.stop(cause: .localHangup)  // returns the result of the call's own ending
+        #expect(resultA.cause == .remoteHangup, "A ended as \(resultA.cause) after \(waited) ms")
+        #expect(waited < 1_000, "A took \(waited) ms to notice the BYE")
+        #expect(resultA.report.rtcp.byeReceived)
+        #expect(resultA.report.drops.counts.rtcpAuthenticationFailed == 0)
+    }
+
+    @Test func aByeFromAnotherSourceOrBeforeThePeerIsKnownIsIgnored() throws {
+        let stream = try MediaStream(
+            configuration: StreamTestSupport.configuration(seed: 5, srtp: nil, voiceProcessing: false),
+            sink: NullPacketSink())
+        func bye(_ ssrc: UInt32) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 64)
+            let n = bytes.withUnsafeMutableBytes {
+                RTCPPacket.serialize(
+                    compound: [.receiverReport(RTCPReceiverReport(ssrc: ssrc, reportBlocks: [])), .bye(RTCPBye(ssrcs: [ssrc]))],
+                    into: $0)
+            }
+            return Array(bytes.prefix(n))
+        }
+        // No RTP yet: whose BYE it is cannot be known, so it does not end anything.
+        stream.receiveDatagram(bye(0x1234), arrival: MediaTime(nanoseconds: 0))
+        #expect(stream.statistics.rtcpReceived == 1 && !stream.statistics.remoteSentBye)
+        // RTP from 0x1234 makes it the peer; a BYE from someone else is ignored, the peer's is not.
+        var rtp = [UInt8](repeating: 0, count: 20)
+        rtp[0] = 0x80
+        rtp[1] = stream.configuration.payloadType
+        rtp[8] = 0; rtp[9] = 0; rtp[10] = 0x12; rtp[11] = 0x34
+        stream.receiveDatagram(rtp, arrival: MediaTime(nanoseconds: 10_000_000))
+        #expect(stream.statistics.packetsReceived == 1)
+        stream.receiveDatagram(bye(0x9999), arrival: MediaTime(nanoseconds: 20_000_000))
+        #expect(!stream.statistics.remoteSentBye)
+        stream.receiveDatagram(bye(0x1234), arrival: MediaTime(nanoseconds: 30_000_000))
+        #expect(stream.statistics.remoteSentBye)
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
+        .timeLimit(.minutes(1)))
     func aPeerWithTheWrongKeyIsNeitherHeardNorLatched() async throws {
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

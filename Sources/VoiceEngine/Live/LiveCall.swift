@@ -23,8 +23,9 @@ import VoiceSession
 /// **Control plane.** ``start()``, ``stop(cause:)``, ``events`` and ``statistics`` may be used from any task.
 /// A monitor task turns the media thread's flags into events (remote latched, established), feeds device events
 /// (interruptions) to the call and to the attached ``AudioSession``, carries out the session's effects (open the
-/// microphone when established, flush after an interruption, end the call after an interruption timeout), and
-/// enforces the optional media timeout.
+/// microphone when established, flush after an interruption, end the call after an interruption timeout), ends
+/// the call as ``CallEndCause/remoteHangup`` when the peer's authenticated RTCP BYE arrives, and enforces the
+/// optional media timeout.
 ///
 /// **Ownership.** The call owns the devices and the transport it is given: it starts them, and stops and closes
 /// them when it ends. It consumes the devices' `events` streams (single consumer). A started call keeps itself
@@ -227,6 +228,10 @@ public final class LiveCall: @unchecked Sendable {
             if let session, (now - lastSessionTick).seconds >= 1 {
                 lastSessionTick = now
                 apply(await session.tick())
+            }
+            if shared.remoteSentBye.load(ordering: .acquiring) {
+                endSoon(.remoteHangup)
+                return
             }
             if let timeout = options.mediaTimeoutSeconds, announcedEstablished {
                 let last = shared.lastMediaNanoseconds.load(ordering: .relaxed)

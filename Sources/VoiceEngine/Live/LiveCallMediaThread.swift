@@ -20,6 +20,8 @@ final class LiveCallShared: Sendable {
     let flushRequests = Atomic<Int>(0)
     /// Set once by the media thread when media flows both ways.
     let established = Atomic<Bool>(false)
+    /// Set once by the media thread when the peer's RTCP BYE arrived (it hung up).
+    let remoteSentBye = Atomic<Bool>(false)
     /// Monotonic nanoseconds of the last RTP packet the stream accepted (0: none yet).
     let lastMediaNanoseconds = Atomic<Int64>(0)
 
@@ -86,6 +88,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var flushesSeen = 0
     var latched: UDPEndpoint?
     var established = false
+    var remoteSentBye = false
     static let tickNanoseconds: Int64 = 10_000_000
 
     init(
@@ -145,6 +148,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         captureTick(paused: paused, now: now)
         playoutTick(paused: paused, now: now)
         stream.pollRTCP(now: now)
+        if !remoteSentBye && stream.stats.remoteSentBye {
+            remoteSentBye = true
+            shared.remoteSentBye.store(true, ordering: .releasing)
+        }
         if !established && stream.stats.packetsReceived > 0 && shared.datagramsSent.load(ordering: .relaxed) > 0 {
             established = true
             shared.established.store(true, ordering: .releasing)

@@ -15,7 +15,7 @@ import VoiceSession
 ///   "rtp":  { "packetsSent", "bytesSent", "framesSuppressed", "packetsReceived", "bytesReceived",
 ///             "expected", "received", "lost", "duplicates", "lossPercent", "lossRuns" },
 ///             // RFC 3550 A.3: received + lost == expected (received counts duplicates, as RFC 3550 does)
-///   "rtcp": { "sent", "bytesSent", "received" },
+///   "rtcp": { "sent", "bytesSent", "received", "byeReceived" },  // byeReceived: the peer hung up (RFC 3550 §6.6)
 ///   "drops": { "empty", "tooLarge", "notRTP", "malformedRTP", "malformedRTCP", "authenticationFailed",
 ///              "replayed", "rtcpAuthenticationFailed", "unknownSSRC", "wrongPayloadType", "badSequence", "total" },
 ///   "jitter": { "interarrivalMilliseconds",           // RFC 3550 jitter of the stream we received
@@ -69,6 +69,8 @@ public struct CallReport: Sendable, Codable {
         public var sent: Int
         public var bytesSent: Int
         public var received: Int
+        /// The peer's authenticated RTCP BYE arrived: it ended the call.
+        public var byeReceived: Bool
     }
 
     public struct Drops: Sendable, Codable {
@@ -180,7 +182,8 @@ public struct CallReport: Sendable, Codable {
             expected: s.expectedPackets,
             received: s.receivedPackets, lost: s.lostPackets, duplicates: s.duplicatePackets,
             lossPercent: s.lossRate * 100, lossRuns: s.lossRuns)
-        rtcp = RTCP(sent: s.rtcpSent, bytesSent: s.rtcpBytesSent, received: s.rtcpReceived)
+        rtcp = RTCP(
+            sent: s.rtcpSent, bytesSent: s.rtcpBytesSent, received: s.rtcpReceived, byeReceived: s.remoteSentBye)
         drops = Drops(counts: s.drops, total: s.drops.total)
         jitter = Jitter(
             interarrivalMilliseconds: s.jitterMilliseconds,

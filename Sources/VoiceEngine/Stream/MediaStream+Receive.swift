@@ -146,6 +146,9 @@ extension MediaStream {
                 for block in sr.reportBlocks { handleReportBlock(block, arrival: arrival) }
             case .receiverReport(let rr):
                 for block in rr.reportBlocks { handleReportBlock(block, arrival: arrival) }
+            case .bye(let bye):
+                // Only the peer we are listening to can end the call (a stale or foreign SSRC cannot).
+                if let remote = remoteSSRC, bye.ssrcs.contains(remote) { stats.remoteSentBye = true }
             default:
                 break
             }

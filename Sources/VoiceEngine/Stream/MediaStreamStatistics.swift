@@ -51,6 +51,9 @@ public struct MediaStreamStatistics: Sendable {
     public var packetsReceived = 0
     public var bytesReceived = 0
     public var rtcpReceived = 0
+    /// The peer sent an authenticated RTCP BYE for its stream (RFC 3550 §6.6): it has left, so a live call can
+    /// end at once as a remote hang-up instead of waiting for a media timeout.
+    public var remoteSentBye = false
     /// Drops by reason.
     public var drops = MediaStreamDrops()
     /// RFC 3550 A.3 figures of the peer's stream: expected, received (duplicates included, as RFC 3550 counts them)
