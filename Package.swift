@@ -29,12 +29,12 @@ let package = Package(
         .target(
             name: "CSRTP",
             dependencies: ["COpenSSL"],
-            exclude: ["LICENSE", "README.md"],
+            exclude: ["README.md", "vendor/libsrtp/LICENSE"],
             cSettings: [
                 .define("HAVE_CONFIG_H"),
-                .headerSearchPath("private"),
-                .headerSearchPath("include/srtp2"),
-                .headerSearchPath("crypto/include"),
+                .headerSearchPath("config"),
+                .headerSearchPath("vendor/libsrtp/include"),
+                .headerSearchPath("vendor/libsrtp/crypto/include"),
             ]
         ),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),

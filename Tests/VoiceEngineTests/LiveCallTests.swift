@@ -41,6 +41,23 @@ import VoiceEngine
         return Side(call: call, speaker: speaker, events: log)
     }
 
+    /// A listens on loopback with no remote (it latches on B's first authenticated packet); B calls A.
+    static func makePair(
+        directory: URL, keysA: MediaStreamSRTP?, keysB: MediaStreamSRTP?, processingOnA: Bool = false,
+        sessions: (AudioSession?, AudioSession?) = (nil, nil)
+    ) async throws -> (a: Side, b: Side) {
+        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        let transportB = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
+        let a = try makeSide(
+            name: "a", directory: directory, srtp: keysA, transport: transportA, voiceProcessing: processingOnA,
+            session: sessions.0)
+        let b = try makeSide(
+            name: "b", directory: directory, srtp: keysB, transport: transportB, voiceProcessing: false,
+            session: sessions.1)
+        return (a, b)
+    }
+
     /// Normalised cross-correlation of `test` against `reference` after the best alignment (lag ≤ 0.6 s).
     static func alignedCorrelation(reference: ArraySlice<Int16>, test: ArraySlice<Int16>) -> (
         correlation: Double, lag: Int
@@ -84,18 +101,13 @@ import VoiceEngine
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let (keysA, keysB) = StreamTestSupport.srtpPair()
-        // A listens (no remote: it latches on B's first authenticated packet); B calls A.
-        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
-        let transportB = try await UDPMediaTransport.bind(
-            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
         let sessionA = AudioSession(clock: MonotonicClock())
         let sessionB = AudioSession(clock: MonotonicClock())
         await sessionA.startEngine()
         await sessionB.startEngine()
-        let a = try Self.makeSide(
-            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: true, session: sessionA)
-        let b = try Self.makeSide(
-            name: "b", directory: dir, srtp: keysB, transport: transportB, voiceProcessing: false, session: sessionB)
+        let (a, b) = try await Self.makePair(
+            directory: dir, keysA: keysA, keysB: keysB, processingOnA: true, sessions: (sessionA, sessionB))
+        let transportB = b.call.transport
 
         try a.call.start()
         try b.call.start()
@@ -172,13 +184,7 @@ import VoiceEngine
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let (keysA, keysB) = StreamTestSupport.srtpPair()
-        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
-        let transportB = try await UDPMediaTransport.bind(
-            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
-        let a = try Self.makeSide(
-            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: false, session: nil)
-        let b = try Self.makeSide(
-            name: "b", directory: dir, srtp: keysB, transport: transportB, voiceProcessing: false, session: nil)
+        let (a, b) = try await Self.makePair(directory: dir, keysA: keysA, keysB: keysB)
         try a.call.start()
         try b.call.start()
         try await Task.sleep(for: .milliseconds(1_500))
@@ -235,13 +241,7 @@ import VoiceEngine
         let (keysA, keysB) = StreamTestSupport.srtpPair()
         var wrongB = keysB
         wrongB.localKey = SRTPMasterKey.random(for: keysB.suite)  // A expects keysB.localKey
-        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
-        let transportB = try await UDPMediaTransport.bind(
-            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
-        let a = try Self.makeSide(
-            name: "a", directory: dir, srtp: keysA, transport: transportA, voiceProcessing: false, session: nil)
-        let b = try Self.makeSide(
-            name: "b", directory: dir, srtp: wrongB, transport: transportB, voiceProcessing: false, session: nil)
+        let (a, b) = try await Self.makePair(directory: dir, keysA: keysA, keysB: wrongB)
         try a.call.start()
         try b.call.start()
         try await Task.sleep(for: .milliseconds(1_500))

@@ -5,7 +5,7 @@
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
 #include <speex/speex_resampler.h>
-#include <srtp2/srtp.h>
+#include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
