@@ -83,7 +83,10 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 ///    sample. Alignment plus peak plus what the resampler has stretched is the echo delay in the far end's own
 ///    timeline; ``DriftEstimator`` fits its slope (the clock drift) and, at most once a second, the resampler's
 ///    fractional ratio is set to cancel it, so the reference and the microphone run on one clock — what MDF needs
-///    (raw MDF falls from ~47 dB ERLE to ~11 dB at 100 ppm);
+///    (raw MDF falls from ~47 dB ERLE to ~11 dB at 100 ppm). A drift too fast for the filter to converge on
+///    (hundreds of ppm and more: no stable peak ever appears) is acquired first by ``DriftSearch``, which lines up
+///    several seconds of short GCC-PHAT correlations along candidate drift slopes; three agreeing clear results
+///    set the compensation, after which the filter converges and its peak refines the estimate;
 /// 4. ``MDFEchoFilter`` removes the linear echo, and ``Preprocessor`` (attached to it) the residual echo and noise.
 ///
 /// Double talk: the delay estimator withholds unclear estimates, MDF's own double-talk control slows adaptation,
@@ -105,6 +108,14 @@ public final class EchoCanceller {
     public let preprocessor: Preprocessor
     private let estimator: EchoDelayEstimator
     private var drift: DriftEstimator
+    private let driftSearch: DriftSearch
+    private var blocksSinceSegment = 0
+    private var blocksSinceSearch = 0
+    /// Clear drift-search results agreeing with each other, not yet acted on (their sum and count).
+    private var searchSum = 0.0
+    private var searchCount = 0
+    /// Agreeing clear searches needed before the drift is compensated (their mean is used).
+    private let searchesNeeded = 3
     private let resampler: Resampler
     /// Whether the far end goes through ``resampler`` (from the first drift compensation on). Until then it is
     /// bypassed: the resampler's latency would make the reference late for an echo path shorter than it.
@@ -168,6 +179,7 @@ public final class EchoCanceller {
         if configuration.suppressResidualEcho { try preprocessor.attach(echoFilter: echoFilter) }
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
+        driftSearch = DriftSearch(lags: estimator.maxDelaySamples / estimator.factor + 1)
         do {
             // Quality 3: a short filter (1.5 ms of latency at 16 kHz, flat to ~7 kHz); the reference only has to
             // model the echo.
@@ -253,6 +265,7 @@ public final class EchoCanceller {
                 }
             }
         }
+        if configuration.alignDelay && configuration.compensateDrift { try acquireDrift() }
         fillReference(from: start - Int64(appliedDelay))
         reference.withUnsafeBufferPointer { echoFilter.cancel(mic: mic, reference: $0, into: output) }
         blocksSinceReset += 1
@@ -301,6 +314,57 @@ public final class EchoCanceller {
             }
         }
         referenceMeanSquare = sum / Double(blockSize)
+    }
+
+    /// Feeds the drift search a segment correlation every 25 blocks and, while the filter shows no stable echo path,
+    /// runs a search every half second over the last 3-6 s, eight candidates per block.
+    private func acquireDrift() throws(SpeexDSPError) {
+        blocksSinceSearch += 1
+        if driftSearch.searching {
+            if let result = driftSearch.step(budget: 8) {
+                try use(result)
+            }
+            return
+        }
+        blocksSinceSegment += 1
+        if blocksSinceSegment >= 25 {
+            blocksSinceSegment = 0
+            if let t = estimator.segmentCorrelation(into: driftSearch.nextSlot) { driftSearch.commit(time: t) }
+        }
+        // Only while the filter shows no stable echo path: once it does, it tracks any drift left itself.
+        if driftSearch.count >= 12 && blocksSinceSearch >= 50 && peakStable < 2 {
+            blocksSinceSearch = 0
+            driftSearch.start()
+        }
+    }
+
+    /// Acts on a finished drift search: a clear drift (its peak well above the no-drift one and the grid's mean),
+    /// seen in two searches in a row, is added to the compensation — unless the filter already tracks the drift
+    /// precisely, which it does better.
+    private func use(_ result: DriftSearch.Result) throws(SpeexDSPError) {
+        let clear = result.score > 1.5 * result.zeroScore && result.score > 2.5 * result.meanScore && abs(result.ppm) >= 50
+        guard clear else {
+            searchCount = 0
+            return
+        }
+        // The filter shows the path: it follows the drift itself, and the filter-peak estimate will be finer.
+        if peakStable >= 2 { return }
+        if let error = drift.driftStandardErrorPPM, error < 5, drift.driftPPM != nil { return }
+        if searchCount > 0 && abs(searchSum / Double(searchCount) - result.ppm) > 60 { searchCount = 0 }
+        if searchCount == 0 { searchSum = 0 }
+        searchSum += result.ppm
+        searchCount += 1
+        guard searchCount >= searchesNeeded else { return }
+        let measured = searchSum / Double(searchCount)
+        searchCount = 0
+        let target = stats.compensatedDriftPPM + measured
+        if try applyCompensation(target) {
+            stats.estimatedDriftPPM = target
+            driftSearch.clear()
+            // The filter-peak line restarts from here: points from before (an unconverged filter, the resampler's
+            // engagement step) would bias its slope.
+            drift.reset()
+        }
     }
 
     /// Coarse alignment with hysteresis from a confident GCC-PHAT measurement.
@@ -401,21 +465,30 @@ public final class EchoCanceller {
         guard engaged || abs(target) >= 10, micCount - lastDriftUpdate >= Int64(configuration.sampleRate),
             abs(target - stats.compensatedDriftPPM) > 1
         else { return }
+        try applyCompensation(target)
+    }
+
+    /// Sets the reference resampler to cancel a drift of `ppm`, engaging it (and taking its latency back from the
+    /// alignment) the first time. Returns whether it was applied (not when the echo path is shorter than the
+    /// resampler's latency).
+    @discardableResult
+    private func applyCompensation(_ ppm: Double) throws(SpeexDSPError) -> Bool {
         if !resamplerEngaged {
             // From now on the reference comes out of the resampler, later by its latency: take that back from the
             // alignment so the echo stays where the filter has it. An echo path shorter than the latency cannot
             // be drift-compensated this way (the reference would arrive after its echo).
             let latency = resampler.outputLatency
-            guard appliedDelay >= latency else { return }
+            guard appliedDelay >= latency else { return false }
             appliedDelay -= latency
             resamplerLatency = latency
             stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
             resamplerEngaged = true
         }
         lastDriftUpdate = micCount
-        let clamped = max(-5_000, min(5_000, target))
+        let clamped = max(-5_000, min(5_000, ppm))
         do { try resampler.setDrift(ppm: -clamped) } catch { throw .resampler(error) }
         stats.compensatedDriftPPM = -resampler.driftPPM
+        return true
     }
 
     /// Starts over for a new, unrelated stream (after an interruption): forgets the echo path, delay, drift and
@@ -440,6 +513,10 @@ public final class EchoCanceller {
         blocksSincePeak = 0
         blocksSinceReset = 0
         lastDriftUpdate = 0
+        driftSearch.clear()
+        blocksSinceSegment = 0
+        blocksSinceSearch = 0
+        searchCount = 0
         stats = EchoCancellerStatistics(
             estimatedDelayMilliseconds: nil, appliedDelayMilliseconds: 0, estimatedDriftPPM: nil,
             compensatedDriftPPM: 0, realignments: 0, lastConfidence: 0, voiceActive: false)

@@ -54,6 +54,11 @@ public final class EchoDelayEstimator {
     private let xi: UnsafeMutableBufferPointer<Float>
     private let smoothRe: UnsafeMutableBufferPointer<Float>
     private let smoothIm: UnsafeMutableBufferPointer<Float>
+    /// Short-segment correlation (for ``DriftSearch``): its own, smaller transform; `re`/`im`/`xr`/`xi` are reused
+    /// as scratch (they are at least as large).
+    private let segmentFFT: FFT
+    /// Decimated microphone samples per segment correlation.
+    let segmentLength = 1024
     /// Weight of the previous cross spectrum when a new window is averaged in (0: no memory).
     let smoothing: Float = 0.6
     /// Reference RMS (16-bit units) below which no estimate is made: the far end is silent.
@@ -89,6 +94,9 @@ public final class EchoDelayEstimator {
         xi = zeroed(size)
         smoothRe = zeroed(size)
         smoothIm = zeroed(size)
+        var segmentSize = 2
+        while segmentSize < segmentLength + maxLag { segmentSize *= 2 }
+        segmentFFT = FFT(size: segmentSize)
     }
 
     deinit {
@@ -263,5 +271,79 @@ public final class EchoDelayEstimator {
         return Estimate(
             delaySamples: fractional * Double(factor), confidence: Double(best / floorRMS),
             atMicSample: end * Int64(factor))
+    }
+
+    /// GCC-PHAT correlation of the last ``segmentLength`` decimated microphone samples against the reference, one
+    /// value per lag 0 ... `maxLag` (the microphone trailing by that many decimated samples) written to `out`
+    /// (`maxLag + 1` long). No smoothing across calls: ``DriftSearch`` lines the segments up itself. Returns the
+    /// decimated microphone count at the segment's end, or `nil` when the history is short or the reference silent.
+    func segmentCorrelation(into out: UnsafeMutableBufferPointer<Float>) -> Int64? {
+        precondition(out.count == maxLag + 1, "one value per lag")
+        let end = min(micCount, refCount)
+        let length = segmentLength
+        let start = end - Int64(length)
+        guard start - Int64(maxLag) >= 0, start - Int64(maxLag) >= refCount - Int64(capacity),
+            start >= micCount - Int64(capacity)
+        else { return nil }
+        let n = segmentFFT.size
+        let maxLag = maxLag
+        let span = length + maxLag
+        let capacity = capacity
+        let mic = mic, ref = ref, re = re, im = im, xr = xr, xi = xi
+        var p = Int(start % Int64(capacity))
+        var micMean: Float = 0
+        for t in 0..<length {
+            re[t] = mic[p]
+            micMean += mic[p]
+            p += 1
+            if p == capacity { p = 0 }
+        }
+        micMean /= Float(length)
+        for t in 0..<length { re[t] -= micMean }
+        for t in length..<n { re[t] = 0 }
+        p = Int((start - Int64(maxLag)) % Int64(capacity))
+        var refMean: Float = 0
+        for u in 0..<span {
+            im[u] = ref[p]
+            refMean += ref[p]
+            p += 1
+            if p == capacity { p = 0 }
+        }
+        refMean /= Float(span)
+        // The reference must be active in the part that lines up with the segment for some lag: its last
+        // `length` samples plus the lag range, i.e. all of the span.
+        var refEnergy: Float = 0
+        for u in 0..<span {
+            let v = im[u] - refMean
+            im[u] = v
+            refEnergy += v * v
+        }
+        for u in span..<n { im[u] = 0 }
+        guard (refEnergy / Float(span)).squareRoot() > minimumReferenceRMS / Float(factor).squareRoot()
+        else { return nil }
+        segmentFFT.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
+        var meanMagnitude: Float = 0
+        for k in 0..<n {
+            let j = (n - k) & (n - 1)
+            let ar = 0.5 * (re[k] + re[j])
+            let ai = 0.5 * (im[k] - im[j])
+            let br = 0.5 * (im[k] + im[j])
+            let bi = -0.5 * (re[k] - re[j])
+            let cr = ar * br + ai * bi
+            let ci = ar * bi - ai * br
+            xr[k] = cr
+            xi[k] = ci
+            meanMagnitude += (cr * cr + ci * ci).squareRoot()
+        }
+        meanMagnitude /= Float(n)
+        let floor = 0.2 * meanMagnitude + 1e-12
+        for k in 0..<n {
+            let m = (xr[k] * xr[k] + xi[k] * xi[k]).squareRoot() + floor
+            xr[k] /= m
+            xi[k] /= m
+        }
+        segmentFFT.transform(re: xr.baseAddress!, im: xi.baseAddress!, inverse: true)
+        for l in 0...maxLag { out[l] = xr[maxLag - l] }
+        return end
     }
 }

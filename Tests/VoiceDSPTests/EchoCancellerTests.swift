@@ -152,6 +152,27 @@ struct EchoCancellerTests {
         #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
     }
 
+    @Test func largeDriftIsAcquiredBySearchAndCompensated() throws {
+        // 1500 ppm: the echo path moves 24 samples a second, MDF never shows a stable peak on its own, so the
+        // filter-peak estimator alone finds nothing; the drift search must acquire it.
+        var scenario = AECScenario(name: "fast drift")
+        scenario.driftPPM = 1_500
+        scenario.seconds = 14
+        let signals = AECVectorGenerator.generate(scenario)
+        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let estimate = try #require(run.statistics.estimatedDriftPPM)
+        #expect(abs(estimate - 1_500) < 75, "estimated \(estimate) ppm")
+        #expect(abs(run.statistics.compensatedDriftPPM - 1_500) < 75)
+        var off = EchoCancellerConfiguration()
+        off.compensateDrift = false
+        let uncompensated = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: off)
+        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
+        let with = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+        let without = try #require(
+            AECRunner.erle(mic: signals.mic, output: uncompensated.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+        #expect(with > without + 10, "with compensation \(with) dB, without \(without) dB")
+    }
+
     @Test func cancellerAlignsToALongBulkDelay() throws {
         var scenario = AECScenario(name: "t")
         scenario.seconds = 6
