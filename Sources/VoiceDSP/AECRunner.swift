@@ -16,7 +16,7 @@ public enum AECRunner {
     /// Output of a run.
     public struct Run: Sendable {
         /// The processed microphone, shifted earlier by the canceller's latency (``EchoCanceller/latencySamples``,
-        /// the preprocessor's one block) so that it lines up sample by sample with the microphone and the clean near
+        /// the preprocessor's one frame, 5 ms by default) so that it lines up sample by sample with the microphone and the clean near
         /// end it is measured against; the last `latencySamples` are zero.
         public var output: [Int16]
         /// The latency removed from `output`, in samples.

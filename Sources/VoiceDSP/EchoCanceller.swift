@@ -25,12 +25,17 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// A bulk-delay change smaller than this is left to the adaptive filter (and the drift loop); a larger one,
     /// seen in three agreeing confident estimates, re-aligns the reference and restarts the filter.
     public var realignThresholdMilliseconds: Int
+    /// MDF frames per 10 ms block (1, 2, 4 or 5). MDF adapts once per frame, so shorter frames converge faster in
+    /// time: 2 (5 ms frames) reaches ~36 dB ERLE on the linear test vectors where 1 reaches ~28 dB by 20 s; 4 and 5
+    /// are no better and less stable. The residual-echo preprocessor runs on the same frames (speexdsp needs it), so
+    /// its latency is one frame.
+    public var filterFramesPerBlock: Int
 
     public init(
         sampleRate: Int = 16_000, tailMilliseconds: Int = 100, maxDelayMilliseconds: Int = 500, alignDelay: Bool = true,
         compensateDrift: Bool = true, suppressResidualEcho: Bool = true,
         preprocessor: PreprocessorConfiguration = PreprocessorConfiguration(), alignmentMarginMilliseconds: Int = 8,
-        minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20
+        minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20, filterFramesPerBlock: Int = 2
     ) {
         self.sampleRate = sampleRate
         self.tailMilliseconds = tailMilliseconds
@@ -42,6 +47,7 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
         self.alignmentMarginMilliseconds = alignmentMarginMilliseconds
         self.minimumConfidence = minimumConfidence
         self.realignThresholdMilliseconds = realignThresholdMilliseconds
+        self.filterFramesPerBlock = filterFramesPerBlock
     }
 }
 
@@ -87,7 +93,9 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 ///    (hundreds of ppm and more: no stable peak ever appears) is acquired first by ``DriftSearch``, which lines up
 ///    several seconds of short GCC-PHAT correlations along candidate drift slopes; three agreeing clear results
 ///    set the compensation, after which the filter converges and its peak refines the estimate;
-/// 4. ``MDFEchoFilter`` removes the linear echo, and ``Preprocessor`` (attached to it) the residual echo and noise.
+/// 4. ``MDFEchoFilter`` removes the linear echo, on frames of half a block by default (it adapts once per frame:
+///    twice as many adaptations a second converge far faster), and ``Preprocessor`` (attached to it, on the same
+///    frames) the residual echo and noise.
 ///
 /// Double talk: the delay estimator withholds unclear estimates, MDF's own double-talk control slows adaptation,
 /// and residual suppression is limited to `echoSuppressionActiveDB` when the near end is active.
@@ -99,6 +107,8 @@ public final class EchoCanceller {
     public let configuration: EchoCancellerConfiguration
     /// Samples per microphone block: `sampleRate / 100`.
     public let blockSize: Int
+    /// Samples per MDF (and preprocessor) frame: a fraction of the block, so the filter adapts several times per block.
+    let frameSize: Int
     /// Most far-end samples accepted per ``addFarEnd(_:)`` call (four blocks).
     public let maxFarEndSamplesPerCall: Int
 
@@ -165,17 +175,21 @@ public final class EchoCanceller {
         else {
             throw .invalidArgument(field: "alignmentMarginMilliseconds", reason: "0 ... 50 ms and under half the tail")
         }
+        guard [1, 2, 4, 5].contains(configuration.filterFramesPerBlock) else {
+            throw .invalidArgument(field: "filterFramesPerBlock", reason: "\(configuration.filterFramesPerBlock); 1, 2, 4 or 5")
+        }
         guard (2...1000).contains(configuration.realignThresholdMilliseconds) else {
             throw .invalidArgument(field: "realignThresholdMilliseconds", reason: "2 ... 1000 ms")
         }
         self.configuration = configuration
         blockSize = rate / 100
         maxFarEndSamplesPerCall = 4 * blockSize
+        frameSize = blockSize / configuration.filterFramesPerBlock
         echoFilter = try MDFEchoFilter(
-            sampleRate: rate, blockSize: blockSize, tailSamples: configuration.tailMilliseconds * rate / 1000)
+            sampleRate: rate, blockSize: frameSize, tailSamples: configuration.tailMilliseconds * rate / 1000)
         var pre = configuration.preprocessor
         pre.sampleRate = rate
-        preprocessor = try Preprocessor(configuration: pre)
+        preprocessor = try Preprocessor(configuration: pre, frameSize: frameSize)
         if configuration.suppressResidualEcho { try preprocessor.attach(echoFilter: echoFilter) }
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
@@ -197,7 +211,7 @@ public final class EchoCanceller {
             compensatedDriftPPM: 0, realignments: 0, lastConfidence: 0, voiceActive: false)
     }
 
-    /// Delay from a microphone sample to its processed output, in samples: the preprocessor's one block (MDF itself
+    /// Delay from a microphone sample to its processed output, in samples: the preprocessor's one frame (MDF itself
     /// adds none).
     public var latencySamples: Int { preprocessor.latencySamples }
 
@@ -267,14 +281,25 @@ public final class EchoCanceller {
         }
         if configuration.alignDelay && configuration.compensateDrift { try acquireDrift() }
         fillReference(from: start - Int64(appliedDelay))
-        reference.withUnsafeBufferPointer { echoFilter.cancel(mic: mic, reference: $0, into: output) }
+        let frame = frameSize
+        reference.withUnsafeBufferPointer { r in
+            for f in stride(from: 0, to: blockSize, by: frame) {
+                echoFilter.cancel(
+                    mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
+                    into: UnsafeMutableBufferPointer(rebasing: output[f..<f + frame]))
+            }
+        }
         blocksSinceReset += 1
         blocksSincePeak += 1
         if blocksSincePeak >= peakInterval {
             blocksSincePeak = 0
             try trackPeak()
         }
-        stats.voiceActive = preprocessor.process(output)
+        var active = false
+        for f in stride(from: 0, to: blockSize, by: frame) {
+            if preprocessor.process(UnsafeMutableBufferPointer(rebasing: output[f..<f + frame])) { active = true }
+        }
+        stats.voiceActive = active
         return stats.voiceActive
     }
 

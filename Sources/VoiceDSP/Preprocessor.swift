@@ -40,7 +40,7 @@ public struct PreprocessorConfiguration: Sendable, Equatable {
 /// keeps the attached echo filter alive for as long as the C state points at it.
 public final class Preprocessor {
     public let configuration: PreprocessorConfiguration
-    /// Samples per block: `sampleRate / 100`.
+    /// Samples per block: `sampleRate / 100` (or the shorter frame an ``EchoCanceller`` created it with).
     public let blockSize: Int
 
     let state: OpaquePointer
@@ -52,7 +52,13 @@ public final class Preprocessor {
 
     /// Creates the preprocessor.
     /// - Throws: ``SpeexDSPError`` naming a bad setting, or the speexdsp call that failed.
-    public init(configuration: PreprocessorConfiguration = PreprocessorConfiguration()) throws(SpeexDSPError) {
+    public convenience init(configuration: PreprocessorConfiguration = PreprocessorConfiguration()) throws(SpeexDSPError) {
+        try self.init(configuration: configuration, frameSize: configuration.sampleRate / 100)
+    }
+
+    /// A preprocessor working on frames of `frameSize` samples instead of 10 ms: the ``EchoCanceller`` runs MDF on
+    /// shorter frames (more adaptation steps a second), and an attached preprocessor must use the same frame.
+    init(configuration: PreprocessorConfiguration, frameSize: Int) throws(SpeexDSPError) {
         try SpeexDSPError.checkRate(configuration.sampleRate)
         if let ns = configuration.noiseSuppressionDB, !(-100...0).contains(ns) {
             throw .invalidArgument(field: "noiseSuppressionDB", reason: "\(ns); -100 ... 0 dB")
@@ -67,7 +73,7 @@ public final class Preprocessor {
             (-100...0).contains(configuration.echoSuppressionActiveDB)
         else { throw .invalidArgument(field: "echoSuppressionDB", reason: "-100 ... 0 dB") }
 
-        blockSize = configuration.sampleRate / 100
+        blockSize = frameSize
         guard let created = speex_preprocess_state_init(Int32(blockSize), Int32(configuration.sampleRate)) else {
             throw .initFailed(call: "speex_preprocess_state_init")
         }

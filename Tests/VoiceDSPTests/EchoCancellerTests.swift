@@ -152,6 +152,18 @@ struct EchoCancellerTests {
         #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
     }
 
+    @Test func cancellerLatencyIsOnePreprocessorFrame() throws {
+        // MDF and the attached preprocessor run on 5 ms frames by default: the output trails by one frame, which
+        // every measurement aligning output with input relies on.
+        let canceller = try EchoCanceller()
+        #expect(canceller.latencySamples == 80)
+        let whole = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 1))
+        #expect(whole.latencySamples == 160)
+        #expect(throws: SpeexDSPError.self) {
+            _ = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 3))
+        }
+    }
+
     @Test func largeDriftIsAcquiredBySearchAndCompensated() throws {
         // 1500 ppm: the echo path moves 24 samples a second, MDF never shows a stable peak on its own, so the
         // filter-peak estimator alone finds nothing; the drift search must acquire it.
