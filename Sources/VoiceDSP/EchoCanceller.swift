@@ -1,3 +1,5 @@
+import Foundation
+
 /// Settings of the ``EchoCanceller``.
 public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// Processing rate in Hz: 16000 by default; 8000, 32000 and 48000 are supported.
@@ -119,6 +121,20 @@ public final class EchoCanceller {
     private let estimator: EchoDelayEstimator
     private var drift: DriftEstimator
     private let driftSearch: DriftSearch
+    /// Re-alignment after a bulk-delay jump that keeps the adapted filter (see ``DelayJumpSearch``).
+    private let jumpSearch: DelayJumpSearch
+    /// The last `jumpSearch.window` microphone samples (a ring at `micCount`).
+    private var micHistory: [Int16]
+    /// Echo-return monitor: short-term microphone and filter-output energies over far-end-active blocks, the
+    /// long-term echo return the filter has been reaching (dB), and how many active blocks in a row it has been lost.
+    private var shortMicEnergy = 0.0
+    private var shortOutEnergy = 0.0
+    private var establishedERLE = 0.0
+    private var collapsedBlocks = 0
+    private var blocksSinceJumpSearch = 0
+    /// Blocks during which coarse GCC-PHAT re-alignment waits after a jump re-alignment (its window still holds the
+    /// old delay).
+    private var gccHoldOff = 0
     private var blocksSinceSegment = 0
     private var blocksSinceSearch = 0
     /// Clear drift-search results agreeing with each other, not yet acted on (their sum and count).
@@ -194,6 +210,9 @@ public final class EchoCanceller {
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
         driftSearch = DriftSearch(lags: estimator.maxDelaySamples / estimator.factor + 1)
+        jumpSearch = DelayJumpSearch(
+            window: rate / 4, maxDelay: estimator.maxDelaySamples, taps: echoFilter.impulseResponseCount)
+        micHistory = [Int16](repeating: 0, count: rate / 4)
         do {
             // Quality 3: a short filter (1.5 ms of latency at 16 kHz, flat to ~7 kHz); the reference only has to
             // model the echo.
@@ -275,10 +294,11 @@ public final class EchoCanceller {
                 blocksSinceEstimate = 0
                 if let estimate = estimator.estimate() {
                     stats.lastConfidence = estimate.confidence
-                    if estimate.confidence >= configuration.minimumConfidence { use(estimate) }
+                    if estimate.confidence >= configuration.minimumConfidence && gccHoldOff == 0 { use(estimate) }
                 }
             }
         }
+        if gccHoldOff > 0 { gccHoldOff -= 1 }
         if configuration.alignDelay && configuration.compensateDrift { try acquireDrift() }
         fillReference(from: start - Int64(appliedDelay))
         let frame = frameSize
@@ -288,6 +308,10 @@ public final class EchoCanceller {
                     mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
                     into: UnsafeMutableBufferPointer(rebasing: output[f..<f + frame]))
             }
+        }
+        if configuration.alignDelay {
+            recordMicrophone(mic)
+            try monitorEchoReturn(mic: mic, output: UnsafeBufferPointer(output))
         }
         blocksSinceReset += 1
         blocksSincePeak += 1
@@ -389,6 +413,87 @@ public final class EchoCanceller {
             // The filter-peak line restarts from here: points from before (an unconverged filter, the resampler's
             // engagement step) would bias its slope.
             drift.reset()
+        }
+    }
+
+    private func recordMicrophone(_ mic: UnsafeBufferPointer<Int16>) {
+        let capacity = micHistory.count
+        micHistory.withUnsafeMutableBufferPointer { h in
+            var position = Int((micCount - Int64(mic.count)) % Int64(capacity))
+            for s in mic {
+                h[position] = s
+                position += 1
+                if position == capacity { position = 0 }
+            }
+        }
+    }
+
+    /// Watches the echo return over far-end-active blocks. When a filter that had been cancelling well (an
+    /// established return above 12 dB) stops cancelling at all for 250 ms of far-end activity — the echo moved —
+    /// ``DelayJumpSearch`` looks for where it went, every 250 ms while the collapse lasts (double talk looks the
+    /// same, but there the search finds the echo where it was and nothing changes).
+    private func monitorEchoReturn(mic: UnsafeBufferPointer<Int16>, output: UnsafeBufferPointer<Int16>) throws(SpeexDSPError) {
+        blocksSinceJumpSearch += 1
+        guard referenceMeanSquare > 900 else { return }
+        var micEnergy = 0.0
+        var outEnergy = 0.0
+        for i in 0..<mic.count {
+            micEnergy += Double(mic[i]) * Double(mic[i])
+            outEnergy += Double(output[i]) * Double(output[i])
+        }
+        shortMicEnergy = 0.7 * shortMicEnergy + 0.3 * micEnergy
+        shortOutEnergy = 0.7 * shortOutEnergy + 0.3 * outEnergy
+        let short = 10 * log10((shortMicEnergy + 1) / (shortOutEnergy + 1))
+        if short < 3 && establishedERLE > 10 {
+            collapsedBlocks += 1
+        } else {
+            collapsedBlocks = 0
+            // What the filter reaches when it works: a peak hold decaying 2 dB a second of far-end activity, so double
+            // talk (near-end speech in the output) does not drag it down and a collapse is seen against it.
+            establishedERLE = max(min(short, 40), establishedERLE - 0.02)
+        }
+        guard collapsedBlocks >= 25, blocksSinceJumpSearch >= 25, peakStable >= 2 else { return }
+        blocksSinceJumpSearch = 0
+        try taps.withUnsafeMutableBufferPointer { t throws(SpeexDSPError) in try echoFilter.impulseResponse(into: t) }
+        // The last window of microphone samples and the reference span ending at the same time with no offset.
+        let window = jumpSearch.window
+        let capacity = micHistory.count
+        micHistory.withUnsafeBufferPointer { h in
+            var position = Int(micCount % Int64(capacity))
+            for t in 0..<window {
+                jumpSearch.mic[t] = Float(h[position])
+                position += 1
+                if position == capacity { position = 0 }
+            }
+        }
+        let length = jumpSearch.referenceLength
+        copyReference(from: micCount - Int64(length), into: jumpSearch.reference)
+        let found = taps.withUnsafeBufferPointer { jumpSearch.search(impulseResponse: $0) }
+        guard let found, found.confidence >= 10, abs(found.delay - appliedDelay) >= 2 else { return }
+        appliedDelay = found.delay
+        stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
+        stats.realignments += 1
+        collapsedBlocks = 0
+        recentCount = 0
+        gccHoldOff = 200
+        driftSearch.clear()
+    }
+
+    /// Copies reference ring samples `index ..< index + out.count` (zero where the ring has none).
+    private func copyReference(from index: Int64, into out: UnsafeMutableBufferPointer<Float>) {
+        let capacity = ring.count
+        let written = ringWritten
+        let oldest = max(0, written - Int64(capacity))
+        ring.withUnsafeBufferPointer { r in
+            var position = Int(index % Int64(capacity))
+            if position < 0 { position += capacity }
+            var k = index
+            for i in 0..<out.count {
+                out[i] = k >= oldest && k < written ? Float(r[position]) : 0
+                k += 1
+                position += 1
+                if position == capacity { position = 0 }
+            }
         }
     }
 
@@ -542,6 +647,13 @@ public final class EchoCanceller {
         blocksSinceSegment = 0
         blocksSinceSearch = 0
         searchCount = 0
+        shortMicEnergy = 0
+        shortOutEnergy = 0
+        establishedERLE = 0
+        collapsedBlocks = 0
+        blocksSinceJumpSearch = 0
+        gccHoldOff = 0
+        micHistory.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         stats = EchoCancellerStatistics(
             estimatedDelayMilliseconds: nil, appliedDelayMilliseconds: 0, estimatedDriftPPM: nil,
             compensatedDriftPPM: 0, realignments: 0, lastConfidence: 0, voiceActive: false)

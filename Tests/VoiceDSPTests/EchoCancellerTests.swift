@@ -185,6 +185,23 @@ struct EchoCancellerTests {
         #expect(with > without + 10, "with compensation \(with) dB, without \(without) dB")
     }
 
+    @Test func bulkDelayJumpIsFollowedWithinASecond() throws {
+        // The device latency changes 40 -> 150 ms halfway (6 s): the echo-return collapse triggers the jump search,
+        // which shifts the reference and keeps the adapted filter, so cancellation is back within a second.
+        var scenario = AECScenario(name: "jump")
+        scenario.seconds = 12
+        scenario.delayAfterChangeMilliseconds = 150
+        let signals = AECVectorGenerator.generate(scenario)
+        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let delay = try #require(run.statistics.estimatedDelayMilliseconds)
+        #expect(abs(delay - 150) < 10, "estimated \(delay) ms")
+        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
+        let before = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 500, toBlock: 600))
+        let after = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 700))
+        #expect(after > 25, "ERLE from 1 s after the jump \(after) dB (before it \(before) dB)")
+        #expect(after > before - 3, "ERLE from 1 s after the jump \(after) dB, before it \(before) dB")
+    }
+
     @Test func cancellerAlignsToALongBulkDelay() throws {
         var scenario = AECScenario(name: "t")
         scenario.seconds = 6
