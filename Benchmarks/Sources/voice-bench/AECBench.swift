@@ -47,9 +47,10 @@ struct AECBench: ParsableCommand {
         let webrtcConfigurations = webrtcSkipped == nil ? WebRTCEchoReference.configurations : []
         print("voice-bench aec: ERLE (dB) over far-end single talk from \(steadyStateFrom) s; raw MDF tail "
             + "\(AECBenchmark.rawTailMilliseconds) ms, no alignment")
+        let headerRate = manifest.vectors.first?.scenario.sampleRate ?? 16_000
         for configuration in webrtcConfigurations {
             print("  \(configuration.key): gst-launch-1.0 "
-                + WebRTCEchoReference.describe(configuration, sampleRate: 16_000))
+                + WebRTCEchoReference.describe(configuration, sampleRate: headerRate))
         }
         print(
             pad("scenario", 24) + pad("raw", 7) + pad("engine", 8) + pad("webrtc ns/aec", 15) + pad("conv s", 8)
@@ -116,7 +117,7 @@ struct AECBench: ParsableCommand {
         }
         if json {
             let webrtcSetup = webrtcConfigurations.map {
-                "\(quoted($0.key)):\(quoted("gst-launch-1.0 " + WebRTCEchoReference.describe($0, sampleRate: 16_000)))"
+                "\(quoted($0.key)):\(quoted("gst-launch-1.0 " + WebRTCEchoReference.describe($0, sampleRate: headerRate)))"
             }
             print(
                 "{\"suite\":\"aec\",\"webrtc_pipelines\":{\(webrtcSetup.joined(separator: ","))},"
