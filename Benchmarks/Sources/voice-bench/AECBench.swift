@@ -42,7 +42,18 @@ struct AECBench: ParsableCommand {
     func run() throws {
         let folder = directory.map { URL(fileURLWithPath: $0) } ?? Self.defaultDirectory
         let manifest = try AECVectorManifest.load(from: folder.appendingPathComponent("manifest.json"))
-        let webrtcSkipped: String? = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
+        var webrtcSkipped: String? = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
+        var selfTestERLE: Double?
+        if webrtcSkipped == nil, let first = manifest.vectors.first {
+            let rate = first.scenario.sampleRate
+            (selfTestERLE, webrtcSkipped) = WebRTCEchoReference.selfTest(
+                far: folder.appendingPathComponent(first.far), farSamples: try Self.read(folder, first.far, rate: rate),
+                sampleRate: rate)
+            if webrtcSkipped == nil {
+                print("WebRTC self-test (far end as its own echo): \(f(selfTestERLE)) dB removed, pass mark "
+                    + "\(f(WebRTCEchoReference.minimumSelfTestERLE, 0))")
+            }
+        }
         if let webrtcSkipped { print("note: WebRTC figures are null: \(webrtcSkipped)") }
         let webrtcConfigurations = webrtcSkipped == nil ? WebRTCEchoReference.configurations : []
         print("voice-bench aec: ERLE (dB) over far-end single talk from \(steadyStateFrom) s; raw MDF tail "
@@ -121,6 +132,7 @@ struct AECBench: ParsableCommand {
             }
             print(
                 "{\"suite\":\"aec\",\"webrtc_pipelines\":{\(webrtcSetup.joined(separator: ","))},"
+                    + "\"webrtc_self_test_erle_db\":\(j(selfTestERLE)),"
                     + "\"scenarios\":[\(rows.joined(separator: ","))]}")
         }
     }

@@ -127,6 +127,36 @@ enum WebRTCEchoReference {
         }
     }
 
+    /// End-to-end check that the far end reaches the canceller aligned, run once before the scenarios: the far file
+    /// as its own echo (microphone = far, no delay). Aligned, the canceller removes ~16 dB over the second half of
+    /// `far_16k.wav`; a far end that never arrives leaves 0 dB, one that arrives 10 ms late (after its echo) ~8 dB,
+    /// later or all at once less — figures that would otherwise pass for a poor canceller. Returns the ERLE measured
+    /// and why the reference must not be trusted (`nil` when it passed).
+    static func selfTest(far: URL, farSamples: [Int16], sampleRate: Int) -> (erle: Double?, failure: String?) {
+        let outcome = process(
+            far: far, mic: far, micSamples: farSamples, sampleRate: sampleRate, configuration: configurations[1])
+        guard let output = outcome.output else {
+            return (nil, "self-test (far end as its own echo) failed: \(outcome.failure ?? "?")")
+        }
+        let n = sampleRate / 100
+        let energy = (0..<farSamples.count / n).map { b in
+            farSamples[b * n..<(b + 1) * n].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(n)
+        }
+        let blocks = AECRunner.singleTalkBlocks(referenceMeanSquare: energy, near: nil, blockSize: n)
+        let erle = AECRunner.erle(
+            mic: farSamples, output: output, blocks: blocks, blockSize: n, fromBlock: blocks.count / 2)
+        guard let erle, erle >= minimumSelfTestERLE else {
+            return (erle, String(format: "self-test failed: with the far end as its own echo webrtcdsp removed %.1f dB (< %.0f): "
+                + "the far end does not reach webrtcechoprobe aligned with the microphone", erle ?? .nan,
+                minimumSelfTestERLE))
+        }
+        return (erle, nil)
+    }
+
+    /// Pass mark of ``selfTest(far:farSamples:sampleRate:)``, dB: between what an aligned far end gives (~16) and
+    /// what one arriving a block late does (~8).
+    static let minimumSelfTestERLE = 12.0
+
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
@@ -186,7 +216,9 @@ enum WebRTCEchoReference {
     {
         let errors = FileManager.default.temporaryDirectory
             .appendingPathComponent("voice-bench-webrtc-\(getpid())-stderr.txt")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else {
+            throw Failure(description: "cannot create \(errors.path)")
+        }
         defer { try? FileManager.default.removeItem(at: errors) }
         let handle = try FileHandle(forWritingTo: errors)
         defer { try? handle.close() }
