@@ -33,7 +33,7 @@ struct AECBench: ParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "Run WebRTC AEC through GStreamer webrtcdsp when installed (--no-webrtc skips it; figures are then null).")
+        help: "Run WebRTC AEC through GStreamer webrtcdsp when installed (--no-webrtc: skip, figures null).")
     var webrtc = true
 
     @Option(help: "Steady state starts here, seconds into each vector.")
@@ -95,7 +95,8 @@ struct AECBench: ParsableCommand {
                     }
                 }
                 webrtcDetails.append(
-                    "\(quoted(configuration.key)):{\"latency_samples\":\(outcome.latencySamples.map(String.init) ?? "null"),"
+                    "\(quoted(configuration.key)):"
+                        + "{\"latency_samples\":\(outcome.latencySamples.map(String.init) ?? "null"),"
                         + "\"null_reason\":\(failure.map(quoted) ?? "null")}")
                 if let failure { print("note: \(result.name) \(configuration.key): \(failure)") }
             }
@@ -107,7 +108,8 @@ struct AECBench: ParsableCommand {
                     + pad(f(result.convergenceSeconds, 0), 8)
                     + pad(result.nearEndSegSNREngine == nil
                         ? "-"
-                        : "\(f(result.nearEndSegSNREngine))/\(f(result.nearEndSegSNRRaw))/\(f(webrtcNearSNR["webrtc"]))",
+                        : "\(f(result.nearEndSegSNREngine))/\(f(result.nearEndSegSNRRaw))/"
+                            + f(webrtcNearSNR["webrtc"]),
                         17)
                     + pad(f(result.estimatedDriftPPM), 11)
                     + pad("\(f(result.microsecondsPerBlockEngine))/\(f(result.microsecondsPerBlockRaw))", 14))
@@ -128,7 +130,8 @@ struct AECBench: ParsableCommand {
         }
         if json {
             let webrtcSetup = webrtcConfigurations.map {
-                "\(quoted($0.key)):\(quoted("gst-launch-1.0 " + WebRTCEchoReference.describe($0, sampleRate: headerRate)))"
+                quoted($0.key) + ":"
+                    + quoted("gst-launch-1.0 " + WebRTCEchoReference.describe($0, sampleRate: headerRate))
             }
             print(
                 "{\"suite\":\"aec\",\"webrtc_pipelines\":{\(webrtcSetup.joined(separator: ","))},"

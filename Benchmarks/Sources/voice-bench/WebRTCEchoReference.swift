@@ -46,10 +46,9 @@ enum WebRTCEchoReference {
     /// Like with like: the engine's figures include its preprocessor's noise suppression (-15 dB), so the main
     /// column runs WebRTC's noise suppressor too (element default level, moderate); the second runs its echo
     /// canceller (with its built-in non-linear suppressor) alone.
-    static let configurations = [
-        Configuration(key: "webrtc", noiseSuppressionLevel: "moderate"),
-        Configuration(key: "webrtc_aec_only", noiseSuppressionLevel: nil),
-    ]
+    static let withNoiseSuppression = Configuration(key: "webrtc", noiseSuppressionLevel: "moderate")
+    static let aecOnly = Configuration(key: "webrtc_aec_only", noiseSuppressionLevel: nil)
+    static let configurations = [withNoiseSuppression, aecOnly]
 
     /// Result for one scenario and configuration: the output aligned to the microphone, or why there is none.
     struct Outcome: Sendable {
@@ -134,7 +133,7 @@ enum WebRTCEchoReference {
     /// and why the reference must not be trusted (`nil` when it passed).
     static func selfTest(far: URL, farSamples: [Int16], sampleRate: Int) -> (erle: Double?, failure: String?) {
         let outcome = process(
-            far: far, mic: far, micSamples: farSamples, sampleRate: sampleRate, configuration: configurations[1])
+            far: far, mic: far, micSamples: farSamples, sampleRate: sampleRate, configuration: aecOnly)
         guard let output = outcome.output else {
             return (nil, "self-test (far end as its own echo) failed: \(outcome.failure ?? "?")")
         }
@@ -146,9 +145,11 @@ enum WebRTCEchoReference {
         let erle = AECRunner.erle(
             mic: farSamples, output: output, blocks: blocks, blockSize: n, fromBlock: blocks.count / 2)
         guard let erle, erle >= minimumSelfTestERLE else {
-            return (erle, String(format: "self-test failed: with the far end as its own echo webrtcdsp removed %.1f dB (< %.0f): "
-                + "the far end does not reach webrtcechoprobe aligned with the microphone", erle ?? .nan,
-                minimumSelfTestERLE))
+            let reason = String(
+                format: "self-test failed: with the far end as its own echo webrtcdsp removed %.1f dB (< %.0f): the "
+                    + "far end does not reach webrtcechoprobe aligned with the microphone",
+                erle ?? .nan, minimumSelfTestERLE)
+            return (erle, reason)
         }
         return (erle, nil)
     }
