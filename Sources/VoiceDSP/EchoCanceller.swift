@@ -132,6 +132,9 @@ public final class EchoCanceller {
     private var establishedERLE = 0.0
     private var collapsedBlocks = 0
     private var blocksSinceJumpSearch = 0
+    /// Blocks between jump searches while a collapse lasts: doubles (up to 2 s) each time the search finds the echo
+    /// where it was (double talk, not a jump), back to 250 ms when the collapse ends.
+    private var jumpSearchInterval = 25
     /// Blocks during which coarse GCC-PHAT re-alignment waits after a jump re-alignment (its window still holds the
     /// old delay).
     private var gccHoldOff = 0
@@ -366,11 +369,11 @@ public final class EchoCanceller {
     }
 
     /// Feeds the drift search a segment correlation every 25 blocks and, while the filter shows no stable echo path,
-    /// runs a search every half second over the last 3-6 s, eight candidates per block.
+    /// runs a search every half second over the last 3-6 s, four candidates per block.
     private func acquireDrift() throws(SpeexDSPError) {
         blocksSinceSearch += 1
         if driftSearch.searching {
-            if let result = driftSearch.step(budget: 8) {
+            if let result = driftSearch.step(budget: 4) {
                 try use(result)
             }
             return
@@ -448,11 +451,12 @@ public final class EchoCanceller {
             collapsedBlocks += 1
         } else {
             collapsedBlocks = 0
+            jumpSearchInterval = 25
             // What the filter reaches when it works: a peak hold decaying 2 dB a second of far-end activity, so double
             // talk (near-end speech in the output) does not drag it down and a collapse is seen against it.
             establishedERLE = max(min(short, 40), establishedERLE - 0.02)
         }
-        guard collapsedBlocks >= 25, blocksSinceJumpSearch >= 25, peakStable >= 2 else { return }
+        guard collapsedBlocks >= 25, blocksSinceJumpSearch >= jumpSearchInterval, peakStable >= 2 else { return }
         blocksSinceJumpSearch = 0
         try taps.withUnsafeMutableBufferPointer { t throws(SpeexDSPError) in try echoFilter.impulseResponse(into: t) }
         // The last window of microphone samples and the reference span ending at the same time with no offset.
@@ -469,7 +473,10 @@ public final class EchoCanceller {
         let length = jumpSearch.referenceLength
         copyReference(from: micCount - Int64(length), into: jumpSearch.reference)
         let found = taps.withUnsafeBufferPointer { jumpSearch.search(impulseResponse: $0) }
-        guard let found, found.confidence >= 10, abs(found.delay - appliedDelay) >= 2 else { return }
+        guard let found, found.confidence >= 10, abs(found.delay - appliedDelay) >= 2 else {
+            jumpSearchInterval = min(2 * jumpSearchInterval, 200)
+            return
+        }
         appliedDelay = found.delay
         stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
         stats.realignments += 1
@@ -652,6 +659,7 @@ public final class EchoCanceller {
         establishedERLE = 0
         collapsedBlocks = 0
         blocksSinceJumpSearch = 0
+        jumpSearchInterval = 25
         gccHoldOff = 0
         micHistory.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         stats = EchoCancellerStatistics(
