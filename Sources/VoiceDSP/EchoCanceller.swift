@@ -27,17 +27,20 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// A bulk-delay change smaller than this is left to the adaptive filter (and the drift loop); a larger one,
     /// seen in three agreeing confident estimates, re-aligns the reference and restarts the filter.
     public var realignThresholdMilliseconds: Int
-    /// MDF frames per 10 ms block (1, 2, 4 or 5). MDF adapts once per frame, so shorter frames converge faster in
-    /// time: 2 (5 ms frames) reaches ~36 dB ERLE on the linear test vectors where 1 reaches ~28 dB by 20 s; 4 and 5
-    /// are no better and less stable. The residual-echo preprocessor runs on the same frames (speexdsp needs it), so
-    /// its latency is one frame.
-    public var filterFramesPerBlock: Int
+    /// MDF frames per 10 ms block (1, 2, 4 or 5), or `nil` for the default: 2 (5 ms frames) at 16 kHz and above,
+    /// 1 at 8 kHz. MDF adapts once per frame, so shorter frames converge faster in time: at 16 kHz, 2 reaches
+    /// ~36 dB ERLE on the synthetic test vectors where 1 reaches ~28 dB by 20 s (4 and 5 are no better and less
+    /// stable). The price is a noisier steady state on a recording that converges quickly anyway: on the real
+    /// pair in ../shared/testdata/aec, 2 frames are ~1.7 dB (upsampled to 16 kHz) and ~2.9 dB (its own 8 kHz, 40-sample
+    /// frames) below 1 — hence 1 at 8 kHz. The residual-echo preprocessor runs on the same frames (speexdsp needs
+    /// it), so its latency is one frame.
+    public var filterFramesPerBlock: Int?
 
     public init(
         sampleRate: Int = 16_000, tailMilliseconds: Int = 100, maxDelayMilliseconds: Int = 500, alignDelay: Bool = true,
         compensateDrift: Bool = true, suppressResidualEcho: Bool = true,
         preprocessor: PreprocessorConfiguration = PreprocessorConfiguration(), alignmentMarginMilliseconds: Int = 8,
-        minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20, filterFramesPerBlock: Int = 2
+        minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20, filterFramesPerBlock: Int? = nil
     ) {
         self.sampleRate = sampleRate
         self.tailMilliseconds = tailMilliseconds
@@ -95,7 +98,7 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 ///    (hundreds of ppm and more: no stable peak ever appears) is acquired first by ``DriftSearch``, which lines up
 ///    several seconds of short GCC-PHAT correlations along candidate drift slopes; three agreeing clear results
 ///    set the compensation, after which the filter converges and its peak refines the estimate;
-/// 4. ``MDFEchoFilter`` removes the linear echo, on frames of half a block by default (it adapts once per frame:
+/// 4. ``MDFEchoFilter`` removes the linear echo, on frames of half a block by default at 16 kHz and up (it adapts once per frame:
 ///    twice as many adaptations a second converge far faster), and ``Preprocessor`` (attached to it, on the same
 ///    frames) the residual echo and noise.
 ///
@@ -194,8 +197,9 @@ public final class EchoCanceller {
         else {
             throw .invalidArgument(field: "alignmentMarginMilliseconds", reason: "0 ... 50 ms and under half the tail")
         }
-        guard [1, 2, 4, 5].contains(configuration.filterFramesPerBlock) else {
-            throw .invalidArgument(field: "filterFramesPerBlock", reason: "\(configuration.filterFramesPerBlock); 1, 2, 4 or 5")
+        let frames = configuration.filterFramesPerBlock ?? (rate >= 16_000 ? 2 : 1)
+        guard [1, 2, 4, 5].contains(frames) else {
+            throw .invalidArgument(field: "filterFramesPerBlock", reason: "\(frames); 1, 2, 4 or 5")
         }
         guard (2...1000).contains(configuration.realignThresholdMilliseconds) else {
             throw .invalidArgument(field: "realignThresholdMilliseconds", reason: "2 ... 1000 ms")
@@ -203,7 +207,7 @@ public final class EchoCanceller {
         self.configuration = configuration
         blockSize = rate / 100
         maxFarEndSamplesPerCall = 4 * blockSize
-        frameSize = blockSize / configuration.filterFramesPerBlock
+        frameSize = blockSize / frames
         echoFilter = try MDFEchoFilter(
             sampleRate: rate, blockSize: frameSize, tailSamples: configuration.tailMilliseconds * rate / 1000)
         var pre = configuration.preprocessor

@@ -153,10 +153,12 @@ struct EchoCancellerTests {
     }
 
     @Test func cancellerLatencyIsOnePreprocessorFrame() throws {
-        // MDF and the attached preprocessor run on 5 ms frames by default: the output trails by one frame, which
-        // every measurement aligning output with input relies on.
+        // MDF and the attached preprocessor run on 5 ms frames by default at 16 kHz (10 ms at 8 kHz): the output
+        // trails by one frame, which every measurement aligning output with input relies on.
         let canceller = try EchoCanceller()
         #expect(canceller.latencySamples == 80)
+        let narrowband = try EchoCanceller(configuration: EchoCancellerConfiguration(sampleRate: 8_000))
+        #expect(narrowband.latencySamples == 80)
         let whole = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 1))
         #expect(whole.latencySamples == 160)
         #expect(throws: SpeexDSPError.self) {
