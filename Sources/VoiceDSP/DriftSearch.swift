@@ -26,6 +26,8 @@ final class DriftSearch {
         var meanScore: Float
         /// Segments summed.
         var segments: Int
+        /// Where the summed peak is at `ppm`: the echo delay at the newest segment, in the estimator's lags.
+        var lag: Int
     }
 
     /// Values per segment correlation (lags 0 ... maxLag at the estimator's rate).
@@ -53,6 +55,7 @@ final class DriftSearch {
     private var last = 0.0
     private var bestPPM = 0.0
     private var bestScore: Float = -.infinity
+    private var bestLag = 0
     private var zeroScore: Float = 0
     private var coarseSum: Float = 0
     private var coarseCount = 0
@@ -116,17 +119,18 @@ final class DriftSearch {
         coarseCount = 0
         newest = times[(head - 1 + slots) % slots]
         searchedCount = count
-        zeroScore = score(ppm: 0)
+        zeroScore = score(ppm: 0).value
     }
 
     /// Scores up to `budget` candidates; returns the result when the search is complete.
     func step(budget: Int) -> Result? {
         guard searching else { return nil }
         for _ in 0..<budget {
-            let s = score(ppm: candidate)
+            let (s, lag) = score(ppm: candidate)
             if s > bestScore {
                 bestScore = s
                 bestPPM = candidate
+                bestLag = lag
             }
             if fine {
                 fineScores[fineIndex] = s
@@ -142,7 +146,7 @@ final class DriftSearch {
                     let n = Float(searchedCount)
                     return Result(
                         ppm: refined(), score: bestScore / n, zeroScore: zeroScore / n,
-                        meanScore: coarseSum / Float(max(coarseCount, 1)) / n, segments: searchedCount)
+                        meanScore: coarseSum / Float(max(coarseCount, 1)) / n, segments: searchedCount, lag: bestLag)
                 }
                 fine = true
                 let centre = bestPPM
@@ -165,8 +169,8 @@ final class DriftSearch {
         return bestPPM + fineStep * max(-0.5, min(0.5, 0.5 * (y0 - y2) / denominator))
     }
 
-    /// Height of the tallest peak of the segments summed with the shifts drift `ppm` implies.
-    private func score(ppm: Double) -> Float {
+    /// Height and lag of the tallest peak of the segments summed with the shifts drift `ppm` implies.
+    private func score(ppm: Double) -> (value: Float, lag: Int) {
         let lags = lags
         let sum = sum
         let history = history
@@ -183,7 +187,7 @@ final class DriftSearch {
         }
         let from = -lowest
         let to = lags - 1 - highest
-        guard to > from else { return 0 }
+        guard to > from else { return (0, 0) }
         for d in from...to { sum[d] = 0 }
         for k in 0..<searchedCount {
             let slot = (head - 1 - k + 2 * slots) % slots
@@ -197,7 +201,11 @@ final class DriftSearch {
             }
         }
         var best: Float = -.infinity
-        for d in from...to where sum[d] > best { best = sum[d] }
-        return best
+        var lag = from
+        for d in from...to where sum[d] > best {
+            best = sum[d]
+            lag = d
+        }
+        return (best, lag)
     }
 }

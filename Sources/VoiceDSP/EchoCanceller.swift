@@ -414,7 +414,14 @@ public final class EchoCanceller {
         let measured = searchSum / Double(searchCount)
         searchCount = 0
         let target = stats.compensatedDriftPPM + measured
+        // The echo delay now, in the reference ring's timeline as the search saw it. Until now nothing kept the
+        // alignment on the moving echo (the filter had no stable peak): when the echo has left the comfortable part
+        // of the filter (more than half the margin from where the alignment put it), the alignment is set afresh.
+        let onset = result.lag * estimator.factor
+        let moved = abs(onset - (appliedDelay + margin)) > margin / 2
+        let wasEngaged = resamplerEngaged
         if try applyCompensation(target) {
+            if moved { realign(to: max(0, onset - margin - (wasEngaged ? 0 : resamplerLatency))) }
             stats.estimatedDriftPPM = target
             driftSearch.clear()
             // The filter-peak line restarts from here: points from before (an unconverged filter, the resampler's
