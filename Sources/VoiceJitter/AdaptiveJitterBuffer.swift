@@ -11,6 +11,13 @@ import VoiceRTP
 /// decision function picks the next operation. All storage is allocated in `init`; `insert` and `playoutTick`
 /// never allocate. Mono output.
 ///
+/// Why playout stays on the tick grid: packets are only looked at once per 10 ms tick, so a frame that starts
+/// playing a fraction of a tick after a tick boundary needed its packet by that boundary all the same — the
+/// fraction is pure added delay. Decoding, concealment and FEC all produce whole 10/20 ms, so frames start on
+/// tick boundaries; accelerate and slow-down keep it so by removing or adding exactly one tick of audio (a WSOLA
+/// splice at the best-matching point, ``TimeStretcher/accelerate(_:count:removing:)``), not one pitch period. The
+/// playout delay therefore moves in whole ticks, as speexdsp's moves in whole frames.
+///
 /// Why the playout position is *held* while the buffer is empty: when nothing at all is buffered the missing
 /// packet is more likely late than lost (a delay step, an outage, a DTX pause), so playout conceals in place and
 /// plays the packet when it comes, instead of declaring it lost. When a later packet is already buffered the
@@ -29,15 +36,18 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         public var minimumTargetMilliseconds: Double = 20
         public var maximumTargetMilliseconds: Double = 1_000
         /// When the buffer level exceeds the target by more than this (ms), old packets are flushed down to the
-        /// target instead of being accelerated away one pitch period at a time.
+        /// target instead of being accelerated away one tick at a time.
         public var flushExcessMilliseconds: Double = 400
-        /// Playout delay kept above the estimator's quantile (ms): covers the up-to-one-tick lag between a
-        /// packet's arrival and the tick that can use it, and the histogram's bucket edge.
-        public var playoutMarginMilliseconds: Double = 5
+        /// Playout delay kept above the estimator's quantile (ms). 0: playout stays on the 10 ms tick grid (see
+        /// the type's notes), so a packet whose relative delay is at most the playout delay is in time, exactly.
+        public var playoutMarginMilliseconds: Double = 0
         /// Hysteresis around the playout-delay target (ms): slow down below `target − slowDownBelow`,
-        /// accelerate at or above `target + accelerateAbove`.
-        public var slowDownBelowMilliseconds: Double = 5
-        public var accelerateAboveMilliseconds: Double = 10
+        /// accelerate at or above `target + accelerateAbove`. Each stretch moves playout by one 10 ms tick, so
+        /// accelerating needs the delay one tick lower to still cover the target, with some to spare: 1.7 ms, the
+        /// middle of the range (1.6–1.9) that meets the criteria on the drift scenarios of
+        /// `JitterBenchmark`; less spare accelerates into more late packets, more stays a tick too high for longer.
+        public var slowDownBelowMilliseconds: Double = 0
+        public var accelerateAboveMilliseconds: Double = 11.7
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
         public var maximumDTXGapMilliseconds: Double = 10_000
 
@@ -306,16 +316,18 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = .normal
         case .accelerate:
             decodeDue()
-            // Remove no more than the excess over the target, so one splice cannot overshoot into late packets.
-            let limit = stretchBudget(excessMilliseconds: level - goal)
-            let removed = sync.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: syncCount, limit: limit) }
+            // Exactly one tick, so playout stays on the tick grid (see the type's notes).
+            let removed = sync.withUnsafeMutableBufferPointer {
+                stretcher.accelerate($0, count: syncCount, removing: block)
+            } ? block : 0
             syncCount -= removed
             statistics.acceleratedSamples += removed
             lastOperation = removed > 0 ? .accelerate : .normal
         case .slowDown:
             decodeDue()
-            let limit = stretchBudget(excessMilliseconds: goal - level + configuration.accelerateAboveMilliseconds / 2)
-            let added = sync.withUnsafeMutableBufferPointer { stretcher.slowDown($0, count: syncCount, limit: limit) }
+            let added = sync.withUnsafeMutableBufferPointer {
+                stretcher.slowDown($0, count: syncCount, adding: block)
+            } ? block : 0
             syncCount += added
             statistics.slowedDownSamples += added
             lastOperation = added > 0 ? .slowDown : .normal
@@ -325,8 +337,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             if holding && heldSamples > 0 { statistics.latePackets += 1 }
             merge()
         case .jumpAndMerge:
-            position = packets.entry(at: 0).timestamp
-            merge()
+            jumpToNextPacket(goal: goal)
         case .expand(let advance):
             // Holding for a packet that may be only just late: conceal just what this tick still needs (in Opus's
             // 2.5 ms steps), so waiting for it adds as little delay as possible.
@@ -367,10 +378,26 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
     }
 
-    /// Samples a stretch may remove or add: the distance to the target, unlimited before playout delay is known.
-    private func stretchBudget(excessMilliseconds: Double) -> Int {
-        guard started, playoutDelayMilliseconds != nil else { return .max }
-        return max(0, Int(excessMilliseconds * Double(format.sampleRate) / 1000))
+    /// After holding through a loss (an outage, or a loss while the buffer ran dry), moves the playout position to
+    /// the next buffered packet — but no closer than the playout-delay `goal`: playing that packet at once would
+    /// put playout as late as that one packet's transit, below the target, and the next packets would come late.
+    /// Instead the position lands whole ticks before the packet, so the ticks up to it are concealed (or recovered
+    /// from its FEC) and playout resumes at the target delay, on the tick grid, as it was before the loss.
+    private func jumpToNextPacket(goal: Double) {
+        let first = packets.entry(at: 0)
+        position = first.timestamp
+        holding = false
+        heldSamples = 0
+        if let delay = playoutDelayMilliseconds, delay < goal {
+            let ticks = Int64(((goal - delay) / 10).rounded(.up))
+            position -= ticks * Int64(block) * tsPerSample
+            let n = conceal(samples: block)
+            statistics.concealedSamples += n
+            position += Int64(n) * tsPerSample
+            lastOperation = .expand
+        } else {
+            merge()
+        }
     }
 
     private func comfortNoise() {

@@ -12,9 +12,9 @@ public enum PlayoutOperation: Sendable, Hashable, CaseIterable {
     case fecRecover
     /// The first packet after concealment, crossfaded from the concealed signal.
     case merge
-    /// Decoded audio shortened by one pitch period (buffer above target, or sender clock fast).
+    /// Decoded audio shortened by time-stretching (buffer above target, or sender clock fast).
     case accelerate
-    /// Decoded audio lengthened by one pitch period (buffer below target, or sender clock slow).
+    /// Decoded audio lengthened by time-stretching (buffer below target, or sender clock slow).
     case slowDown
     /// A DTX gap (the sender stopped sending during silence): comfort noise, not loss.
     case comfortNoise

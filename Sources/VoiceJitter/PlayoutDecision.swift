@@ -59,9 +59,9 @@ public enum PlayoutDecision {
         case start
         /// Decode the due packet.
         case normal
-        /// Decode the due packet and shorten it by a pitch period.
+        /// Decode the due packet and shorten it by one 10 ms tick.
         case accelerate
-        /// Decode the due packet and lengthen it by a pitch period.
+        /// Decode the due packet and lengthen it by one 10 ms tick.
         case slowDown
         /// Decode the due packet, crossfading from concealment.
         case merge
@@ -78,7 +78,7 @@ public enum PlayoutDecision {
 
     /// Lower and upper limits of the band the controlled delay is kept in: below `low` it slows down, at or
     /// above `high` it accelerates. Asymmetric (wider above) because a delay too low costs late packets while a
-    /// delay too high only costs latency, and each stretch moves the delay by a whole pitch period.
+    /// delay too high only costs latency, and each stretch moves the delay by a whole 10 ms tick.
     public static func limits(target: Double, slowDownBelow: Double, accelerateAbove: Double) -> (low: Double, high: Double) {
         (target - slowDownBelow, target + accelerateAbove)
     }

@@ -3,7 +3,12 @@
 /// a linear crossfade over that period. Because the spliced segments are one period apart the waveform stays
 /// continuous (no click) and the pitch is unchanged; only the duration changes.
 ///
-/// Written here rather than using libsonic: the buffer needs to remove or add *one* period at a chosen moment
+/// The jitter buffer uses the second form, ``accelerate(_:count:removing:)`` / ``slowDown(_:count:adding:)``:
+/// exactly one 10 ms tick, spliced where the audio matches itself best at that lag (or is quiet), because its
+/// playout must stay on the tick grid (see ``AdaptiveJitterBuffer``). Where nothing matches well enough it
+/// refuses, and the buffer tries again on the next frame.
+///
+/// Written here rather than using libsonic: the buffer needs to remove or add a given amount at a chosen moment
 /// (a discrete, decision-driven operation on ~30 ms of audio), not a continuous speed factor over a stream;
 /// this is ~100 lines, allocation-free, and keeps the decision ("was it stretchable?") in our hands.
 /// Mono only.
@@ -14,6 +19,11 @@ public struct TimeStretcher: Sendable {
     public let maxLag: Int
     /// Minimum normalised correlation for a voiced splice.
     public var correlationThreshold: Double = 0.75
+    /// Minimum normalised correlation for a splice at a given lag (``splicePoint(_:count:lag:overlap:)``): lower
+    /// than for a pitch period, because a fixed lag matches voiced speech only where its pitch fits, and refusing
+    /// too often leaves the buffer above its target (0.4: 0.35–0.45 give the same late loss on the `JitterBenchmark`
+    /// scenarios, higher values hold the delay a tick too high for longer).
+    public var spliceCorrelationThreshold: Double = 0.4
     /// Below this RMS (linear, of Int16) the segment counts as silence and is stretched whatever its correlation.
     public var silenceRMS: Double = 150
 
@@ -75,6 +85,89 @@ public struct TimeStretcher: Sendable {
             n += stride
         }
         return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
+    }
+
+    /// Finds where `buffer[0..<count]` can be spliced at exactly `lag` samples: the start `a` of the `overlap`-long
+    /// window `x[a..<a+overlap]` that best matches `x[a+lag..<a+lag+overlap]` (normalised cross-correlation), or
+    /// the quietest window when one is below `silenceRMS` (any splice is inaudible there). nil when no window is
+    /// quiet or similar enough (`spliceCorrelationThreshold`): the caller tries again on the next frame.
+    ///
+    /// Why a fixed lag rather than the pitch period: the jitter buffer must move its playout by whole 10 ms ticks
+    /// (see ``AdaptiveJitterBuffer``), so the amount is given and the freedom left is *where* to splice.
+    public func splicePoint(_ x: UnsafeBufferPointer<Int16>, count: Int, lag: Int, overlap: Int) -> Int? {
+        let last = count - lag - overlap
+        guard lag > 0, overlap > 0, last >= 0 else { return nil }
+        var bestStart = 0
+        var bestScore = -2.0
+        var quietStart = 0
+        var quietEnergy = Double.infinity
+        let step = max(1, sampleRate / 8_000)
+        var a = 0
+        while a <= last {
+            var xy = 0.0
+            var xx = 0.0
+            var yy = 0.0
+            for n in a..<(a + overlap) {
+                let u = Double(x[n])
+                let v = Double(x[n + lag])
+                xy += u * v
+                xx += u * u
+                yy += v * v
+            }
+            let score = xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 1
+            if score > bestScore {
+                bestScore = score
+                bestStart = a
+            }
+            if xx + yy < quietEnergy {
+                quietEnergy = xx + yy
+                quietStart = a
+            }
+            a += step
+        }
+        if (quietEnergy / Double(2 * overlap)).squareRoot() < silenceRMS { return quietStart }
+        return bestScore >= spliceCorrelationThreshold ? bestStart : nil
+    }
+
+    /// Shortens `buffer[0..<count]` in place by exactly `amount` samples, splicing at the best point
+    /// (``splicePoint(_:count:lag:overlap:)``) with a linear crossfade over `amount / 2` samples.
+    /// - Returns: whether it did (false: nowhere quiet or similar enough; the buffer is unchanged).
+    public func accelerate(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int, removing amount: Int) -> Bool {
+        let overlap = max(1, amount / 2)
+        guard let a = splicePoint(UnsafeBufferPointer(buffer), count: count, lag: amount, overlap: overlap) else {
+            return false
+        }
+        // out = x[0..<a], crossfade x[a+n] → x[a+amount+n] over the overlap, then x[a+amount+overlap...].
+        for n in 0..<overlap {
+            let w = Double(n + 1) / Double(overlap + 1)
+            let mixed = Double(buffer[a + n]) * (1 - w) + Double(buffer[a + amount + n]) * w
+            buffer[a + n] = Int16(clamping: Int(mixed.rounded()))
+        }
+        for n in (a + amount + overlap)..<count { buffer[n - amount] = buffer[n] }
+        return true
+    }
+
+    /// Lengthens `buffer[0..<count]` in place by exactly `amount` samples (`buffer` must have room for
+    /// `count + amount`): `x[a..<a+amount]` is played twice, joined by a linear crossfade over `amount / 2`.
+    /// - Returns: whether it did (false: nowhere quiet or similar enough; the buffer is unchanged).
+    public func slowDown(_ buffer: UnsafeMutableBufferPointer<Int16>, count: Int, adding amount: Int) -> Bool {
+        let overlap = max(1, amount / 2)
+        guard buffer.count >= count + amount,
+            let a = splicePoint(UnsafeBufferPointer(buffer), count: count, lag: amount, overlap: overlap)
+        else { return false }
+        // out = x[0..<a+amount], crossfade x[a+amount+n] → x[a+n] over the overlap, then x[a+overlap...].
+        var n = count - 1
+        while n >= a + overlap {
+            buffer[n + amount] = buffer[n]
+            n -= 1
+        }
+        // buffer[a+amount+overlap...] now holds x[a+overlap...]; x[0..<a+amount+overlap] is still in place.
+        for k in 0..<overlap {
+            let w = Double(k + 1) / Double(overlap + 1)
+            let mixed = Double(buffer[a + amount + k]) * (1 - w) + Double(buffer[a + k]) * w
+            buffer[a + amount + k] = Int16(clamping: Int(mixed.rounded()))
+        }
+        return true
     }
 
     /// Shortens `buffer[0..<count]` in place by one pitch period of at most `limit` samples.

@@ -73,3 +73,26 @@ import VoiceJitter
     var noise = (0..<640).map { _ in Int16(rng.nextGaussian() * 6_000) }
     #expect(noise.withUnsafeMutableBufferPointer { TimeStretcher(sampleRate: 16_000).accelerate($0, count: 640) } == 0)
 }
+
+@Test func timeStretcherSplicesExactlyOneTickWhereTheAudioMatchesItself() {
+    let stretcher = TimeStretcher(sampleRate: 16_000)
+    // 100 Hz voiced-like tone: its period (160 samples) fits a 10 ms tick, so a tick can be spliced seamlessly.
+    let x = (0..<320).map { n in Int16(8_000 * sin(2 * Double.pi * 100 * Double(n) / 16_000) + 2_000 * sin(2 * Double.pi * 300 * Double(n) / 16_000)) }
+    let inputStep = JitterFixtures.maxStep(x[...])
+    var fast = x
+    #expect(fast.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: 320, removing: 160) })
+    #expect(JitterFixtures.maxStep(fast[0..<160]) <= inputStep + inputStep / 10)
+    var slow = x + [Int16](repeating: 0, count: 160)
+    #expect(slow.withUnsafeMutableBufferPointer { stretcher.slowDown($0, count: 320, adding: 160) })
+    #expect(JitterFixtures.maxStep(slow[...]) <= inputStep + inputStep / 10)
+    // The lengthened signal is the tone continued: sample 320 + n repeats sample 160 + n one period later.
+    #expect(zip(slow[320..<480], x[160..<320]).allSatisfy { abs(Int($0) - Int($1)) <= 1 })
+}
+
+@Test func timeStretcherRefusesAFixedLagSpliceInLoudAperiodicAudio() {
+    var rng = SeededGenerator(seed: 5)
+    var noise = (0..<320).map { _ in Int16(rng.nextGaussian() * 6_000) }
+    let before = noise
+    #expect(!noise.withUnsafeMutableBufferPointer { TimeStretcher(sampleRate: 16_000).accelerate($0, count: 320, removing: 160) })
+    #expect(noise == before)
+}

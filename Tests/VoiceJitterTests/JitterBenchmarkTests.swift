@@ -30,15 +30,22 @@ func adaptiveDelayIsWithinAQuarterOfTheOracleFloorOnEveryScenario() throws {
 @Test(.enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     let results = try standardResults.get()
-    for r in results where !["outage3s", "drift+200ppm"].contains(r.name) {
+    for r in results where r.name != "outage3s" {
         #expect(r.adaptiveMeetsCriteria(), "\(r.name)")
     }
-    // The two exceptions (see the report): on a calm path whose arrivals fall on the 10 ms playout-tick grid the
-    // useful delays are quantised to 10 ms steps, and speexdsp lands between two of them. There the adaptive buffer
-    // stays within 5 ms of its mean delay and 0.2 points of its late loss.
-    for r in results where ["outage3s", "drift+200ppm"].contains(r.name) {
-        #expect(r.adaptive.meanDelayMilliseconds <= r.speex.meanDelayMilliseconds + 5, "\(r.name)")
-        #expect(r.adaptive.lateLossPercent <= r.speex.lateLossPercent + 0.2, "\(r.name)")
+    // The one exception (see the closing note): on the calm outage path the useful playout delays are 40 and
+    // 50 ms (whole 10 ms ticks; 2.0 % of packets take longer than 40 ms), and speexdsp, whose delay moves in whole
+    // 20 ms frames, can only choose between 30 and 50 ms there, so it sits at 50 with 2 late packets. The adaptive
+    // buffer tries 40 ms whenever its quantile allows (as it must on drift+200ppm, where the same move passes), so
+    // it is faster but has more late packets: recorded exactly, so a change either way shows.
+    let outage = try #require(results.first { $0.name == "outage3s" })
+    #expect(outage.adaptive.meanDelayMilliseconds <= outage.speex.meanDelayMilliseconds)
+    #expect(outage.adaptive.lateLossPercent <= outage.speex.lateLossPercent + 0.8)
+    #expect(!outage.adaptiveMeetsCriteria(), "outage3s now meets the criteria: assert it with the others")
+    // Playout stays on the tick grid: every stretch is a whole 10 ms tick (160 samples at 16 kHz).
+    for r in results {
+        let s = r.adaptive.simulation.statistics
+        #expect(s.acceleratedSamples % 160 == 0 && s.slowedDownSamples % 160 == 0, "\(r.name)")
     }
     // FEC is used by the adaptive buffer only (speexdsp has no FEC path), and conceals less where packets are lost.
     let lossy = try #require(results.first { $0.name == "loss2_normal20" })
