@@ -89,7 +89,10 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 ///    coarse tool (4 kHz envelope, biased towards strong early reflections), so it is used with hysteresis: the
 ///    first three agreeing confident measurements set the alignment (echo onset minus a margin); after that only a
 ///    jump larger than `realignThresholdMilliseconds` away from where the adapted filter has the echo, seen three
-///    times in agreement, re-aligns the reference and restarts the filter. Smaller movements are the filter's job;
+///    times in agreement, re-aligns the reference and restarts the filter. Smaller movements are the filter's job.
+///    Faster, and keeping the filter: when the echo return collapses while the far end talks, ``DelayJumpSearch``
+///    finds the new offset to the sample from the reference filtered by the adapted echo path, and the reference
+///    is shifted by the jump (a device latency change is re-aligned within ~0.25 s);
 /// 3. every 250 ms the adapted filter's impulse response is read and its main peak located to a fraction of a
 ///    sample. Alignment plus peak plus what the resampler has stretched is the echo delay in the far end's own
 ///    timeline; ``DriftEstimator`` fits its slope (the clock drift) and, at most once a second, the resampler's
@@ -395,8 +398,8 @@ public final class EchoCanceller {
     }
 
     /// Acts on a finished drift search: a clear drift (its peak well above the no-drift one and the grid's mean),
-    /// seen in two searches in a row, is added to the compensation — unless the filter already tracks the drift
-    /// precisely, which it does better.
+    /// seen in three agreeing searches, is added to the compensation (their mean) — unless the filter already shows
+    /// the echo path, in which case it tracks the drift itself, more precisely.
     private func use(_ result: DriftSearch.Result) throws(SpeexDSPError) {
         let clear = result.score > 1.5 * result.zeroScore && result.score > 2.5 * result.meanScore && abs(result.ppm) >= 50
         guard clear else {
@@ -443,9 +446,10 @@ public final class EchoCanceller {
     }
 
     /// Watches the echo return over far-end-active blocks. When a filter that had been cancelling well (an
-    /// established return above 12 dB) stops cancelling at all for 250 ms of far-end activity — the echo moved —
-    /// ``DelayJumpSearch`` looks for where it went, every 250 ms while the collapse lasts (double talk looks the
-    /// same, but there the search finds the echo where it was and nothing changes).
+    /// established return above 10 dB) stops cancelling at all (under 3 dB) for 250 ms of far-end activity — the
+    /// echo moved — ``DelayJumpSearch`` looks for where it went, and the reference is shifted there with the adapted
+    /// filter kept. Double talk looks the same, but there the search finds the echo where it was and nothing
+    /// changes; the searches then back off (250 ms, 500 ms, ... up to 2 s apart) while the collapse lasts.
     private func monitorEchoReturn(mic: UnsafeBufferPointer<Int16>, output: UnsafeBufferPointer<Int16>) throws(SpeexDSPError) {
         blocksSinceJumpSearch += 1
         guard referenceMeanSquare > 900 else { return }
