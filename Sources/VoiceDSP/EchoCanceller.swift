@@ -54,6 +54,11 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
         self.realignThresholdMilliseconds = realignThresholdMilliseconds
         self.filterFramesPerBlock = filterFramesPerBlock
     }
+
+    /// The MDF frames per 10 ms block the canceller uses at `sampleRate`: ``filterFramesPerBlock`` or its default.
+    public func framesPerBlock(atRate sampleRate: Int) -> Int {
+        filterFramesPerBlock ?? (sampleRate >= 16_000 ? 2 : 1)
+    }
 }
 
 /// What the echo canceller currently believes about the echo path: plain values for reports and meters.
@@ -85,7 +90,8 @@ public struct EchoCancellerStatistics: Sendable, Equatable {
 /// 1. the far end goes into a fixed ring, the reference delay line — through a drift resampler once a drift is
 ///    being compensated (bypassed until then, so it adds no latency; when it comes in, the alignment takes its
 ///    latency back);
-/// 2. ``EchoDelayEstimator`` (GCC-PHAT) measures every 200 ms by how much the microphone trails that ring. It is a
+/// 2. ``EchoDelayEstimator`` (GCC-PHAT) measures every 200 ms — while the filter has no stable echo path; it
+///    pauses while it has one — by how much the microphone trails that ring. It is a
 ///    coarse tool (4 kHz envelope, biased towards strong early reflections), so it is used with hysteresis: the
 ///    first three agreeing confident measurements set the alignment (echo onset minus a margin); after that only a
 ///    jump larger than `realignThresholdMilliseconds` away from where the adapted filter has the echo, seen three
@@ -139,8 +145,14 @@ public final class EchoCanceller {
     private var collapsedBlocks = 0
     private var blocksSinceJumpSearch = 0
     /// Blocks between jump searches while a collapse lasts: doubles (up to 2 s) each time the search finds the echo
-    /// where it was (double talk, not a jump), back to 250 ms when the collapse ends.
+    /// where it was (double talk, not a jump), back to 250 ms once the echo return has been good for a second
+    /// (continuous double talk flickers in and out of collapse; a flicker must not restart the fast searches).
     private var jumpSearchInterval = 25
+    /// Consecutive far-end-active blocks with the echo return not collapsed.
+    private var goodBlocks = 0
+    /// Consecutive blocks the filter has shown a stable echo path: after 5 s the drift search's history stops being
+    /// fed (the search cannot start while the path is stable, and by the time it could the history is stale).
+    private var stableBlocks = 0
     /// Blocks during which coarse GCC-PHAT re-alignment waits after a jump re-alignment (its window still holds the
     /// old delay).
     private var gccHoldOff = 0
@@ -185,6 +197,7 @@ public final class EchoCanceller {
     private let margin: Int
     private let realignThreshold: Double
     private let estimateInterval = 20
+    private static let stableBlocksBeforeSegmentPause = 500
     private let peakInterval = 25
 
     /// Creates the canceller and everything it preallocates.
@@ -200,7 +213,7 @@ public final class EchoCanceller {
         else {
             throw .invalidArgument(field: "alignmentMarginMilliseconds", reason: "0 ... 50 ms and under half the tail")
         }
-        let frames = configuration.filterFramesPerBlock ?? (rate >= 16_000 ? 2 : 1)
+        let frames = configuration.framesPerBlock(atRate: rate)
         guard [1, 2, 4, 5].contains(frames) else {
             throw .invalidArgument(field: "filterFramesPerBlock", reason: "\(frames); 1, 2, 4 or 5")
         }
@@ -300,7 +313,10 @@ public final class EchoCanceller {
         if configuration.alignDelay {
             estimator.addMicrophone(mic)
             blocksSinceEstimate += 1
-            if blocksSinceEstimate >= estimateInterval {
+            // GCC-PHAT acquires the delay; while the adapted filter shows a stable echo path it is not needed (the
+            // filter's peak tracks small moves and DelayJumpSearch re-aligns on jumps), and skipping its three
+            // 8192-point FFTs per 200 ms is most of the canceller's cost beyond speexdsp's own.
+            if blocksSinceEstimate >= estimateInterval && !(aligned && peakStable >= 2) {
                 blocksSinceEstimate = 0
                 if let estimate = estimator.estimate() {
                     stats.lastConfidence = estimate.confidence
@@ -375,8 +391,9 @@ public final class EchoCanceller {
         referenceMeanSquare = sum / Double(blockSize)
     }
 
-    /// Feeds the drift search a segment correlation every 25 blocks and, while the filter shows no stable echo path,
-    /// runs a search every half second over the last 3-6 s, four candidates per block.
+    /// Feeds the drift search a segment correlation every 25 blocks (paused after 5 s of a stable echo path) and,
+    /// while the filter shows no stable echo path, runs a search every half second over the last 3-6 s, four
+    /// candidates per block.
     private func acquireDrift() throws(SpeexDSPError) {
         blocksSinceSearch += 1
         if driftSearch.searching {
@@ -385,6 +402,9 @@ public final class EchoCanceller {
             }
             return
         }
+        stableBlocks = peakStable >= 2 ? stableBlocks + 1 : 0
+        if stableBlocks == Self.stableBlocksBeforeSegmentPause { driftSearch.clear() }
+        if stableBlocks >= Self.stableBlocksBeforeSegmentPause { return }
         blocksSinceSegment += 1
         if blocksSinceSegment >= 25 {
             blocksSinceSegment = 0
@@ -464,9 +484,11 @@ public final class EchoCanceller {
         let short = 10 * log10((shortMicEnergy + 1) / (shortOutEnergy + 1))
         if short < 3 && establishedERLE > 10 {
             collapsedBlocks += 1
+            goodBlocks = 0
         } else {
             collapsedBlocks = 0
-            jumpSearchInterval = 25
+            goodBlocks += 1
+            if goodBlocks >= 100 { jumpSearchInterval = 25 }
             // What the filter reaches when it works: a peak hold decaying 2 dB a second of far-end activity, so double
             // talk (near-end speech in the output) does not drag it down and a collapse is seen against it.
             establishedERLE = max(min(short, 40), establishedERLE - 0.02)
@@ -675,6 +697,8 @@ public final class EchoCanceller {
         collapsedBlocks = 0
         blocksSinceJumpSearch = 0
         jumpSearchInterval = 25
+        goodBlocks = 0
+        stableBlocks = 0
         gccHoldOff = 0
         micHistory.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         stats = EchoCancellerStatistics(

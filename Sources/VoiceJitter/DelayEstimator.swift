@@ -4,12 +4,12 @@
 /// arrival delay* is that transit minus the smallest transit seen in the last `windowMilliseconds`, i.e. how much
 /// later than the fastest recent packet this one came. Relative delays go into a histogram of `bucketMilliseconds`
 /// buckets whose old mass is forgotten by `forgetFactor` per packet; the target is the `quantile` of that
-/// histogram. Rising is fast (a few late packets move the quantile at once) and falling is slow (their mass decays
+/// histogram (computed once per packet). Rising is fast (a few late packets move the quantile at once) and falling is slow (their mass decays
 /// over roughly `1 / (1 - forgetFactor)` packets), which is what keeps a buffer from chasing every dip.
 ///
 /// The transit minimum over a sliding window (rather than over all time) lets the estimator follow delay steps
 /// and sender clock drift: a path that is slower for good is, after one window, simply the new baseline.
-/// Fixed storage, no allocation per packet.
+/// Fixed storage, no allocation per packet; O(1) forgetting (a global scale), so fine buckets cost nothing per tick.
 public struct DelayEstimator: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// The fraction of packets that should arrive in time (0.97: NetEq uses 0.95-0.97; 0.97 measured best against
@@ -28,7 +28,14 @@ public struct DelayEstimator: Sendable {
     }
 
     public let configuration: Configuration
-    private var histogram: [Double]
+    /// The histogram, stored as `weights[i] × scale`: forgetting multiplies only `scale` (O(1) per packet instead
+    /// of a pass over every bucket), and the weights are renormalised when `scale` gets small.
+    private var weights: [Double]
+    private var scale = 1.0
+    /// Σ weights (so the total mass is `weightSum × scale`).
+    private var weightSum = 0.0
+    /// ``targetMilliseconds``, recomputed once per packet (it is read several times per playout tick).
+    private var cachedTarget = 0.0
     private var packetsSeen = 0
     // Sliding-window minimum of transit: a monotonic deque in a fixed ring of (arrival ms, transit ms).
     private var ringArrival: [Double]
@@ -42,7 +49,7 @@ public struct DelayEstimator: Sendable {
         precondition(configuration.bucketCount > 1 && configuration.bucketMilliseconds > 0)
         precondition((0..<1).contains(configuration.forgetFactor) && (0...1).contains(configuration.quantile))
         self.configuration = configuration
-        histogram = [Double](repeating: 0, count: configuration.bucketCount)
+        weights = [Double](repeating: 0, count: configuration.bucketCount)
         ringArrival = [Double](repeating: 0, count: 1024)
         ringTransit = [Double](repeating: 0, count: 1024)
     }
@@ -74,27 +81,44 @@ public struct DelayEstimator: Sendable {
         packetsSeen += 1
         let factor = min(configuration.forgetFactor, 1 - 1 / Double(packetsSeen + 1))
         let bucket = min(configuration.bucketCount - 1, Int(relative / configuration.bucketMilliseconds))
-        histogram.withUnsafeMutableBufferPointer { h in
-            for i in h.indices { h[i] *= factor }
-            h[bucket] += 1 - factor
+        scale *= factor
+        if scale < 1e-200 { renormalise() }
+        let added = (1 - factor) / scale
+        weights[bucket] += added
+        weightSum += added
+        cachedTarget = quantileMilliseconds()
+    }
+
+    /// Folds `scale` back into the weights (every ~27 000 packets at the default forget factor).
+    private mutating func renormalise() {
+        let s = scale
+        weightSum = 0
+        weights.withUnsafeMutableBufferPointer { w in
+            for i in w.indices {
+                w[i] *= s
+                weightSum += w[i]
+            }
+        }
+        scale = 1
+    }
+
+    /// The lower edge of the bucket where the cumulative mass reaches `quantile`: a scan from 0 that stops there,
+    /// so it costs the target's own size in buckets, not the histogram's.
+    private func quantileMilliseconds() -> Double {
+        let goal = configuration.quantile * weightSum
+        return weights.withUnsafeBufferPointer { w in
+            var cumulative = 0.0
+            for i in w.indices {
+                cumulative += w[i]
+                if cumulative >= goal { return Double(i) * configuration.bucketMilliseconds }
+            }
+            return Double(configuration.bucketCount) * configuration.bucketMilliseconds
         }
     }
 
-    /// The delay margin (ms) above the fastest recent packet that the `quantile` of packets needs: the upper
+    /// The delay margin (ms) above the fastest recent packet that the `quantile` of packets needs: the lower
     /// edge of the quantile bucket (so a jitter-free path needs 0). 0 before any packet.
-    public var targetMilliseconds: Double {
-        guard packetsSeen > 0 else { return 0 }
-        var total = 0.0
-        for p in histogram { total += p }
-        var cumulative = 0.0
-        for (i, p) in histogram.enumerated() {
-            cumulative += p
-            if cumulative >= configuration.quantile * total {
-                return Double(i) * configuration.bucketMilliseconds
-            }
-        }
-        return Double(configuration.bucketCount) * configuration.bucketMilliseconds
-    }
+    public var targetMilliseconds: Double { packetsSeen > 0 ? cachedTarget : 0 }
 
     /// The smallest transit (arrival − timestamp, ms) in the window: the reference the relative delays and the
     /// target are measured from. nil before any packet.
@@ -110,7 +134,10 @@ public struct DelayEstimator: Sendable {
 
     /// Forgets everything (a new stream).
     public mutating func reset() {
-        for i in histogram.indices { histogram[i] = 0 }
+        for i in weights.indices { weights[i] = 0 }
+        scale = 1
+        weightSum = 0
+        cachedTarget = 0
         packetsSeen = 0
         head = 0
         size = 0

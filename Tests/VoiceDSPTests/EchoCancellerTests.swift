@@ -102,7 +102,7 @@ struct EchoCancellerTests {
         let input = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 1, seed: 8))
         var output = input
         for b in 0..<(output.count / 160) {
-            output.withUnsafeMutableBufferPointer { pre.process(UnsafeMutableBufferPointer(rebasing: $0[b * 160..<(b + 1) * 160])) }
+            _ = output.withUnsafeMutableBufferPointer { pre.process(UnsafeMutableBufferPointer(rebasing: $0[b * 160..<(b + 1) * 160])) }
         }
         let lag = SignalMetrics.bestLag(
             reference: SignalGenerator.toFloat(input), test: SignalGenerator.toFloat(output), maxLag: 400)

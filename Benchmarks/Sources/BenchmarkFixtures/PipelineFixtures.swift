@@ -14,12 +14,15 @@ public enum PipelineFixtures {
     /// Opus bitrate and complexity (`MediaStreamConfiguration.defaultOpus`: voip, 20 ms, VBR, FEC off, DTX off).
     public static let bitrate = 32_000
     public static let complexity = 5
-    /// Echo path of each leg's microphone: the *other* talker's original speech, 200 ms later, at −10 dB. In
-    /// the reference that arrives from the network (the peer's processed, coded, jitter-buffered speech) this sits
-    /// ~100-150 ms after playout, inside the canceller's 500 ms search range, so the delay estimator finds it,
-    /// aligns, and the adaptive filter tracks it as in a call with a loudspeaker.
+    /// Echo path of each leg: what that leg's loudspeaker played, 200 ms later, at about −10 dB (×81/256), added to
+    /// its microphone (``PipelineRoom``) — a physical echo of the audio actually played, as in a call, so the
+    /// canceller's alignment locks and stays locked. (An echo of the other talker's *original* speech, as this
+    /// benchmark used before, is not what was played: the jitter buffer's time-stretching moved it against the
+    /// reference by whole ticks, and the canceller spent the benchmark re-acquiring.) The C loop simulates the same
+    /// room with the same integer arithmetic.
     public static let echoDelaySeconds = 0.2
-    public static let echoGain = 0.316
+    public static let echoGainQ8: Int32 = 81
+
     /// Payload type, SSRCs and SRTP suite of the two legs.
     public static let payloadType: UInt8 = 111
     public static let ssrcA: UInt32 = 0xA11C_E001
@@ -53,21 +56,43 @@ public enum PipelineFixtures {
             seed: isA ? 0xA : 0xB)
     }
 
-    /// Both microphones at the device rate, `Fixtures.seconds` long: leg A hears the speech-like signal with seed
-    /// `Fixtures.seed`, leg B the one with the next seed, each plus the other's echo (see `echoDelaySeconds`).
+    /// Both near-end talkers at the device rate, `Fixtures.seconds` long: leg A's the speech-like signal with seed
+    /// `Fixtures.seed`, leg B's the one with the next seed. Each leg's echo is added as it plays (``PipelineRoom``).
     public static func microphones() -> (a: FixedBuffer<Int16>, b: FixedBuffer<Int16>) {
         let near = [Fixtures.seed, Fixtures.seed &+ 1].map {
-            SignalGenerator.speechLike(sampleRate: deviceRate, seconds: Fixtures.seconds, seed: $0)
+            FixedBuffer(copying: SignalGenerator.toInt16(
+                SignalGenerator.speechLike(sampleRate: deviceRate, seconds: Fixtures.seconds, seed: $0)))
         }
-        let count = near[0].count
-        let delay = Int(echoDelaySeconds * Double(deviceRate))
-        func mic(_ own: Int) -> FixedBuffer<Int16> {
-            let other = near[1 - own]
-            var mixed = near[own]
-            for i in 0..<count { mixed[i] += Float(echoGain) * other[(i - delay + count) % count] }
-            return FixedBuffer(copying: SignalGenerator.toInt16(mixed))
+        return (near[0], near[1])
+    }
+}
+
+/// One leg's acoustics: a delay line of what its loudspeaker played; the microphone hears the near-end talker plus
+/// that, `PipelineFixtures.echoDelaySeconds` later, × `echoGainQ8`/256. Preallocated; `cb_room_*` in CBaseline is
+/// the same arithmetic.
+public final class PipelineRoom {
+    let line: FixedBuffer<Int16>
+    var position = 0
+
+    public init() {
+        line = FixedBuffer(count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
+    }
+
+    /// The microphone block: `near` plus the echo of what was played a delay-line length ago; then `played` (the
+    /// block the loudspeaker played this tick) enters the line.
+    public func capture(
+        near: UnsafeBufferPointer<Int16>, played: UnsafeBufferPointer<Int16>, into mic: UnsafeMutableBufferPointer<Int16>
+    ) {
+        let l = line.pointer
+        var p = position
+        for i in 0..<near.count {
+            let echo = (Int32(l[p]) &* PipelineFixtures.echoGainQ8) >> 8
+            mic[i] = Int16(clamping: Int32(near[i]) &+ echo)
+            l[p] = played[i]
+            p += 1
+            if p == l.count { p = 0 }
         }
-        return (mic(0), mic(1))
+        position = p
     }
 }
 
@@ -101,7 +126,8 @@ public struct PipelineOperationTimes: Sendable {
 
 /// Two `MediaStream`s calling each other over a loopback with SRTP, stepped in fast time. One step is 20 ms of
 /// a call for both legs: per 10 ms tick `a.renderPlayout`, `a.processCapture`, `b.renderPlayout`,
-/// `b.processCapture` (the order a duplex sound card's callback runs them); then B receives A's packet and A
+/// `b.processCapture` (the order a duplex sound card's callback runs them; each microphone block is the near-end
+/// talker plus the leg's own loudspeaker through its ``PipelineRoom``); then B receives A's packet and A
 /// receives B's (arrival = now: no network delay). RTCP is not polled (it builds arrays, a few packets per 5 s).
 /// `cb_pipeline_pair_loop` in CBaseline is the same loop over the C library calls.
 public final class PipelineLoopback {
@@ -109,7 +135,7 @@ public final class PipelineLoopback {
     public let b: MediaStream
     public let slotA = PipelinePacketSlot()
     public let slotB = PipelinePacketSlot()
-    /// The microphones, contiguous (what the C loop reads), and as the device frames handed to the streams.
+    /// The near-end talkers, contiguous (what the C loop reads), and as device frames.
     public let micA: FixedBuffer<Int16>
     public let micB: FixedBuffer<Int16>
     let framesA: [AudioFrame]
@@ -118,6 +144,10 @@ public final class PipelineLoopback {
     public var blockCount: Int { framesA.count }
     var speakerA: AudioFrame
     var speakerB: AudioFrame
+    let roomA = PipelineRoom()
+    let roomB = PipelineRoom()
+    var microphoneA: AudioFrame
+    var microphoneB: AudioFrame
     /// Index of the next microphone block.
     public private(set) var nextBlock = 0
     var now = MediaTime.zero
@@ -145,6 +175,17 @@ public final class PipelineLoopback {
         framesB = frames(micB)
         speakerA = AudioFrame(format: format)
         speakerB = AudioFrame(format: format)
+        microphoneA = AudioFrame(format: format)
+        microphoneB = AudioFrame(format: format)
+    }
+
+    /// What a leg's microphone hears this tick: its near-end block plus the room's echo of its loudspeaker.
+    static func hear(_ room: PipelineRoom, near: AudioFrame, speaker: AudioFrame, into mic: inout AudioFrame) {
+        near.withUnsafeSamples { n in
+            speaker.withUnsafeSamples { s in
+                mic.withUnsafeMutableSamples { m in room.capture(near: n, played: s, into: m) }
+            }
+        }
     }
 
     /// Runs `steps` 20 ms steps, adding the time of each operation to `times`; returns a checksum of the audio
@@ -162,7 +203,8 @@ public final class PipelineLoopback {
                 u = monotonicNanoseconds()
                 playout &+= u &- t
                 t = u
-                a.processCapture(framesA[nextBlock], now: now)
+                Self.hear(roomA, near: framesA[nextBlock], speaker: speakerA, into: &microphoneA)
+                a.processCapture(microphoneA, now: now)
                 u = monotonicNanoseconds()
                 capture &+= u &- t
                 t = u
@@ -171,7 +213,8 @@ public final class PipelineLoopback {
                 u = monotonicNanoseconds()
                 playout &+= u &- t
                 t = u
-                b.processCapture(framesB[nextBlock], now: now)
+                Self.hear(roomB, near: framesB[nextBlock], speaker: speakerB, into: &microphoneB)
+                b.processCapture(microphoneB, now: now)
                 u = monotonicNanoseconds()
                 capture &+= u &- t
                 t = u

@@ -21,6 +21,7 @@ enum {
 
 struct cb_leg {
     int32_t device_rate, rate, device_block, block, frame;
+    int32_t filter_frame;  // samples per speex_echo_cancellation / speex_preprocess_run call (block / frames per block)
     SpeexResamplerState *capture_resampler, *playout_resampler;
     SpeexEchoState *echo;
     SpeexPreprocessState *preprocess;
@@ -72,9 +73,11 @@ static int srtp_initialised = 0;
 
 cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_t complexity, int32_t tail_samples,
                       int32_t noise_suppress_db, int32_t echo_suppress_db, int32_t echo_suppress_active_db,
-                      int32_t read_impulse_every, const uint8_t *local_key, const uint8_t *remote_key, uint32_t ssrc,
-                      uint8_t payload_type, uint16_t first_sequence, uint32_t first_timestamp) {
+                      int32_t read_impulse_every, int32_t filter_frames_per_block, const uint8_t *local_key,
+                      const uint8_t *remote_key, uint32_t ssrc, uint8_t payload_type, uint16_t first_sequence,
+                      uint32_t first_timestamp) {
     if (device_rate / 100 > CB_MAX_BLOCK || rate / 50 > CB_MAX_FRAME) return NULL;
+    if (filter_frames_per_block < 1 || (rate / 100) % filter_frames_per_block != 0) return NULL;
     if (!srtp_initialised) {
         // The status is not checked: when VoiceSRTP has already initialised libsrtp in this process, a second
         // srtp_init returns srtp_err_status_bad_param (its debug module is registered twice) although the crypto
@@ -89,6 +92,7 @@ cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_
     leg->device_block = device_rate / 100;
     leg->block = rate / 100;
     leg->frame = rate / 50;
+    leg->filter_frame = leg->block / filter_frames_per_block;
     leg->payload_type = payload_type;
     leg->ssrc = ssrc;
     leg->sequence = first_sequence;
@@ -101,14 +105,14 @@ cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_
         leg->playout_resampler = speex_resampler_init(1, (spx_uint32_t)rate, (spx_uint32_t)device_rate, 5, &error);
         if (leg->capture_resampler == NULL || leg->playout_resampler == NULL) goto fail;
     }
-    leg->echo = speex_echo_state_init(leg->block, tail_samples);
+    leg->echo = speex_echo_state_init(leg->filter_frame, tail_samples);
     if (leg->echo == NULL) goto fail;
     int value = rate;
     if (speex_echo_ctl(leg->echo, SPEEX_ECHO_SET_SAMPLING_RATE, &value) != 0) goto fail;
     if (speex_echo_ctl(leg->echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &leg->tap_count) != 0) goto fail;
     leg->taps = calloc((size_t)leg->tap_count, sizeof *leg->taps);
     if (leg->taps == NULL) goto fail;
-    leg->preprocess = speex_preprocess_state_init(leg->block, rate);
+    leg->preprocess = speex_preprocess_state_init(leg->filter_frame, rate);
     if (leg->preprocess == NULL) goto fail;
     value = 1;
     if (speex_preprocess_ctl(leg->preprocess, SPEEX_PREPROCESS_SET_DENOISE, &value) != 0) goto fail;
@@ -193,7 +197,8 @@ int32_t cb_leg_capture(cb_leg *leg, const int16_t *device_block) {
         if (error != 0) return -3000 - error;
         mic = leg->mic;  // exactly one processing block per device block (48 k → 16 k: 480 → 160)
     }
-    speex_echo_cancellation(leg->echo, mic, leg->reference, leg->processed);
+    for (int32_t f = 0; f < leg->block; f += leg->filter_frame)
+        speex_echo_cancellation(leg->echo, mic + f, leg->reference + f, leg->processed + f);
     leg->blocks++;
     if (leg->read_impulse_every > 0 && ++leg->blocks_since_impulse >= leg->read_impulse_every) {
         leg->blocks_since_impulse = 0;
@@ -205,7 +210,7 @@ int32_t cb_leg_capture(cb_leg *leg, const int16_t *device_block) {
             leg->peak = best;
         }
     }
-    speex_preprocess_run(leg->preprocess, leg->processed);
+    for (int32_t f = 0; f < leg->block; f += leg->filter_frame) speex_preprocess_run(leg->preprocess, leg->processed + f);
     memcpy(leg->frame_buffer + leg->frame_fill, leg->processed, (size_t)leg->block * sizeof(int16_t));
     leg->frame_fill += leg->block;
     if (leg->frame_fill < leg->frame) return 0;
@@ -274,9 +279,22 @@ static inline uint64_t now_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int64_t cb_pipeline_pair_loop(cb_leg *a, cb_leg *b, const int16_t *mic_a, const int16_t *mic_b, int32_t device_block,
-                              int32_t block_count, int64_t start_block, int64_t steps, int16_t *speaker,
-                              uint64_t *op_ns) {
+/// One leg's acoustics, as PipelineRoom in BenchmarkFixtures: a delay line of what the loudspeaker played; the
+/// microphone hears the near end plus that, a line length later, × gain_q8 / 256.
+static void room_capture(cb_room *room, const int16_t *near, const int16_t *played, int16_t *mic, int32_t count) {
+    int32_t p = room->position;
+    for (int32_t i = 0; i < count; i++) {
+        int32_t v = (int32_t)near[i] + (((int32_t)room->line[p] * room->gain_q8) >> 8);
+        mic[i] = (int16_t)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+        room->line[p] = played[i];
+        if (++p == room->length) p = 0;
+    }
+    room->position = p;
+}
+
+int64_t cb_pipeline_pair_loop(cb_leg *a, cb_leg *b, cb_room *room_a, cb_room *room_b, const int16_t *mic_a,
+                              const int16_t *mic_b, int32_t device_block, int32_t block_count, int64_t start_block,
+                              int64_t steps, int16_t *speaker, int16_t *mic, uint64_t *op_ns) {
     int64_t sum = 0;
     int64_t block = start_block % block_count;
     int32_t packet_a = 0, packet_b = 0;
@@ -289,13 +307,15 @@ int64_t cb_pipeline_pair_loop(cb_leg *a, cb_leg *b, const int16_t *mic_a, const 
             int32_t r;
             if ((r = cb_leg_playout(a, speaker)) < 0) return r;
             u = now_ns(); playout_ns += u - t; t = u;
-            if ((r = cb_leg_capture(a, in_a)) < 0) return r;
+            room_capture(room_a, in_a, speaker, mic, device_block);
+            if ((r = cb_leg_capture(a, mic)) < 0) return r;
             if (r > 0) packet_a = r;
             u = now_ns(); capture_ns += u - t; t = u;
             sum += speaker[0];
             if ((r = cb_leg_playout(b, speaker)) < 0) return r;
             u = now_ns(); playout_ns += u - t; t = u;
-            if ((r = cb_leg_capture(b, in_b)) < 0) return r;
+            room_capture(room_b, in_b, speaker, mic, device_block);
+            if ((r = cb_leg_capture(b, mic)) < 0) return r;
             if (r > 0) packet_b = r;
             u = now_ns(); capture_ns += u - t; t = u;
             sum += speaker[0];

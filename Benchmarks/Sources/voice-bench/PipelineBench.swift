@@ -114,6 +114,12 @@ private final class PipelinePair {
     let legB: CHandle
     let speaker = FixedBuffer<Int16>(count: 4 * PipelineFixtures.deviceRate / 100, repeating: 0)
     let cOperationNanoseconds = FixedBuffer<UInt64>(count: 3, repeating: 0)
+    /// The C legs' rooms (the same acoustics as the Swift loopback's `PipelineRoom`s) and microphone scratch.
+    let roomLines = [0, 1].map { _ in
+        FixedBuffer<Int16>(count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
+    }
+    let rooms = FixedBuffer<cb_room>(count: 2, repeating: cb_room())
+    let microphone = FixedBuffer<Int16>(count: PipelineFixtures.deviceRate / 100, repeating: 0)
     var cBlock = 0
     var sink = 0
 
@@ -131,12 +137,18 @@ private final class PipelinePair {
                     Int32(echo.preprocessor.noiseSuppressionDB ?? 0), Int32(echo.preprocessor.echoSuppressionDB),
                     Int32(echo.preprocessor.echoSuppressionActiveDB),
                     25,  // EchoCanceller reads the impulse response every 25 blocks (peakInterval)
+                    Int32(echo.framesPerBlock(atRate: rate)),  // MDF + preprocessor frames per block, as Swift
                     local, remote, isA ? PipelineFixtures.ssrcA : PipelineFixtures.ssrcB,
                     PipelineFixtures.payloadType, isA ? 1_000 : 2_000, isA ? 100_000 : 200_000),
                 "cb_leg_create", destroy: cb_leg_destroy)
         }
         legA = leg(isA: true)
         legB = leg(isA: false)
+        for i in 0..<2 {
+            rooms.pointer[i] = cb_room(
+                line: roomLines[i].pointer.baseAddress, length: Int32(roomLines[i].count), position: 0,
+                gain_q8: PipelineFixtures.echoGainQ8)
+        }
     }
 
     /// Runs `steps` on the Swift side; nanoseconds per operation.
@@ -153,9 +165,10 @@ private final class PipelinePair {
         ops.update(repeating: 0)
         let start = cb_monotonic_ns()
         let sum = cb_pipeline_pair_loop(
-            legA.pointer, legB.pointer, swift.micA.pointer.baseAddress, swift.micB.pointer.baseAddress,
+            legA.pointer, legB.pointer, rooms.pointer.baseAddress, rooms.pointer.baseAddress! + 1,
+            swift.micA.pointer.baseAddress, swift.micB.pointer.baseAddress,
             Int32(swift.deviceBlock), Int32(swift.blockCount), Int64(cBlock), Int64(steps),
-            speaker.pointer.baseAddress, ops.baseAddress)
+            speaker.pointer.baseAddress, microphone.pointer.baseAddress, ops.baseAddress)
         let end = cb_monotonic_ns()
         precondition(sum >= 0, "cb_pipeline_pair_loop failed: \(sum)")
         sink &+= Int(sum)

@@ -20,11 +20,13 @@ typedef struct cb_leg cb_leg;
 /// ssrc_any_inbound with `remote_key`, 30-byte keys, replay window 1024). RTP: payload type, SSRC, first
 /// sequence number and timestamp as given, 48 kHz RTP clock. `read_impulse_every` > 0 reads
 /// SPEEX_ECHO_GET_IMPULSE_RESPONSE every that many capture blocks (after the first 100), as the Swift canceller
-/// does to track the echo path. NULL on failure.
+/// does to track the echo path. `filter_frames_per_block` splits each processing block into that many frames for
+/// speex_echo_cancellation and speex_preprocess_run (the Swift canceller's `filterFramesPerBlock`). NULL on failure.
 cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_t complexity, int32_t tail_samples,
                       int32_t noise_suppress_db, int32_t echo_suppress_db, int32_t echo_suppress_active_db,
-                      int32_t read_impulse_every, const uint8_t *local_key, const uint8_t *remote_key, uint32_t ssrc,
-                      uint8_t payload_type, uint16_t first_sequence, uint32_t first_timestamp);
+                      int32_t read_impulse_every, int32_t filter_frames_per_block, const uint8_t *local_key,
+                      const uint8_t *remote_key, uint32_t ssrc, uint8_t payload_type, uint16_t first_sequence,
+                      uint32_t first_timestamp);
 void cb_leg_destroy(cb_leg *leg);
 
 /// One 10 ms microphone block at the device rate: resample to the processing rate, speex_echo_cancellation with
@@ -45,14 +47,21 @@ int32_t cb_leg_receive(cb_leg *leg, const uint8_t *datagram, int32_t length);
 /// reference, resampled to the device rate into `device_block`. Returns the samples written, or a negative error.
 int32_t cb_leg_playout(cb_leg *leg, int16_t *device_block);
 
+/// One leg's acoustic echo path (the caller owns `line`, `length` samples, zeroed; `position` starts at 0).
+typedef struct cb_room {
+    int16_t *line;
+    int32_t length, position, gain_q8;
+} cb_room;
+
 /// `steps` 20 ms steps of two legs calling each other, the loop `voice-bench pipeline` times against the Swift
 /// pair. Per 10 ms tick: a.playout, a.capture, b.playout, b.capture; after two ticks, b receives a's packet and
-/// a receives b's. Microphone block k of leg a is mic_a + ((start_block + k) % block_count) * device_block, the
-/// same for b. `op_ns` (3 values) accumulates CLOCK_MONOTONIC nanoseconds spent in capture, receive and playout
+/// a receives b's. Leg a's near-end block k is mic_a + ((start_block + k) % block_count) * device_block (the same
+/// for b); its microphone hears that plus its own loudspeaker through `room_a` (`mic`: one device block of
+/// scratch). `op_ns` (3 values) accumulates CLOCK_MONOTONIC nanoseconds spent in capture, receive and playout
 /// calls. Returns a checksum of the outputs, or a negative error.
-int64_t cb_pipeline_pair_loop(cb_leg *a, cb_leg *b, const int16_t *mic_a, const int16_t *mic_b, int32_t device_block,
-                              int32_t block_count, int64_t start_block, int64_t steps, int16_t *speaker,
-                              uint64_t *op_ns);
+int64_t cb_pipeline_pair_loop(cb_leg *a, cb_leg *b, cb_room *room_a, cb_room *room_b, const int16_t *mic_a,
+                              const int16_t *mic_b, int32_t device_block, int32_t block_count, int64_t start_block,
+                              int64_t steps, int16_t *speaker, int16_t *mic, uint64_t *op_ns);
 
 /// CPU time of the calling thread in nanoseconds (CLOCK_THREAD_CPUTIME_ID): for legs per core.
 uint64_t cb_thread_cpu_ns(void);
