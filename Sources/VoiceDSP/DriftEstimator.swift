@@ -27,8 +27,10 @@ public struct DriftEstimator: Sendable {
     private var delays: [Double]
     private var head = 0
     private var count = 0
-    private var pendingTimes: [Int64] = [0, 0, 0]
-    private var pendingDelays: [Double] = [0, 0, 0]
+    // Heap buffers made in init, not array literals: an optimised build emits a constant literal as a static,
+    // immutable object, so the first write (the first outlier, mid-call) would copy it — an allocation.
+    private var pendingTimes = [Int64](repeating: 0, count: 3)
+    private var pendingDelays = [Double](repeating: 0, count: 3)
     private var pendingCount = 0
 
     /// - Parameters:

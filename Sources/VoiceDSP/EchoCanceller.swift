@@ -180,7 +180,8 @@ public final class EchoCanceller {
     private var blocksSincePeak = 0
     private var blocksSinceReset = 0
     private var lastDriftUpdate: Int64 = 0
-    private var recent: [Double] = [0, 0, 0]
+    /// Not an array literal: a constant literal is a static object, and the first write would copy it (allocate).
+    private var recent = [Double](repeating: 0, count: 3)
     private var recentCount = 0
     private var scratch: [Int16]
     private var reference: [Int16]
