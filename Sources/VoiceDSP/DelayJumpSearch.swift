@@ -87,13 +87,7 @@ final class DelayJumpSearch {
         // Cross spectrum conj(A)·B·H, phase-transformed (with a small floor so empty bins stay quiet).
         var meanMagnitude: Float = 0
         for k in 0..<n {
-            let j = (n - k) & (n - 1)
-            let ar = 0.5 * (re[k] + re[j])
-            let ai = 0.5 * (im[k] - im[j])
-            let br = 0.5 * (im[k] + im[j])
-            let bi = -0.5 * (re[k] - re[j])
-            let cr0 = ar * br + ai * bi
-            let ci0 = ar * bi - ai * br
+            let (cr0, ci0) = fft.packedCrossSpectrum(re: re, im: im, bin: k)
             let cr = cr0 * hr[k] - ci0 * hi[k]
             let ci = cr0 * hi[k] + ci0 * hr[k]
             // Stored apart from re/im: bin j still needs them.
@@ -101,14 +95,8 @@ final class DelayJumpSearch {
             hi[k] = ci
             meanMagnitude += (cr * cr + ci * ci).squareRoot()
         }
-        meanMagnitude /= Float(n)
-        let floor = 0.1 * meanMagnitude + 1e-20
-        for k in 0..<n {
-            let m = (hr[k] * hr[k] + hi[k] * hi[k]).squareRoot() + floor
-            hr[k] /= m
-            hi[k] /= m
-        }
-        fft.transform(re: hr.baseAddress!, im: hi.baseAddress!, inverse: true)
+        fft.phaseTransformCorrelation(
+            re: hr, im: hi, meanMagnitude: meanMagnitude / Float(n), floorFraction: 0.1, epsilon: 1e-20)
         // c[j] = Σ a[t]·q[t + j]; q[k] is the filtered reference at span index k (valid from taps − 1 on). Offset D
         // lines microphone sample t up with span index t + maxDelay + taps − 1 − D.
         let base = maxDelay + taps - 1

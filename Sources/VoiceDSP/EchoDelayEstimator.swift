@@ -217,14 +217,7 @@ public final class EchoDelayEstimator {
         let smoothing = smoothing
         var meanMagnitude: Float = 0
         for k in 0..<n {
-            let j = (n - k) & (n - 1)
-            let ar = 0.5 * (re[k] + re[j])
-            let ai = 0.5 * (im[k] - im[j])
-            let br = 0.5 * (im[k] + im[j])
-            let bi = -0.5 * (re[k] - re[j])
-            // conj(A) * B
-            let cr = ar * br + ai * bi
-            let ci = ar * bi - ai * br
+            let (cr, ci) = fft.packedCrossSpectrum(re: re, im: im, bin: k)  // conj(A) * B
             // Averaged over successive windows: the echo path is stable, estimation noise is not.
             let sr = smoothing * smoothRe[k] + (1 - smoothing) * cr
             let si = smoothing * smoothIm[k] + (1 - smoothing) * ci
@@ -234,14 +227,8 @@ public final class EchoDelayEstimator {
             xi[k] = si
             meanMagnitude += (sr * sr + si * si).squareRoot()
         }
-        meanMagnitude /= Float(n)
-        let floor = 0.2 * meanMagnitude + 1e-12
-        for k in 0..<n {
-            let m = (xr[k] * xr[k] + xi[k] * xi[k]).squareRoot() + floor
-            xr[k] /= m
-            xi[k] /= m
-        }
-        fft.transform(re: xr.baseAddress!, im: xi.baseAddress!, inverse: true)
+        fft.phaseTransformCorrelation(
+            re: xr, im: xi, meanMagnitude: meanMagnitude / Float(n), floorFraction: 0.2, epsilon: 1e-12)
         // q[j] = Σ a[t] b[t + j]; lag l (mic trails reference by l) is j = maxLag - l.
         var bestLag = 0
         var best = -Float.infinity
@@ -324,25 +311,13 @@ public final class EchoDelayEstimator {
         segmentFFT.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
         var meanMagnitude: Float = 0
         for k in 0..<n {
-            let j = (n - k) & (n - 1)
-            let ar = 0.5 * (re[k] + re[j])
-            let ai = 0.5 * (im[k] - im[j])
-            let br = 0.5 * (im[k] + im[j])
-            let bi = -0.5 * (re[k] - re[j])
-            let cr = ar * br + ai * bi
-            let ci = ar * bi - ai * br
+            let (cr, ci) = segmentFFT.packedCrossSpectrum(re: re, im: im, bin: k)
             xr[k] = cr
             xi[k] = ci
             meanMagnitude += (cr * cr + ci * ci).squareRoot()
         }
-        meanMagnitude /= Float(n)
-        let floor = 0.2 * meanMagnitude + 1e-12
-        for k in 0..<n {
-            let m = (xr[k] * xr[k] + xi[k] * xi[k]).squareRoot() + floor
-            xr[k] /= m
-            xi[k] /= m
-        }
-        segmentFFT.transform(re: xr.baseAddress!, im: xi.baseAddress!, inverse: true)
+        segmentFFT.phaseTransformCorrelation(
+            re: xr, im: xi, meanMagnitude: meanMagnitude / Float(n), floorFraction: 0.2, epsilon: 1e-12)
         for l in 0...maxLag { out[l] = xr[maxLag - l] }
         return end
     }

@@ -136,3 +136,36 @@ final class FFT {
         return out
     }
 }
+
+extension FFT {
+    /// GCC-PHAT's weighting and the way back: every bin of the cross spectrum in `re`/`im` (the first `size`) is
+    /// divided by its magnitude plus `floorFraction` × `meanMagnitude` (+ `epsilon`) — so every frequency weighs
+    /// the same and the correlation peak is sharp, while near-empty bins are not blown up into noise — then the
+    /// inverse transform leaves the generalized cross-correlation in `re`.
+    func phaseTransformCorrelation(
+        re: UnsafeMutableBufferPointer<Float>, im: UnsafeMutableBufferPointer<Float>, meanMagnitude: Float,
+        floorFraction: Float, epsilon: Float
+    ) {
+        let floor = floorFraction * meanMagnitude + epsilon
+        for k in 0..<size {
+            let m = (re[k] * re[k] + im[k] * im[k]).squareRoot() + floor
+            re[k] /= m
+            im[k] /= m
+        }
+        transform(re: re.baseAddress!, im: im.baseAddress!, inverse: true)
+    }
+
+    /// conj(A[k])·B[k] for two real signals transformed together as one complex signal (`re` = a, `im` = b, one
+    /// FFT for both): each one's bin k is recovered from bins k and size − k of the packed spectrum.
+    @inline(__always)
+    func packedCrossSpectrum(
+        re: UnsafeMutableBufferPointer<Float>, im: UnsafeMutableBufferPointer<Float>, bin k: Int
+    ) -> (re: Float, im: Float) {
+        let j = (size - k) & (size - 1)
+        let ar = 0.5 * (re[k] + re[j])
+        let ai = 0.5 * (im[k] - im[j])
+        let br = 0.5 * (im[k] + im[j])
+        let bi = -0.5 * (re[k] - re[j])
+        return (ar * br + ai * bi, ar * bi - ai * br)
+    }
+}
