@@ -13,7 +13,8 @@
 #              FUZZ_WORK (generated corpora, crashes and logs, default Fuzz/work; git-ignored).
 #
 # Each target is an executable built with `-sanitize=fuzzer,address -parse-as-library`: libFuzzer provides main,
-# AddressSanitizer catches memory errors (in the Swift code and in libsrtp), and Swift's own traps (overflow,
+# AddressSanitizer catches memory errors (in the Swift code and in libsrtp, which is compiled with the same
+# instrumentation), and Swift's own traps (overflow,
 # out-of-bounds, force unwrap, precondition) end the run as a crash. A crash leaves its input in
 # $FUZZ_WORK/<target>/crashes/ and this script exits non-zero. Reproduce one with
 #   Fuzz/.build/release/fuzz-<target> Fuzz/work/<target>/crashes/<file>
@@ -57,8 +58,9 @@ max_len() {
     esac
 }
 
+# -Xcc: the C targets built from source (libsrtp in CSRTP) get coverage feedback and AddressSanitizer too.
 build_flags=(-c release --package-path "$here" --scratch-path "$scratch"
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xcc -fsanitize=fuzzer-no-link,address)
 for t in "${targets[@]}"; do
     echo "== building fuzz-$t"
     "$SWIFT" build "${build_flags[@]}" --product "fuzz-$t"
