@@ -186,7 +186,10 @@ public final class EchoCanceller {
     private var ringWritten: Int64 = 0
     private var farConsumed: Int64 = 0
     private var micCount: Int64 = 0
-    private var appliedDelay = 0
+    /// Samples by which the reference is delayed to line up with the microphone; the statistics follow it.
+    private var appliedDelay = 0 {
+        didSet { stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate) }
+    }
     private var aligned = false
     private var blocksSinceEstimate = 0
     private var blocksSincePeak = 0
@@ -537,7 +540,6 @@ public final class EchoCanceller {
             return
         }
         appliedDelay = found.delay
-        stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
         stats.realignments += 1
         collapsedBlocks = 0
         recentCount = 0
@@ -586,7 +588,6 @@ public final class EchoCanceller {
         aligned = true
         guard delay != appliedDelay else { return }
         appliedDelay = delay
-        stats.appliedDelayMilliseconds = Double(delay) * 1000 / Double(configuration.sampleRate)
         stats.realignments += 1
         echoFilter.reset()
         blocksSinceReset = 0
@@ -677,7 +678,6 @@ public final class EchoCanceller {
             guard appliedDelay >= latency else { return false }
             appliedDelay -= latency
             resamplerLatency = latency
-            stats.appliedDelayMilliseconds = Double(appliedDelay) * 1000 / Double(configuration.sampleRate)
             resamplerEngaged = true
         }
         lastDriftUpdate = micCount
