@@ -72,11 +72,21 @@ public struct TimeStretcher: Sendable {
     }
 
     private func correlation(_ x: UnsafeBufferPointer<Int16>, lag: Int, stride: Int) -> Double {
+        let (xy, xx, yy) = Self.lagProducts(x, from: 0, length: lag, lag: lag, stride: stride)
+        return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
+    }
+
+    /// Σ x[n]·x[n+lag], Σ x[n]², Σ x[n+lag]² over n = from, from + stride, … < from + length: what both the
+    /// pitch-period search and the fixed-lag splice search score a window by.
+    @inline(__always)
+    private static func lagProducts(
+        _ x: UnsafeBufferPointer<Int16>, from start: Int, length: Int, lag: Int, stride: Int
+    ) -> (xy: Double, xx: Double, yy: Double) {
         var xy = 0.0
         var xx = 0.0
         var yy = 0.0
-        var n = 0
-        while n < lag {
+        var n = start
+        while n < start + length {
             let a = Double(x[n])
             let b = Double(x[n + lag])
             xy += a * b
@@ -84,7 +94,7 @@ public struct TimeStretcher: Sendable {
             yy += b * b
             n += stride
         }
-        return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
+        return (xy, xx, yy)
     }
 
     /// Finds where `buffer[0..<count]` can be spliced at exactly `lag` samples: the start `a` of the `overlap`-long
@@ -104,16 +114,7 @@ public struct TimeStretcher: Sendable {
         let step = max(1, sampleRate / 8_000)
         var a = 0
         while a <= last {
-            var xy = 0.0
-            var xx = 0.0
-            var yy = 0.0
-            for n in a..<(a + overlap) {
-                let u = Double(x[n])
-                let v = Double(x[n + lag])
-                xy += u * v
-                xx += u * u
-                yy += v * v
-            }
+            let (xy, xx, yy) = Self.lagProducts(x, from: a, length: overlap, lag: lag, stride: 1)
             let score = xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 1
             if score > bestScore {
                 bestScore = score
