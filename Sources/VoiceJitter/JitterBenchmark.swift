@@ -74,12 +74,24 @@ public enum JitterBenchmark {
                 && adaptive.latePackets <= speex.latePackets
                 && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds
         }
+
+        /// Whether speexdsp is better on one figure and no worse on the other: fewer or equally many late packets
+        /// *and* a lower mean delay, or strictly fewer late packets at no more delay. The weaker reading of the
+        /// issue's comparison ("no worse than speexdsp wherever speexdsp has equal or lower late loss") fails
+        /// exactly when this is true.
+        public var speexDominatesAdaptive: Bool {
+            (speex.latePackets <= adaptive.latePackets && speex.meanDelayMilliseconds < adaptive.meanDelayMilliseconds)
+                || (speex.latePackets < adaptive.latePackets && speex.meanDelayMilliseconds <= adaptive.meanDelayMilliseconds)
+        }
     }
 
     /// The issue's scenarios, seeded: clean; 2 % random loss + 20 ms normal jitter; 5 % bursty loss + 40 ms Pareto
     /// jitter; a 3 s outage then recovery; ±200 ppm sender drift; a delay step 20 → 150 → 20 ms. Base one-way
     /// delay 30 ms (20 ms for the step); the path is FIFO (jitter delays the packets behind, as a queue does).
-    public static func standardScenarios(seconds: Double = 30) -> [Scenario] {
+    ///
+    /// `seedOffset` moves every seed: other draws of the same network models, to see how much a figure owes to one
+    /// trace. `clean` and `step20_150_20` draw nothing at random, so they do not change.
+    public static func standardScenarios(seconds: Double = 30, seedOffset: UInt64 = 0) -> [Scenario] {
         let calm = JitterModel.normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)
         let list: [(String, NetworkConditions)] = [
             ("clean", NetworkConditions(baseDelayMilliseconds: 30, seed: 1)),
@@ -113,7 +125,68 @@ public enum JitterBenchmark {
                     ], seed: 7)
             ),
         ]
-        return list.map { Scenario(name: $0.0, network: .conditions($0.1), seconds: seconds) }
+        return list.map { name, conditions in
+            var moved = conditions
+            moved.seed &+= seedOffset
+            return Scenario(name: name, network: .conditions(moved), seconds: seconds)
+        }
+    }
+
+    /// How the comparison with speexdsp holds up over several draws of each standard scenario (see
+    /// ``standardScenarios(seconds:seedOffset:)``), per scenario name.
+    public struct SeedSweepRow: Sendable {
+        public var name: String
+        public var draws = 0
+        /// Draws meeting ``ScenarioResult/adaptiveMeetsCriteria(oracleFactor:)``: within 1.25 × the oracle floor,
+        /// no more late packets than speexdsp and no more delay.
+        public var meetsCriteria = 0
+        /// Draws within 1.25 × the oracle floor where speexdsp does not dominate (``ScenarioResult/speexDominatesAdaptive``).
+        public var notDominated = 0
+        /// Sums of mean delay ÷ oracle floor at the strategy's own late loss: how close each gets to the best fixed
+        /// delay for the late loss it chose, whatever that late loss is.
+        public var adaptiveOracleRatioSum = 0.0
+        public var speexOracleRatioSum = 0.0
+
+        mutating func add(_ r: ScenarioResult) {
+            draws += 1
+            if r.adaptiveMeetsCriteria() { meetsCriteria += 1 }
+            if r.adaptive.oracleRatio <= 1.25 && !r.speexDominatesAdaptive { notDominated += 1 }
+            adaptiveOracleRatioSum += r.adaptive.oracleRatio
+            speexOracleRatioSum += r.speex.oracleRatio
+        }
+    }
+
+    /// Folds the results of several draws into one row per scenario, in first-seen order.
+    public static func seedSweep(_ draws: [[ScenarioResult]]) -> [SeedSweepRow] {
+        var rows: [SeedSweepRow] = []
+        for results in draws {
+            for r in results {
+                if let i = rows.firstIndex(where: { $0.name == r.name }) {
+                    rows[i].add(r)
+                } else {
+                    var row = SeedSweepRow(name: r.name)
+                    row.add(r)
+                    rows.append(row)
+                }
+            }
+        }
+        return rows
+    }
+
+    /// A fixed-width table of ``seedSweep(_:)``.
+    public static func seedSweepTable(_ rows: [SeedSweepRow]) -> String {
+        var lines = [
+            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "draws".leftPadded(6) + "meets".leftPadded(7)
+                + "not dominated".leftPadded(15) + "mean/oracle adaptive".leftPadded(22) + "speex".leftPadded(7)
+        ]
+        for row in rows {
+            let n = Double(max(1, row.draws))
+            lines.append(
+                row.name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(row.draws).leftPadded(6)
+                    + String(row.meetsCriteria).leftPadded(7) + String(row.notDominated).leftPadded(15)
+                    + fixed(row.adaptiveOracleRatioSum / n, 2).leftPadded(22) + fixed(row.speexOracleRatioSum / n, 2).leftPadded(7))
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// A scenario replaying a recorded trace: as many 20 ms frames as the trace has rows.
@@ -199,7 +272,7 @@ public enum JitterBenchmark {
 
     /// A fixed-width table, one line per scenario and strategy.
     public static func table(_ results: [ScenarioResult]) -> String {
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s + " " : String(repeating: " ", count: w - s.count) + s }
+        func pad(_ s: String, _ w: Int) -> String { s.leftPadded(w) }
         var lines = [
             "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "strategy".padding(toLength: 9, withPad: " ", startingAt: 0)
                 + pad("mean ms", 9) + pad("p95 ms", 8) + pad("late %", 8) + pad("conceal %", 10) + pad("FEC", 5)
@@ -257,5 +330,11 @@ public enum JitterBenchmark {
             }
         }
         return out + "\""
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? " " + self : String(repeating: " ", count: width - count) + self
     }
 }

@@ -116,3 +116,48 @@ func delayStaysBoundedOverATenMinuteCallWithClockDrift(ppm: Double) throws {
     let transits = trace.records.compactMap { r in r.arrival.map { ($0 - r.send).milliseconds } }.sorted()
     #expect(result.adaptive.oracleMilliseconds == transits[transits.count - 1 - result.adaptive.latePackets])
 }
+
+@Test func seedOffsetDrawsNewTracesOnlyWhereAScenarioIsRandom() throws {
+    let speech = try JitterBenchmark.loadSpeech(candidates: [jfkPath], fallback: fallbackPath).samples
+    let standard = try JitterBenchmark.standardScenarios(seconds: 4).map { try JitterBenchmark.run($0, speech: speech) }
+    let moved = try JitterBenchmark.standardScenarios(seconds: 4, seedOffset: 1_000).map {
+        try JitterBenchmark.run($0, speech: speech)
+    }
+    #expect(standard.map(\.name) == moved.map(\.name))
+    for (a, b) in zip(standard, moved) {
+        let sameTrace = a.adaptive.simulation.trace == b.adaptive.simulation.trace
+        // clean and the delay step draw nothing at random; every other scenario has jitter, loss or both.
+        #expect(sameTrace == ["clean", "step20_150_20"].contains(a.name), "\(a.name)")
+    }
+
+    let rows = JitterBenchmark.seedSweep([standard, moved])
+    #expect(rows.map(\.name) == standard.map(\.name))
+    for (row, (a, b)) in zip(rows, zip(standard, moved)) {
+        #expect(row.draws == 2)
+        #expect(row.meetsCriteria == [a, b].filter { $0.adaptiveMeetsCriteria() }.count, "\(row.name)")
+        // Meeting the criterion (no more late packets and no more delay) means speexdsp cannot dominate.
+        #expect(row.meetsCriteria <= row.notDominated, "\(row.name)")
+        #expect(abs(row.adaptiveOracleRatioSum - a.adaptive.oracleRatio - b.adaptive.oracleRatio) < 1e-9)
+    }
+    let table = JitterBenchmark.seedSweepTable(rows)
+    #expect(table.split(separator: "\n").count == rows.count + 1)
+}
+
+@Test func speexDominatesOnlyWhenBetterOnOneFigureAndNoWorseOnTheOther() throws {
+    let speech = try JitterBenchmark.loadSpeech(candidates: [jfkPath], fallback: fallbackPath).samples
+    let scenario = try #require(JitterBenchmark.standardScenarios(seconds: 4).first { $0.name == "loss2_normal20" })
+    var r = try JitterBenchmark.run(scenario, speech: speech)
+    r.speex.latePackets = 3
+    r.adaptive.latePackets = 3
+    r.speex.meanDelayMilliseconds = 60
+    r.adaptive.meanDelayMilliseconds = 60
+    #expect(!r.speexDominatesAdaptive, "equal on both figures")
+    r.speex.meanDelayMilliseconds = 59.9
+    #expect(r.speexDominatesAdaptive, "same late loss, less delay")
+    r.speex.latePackets = 4
+    #expect(!r.speexDominatesAdaptive, "less delay but more late packets: a different trade-off")
+    r.speex.meanDelayMilliseconds = 60
+    r.speex.latePackets = 2
+    #expect(r.speexDominatesAdaptive, "fewer late packets at the same delay")
+    #expect(!r.adaptiveMeetsCriteria())
+}

@@ -28,6 +28,9 @@ struct JitterBench: ParsableCommand {
     @Option(help: "Seconds of speech per standard scenario.")
     var seconds: Double = 30
 
+    @Option(help: "Also run this many draws of each standard scenario (seeds moved by 1000 each, the first draw being the standard one) and print how often the adaptive buffer meets the criterion, how often speexdsp dominates it, and each strategy's mean delay ÷ oracle floor. 0: off.")
+    var seeds: Int = 0
+
     @Flag(help: "End with one JSON line {\"suite\":\"jitter\",\"scenarios\":[…]}.")
     var json = false
 
@@ -63,6 +66,16 @@ struct JitterBench: ParsableCommand {
         let missed = results.filter { !$0.adaptiveMeetsCriteria() }.map(\.name)
         print("adaptive mean ≤ 1.25 × oracle and ≤ speex at ≤ speex late loss: met \(met.count)/\(results.count)"
             + (missed.isEmpty ? "" : ", missed: \(missed.joined(separator: ", "))"))
+        if seeds > 1 && trace == nil {
+            var draws = [results]
+            for k in 1..<seeds {
+                let moved = JitterBenchmark.standardScenarios(seconds: seconds, seedOffset: UInt64(k) * 1_000)
+                draws.append(try moved.map { try JitterBenchmark.run($0, speech: speech.samples) })
+            }
+            print("\nover \(seeds) draws of each scenario (meets: the criterion above; not dominated: within 1.25 x oracle and "
+                + "speexdsp not better on one figure and no worse on the other):")
+            print(JitterBenchmark.seedSweepTable(JitterBenchmark.seedSweep(draws)))
+        }
         if json { print(JitterBenchmark.json(results)) }
         fflush(nil)  // all streams: progress shows when piped too
     }
