@@ -165,11 +165,14 @@ public enum NetworkSimulatorError: Error, Sendable, Hashable, CustomStringConver
     case invalidConditions(field: String, reason: String)
     /// A trace file is malformed at `line` (1-based).
     case malformedTrace(line: Int, reason: String)
+    /// A trace file cannot be read at all (missing, unreadable, or not UTF-8 text): nothing was parsed.
+    case unreadableTrace(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .invalidConditions(let field, let reason): "invalid network conditions: \(field) \(reason)"
         case .malformedTrace(let line, let reason): "malformed trace, line \(line): \(reason)"
+        case .unreadableTrace(let path, let reason): "cannot read trace \(path): \(reason)"
         }
     }
 }

@@ -88,11 +88,18 @@ public struct NetworkTrace: Sendable, Hashable {
     }
 
     /// Reads and parses a trace file.
-    /// - Throws: `NetworkSimulatorError.malformedTrace` (line 0 when the file cannot be read as UTF-8 text).
+    /// - Throws: `NetworkSimulatorError.unreadableTrace` when the file cannot be read as UTF-8 text, else
+    ///   `malformedTrace` as `init(csv:)`.
     public init(contentsOf url: URL) throws(NetworkSimulatorError) {
-        let text: String
-        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw .malformedTrace(line: 0, reason: "cannot read \(url.path) as UTF-8 text: \(error)")
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "\(error.localizedDescription)"
+            throw .unreadableTrace(path: url.path, reason: reason)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw .unreadableTrace(path: url.path, reason: "not UTF-8 text (\(data.count) bytes)")
         }
         try self.init(csv: text)
     }

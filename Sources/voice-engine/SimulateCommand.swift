@@ -80,6 +80,8 @@ struct SimulateCommand: ParsableCommand {
         let network: CallNetwork
         if let trace {
             do { network = .trace(try NetworkTrace(contentsOf: URL(fileURLWithPath: trace))) } catch {
+                // An unreadable file's message names it already; a parse error names only the line.
+                if case .unreadableTrace = error { throw ValidationError(error.description) }
                 throw ValidationError("\(trace): \(error)")
             }
         } else {

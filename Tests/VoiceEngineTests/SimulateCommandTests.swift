@@ -95,6 +95,9 @@ import VoiceEngine
             "simulate", "--input", Self.speech, "--out", out, "--trace", badTrace.path,
         ])
         #expect(malformed.status != 0 && malformed.output.contains("line 3"))
+        let absentTrace = dir.appendingPathComponent("absent.csv").path
+        let unreadable = try run(["simulate", "--input", Self.speech, "--out", out, "--trace", absentTrace])
+        #expect(unreadable.status != 0 && unreadable.output.contains("cannot read trace \(absentTrace): no such file"))
         let notWAV = dir.appendingPathComponent("bad.wav")
         try Data([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]).write(to: notWAV)
         let badWAV = try run(["simulate", "--input", notWAV.path, "--out", out])

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VoiceCore
 import VoiceNetSim
@@ -42,6 +43,26 @@ func malformedTracesAreRejectedWithLineAndReason(csv: String, line: Int, reason:
         #expect(l == line)
         #expect(r.contains(reason), "\(r)")
     }
+}
+
+@Test func unreadableTraceFilesAreRejectedWithTheReasonNotAsALineError() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UInt32.random(in: 0...UInt32.max))")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let binary = directory.appendingPathComponent("binary.csv")
+    try Data([0x73, 0x65, 0xFF, 0xFE, 0x00, 0xC3]).write(to: binary)
+    let cases: [(URL, String)] = [
+        (directory.appendingPathComponent("absent.csv"), "no such file"),
+        (directory, "it is a directory"),
+        (binary, "not UTF-8 text (6 bytes)"),
+    ]
+    for (url, reason) in cases {
+        #expect(throws: NetworkSimulatorError.unreadableTrace(path: url.path, reason: reason)) {
+            try NetworkTrace(contentsOf: url)
+        }
+    }
+    let error = NetworkSimulatorError.unreadableTrace(path: "/x.csv", reason: "no such file")
+    #expect(error.description == "cannot read trace /x.csv: no such file")
 }
 
 @Test func oracleDelayIsTheSmallestFixedDelayMeetingTheLateLoss() throws {

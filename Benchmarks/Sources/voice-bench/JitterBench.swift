@@ -34,6 +34,14 @@ struct JitterBench: ParsableCommand {
     @Flag(help: "End with one JSON line {\"suite\":\"jitter\",\"scenarios\":[…]}.")
     var json = false
 
+    func validate() throws {
+        guard seconds >= 1 else { throw ValidationError("--seconds \(seconds): a scenario needs at least 1 s of speech") }
+        guard seeds >= 0 else { throw ValidationError("--seeds \(seeds): give a number of draws, 0 for none") }
+        if trace != nil && seeds > 0 {
+            throw ValidationError("--seeds draws the standard scenarios again; a --trace is replayed as recorded")
+        }
+    }
+
     func run() throws {
         // This file is Benchmarks/Sources/voice-bench/JitterBench.swift: the repository root is four levels up.
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
