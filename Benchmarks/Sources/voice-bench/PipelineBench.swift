@@ -57,13 +57,10 @@ struct PipelineBench: ParsableCommand {
             print("profiled \(profileSteps) steps of \(side) (\(checksum > 0 ? "ok" : "?"))")
             return
         }
-        print(
-            "voice-bench pipeline: full-duplex leg per 20 ms, MediaStream vs plain C loop, same calls and input; "
-                + "median of \(options.rounds) alternating rounds")
-        print(
-            pad("operation", 38) + pad("Swift µs", 12, right: true) + pad("C µs", 12, right: true)
-                + pad("ratio", 9, right: true) + pad("paired", 9, right: true) + pad("steps/round", 13, right: true))
-        fflush(nil)
+        let report = Report(
+            suite: Self.suiteName, subject: "full-duplex leg per 20 ms, MediaStream vs plain C loop", nameWidth: 38,
+            countTitle: "steps/round", countWidth: 13)
+        report.printHeader(rounds: options.rounds)
         var results: [SideBySideResult] = []
         for sameCalls in [false, true] {
             let suffix = sameCalls ? ".sameCalls" : ""
@@ -73,7 +70,7 @@ struct PipelineBench: ParsableCommand {
             pair.warmUp(steps: warmUpSteps)
             for result in pair.measure(names: names, rounds: options.rounds, roundNanoseconds: options.roundMilliseconds * 1e6)
             where options.filter.map({ result.name.contains($0) }) ?? true {
-                printRow(result)
+                report.printRow(result)
                 results.append(result)
             }
         }
@@ -87,22 +84,9 @@ struct PipelineBench: ParsableCommand {
                     + "Swift \(fixed(legsPerCore!.swift, 1)), C \(fixed(legsPerCore!.c, 1))")
         }
         if options.json {
-            let items = results.map { r in
-                "{\"name\":\"\(r.name)\",\"swift_us\":\(fixed(r.swiftMicroseconds, 4)),"
-                    + "\"c_us\":\(fixed(r.cMicroseconds, 4)),\"ratio\":\(fixed(r.ratio, 4)),"
-                    + "\"paired_ratio\":\(fixed(r.pairedRatio, 4))}"
-            }
             let legs = legsPerCore.map { ",\"legs_per_core\":\(fixed($0.swift, 1)),\"c_legs_per_core\":\(fixed($0.c, 1))" }
-            print("{\"suite\":\"\(Self.suiteName)\",\"results\":[\(items.joined(separator: ","))]\(legs ?? ",\"legs_per_core\":null")}")
+            report.printJSON(results, extraFields: legs ?? ",\"legs_per_core\":null")
         }
-        fflush(nil)
-    }
-
-    private func printRow(_ r: SideBySideResult) {
-        print(
-            pad(r.name, 38) + pad(fixed(r.swiftMicroseconds, 3), 12, right: true)
-                + pad(fixed(r.cMicroseconds, 3), 12, right: true) + pad(fixed(r.ratio, 3), 9, right: true)
-                + pad(fixed(r.pairedRatio, 3), 9, right: true) + pad(String(r.iterationsPerRound), 13, right: true))
         fflush(nil)
     }
 }
@@ -240,22 +224,4 @@ private final class PipelinePair {
         let c = measure { _ = runC($0) }
         return (s, c)
     }
-}
-
-private func fixed(_ value: Double, _ decimals: Int) -> String {
-    guard value.isFinite else { return "null" }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let scaled = Int64((abs(value) * scale).rounded())
-    let unit = Int64(scale)
-    let fraction = String(scaled % unit)
-    let sign = value < 0 && scaled != 0 ? "-" : ""
-    guard decimals > 0 else { return sign + String(scaled) }
-    return sign + String(scaled / unit) + "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-}
-
-private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-    guard text.count < width else { return text + " " }
-    let spaces = String(repeating: " ", count: width - text.count)
-    return right ? spaces + text : text + spaces
 }
