@@ -15,6 +15,9 @@ import VoiceNetSim
 /// - *oracle floor*: on the same trace, the smallest fixed playout delay with no more late packets than the
 ///   strategy had (``NetworkTrace/oracleDelayMilliseconds(latePackets:)``), computed per strategy.
 public enum JitterBenchmark {
+    /// The bound on the adaptive buffer's mean delay, as a multiple of its oracle floor.
+    public static let oracleFactor = 1.25
+
     /// A named network condition (or recorded trace) and how much speech to send through it.
     public struct Scenario: Sendable {
         public var name: String
@@ -69,7 +72,7 @@ public enum JitterBenchmark {
 
         /// The "Done when" for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
         /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower.
-        public func adaptiveMeetsCriteria(oracleFactor: Double = 1.25) -> Bool {
+        public func adaptiveMeetsCriteria(oracleFactor: Double = JitterBenchmark.oracleFactor) -> Bool {
             adaptive.meanDelayMilliseconds <= oracleFactor * adaptive.oracleMilliseconds
                 && adaptive.latePackets <= speex.latePackets
                 && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds
@@ -150,7 +153,7 @@ public enum JitterBenchmark {
         mutating func add(_ r: ScenarioResult) {
             draws += 1
             if r.adaptiveMeetsCriteria() { meetsCriteria += 1 }
-            if r.adaptive.oracleRatio <= 1.25 && !r.speexDominatesAdaptive { notDominated += 1 }
+            if r.adaptive.oracleRatio <= JitterBenchmark.oracleFactor && !r.speexDominatesAdaptive { notDominated += 1 }
             adaptiveOracleRatioSum += r.adaptive.oracleRatio
             speexOracleRatioSum += r.speex.oracleRatio
         }

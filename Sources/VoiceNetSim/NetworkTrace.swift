@@ -95,7 +95,7 @@ public struct NetworkTrace: Sendable, Hashable {
         do { data = try Data(contentsOf: url) } catch {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "\(error.localizedDescription)"
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : error.localizedDescription
             throw .unreadableTrace(path: url.path, reason: reason)
         }
         guard let text = String(data: data, encoding: .utf8) else {

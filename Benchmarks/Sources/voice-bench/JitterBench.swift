@@ -74,7 +74,7 @@ struct JitterBench: ParsableCommand {
         let missed = results.filter { !$0.adaptiveMeetsCriteria() }.map(\.name)
         print("adaptive mean ≤ 1.25 × oracle and ≤ speex at ≤ speex late loss: met \(met.count)/\(results.count)"
             + (missed.isEmpty ? "" : ", missed: \(missed.joined(separator: ", "))"))
-        if seeds > 1 && trace == nil {
+        if seeds > 1 {  // validate() refuses --seeds with --trace
             var draws = [results]
             for k in 1..<seeds {
                 let moved = JitterBenchmark.standardScenarios(seconds: seconds, seedOffset: UInt64(k) * 1_000)
