@@ -1,5 +1,5 @@
 // swift-tools-version: 6.1
-// VoiceEngine — a real-time voice media engine for Linux. See ../shared/DESIGN.md for the architecture.
+// VoiceEngine — a real-time voice media engine for Linux. ARCHITECTURE.md describes the modules and the data flow.
 import PackageDescription
 
 /// A `.systemLibrary` target for one C library found through pkg-config, with the Debian package that provides it.
@@ -10,7 +10,10 @@ func cLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
 let package = Package(
     name: "VoiceEngine",
     products: [
+        // What a calling client links: the engine only.
         .library(name: "VoiceEngine", targets: ["VoiceEngine"]),
+        // Simulation, demo, test vectors and benchmark support: for the CLI, the tests and Benchmarks/, not for clients.
+        .library(name: "VoiceLab", targets: ["VoiceLab"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -46,34 +49,34 @@ let package = Package(
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
         .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),
         .target(name: "VoiceSession", dependencies: ["VoiceCore", "VoiceDSP", "VoiceDevices"]),
-        .target(name: "VoiceNetSim", dependencies: ["VoiceCore", "VoiceDSP"]),
-        .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceNetSim", "CSpeexDSP"]),
+        .target(name: "VoiceNetSim", dependencies: ["VoiceCore"]),
+        .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "CSpeexDSP"]),
         .target(
             name: "VoiceEngine",
             dependencies: [
-                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices", "VoiceNetSim", "VoiceJitter",
-                "VoiceSession",
+                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices", "VoiceJitter", "VoiceSession",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim"]),
         .executableTarget(
             name: "voice-engine",
-            dependencies: ["VoiceEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["VoiceEngine", "VoiceLab", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         .target(name: "VoiceTestSupport", dependencies: ["VoiceCore"], path: "Tests/VoiceTestSupport"),
         .testTarget(name: "VoiceCoreTests", dependencies: ["VoiceCore", "VoiceTestSupport"]),
         .testTarget(name: "VoiceCodecTests", dependencies: ["VoiceCodec", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSessionTests", dependencies: ["VoiceSession", "VoiceTestSupport"]),
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceLab", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,6 +5,5 @@
 @_exported import VoiceRTP
 @_exported import VoiceSRTP
 @_exported import VoiceDevices
-@_exported import VoiceNetSim
 @_exported import VoiceJitter
 @_exported import VoiceSession

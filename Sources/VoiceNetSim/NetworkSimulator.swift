@@ -1,6 +1,6 @@
 import Foundation
 import VoiceCore
-import VoiceDSP
+import VoiceCore
 
 /// What the simulated path did to one packet.
 public struct PacketFate: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import VoiceEngine
 import VoiceCore
 import VoiceNetSim
 

@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 import VoiceCore
 import VoiceDSP

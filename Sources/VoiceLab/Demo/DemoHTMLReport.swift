@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 
 /// `report.html` of the demo call: one self-contained file (inline SVG, no scripts) with the per-direction summary,

@@ -1,3 +1,4 @@
+import VoiceEngine
 import VoiceCodec
 import VoiceCore
 import VoiceNetSim

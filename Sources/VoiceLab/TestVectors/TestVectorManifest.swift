@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 
 /// The test-vector manifest (`TestVectors/manifest.json`): which WAV inputs the project generates and which

@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 
 /// Runs whole recordings through the echo canceller exactly as a live call does (10 ms blocks, the far-end block

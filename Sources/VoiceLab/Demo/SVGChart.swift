@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 
 /// A line chart rendered as inline SVG, so reports are one self-contained HTML file with no scripts or downloads.

@@ -1,3 +1,4 @@
+import VoiceEngine
 import Foundation
 
 /// A synthetic echo-cancellation scenario: a far-end talker played through a loudspeaker into a room and picked up,

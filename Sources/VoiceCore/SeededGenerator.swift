@@ -1,0 +1,27 @@
+import Foundation
+
+/// A small, fast, seedable random number generator (SplitMix64), so every generated signal,
+/// loss pattern and simulation is reproducible from its seed on any machine.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform value in [0, 1).
+    public mutating func nextUnit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+
+    /// A standard normal value (Box–Muller).
+    public mutating func nextGaussian() -> Double {
+        let u1 = max(nextUnit(), 1e-300)
+        let u2 = nextUnit()
+        return (-2 * Foundation.log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+    }
+}
