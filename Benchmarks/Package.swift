@@ -10,6 +10,8 @@ let rootPackage: String = {
     return components.count >= 2 ? String(components[components.count - 2]) : "VoiceEngine"
 }()
 let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPackage)
+/// Simulation, scenarios and the jitter benchmark live beside the engine, not in the product a client links.
+let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -34,7 +36,7 @@ let package = Package(
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [voiceEngine],
+            dependencies: [voiceEngine, voiceLab],
             path: "Sources/BenchmarkFixtures"
         ),
         .executableTarget(
@@ -43,6 +45,7 @@ let package = Package(
                 "CBaseline",
                 "BenchmarkFixtures",
                 voiceEngine,
+                voiceLab,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/voice-bench"
@@ -59,6 +62,7 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
             dependencies: [
                 "BenchmarkFixtures",
                 voiceEngine,
+                voiceLab,
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/\(suite)",

@@ -24,7 +24,9 @@ let package = Package(
         + fuzzTargets.map { name in
             .executableTarget(
                 name: "fuzz-\(name)",
-                dependencies: ["FuzzSupport", .product(name: "VoiceEngine", package: rootPackage)],
+                dependencies: ["FuzzSupport", .product(name: "VoiceEngine", package: rootPackage)]
+                    // The network trace format belongs to the simulator, which the engine product does not carry.
+                    + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : []),
                 path: "targets/\(name)"
             )
         },

@@ -2,7 +2,7 @@ import Foundation
 
 /// An in-place radix-2 complex FFT with precomputed twiddles and bit-reversal table, for the echo path's
 /// delay estimator and the test-vector convolution. Internal: a tool, not an API. Never allocates after `init`.
-final class FFT {
+package final class FFT {
     let size: Int
     private let log2Size: Int
     // Tables owned by this object (freed in deinit), held as unsafe buffers in `let`s so the butterflies index them
@@ -94,7 +94,7 @@ final class FFT {
     }
 
     /// Linear convolution of two real signals through the FFT (for offline use: allocates).
-    static func convolve(_ x: [Float], _ h: [Float]) -> [Float] {
+    package static func convolve(_ x: [Float], _ h: [Float]) -> [Float] {
         guard !x.isEmpty, !h.isEmpty else { return [] }
         let outCount = x.count + h.count - 1
         // Overlap-add with blocks sized from the filter.

@@ -1,6 +1,5 @@
 import Foundation
 import VoiceCore
-import VoiceCore
 
 /// What the simulated path did to one packet.
 public struct PacketFate: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine aec`: runs a far-end / microphone recording pair through the echo canceller exactly as a live
 /// call does, writes the processed microphone and reports ERLE, the delay track and the drift.

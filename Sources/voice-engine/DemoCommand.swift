@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Synchronization
 import VoiceEngine
+import VoiceLab
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine replay`: decodes a captured call through the receive chain.
 struct ReplayCommand: ParsableCommand {

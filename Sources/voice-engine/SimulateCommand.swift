@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine simulate`: one direction of a call through the full pipeline in fast time.
 struct SimulateCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine vectors generate|check`: the project's own WAV test vectors and their manifest of checks.
 struct VectorsCommand: ParsableCommand {

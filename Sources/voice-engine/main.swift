@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine`: the command-line face of VoiceEngine.
 struct VoiceEngineCommand: ParsableCommand {

@@ -3,6 +3,7 @@ import Testing
 import VoiceCore
 import VoiceDSP
 import VoiceTestSupport
+import VoiceLab
 
 private let sharedAEC = URL(fileURLWithPath: SharedTestData.path("aec"))
 

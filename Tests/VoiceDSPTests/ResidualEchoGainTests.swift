@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceDSP
+import VoiceLab
 
 @Suite("Residual-echo gain")
 struct ResidualEchoGainTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 private let aecDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// The package folder, found from this file's location so tests run from any directory.
 private let packageRoot = URL(fileURLWithPath: #filePath)

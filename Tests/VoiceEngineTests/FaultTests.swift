@@ -3,6 +3,7 @@ import Testing
 import VoiceEngine
 
 @testable import VoiceDevices
+import VoiceLab
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import VoiceEngine
+@testable import VoiceLab
 
 @Suite("HTML report")
 struct HTMLReportTests {

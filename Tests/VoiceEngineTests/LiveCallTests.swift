@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// Two real-time ``LiveCall``s in one process over loopback UDP with SRTP, file microphones and file speakers.
 @Suite(.serialized) struct LiveCallTests {

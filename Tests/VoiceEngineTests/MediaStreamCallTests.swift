@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// Two streams through the simulated network: audio quality, SRTP, loss, FEC and RTCP.
 @Suite struct MediaStreamCallTests {

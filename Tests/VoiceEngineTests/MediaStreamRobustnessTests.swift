@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// Bad datagrams are counted by reason and dropped while audio continues; mute and hold.
 @Suite struct MediaStreamRobustnessTests {

@@ -1,5 +1,6 @@
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// Helpers for the MediaStream, simulation, replay and report tests.
 enum StreamTestSupport {

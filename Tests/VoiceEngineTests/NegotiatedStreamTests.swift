@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// The getting-started flow of the documentation, end to end: offer, answer, two streams, audio across.
 @Suite("Negotiated streams")

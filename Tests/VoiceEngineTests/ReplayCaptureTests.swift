@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// A simulated SRTP call written to a capture with PcapWriter, then replayed through the receive chain.
 @Suite struct ReplayCaptureTests {

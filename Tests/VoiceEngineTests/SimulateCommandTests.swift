@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine simulate` and the one-way simulation behind it, on the project's own test vectors.
 @Suite struct SimulateCommandTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// Soak: a long two-way call in fast time while the network cycles through profiles (clean, 3 % bursty loss with
 /// jitter, a delay step, an outage, sender clock drift), checking memory, latency creep and counters.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceDSP
 import VoiceJitter
+import VoiceCore
 
 @Test func packetBufferKeepsPacketsOrderedBySequenceAndRejectsDuplicates() {
     var buffer = PacketBuffer(capacity: 4, maxPayloadBytes: 8)

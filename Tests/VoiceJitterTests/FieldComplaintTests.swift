@@ -3,6 +3,7 @@ import VoiceCodec
 import VoiceCore
 import VoiceJitter
 import VoiceNetSim
+import VoiceLab
 
 /// The complaints users make about today's jitter buffers, reproduced on the seeded simulator with real Opus,
 /// and measured on this buffer.

@@ -4,6 +4,7 @@ import VoiceCore
 import VoiceJitter
 import VoiceNetSim
 import VoiceTestSupport
+import VoiceLab
 
 /// The acceptance figures, measured with the same `JitterBenchmark` that `voice-bench jitter` prints.
 private let jfkPath = SharedTestData.path("speech/jfk_16k_mono.wav")

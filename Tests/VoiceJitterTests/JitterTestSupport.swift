@@ -3,6 +3,7 @@ import VoiceCore
 import VoiceDSP
 import VoiceJitter
 import VoiceNetSim
+import VoiceLab
 
 /// Speech-like 16 kHz test audio and simulation helpers shared by the jitter tests.
 enum JitterFixtures {

@@ -1,5 +1,6 @@
 import Benchmark
 import VoiceEngine
+import VoiceLab
 
 /// Steady state of the adaptive jitter buffer's receive side: one 10 ms `playoutTick` per inner iteration, with a
 /// 20 ms Opus packet inserted every second tick (arriving with a little deterministic jitter), so every call

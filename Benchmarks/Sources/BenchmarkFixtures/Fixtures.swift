@@ -1,4 +1,5 @@
 import VoiceEngine
+import VoiceLab
 
 /// The inputs every benchmark uses, made deterministically from a seed so that each run, and the Swift and C
 /// sides of one run, see exactly the same samples and packets.

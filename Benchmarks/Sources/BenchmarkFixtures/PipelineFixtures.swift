@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import VoiceEngine
+import VoiceLab
 
 /// Settings and inputs of the full-duplex pipeline benchmark (`voice-bench pipeline`, `PipelineBenchmarks`): two
 /// `MediaStream`s calling each other in fast time, each one call leg with its send and receive chains.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-bench aec`: echo-cancellation quality and cost per scenario, on the project's AEC test vectors
 /// (`TestVectors/aec`, the files the manifest checks use).

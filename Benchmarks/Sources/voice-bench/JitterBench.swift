@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-bench jitter [--trace FILE] [--json]`: the adaptive jitter buffer against the speexdsp jitter buffer on
 /// identical input — Opus-encoded real speech through the seeded network simulator (or a recorded trace) — with

@@ -1,5 +1,6 @@
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// WebRTC's echo canceller (webrtc-audio-processing inside GStreamer's `webrtcdsp`, fed by `webrtcechoprobe`) run on
 /// a far-end / microphone file pair, as the reference column of `voice-bench aec`.

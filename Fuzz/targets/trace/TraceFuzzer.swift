@@ -1,6 +1,6 @@
 // libFuzzer target: network trace CSV parsing (NetworkTrace(csv:)) and its CSV round trip.
 import FuzzSupport
-import VoiceEngine
+import VoiceLab
 
 @main enum TraceFuzzer {
     static func main() { runLibFuzzer(fuzz) }
