@@ -6,7 +6,7 @@
 
 APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev pkg-config
 # Interoperability peers for the tests (software nobody here wrote): srtpenc/srtpdec, rtpopuspay/depay, opusdec.
-TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 

@@ -354,7 +354,8 @@ public struct PcapReader: Sendable {
         UInt64(u32(d, i, bigEndian: true)) << 32 | UInt64(u32(d, i + 4, bigEndian: true))
     }
 
-    static func readFile(_ path: String) throws(PcapError) -> [UInt8] {
+    /// The bytes of a capture file (the reader keeps the whole file in memory).
+    public static func readFile(_ path: String) throws(PcapError) -> [UInt8] {
         guard let file = fopen(path, "rb") else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
         var bytes: [UInt8] = []

@@ -170,22 +170,12 @@ public enum CaptureReplay {
             | UInt32(payload[11])
     }
 
-    /// Parses `--srtp-key`: an SDES key parameter `inline:BASE64[|lifetime][|mki:len]`, a bare base64 key, or a
-    /// whole `a=crypto:` line (whose suite then wins over `suite`).
+    /// Parses `--srtp-key` (see ``SDESCryptoAttribute/init(keyOption:suite:)``).
     public static func parseKey(_ text: String, suite: SRTPCryptoSuite) throws(CaptureReplayError)
         -> (suite: SRTPCryptoSuite, key: SRTPMasterKey)
     {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let line: String
-        if trimmed.hasPrefix("a=crypto:") || trimmed.hasPrefix("crypto:") {
-            line = trimmed
-        } else if trimmed.hasPrefix("inline:") {
-            line = "crypto:1 \(suite.rawValue) \(trimmed)"
-        } else {
-            line = "crypto:1 \(suite.rawValue) inline:\(trimmed)"
-        }
         do {
-            let attribute = try SDESCryptoAttribute(parsing: line)
+            let attribute = try SDESCryptoAttribute(keyOption: text, suite: suite)
             return (attribute.suite, attribute.key)
         } catch {
             throw .badKey("\(error)")
