@@ -102,6 +102,13 @@ public struct PcapWriter: Sendable {
         }
     }
 
+    /// Hands over the bytes built so far and starts an empty buffer, for writers that stream to a file
+    /// (``PcapFileWriter``); the next packets continue the same capture.
+    public mutating func takeBytes() -> [UInt8] {
+        defer { bytes = [] }
+        return bytes
+    }
+
     /// Saves the capture.
     public func write(toFile path: String) throws(PcapError) {
         guard let file = fopen(path, "wb") else { throw .io("cannot create \(path): \(String(cString: strerror(errno)))") }
@@ -184,4 +191,73 @@ public struct PcapWriter: Sendable {
     private func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
     private func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
     private func be64(_ v: UInt64) -> [UInt8] { be32(UInt32(v >> 32)) + be32(UInt32(truncatingIfNeeded: v)) }
+}
+
+/// A pcap/pcapng capture written to a file as packets come, for calls too long to hold in memory.
+///
+/// Opening creates (or truncates) the file and writes its header at once, so an unwritable path fails before any
+/// work starts. Packets are buffered and written in chunks; ``close()`` writes the rest and reports the first write
+/// error. Not thread-safe: one thread writes (the engine's live capture hands packets to such a thread,
+/// ``PacketCaptureRecorder``).
+public final class PcapFileWriter {
+    public let path: String
+    private var writer: PcapWriter
+    private var file: UnsafeMutablePointer<FILE>?
+    private var firstError: PcapError?
+    /// Packets written so far.
+    public private(set) var packetCount = 0
+
+    /// Buffered bytes written out once they exceed this.
+    static let chunkBytes = 64 * 1024
+
+    /// - Throws: ``PcapError/io(_:)`` naming the path and the system's reason when it cannot be created.
+    public init(path: String, format: PcapWriter.Format = .pcapng, linkLayer: PcapWriter.LinkLayer = .ethernet)
+        throws(PcapError)
+    {
+        self.path = path
+        guard let file = fopen(path, "wb") else {
+            throw .io("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        self.file = file
+        writer = PcapWriter(format: format, linkLayer: linkLayer)
+        flush()
+        if let firstError {
+            fclose(file)
+            self.file = nil
+            throw firstError
+        }
+    }
+
+    deinit { try? close() }
+
+    /// Appends one datagram (see ``PcapWriter/write(_:)`` for its preconditions).
+    public func write(_ packet: PcapUDPPacket) {
+        guard file != nil else { return }
+        writer.write(packet)
+        packetCount += 1
+        if writer.bytes.count >= Self.chunkBytes { flush() }
+    }
+
+    /// Writes the buffered bytes to the file.
+    public func flush() {
+        guard let file else { return }
+        let bytes = writer.takeBytes()
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        if written != bytes.count, firstError == nil {
+            firstError = .io("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes the rest and closes the file. Idempotent.
+    /// - Throws: the first write error, if any.
+    public func close() throws(PcapError) {
+        if let file {
+            flush()
+            if fclose(file) != 0, firstError == nil {
+                firstError = .io("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            self.file = nil
+        }
+        if let firstError { throw firstError }
+    }
 }

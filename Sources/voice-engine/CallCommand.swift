@@ -78,6 +78,10 @@ struct CallCommand: ParsableCommand {
     var mediaTimeout: Double = 10
     @Option(help: "Write the end-of-call report (JSON) here.")
     var report: String?
+    @Option(help: ArgumentHelp(
+        "Record every datagram sent and received (SRTP as on the wire) into this pcapng file, for Wireshark, "
+            + "rtp-dump and replay.", valueName: "file.pcapng"))
+    var capture: String?
 
     func validate() throws {
         guard (listen == nil) != (connect == nil) else {
@@ -132,7 +136,7 @@ struct CallCommand: ParsableCommand {
                 remoteCrypto: remoteCrypto),
             microphone: LiveDeviceName(mic), speaker: LiveDeviceName(speaker), rate: rate, loopMicrophone: loopMic,
             stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !noVoiceProcessing),
-            duration: duration, mediaTimeout: mediaTimeout, report: report)
+            duration: duration, mediaTimeout: mediaTimeout, report: report, capture: capture)
     }
 }
 
@@ -157,6 +161,7 @@ struct CallPlan: Sendable {
     var duration: Double?
     var mediaTimeout: Double
     var report: String?
+    var capture: String?
 }
 
 /// Why the call could not go ahead (printed, exit status 2).
@@ -183,9 +188,17 @@ enum CallRunner {
     }
 
     static func run(_ plan: CallPlan) async throws -> Int32 {
+        // The capture file is opened first: an unwritable path fails before anything else happens.
+        let recorder: PacketCaptureRecorder?
+        do { recorder = try plan.capture.map { try PacketCaptureRecorder(path: $0) } } catch {
+            throw CallSetupError(description: "--capture: \(error)")
+        }
+        defer { _ = try? recorder?.close() }
         let transport: UDPMediaTransport
         do {
-            transport = try await UDPMediaTransport.bind(host: plan.bindHost, port: plan.bindPort, remote: plan.remote)
+            transport = try await UDPMediaTransport.bind(
+                host: plan.bindHost, port: plan.bindPort, remote: plan.remote,
+                configuration: UDPMediaTransport.Configuration(capture: recorder))
         } catch {
             throw CallSetupError(description: "cannot bind \(plan.bindHost):\(plan.bindPort): \(error)")
         }
@@ -263,6 +276,18 @@ enum CallRunner {
         }
         let result = await call.stop(cause: cause)
         hangup.finish()
+        if let recorder {
+            // The call closed the transport: nothing records any more.
+            do {
+                let summary = try recorder.close()
+                say(
+                    "capture: \(summary.packets) datagrams written to \(summary.path)"
+                        + (summary.notRecorded > 0 ? " (\(summary.notRecorded) not recorded)" : ""))
+            } catch {
+                say("voice-engine call: --capture: \(error)")
+                return 2
+            }
+        }
 
         if let path = plan.report {
             do { try result.report.jsonData().write(to: URL(fileURLWithPath: path)) } catch {

@@ -117,11 +117,13 @@ public final class UDPMediaTransport: Sendable {
         public var clock: any MediaClock
         /// `SO_RCVBUF` request in bytes, or nil for the system default.
         public var receiveBufferBytes: Int?
+        /// Records every datagram sent and received (as on the wire) into a capture file, off the audio path.
+        public var capture: PacketCaptureRecorder?
 
         public init(
             maxPacketSize: Int = 1500, rtpQueueCapacity: Int = 256, rtcpQueueCapacity: Int = 32,
             latchPolicy: LatchPolicy = .manual, clock: any MediaClock = MonotonicClock(),
-            receiveBufferBytes: Int? = 256 * 1024
+            receiveBufferBytes: Int? = 256 * 1024, capture: PacketCaptureRecorder? = nil
         ) {
             precondition(maxPacketSize >= 12 && rtpQueueCapacity > 0 && rtcpQueueCapacity > 0)
             self.maxPacketSize = maxPacketSize
@@ -130,6 +132,7 @@ public final class UDPMediaTransport: Sendable {
             self.latchPolicy = latchPolicy
             self.clock = clock
             self.receiveBufferBytes = receiveBufferBytes
+            self.capture = capture
         }
     }
 
@@ -180,6 +183,7 @@ public final class UDPMediaTransport: Sendable {
         }
         guard named == 0 else { throw .socketCall("getsockname", errno: errno) }
 
+        configuration.capture?.setLocal(UDPEndpoint(local))
         let state = TransportState(fd: fd, configuration: configuration)
         if let remote { state.setRemote(remote) }
         let channel: any Channel
@@ -293,6 +297,7 @@ final class TransportState: Sendable {
     let slotSize: Int
     let latchPolicy: LatchPolicy
     let clock: any MediaClock
+    let capture: PacketCaptureRecorder?
     /// Packed ``UDPEndpoint`` plus the latched bit; 0 when unset.
     let remote = Atomic<UInt64>(0)
     /// Senders in `sendto` plus `closedBit` once closing began.
@@ -306,6 +311,7 @@ final class TransportState: Sendable {
         rtcp = PacketSlotPool(slotCount: configuration.rtcpQueueCapacity, slotSize: configuration.maxPacketSize)
         latchPolicy = configuration.latchPolicy
         clock = configuration.clock
+        capture = configuration.capture
     }
 
     func pool(_ kind: MediaPacketKind) -> PacketSlotPool { kind == .rtp ? rtp : rtcp }
@@ -352,6 +358,7 @@ final class TransportState: Sendable {
             }
         }
         if result >= 0 {
+            capture?.recordSent(datagram, to: destination)
             counters.sent.wrappingAdd(1, ordering: .relaxed)
             return .sent
         }
@@ -371,6 +378,9 @@ final class TransportState: Sendable {
             return
         }
         let count = bytes.count
+        let arrival = clock.now.nanoseconds
+        // Everything the socket delivered, also what is dropped below: the capture shows the wire.
+        capture?.recordReceived(bytes, from: UDPEndpoint(v4.address), at: MediaTime(nanoseconds: arrival))
         if count == 0 {
             counters.droppedEmpty.wrappingAdd(1, ordering: .relaxed)
             return
@@ -390,7 +400,6 @@ final class TransportState: Sendable {
         }
         let source = UDPEndpoint(v4.address)
         latchOnArrival(source)
-        let arrival = clock.now.nanoseconds
         if isRTCP {
             if rtcp.deposit(bytes, source: source.packed, arrival: arrival) {
                 counters.receivedRTCP.wrappingAdd(1, ordering: .relaxed)
