@@ -57,6 +57,10 @@ struct DemoCommand: ParsableCommand {
     var inputA: String = DemoCall.defaultInputA
     @Option(help: "What B says (mono WAV, 8-48 kHz).")
     var inputB: String = DemoCall.defaultInputB
+    @Option(help: ArgumentHelp(
+        "Write every datagram as it arrives at A or B (SRTP as sent, simulated arrival times) into this pcapng "
+            + "file, for Wireshark, rtp-dump and replay.", valueName: "file.pcapng"))
+    var capture: String?
 
     /// The options the flags describe.
     /// - Throws: `ValidationError` naming the bad flag.
@@ -83,7 +87,7 @@ struct DemoCommand: ParsableCommand {
         let options = DemoCall.Options(
             inputA: inputA, inputB: inputB, durationSeconds: duration, outputDirectory: out, network: network,
             seed: seed, realtime: realtime, srtpSuite: noSRTP ? nil : .aesCM128HmacSHA1_80, jitterBuffer: strategy,
-            turnSeconds: doubleTalk ? nil : turns)
+            turnSeconds: doubleTalk ? nil : turns, capturePath: capture)
         do { try options.validate() } catch { throw ValidationError(error.description) }
         return options
     }
@@ -116,6 +120,7 @@ struct DemoCommand: ParsableCommand {
         print("         \(outcome.files.json)")
         print("audio:   \(outcome.files.aReceived) (what A heard), \(outcome.files.bReceived) (what B heard),")
         print("         \(outcome.files.bMicrophone) (B's microphone with echo)")
+        if let capture = outcome.files.capture { print("capture: \(capture) (as each side received it)") }
     }
 }
 

@@ -10,10 +10,16 @@ struct ReplayCommand: ParsableCommand {
         abstract:
             "Decode an RTP/SRTP stream from a pcap or pcapng capture through the receive chain and report its statistics.",
         discussion: """
-            Capture timestamps are the arrival times; playout ticks every 10 ms on the capture's time line, so the \
-            jitter buffer sees the call as the receiver did. Picks the most frequent SSRC unless --ssrc is given. \
-            For SRTP pass the sender's key: --srtp-key inline:BASE64 (or a bare base64 key, or a whole a=crypto \
-            line, whose suite then wins over --suite).
+            Capture timestamps are the arrival times; playout ticks every 10 ms on the capture's time line from the \
+            first packet until the buffer has played the last one (the receiver hung up there), so the jitter \
+            buffer sees the call as the receiver did. For SRTP pass the sender's key: --srtp-key inline:BASE64 (or a bare base64 key, or a whole \
+            a=crypto line, whose suite then wins over --suite); the stream that key authenticates is decoded. \
+            Without a key the most frequent SSRC is decoded, and a stream whose payloads do not parse as Opus is \
+            refused as SRTP. --ssrc picks the stream.
+
+            Exit status: 0 when the stream decoded, 64 for a bad option value, 65 when the capture cannot be read, \
+            holds no RTP, the key authenticates nothing, the stream looks encrypted or nothing decoded, 1 when an \
+            output file cannot be written.
             """)
 
     @Argument(help: "The capture (pcap or pcapng).")
@@ -34,39 +40,39 @@ struct ReplayCommand: ParsableCommand {
 
     func run() throws {
         guard [8_000, 16_000, 48_000].contains(rate) else {
-            throw ValidationError("--rate \(rate): use 8000, 16000 or 48000")
+            throw CommandFailure.usage("--rate \(rate): use 8000, 16000 or 48000")
         }
         guard let suiteValue = SRTPCryptoSuite(rawValue: suite) else {
-            throw ValidationError(
+            throw CommandFailure.usage(
                 "--suite \(suite) is not one of \(SRTPCryptoSuite.allCases.map(\.rawValue).joined(separator: ", "))"
             )
         }
         var ssrcValue: UInt32?
         if let ssrc {
-            let parsed =
-                ssrc.lowercased().hasPrefix("0x") ? UInt32(ssrc.dropFirst(2), radix: 16) : UInt32(ssrc)
-            guard let parsed else { throw ValidationError("--ssrc \(ssrc) is not a 32-bit number") }
+            guard let parsed = parseSSRC(ssrc) else {
+                throw CommandFailure.usage("--ssrc \(ssrc) is not a 32-bit number (decimal or 0x hex)")
+            }
             ssrcValue = parsed
         }
         var options = CaptureReplay.Options(ssrc: ssrcValue, sampleRate: rate)
         do {
             if let srtpKey { options.srtp = try CaptureReplay.parseKey(srtpKey, suite: suiteValue) }
-        } catch { throw ValidationError("--srtp-key: \(error)") }
-        guard let bytes = FileManager.default.contents(atPath: capture) else {
-            throw ValidationError("\(capture): cannot read the file")
-        }
+        } catch { throw CommandFailure.usage("--srtp-key: \(error)") }
+        let bytes: [UInt8]
+        do { bytes = try PcapReader.readFile(capture) } catch { throw CommandFailure.dataError("\(error)") }
         let result: CaptureReplay.Result
-        do { result = try CaptureReplay.run(capture: Array(bytes), options: options) } catch {
-            throw ValidationError("\(capture): \(error)")
+        do { result = try CaptureReplay.run(capture: bytes, options: options) } catch {
+            throw CommandFailure.dataError("\(capture): \(error)")
         }
         do {
             try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out)
         } catch {
-            throw ValidationError("\(out): \(error)")
+            throw CommandFailure.runtime("\(out): \(error)")
         }
         if let report { try result.report.jsonData().write(to: URL(fileURLWithPath: report)) }
         print(
-            "stream: SSRC \(result.ssrc) (0x\(String(result.ssrc, radix: 16))), payload type \(result.payloadType), \(result.datagramsReplayed) datagrams of \(result.ssrcCounts.count) RTP stream(s)"
+            "stream: SSRC \(result.ssrc) (\(hexSSRC(result.ssrc))), payload type \(result.payloadType), \(result.datagramsReplayed) datagrams of \(result.ssrcCounts.count) RTP stream(s)"
+                + (options.srtp != nil ? ", the one the key authenticates" : "")
         )
         print(SimulateCommand.summary(result.report))
         let d = result.report.drops.counts

@@ -51,6 +51,10 @@ struct SimulateCommand: ParsableCommand {
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
     var noVoiceProcessing = false
+    @Option(help: ArgumentHelp(
+        "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
+            + "pcapng file, in simulated time.", valueName: "file.pcapng"))
+    var capture: String?
 
     func run() throws {
         let file: WAVFile
@@ -109,11 +113,13 @@ struct SimulateCommand: ParsableCommand {
         let options = OneWaySimulation.Options(
             network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,
             voiceProcessing: !noVoiceProcessing,
-            jitterBuffer: strategy, opus: opus, seed: seed)
+            jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture)
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(
                 input: file.int16Samples, sampleRate: rate, options: options)
+        } catch let error as PcapError {
+            throw CommandFailure.runtime("--capture: \(error)")
         } catch {
             throw ValidationError("\(error)")
         }
@@ -128,7 +134,9 @@ struct SimulateCommand: ParsableCommand {
         let r = result.receiverReport
         if let report { try r.jsonData().write(to: URL(fileURLWithPath: report)) }
         print(Self.summary(r, sender: result.senderReport))
-        print("wrote \(out)" + (report.map { ", \($0)" } ?? "") + (writeTrace.map { ", \($0)" } ?? ""))
+        print(
+            "wrote \(out)" + (report.map { ", \($0)" } ?? "") + (writeTrace.map { ", \($0)" } ?? "")
+                + (capture.map { ", \($0)" } ?? ""))
     }
 
     static func summary(_ r: CallReport, sender: CallReport? = nil) -> String {

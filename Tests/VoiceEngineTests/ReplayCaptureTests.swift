@@ -74,18 +74,33 @@ import VoiceLab
         #expect(result.report.rtp.received + result.report.rtp.lost == result.report.rtp.expected)
     }
 
-    @Test func replayWithTheWrongKeyCountsEveryPacketAsUnauthenticated() throws {
+    @Test func aKeyThatAuthenticatesNothingOrNoKeyOnSRTPIsAnErrorNotASilentSuccess() throws {
         let call = try Self.recordCall(srtp: true)
         var g = SeededGenerator(seed: 999)
-        let result = try CaptureReplay.run(
-            capture: call.capture,
-            options: .init(
-                srtp: (.aesCM128HmacSHA1_80, SRTPMasterKey.random(for: .aesCM128HmacSHA1_80, using: &g)),
-                sampleRate: 16_000))
-        #expect(result.statistics.packetsReceived == 0)
-        #expect(
-            result.statistics.drops.authenticationFailed == call.live.packetsReceived
-                + call.live.duplicatePackets)
+        let wrongKey = SRTPMasterKey.random(for: .aesCM128HmacSHA1_80, using: &g)
+        #expect {
+            _ = try CaptureReplay.run(
+                capture: call.capture, options: .init(srtp: (.aesCM128HmacSHA1_80, wrongKey), sampleRate: 16_000))
+        } throws: { error in
+            guard case .keyAuthenticatesNothing(let ssrcs, let plainOpus) = error as? CaptureReplayError else { return false }
+            return ssrcs.contains(call.senderSSRC) && !plainOpus
+        }
+        // Without a key the ciphertext does not parse as Opus: refused instead of decoded as noise.
+        #expect {
+            _ = try CaptureReplay.run(capture: call.capture, options: .init(sampleRate: 16_000))
+        } throws: { error in
+            guard case .looksEncrypted(let ssrc, _, _, _) = error as? CaptureReplayError else { return false }
+            return ssrc == call.senderSSRC
+        }
+        // A plain-RTP capture with a key: the stream parses as Opus, so the error says to omit the key.
+        let plain = try Self.recordCall(srtp: false)
+        #expect {
+            _ = try CaptureReplay.run(
+                capture: plain.capture, options: .init(srtp: (.aesCM128HmacSHA1_80, wrongKey), sampleRate: 16_000))
+        } throws: { error in
+            guard case .keyAuthenticatesNothing(_, let plainOpus) = error as? CaptureReplayError else { return false }
+            return plainOpus
+        }
     }
 
     @Test func plainRTPCaptureInClassicPcapReplaysAndUnknownSSRCIsAClearError() throws {

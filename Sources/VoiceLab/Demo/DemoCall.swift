@@ -62,12 +62,15 @@ public enum DemoCall {
         /// turn changes), so B's echo canceller sees single talk while B listens and its ERLE means something.
         /// nil: both talk all the time (continuous double talk).
         public var turnSeconds: Double?
+        /// Write every datagram as it arrives at A or B into this pcapng file (``CapturingPacketPath``).
+        public var capturePath: String?
 
         public init(
             inputA: String = DemoCall.defaultInputA, inputB: String = DemoCall.defaultInputB,
             durationSeconds: Double? = nil, outputDirectory: String = "demo-out", network: DemoNetworkProfile = .wifi,
             seed: UInt64 = 1, realtime: Bool = false, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80,
-            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), echoPathB: Bool = true, turnSeconds: Double? = 2.5
+            jitterBuffer: MediaStreamJitterBuffer = .adaptive(), echoPathB: Bool = true, turnSeconds: Double? = 2.5,
+            capturePath: String? = nil
         ) {
             self.inputA = inputA
             self.inputB = inputB
@@ -80,6 +83,7 @@ public enum DemoCall {
             self.jitterBuffer = jitterBuffer
             self.echoPathB = echoPathB
             self.turnSeconds = turnSeconds
+            self.capturePath = capturePath
         }
 
         /// Checks the options that do not need the files.
@@ -220,8 +224,10 @@ public enum DemoCall {
         public var bMicrophone: String
         public var json: String
         public var html: String
+        /// The pcapng capture (`--capture`), when asked for.
+        public var capture: String?
 
-        init(directory: String) {
+        init(directory: String, capture: String? = nil) {
             let d = URL(fileURLWithPath: directory)
             self.directory = directory
             aReceived = d.appendingPathComponent("a_received.wav").path
@@ -229,9 +235,10 @@ public enum DemoCall {
             bMicrophone = d.appendingPathComponent("b_microphone.wav").path
             json = d.appendingPathComponent("report.json").path
             html = d.appendingPathComponent("report.html").path
+            self.capture = capture
         }
 
-        public var all: [String] { [aReceived, bReceived, bMicrophone, json, html] }
+        public var all: [String] { [aReceived, bReceived, bMicrophone, json, html] + (capture.map { [$0] } ?? []) }
     }
 
     public struct Outcome: Sendable {
@@ -250,6 +257,13 @@ public enum DemoCall {
         -> Outcome
     {
         try options.validate()
+        // Opened first: an unwritable capture path fails before any work.
+        var captureFile: PcapFileWriter?
+        if let capturePath = options.capturePath {
+            do { captureFile = try PcapFileWriter(path: capturePath) } catch {
+                throw .cannotWrite(path: capturePath, reason: Self.reason(error))
+            }
+        }
         let fileA = try readInput(options.inputA)
         let fileB = try readInput(options.inputB)
         let rateA = fileA.format.sampleRate
@@ -302,12 +316,17 @@ public enum DemoCall {
         }
         let wallStart = MonotonicClock().now
         let simulation: CallSimulation
+        let capturing = captureFile.map { file in
+            CapturingPacketPath(
+                wrapping: path, file: file, endpointA: Self.pcapEndpoint(path.endpoint(of: .a)),
+                endpointB: Self.pcapEndpoint(path.endpoint(of: .b)))
+        }
         do {
             simulation = try CallSimulation(
                 configuration: .init(
                     streamA: streamA, streamB: streamB, inputA: samplesA, inputB: samplesB, echoPathB: echo,
                     durationMilliseconds: durationMilliseconds),
-                path: path)
+                path: capturing ?? path)
         } catch {
             await path.close()
             throw .setupFailed("\(error)")
@@ -333,6 +352,9 @@ public enum DemoCall {
         path.onDeliver = nil
         let wallSeconds = (MonotonicClock().now - wallStart).seconds
         await path.close()
+        if let captureFile, let capturePath = options.capturePath {
+            do { try captureFile.close() } catch { throw .cannotWrite(path: capturePath, reason: Self.reason(error)) }
+        }
 
         let duration = Double(result.ticks) / 100
         let reportA = CallReport(
@@ -369,7 +391,7 @@ public enum DemoCall {
             transport: TransportSummary(aToB: path.counters(from: .a), bToA: path.counters(from: .b)),
             timeline: result.timeline, intervals: intervals, wallClockSeconds: wallSeconds)
 
-        let files = Files(directory: options.outputDirectory)
+        let files = Files(directory: options.outputDirectory, capture: options.capturePath)
         do {
             try FileManager.default.createDirectory(
                 atPath: options.outputDirectory, withIntermediateDirectories: true)
@@ -394,6 +416,17 @@ public enum DemoCall {
     }
 
     // MARK: Pieces
+
+    static func pcapEndpoint(_ endpoint: UDPEndpoint) -> PcapEndpoint {
+        PcapEndpoint(address: .v4(endpoint.address), port: endpoint.port)
+    }
+
+    /// A capture-file error without the path (``DemoError/cannotWrite(path:reason:)`` names it once).
+    static func reason(_ error: PcapError) -> String {
+        guard case .io(let text) = error else { return "\(error)" }
+        // "cannot create PATH: reason" → "reason"
+        return text.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? text
+    }
 
     static func readInput(_ path: String) throws(DemoError) -> WAVFile {
         guard FileManager.default.fileExists(atPath: path) else {

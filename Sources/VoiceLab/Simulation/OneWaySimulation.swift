@@ -20,13 +20,16 @@ public enum OneWaySimulation {
         public var opus: OpusEncoderConfiguration
         public var seed: UInt64
         public var drainMilliseconds: Int
+        /// Write every datagram as it arrives at A (RTCP) or B (RTP) into this pcapng file, A as 127.0.0.1:40000
+        /// and B as 127.0.0.1:40002 (``CapturingPacketPath``).
+        public var capturePath: String?
 
         public init(
             network: CallNetwork, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80,
             voiceProcessing: Bool = true,
             jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
             opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
-            seed: UInt64 = 1, drainMilliseconds: Int = 1_000
+            seed: UInt64 = 1, drainMilliseconds: Int = 1_000, capturePath: String? = nil
         ) {
             self.network = network
             self.srtpSuite = srtpSuite
@@ -35,6 +38,7 @@ public enum OneWaySimulation {
             self.opus = opus
             self.seed = seed
             self.drainMilliseconds = drainMilliseconds
+            self.capturePath = capturePath
         }
     }
 
@@ -55,8 +59,10 @@ public enum OneWaySimulation {
     /// Runs the call.
     /// - Parameters:
     ///   - input: mono PCM at `sampleRate`.
-    /// - Throws: ``MediaStreamError`` (including an unsupported rate), `NetworkSimulatorError` for bad conditions.
+    /// - Throws: ``MediaStreamError`` (including an unsupported rate), `NetworkSimulatorError` for bad conditions,
+    ///   ``PcapError`` when the capture file cannot be created or written (checked before the call runs).
     public static func run(input: [Int16], sampleRate: Int, options: Options) throws -> Result {
+        let captureFile = try options.capturePath.map { path throws(PcapError) in try PcapFileWriter(path: path) }
         guard supportedRates.contains(sampleRate), sampleRate % 100 == 0 else {
             throw MediaStreamError.invalidConfiguration(
                 field: "input",
@@ -85,13 +91,20 @@ public enum OneWaySimulation {
             back.seed = c.seed &+ 17
         }
         let path = try SimulatedPacketPath(aToB: options.network, bToA: .conditions(back))
+        let loopback = PcapIPAddress.v4(0x7F00_0001)
+        let capturing = captureFile.map {
+            CapturingPacketPath(
+                wrapping: path, file: $0, endpointA: PcapEndpoint(address: loopback, port: 40_000),
+                endpointB: PcapEndpoint(address: loopback, port: 40_002))
+        }
         let simulation = try CallSimulation(
             configuration: .init(
                 streamA: a, streamB: b, inputA: input, inputB: [],
                 drainMilliseconds: options.drainMilliseconds),
-            path: path)
+            path: capturing ?? path)
         simulation.streamB.isOnHold = true
         let result = simulation.run()
+        try captureFile?.close()
         let duration = Double(result.ticks) / 100
         let oneWay = Self.meanTransit(path.fates(from: .a))
         return Result(
