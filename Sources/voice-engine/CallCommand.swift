@@ -29,6 +29,9 @@ struct CallCommand: ParsableCommand {
             writes a WAV) or an ALSA PCM name (`default`, `hw:0,0`, `plughw:1,0`). A file microphone sets the \
             rate; otherwise --rate. Every device runs in real time.
 
+            --capture FILE.pcapng records every datagram sent and received, SRTP as on the wire, for Wireshark, \
+            `voice-engine rtp-dump` and `voice-engine replay` (give replay the peer's key to decode what we heard).
+
             The call ends after --duration seconds, on Ctrl-C, or when no media arrived for --media-timeout seconds \
             after it was established. The end-of-call report (JSON, the schema of CallReport) goes to --report. \
             Exit status: 0 when media flowed both ways, 1 when it never did, 2 for bad arguments or devices.

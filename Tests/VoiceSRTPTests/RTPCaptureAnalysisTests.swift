@@ -230,9 +230,15 @@ enum Dumpcap {
     /// Why captures cannot be made here (not installed, or no permission to capture on `lo`), or nil.
     static let missingRequirement: String? = {
         guard let path else { return "dumpcap not on PATH (apt: tshark)" }
-        guard let probe = try? BoundedProcess(executable: path, arguments: ["-D"]),
-            probe.waitBlocking(timeout: .seconds(30)) == 0, probe.standardOutput.contains("lo")
-        else { return "dumpcap cannot list or open capture interfaces here (capturing needs root or CAP_NET_RAW)" }
+        // A one-second capture on lo: refused without root or CAP_NET_RAW/CAP_NET_ADMIN.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("dumpcap-probe-\(UUID().uuidString).pcapng")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard let probe = try? BoundedProcess(executable: path, arguments: ["-q", "-i", "lo", "-a", "duration:1", "-w", file.path])
+        else { return "dumpcap cannot be started" }
+        guard probe.waitBlocking(timeout: .seconds(30)) == 0 else {
+            return "dumpcap cannot capture on lo here (needs root or CAP_NET_RAW): "
+                + (probe.standardError.split(separator: "\n").first { $0.hasPrefix("dumpcap:") }.map(String.init) ?? "")
+        }
         return nil
     }()
 }
