@@ -25,7 +25,8 @@ import Glibc
 /// 127.0.0.1 towards a loopback peer (what the kernel uses), else as 0.0.0.0.
 ///
 /// Create it before the call (that opens the file, so an unwritable path fails first), give it to the transport in
-/// ``UDPMediaTransport/Configuration/capture``, and ``close()`` it after the transport is closed.
+/// ``UDPMediaTransport/Configuration/capture``, and always ``close()`` it after the transport is closed: the writer
+/// thread keeps the recorder alive until then.
 public final class PacketCaptureRecorder: Sendable {
     /// What was recorded.
     public struct Summary: Sendable, Hashable {
@@ -88,8 +89,6 @@ public final class PacketCaptureRecorder: Sendable {
         thread.name = "voice-engine.capture"
         thread.start()
     }
-
-    deinit { _ = try? close() }
 
     // MARK: Producers (transport threads; no allocation, lock or I/O)
 
