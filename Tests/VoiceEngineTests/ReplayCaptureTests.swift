@@ -116,6 +116,29 @@ import VoiceLab
         }
     }
 
+    @Test(.enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
+    func theCommandExitsWith65AndSaysWhyWhenNothingCanBeDecoded() throws {
+        let call = try Self.recordCall(srtp: true)
+        let file = try RTPDumpCommandTests.temporaryFile(call.capture, name: "srtp.pcapng")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).wav")
+        defer { for f in [file, out] { try? FileManager.default.removeItem(at: f) } }
+        let wrong = Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString()
+        let right = Data(call.senderKey.bytes).base64EncodedString()
+        for (arguments, fragment) in [
+            ([] as [String], "looks SRTP-protected"),
+            (["--srtp-key", "inline:" + wrong], "authenticates no RTP packet"),
+        ] {
+            let (status, _, stderr) = try RTPDumpCommandTests.run(["replay", file.path, "--out", out.path] + arguments)
+            #expect(status == 65 && stderr.hasPrefix("error: ") && stderr.contains(fragment), "\(stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out.path), "no WAV written for nothing decoded")
+        }
+        let (status, stdout, stderr) = try RTPDumpCommandTests.run([
+            "replay", file.path, "--out", out.path, "--srtp-key", "inline:" + right, "--rate", "16000",
+        ])
+        #expect(status == 0, "\(stderr)")
+        #expect(stdout.contains("0x" + String(call.senderSSRC, radix: 16)) && stdout.contains("the one the key authenticates"))
+    }
+
     @Test func srtpKeyArgumentAcceptsInlineBareAndCryptoLines() throws {
         var g = SeededGenerator(seed: 3)
         let attribute = SDESCryptoAttribute(
