@@ -31,7 +31,7 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// 1 at 8 kHz. MDF adapts once per frame, so shorter frames converge faster in time: at 16 kHz, 2 reaches
     /// ~36 dB ERLE on the synthetic test vectors where 1 reaches ~28 dB by 20 s (4 and 5 are no better and less
     /// stable). The price is a noisier steady state on a recording that converges quickly anyway: on the real
-    /// pair in ../shared/testdata/aec, 2 frames are ~1.7 dB (upsampled to 16 kHz) and ~2.9 dB (its own 8 kHz, 40-sample
+    /// recorded 8 kHz pair the tests use when present, 2 frames are ~1.7 dB (upsampled to 16 kHz) and ~2.9 dB (its own 8 kHz, 40-sample
     /// frames) below 1 — hence 1 at 8 kHz. The residual-echo preprocessor runs on the same frames (speexdsp needs
     /// it), so its latency is one frame.
     public var filterFramesPerBlock: Int?

@@ -11,7 +11,7 @@ public enum AudioDirection: String, Sendable, Hashable, CaseIterable, CustomStri
     public var description: String { rawValue }
 }
 
-/// Why the audio of a call was taken away from the engine (see DESIGN.md §4, audio-session semantics).
+/// Why the audio of a call was taken away from the engine (ARCHITECTURE.md §4, the audio-session rules).
 public enum InterruptionReason: String, Sendable, Hashable, CustomStringConvertible {
     /// The system suspended the device (ALSA `-ESTRPIPE`); it normally comes back on resume.
     case suspended

@@ -49,7 +49,7 @@ public struct NTPTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
 }
 
 /// Maps the engine's media time line onto wall-clock NTP time: one anchor pair taken at stream start (media time
-/// `mediaTime` happened at wall time `ntp`). The pipeline never reads the wall clock itself (DESIGN §3).
+/// `mediaTime` happened at wall time `ntp`). The pipeline never reads the wall clock itself (ARCHITECTURE.md §3).
 public struct NTPTimeBase: Sendable, Hashable {
     public var mediaTime: MediaTime
     public var ntp: NTPTimestamp

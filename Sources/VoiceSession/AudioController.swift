@@ -1,7 +1,7 @@
 import Synchronization
 import VoiceCore
 
-/// Plays ringtones, sound files and call-progress tones into the playout path (DESIGN.md §4).
+/// Plays ringtones, sound files and call-progress tones into the playout path (ARCHITECTURE.md §4).
 ///
 /// Two independent voices are mixed: a **sound file** (``startPlayingSoundFile(_:loop:)``) and a **tone**
 /// (``startPlayingTone(_:profile:)``, which the audio session also uses for the progress tone). The playout path

@@ -4,7 +4,7 @@ import VoiceCore
 @_exported import enum VoiceDevices.DeviceEvent
 @_exported import enum VoiceDevices.InterruptionReason
 
-/// What the application intends to do with audio, as in the calling SDKs this engine serves (DESIGN.md §4).
+/// What the application intends to do with audio, as in the calling SDKs this engine serves (ARCHITECTURE.md §4).
 ///
 /// Only ``playAndRecord`` allows a call: a call needs both the microphone and the speaker. The engine sets it
 /// once, when it starts; if the host application changes it later, the next call fails with an error naming

@@ -75,7 +75,7 @@ public struct SoundFileError: VoiceEngineError, Equatable {
     }
 }
 
-/// A validated sound file: mono 16-bit PCM at 8, 16 or 32 kHz, as DESIGN.md §4 requires of ringtones.
+/// A validated sound file: mono 16-bit PCM at 8, 16 or 32 kHz, as ARCHITECTURE.md §4 requires of ringtones.
 public struct SoundFile: Sendable, Equatable {
     /// The sample rates a sound file may have.
     public static let allowedSampleRates = [8_000, 16_000, 32_000]

@@ -6,7 +6,7 @@ import VoiceJitter
 import VoiceRTP
 import VoiceSRTP
 
-/// One call's audio: the send chain and the receive chain of DESIGN §2, with RTCP beside them.
+/// One call's audio: the send chain and the receive chain of ARCHITECTURE.md §2, with RTCP beside them.
 ///
 /// Synchronous and tick-driven: nothing here reads the wall clock; every entry point takes the current media time.
 /// - send: ``processCapture(_:now:)`` with each 10 ms microphone block at the device rate → resample to the

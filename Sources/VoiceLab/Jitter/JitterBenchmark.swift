@@ -207,8 +207,8 @@ public enum JitterBenchmark {
         public var note: String?
     }
 
-    /// Loads real speech for the benchmark: the first readable 16 kHz mono WAV among `candidates` (the shared
-    /// recordings, e.g. `../shared/testdata/speech/jfk_16k_mono.wav`), else `fallback` (the project's own
+    /// Loads real speech for the benchmark: the first readable 16 kHz mono WAV among `candidates` (recordings
+    /// outside the repository, e.g. `shared/testdata/speech/jfk_16k_mono.wav` beside the clone), else `fallback` (the project's own
     /// speech-like test vector) with a note saying so.
     /// - Throws: `WAVError` when the fallback cannot be read, `JitterBenchmark.SpeechError` when it is not 16 kHz
     ///   mono.
