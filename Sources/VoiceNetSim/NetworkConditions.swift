@@ -116,15 +116,27 @@ public struct NetworkConditions: Sendable, Hashable {
         self.seed = seed
     }
 
-    /// Checks probabilities and durations.
+    /// Longest delay (ms) any delay or jitter parameter may give: one minute. Beyond it a voice path is not
+    /// simulated but broken, and the nanosecond arithmetic of arrival times would overflow near 10^13 ms.
+    public static let maximumDelayMilliseconds = 60_000.0
+
+    /// Checks probabilities, delays and durations: every number finite and in range (nan, inf and huge values
+    /// are refused here rather than trapping inside ``NetworkSimulator``).
     /// - Throws: `NetworkSimulatorError.invalidConditions` naming the first bad field.
     public func validate() throws(NetworkSimulatorError) {
         func probability(_ p: Double, _ name: String) throws(NetworkSimulatorError) {
             if !(0...1).contains(p) { throw .invalidConditions(field: name, reason: "must be within 0...1, got \(p)") }
         }
-        if !(baseDelayMilliseconds >= 0) {
-            throw .invalidConditions(field: "baseDelayMilliseconds", reason: "must not be negative")
+        func delay(_ ms: Double, _ name: String, allowNegative: Bool = false) throws(NetworkSimulatorError) {
+            let limit = Self.maximumDelayMilliseconds
+            if !((allowNegative ? -limit : 0)...limit).contains(ms) {
+                throw .invalidConditions(
+                    field: name, reason: "must be within \(allowNegative ? "±" : "0...")\(Int(limit)) ms, got \(ms)")
+            }
         }
+        try delay(baseDelayMilliseconds, "baseDelayMilliseconds")
+        try delay(reorderDelayMilliseconds, "reorderDelayMilliseconds")
+        try delay(duplicateDelayMilliseconds, "duplicateDelayMilliseconds")
         switch loss {
         case .none: break
         case .bernoulli(let p): try probability(p, "loss.probability")
@@ -137,14 +149,18 @@ public struct NetworkConditions: Sendable, Hashable {
         try probability(reorderProbability, "reorderProbability")
         try probability(duplicateProbability, "duplicateProbability")
         for phase in [DelayPhase(start: .zero, baseDelayMilliseconds: baseDelayMilliseconds, jitter: jitter)] + phases {
-            if !(phase.baseDelayMilliseconds >= 0) {
-                throw .invalidConditions(field: "phases.baseDelayMilliseconds", reason: "must not be negative")
-            }
-            if case .pareto(let scale, let shape, let cap) = phase.jitter, !(scale >= 0 && shape > 0 && cap >= 0) {
-                throw .invalidConditions(field: "jitter.pareto", reason: "needs scale >= 0, shape > 0, cap >= 0")
-            }
-            if case .normal(_, let sd) = phase.jitter, !(sd >= 0) {
-                throw .invalidConditions(field: "jitter.normal", reason: "standard deviation must not be negative")
+            try delay(phase.baseDelayMilliseconds, "phases.baseDelayMilliseconds")
+            switch phase.jitter {
+            case .none: break
+            case .pareto(let scale, let shape, let cap):
+                try delay(scale, "jitter.pareto.scaleMilliseconds")
+                try delay(cap, "jitter.pareto.capMilliseconds")
+                if !(shape > 0 && shape.isFinite) {
+                    throw .invalidConditions(field: "jitter.pareto.shape", reason: "must be positive and finite, got \(shape)")
+                }
+            case .normal(let mean, let sd):
+                try delay(mean, "jitter.normal.meanMilliseconds", allowNegative: true)
+                try delay(sd, "jitter.normal.standardDeviationMilliseconds")
             }
         }
         if zip(phases, phases.dropFirst()).contains(where: { $0.start > $1.start }) {

@@ -33,14 +33,25 @@ struct AECCommand: ParsableCommand {
     @Flag(help: "Disable drift estimation and compensation.")
     var noDrift = false
 
+    func validate() throws {
+        try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)
+        try OptionRange("--steady-state-from", 0...86_400, "seconds").check(steadyStateFrom)
+        try OptionRange("--agc", -60...0, "dBFS").check(agc)
+        try OptionRange("--noise-suppression", -100...0, "dB").check(noiseSuppression)
+    }
+
     func run() throws {
-        let farFile = try WAVFile.read(path: far)
-        let micFile = try WAVFile.read(path: mic)
-        guard farFile.format.channels == 1 else { throw ValidationError("\(far): \(farFile.format) — the far end must be mono") }
-        guard micFile.format.channels == 1 else { throw ValidationError("\(mic): \(micFile.format) — the microphone must be mono") }
+        try OutputPaths.checkFile(out, option: "--out")
+        try OutputPaths.checkFile(report, option: "--report")
+        let farFile: WAVFile
+        let micFile: WAVFile
+        do { farFile = try WAVFile.read(path: far) } catch { throw CommandFailure.badWAV(far, error) }
+        do { micFile = try WAVFile.read(path: mic) } catch { throw CommandFailure.badWAV(mic, error) }
+        guard farFile.format.channels == 1 else { throw CommandFailure.dataError("\(far): \(farFile.format) — the far end must be mono") }
+        guard micFile.format.channels == 1 else { throw CommandFailure.dataError("\(mic): \(micFile.format) — the microphone must be mono") }
         let rate = micFile.format.sampleRate
         guard SpeexDSPError.supportedRates.contains(rate) else {
-            throw ValidationError("\(mic): \(rate) Hz is not a processing rate; use 8000, 16000, 32000 or 48000 Hz")
+            throw CommandFailure.dataError("\(mic): \(rate) Hz is not a processing rate; use 8000, 16000, 32000 or 48000 Hz")
         }
         var farSamples = farFile.int16Samples
         var notes: [String] = []
@@ -51,9 +62,10 @@ struct AECCommand: ParsableCommand {
         var micSamples = micFile.int16Samples
         var nearSamples: [Int16]?
         if let near {
-            let nearFile = try WAVFile.read(path: near)
+            let nearFile: WAVFile
+            do { nearFile = try WAVFile.read(path: near) } catch { throw CommandFailure.badWAV(near, error) }
             guard nearFile.format == micFile.format else {
-                throw ValidationError("\(near): \(nearFile.format) — must match the microphone (\(micFile.format))")
+                throw CommandFailure.dataError("\(near): \(nearFile.format) — must match the microphone (\(micFile.format))")
             }
             nearSamples = nearFile.int16Samples
         }
@@ -80,7 +92,9 @@ struct AECCommand: ParsableCommand {
             far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
         var output = run.output
         output += [Int16](repeating: 0, count: micSamples.count - output.count)  // the last partial block
-        try WAVFile.write(pcm16: output, format: micFile.format, to: out)
+        do { try WAVFile.write(pcm16: output, format: micFile.format, to: out) } catch {
+            throw CommandFailure.runtime(error.description)
+        }
 
         let n = rate / 100
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nearSamples, blockSize: n)
@@ -163,6 +177,7 @@ struct AECVectorsCommand: ParsableCommand {
         @Option(help: "Folder holding the AEC manifest.json.")
         var directory: String = "TestVectors/aec"
         func run() throws {
+            try OutputPaths.checkFolder(directory, option: "--directory")
             for file in try AECVectorRunner.generateAll(in: URL(fileURLWithPath: directory)) { print("wrote \(directory)/\(file)") }
         }
     }

@@ -33,13 +33,18 @@ struct CallCommand: ParsableCommand {
             `voice-engine rtp-dump` and `voice-engine replay` (give replay the peer's key to decode what we heard).
 
             The call ends after --duration seconds, on Ctrl-C, or when no media arrived for --media-timeout seconds \
-            after it was established. The end-of-call report (JSON, the schema of CallReport) goes to --report. \
-            Exit status: 0 when media flowed both ways, 1 when it never did, 2 for bad arguments or devices.
+            after it was established. The caller gives up after --connect-timeout seconds when nobody answers. \
+            The end-of-call report (JSON, the schema of CallReport) goes to --report. Exit status: 0 when media \
+            flowed both ways; 1 when it never did (no answer, every packet failing authentication) or a device, \
+            the network or an output file failed; 64 for bad options; 65 for a malformed key or a=crypto line.
             """)
 
     @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))
     var listen: Int?
-    @Option(help: ArgumentHelp("Call the peer listening at this address.", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Call the peer listening at this address: an IPv4 address or a host name (localhost) and a port.",
+            valueName: "host:port"))
     var connect: String?
     @Option(help: "Local IPv4 address to bind (default 0.0.0.0; the connecting side binds any free port).")
     var bind: String = "0.0.0.0"
@@ -79,6 +84,8 @@ struct CallCommand: ParsableCommand {
     var duration: Double?
     @Option(help: "Hang up when no media arrived for this many seconds after the call was established.")
     var mediaTimeout: Double = 10
+    @Option(help: "Caller: give up when no authenticated media arrived from the peer within this many seconds.")
+    var connectTimeout: Double = 10
     @Option(help: "Write the end-of-call report (JSON) here.")
     var report: String?
     @Option(help: ArgumentHelp(
@@ -90,13 +97,13 @@ struct CallCommand: ParsableCommand {
         guard (listen == nil) != (connect == nil) else {
             throw ValidationError("give exactly one of --listen PORT and --connect HOST:PORT")
         }
-        if let listen, !(0...65_535).contains(listen) { throw ValidationError("--listen \(listen) is not a port") }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
-        guard mediaTimeout > 0 else { throw ValidationError("--media-timeout must be positive") }
-        guard (8_000...192_000).contains(rate), rate % 100 == 0 else {
-            throw ValidationError("--rate must be 8000...192000 Hz and a multiple of 100")
-        }
-        guard (6_000...510_000).contains(bitrate) else { throw ValidationError("--bitrate must be 6000...510000") }
+        try OptionRange("--listen", 0...65_535, "(a UDP port; 0: any free port)").check(listen)
+        try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+        try OptionRange("--media-timeout", 0.1...3_600, "seconds").check(mediaTimeout)
+        try OptionRange("--connect-timeout", 0.1...3_600, "seconds").check(connectTimeout)
+        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
+        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
+        try SimulateCommand.bitrateRange.check(bitrate)
         if noSRTP && (localKey != nil || remoteKey != nil || remoteCrypto != nil) {
             throw ValidationError("--no-srtp cannot be combined with keys")
         }
@@ -117,16 +124,11 @@ struct CallCommand: ParsableCommand {
 
     /// Everything from the flags that needs no I/O, as a Sendable value for the async part.
     private func makePlan() throws -> CallPlan {
-        func endpoint(_ text: String, flag: String) throws -> UDPEndpoint {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
-                throw ValidationError("\(flag) \(text): expected HOST:PORT with a dotted IPv4 host")
-            }
-            do { return try UDPEndpoint(host: String(text[..<colon]), port: port) } catch {
-                throw ValidationError("\(flag) \(text): \(error)")
-            }
-        }
-        let remoteEndpoint = try connect.map { try endpoint($0, flag: "--connect") }
-            ?? remote.map { try endpoint($0, flag: "--remote") }
+        try OutputPaths.checkFile(report, option: "--report")
+        try OutputPaths.checkFile(capture, option: "--capture")
+        if speaker.hasPrefix("file:") { try OutputPaths.checkFile(String(speaker.dropFirst(5)), option: "--speaker") }
+        let remoteEndpoint = try connect.map { try PeerAddress.resolve($0, option: "--connect") }
+            ?? remote.map { try PeerAddress.resolve($0, option: "--remote") }
         if let remoteEndpoint, remoteEndpoint.port == 0 { throw ValidationError("the peer's port cannot be 0") }
         do { _ = try UDPEndpoint(host: bind, port: 0) } catch { throw ValidationError("--bind \(bind): \(error)") }
 
@@ -139,7 +141,8 @@ struct CallCommand: ParsableCommand {
                 remoteCrypto: remoteCrypto),
             microphone: LiveDeviceName(mic), speaker: LiveDeviceName(speaker), rate: rate, loopMicrophone: loopMic,
             stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !noVoiceProcessing),
-            duration: duration, mediaTimeout: mediaTimeout, report: report, capture: capture)
+            duration: duration, mediaTimeout: mediaTimeout, connectTimeout: connectTimeout, report: report,
+            capture: capture)
     }
 }
 
@@ -163,13 +166,16 @@ struct CallPlan: Sendable {
     var stream: MediaStreamConfiguration
     var duration: Double?
     var mediaTimeout: Double
+    var connectTimeout: Double
     var report: String?
     var capture: String?
 }
 
-/// Why the call could not go ahead (printed, exit status 2).
+/// Why the call could not go ahead: printed as one `error:` line; exit status 65 for a malformed key or a=crypto
+/// line, 1 otherwise.
 struct CallSetupError: Error, CustomStringConvertible {
     var description: String
+    var status: Int32 = 1
 }
 
 enum CallRunner {
@@ -180,9 +186,12 @@ enum CallRunner {
         Task {
             do {
                 status.value = try await run(plan)
+            } catch let error as CallSetupError {
+                say("error: \(error)")
+                status.value = error.status
             } catch {
-                say("voice-engine call: \(error)")
-                status.value = 2
+                say("error: \(error)")
+                status.value = 1
             }
             done.signal()
         }
@@ -265,6 +274,13 @@ enum CallRunner {
                 hangup.yield(.localHangup)
             }
         }
+        if !plan.listening {
+            // Nobody answering must not keep the caller waiting for ever.
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int((plan.connectTimeout * 1000).rounded())))
+                if !call.isEstablished { hangup.yield(.localHangup) }
+            }
+        }
         let events = call.events
         Task {
             for await event in events {
@@ -287,34 +303,50 @@ enum CallRunner {
                     "capture: \(summary.packets) datagrams written to \(summary.path)"
                         + (summary.notRecorded > 0 ? " (\(summary.notRecorded) not recorded)" : ""))
             } catch {
-                say("voice-engine call: --capture: \(error)")
-                return 2
+                say("error: --capture: \(error)")
+                return 1
             }
         }
 
         if let path = plan.report {
             do { try result.report.jsonData().write(to: URL(fileURLWithPath: path)) } catch {
-                say("voice-engine call: cannot write the report to \(path): \(error)")
-                return 2
+                say("error: --report \(path): \(error.localizedDescription)")
+                return 1
             }
         }
         printSummary(result)
         if let problem = result.playoutWriteError {
-            say("voice-engine call: the speaker file is incomplete: \(problem)")
-            return 2
+            say("error: the speaker file is incomplete: \(problem)")
+            return 1
         }
         if !result.wasEstablished {
-            say("voice-engine call: no media flowed both ways (is the peer running, are the keys right?)")
+            say("error: " + notEstablishedReason(result, plan: plan))
             return 1
         }
         return 0
+    }
+
+    /// Why media never flowed both ways, as far as this side can tell.
+    static func notEstablishedReason(_ result: LiveCallResult, plan: CallPlan) -> String {
+        let r = result.report
+        let failed = r.drops.counts.authenticationFailed + r.drops.counts.rtcpAuthenticationFailed
+        if failed > 0 && r.rtp.received == 0 {
+            return "every packet from the peer (\(failed)) failed SRTP authentication: the keys do not match "
+                + "(each side's --remote-key or a=crypto line must be the other side's key, in the same --suite)"
+        }
+        if r.rtp.received == 0 && !plan.listening, let peer = plan.remote {
+            return "nobody answered at \(peer) within \(plan.connectTimeout) s (--connect-timeout): is the peer "
+                + "listening there, and does a firewall let UDP through?"
+        }
+        if r.rtp.received == 0 { return "no media arrived from the peer" }
+        return "media arrived but ours never reached the peer (is the peer's address right?)"
     }
 
     /// Our `a=crypto` line is printed (marked) when we generated the key; the peer's comes from the flags or stdin.
     static func exchangeKeys(_ keys: CallPlan.Keys) async throws -> MediaStreamSRTP {
         let local: SDESCryptoAttribute
         do { local = try LiveCallKeys.localAttribute(suite: keys.suite, base64Key: keys.localKey) } catch {
-            throw CallSetupError(description: "--local-key: \(error)")
+            throw CallSetupError(description: "--local-key: \(error)", status: 65)
         }
         if keys.localKey == nil {
             // The one place a key is shown: the line the user must hand to the peer.
@@ -338,7 +370,7 @@ enum CallRunner {
             }
             return try LiveCallKeys.streamKeys(local: local, remote: remote)
         } catch let error as SDESError {
-            throw CallSetupError(description: "the peer's key: \(error)")
+            throw CallSetupError(description: "the peer's key: \(error)", status: 65)
         }
     }
 
@@ -399,4 +431,33 @@ private final class StatusBox: @unchecked Sendable {
 /// Status and diagnostics go to stderr, so stdout carries only the a=crypto line to hand over.
 func say(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// A peer's `HOST:PORT` from the command line: an IPv4 address or a host name, resolved to IPv4 here (the transport
+/// is IPv4 only, so an IPv6 literal `[::1]:5004` is refused with that reason).
+enum PeerAddress {
+    static func resolve(_ text: String, option: String) throws -> UDPEndpoint {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65_535).contains(port)
+        else {
+            throw ValidationError("\(option) \(text): expected HOST:PORT (an IPv4 address or a host name, port 1...65535)")
+        }
+        let host = String(text[..<colon])
+        if host.hasPrefix("[") || host.contains(":") {
+            throw ValidationError("\(option) \(text): IPv6 is not supported yet (the media transport is IPv4 only)")
+        }
+        if let endpoint = try? UDPEndpoint(host: host, port: port) { return endpoint }
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        defer { if list != nil { freeaddrinfo(list) } }
+        guard status == 0, let address = list?.pointee.ai_addr else {
+            let reason = status == 0 ? "no IPv4 address" : String(cString: gai_strerror(status))
+            throw CommandFailure.runtime("\(option) \(text): cannot resolve \(host): \(reason)")
+        }
+        let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+        return UDPEndpoint(address: UInt32(bigEndian: ipv4.s_addr), port: UInt16(port))
+    }
 }

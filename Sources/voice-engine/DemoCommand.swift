@@ -96,6 +96,8 @@ struct DemoCommand: ParsableCommand {
 
     func run() throws {
         let options = try options()
+        try OutputPaths.checkFolder(out, option: "--out")
+        try OutputPaths.checkFile(capture, option: "--capture")
         let mode = options.realtime ? "real time" : "fast time"
         print("VoiceEngine demo call: A ⇄ B over UDP 127.0.0.1, \(options.srtpSuite.map { "SRTP \($0.rawValue)" } ?? "plain RTP"), \(mode)")
         print("network \(options.network.summary)")

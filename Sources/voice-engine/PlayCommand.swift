@@ -14,7 +14,7 @@ struct PlayCommand: ParsableCommand {
         discussion: """
             DEVICE is `null` (discard, the default), `file:OUT.wav` (write what is played), or an ALSA PCM name \
             (`default`, `hw:0,0`, `plughw:…`). The null and file devices run in fast time unless --realtime is given; \
-            ALSA devices always run in real time. A file that breaks the ringtone rules exits non-zero with the reason.
+            ALSA devices always run in real time. A file that breaks the ringtone rules exits 65 with the reason.
             """)
 
     @Argument(help: "The sound file.")
@@ -36,16 +36,14 @@ struct PlayCommand: ParsableCommand {
     var realtime = false
 
     func validate() throws {
-        if let seconds, !(seconds > 0 && seconds <= 3600) { throw ValidationError("--seconds must be in (0, 3600]") }
-        if !(8_000...192_000).contains(rate) { throw ValidationError("--rate must be between 8000 and 192000 Hz") }
+        try OptionRange("--seconds", 0.01...3_600, "seconds").check(seconds)
+        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
     }
 
     func run() throws {
         let sound: SoundFile
-        do { sound = try SoundFile(path: file) } catch {
-            FileHandle.standardError.write(Data("voice-engine play: \(error.description)\n".utf8))
-            throw ExitCode(2)
-        }
+        if device.hasPrefix("file:") { try OutputPaths.checkFile(String(device.dropFirst(5)), option: "--device") }
+        do { sound = try SoundFile(path: file) } catch { throw CommandFailure.dataError(error.description) }
         let format = AudioFormat(sampleRate: rate, channels: 1)
         let duration = seconds ?? (loop ? 10 : Double(sound.samples.count) / Double(sound.sampleRate))
         let controller = AudioController(deviceFormat: format)

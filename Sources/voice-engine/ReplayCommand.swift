@@ -42,6 +42,8 @@ struct ReplayCommand: ParsableCommand {
         guard [8_000, 16_000, 48_000].contains(rate) else {
             throw CommandFailure.usage("--rate \(rate): use 8000, 16000 or 48000")
         }
+        try OutputPaths.checkFile(out, option: "--out")
+        try OutputPaths.checkFile(report, option: "--report")
         guard let suiteValue = SRTPCryptoSuite(rawValue: suite) else {
             throw CommandFailure.usage(
                 "--suite \(suite) is not one of \(SRTPCryptoSuite.allCases.map(\.rawValue).joined(separator: ", "))"
@@ -69,7 +71,11 @@ struct ReplayCommand: ParsableCommand {
         } catch {
             throw CommandFailure.runtime("\(out): \(error)")
         }
-        if let report { try result.report.jsonData().write(to: URL(fileURLWithPath: report)) }
+        if let report {
+            do { try result.report.jsonData().write(to: URL(fileURLWithPath: report)) } catch {
+                throw CommandFailure.runtime("--report \(report): \(error.localizedDescription)")
+            }
+        }
         print(
             "stream: SSRC \(result.ssrc) (\(hexSSRC(result.ssrc))), payload type \(result.payloadType), \(result.datagramsReplayed) datagrams of \(result.ssrcCounts.count) RTP stream(s)"
                 + (options.srtp != nil ? ", the one the key authenticates" : "")

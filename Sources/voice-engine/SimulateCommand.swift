@@ -56,38 +56,47 @@ struct SimulateCommand: ParsableCommand {
             + "pcapng file, in simulated time.", valueName: "file.pcapng"))
     var capture: String?
 
-    func run() throws {
-        let file: WAVFile
-        do { file = try WAVFile.read(path: input) } catch {
-            throw ValidationError("\(input): \(error)")
+    /// Valid ranges: beyond 1 s of jitter or 5 s of delay the jitter buffer (at most 1 s) only conceals.
+    static let lossRange = OptionRange("--loss", 0...100, "%")
+    static let jitterRange = OptionRange("--jitter", 0...1_000, "ms")
+    static let delayRange = OptionRange("--delay", 0...5_000, "ms")
+    static let driftRange = OptionRange("--drift", -10_000...10_000, "ppm")
+    static let bitrateRange = OptionRange("--bitrate", 6_000...510_000, "bits per second")
+
+    func validate() throws {
+        try Self.lossRange.check(loss)
+        try Self.jitterRange.check(jitter)
+        try Self.delayRange.check(delay)
+        try Self.driftRange.check(drift)
+        try Self.bitrateRange.check(bitrate)
+        guard ["adaptive", "speexdsp"].contains(jitterBuffer) else {
+            throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
         }
+    }
+
+    func run() throws {
+        try OutputPaths.checkFile(out, option: "--out")
+        try OutputPaths.checkFile(report, option: "--report")
+        try OutputPaths.checkFile(writeTrace, option: "--write-trace")
+        try OutputPaths.checkFile(capture, option: "--capture")
+        let file: WAVFile
+        do { file = try WAVFile.read(path: input) } catch { throw CommandFailure.badWAV(input, error) }
         guard file.format.channels == 1 else {
-            throw ValidationError("\(input): \(file.format) — the input must be mono")
+            throw CommandFailure.dataError("\(input): \(file.format) — the input must be mono")
         }
         let rate = file.format.sampleRate
         guard OneWaySimulation.supportedRates.contains(rate), rate % 100 == 0 else {
-            throw ValidationError(
+            throw CommandFailure.dataError(
                 "\(input): \(rate) Hz is not supported; use a rate from 8000 to 48000 Hz (a multiple of 100)"
             )
         }
-        guard (0...100).contains(loss) else {
-            throw ValidationError("--loss \(loss) must be within 0...100")
-        }
-        guard jitter >= 0, delay >= 0 else {
-            throw ValidationError("--jitter and --delay must not be negative")
-        }
-        let strategy: MediaStreamJitterBuffer
-        switch jitterBuffer {
-        case "adaptive": strategy = .adaptive()
-        case "speexdsp": strategy = .speexdsp
-        default: throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
-        }
+        let strategy: MediaStreamJitterBuffer = jitterBuffer == "speexdsp" ? .speexdsp : .adaptive()
         let network: CallNetwork
         if let trace {
             do { network = .trace(try NetworkTrace(contentsOf: URL(fileURLWithPath: trace))) } catch {
                 // An unreadable file's message names it already; a parse error names only the line.
-                if case .unreadableTrace = error { throw ValidationError(error.description) }
-                throw ValidationError("\(trace): \(error)")
+                if case .unreadableTrace = error { throw CommandFailure.dataError(error.description) }
+                throw CommandFailure.dataError("\(trace): \(error)")
             }
         } else {
             let p = loss / 100
@@ -121,12 +130,12 @@ struct SimulateCommand: ParsableCommand {
         } catch let error as PcapError {
             throw CommandFailure.runtime("--capture: \(error)")
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure.runtime("\(error)")
         }
         do {
             try WAVFile.write(pcm16: result.output, format: AudioFormat(sampleRate: rate), to: out)
         } catch {
-            throw ValidationError("\(out): \(error)")
+            throw CommandFailure.runtime(error.description)
         }
         if let writeTrace {
             try result.trace.csv.write(toFile: writeTrace, atomically: true, encoding: .utf8)

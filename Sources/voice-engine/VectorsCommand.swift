@@ -19,6 +19,7 @@ struct VectorsCommand: ParsableCommand {
         var directory: String = "TestVectors"
 
         func run() throws {
+            try OutputPaths.checkFolder(directory, option: "--directory")
             let folder = URL(fileURLWithPath: directory)
             let written = try TestVectorGenerator.generateAll(in: folder)
             for file in written { print("wrote \(folder.appendingPathComponent(file).path)") }

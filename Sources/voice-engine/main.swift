@@ -8,16 +8,50 @@ struct VoiceEngineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "voice-engine",
         abstract: "A real-time voice media engine for Linux: demo calls, test vectors and tools.",
+        discussion: """
+            Every failure is one line on stderr starting with 'error:' (a usage error adds the command's usage \
+            line). Exit status: 0 success, 64 usage (an unknown or missing option, a value out of its range), \
+            65 bad input data (an unreadable or malformed WAV, capture, trace or key), 1 runtime failure (a \
+            device, the network, a file that cannot be written).
+            """,
         subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self]
     )
 }
 
+/// Writes `message` to stderr as one `error:` line, with `usage` (the command's usage line) after it when given.
+func reportError(_ message: String, usage: String? = nil) {
+    var text = "error: \(message)\n"
+    if let usage { text += "Usage: \(usage)\n" }
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
+var command: ParsableCommand
 do {
-    var command = try VoiceEngineCommand.parseAsRoot()
+    command = try VoiceEngineCommand.parseAsRoot()
+} catch {
+    // --help and --version exit 0 the way ArgumentParser prints them; every other parse or validation error is
+    // one `error:` line plus the usage of the subcommand it belongs to.
+    if VoiceEngineCommand.exitCode(for: error) == .success { VoiceEngineCommand.exit(withError: error) }
+    var text = VoiceEngineCommand.fullMessage(for: error, columns: 120)
+    if text.hasPrefix("Error: ") { text = String(text.dropFirst("Error: ".count)) }
+    FileHandle.standardError.write(Data("error: \(text)\n".utf8))
+    exit(ExitCode.validationFailure.rawValue)
+}
+do {
     try command.run()
 } catch let failure as CommandFailure {
-    FileHandle.standardError.write(Data("error: \(failure)\n".utf8))
+    reportError(failure.description, usage: failure.status == 64 ? VoiceEngineCommand.usageString(for: type(of: command)) : nil)
     exit(failure.status)
+} catch let validation as ValidationError {
+    reportError(validation.message, usage: VoiceEngineCommand.usageString(for: type(of: command)))
+    exit(ExitCode.validationFailure.rawValue)
+} catch let code as ExitCode {
+    exit(code.rawValue)
+} catch let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain {
+    // Foundation's file errors: their sentence, not the domain/code/userInfo dump.
+    reportError(error.localizedDescription)
+    exit(1)
 } catch {
-    VoiceEngineCommand.exit(withError: error)
+    reportError("\(error)")
+    exit(1)
 }

@@ -142,13 +142,54 @@ import VoiceLab
             stdin: "a=rtpmap:111 opus/48000/2\n")
         let end = child.wait(until: Date().addingTimeInterval(10))
         #expect(!end.killed)
-        #expect(end.status == 2, "\(end.output)")
+        #expect(end.status == 65, "\(end.output)")
         let printed = end.output.split(separator: "\n").first { $0.hasPrefix("a=crypto:") }
         let line = try #require(printed, "no a=crypto line printed: \(end.output)")
         let attribute = try SDESCryptoAttribute(parsing: line)
         #expect(attribute.suite == .aesCM128HmacSHA1_80)
         #expect(end.output.contains("give this line to the other side"))
         #expect(end.output.contains("the peer's key"))
+    }
+
+    @Test(
+        "--connect takes a host name, and the caller gives up after --connect-timeout when nobody answers",
+        .enabled(if: binary != nil, "voice-engine binary missing"), .timeLimit(.minutes(1)))
+    func callerGivesUpWhenNobodyAnswers() throws {
+        let port = Self.freePort()
+        let started = Date()
+        let end = try Child([
+            "call", "--connect", "localhost:\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
+            "--no-srtp", "--connect-timeout", "1.5",
+        ]).wait(until: Date().addingTimeInterval(20))
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(!end.killed && end.status == 1, "\(end.output)")
+        #expect(end.output.contains("calling 127.0.0.1:\(port)"), "localhost not resolved: \(end.output)")
+        #expect(end.output.contains("error: nobody answered at 127.0.0.1:\(port) within 1.5 s"), "\(end.output)")
+        #expect(elapsed >= 1.5 && elapsed < 10, "gave up after \(elapsed) s")
+    }
+
+    @Test(
+        "with keys that do not match, the listener says every packet failed authentication",
+        .enabled(if: binary != nil, "voice-engine binary missing"), .timeLimit(.minutes(1)))
+    func wrongKeysAreNamedAsSuch() throws {
+        let port = Self.freePort()
+        let key = { SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes }
+        let (a, b, c) = (Data(key()).base64EncodedString(), Data(key()).base64EncodedString(), Data(key()).base64EncodedString())
+        let listener = try Child([
+            "call", "--listen", "\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
+            "--duration", "3", "--local-key", a, "--remote-key", c,  // the caller protects with b
+        ])
+        usleep(200_000)
+        let caller = try Child([
+            "call", "--connect", "127.0.0.1:\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
+            "--connect-timeout", "2.5", "--local-key", b, "--remote-key", a,
+        ])
+        let deadline = Date().addingTimeInterval(20)
+        let callerEnd = caller.wait(until: deadline)
+        let listenerEnd = listener.wait(until: deadline)
+        #expect(!listenerEnd.killed && listenerEnd.status == 1, "\(listenerEnd.output)")
+        #expect(listenerEnd.output.contains("failed SRTP authentication: the keys do not match"), "\(listenerEnd.output)")
+        #expect(!callerEnd.killed && callerEnd.status == 1, "\(callerEnd.output)")
     }
 
     @Test(.enabled(if: binary != nil, "voice-engine binary missing"), .timeLimit(.minutes(1)))

@@ -128,6 +128,45 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
     }
 }
 
+/// `simulate --jitter inf` and `--delay inf` trapped inside the simulator (a delay of inf ms has no Int64
+/// nanoseconds); now every delay and jitter parameter is checked to be finite and at most one minute.
+@Test(arguments: [Double.infinity, -.infinity, .nan, 1e300, 1e9, -5, 60_001])
+func nonFiniteNegativeOrHugeDelaysAreRejectedNamingTheField(_ bad: Double) {
+    var cases: [(String, NetworkConditions)] = [
+        ("baseDelayMilliseconds", NetworkConditions(baseDelayMilliseconds: bad)),
+        ("jitter.normal.standardDeviationMilliseconds",
+         NetworkConditions(jitter: .normal(meanMilliseconds: 10, standardDeviationMilliseconds: bad))),
+        ("jitter.pareto.scaleMilliseconds", NetworkConditions(jitter: .pareto(scaleMilliseconds: bad, shape: 2))),
+        ("jitter.pareto.capMilliseconds",
+         NetworkConditions(jitter: .pareto(scaleMilliseconds: 10, shape: 2, capMilliseconds: bad))),
+        ("reorderDelayMilliseconds", NetworkConditions(reorderProbability: 0.1, reorderDelayMilliseconds: bad)),
+        ("duplicateDelayMilliseconds", NetworkConditions(duplicateProbability: 0.1, duplicateDelayMilliseconds: bad)),
+        ("phases.baseDelayMilliseconds",
+         NetworkConditions(phases: [DelayPhase(start: .seconds(1), baseDelayMilliseconds: bad)])),
+    ]
+    if !(abs(bad) <= NetworkConditions.maximumDelayMilliseconds) {  // a negative mean is allowed, a huge one not
+        cases.append(("jitter.normal.meanMilliseconds",
+                      NetworkConditions(jitter: .normal(meanMilliseconds: bad, standardDeviationMilliseconds: 1))))
+    }
+    for (field, conditions) in cases {
+        do {
+            _ = try NetworkSimulator(conditions: conditions)
+            Issue.record("\(field) = \(bad) was accepted")
+        } catch {
+            guard case .invalidConditions(let named, _) = error else { Issue.record("\(error)"); continue }
+            #expect(named == field)
+        }
+    }
+}
+
+@Test func delaysAtTheLimitStillSimulate() throws {
+    let limit = NetworkConditions.maximumDelayMilliseconds
+    let f = try fates(
+        NetworkConditions(baseDelayMilliseconds: limit, jitter: .normal(meanMilliseconds: limit, standardDeviationMilliseconds: limit)),
+        count: 100)
+    #expect(f.allSatisfy { ($0.transit?.milliseconds ?? 0) >= limit })
+}
+
 @Test func simulatedLinkDeliversPayloadsInArrivalOrder() throws {
     var link = SimulatedLink<Int>(simulator: try NetworkSimulator(conditions: NetworkConditions(reorderProbability: 0.2, seed: 11)))
     for i in 0..<500 { link.send(i, nominalSendTime: .milliseconds(Int64(i) * 20)) }

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import VoiceCore
+
+/// No command-line value crashes `voice-engine`: every numeric option of every command, fed inf, nan, negative,
+/// zero, huge and random values, ends in a clean exit — 64 with one `error:` line naming the option when the value
+/// is out of range, otherwise the command's own clean failure on a missing input (65 or 1), never a signal.
+@Suite(.serialized) struct CommandLineValueTests {
+    static var binary: URL? { CommandTestSupport.voiceEngineBinary }
+    static let missingWAV = "/nonexistent-\(UUID().uuidString).wav"
+
+    /// One numeric option and the arguments that make a valid value fail fast on a missing input afterwards.
+    struct NumericOption: CustomStringConvertible {
+        var command: [String]
+        var option: String
+        var description: String { "\(command[0]) \(option)" }
+    }
+
+    static func options(output dir: String) -> [NumericOption] {
+        let simulate = ["simulate", "--input", missingWAV, "--out", "\(dir)/s.wav"]
+        let demo = ["demo", "--input-a", missingWAV, "--out", "\(dir)/demo"]
+        let call = ["call", "--connect", "127.0.0.1:9", "--mic", "file:\(missingWAV)", "--speaker", "null", "--no-srtp"]
+        let listen = ["call", "--mic", "file:\(missingWAV)", "--speaker", "null", "--no-srtp"]
+        let aec = ["aec", "--far", missingWAV, "--mic", missingWAV, "--out", "\(dir)/a.wav"]
+        return ["--loss", "--jitter", "--delay", "--drift", "--bitrate"].map { NumericOption(command: simulate, option: $0) }
+            + ["--duration", "--loss", "--jitter", "--turns", "--seed"].map { NumericOption(command: demo, option: $0) }
+            + ["--duration", "--media-timeout", "--connect-timeout", "--rate", "--bitrate"].map {
+                NumericOption(command: call, option: $0)
+            }
+            + [NumericOption(command: listen, option: "--listen")]
+            + ["--tail-ms", "--steady-state-from", "--agc", "--noise-suppression"].map {
+                NumericOption(command: aec, option: $0)
+            }
+            + ["--seconds", "--rate"].map { NumericOption(command: ["play", missingWAV], option: $0) }
+            + [NumericOption(command: ["replay", "\(dir)/missing.pcap", "--out", "\(dir)/r.wav"], option: "--rate")]
+    }
+
+    /// Special values every option gets, and seeded random ones over twenty decades, both signs.
+    static func values(seed: UInt64) -> [String] {
+        var generator = SeededGenerator(seed: seed)
+        let special = ["inf", "-inf", "nan", "0", "-1", "-5", "1e9", "1e300", "-1e300", "0.0001", "4294967296"]
+        let random = (0..<3).map { _ -> String in
+            let magnitude = pow(10, Double.random(in: -6...14, using: &generator))
+            let value = Bool.random(using: &generator) ? magnitude : -magnitude
+            return Bool.random(using: &generator) ? String(value) : String(Int64(value.rounded()))
+        }
+        return special + random
+    }
+
+    @Test(
+        "every numeric option of every command exits cleanly on inf, nan, negative, zero, huge and random values",
+        .enabled(if: binary != nil, "voice-engine binary missing (it is built next to the test bundle)"),
+        .timeLimit(.minutes(5)))
+    func everyNumericOptionExitsCleanly() throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var runs = 0
+        for (index, option) in Self.options(output: dir.path).enumerated() {
+            for value in Self.values(seed: 0xC11 &+ UInt64(index)) {
+                let arguments = option.command + ["\(option.option)=\(value)"]
+                let child = try CallCommandTests.Child(arguments)
+                let end = child.wait(until: Date().addingTimeInterval(30))
+                runs += 1
+                let context = "\(arguments.joined(separator: " ")) → \(end.status): \(end.output)"
+                #expect(!end.killed, "hung: \(context)")
+                #expect(child.process.terminationReason == .exit, "killed by a signal: \(context)")
+                #expect([1, 64, 65].contains(end.status), "\(context)")
+                let errors = end.output.split(separator: "\n").filter { $0.hasPrefix("error:") }
+                #expect(errors.count == 1, "not exactly one error line: \(context)")
+                #expect(!end.output.contains("NSCocoaErrorDomain") && !end.output.contains("Fatal error"), "\(context)")
+                if end.status == 64 {
+                    #expect(errors.first?.contains(option.option) == true, "the error does not name the option: \(context)")
+                    #expect(end.output.contains("Usage: voice-engine \(option.command[0])"), "no usage line: \(context)")
+                }
+            }
+        }
+        print("\(runs) runs, all clean")
+    }
+
+    /// Each bad value issue 16 found, with the option and its range in the one error line.
+    @Test(
+        .enabled(if: binary != nil, "voice-engine binary missing"),
+        arguments: [
+            (["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "inf"], "--jitter inf: must be within 0...1000 ms"),
+            (["simulate", "--input", "x.wav", "--out", "y.wav", "--delay", "inf"], "--delay inf: must be within 0...5000 ms"),
+            (["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "1e9"], "--jitter 1000000000.0: must be within 0...1000 ms"),
+            (["simulate", "--input", "x.wav", "--out", "y.wav", "--bitrate", "0"], "--bitrate 0: must be within 6000...510000"),
+            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "nan"], "--steady-state-from nan: must be within 0...86400 seconds"),
+            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "inf"], "--steady-state-from inf: must be within 0...86400 seconds"),
+            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from=-5"], "--steady-state-from -5.0: must be within 0...86400 seconds"),
+            (["call", "--connect", "127.0.0.1:9", "--duration", "inf"], "--duration inf: must be within 0.1...86400 seconds"),
+            (["call", "--connect", "127.0.0.1:9", "--duration", "1e300"], "--duration 1e+300: must be within 0.1...86400 seconds"),
+        ] as [([String], String)])
+    func badValuesFromTheIssueAreRefusedNamingOptionAndRange(arguments: [String], message: String) throws {
+        let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
+        #expect(end.status == 64, "\(end.output)")
+        #expect(end.output.hasPrefix("error: \(message)"), "\(end.output)")
+        #expect(end.output.contains("Usage: voice-engine \(arguments[0])"), "\(end.output)")
+    }
+
+    @Test(
+        "output paths are checked before any work: --out, --report, --write-trace of simulate; --out of aec and replay",
+        .enabled(if: binary != nil, "voice-engine binary missing"))
+    func unwritableOutputPathsFailBeforeWork() throws {
+        let bad = "/nonexistent-\(UUID().uuidString)/file"
+        let speech = "TestVectors/speech_like_16k.wav"
+        for arguments in [
+            ["simulate", "--input", speech, "--out", bad],
+            ["simulate", "--input", speech, "--out", "/tmp/ok-\(UUID().uuidString).wav", "--report", bad],
+            ["simulate", "--input", speech, "--out", "/tmp/ok-\(UUID().uuidString).wav", "--write-trace", bad],
+            ["aec", "--far", speech, "--mic", speech, "--out", bad],
+            ["replay", "missing.pcap", "--out", bad],
+            ["vectors", "generate", "--directory", bad + "/deeper"],
+        ] {
+            let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
+            #expect(end.status == 1, "\(arguments): \(end.output)")
+            #expect(end.output.hasPrefix("error: ") && end.output.contains(bad), "\(end.output)")
+            #expect(end.output.contains("No such file or directory"), "\(end.output)")
+            #expect(!end.output.contains("packets:"), "worked before failing: \(end.output)")
+        }
+    }
+}
