@@ -80,3 +80,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Documentation: `VOICEENGINE_DOCS=1 swift package generate-documentation --target VoiceEngine` builds the DocC
+// catalog (Sources/VoiceEngine/VoiceEngine.docc). The plugin is added only when asked for, so that building and
+// testing never have to resolve it (it is not needed to build, and machines without access to GitHub could not).
+if Context.environment["VOICEENGINE_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
