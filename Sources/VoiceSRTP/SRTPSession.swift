@@ -83,6 +83,9 @@ public final class SRTPSession {
     private let allowRetransmission: Bool
     /// For `.specific` inbound sessions: whether a packet has authenticated yet.
     private var specificStreamEstablished = false
+    /// The SSRC of the last packet that authenticated: its libsrtp stream exists for good, so the per-packet
+    /// "is this stream established?" lookup (and the scratch copy for the wrap retry) is skipped for it.
+    private var lastAuthenticatedSSRC: UInt32?
 
     /// Largest RTP packet the ROC retry can handle; larger first packets are simply not retried.
     private static let scratchCapacity = 2048
@@ -222,17 +225,23 @@ public final class SRTPSession {
             | UInt32(base.load(fromByteOffset: 11, as: UInt8.self))
         let sequence = UInt16(base.load(fromByteOffset: 2, as: UInt8.self)) << 8
             | UInt16(base.load(fromByteOffset: 3, as: UInt8.self))
-        let mayRetry = sequence < 0x8000 && length <= scratch.count && !isEstablished(packetSSRC)
+        let mayRetry =
+            sequence < 0x8000 && length <= scratch.count && packetSSRC != lastAuthenticatedSSRC
+            && !isEstablished(packetSSRC)
         if mayRetry { scratch.baseAddress!.copyMemory(from: base, byteCount: length) }
 
         var len = Int32(length)
         let status = srtp_unprotect(context, base, &len)
         if status == srtp_err_status_ok {
             if case .specific = ssrc { specificStreamEstablished = true }
+            lastAuthenticatedSSRC = packetSSRC
             return Int(len)
         }
         if status == srtp_err_status_auth_fail && mayRetry {
-            if let recovered = retryAfterSenderWrap(base, length: length, ssrc: packetSSRC) { return recovered }
+            if let recovered = retryAfterSenderWrap(base, length: length, ssrc: packetSSRC) {
+                lastAuthenticatedSSRC = packetSSRC
+                return recovered
+            }
         }
         throw SRTPError(status: status, call: "srtp_unprotect")
     }

@@ -27,6 +27,26 @@ public enum Fixtures {
 
     /// Quality every resampler benchmark uses (speexdsp's default for VoIP-grade desktop use).
     public static let resamplerQuality = 5
+
+    /// SSRC of the RTP packets the SRTP benchmarks protect.
+    public static let rtpSSRC: UInt32 = 0x5EED_0001
+
+    /// One 20 ms Opus RTP packet as a call sends it: a 12-byte header (version 2, payload type 111, sequence 0,
+    /// ``rtpSSRC``) and the median-sized frame of the 16 kHz speech encoded with ``opusConfiguration(sampleRate:)``.
+    public static func opusRTPPacket() throws(OpusError) -> FixedBuffer<UInt8> {
+        let stream = try EncodedStream(pcm: speech(sampleRate: 16_000), configuration: opusConfiguration(sampleRate: 16_000))
+        let bySize = (0..<stream.count).sorted { stream.lengths.pointer[$0] < stream.lengths.pointer[$1] }
+        var bytes: [UInt8] = [0x80, 111, 0, 0, 0, 0, 0, 0]
+        bytes += withUnsafeBytes(of: rtpSSRC.bigEndian) { Array($0) }
+        bytes += stream.packet(bySize[stream.count / 2])
+        return FixedBuffer(copying: bytes)
+    }
+
+    /// The master key of `suite` the SRTP benchmarks use: seeded, so every run protects the same bytes.
+    public static func srtpKey(_ suite: SRTPCryptoSuite) -> SRTPMasterKey {
+        var generator = SeededGenerator(seed: seed &+ UInt64(SRTPCryptoSuite.allCases.firstIndex(of: suite)!))
+        return SRTPMasterKey.random(for: suite, using: &generator)
+    }
 }
 
 /// A stream of Opus packets, stored back to back with their offsets and lengths (the layout the C loop reads).

@@ -5,6 +5,7 @@
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
 #include <speex/speex_resampler.h>
+#include "cbaseline_srtp.h"
 #include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +70,6 @@ static int leg_srtp(srtp_t *session, const uint8_t *key, int outbound) {
     return srtp_create(session, &policy) == srtp_err_status_ok;
 }
 
-static int srtp_initialised = 0;
-
 cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_t complexity, int32_t tail_samples,
                       int32_t noise_suppress_db, int32_t echo_suppress_db, int32_t echo_suppress_active_db,
                       int32_t read_impulse_every, int32_t filter_frames_per_block, const uint8_t *local_key,
@@ -78,13 +77,7 @@ cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_
                       uint32_t first_timestamp) {
     if (device_rate / 100 > CB_MAX_BLOCK || rate / 50 > CB_MAX_FRAME) return NULL;
     if (filter_frames_per_block < 1 || (rate / 100) % filter_frames_per_block != 0) return NULL;
-    if (!srtp_initialised) {
-        // The status is not checked: when VoiceSRTP has already initialised libsrtp in this process, a second
-        // srtp_init returns srtp_err_status_bad_param (its debug module is registered twice) although the crypto
-        // kernel is ready. srtp_create below fails if it really is not.
-        (void)srtp_init();
-        srtp_initialised = 1;
-    }
+    cb_srtp_init_once();
     cb_leg *leg = calloc(1, sizeof *leg);
     if (leg == NULL) return NULL;
     leg->device_rate = device_rate;

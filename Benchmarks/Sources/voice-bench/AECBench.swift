@@ -40,6 +40,10 @@ struct AECBench: ParsableCommand {
     @Option(help: "Steady state starts here, seconds into each vector.")
     var steadyStateFrom = 10.0
 
+    func validate() throws {
+        try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
+    }
+
     func run() throws {
         let folder = directory.map { URL(fileURLWithPath: $0) } ?? Self.defaultDirectory
         let manifest = try AECVectorManifest.load(from: folder.appendingPathComponent("manifest.json"))

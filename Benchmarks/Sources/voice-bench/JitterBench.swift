@@ -36,8 +36,8 @@ struct JitterBench: ParsableCommand {
     var json = false
 
     func validate() throws {
-        guard seconds >= 1 else { throw ValidationError("--seconds \(seconds): a scenario needs at least 1 s of speech") }
-        guard seeds >= 0 else { throw ValidationError("--seeds \(seeds): give a number of draws, 0 for none") }
+        try requireOption("--seconds", seconds, within: 1...3_600, "s (a scenario needs at least 1 s of speech)")
+        try requireOption("--seeds", Double(seeds), within: 0...1_000, "draws (0 for none)")
         if trace != nil && seeds > 0 {
             throw ValidationError("--seeds draws the standard scenarios again; a --trace is replayed as recorded")
         }

@@ -45,6 +45,12 @@ struct PipelineBench: ParsableCommand {
     @Flag(help: "With --profile: the sameCalls configuration (no delay alignment or drift tracking).")
     var sameCalls = false
 
+    func validate() throws {
+        try requireOption("--leg-seconds", legSeconds, within: 0...3_600, "s")
+        try requireOption("--warm-up-steps", Double(warmUpSteps), within: 0...1_000_000, "steps")
+        try requireOption("--profile-steps", Double(profileSteps), within: 1...1_000_000, "steps")
+    }
+
     mutating func run() throws {
         if let side = profile {
             // For `valgrind --tool=callgrind`: the instructions of N steps are the difference between two runs

@@ -37,8 +37,16 @@ struct SideBySideOptions: ParsableArguments {
     var filter: String?
 
     func validate() throws {
-        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
-        guard roundMilliseconds > 0 else { throw ValidationError("--round-milliseconds must be positive") }
+        try requireOption("--rounds", Double(rounds), within: 1...10_000, "")
+        try requireOption("--round-milliseconds", roundMilliseconds, within: 0.1...60_000, "ms")
+    }
+}
+
+/// A usage error unless a numeric option is finite and within `range` (inf, nan and huge values are refused
+/// before any work), naming the option, the value and the range.
+func requireOption(_ name: String, _ value: Double, within range: ClosedRange<Double>, _ unit: String) throws {
+    guard value.isFinite, range.contains(value) else {
+        throw ValidationError("\(name) \(value): must be within \(range.lowerBound)...\(range.upperBound) \(unit)")
     }
 }
 

@@ -1,0 +1,118 @@
+#include "cbaseline_srtp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
+
+struct cb_srtp {
+    srtp_t session;
+    int32_t suite, outbound;
+    uint8_t key[64];
+};
+
+static int srtp_initialised = 0;
+
+void cb_srtp_init_once(void) {
+    if (!srtp_initialised) {
+        (void)srtp_init();
+        srtp_initialised = 1;
+    }
+}
+
+static int make_session(cb_srtp *s) {
+    srtp_policy_t policy;
+    memset(&policy, 0, sizeof policy);
+    switch (s->suite) {
+    case 0:
+        srtp_crypto_policy_set_rtp_default(&policy.rtp);
+        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
+        break;
+    case 1:
+        srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp);
+        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
+        break;
+    case 2:
+        srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtp);
+        srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtcp);
+        break;
+    case 3:
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp);
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp);
+        break;
+    case 4:
+        srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtp);
+        srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtcp);
+        break;
+    default:
+        return 0;
+    }
+    policy.ssrc.type = s->outbound ? ssrc_any_outbound : ssrc_any_inbound;
+    policy.key = s->key;
+    policy.window_size = 1024;
+    policy.allow_repeat_tx = 0;
+    policy.next = NULL;
+    return srtp_create(&s->session, &policy) == srtp_err_status_ok;
+}
+
+cb_srtp *cb_srtp_create(int32_t suite, const uint8_t *key, int32_t key_length, int32_t outbound) {
+    if (key_length < 0 || key_length > 64) return NULL;
+    cb_srtp_init_once();
+    cb_srtp *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->suite = suite;
+    s->outbound = outbound;
+    memcpy(s->key, key, (size_t)key_length);
+    if (!make_session(s)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void cb_srtp_destroy(cb_srtp *s) {
+    if (s == NULL) return;
+    srtp_dealloc(s->session);
+    free(s);
+}
+
+int64_t cb_srtp_protect_loop(cb_srtp *s, const uint8_t *packet, int32_t length, uint16_t *sequence,
+                             int64_t iterations, uint8_t *buffer, int32_t capacity) {
+    if (length < 12 || length > capacity) return -2000 - (int64_t)srtp_err_status_bad_param;
+    int64_t total = 0;
+    uint16_t seq = *sequence;
+    for (int64_t k = 0; k < iterations; k++) {
+        memcpy(buffer, packet, (size_t)length);
+        buffer[2] = (uint8_t)(seq >> 8);
+        buffer[3] = (uint8_t)seq;
+        seq++;
+        int len = length;
+        srtp_err_status_t status = srtp_protect(s->session, buffer, &len);
+        if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
+        total += len;
+    }
+    *sequence = seq;
+    return total;
+}
+
+int64_t cb_srtp_unprotect_loop(cb_srtp *s, const uint8_t *packets, int32_t stride, const int32_t *lengths,
+                               int32_t count, int64_t *next, int64_t iterations, uint8_t *buffer, int32_t capacity) {
+    int64_t total = 0;
+    int64_t position = *next;
+    for (int64_t k = 0; k < iterations; k++) {
+        if (position == count) {
+            srtp_dealloc(s->session);
+            if (!make_session(s)) return -2000 - (int64_t)srtp_err_status_init_fail;
+            position = 0;
+        }
+        int len = lengths[position];
+        if (len > capacity) return -2000 - (int64_t)srtp_err_status_bad_param;
+        memcpy(buffer, packets + position * (int64_t)stride, (size_t)len);
+        srtp_err_status_t status = srtp_unprotect(s->session, buffer, &len);
+        if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
+        total += len;
+        position++;
+    }
+    *next = position;
+    return total;
+}

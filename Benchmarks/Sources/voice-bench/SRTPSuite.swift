@@ -1,0 +1,131 @@
+import ArgumentParser
+import BenchmarkFixtures
+import CBaseline
+import VoiceEngine
+
+/// `voice-bench srtp`: protect and unprotect of one 20 ms Opus RTP packet per SRTP suite, `SRTPSession` vs C.
+///
+/// The packet is a real one: the Opus frame of median size from the speech fixture at 16 kHz (the engine's call
+/// settings) behind a 12-byte RTP header. Both sides run the engine's libsrtp build (Sources/CSRTP) with the policy
+/// `SRTPSession` builds (any-SSRC, replay window 1024), each with its own session:
+/// - protect: copy the packet into a buffer, write the next sequence number, `srtp_protect` in place;
+/// - unprotect: copy the next of 8 192 packets protected beforehand (consecutive sequence numbers) into a buffer,
+///   `srtp_unprotect` in place. A packet authenticates once only, so when the 8 192 are used up each side creates
+///   its inbound session anew (Swift: a new `SRTPSession`; C: `srtp_dealloc` + `srtp_create`) — about 0.1 % of
+///   the time on both sides.
+struct SRTPSuite: SideBySideSuite {
+    static let suiteName = "srtp"
+    static let configuration = CommandConfiguration(
+        commandName: "srtp",
+        abstract: "SRTP protect/unprotect of a 20 ms Opus packet per suite: SRTPSession vs a plain C loop.")
+
+    @OptionGroup var options: SideBySideOptions
+
+    /// Packets protected beforehand for the unprotect cases.
+    static let unprotectPackets = 8_192
+
+    func makeCases() throws -> [SideBySideCase] {
+        let packet = try Fixtures.opusRTPPacket()
+        var cases: [SideBySideCase] = []
+        for (index, suite) in SRTPCryptoSuite.allCases.enumerated() {
+            let key = Fixtures.srtpKey(suite)
+            cases.append(try protectCase(suite: suite, suiteIndex: index, key: key, packet: packet))
+            cases.append(try unprotectCase(suite: suite, suiteIndex: index, key: key, packet: packet))
+        }
+        return cases
+    }
+
+    private func protectCase(
+        suite: SRTPCryptoSuite, suiteIndex: Int, key: SRTPMasterKey, packet: FixedBuffer<UInt8>
+    ) throws -> SideBySideCase {
+        let session = try SRTPSession(suite: suite, key: key, direction: .outbound)
+        let c = CHandle(
+            key.withUnsafeBytes { cb_srtp_create(Int32(suiteIndex), $0.baseAddress, Int32($0.count), 1) },
+            "cb_srtp_create", destroy: cb_srtp_destroy)
+        let swiftStorage = FixedBuffer<UInt8>(count: 1_500, repeating: 0)
+        let cBuffer = FixedBuffer<UInt8>(count: 1_500, repeating: 0)
+        let template = UnsafeRawBufferPointer(packet.pointer)
+        var swiftSequence: UInt16 = 0
+        var cSequence: UInt16 = 0
+        return SideBySideCase(
+            name: "SRTP.protect.\(suite.rawValue)",
+            swift: { n in
+                let swiftBuffer = UnsafeMutableRawBufferPointer(swiftStorage.pointer)
+                var total = 0
+                for _ in 0..<n {
+                    swiftBuffer.copyMemory(from: template)
+                    swiftBuffer[2] = UInt8(truncatingIfNeeded: swiftSequence >> 8)
+                    swiftBuffer[3] = UInt8(truncatingIfNeeded: swiftSequence)
+                    swiftSequence &+= 1
+                    do { total &+= try session.protect(swiftBuffer, length: template.count) } catch {
+                        fatalError("SRTPSession.protect: \(error)")
+                    }
+                }
+                return total
+            },
+            c: { n in
+                let total = cb_srtp_protect_loop(
+                    c.pointer, packet.pointer.baseAddress, Int32(packet.count), &cSequence, Int64(n),
+                    cBuffer.pointer.baseAddress, Int32(cBuffer.count))
+                precondition(total >= 0, "srtp_protect failed: \(total)")
+                return Int(total)
+            })
+    }
+
+    private func unprotectCase(
+        suite: SRTPCryptoSuite, suiteIndex: Int, key: SRTPMasterKey, packet: FixedBuffer<UInt8>
+    ) throws -> SideBySideCase {
+        // The packets, protected once by an outbound session, stored at a fixed stride.
+        let stride = 1_500
+        let count = Self.unprotectPackets
+        let protected = FixedBuffer<UInt8>(count: stride * count, repeating: 0)
+        let lengths = FixedBuffer<Int32>(count: count, repeating: 0)
+        let sender = try SRTPSession(suite: suite, key: key, direction: .outbound)
+        for index in 0..<count {
+            let slot = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(protected.pointer)[
+                (index * stride)..<((index + 1) * stride)])
+            slot.copyMemory(from: UnsafeRawBufferPointer(packet.pointer))
+            slot[2] = UInt8(truncatingIfNeeded: index >> 8)
+            slot[3] = UInt8(truncatingIfNeeded: index)
+            lengths.pointer[index] = Int32(try sender.protect(slot, length: packet.count))
+        }
+        var session = try SRTPSession(suite: suite, key: key, direction: .inbound)
+        let c = CHandle(
+            key.withUnsafeBytes { cb_srtp_create(Int32(suiteIndex), $0.baseAddress, Int32($0.count), 0) },
+            "cb_srtp_create", destroy: cb_srtp_destroy)
+        let swiftStorage = FixedBuffer<UInt8>(count: stride, repeating: 0)
+        let cBuffer = FixedBuffer<UInt8>(count: stride, repeating: 0)
+        let source = UnsafeRawBufferPointer(protected.pointer)
+        var swiftNext = 0
+        var cNext: Int64 = 0
+        return SideBySideCase(
+            name: "SRTP.unprotect.\(suite.rawValue)",
+            swift: { n in
+                let swiftBuffer = UnsafeMutableRawBufferPointer(swiftStorage.pointer)
+                var total = 0
+                for _ in 0..<n {
+                    if swiftNext == count {
+                        do { session = try SRTPSession(suite: suite, key: key, direction: .inbound) } catch {
+                            fatalError("SRTPSession: \(error)")
+                        }
+                        swiftNext = 0
+                    }
+                    let length = Int(lengths.pointer[swiftNext])
+                    swiftBuffer.copyMemory(
+                        from: UnsafeRawBufferPointer(rebasing: source[(swiftNext * stride)..<(swiftNext * stride + length)]))
+                    swiftNext += 1
+                    do { total &+= try session.unprotect(swiftBuffer, length: length) } catch {
+                        fatalError("SRTPSession.unprotect: \(error)")
+                    }
+                }
+                return total
+            },
+            c: { n in
+                let total = cb_srtp_unprotect_loop(
+                    c.pointer, protected.pointer.baseAddress, Int32(stride), lengths.pointer.baseAddress, Int32(count),
+                    &cNext, Int64(n), cBuffer.pointer.baseAddress, Int32(cBuffer.count))
+                precondition(total >= 0, "srtp_unprotect failed: \(total)")
+                return Int(total)
+            })
+    }
+}
