@@ -52,6 +52,8 @@ do {
     reportError(error.localizedDescription)
     exit(1)
 } catch {
+    // `voice-engine <command> --help` parses as a help request that is raised when run: ArgumentParser prints it.
+    if VoiceEngineCommand.exitCode(for: error) == .success { VoiceEngineCommand.exit(withError: error) }
     reportError("\(error)")
     exit(1)
 }

@@ -99,6 +99,21 @@ import VoiceCore
     }
 
     @Test(
+        "--help of the tool and of every command prints its help and exits 0",
+        .enabled(if: binary != nil, "voice-engine binary missing"))
+    func helpOfEveryCommandExitsZero() throws {
+        for command in [[], ["demo"], ["simulate"], ["replay"], ["rtp-dump"], ["call"], ["aec"], ["play"], ["devices"],
+                        ["vectors"], ["vectors", "check"], ["aec-vectors"]] {
+            let end = try CallCommandTests.Child(command + ["--help"]).wait(until: Date().addingTimeInterval(30))
+            #expect(end.status == 0 && end.output.contains("USAGE: voice-engine"), "\(command): \(end.output)")
+            #expect(!end.output.split(separator: "\n").contains { $0.hasPrefix("error:") }, "\(command): \(end.output)")
+        }
+        let root = try CallCommandTests.Child(["--help"]).wait(until: Date().addingTimeInterval(30))
+        let help = root.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.contains("64 usage") && help.contains("65 bad input data") && help.contains("1 runtime failure"), "\(help)")
+    }
+
+    @Test(
         "output paths are checked before any work: --out, --report, --write-trace of simulate; --out of aec and replay",
         .enabled(if: binary != nil, "voice-engine binary missing"))
     func unwritableOutputPathsFailBeforeWork() throws {
