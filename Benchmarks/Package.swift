@@ -54,12 +54,19 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// The configuration every allocation suite shares.
+package.targets.append(
+    .target(
+        name: "AllocationSuite", dependencies: [.product(name: "Benchmark", package: "benchmark")],
+        path: "Sources/AllocationSuite"))
+
 // ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
 for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks"] {
     package.targets.append(
         .executableTarget(
             name: suite,
             dependencies: [
+                "AllocationSuite",
                 "BenchmarkFixtures",
                 voiceEngine,
                 voiceLab,

@@ -1,3 +1,4 @@
+import AllocationSuite
 import Benchmark
 import BenchmarkFixtures
 import VoiceEngine
@@ -7,15 +8,8 @@ import VoiceEngine
 // (`scalingFactor: .kilo`), so the allocation threshold of 0 (checked at p90 of the raw per-sample counts by
 // `benchmark thresholds check`) fails for any allocation that happens even once in 1 000 frames.
 let benchmarks: @Sendable () -> Void = {
-    let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: reading them allocates inside the measured window
-        timeUnits: .microseconds,
-        warmupIterations: 2,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(2),
-        maxIterations: 50,
-        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
-    )
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 2, maxDuration: .seconds(2), maxIterations: 50)
 
     // Encoding costs 0.2-0.6 ms per frame here, so a 1 000-call sample takes up to 0.6 s: give it more time.
     var encodeConfiguration = configuration

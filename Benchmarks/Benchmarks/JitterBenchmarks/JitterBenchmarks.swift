@@ -1,3 +1,4 @@
+import AllocationSuite
 import Benchmark
 import VoiceEngine
 import VoiceLab
@@ -55,15 +56,8 @@ final class PlayoutTickWorkload {
 // Each sample is 1 000 ticks (`scalingFactor: .kilo`); the threshold of 0 mallocs (checked at p90 by
 // `benchmark thresholds check`) fails for any allocation that happens even once in 1 000 ticks.
 let benchmarks: @Sendable () -> Void = {
-    let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: reading them allocates
-        timeUnits: .microseconds,
-        warmupIterations: 2,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(2),
-        maxIterations: 50,
-        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
-    )
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 2, maxDuration: .seconds(2), maxIterations: 50)
     let workload = try! PlayoutTickWorkload()
     blackHole(workload.run(2_000))  // warm-up: playout started, estimator and buffers in steady state
     Benchmark("Jitter.playoutTick.10ms", configuration: configuration) { benchmark in

@@ -1,3 +1,4 @@
+import AllocationSuite
 import Benchmark
 import BenchmarkFixtures
 import VoiceEngine
@@ -13,15 +14,8 @@ import VoiceEngine
 // - `Pipeline.leg.20ms.plainRTP`: the same loop without SRTP.
 // Both hold at 0 mallocs per sample (thresholds in Thresholds/, 0 tolerance).
 let benchmarks: @Sendable () -> Void = {
-    let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: they allocate
-        timeUnits: .microseconds,
-        warmupIterations: 1,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(5),
-        maxIterations: 10,
-        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
-    )
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 1, maxDuration: .seconds(5), maxIterations: 10)
     for srtp in [true, false] {
         let loopback = try! PipelineLoopback(sameCallsOnly: false, srtp: srtp)
         // Warm-up: 10 s of call, so the jitter buffer has settled, the echo canceller has aligned, libsrtp has

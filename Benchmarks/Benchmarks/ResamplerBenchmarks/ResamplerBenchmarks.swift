@@ -1,3 +1,4 @@
+import AllocationSuite
 import Benchmark
 import BenchmarkFixtures
 import VoiceEngine
@@ -6,15 +7,8 @@ import VoiceEngine
 // preallocated input and output. Resamplers and inputs are made (and warmed up) outside the measured closure.
 // Each sample is 1 000 calls; see CodecBenchmarks for how the allocation threshold is checked.
 let benchmarks: @Sendable () -> Void = {
-    let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: reading them allocates inside the measured window
-        timeUnits: .microseconds,
-        warmupIterations: 2,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(2),
-        maxIterations: 50,
-        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
-    )
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 2, maxDuration: .seconds(2), maxIterations: 50)
 
     for (input, output) in [(48_000, 16_000), (16_000, 48_000)] {
         let resample = try! ResampleWorkload(inputRate: input, outputRate: output)

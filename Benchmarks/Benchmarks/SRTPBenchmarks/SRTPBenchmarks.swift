@@ -1,3 +1,4 @@
+import AllocationSuite
 import Benchmark
 import BenchmarkFixtures
 import VoiceEngine
@@ -26,9 +27,7 @@ final class SRTPRoundTripWorkload {
         let template = UnsafeRawBufferPointer(packet.pointer)
         var total = 0
         for _ in 0..<iterations {
-            bytes.copyMemory(from: template)
-            bytes[2] = UInt8(truncatingIfNeeded: sequence >> 8)
-            bytes[3] = UInt8(truncatingIfNeeded: sequence)
+            Fixtures.copyRTPPacket(template, into: bytes, sequence: sequence)
             sequence &+= 1
             do {
                 let protected = try sender.protect(bytes, length: template.count)
@@ -45,15 +44,8 @@ final class SRTPRoundTripWorkload {
 // (`scalingFactor: .kilo`). Held at 0 mallocs (thresholds in Thresholds/, 0 tolerance): the engine builds libsrtp
 // itself (Sources/CSRTP) because Debian's NSS-based build made 14 mallocs per protect and per unprotect.
 let benchmarks: @Sendable () -> Void = {
-    let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, .mallocFreeDelta],  // no OS metrics: they allocate
-        timeUnits: .microseconds,
-        warmupIterations: 1,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(2),
-        maxIterations: 20,
-        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0, .p100: 0])]
-    )
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 1, maxDuration: .seconds(2), maxIterations: 20)
     for suite in SRTPCryptoSuite.allCases {
         let workload = try! SRTPRoundTripWorkload(suite: suite)
         // Warm-up: libsrtp creates the inbound stream (an allocation, once) on the first packet.

@@ -42,6 +42,17 @@ public enum Fixtures {
         return FixedBuffer(copying: bytes)
     }
 
+    /// Copies the RTP packet `template` into `buffer` with sequence number `sequence` (bytes 2-3, network order):
+    /// where every SRTP benchmark iteration starts, since protect and unprotect work in place.
+    @inlinable
+    public static func copyRTPPacket(
+        _ template: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, sequence: UInt16
+    ) {
+        buffer.copyMemory(from: template)
+        buffer[2] = UInt8(truncatingIfNeeded: sequence >> 8)
+        buffer[3] = UInt8(truncatingIfNeeded: sequence)
+    }
+
     /// The master key of `suite` the SRTP benchmarks use: seeded, so every run protects the same bytes.
     public static func srtpKey(_ suite: SRTPCryptoSuite) -> SRTPMasterKey {
         var generator = SeededGenerator(seed: seed &+ UInt64(SRTPCryptoSuite.allCases.firstIndex(of: suite)!))

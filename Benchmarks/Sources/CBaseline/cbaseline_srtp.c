@@ -20,33 +20,25 @@ void cb_srtp_init_once(void) {
     }
 }
 
+typedef void (*policy_setter)(srtp_crypto_policy_t *);
+
+// Per suite index (see cbaseline_srtp.h): the RTP and RTCP crypto policies SRTPSession.makePolicy sets (SRTCP keeps
+// 80-bit tags with AES_CM_128_HMAC_SHA1_32, RFC 4568 §6.2.2).
+static const policy_setter rtp_policies[5] = {
+    srtp_crypto_policy_set_rtp_default /* = AES_CM_128_HMAC_SHA1_80 */, srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32,
+    srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80, srtp_crypto_policy_set_aes_gcm_128_16_auth,
+    srtp_crypto_policy_set_aes_gcm_256_16_auth};
+static const policy_setter rtcp_policies[5] = {
+    srtp_crypto_policy_set_rtcp_default, srtp_crypto_policy_set_rtcp_default,
+    srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80, srtp_crypto_policy_set_aes_gcm_128_16_auth,
+    srtp_crypto_policy_set_aes_gcm_256_16_auth};
+
 static int make_session(cb_srtp *s) {
+    if (s->suite < 0 || s->suite > 4) return 0;
     srtp_policy_t policy;
     memset(&policy, 0, sizeof policy);
-    switch (s->suite) {
-    case 0:
-        srtp_crypto_policy_set_rtp_default(&policy.rtp);
-        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
-        break;
-    case 1:
-        srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp);
-        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
-        break;
-    case 2:
-        srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtp);
-        srtp_crypto_policy_set_aes_cm_256_hmac_sha1_80(&policy.rtcp);
-        break;
-    case 3:
-        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp);
-        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp);
-        break;
-    case 4:
-        srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtp);
-        srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtcp);
-        break;
-    default:
-        return 0;
-    }
+    rtp_policies[s->suite](&policy.rtp);
+    rtcp_policies[s->suite](&policy.rtcp);
     policy.ssrc.type = s->outbound ? ssrc_any_outbound : ssrc_any_inbound;
     policy.key = s->key;
     policy.window_size = 1024;

@@ -16,8 +16,7 @@ import VoiceEngine
 struct SRTPSuite: SideBySideSuite {
     static let suiteName = "srtp"
     static let configuration = CommandConfiguration(
-        commandName: "srtp",
-        abstract: "SRTP protect/unprotect of a 20 ms Opus packet per suite: SRTPSession vs a plain C loop.")
+        commandName: "srtp", abstract: "SRTP protect/unprotect of a 20 ms Opus packet per suite: SRTPSession vs a plain C loop.")
 
     @OptionGroup var options: SideBySideOptions
 
@@ -53,9 +52,7 @@ struct SRTPSuite: SideBySideSuite {
                 let swiftBuffer = UnsafeMutableRawBufferPointer(swiftStorage.pointer)
                 var total = 0
                 for _ in 0..<n {
-                    swiftBuffer.copyMemory(from: template)
-                    swiftBuffer[2] = UInt8(truncatingIfNeeded: swiftSequence >> 8)
-                    swiftBuffer[3] = UInt8(truncatingIfNeeded: swiftSequence)
+                    Fixtures.copyRTPPacket(template, into: swiftBuffer, sequence: swiftSequence)
                     swiftSequence &+= 1
                     do { total &+= try session.protect(swiftBuffer, length: template.count) } catch {
                         fatalError("SRTPSession.protect: \(error)")
@@ -84,42 +81,19 @@ struct SRTPSuite: SideBySideSuite {
         for index in 0..<count {
             let slot = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(protected.pointer)[
                 (index * stride)..<((index + 1) * stride)])
-            slot.copyMemory(from: UnsafeRawBufferPointer(packet.pointer))
-            slot[2] = UInt8(truncatingIfNeeded: index >> 8)
-            slot[3] = UInt8(truncatingIfNeeded: index)
+            Fixtures.copyRTPPacket(UnsafeRawBufferPointer(packet.pointer), into: slot, sequence: UInt16(index))
             lengths.pointer[index] = Int32(try sender.protect(slot, length: packet.count))
         }
-        var session = try SRTPSession(suite: suite, key: key, direction: .inbound)
+        let feed = try InboundFeed(suite: suite, key: key, packets: protected, stride: stride, lengths: lengths)
         let c = CHandle(
             key.withUnsafeBytes { cb_srtp_create(Int32(suiteIndex), $0.baseAddress, Int32($0.count), 0) },
             "cb_srtp_create", destroy: cb_srtp_destroy)
         let swiftStorage = FixedBuffer<UInt8>(count: stride, repeating: 0)
         let cBuffer = FixedBuffer<UInt8>(count: stride, repeating: 0)
-        let source = UnsafeRawBufferPointer(protected.pointer)
-        var swiftNext = 0
         var cNext: Int64 = 0
         return SideBySideCase(
             name: "SRTP.unprotect.\(suite.rawValue)",
-            swift: { n in
-                let swiftBuffer = UnsafeMutableRawBufferPointer(swiftStorage.pointer)
-                var total = 0
-                for _ in 0..<n {
-                    if swiftNext == count {
-                        do { session = try SRTPSession(suite: suite, key: key, direction: .inbound) } catch {
-                            fatalError("SRTPSession: \(error)")
-                        }
-                        swiftNext = 0
-                    }
-                    let length = Int(lengths.pointer[swiftNext])
-                    swiftBuffer.copyMemory(
-                        from: UnsafeRawBufferPointer(rebasing: source[(swiftNext * stride)..<(swiftNext * stride + length)]))
-                    swiftNext += 1
-                    do { total &+= try session.unprotect(swiftBuffer, length: length) } catch {
-                        fatalError("SRTPSession.unprotect: \(error)")
-                    }
-                }
-                return total
-            },
+            swift: { n in feed.unprotect(n, into: UnsafeMutableRawBufferPointer(swiftStorage.pointer)) },
             c: { n in
                 let total = cb_srtp_unprotect_loop(
                     c.pointer, protected.pointer.baseAddress, Int32(stride), lengths.pointer.baseAddress, Int32(count),
@@ -127,5 +101,45 @@ struct SRTPSuite: SideBySideSuite {
                 precondition(total >= 0, "srtp_unprotect failed: \(total)")
                 return Int(total)
             })
+    }
+}
+
+/// The Swift side of the unprotect cases: packets protected beforehand, unprotected in turn by an inbound
+/// `SRTPSession`, which is created anew when they are used up (each authenticates once only).
+final class InboundFeed {
+    let suite: SRTPCryptoSuite
+    let key: SRTPMasterKey
+    let packets: FixedBuffer<UInt8>
+    let stride: Int
+    let lengths: FixedBuffer<Int32>
+    private var session: SRTPSession
+    private var next = 0
+
+    init(
+        suite: SRTPCryptoSuite, key: SRTPMasterKey, packets: FixedBuffer<UInt8>, stride: Int, lengths: FixedBuffer<Int32>
+    ) throws {
+        (self.suite, self.key, self.packets, self.stride, self.lengths) = (suite, key, packets, stride, lengths)
+        session = try SRTPSession(suite: suite, key: key, direction: .inbound)
+    }
+
+    /// Unprotects the next `iterations` packets, each copied into `buffer` first; returns the bytes unprotected.
+    func unprotect(_ iterations: Int, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let source = UnsafeRawBufferPointer(packets.pointer)
+        var total = 0
+        for _ in 0..<iterations {
+            if next == lengths.count {
+                do { session = try SRTPSession(suite: suite, key: key, direction: .inbound) } catch {
+                    fatalError("SRTPSession: \(error)")
+                }
+                next = 0
+            }
+            let length = Int(lengths.pointer[next])
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[(next * stride)..<(next * stride + length)]))
+            next += 1
+            do { total &+= try session.unprotect(buffer, length: length) } catch {
+                fatalError("SRTPSession.unprotect: \(error)")
+            }
+        }
+        return total
     }
 }
