@@ -45,8 +45,10 @@ struct SideBySideOptions: ParsableArguments {
 /// A usage error unless a numeric option is finite and within `range` (inf, nan and huge values are refused
 /// before any work), naming the option, the value and the range.
 func requireOption(_ name: String, _ value: Double, within range: ClosedRange<Double>, _ unit: String) throws {
+    func number(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x) }
     guard value.isFinite, range.contains(value) else {
-        throw ValidationError("\(name) \(value): must be within \(range.lowerBound)...\(range.upperBound) \(unit)")
+        let bounds = "\(number(range.lowerBound))...\(number(range.upperBound))"
+        throw ValidationError("\(name) \(number(value)): must be within \(bounds)\(unit.isEmpty ? "" : " " + unit)")
     }
 }
 
