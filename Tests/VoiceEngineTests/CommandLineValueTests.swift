@@ -114,6 +114,19 @@ import VoiceCore
     }
 
     @Test(
+        "a missing vectors folder is one error line with the system's reason, no Foundation dump",
+        .enabled(if: binary != nil, "voice-engine binary missing"))
+    func missingVectorFolderIsOneReadableLine() throws {
+        for command in [["vectors", "check"], ["aec-vectors", "check"]] {
+            let end = try CallCommandTests.Child(command + ["--directory", "/nonexistent-vectors"])
+                .wait(until: Date().addingTimeInterval(30))
+            #expect(end.status != 0 && end.output.hasPrefix("error: cannot read /nonexistent-vectors/manifest.json: "))
+            #expect(end.output.split(separator: "\n").count == 1, "\(end.output)")
+            #expect(!end.output.contains("NSCocoaErrorDomain") && !end.output.contains("UserInfo"), "\(end.output)")
+        }
+    }
+
+    @Test(
         "output paths are checked before any work: --out, --report, --write-trace of simulate; --out of aec and replay",
         .enabled(if: binary != nil, "voice-engine binary missing"))
     func unwritableOutputPathsFailBeforeWork() throws {

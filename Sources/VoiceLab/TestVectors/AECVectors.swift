@@ -55,7 +55,7 @@ public struct AECVectorManifest: Codable, Sendable {
     public static func load(from url: URL) throws -> AECVectorManifest {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw TestVectorError.unreadable(url.path, String(describing: error))
+            throw TestVectorError.unreadable(url.path, TestVectorError.fileReason(error))
         }
         do { return try JSONDecoder().decode(AECVectorManifest.self, from: data) } catch {
             throw TestVectorError.malformedManifest(url.path, String(describing: error))

@@ -52,7 +52,7 @@ public struct TestVectorManifest: Codable, Sendable {
     public static func load(from url: URL) throws -> TestVectorManifest {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw TestVectorError.unreadable(url.path, String(describing: error))
+            throw TestVectorError.unreadable(url.path, TestVectorError.fileReason(error))
         }
         do { return try JSONDecoder().decode(TestVectorManifest.self, from: data) } catch {
             throw TestVectorError.malformedManifest(url.path, String(describing: error))
@@ -68,6 +68,16 @@ public enum TestVectorError: Error, CustomStringConvertible, Equatable {
     case unknownCheck(String)
     case missingParameter(check: String, parameter: String)
     case unexpectedInput(String, String)
+
+    /// A file error as one sentence, the system's reason ("No such file or directory") when there is one, not
+    /// Foundation's domain, code and user-info dump.
+    public static func fileReason(_ error: any Error) -> String {
+        let error = error as NSError
+        if let posix = error.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return error.localizedDescription
+    }
 
     public var description: String {
         switch self {
