@@ -30,6 +30,7 @@ final class LiveCallShared: Sendable {
     let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
+    let realtime = Atomic<Bool>(false)
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -45,8 +46,21 @@ final class LiveCallShared: Sendable {
         s.datagramsFailed = datagramsFailed.load(ordering: .relaxed)
         s.datagramsReceived = datagramsReceived.load(ordering: .relaxed)
         s.datagramsDiscarded = datagramsDiscarded.load(ordering: .relaxed)
+        s.realtime = realtime.load(ordering: .relaxed)
         return s
     }
+}
+
+/// What the media thread tells the control plane, the tick it happens (each at most once, except latching).
+enum LiveCallSignal: Sendable {
+    /// The transport now sends to this source of authenticated packets.
+    case remoteLatched(UDPEndpoint)
+    /// Media flows both ways.
+    case established
+    /// The peer's authenticated RTCP BYE arrived.
+    case remoteBye
+    /// No RTP accepted for ``LiveCallOptions/mediaTimeoutSeconds`` after the call was established.
+    case mediaTimedOut
 }
 
 /// The stream's sink: every datagram goes out through the transport's non-blocking `sendto`, counted by outcome.
@@ -81,6 +95,8 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     let playout: any AudioDevice
     let shared: LiveCallShared
     let options: LiveCallOptions
+    /// Rare transitions only (never in steady state): yielding takes the stream's lock and may allocate.
+    let signals: AsyncStream<LiveCallSignal>.Continuation
     let block: Int
     var captureFrame: AudioFrame
     var playFrame: AudioFrame
@@ -89,12 +105,17 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var latched: UDPEndpoint?
     var established = false
     var remoteSentBye = false
+    var announcedRemote: UDPEndpoint?
+    var mediaTimedOut = false
+    let mediaTimeoutNanoseconds: Int64?
     static let tickNanoseconds: Int64 = 10_000_000
 
     init(
         stream: MediaStream, transport: UDPMediaTransport, capture: any AudioDevice, playout: any AudioDevice,
-        shared: LiveCallShared, options: LiveCallOptions
+        shared: LiveCallShared, options: LiveCallOptions, signals: AsyncStream<LiveCallSignal>.Continuation
     ) {
+        self.signals = signals
+        mediaTimeoutNanoseconds = options.mediaTimeoutSeconds.map { Int64(min($0, 1e9) * 1e9) }
         self.stream = stream
         self.transport = transport
         self.capture = capture
@@ -117,6 +138,11 @@ final class LiveCallMediaLoop: @unchecked Sendable {
 
     /// The thread body: ticks on absolute monotonic deadlines until ``LiveCallShared/running`` is cleared.
     func run() {
+        if let priority = options.realtimePriority,
+            case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
+        {
+            shared.realtime.store(true, ordering: .relaxed)
+        }
         var deadline = MonotonicClock().now.nanoseconds
         while shared.running.load(ordering: .acquiring) {
             deadline += Self.tickNanoseconds
@@ -148,13 +174,31 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         captureTick(paused: paused, now: now)
         playoutTick(paused: paused, now: now)
         stream.pollRTCP(now: now)
-        if !remoteSentBye && stream.stats.remoteSentBye {
-            remoteSentBye = true
-            shared.remoteSentBye.store(true, ordering: .releasing)
+        signalChanges(now: now)
+    }
+
+    /// Tells the control plane what changed this tick: a new latched remote, establishment, the peer's BYE,
+    /// the media timeout. Costs a few atomic loads when nothing did.
+    private func signalChanges(now: MediaTime) {
+        if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
+            announcedRemote = remote
+            signals.yield(.remoteLatched(remote))
         }
         if !established && stream.stats.packetsReceived > 0 && shared.datagramsSent.load(ordering: .relaxed) > 0 {
             established = true
             shared.established.store(true, ordering: .releasing)
+            signals.yield(.established)
+        }
+        if !remoteSentBye && stream.stats.remoteSentBye {
+            remoteSentBye = true
+            shared.remoteSentBye.store(true, ordering: .releasing)
+            signals.yield(.remoteBye)
+        }
+        if established, !mediaTimedOut, let timeout = mediaTimeoutNanoseconds,
+            now.nanoseconds - shared.lastMediaNanoseconds.load(ordering: .relaxed) > timeout
+        {
+            mediaTimedOut = true
+            signals.yield(.mediaTimedOut)
         }
     }
 

@@ -62,22 +62,30 @@ public enum LiveDeviceName: Sendable, Hashable, CustomStringConvertible {
         return (capture, playout)
     }
 
+    /// File and null devices stand in for a sound card in a call, so their clock threads ask for the SCHED_FIFO
+    /// priority an ALSA device asks for by default (granted or not, they work the same).
+    static let realtimePriority: Int32 = 10
+
     private func open(direction: AudioDirection, format: AudioFormat, loop: Bool) throws(LiveCallError)
         -> any AudioDevice
     {
         do {
             switch self {
             case .null:
-                return try NullAudioDevice(direction: direction, format: format, clocking: .realTime)
+                return try NullAudioDevice(
+                    direction: direction, format: format, clocking: .realTime,
+                    realtimePriority: Self.realtimePriority)
             case .file(let path):
                 guard !path.isEmpty else {
                     throw LiveCallError.deviceOpenFailed(device: description, reason: "no path after file:")
                 }
                 if direction == .capture {
                     return try FileCaptureDevice(
-                        path: path, clocking: .realTime, endOfFile: loop ? .loop : .silence)
+                        path: path, clocking: .realTime, endOfFile: loop ? .loop : .silence,
+                        realtimePriority: Self.realtimePriority)
                 }
-                return try FilePlayoutDevice(path: path, format: format, clocking: .realTime)
+                return try FilePlayoutDevice(
+                    path: path, format: format, clocking: .realTime, realtimePriority: Self.realtimePriority)
             case .alsa(let name):
                 return try ALSADevice(name: name, direction: direction, format: format)
             }

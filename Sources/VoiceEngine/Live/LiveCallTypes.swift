@@ -47,25 +47,27 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
     /// it is dropped and counted (the speaker clock runs slower than the media tick).
     public var playoutHighWaterBlocks: Int
-    /// How often the control plane looks at the media thread's flags (events, media timeout, session ticks).
-    public var monitorIntervalMilliseconds: Int
     /// End the call with ``VoiceSession/CallEndCause/failed`` when no RTP was received for this long after it
     /// was established; nil never does.
     public var mediaTimeoutSeconds: Double?
     /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
     /// counted as late, not run).
     public var maximumLagTicks: Int
+    /// SCHED_FIFO priority the media thread asks for (as ALSA devices do), so a busy machine delays its ticks
+    /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
+    /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
+    public var realtimePriority: Int32?
 
     public init(
         captureCushionBlocks: Int = 2, captureHighWaterBlocks: Int = 8, playoutPrimeBlocks: Int = 2,
-        playoutHighWaterBlocks: Int = 8, monitorIntervalMilliseconds: Int = 20, mediaTimeoutSeconds: Double? = nil,
-        maximumLagTicks: Int = 5
+        playoutHighWaterBlocks: Int = 8, mediaTimeoutSeconds: Double? = nil,
+        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10
     ) {
+        self.realtimePriority = realtimePriority
         self.captureCushionBlocks = captureCushionBlocks
         self.captureHighWaterBlocks = captureHighWaterBlocks
         self.playoutPrimeBlocks = playoutPrimeBlocks
         self.playoutHighWaterBlocks = playoutHighWaterBlocks
-        self.monitorIntervalMilliseconds = monitorIntervalMilliseconds
         self.mediaTimeoutSeconds = mediaTimeoutSeconds
         self.maximumLagTicks = maximumLagTicks
     }
@@ -97,6 +99,8 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var datagramsReceived = 0
     /// Datagrams discarded without the stream seeing them (while interrupted, or stale after one).
     public var datagramsDiscarded = 0
+    /// Whether the media thread got the real-time scheduling it asked for (``LiveCallOptions/realtimePriority``).
+    public var realtime = false
 
     public init() {}
 }
