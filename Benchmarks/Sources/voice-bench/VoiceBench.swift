@@ -13,6 +13,6 @@ struct VoiceBench: ParsableCommand {
         commandName: "voice-bench",
         abstract: "Times VoiceEngine's Swift wrappers against a plain C loop making the same library calls.",
         discussion: "Build in release: swift run -c release --package-path Benchmarks voice-bench codec [--json]",
-        subcommands: [CodecSuite.self, JitterBench.self, AECBench.self, PipelineBench.self]
+        subcommands: [CodecSuite.self, JitterBench.self, AECBench.self, PipelineBench.self, LiveBench.self]
     )
 }
