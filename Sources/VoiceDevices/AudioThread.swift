@@ -12,6 +12,16 @@ func monotonicNanoseconds() -> Int64 {
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }
 
+/// Names the calling thread as `top -H`, `perf` and `/proc/PID/task/*/comm` show it (the first 15 bytes), so a
+/// call's threads can be told apart when measuring them. Best effort: a failure leaves the old name.
+public func setCurrentThreadName(_ name: String) {
+    let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    close(descriptor)
+}
+
 /// A self-pipe that wakes an audio thread out of `poll` on a PCM when the control plane stops it, so stopping
 /// never waits for a device; a timed thread looks at it after each deadline. Owns both descriptors.
 final class Wakeup: Sendable {
@@ -77,23 +87,32 @@ final class AudioThread: @unchecked Sendable {
         let body: @Sendable () -> Void
         let realtimePriority: Int32?
         let counters: DeviceCounters
-        init(body: @escaping @Sendable () -> Void, realtimePriority: Int32?, counters: DeviceCounters) {
+        let threadName: String
+        init(
+            body: @escaping @Sendable () -> Void, realtimePriority: Int32?, counters: DeviceCounters,
+            threadName: String
+        ) {
             self.body = body
+            self.threadName = threadName
             self.realtimePriority = realtimePriority
             self.counters = counters
         }
     }
 
-    init(device: String, realtimePriority: Int32?, counters: DeviceCounters, body: @escaping @Sendable () -> Void)
-        throws(AudioDeviceError)
-    {
-        let start = Start(body: body, realtimePriority: realtimePriority, counters: counters)
+    /// - Parameter threadName: what `top -H` and `/proc/PID/task/*/comm` show (15 bytes at most).
+    init(
+        device: String, threadName: String, realtimePriority: Int32?, counters: DeviceCounters,
+        body: @escaping @Sendable () -> Void
+    ) throws(AudioDeviceError) {
+        let start = Start(
+            body: body, realtimePriority: realtimePriority, counters: counters, threadName: threadName)
         let context = Unmanaged.passRetained(start).toOpaque()
         var handle = pthread_t()
         let rc = pthread_create(
             &handle, nil,
             { raw in
                 let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+                setCurrentThreadName(start.threadName)
                 if let priority = start.realtimePriority {
                     start.counters.recordRealtime(RealtimeScheduling.requestForCurrentThread(priority: priority))
                 } else {

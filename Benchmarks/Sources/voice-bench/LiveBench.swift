@@ -171,10 +171,10 @@ enum EngineCalls {
             let transportB = try await UDPMediaTransport.bind(host: "127.0.0.1", remote: transportA.localEndpoint)
             func call(_ transport: UDPMediaTransport, local: SRTPMasterKey, remote: SRTPMasterKey) throws -> LiveCall {
                 let format = AudioFormat(sampleRate: 16_000)
-                let capture = try FileCaptureDevice(
-                    path: speech, format: format, clocking: .realTime, endOfFile: .loop, realtimePriority: 10)
-                let playout = try NullAudioDevice(
-                    direction: .playout, format: format, clocking: .realTime, realtimePriority: 10)
+                // As `voice-engine call` opens file and null devices: driven by the call's media thread.
+                let clocking = DeviceClocking.manual(MonotonicClock())
+                let capture = try FileCaptureDevice(path: speech, format: format, clocking: clocking, endOfFile: .loop)
+                let playout = try NullAudioDevice(direction: .playout, format: format, clocking: clocking)
                 let configuration = MediaStreamConfiguration(
                     opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
                     srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),

@@ -86,7 +86,9 @@ public final class LiveCall: @unchecked Sendable {
     ///     `ntpAtZero` by the wall clock's NTP time at monotonic zero (for RTCP sender reports).
     ///   - transport: bound, with the peer's address set when known (the caller side); latching follows the
     ///     peer's authenticated packets either way.
-    ///   - capture: the microphone; playout: the speaker. Both mono, in the same format.
+    ///   - capture: the microphone; playout: the speaker. Both mono, in the same format. A file or null device
+    ///     clocked `.manual` (on the monotonic clock) has no thread: the media thread transfers its due periods
+    ///     each tick, one wake-up for the call and both devices.
     ///   - session: when given, the call reports `callEstablished`/`callEnded` and device events to it and follows
     ///     its effects; the microphone then stays closed (silence is sent) until the session opens it on
     ///     establishment. The engine must have been started on it (`startEngine()`).

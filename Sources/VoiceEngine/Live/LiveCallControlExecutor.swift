@@ -1,4 +1,5 @@
 import Foundation
+import VoiceDevices
 
 /// The task executor of every live call's control plane in the process: one thread of its own that sleeps until
 /// a job arrives.
@@ -33,6 +34,7 @@ final class LiveCallControlExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     private func run() {
+        setCurrentThreadName("voice-control")
         let executor = asUnownedTaskExecutor()
         while true {
             condition.lock()

@@ -93,6 +93,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     let transport: UDPMediaTransport
     let capture: any AudioDevice
     let playout: any AudioDevice
+    /// Manually clocked file/null devices (clocking `.manual`) that this thread drives on its own tick, so one
+    /// wake-up per 10 ms serves the call and both devices instead of three.
+    let drivenCapture: ClockedAudioDevice?
+    let drivenPlayout: ClockedAudioDevice?
     let shared: LiveCallShared
     let options: LiveCallOptions
     /// Rare transitions only (never in steady state): yielding takes the stream's lock and may allocate.
@@ -120,12 +124,19 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         self.transport = transport
         self.capture = capture
         self.playout = playout
+        drivenCapture = Self.manuallyClocked(capture)
+        drivenPlayout = Self.manuallyClocked(playout)
         self.shared = shared
         self.options = options
         let format = stream.configuration.deviceFormat
         block = format.samplesPerBlock
         captureFrame = AudioFrame(format: format)
         playFrame = AudioFrame(format: format)
+    }
+
+    private static func manuallyClocked(_ device: any AudioDevice) -> ClockedAudioDevice? {
+        guard let clocked = device as? ClockedAudioDevice, case .manual = clocked.clocking else { return nil }
+        return clocked
     }
 
     /// Before the thread starts: a cushion of silence for the speaker.
@@ -138,6 +149,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
 
     /// The thread body: ticks on absolute monotonic deadlines until ``LiveCallShared/running`` is cleared.
     func run() {
+        setCurrentThreadName("voice-media")
         if let priority = options.realtimePriority,
             case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
         {
@@ -171,8 +183,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             flush()
         }
         receive(paused: paused)
+        drivenCapture?.tick()
         captureTick(paused: paused, now: now)
         playoutTick(paused: paused, now: now)
+        drivenPlayout?.tick()
         stream.pollRTCP(now: now)
         signalChanges(now: now)
     }
