@@ -60,6 +60,18 @@ import VoiceLab
         return (a, b)
     }
 
+    /// An SRTP pair with an audio session on each side (voice processing on A): the microphone opens only when
+    /// the control plane has seen the call established and the session opens it.
+    static func makeSessionPair(directory: URL) async throws -> (a: Side, b: Side) {
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        let sessionA = AudioSession(clock: MonotonicClock())
+        let sessionB = AudioSession(clock: MonotonicClock())
+        await sessionA.startEngine()
+        await sessionB.startEngine()
+        return try await makePair(
+            directory: directory, keysA: keysA, keysB: keysB, processingOnA: true, sessions: (sessionA, sessionB))
+    }
+
     /// Normalised cross-correlation of `test` against `reference` after the best alignment (lag ≤ 0.6 s).
     static func alignedCorrelation(reference: ArraySlice<Int16>, test: ArraySlice<Int16>) -> (
         correlation: Double, lag: Int
@@ -102,13 +114,7 @@ import VoiceLab
     func twoCallsOverLoopbackExchangeSpeechWithSRTPInRealTime() async throws {
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (keysA, keysB) = StreamTestSupport.srtpPair()
-        let sessionA = AudioSession(clock: MonotonicClock())
-        let sessionB = AudioSession(clock: MonotonicClock())
-        await sessionA.startEngine()
-        await sessionB.startEngine()
-        let (a, b) = try await Self.makePair(
-            directory: dir, keysA: keysA, keysB: keysB, processingOnA: true, sessions: (sessionA, sessionB))
+        let (a, b) = try await Self.makeSessionPair(directory: dir)
         let transportB = b.call.transport
 
         try a.call.start()

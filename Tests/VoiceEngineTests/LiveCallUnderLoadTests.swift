@@ -24,16 +24,9 @@ extension LiveCallTests {
         func speechStillArrivesWhileEveryCoreAndTheCooperativePoolAreBusy() async throws {
             let dir = StreamTestSupport.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let (keysA, keysB) = StreamTestSupport.srtpPair()
             // With sessions, the microphone opens only when the control plane has seen the call established: the
             // case that went silent when the control plane waited for the (busy) cooperative pool.
-            let sessionA = AudioSession(clock: MonotonicClock())
-            let sessionB = AudioSession(clock: MonotonicClock())
-            await sessionA.startEngine()
-            await sessionB.startEngine()
-            let (a, b) = try await LiveCallTests.makePair(
-                directory: dir, keysA: keysA, keysB: keysB, processingOnA: true,
-                sessions: (sessionA, sessionB))
+            let (a, b) = try await LiveCallTests.makeSessionPair(directory: dir)
 
             let load = CPULoad(seconds: 4)
             try a.call.start()

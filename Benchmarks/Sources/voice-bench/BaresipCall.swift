@@ -61,7 +61,7 @@ struct BaresipCall {
         for (index, name) in ["a", "b"].enumerated() {
             let log = (try? String(contentsOf: directory.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
             guard Self.isIntact(log: log) else {
-                throw ValidationError(
+                throw LiveBenchFailure(
                     "baresip \(name) (port \(ports[index])) did not carry audio both ways; its log:\n"
                         + log.suffix(1500))
             }
@@ -123,7 +123,7 @@ struct BaresipCall {
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        guard ok else { throw ValidationError("no free port on 127.0.0.1 for baresip") }
+        guard ok else { throw LiveBenchFailure("no free port on 127.0.0.1 for baresip") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
