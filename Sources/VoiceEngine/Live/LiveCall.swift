@@ -154,7 +154,7 @@ public final class LiveCall: @unchecked Sendable {
     /// Our SSRC (for logs and signalling).
     public var ssrc: UInt32 { stream.ssrc }
 
-    /// Starts the devices, then the media thread and the monitor.
+    /// Starts the devices, then the media thread (`voice-media`) and the monitor (on `voice-control`).
     /// - Throws: ``LiveCallError/invalidState(_:)`` when already started or ended,
     ///   ``LiveCallError/deviceStartFailed(device:reason:)`` (both devices are stopped again).
     public func start() throws(LiveCallError) {
@@ -176,7 +176,6 @@ public final class LiveCall: @unchecked Sendable {
             self.loop.run()
             self.mediaThreadExited()
         }
-        thread.name = "voice-engine.media"
         thread.qualityOfService = .userInteractive
         thread.stackSize = 1 << 20
         control.withLock {
