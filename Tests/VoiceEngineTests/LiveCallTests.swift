@@ -27,7 +27,7 @@ import VoiceLab
 
     static func makeSide(
         name: String, directory: URL, srtp: MediaStreamSRTP?, transport: UDPMediaTransport,
-        voiceProcessing: Bool, session: AudioSession?
+        voiceProcessing: Bool, session: AudioSession?, options: LiveCallOptions = LiveCallOptions()
     ) throws -> Side {
         let speaker = directory.appendingPathComponent("\(name)-speaker.wav").path
         // Real-time priority for the device clocks, as `LiveDeviceName` and ALSA devices ask for.
@@ -37,7 +37,7 @@ import VoiceLab
             seed: name == "a" ? 11 : 22, srtp: srtp, voiceProcessing: voiceProcessing)
         let call = try LiveCall(
             callID: CallID(name), configuration: configuration, transport: transport, capture: capture,
-            playout: playout, session: session)
+            playout: playout, session: session, options: options)
         let log = EventLog()
         log.record(call.events)
         return Side(call: call, speaker: speaker, events: log)
@@ -46,17 +46,17 @@ import VoiceLab
     /// A listens on loopback with no remote (it latches on B's first authenticated packet); B calls A.
     static func makePair(
         directory: URL, keysA: MediaStreamSRTP?, keysB: MediaStreamSRTP?, processingOnA: Bool = false,
-        sessions: (AudioSession?, AudioSession?) = (nil, nil)
+        sessions: (AudioSession?, AudioSession?) = (nil, nil), options: LiveCallOptions = LiveCallOptions()
     ) async throws -> (a: Side, b: Side) {
         let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
         let transportB = try await UDPMediaTransport.bind(
             host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
         let a = try makeSide(
             name: "a", directory: directory, srtp: keysA, transport: transportA, voiceProcessing: processingOnA,
-            session: sessions.0)
+            session: sessions.0, options: options)
         let b = try makeSide(
             name: "b", directory: directory, srtp: keysB, transport: transportB, voiceProcessing: false,
-            session: sessions.1)
+            session: sessions.1, options: options)
         return (a, b)
     }
 
@@ -185,6 +185,34 @@ import VoiceLab
             let typicalLag = lags.sorted()[lags.count / 2]
             #expect(typicalLag > 160 && typicalLag < 8_000, "lags \(lags)")
         }
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
+        .timeLimit(.minutes(1)))
+    func callsOnTheSharedMediaThreadExchangeSpeechAndLeaveIt() async throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        var options = LiveCallOptions()
+        options.sharedMediaThread = true
+        let (a, b) = try await Self.makePair(directory: dir, keysA: keysA, keysB: keysB, options: options)
+        try a.call.start()
+        try b.call.start()
+        try await Task.sleep(for: .seconds(2))
+        let resultA = await a.call.stop()
+        let resultB = await b.call.stop()
+        let input = try WAVFile.read(path: Self.speech).int16Samples
+        for (name, side, result) in [("A", a, resultA), ("B", b, resultB)] {
+            #expect(result.wasEstablished, "\(name) never saw media both ways")
+            #expect(result.statistics.ticks >= 150, "\(name) ticked \(result.statistics.ticks) times in 2 s")
+            #expect(result.report.rtp.received >= 70 && result.report.rtp.lost == 0)
+            let heard = try WAVFile.read(path: side.speaker).int16Samples
+            let (correlation, _) = Self.medianWindowCorrelation(input: input, heard: heard)
+            #expect(correlation > 0.6, "\(name)'s speaker does not carry the peer's speech (\(correlation))")
+        }
+        // Both left the shared thread: their ticks stopped when they ended.
+        #expect(a.call.statistics.ticks == resultA.statistics.ticks)
     }
 
     @Test(

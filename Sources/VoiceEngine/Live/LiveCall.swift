@@ -172,17 +172,21 @@ public final class LiveCall: @unchecked Sendable {
         }
         loop.primePlayout()
         shared.running.store(true, ordering: .releasing)
-        let thread = Thread {
-            self.loop.run()
-            self.mediaThreadExited()
-        }
-        thread.qualityOfService = .userInteractive
-        thread.stackSize = 1 << 20
         control.withLock {
             $0.threadStarted = true
             $0.startedAt = MonotonicClock().now
         }
-        thread.start()
+        if options.sharedMediaThread {
+            LiveCallTicker.shared.add(loop) { self.mediaThreadExited() }
+        } else {
+            let thread = Thread {
+                self.loop.run()
+                self.mediaThreadExited()
+            }
+            thread.qualityOfService = .userInteractive
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
         continuation.yield(.started(local: transport.localEndpoint))
         let executor = LiveCallControlExecutor.shared
         Task(executorPreference: executor) { [signals] in await self.monitor(signals) }

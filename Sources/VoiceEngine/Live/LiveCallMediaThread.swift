@@ -157,20 +157,23 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         }
         var deadline = MonotonicClock().now.nanoseconds
         while shared.running.load(ordering: .acquiring) {
-            deadline += Self.tickNanoseconds
-            Self.sleep(untilMonotonic: deadline)
-            var now = MonotonicClock().now
-            let lag = now.nanoseconds - deadline
-            if lag > Int64(options.maximumLagTicks) * Self.tickNanoseconds {
-                // A stall (the machine was suspended, the thread starved): run this tick now and drop the
-                // missed ones instead of bursting through them.
-                let missed = Int(lag / Self.tickNanoseconds)
-                shared.lateTicks.wrappingAdd(missed, ordering: .relaxed)
-                deadline += Int64(missed) * Self.tickNanoseconds
-            }
-            now = MonotonicClock().now
-            tick(now: now)
+            let missed = Self.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
+            if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
+            tick(now: MonotonicClock().now)
         }
+    }
+
+    /// Advances `deadline` by one tick and sleeps until it. After a stall longer than `maximumLagTicks` (the
+    /// machine was suspended, the thread starved) it moves the deadline past the missed ticks, so the caller
+    /// runs this tick now instead of bursting through them; returns how many were missed.
+    static func sleepToNextTick(_ deadline: inout Int64, maximumLagTicks: Int) -> Int {
+        deadline += tickNanoseconds
+        sleep(untilMonotonic: deadline)
+        let lag = MonotonicClock().now.nanoseconds - deadline
+        guard lag > Int64(maximumLagTicks) * tickNanoseconds else { return 0 }
+        let missed = Int(lag / tickNanoseconds)
+        deadline += Int64(missed) * tickNanoseconds
+        return missed
     }
 
     /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP.

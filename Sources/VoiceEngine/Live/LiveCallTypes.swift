@@ -57,12 +57,18 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
     /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
     public var realtimePriority: Int32?
+    /// Tick this call on the process's one shared media thread (``LiveCallTicker``) with every other call that
+    /// asks for it, instead of on a thread of its own: one wake-up per 10 ms for all of them. A server or
+    /// multi-party host with many calls wants it; the shared thread uses the first such call's
+    /// ``maximumLagTicks`` and ``realtimePriority``.
+    public var sharedMediaThread: Bool
 
     public init(
         captureCushionBlocks: Int = 2, captureHighWaterBlocks: Int = 8, playoutPrimeBlocks: Int = 2,
         playoutHighWaterBlocks: Int = 8, mediaTimeoutSeconds: Double? = nil,
-        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10
+        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10, sharedMediaThread: Bool = false
     ) {
+        self.sharedMediaThread = sharedMediaThread
         self.realtimePriority = realtimePriority
         self.captureCushionBlocks = captureCushionBlocks
         self.captureHighWaterBlocks = captureHighWaterBlocks
