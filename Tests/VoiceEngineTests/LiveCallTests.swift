@@ -20,6 +20,14 @@ import VoiceLab
     final class EventLog: Sendable {
         private let storage = Mutex<[LiveCallEvent]>([])
         var all: [LiveCallEvent] { storage.withLock { $0 } }
+        /// The events once the recording task has taken the last one, `.ended` (at most 2 s later).
+        func untilEnded() async -> [LiveCallEvent] {
+            for _ in 0..<200 {
+                if case .ended = all.last { break }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return all
+        }
         func record(_ stream: AsyncStream<LiveCallEvent>) {
             Task { for await event in stream { storage.withLock { $0.append(event) } } }
         }
@@ -160,7 +168,7 @@ import VoiceLab
         #expect(resultA.transport.latches == 1)
         #expect(a.events.all.contains(.remoteLatched(transportB.localEndpoint)))
         for side in [a, b] {
-            let events = side.events.all
+            let events = await side.events.untilEnded()
             #expect(events.first == .started(local: side.call.transport.localEndpoint))
             #expect(events.contains(.established))
             #expect(events.last == .ended(.localHangup))

@@ -42,6 +42,9 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
+    @Flag(help: "All calls on the process's shared media threads, one per core (LiveCallOptions.sharedMediaThread).")
+    var sharedMediaThread = false
+
     @Flag(help: "Skip the baresip column.")
     var noBaresip = false
 
@@ -68,7 +71,8 @@ struct LiveBench: ParsableCommand {
             throw ValidationError("--speech \(speech): \(wav.format), expected 16 kHz mono")
         }
         let baresip = noBaresip ? nil : BaresipCall.find()
-        let processing = voiceProcessing ? "on (AEC, NS, VAD; baresip speex_pp)" : "off"
+        let processing = (voiceProcessing ? "on (AEC, NS, VAD; baresip speex_pp)" : "off")
+            + (sharedMediaThread ? ", shared media threads (one per core)" : ", a media thread per call")
         print(
             "voice-bench live: real-time calls in one process (two LiveCalls each, looping WAV microphone, null "
                 + "speaker, loopback UDP, SRTP, Opus 16 kHz 32 kb/s c5), voice processing \(processing); "
@@ -161,9 +165,12 @@ enum EngineCalls {
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         let seconds = options.seconds, warmUp = options.warmUp, processing = options.voiceProcessing
+        var callOptions = LiveCallOptions()
+        callOptions.sharedMediaThread = options.sharedMediaThread
         Task {
             do {
-                outcome.result = .success(try await measure(calls, speech, seconds, warmUp, processing))
+                outcome.result = .success(
+                    try await measure(calls, speech, seconds, warmUp, processing, callOptions))
             } catch {
                 outcome.result = .failure(error)
             }
@@ -174,7 +181,8 @@ enum EngineCalls {
     }
 
     private static func measure(
-        _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool
+        _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool,
+        _ callOptions: LiveCallOptions
     ) async throws -> LiveRun {
         var pairs: [(LiveCall, LiveCall)] = []
         for index in 0..<count {
@@ -195,7 +203,8 @@ enum EngineCalls {
                     srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
                     voiceProcessing: processing)
                 return try LiveCall(
-                    configuration: configuration, transport: transport, capture: capture, playout: playout)
+                    configuration: configuration, transport: transport, capture: capture, playout: playout,
+                    options: callOptions)
             }
             pairs.append(
                 (try call(transportA, local: keyA, remote: keyB), try call(transportB, local: keyB, remote: keyA)))

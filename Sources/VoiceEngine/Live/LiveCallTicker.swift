@@ -3,8 +3,9 @@ import Synchronization
 import VoiceCore
 import VoiceDevices
 
-/// The process's one shared media thread: every call started with ``LiveCallOptions/sharedMediaThread`` is ticked
-/// here, all on the same 10 ms absolute deadline, so N calls cost 100 wake-ups a second instead of 100 × N.
+/// The process's shared media threads, one per core: every call started with ``LiveCallOptions/sharedMediaThread``
+/// is ticked by one of them (given in turn), all on a 10 ms absolute deadline, so N calls cost 100 wake-ups a
+/// second per core instead of 100 × N, and more calls than one core can tick still fit.
 ///
 /// Calls join through a mutex-guarded list the thread takes over at its next tick (only when something is
 /// pending, so a steady tick takes no lock); a call leaves when its `running` flag is cleared — the thread drops it
@@ -13,7 +14,14 @@ import VoiceDevices
 final class LiveCallTicker: @unchecked Sendable {
     // @unchecked Sendable: `calls` is used only by the ticker thread; `joining` is behind a Mutex.
 
-    static let shared = LiveCallTicker()
+    /// One ticker per core; ``add(_:exited:)`` hands calls to them in turn.
+    static let pool = (0..<max(1, ProcessInfo.processInfo.activeProcessorCount)).map { _ in LiveCallTicker() }
+    private static let nextInPool = Atomic<Int>(0)
+
+    /// The ticker the next call goes to.
+    static var next: LiveCallTicker {
+        pool[nextInPool.wrappingAdd(1, ordering: .relaxed).oldValue % pool.count]
+    }
 
     private struct Member {
         let loop: LiveCallMediaLoop

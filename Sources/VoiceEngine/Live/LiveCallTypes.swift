@@ -57,10 +57,10 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
     /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
     public var realtimePriority: Int32?
-    /// Tick this call on the process's one shared media thread (``LiveCallTicker``) with every other call that
-    /// asks for it, instead of on a thread of its own: one wake-up per 10 ms for all of them. A server or
-    /// multi-party host with many calls wants it; the shared thread uses the first such call's
-    /// ``maximumLagTicks`` and ``realtimePriority``.
+    /// Tick this call on one of the process's shared media threads (``LiveCallTicker``, one per core) with the
+    /// other calls that ask for it, instead of on a thread of its own: one wake-up per 10 ms per core for all of
+    /// them. A server or multi-party host with many calls wants it; each shared thread uses the
+    /// ``maximumLagTicks`` and ``realtimePriority`` of the first call it was given.
     public var sharedMediaThread: Bool
 
     public init(
