@@ -201,10 +201,9 @@ import VoiceLab
     func callsOnTheSharedMediaThreadExchangeSpeechAndLeaveIt() async throws {
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (keysA, keysB) = StreamTestSupport.srtpPair()
-        var options = LiveCallOptions()
-        options.sharedMediaThread = true
-        let (a, b) = try await Self.makePair(directory: dir, keysA: keysA, keysB: keysB, options: options)
+        let keys = StreamTestSupport.srtpPair()
+        let (a, b) = try await Self.makePair(
+            directory: dir, keysA: keys.0, keysB: keys.1, options: LiveCallOptions(sharedMediaThread: true))
         try a.call.start()
         try b.call.start()
         try await Task.sleep(for: .seconds(2))
