@@ -7,10 +7,12 @@
 APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev pkg-config
 # Interoperability peers for the tests (software nobody here wrote): srtpenc/srtpdec, rtpopuspay/depay, opusdec.
 TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark
+# The reference call of `voice-bench live` (its column is skipped with a message without it).
+BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-allocations fuzz fuzz-check asan tsan hostile soak clean
+.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-live bench-allocations fuzz fuzz-check asan tsan hostile soak clean
 
 ## Installs the missing Debian packages (apt-get update first, as a fresh machine needs).
 deps:
@@ -35,8 +37,8 @@ demo: deps
 	$(SWIFT) run voice-engine demo
 
 ## The whole test suite (unit tests, test-vector manifest, interoperability where the peers are installed).
-## Serial: the suite holds real-time calls (a media thread on 10 ms deadlines, GStreamer peers) whose control
-## tasks starve when CPU-heavy suites fill both cores of a small machine; serial is also faster there (~2.5 min).
+## Serial, which is faster on a small machine; the parallel `swift test` passes too (a live call keeps its
+## control plane off the cooperative pool and its media thread on SCHED_FIFO: LiveCallTests.UnderLoad).
 test: test-deps
 	$(SWIFT) test --no-parallel
 
@@ -51,6 +53,11 @@ vectors-check: deps
 ## Swift wrappers against a plain C loop, side by side (ratios).
 bench: deps
 	$(SWIFT) run -c release --package-path Benchmarks voice-bench codec
+
+## Real-time calls in one process (1, 10, 50) against fast time and a baresip call: CPU and wake-ups per call.
+bench-live: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_APT_PACKAGES)"
+	$(SWIFT) run -c release --package-path Benchmarks voice-bench live --calls 1 --calls 10 --calls 50
 
 ## ordo-one/benchmark suites; fails when an allocation threshold (0 per block) is exceeded.
 bench-allocations: deps

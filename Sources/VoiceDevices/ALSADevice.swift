@@ -131,7 +131,8 @@ public final class ALSADevice: AudioDevice, @unchecked Sendable {
             let stateCell = self.stateCell
             do throws(AudioDeviceError) {
                 thread = try AudioThread(
-                    device: name, realtimePriority: configuration.realtimePriority, counters: counters
+                    device: name, threadName: "alsa-\(direction)", realtimePriority: configuration.realtimePriority,
+                    counters: counters
                 ) {
                     if case .failed = loop.run() { stateCell.set(.failed) }
                 }

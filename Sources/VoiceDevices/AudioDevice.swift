@@ -1,6 +1,10 @@
 // VoiceDevices: audio capture and playout devices (ALSA, file-backed, null) behind one interface.
 import VoiceCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Which way audio flows through a device.
 public enum AudioDirection: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// The device produces samples (a microphone); its periods are written into the device's ring.
@@ -67,6 +71,15 @@ public enum RealtimeScheduling: Sendable, Hashable, CustomStringConvertible {
     /// `pthread_setschedparam` refused (`errno`, usually EPERM without CAP_SYS_NICE/RLIMIT_RTPRIO); the thread
     /// runs with normal scheduling and works the same, with more jitter under load.
     case denied(errno: Int32)
+
+    /// Asks for SCHED_FIFO at `priority` for the calling thread (a device's audio thread, a call's media
+    /// thread); the answer says whether it was granted. Refusal leaves the thread as it was.
+    public static func requestForCurrentThread(priority: Int32) -> RealtimeScheduling {
+        var parameters = sched_param()
+        parameters.sched_priority = priority
+        let rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+        return rc == 0 ? .granted(priority: priority) : .denied(errno: rc)
+    }
 
     public var description: String {
         switch self {

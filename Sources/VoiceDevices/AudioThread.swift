@@ -12,8 +12,18 @@ func monotonicNanoseconds() -> Int64 {
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }
 
-/// A self-pipe that wakes an audio thread out of `poll` when the control plane stops it, so stopping never
-/// waits for a device or a timer. Owns both descriptors.
+/// Names the calling thread as `top -H`, `perf` and `/proc/PID/task/*/comm` show it (the first 15 bytes), so a
+/// call's threads can be told apart when measuring them. Best effort: a failure leaves the old name.
+public func setCurrentThreadName(_ name: String) {
+    let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    close(descriptor)
+}
+
+/// A self-pipe that wakes an audio thread out of `poll` on a PCM when the control plane stops it, so stopping
+/// never waits for a device; a timed thread looks at it after each deadline. Owns both descriptors.
 final class Wakeup: Sendable {
     let readDescriptor: Int32
     let writeDescriptor: Int32
@@ -46,24 +56,15 @@ final class Wakeup: Sendable {
         while withUnsafeMutableBytes(of: &bytes, { read(readDescriptor, $0.baseAddress, $0.count) }) > 0 {}
     }
 
-    /// Audio thread: sleeps until the absolute monotonic `deadline` (nanoseconds). Returns false as soon as the
-    /// wakeup is signalled. Absolute deadlines mean no drift accumulates however long each wake-up takes.
-    /// Polls the pipe for all but the last millisecond, then sleeps the remainder with `clock_nanosleep`.
+    /// Audio thread: sleeps until the absolute monotonic `deadline` (nanoseconds) with one
+    /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` — one wake-up per deadline, and no drift however long
+    /// each period's work takes. Returns false when the wakeup was signalled meanwhile: a stop takes effect at
+    /// the next deadline (at most one period later), which costs less than waking twice per period to watch
+    /// the pipe.
     func sleep(untilMonotonic deadline: Int64) -> Bool {
-        var descriptor = pollfd(fd: readDescriptor, events: Int16(POLLIN), revents: 0)
-        while true {
-            let remaining = deadline - monotonicNanoseconds()
-            if remaining <= 0 { return true }
-            if remaining > 1_500_000 {
-                let timeout = Int32(min((remaining - 1_000_000) / 1_000_000, 1_000))
-                descriptor.revents = 0
-                if poll(&descriptor, 1, timeout) > 0 { return false }
-                continue
-            }
-            if poll(&descriptor, 1, 0) > 0 { return false }
-            var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-            _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
-        }
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        return !isSignalled
     }
 
     /// Audio thread: true when the wakeup has been signalled (non-blocking).
@@ -86,25 +87,34 @@ final class AudioThread: @unchecked Sendable {
         let body: @Sendable () -> Void
         let realtimePriority: Int32?
         let counters: DeviceCounters
-        init(body: @escaping @Sendable () -> Void, realtimePriority: Int32?, counters: DeviceCounters) {
+        let threadName: String
+        init(
+            body: @escaping @Sendable () -> Void, realtimePriority: Int32?, counters: DeviceCounters,
+            threadName: String
+        ) {
             self.body = body
+            self.threadName = threadName
             self.realtimePriority = realtimePriority
             self.counters = counters
         }
     }
 
-    init(device: String, realtimePriority: Int32?, counters: DeviceCounters, body: @escaping @Sendable () -> Void)
-        throws(AudioDeviceError)
-    {
-        let start = Start(body: body, realtimePriority: realtimePriority, counters: counters)
+    /// - Parameter threadName: what `top -H` and `/proc/PID/task/*/comm` show (15 bytes at most).
+    init(
+        device: String, threadName: String, realtimePriority: Int32?, counters: DeviceCounters,
+        body: @escaping @Sendable () -> Void
+    ) throws(AudioDeviceError) {
+        let start = Start(
+            body: body, realtimePriority: realtimePriority, counters: counters, threadName: threadName)
         let context = Unmanaged.passRetained(start).toOpaque()
         var handle = pthread_t()
         let rc = pthread_create(
             &handle, nil,
             { raw in
                 let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+                setCurrentThreadName(start.threadName)
                 if let priority = start.realtimePriority {
-                    start.counters.recordRealtime(AudioThread.requestRealtime(priority: priority))
+                    start.counters.recordRealtime(RealtimeScheduling.requestForCurrentThread(priority: priority))
                 } else {
                     start.counters.recordRealtime(.notRequested)
                 }
@@ -116,14 +126,6 @@ final class AudioThread: @unchecked Sendable {
             throw .threadCreationFailed(device: device, code: rc)
         }
         thread = handle
-    }
-
-    /// Asks for SCHED_FIFO for the calling thread.
-    static func requestRealtime(priority: Int32) -> RealtimeScheduling {
-        var parameters = sched_param()
-        parameters.sched_priority = priority
-        let rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
-        return rc == 0 ? .granted(priority: priority) : .denied(errno: rc)
     }
 
     /// Waits for the thread's body to return (the caller has already told it to stop).

@@ -110,7 +110,8 @@ public class ClockedAudioDevice: AudioDevice, @unchecked Sendable {
                 running.store(true, ordering: .releasing)
                 do throws(AudioDeviceError) {
                     thread = try AudioThread(
-                        device: name, realtimePriority: realtimePriority, counters: counters
+                        device: name, threadName: "voice-\(direction)", realtimePriority: realtimePriority,
+                        counters: counters
                     ) { self.runRealTime() }
                 } catch {
                     running.store(false, ordering: .releasing)

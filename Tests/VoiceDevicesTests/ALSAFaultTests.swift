@@ -165,7 +165,9 @@ import VoiceCore
         let wakeup = try Wakeup(device: "scripted")
         let pcm = ScriptedPCM(transfers: [], wakeup: wakeup)  // never ready: every transfer is -EAGAIN
         let (loop, counters, _) = try makeLoop(pcm, wakeup: wakeup)
-        let thread = try AudioThread(device: "scripted", realtimePriority: nil, counters: counters) {
+        let thread = try AudioThread(
+            device: "scripted", threadName: "scripted", realtimePriority: nil, counters: counters
+        ) {
             _ = loop.run()
         }
         #expect(waitUntil { pcm.enteredWait.load(ordering: .acquiring) })

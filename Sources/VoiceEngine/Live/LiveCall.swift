@@ -21,11 +21,13 @@ import VoiceSession
 /// thread allocates, locks and logs nothing in steady state (shared state is atomics only).
 ///
 /// **Control plane.** ``start()``, ``stop(cause:)``, ``events`` and ``statistics`` may be used from any task.
-/// A monitor task turns the media thread's flags into events (remote latched, established), feeds device events
-/// (interruptions) to the call and to the attached ``AudioSession``, carries out the session's effects (open the
-/// microphone when established, flush after an interruption, end the call after an interruption timeout), ends
-/// the call as ``CallEndCause/remoteHangup`` when the peer's authenticated RTCP BYE arrives, and enforces the
-/// optional media timeout.
+/// The media thread signals what changed (remote latched, established, the peer's authenticated RTCP BYE, the
+/// optional media timeout) the tick it happens; a monitor task turns those signals into events, feeds device
+/// events (interruptions) to the call and to the attached ``AudioSession``, carries out the session's effects
+/// (open the microphone when established, flush after an interruption, end the call after an interruption
+/// timeout) and ends the call as ``CallEndCause/remoteHangup`` on the peer's BYE. Nothing polls: the control
+/// plane wakes only when something happened. Its tasks run on ``LiveCallControlExecutor`` (a thread of its own),
+/// so a busy cooperative pool cannot keep the microphone closed or the call from ending.
 ///
 /// **Ownership.** The call owns the devices and the transport it is given: it starts them, and stops and closes
 /// them when it ends. It consumes the devices' `events` streams (single consumer). A started call keeps itself
@@ -55,8 +57,15 @@ public final class LiveCall: @unchecked Sendable {
     let shared: LiveCallShared
     let loop: LiveCallMediaLoop
     private let continuation: AsyncStream<LiveCallEvent>.Continuation
-    private let threadExited = DispatchSemaphore(value: 0)
+    private let signals: AsyncStream<LiveCallSignal>
+    private let mediaExit = Mutex(MediaExit())
     private let control = Mutex(Control())
+
+    /// Whether the media thread has exited, and who waits for it.
+    private struct MediaExit {
+        var exited = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
 
     private struct Control {
         enum Phase { case created, running, ending }
@@ -66,6 +75,7 @@ public final class LiveCall: @unchecked Sendable {
         var stopTask: Task<LiveCallResult, Never>?
         var interruptedDevices: Set<AudioDirection> = []
         var sessionEstablished = false
+        var sessionTicking = false
     }
 
     /// Creates the call and everything its media path needs (the stream's buffers, codecs and SRTP contexts).
@@ -76,7 +86,9 @@ public final class LiveCall: @unchecked Sendable {
     ///     `ntpAtZero` by the wall clock's NTP time at monotonic zero (for RTCP sender reports).
     ///   - transport: bound, with the peer's address set when known (the caller side); latching follows the
     ///     peer's authenticated packets either way.
-    ///   - capture: the microphone; playout: the speaker. Both mono, in the same format.
+    ///   - capture: the microphone; playout: the speaker. Both mono, in the same format. A file or null device
+    ///     clocked `.manual` (on the monotonic clock) has no thread: the media thread transfers its due periods
+    ///     each tick, one wake-up for the call and both devices.
     ///   - session: when given, the call reports `callEstablished`/`callEnded` and device events to it and follows
     ///     its effects; the microphone then stays closed (silence is sent) until the session opens it on
     ///     establishment. The engine must have been started on it (`startEngine()`).
@@ -100,7 +112,7 @@ public final class LiveCall: @unchecked Sendable {
         }
         guard options.captureCushionBlocks >= 0, options.captureHighWaterBlocks > options.captureCushionBlocks,
             options.playoutPrimeBlocks >= 0, options.playoutHighWaterBlocks > options.playoutPrimeBlocks,
-            options.monitorIntervalMilliseconds > 0, options.maximumLagTicks > 0
+            options.maximumLagTicks > 0
         else {
             throw .deviceMismatch("invalid live-call options \(options)")
         }
@@ -124,9 +136,12 @@ public final class LiveCall: @unchecked Sendable {
         } catch {
             throw .stream(error)
         }
+        let (signals, signalContinuation) = AsyncStream.makeStream(
+            of: LiveCallSignal.self, bufferingPolicy: .unbounded)
+        self.signals = signals
         loop = LiveCallMediaLoop(
             stream: stream, transport: transport, capture: capture, playout: playout, shared: shared,
-            options: options)
+            options: options, signals: signalContinuation)
         (events, continuation) = AsyncStream.makeStream(of: LiveCallEvent.self, bufferingPolicy: .unbounded)
     }
 
@@ -139,7 +154,7 @@ public final class LiveCall: @unchecked Sendable {
     /// Our SSRC (for logs and signalling).
     public var ssrc: UInt32 { stream.ssrc }
 
-    /// Starts the devices, then the media thread and the monitor.
+    /// Starts the devices, then the media thread (`voice-media`) and the monitor (on `voice-control`).
     /// - Throws: ``LiveCallError/invalidState(_:)`` when already started or ended,
     ///   ``LiveCallError/deviceStartFailed(device:reason:)`` (both devices are stopped again).
     public func start() throws(LiveCallError) {
@@ -157,23 +172,27 @@ public final class LiveCall: @unchecked Sendable {
         }
         loop.primePlayout()
         shared.running.store(true, ordering: .releasing)
-        let thread = Thread { [loop, threadExited] in
-            loop.run()
-            threadExited.signal()
-        }
-        thread.name = "voice-engine.media"
-        thread.qualityOfService = .userInteractive
-        thread.stackSize = 1 << 20
         control.withLock {
             $0.threadStarted = true
             $0.startedAt = MonotonicClock().now
         }
-        thread.start()
+        if options.sharedMediaThread {
+            LiveCallTicker.next.add(loop) { self.mediaThreadExited() }
+        } else {
+            let thread = Thread {
+                self.loop.run()
+                self.mediaThreadExited()
+            }
+            thread.qualityOfService = .userInteractive
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
         continuation.yield(.started(local: transport.localEndpoint))
-        Task { await self.monitor() }
+        let executor = LiveCallControlExecutor.shared
+        Task(executorPreference: executor) { [signals] in await self.monitor(signals) }
         for device in [capture, playout] {
             let events = device.events
-            Task {
+            Task(executorPreference: executor) {
                 for await event in events { await self.handle(event, from: device.direction) }
             }
         }
@@ -187,59 +206,66 @@ public final class LiveCall: @unchecked Sendable {
         let task = control.withLock { (c: inout Control) -> Task<LiveCallResult, Never> in
             if let task = c.stopTask { return task }
             c.phase = .ending
-            let task = Task { await self.finish(cause: cause) }
+            let task = Task(executorPreference: LiveCallControlExecutor.shared) {
+                await self.finish(cause: cause)
+            }
             c.stopTask = task
             return task
         }
         return await task.value
     }
 
+    /// On the media thread, last: wakes ``finish(cause:)`` if it already waits for the thread.
+    private func mediaThreadExited() {
+        let waiter = mediaExit.withLock { (exit: inout MediaExit) -> CheckedContinuation<Void, Never>? in
+            exit.exited = true
+            defer { exit.waiter = nil }
+            return exit.waiter
+        }
+        waiter?.resume()
+    }
+
     // MARK: Control plane
 
     private var isRunning: Bool { control.withLock { $0.phase == .running } }
 
-    private func monitor() async {
-        var announcedRemote: UDPEndpoint?
-        var announcedEstablished = false
-        var lastSessionTick = MonotonicClock().now
-        while isRunning {
-            try? await Task.sleep(for: .milliseconds(options.monitorIntervalMilliseconds))
+    /// Turns the media thread's signals into events and session calls, until the call ends.
+    private func monitor(_ signals: AsyncStream<LiveCallSignal>) async {
+        for await signal in signals {
             guard isRunning else { return }
-            if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
-                announcedRemote = remote
+            switch signal {
+            case .remoteLatched(let remote):
                 continuation.yield(.remoteLatched(remote))
-            }
-            if !announcedEstablished && shared.established.load(ordering: .acquiring) {
-                announcedEstablished = true
+            case .established:
                 continuation.yield(.established)
-                if let session {
-                    do {
-                        let effects = try await session.callEstablished(callID)
-                        control.withLock { $0.sessionEstablished = true }
-                        apply(effects)
-                    } catch {
-                        // The session refuses the call's audio (category cannot record, another call holds it).
-                        endSoon(.failed)
-                        return
-                    }
-                }
-            }
-            let now = MonotonicClock().now
-            if let session, (now - lastSessionTick).seconds >= 1 {
-                lastSessionTick = now
-                apply(await session.tick())
-            }
-            if shared.remoteSentBye.load(ordering: .acquiring) {
-                endSoon(.remoteHangup)
-                return
-            }
-            if let timeout = options.mediaTimeoutSeconds, announcedEstablished {
-                let last = shared.lastMediaNanoseconds.load(ordering: .relaxed)
-                if Double(now.nanoseconds - last) / 1e9 > timeout {
+                guard let session else { continue }
+                do {
+                    let effects = try await session.callEstablished(callID)
+                    control.withLock { $0.sessionEstablished = true }
+                    apply(effects)
+                } catch {
+                    // The session refuses the call's audio (category cannot record, another call holds it).
                     endSoon(.failed)
                     return
                 }
+            case .remoteBye:
+                endSoon(.remoteHangup)
+                return
+            case .mediaTimedOut:
+                endSoon(.failed)
+                return
             }
+        }
+    }
+
+    /// While the session has an interruption deadline, ticks it at that deadline (at least once a second), so
+    /// an interruption that lasts too long ends the call. Runs only during an interruption.
+    private func tickSessionWhileInterrupted(_ session: AudioSession) async {
+        while isRunning, let deadline = await session.interruptionDeadline {
+            let remaining = (deadline - MonotonicClock().now).seconds
+            try? await Task.sleep(for: .milliseconds(Int((min(max(remaining, 0), 1) * 1000).rounded(.up)) + 1))
+            guard isRunning else { return }
+            apply(await session.tick())
         }
     }
 
@@ -266,7 +292,18 @@ public final class LiveCall: @unchecked Sendable {
         case .xrun:
             break  // counted by the device
         }
-        if let session { apply(await session.handle(event)) }
+        guard let session else { return }
+        apply(await session.handle(event))
+        guard case .interruptionBegan = event, await session.interruptionDeadline != nil else { return }
+        let startTicking = control.withLock { (c: inout Control) -> Bool in
+            defer { c.sessionTicking = true }
+            return !c.sessionTicking
+        }
+        guard startTicking else { return }
+        Task(executorPreference: LiveCallControlExecutor.shared) {
+            await self.tickSessionWhileInterrupted(session)
+            self.control.withLock { $0.sessionTicking = false }
+        }
     }
 
     /// Carries out what the audio session asks of the engine.
@@ -283,21 +320,22 @@ public final class LiveCall: @unchecked Sendable {
     }
 
     private func endSoon(_ cause: CallEndCause) {
-        Task { await self.stop(cause: cause) }
+        Task(executorPreference: LiveCallControlExecutor.shared) { await self.stop(cause: cause) }
     }
 
     private func finish(cause: CallEndCause) async -> LiveCallResult {
         let (threadStarted, startedAt) = control.withLock { ($0.threadStarted, $0.startedAt) }
         shared.running.store(false, ordering: .releasing)
         if threadStarted {
-            let exited = threadExited
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async {
-                    exited.wait()
-                    c.resume()
+                let exited = mediaExit.withLock { (exit: inout MediaExit) -> Bool in
+                    if !exit.exited { exit.waiter = c }
+                    return exit.exited
                 }
+                if exited { c.resume() }
             }
         }
+        loop.signals.finish()
         // The media thread has exited: the stream is the control plane's now.
         let now = MonotonicClock().now
         if threadStarted { stream.sendBye(now: now) }

@@ -30,6 +30,7 @@ final class LiveCallShared: Sendable {
     let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
+    let realtime = Atomic<Bool>(false)
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -45,8 +46,21 @@ final class LiveCallShared: Sendable {
         s.datagramsFailed = datagramsFailed.load(ordering: .relaxed)
         s.datagramsReceived = datagramsReceived.load(ordering: .relaxed)
         s.datagramsDiscarded = datagramsDiscarded.load(ordering: .relaxed)
+        s.realtime = realtime.load(ordering: .relaxed)
         return s
     }
+}
+
+/// What the media thread tells the control plane, the tick it happens (each at most once, except latching).
+enum LiveCallSignal: Sendable {
+    /// The transport now sends to this source of authenticated packets.
+    case remoteLatched(UDPEndpoint)
+    /// Media flows both ways.
+    case established
+    /// The peer's authenticated RTCP BYE arrived.
+    case remoteBye
+    /// No RTP accepted for ``LiveCallOptions/mediaTimeoutSeconds`` after the call was established.
+    case mediaTimedOut
 }
 
 /// The stream's sink: every datagram goes out through the transport's non-blocking `sendto`, counted by outcome.
@@ -79,8 +93,14 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     let transport: UDPMediaTransport
     let capture: any AudioDevice
     let playout: any AudioDevice
+    /// Manually clocked file/null devices (clocking `.manual`) that this thread drives on its own tick, so one
+    /// wake-up per 10 ms serves the call and both devices instead of three.
+    let drivenCapture: ClockedAudioDevice?
+    let drivenPlayout: ClockedAudioDevice?
     let shared: LiveCallShared
     let options: LiveCallOptions
+    /// Rare transitions only (never in steady state): yielding takes the stream's lock and may allocate.
+    let signals: AsyncStream<LiveCallSignal>.Continuation
     let block: Int
     var captureFrame: AudioFrame
     var playFrame: AudioFrame
@@ -89,22 +109,34 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var latched: UDPEndpoint?
     var established = false
     var remoteSentBye = false
+    var announcedRemote: UDPEndpoint?
+    var mediaTimedOut = false
+    let mediaTimeoutNanoseconds: Int64?
     static let tickNanoseconds: Int64 = 10_000_000
 
     init(
         stream: MediaStream, transport: UDPMediaTransport, capture: any AudioDevice, playout: any AudioDevice,
-        shared: LiveCallShared, options: LiveCallOptions
+        shared: LiveCallShared, options: LiveCallOptions, signals: AsyncStream<LiveCallSignal>.Continuation
     ) {
+        self.signals = signals
+        mediaTimeoutNanoseconds = options.mediaTimeoutSeconds.map { Int64(min($0, 1e9) * 1e9) }
         self.stream = stream
         self.transport = transport
         self.capture = capture
         self.playout = playout
+        drivenCapture = Self.manuallyClocked(capture)
+        drivenPlayout = Self.manuallyClocked(playout)
         self.shared = shared
         self.options = options
         let format = stream.configuration.deviceFormat
         block = format.samplesPerBlock
         captureFrame = AudioFrame(format: format)
         playFrame = AudioFrame(format: format)
+    }
+
+    private static func manuallyClocked(_ device: any AudioDevice) -> ClockedAudioDevice? {
+        guard let clocked = device as? ClockedAudioDevice, case .manual = clocked.clocking else { return nil }
+        return clocked
     }
 
     /// Before the thread starts: a cushion of silence for the speaker.
@@ -117,22 +149,31 @@ final class LiveCallMediaLoop: @unchecked Sendable {
 
     /// The thread body: ticks on absolute monotonic deadlines until ``LiveCallShared/running`` is cleared.
     func run() {
+        setCurrentThreadName("voice-media")
+        if let priority = options.realtimePriority,
+            case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
+        {
+            shared.realtime.store(true, ordering: .relaxed)
+        }
         var deadline = MonotonicClock().now.nanoseconds
         while shared.running.load(ordering: .acquiring) {
-            deadline += Self.tickNanoseconds
-            Self.sleep(untilMonotonic: deadline)
-            var now = MonotonicClock().now
-            let lag = now.nanoseconds - deadline
-            if lag > Int64(options.maximumLagTicks) * Self.tickNanoseconds {
-                // A stall (the machine was suspended, the thread starved): run this tick now and drop the
-                // missed ones instead of bursting through them.
-                let missed = Int(lag / Self.tickNanoseconds)
-                shared.lateTicks.wrappingAdd(missed, ordering: .relaxed)
-                deadline += Int64(missed) * Self.tickNanoseconds
-            }
-            now = MonotonicClock().now
-            tick(now: now)
+            let missed = Self.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
+            if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
+            tick(now: MonotonicClock().now)
         }
+    }
+
+    /// Advances `deadline` by one tick and sleeps until it. After a stall longer than `maximumLagTicks` (the
+    /// machine was suspended, the thread starved) it moves the deadline past the missed ticks, so the caller
+    /// runs this tick now instead of bursting through them; returns how many were missed.
+    static func sleepToNextTick(_ deadline: inout Int64, maximumLagTicks: Int) -> Int {
+        deadline += tickNanoseconds
+        sleep(untilMonotonic: deadline)
+        let lag = MonotonicClock().now.nanoseconds - deadline
+        guard lag > Int64(maximumLagTicks) * tickNanoseconds else { return 0 }
+        let missed = Int(lag / tickNanoseconds)
+        deadline += Int64(missed) * tickNanoseconds
+        return missed
     }
 
     /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP.
@@ -145,16 +186,36 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             flush()
         }
         receive(paused: paused)
+        drivenCapture?.tick()
         captureTick(paused: paused, now: now)
         playoutTick(paused: paused, now: now)
+        drivenPlayout?.tick()
         stream.pollRTCP(now: now)
-        if !remoteSentBye && stream.stats.remoteSentBye {
-            remoteSentBye = true
-            shared.remoteSentBye.store(true, ordering: .releasing)
+        signalChanges(now: now)
+    }
+
+    /// Tells the control plane what changed this tick: a new latched remote, establishment, the peer's BYE,
+    /// the media timeout. Costs a few atomic loads when nothing did.
+    private func signalChanges(now: MediaTime) {
+        if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
+            announcedRemote = remote
+            signals.yield(.remoteLatched(remote))
         }
         if !established && stream.stats.packetsReceived > 0 && shared.datagramsSent.load(ordering: .relaxed) > 0 {
             established = true
             shared.established.store(true, ordering: .releasing)
+            signals.yield(.established)
+        }
+        if !remoteSentBye && stream.stats.remoteSentBye {
+            remoteSentBye = true
+            shared.remoteSentBye.store(true, ordering: .releasing)
+            signals.yield(.remoteBye)
+        }
+        if established, !mediaTimedOut, let timeout = mediaTimeoutNanoseconds,
+            now.nanoseconds - shared.lastMediaNanoseconds.load(ordering: .relaxed) > timeout
+        {
+            mediaTimedOut = true
+            signals.yield(.mediaTimedOut)
         }
     }
 

@@ -62,22 +62,27 @@ public enum LiveDeviceName: Sendable, Hashable, CustomStringConvertible {
         return (capture, playout)
     }
 
+    /// File and null devices keep the monotonic clock's time but have no thread of their own: the call's media
+    /// thread transfers their due periods on its 10 ms tick (``LiveCall`` drives manually clocked devices), so a
+    /// call wakes once per 10 ms rather than three times.
+    static let clocking = DeviceClocking.manual(MonotonicClock())
+
     private func open(direction: AudioDirection, format: AudioFormat, loop: Bool) throws(LiveCallError)
         -> any AudioDevice
     {
         do {
             switch self {
             case .null:
-                return try NullAudioDevice(direction: direction, format: format, clocking: .realTime)
+                return try NullAudioDevice(direction: direction, format: format, clocking: Self.clocking)
             case .file(let path):
                 guard !path.isEmpty else {
                     throw LiveCallError.deviceOpenFailed(device: description, reason: "no path after file:")
                 }
                 if direction == .capture {
                     return try FileCaptureDevice(
-                        path: path, clocking: .realTime, endOfFile: loop ? .loop : .silence)
+                        path: path, clocking: Self.clocking, endOfFile: loop ? .loop : .silence)
                 }
-                return try FilePlayoutDevice(path: path, format: format, clocking: .realTime)
+                return try FilePlayoutDevice(path: path, format: format, clocking: Self.clocking)
             case .alsa(let name):
                 return try ALSADevice(name: name, direction: direction, format: format)
             }

@@ -47,25 +47,33 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
     /// it is dropped and counted (the speaker clock runs slower than the media tick).
     public var playoutHighWaterBlocks: Int
-    /// How often the control plane looks at the media thread's flags (events, media timeout, session ticks).
-    public var monitorIntervalMilliseconds: Int
     /// End the call with ``VoiceSession/CallEndCause/failed`` when no RTP was received for this long after it
     /// was established; nil never does.
     public var mediaTimeoutSeconds: Double?
     /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
     /// counted as late, not run).
     public var maximumLagTicks: Int
+    /// SCHED_FIFO priority the media thread asks for (as ALSA devices do), so a busy machine delays its ticks
+    /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
+    /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
+    public var realtimePriority: Int32?
+    /// Tick this call on one of the process's shared media threads (``LiveCallTicker``, one per core) with the
+    /// other calls that ask for it, instead of on a thread of its own: one wake-up per 10 ms per core for all of
+    /// them. A server or multi-party host with many calls wants it; each shared thread uses the
+    /// ``maximumLagTicks`` and ``realtimePriority`` of the first call it was given.
+    public var sharedMediaThread: Bool
 
     public init(
         captureCushionBlocks: Int = 2, captureHighWaterBlocks: Int = 8, playoutPrimeBlocks: Int = 2,
-        playoutHighWaterBlocks: Int = 8, monitorIntervalMilliseconds: Int = 20, mediaTimeoutSeconds: Double? = nil,
-        maximumLagTicks: Int = 5
+        playoutHighWaterBlocks: Int = 8, mediaTimeoutSeconds: Double? = nil,
+        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10, sharedMediaThread: Bool = false
     ) {
+        self.sharedMediaThread = sharedMediaThread
+        self.realtimePriority = realtimePriority
         self.captureCushionBlocks = captureCushionBlocks
         self.captureHighWaterBlocks = captureHighWaterBlocks
         self.playoutPrimeBlocks = playoutPrimeBlocks
         self.playoutHighWaterBlocks = playoutHighWaterBlocks
-        self.monitorIntervalMilliseconds = monitorIntervalMilliseconds
         self.mediaTimeoutSeconds = mediaTimeoutSeconds
         self.maximumLagTicks = maximumLagTicks
     }
@@ -97,6 +105,8 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var datagramsReceived = 0
     /// Datagrams discarded without the stream seeing them (while interrupted, or stale after one).
     public var datagramsDiscarded = 0
+    /// Whether the media thread got the real-time scheduling it asked for (``LiveCallOptions/realtimePriority``).
+    public var realtime = false
 
     public init() {}
 }

@@ -149,6 +149,11 @@ public final class UDPMediaTransport: Sendable {
         self.configuration = configuration
     }
 
+    /// The event loop every transport registers on unless told otherwise: one loop of NIO's singleton group, so
+    /// the packets of all calls of a process are read by one thread, which wakes once for all the sockets that
+    /// are readable together instead of the calls' sockets being spread over one thread per core.
+    public static let sharedReceiveLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+
     /// Opens a UDP socket bound to `host:port` (port 0: any free port) and registers it on `group`.
     ///
     /// - Parameters:
@@ -157,7 +162,7 @@ public final class UDPMediaTransport: Sendable {
     /// - Throws: ``UDPTransportError``.
     public static func bind(
         host: String, port: Int = 0, remote: UDPEndpoint? = nil, configuration: Configuration = Configuration(),
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = UDPMediaTransport.sharedReceiveLoop
     ) async throws(UDPTransportError) -> UDPMediaTransport {
         let endpoint = try UDPEndpoint(host: host, port: port)
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
