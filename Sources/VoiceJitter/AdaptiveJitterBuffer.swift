@@ -59,8 +59,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// one packet higher — so the packet carrying a lost frame's FEC copy has arrived when that frame is due —
         /// while the frames that only this extra packet of delay would let FEC recover reach this share (%) of
         /// all frames. That share is the recent rate of sequence gaps (each gap leaves one frame whose FEC is in
-        /// the packet after it; averaged over about `lossMemoryPackets`) × the share of packets carrying FEC ×
-        /// the share of packets that arrive too late for FEC at the plain target (from the delay histogram).
+        /// the packet after it; averaged over about `lossMemoryPackets`) × the share of packets that arrive too
+        /// late for FEC at the plain target (from the delay histogram), while the stream carries FEC at all (a
+        /// packet with FEC within the last `lossMemoryPackets`: Opus leaves it out of silent frames, so a share
+        /// of packets would switch the look-ahead off in every pause and on again, stretching each time).
         /// 0.5 % (a recoverable loss every 4 s): below it the frames saved do not pay for 20 ms more delay on
         /// every frame, nor for the stretching in and out; random loss of 2 % or more under no or little jitter
         /// is above it, a single outage or loss under jitter that already delivers the FEC in time is below.
@@ -107,16 +109,14 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var packetTimestamps: Int64 = 960
     private var arrivals = PacketArrivals()
     private var newestEnd: Int64 = .min
-    /// FEC look-ahead bookkeeping: the newest sequence number, and the recent rate of sequence gaps and share of
-    /// packets carrying FEC (exponential averages over packets).
+    /// FEC look-ahead bookkeeping: the newest sequence number, the recent rate of sequence gaps (an exponential
+    /// average over packets), and the packets since the last one carrying FEC.
     private var newestSequence: Int64?
     private var recentGapRate = 0.0
-    private var recentFECShare = 0.0
+    private var packetsSinceFEC = Int.max
     /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
     /// there in time without look-ahead.
     private var fecInTimeShare = 0.0
-    /// Packets the FEC share is averaged over (1 s at 20 ms): Opus adds FEC only to frames worth protecting.
-    private static let fecMemoryPackets = 50.0
     /// Recent speech power (mean square), for ``stretchIsTimely(level:goal:accelerating:)``.
     private var speechPower = 0.0
 
@@ -148,8 +148,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// the next packet instead of concealed.
     public var fecLookAheadMilliseconds: Double {
         guard let minimum = configuration.lookAheadMinimumRecoverablePercent else { return 0 }
-        let gained = recentGapRate * recentFECShare * (1 - fecInTimeShare) * 100
-        return gained >= minimum ? Double(packetTimestamps) / tsPerMs : 0
+        let carriesFEC = Double(packetsSinceFEC) < configuration.lossMemoryPackets
+        let gained = recentGapRate * (1 - fecInTimeShare) * 100
+        return carriesFEC && gained >= minimum ? Double(packetTimestamps) / tsPerMs : 0
     }
 
     /// The current target buffer level (ms): estimator quantile plus one packet (plus the FEC look-ahead), within
@@ -220,7 +221,11 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
             let gap = missing > 0 ? 1.0 : 0
             recentGapRate += (gap - recentGapRate * (missing + 1)) / configuration.lossMemoryPackets
-            recentFECShare += ((OpusPacket.hasFEC(payload) ? 1 : 0) - recentFECShare) / Self.fecMemoryPackets
+            if OpusPacket.hasFEC(payload) {
+                packetsSinceFEC = 0
+            } else if packetsSinceFEC < Int.max {
+                packetsSinceFEC += 1
+            }
             newestSequence = sequence
         }
         // Slow decay (0.01 ms per packet, 500 ppm at 20 ms packets) lets a playout clock that runs fast against
