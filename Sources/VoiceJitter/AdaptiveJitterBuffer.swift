@@ -478,6 +478,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         if let delay = playoutDelayMilliseconds, delay < goal {
             let ticks = Int64(((goal - delay) / 10).rounded(.up))
             position -= ticks * Int64(block) * tsPerSample
+            if first.hasFEC && position == first.timestamp - first.duration {
+                // Landed exactly on the frame before the packet (two frames lost in a row): its FEC copy fills
+                // it next (`fecRecover`), instead of concealment.
+                lastOperation = .expand
+                return
+            }
             let n = conceal(samples: block)
             statistics.concealedSamples += n
             position += Int64(n) * tsPerSample

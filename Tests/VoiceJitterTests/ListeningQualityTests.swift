@@ -87,11 +87,13 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     for name in ["loss5", "loss10"] {
         let r = try quality(name)
         print("\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)")
-        // Look-ahead: nearly every frame the ideal receiver recovers from FEC, the buffer does too, and recovery
-        // leaves nothing to time-compress.
-        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.8 * Double(r.ideal.fecRecoveredFrames), "\(name)")
-        #expect(r.adaptive.stretchedSamplesPerMinute <= 3_000, "\(name)")
-        #expect(r.adaptive.distanceToIdeal.decibels <= 1.3, "\(name)")
+        // Look-ahead: nearly every frame the ideal receiver recovers from FEC, the buffer does too (two frames lost
+        // in a row included), and recovery leaves nothing to time-compress: the stretching left is the one tick or
+        // two of slow-down that raises the delay when losses start (measured 45/45 and 81/82 frames, 0.45 and
+        // 0.65 dB, 916 and 0 samples/min).
+        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
+        #expect(r.adaptive.stretchedSamplesPerMinute <= 1_500, "\(name)")
+        #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
     }
 }
