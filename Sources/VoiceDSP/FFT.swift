@@ -1,9 +1,10 @@
 import Foundation
 
 /// An in-place radix-2 complex FFT with precomputed twiddles and bit-reversal table, for the echo path's
-/// delay estimator and the test-vector convolution. Internal: a tool, not an API. Never allocates after `init`.
+/// delay estimator, the test-vector convolution and the listening-quality measure (VoiceLab). Package-internal: a
+/// tool, not an API. Never allocates after `init`.
 package final class FFT {
-    let size: Int
+    package let size: Int
     private let log2Size: Int
     // Tables owned by this object (freed in deinit), held as unsafe buffers in `let`s so the butterflies index them
     // with no exclusivity check.
@@ -13,7 +14,7 @@ package final class FFT {
     private let inverseSinTable: UnsafeMutableBufferPointer<Float>
     private let bitReversed: UnsafeMutableBufferPointer<Int32>
 
-    init(size: Int) {
+    package init(size: Int) {
         precondition(size >= 2 && size & (size - 1) == 0, "FFT size must be a power of two")
         self.size = size
         log2Size = size.trailingZeroBitCount
@@ -47,7 +48,7 @@ package final class FFT {
     }
 
     /// Transforms `re`/`im` (each `size` long) in place. `inverse` uses the conjugate twiddles and scales by 1/size.
-    func transform(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, inverse: Bool) {
+    package func transform(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, inverse: Bool) {
         let n = size
         let rev = bitReversed
         for i in 0..<n {

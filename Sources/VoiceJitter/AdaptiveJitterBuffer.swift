@@ -50,6 +50,25 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         public var accelerateAboveMilliseconds: Double = 11.7
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
         public var maximumDTXGapMilliseconds: Double = 10_000
+        /// Time-stretching waits for audio this much quieter (power ratio) than the recent speech level: 0.01,
+        /// 20 dB below — pauses and soft unvoiced sounds, where a splice is least audible.
+        public var quietStretchRatio: Double = 0.01
+        /// ... unless the delay is this much (ms) beyond the stretch thresholds: then it stretches anyway.
+        public var urgentStretchMilliseconds: Double = 10
+        /// FEC look-ahead, decided by what a listener gains against what it costs: the playout delay target is
+        /// one packet higher — so the packet carrying a lost frame's FEC copy has arrived when that frame is due —
+        /// while the frames that only this extra packet of delay would let FEC recover reach this share (%) of
+        /// all frames. That share is the recent rate of sequence gaps (each gap leaves one frame whose FEC is in
+        /// the packet after it; averaged over about `lossMemoryPackets`) × the share of packets that arrive too
+        /// late for FEC at the plain target (from the delay histogram), while the stream carries FEC at all (a
+        /// packet with FEC within the last `lossMemoryPackets`: Opus leaves it out of silent frames, so a share
+        /// of packets would switch the look-ahead off in every pause and on again, stretching each time).
+        /// 0.5 % (a recoverable loss every 4 s): below it the frames saved do not pay for 20 ms more delay on
+        /// every frame, nor for the stretching in and out; random loss of 2 % or more under no or little jitter
+        /// is above it, a single outage or loss under jitter that already delivers the FEC in time is below.
+        /// nil: never look ahead.
+        public var lookAheadMinimumRecoverablePercent: Double? = 0.5
+        public var lossMemoryPackets: Double = 500
 
         public init() {}
     }
@@ -90,6 +109,16 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var packetTimestamps: Int64 = 960
     private var arrivals = PacketArrivals()
     private var newestEnd: Int64 = .min
+    /// FEC look-ahead bookkeeping: the newest sequence number, the recent rate of sequence gaps (an exponential
+    /// average over packets), and the packets since the last one carrying FEC.
+    private var newestSequence: Int64?
+    private var recentGapRate = 0.0
+    private var packetsSinceFEC = Int.max
+    /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
+    /// there in time without look-ahead.
+    private var fecInTimeShare = 0.0
+    /// Recent speech power (mean square), for ``stretchIsTimely(level:goal:accelerating:)``.
+    private var speechPower = 0.0
 
     /// Creates a buffer and its Opus decoder.
     /// - Throws: `OpusError` when the decoder cannot be created for `configuration.sampleRate`.
@@ -114,9 +143,20 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     public var playoutTimestamp: Int64? { everStarted ? position - Int64(syncCount) * tsPerSample : nil }
 
-    /// The current target buffer level (ms): estimator quantile plus one packet, within the configured bounds.
+    /// One packet (ms) while the frames FEC could recover are worth the delay, else 0 (see
+    /// ``Configuration/lookAheadMinimumRecoverablePercent``): the delay that lets a lost frame be recovered from
+    /// the next packet instead of concealed.
+    public var fecLookAheadMilliseconds: Double {
+        guard let minimum = configuration.lookAheadMinimumRecoverablePercent else { return 0 }
+        let carriesFEC = Double(packetsSinceFEC) < configuration.lossMemoryPackets
+        let gained = recentGapRate * (1 - fecInTimeShare) * 100
+        return carriesFEC && gained >= minimum ? Double(packetTimestamps) / tsPerMs : 0
+    }
+
+    /// The current target buffer level (ms): estimator quantile plus one packet (plus the FEC look-ahead), within
+    /// the configured bounds.
     public var targetLevelMilliseconds: Double {
-        let raw = estimator.targetMilliseconds + Double(packetTimestamps) / tsPerMs
+        let raw = estimator.targetMilliseconds + Double(packetTimestamps) / tsPerMs + fecLookAheadMilliseconds
         return min(configuration.maximumTargetMilliseconds, max(configuration.minimumTargetMilliseconds, raw))
     }
 
@@ -133,9 +173,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     }
 
     /// The playout delay the buffer steers towards (ms): the estimator's quantile of relative arrival delay plus
-    /// `playoutMarginMilliseconds`.
+    /// `playoutMarginMilliseconds` and the FEC look-ahead.
     public var targetPlayoutDelayMilliseconds: Double {
-        estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
+        estimator.targetMilliseconds + configuration.playoutMarginMilliseconds + fecLookAheadMilliseconds
     }
 
     /// Buffered audio (ms): packet durations at or after the playout position plus decoded samples waiting.
@@ -175,11 +215,26 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
         let duration = Int64(samples) * tsPerSample
         packetTimestamps = duration
+        if admitted.isNewest {
+            // A gap (of any length: only its last frame has its FEC in the next packet) is one event over the
+            // packets it spans; a reordered packet comes too late to undo it, which errs towards looking ahead.
+            let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
+            let gap = missing > 0 ? 1.0 : 0
+            recentGapRate += (gap - recentGapRate * (missing + 1)) / configuration.lossMemoryPackets
+            if OpusPacket.hasFEC(payload) {
+                packetsSinceFEC = 0
+            } else if packetsSinceFEC < Int.max {
+                packetsSinceFEC += 1
+            }
+            newestSequence = sequence
+        }
         // Slow decay (0.01 ms per packet, 500 ppm at 20 ms packets) lets a playout clock that runs fast against
         // the arrival clock pull the estimate down; a slow one pushes it up through the max.
         let zero = arrival.milliseconds - Double(tickCount) * 10
         tickZeroMilliseconds = max(zero, (tickZeroMilliseconds ?? zero) - 0.01)
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
+        let plainTarget = estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
+        fecInTimeShare = estimator.fraction(atOrBelow: plainTarget - Double(duration) / tsPerMs)
         if started && timestamp < position {
             statistics.latePackets += 1
             return
@@ -316,8 +371,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = .normal
         case .accelerate:
             decodeDue()
-            // Exactly one tick, so playout stays on the tick grid (see the type's notes).
-            let removed = sync.withUnsafeMutableBufferPointer {
+            // Exactly one tick, so playout stays on the tick grid (see the type's notes); where least audible.
+            let removed = stretchIsTimely(level: level, goal: goal, accelerating: true) && sync.withUnsafeMutableBufferPointer {
                 stretcher.accelerate($0, count: syncCount, removing: block)
             } ? block : 0
             syncCount -= removed
@@ -325,7 +380,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = removed > 0 ? .accelerate : .normal
         case .slowDown:
             decodeDue()
-            let added = sync.withUnsafeMutableBufferPointer {
+            let added = stretchIsTimely(level: level, goal: goal, accelerating: false) && sync.withUnsafeMutableBufferPointer {
                 stretcher.slowDown($0, count: syncCount, adding: block)
             } ? block : 0
             syncCount += added
@@ -354,6 +409,11 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         case .fecRecover:
             let first = packets.entry(at: 0)
             let samples = Int(first.duration / tsPerSample)
+            // While playout held for this frame, concealment already played its first `covered` samples: keep
+            // only the rest of the recovered frame, crossfaded from the concealment, so recovery leaves no
+            // surplus to time-compress later.
+            let covered = holding ? min(heldSamples, samples) : 0
+            let tailCount = covered > 0 ? concealTail() : 0
             let n = packets.withPayload(at: 0) { payload in
                 sync.withUnsafeMutableBufferPointer { s in
                     (try? decoder.decodeFEC(
@@ -362,7 +422,14 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
                 }
             }
             if n > 0 {
-                syncCount += n
+                let kept = max(0, n - covered)
+                if covered > 0 {
+                    sync.withUnsafeMutableBufferPointer { s in
+                        for i in 0..<kept { s[syncCount + i] = s[syncCount + covered + i] }
+                    }
+                    crossfadeFromTail(at: syncCount, tailCount: tailCount, available: kept)
+                }
+                syncCount += kept
                 position += Int64(n) * tsPerSample
                 statistics.fecRecoveredFrames += 1
                 lastOperation = .fecRecover
@@ -373,9 +440,29 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
                 lastOperation = .expand
             }
             holding = false
+            heldSamples = 0
         case .comfortNoise:
             comfortNoise()
         }
+    }
+
+    /// Whether to stretch the audio now in the sync buffer: where a listener hears it least — when it is quiet
+    /// against the recent speech level (a pause, a soft unvoiced stretch) — or when the delay is so far from its
+    /// goal that waiting for a pause costs more (late packets, or needless latency) than an audible splice.
+    /// Also tracks the speech level (a peak follower over decoded audio, decaying about 6 dB a second).
+    private func stretchIsTimely(level: Double, goal: Double, accelerating: Bool) -> Bool {
+        var energy = 0.0
+        sync.withUnsafeBufferPointer { s in
+            for i in 0..<syncCount { energy += Double(s[i]) * Double(s[i]) }
+        }
+        let power = energy / Double(max(1, syncCount))
+        speechPower = max(power, speechPower * 0.96)
+        let quiet = power < speechPower * configuration.quietStretchRatio
+        if quiet { return true }
+        if accelerating {
+            return level >= goal + configuration.accelerateAboveMilliseconds + configuration.urgentStretchMilliseconds
+        }
+        return level < goal - configuration.slowDownBelowMilliseconds - configuration.urgentStretchMilliseconds
     }
 
     /// After holding through a loss (an outage, or a loss while the buffer ran dry), moves the playout position to
@@ -391,6 +478,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         if let delay = playoutDelayMilliseconds, delay < goal {
             let ticks = Int64(((goal - delay) / 10).rounded(.up))
             position -= ticks * Int64(block) * tsPerSample
+            if first.hasFEC && position == first.timestamp - first.duration {
+                // Landed exactly on the frame before the packet (two frames lost in a row): its FEC copy fills
+                // it next (`fecRecover`), instead of concealment.
+                lastOperation = .expand
+                return
+            }
             let n = conceal(samples: block)
             statistics.concealedSamples += n
             position += Int64(n) * tsPerSample
@@ -437,20 +530,27 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     private func merge() {
         // Continue the concealment for 2.5 ms (not played) and crossfade it into the decoded packet's start.
-        let tailCount = tail.withUnsafeMutableBufferPointer { t in
-            (try? decoder.conceal(frameSamples: mergeSamples, into: t)) ?? 0
-        }
+        let tailCount = concealTail()
         let start = syncCount
         decodeDue()
-        let decoded = syncCount - start
-        let fade = min(tailCount, decoded)
+        crossfadeFromTail(at: start, tailCount: tailCount, available: syncCount - start)
+        lastOperation = .merge
+    }
+
+    /// Continues the concealment for 2.5 ms into `tail` (not played), for ``crossfadeFromTail(at:tailCount:available:)``.
+    private func concealTail() -> Int {
+        tail.withUnsafeMutableBufferPointer { t in (try? decoder.conceal(frameSamples: mergeSamples, into: t)) ?? 0 }
+    }
+
+    /// Fades from the concealment tail into the `available` decoded samples at `sync[start...]`.
+    private func crossfadeFromTail(at start: Int, tailCount: Int, available: Int) {
+        let fade = min(tailCount, available)
         sync.withUnsafeMutableBufferPointer { s in
             for n in 0..<fade {
                 let w = Double(n + 1) / Double(fade + 1)
                 s[start + n] = Int16(clamping: Int((Double(tail[n]) * (1 - w) + Double(s[start + n]) * w).rounded()))
             }
         }
-        lastOperation = .merge
     }
 
     /// Decodes the packet at the playout position into the sync buffer and removes it.

@@ -116,6 +116,19 @@ public struct DelayEstimator: Sendable {
         }
     }
 
+    /// The share of packets (as weighted by the histogram) whose relative delay is at most `milliseconds`, read
+    /// as ``targetMilliseconds`` is (a bucket counts when its lower edge is at most `milliseconds`). 0 when
+    /// `milliseconds` is negative or before any packet.
+    public func fraction(atOrBelow milliseconds: Double) -> Double {
+        guard milliseconds >= 0, weightSum > 0 else { return 0 }
+        let last = min(configuration.bucketCount - 1, Int(milliseconds / configuration.bucketMilliseconds))
+        return weights.withUnsafeBufferPointer { w in
+            var cumulative = 0.0
+            for i in 0...last { cumulative += w[i] }
+            return min(1, cumulative / weightSum)
+        }
+    }
+
     /// The delay margin (ms) above the fastest recent packet that the `quantile` of packets needs: the lower
     /// edge of the quantile bucket (so a jitter-free path needs 0). 0 before any packet.
     public var targetMilliseconds: Double { packetsSeen > 0 ? cachedTarget : 0 }

@@ -8,8 +8,10 @@ import VoiceRTP
 ///
 /// Used the way speexdsp intends: one `jitter_buffer_get` + `jitter_buffer_tick` per packet duration (20 ms),
 /// the decoded frame played out as two 10 ms blocks. speexdsp adapts its delay by dropping whole frames or
-/// inserting concealment (no time-stretching) and has no FEC, so lost frames are concealed with Opus PLC.
-/// The only owner of its `JitterBuffer*`, freed in `deinit`. Note: speexdsp copies each packet with `malloc`
+/// inserting concealment (no time-stretching) and knows nothing of FEC; this wrapper keeps a copy of the last
+/// packets it was given, so a frame speexdsp reports missing is decoded from the next packet's in-band FEC when
+/// that packet has arrived and carries it (as applications built on speexdsp do), and concealed with Opus PLC
+/// otherwise. The only owner of its `JitterBuffer*`, freed in `deinit`. Note: speexdsp copies each packet with `malloc`
 /// in `jitter_buffer_put` — this strategy allocates per packet inside the C library.
 public final class SpeexJitterBuffer: JitterBufferStrategy {
     public let format: AudioFormat
@@ -29,6 +31,14 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
     private var newestEnd: Int64 = .min
     private var started = false
     private var pointer: Int64 = 0  // extended playout pointer (RTP units)
+    /// The last `recentSlots` packets put, for FEC: payload bytes (`maxPayloadBytes` per slot), extended
+    /// timestamp (nil: empty slot) and length.
+    private static let recentSlots = 32
+    private static let maxPayloadBytes = 1_500
+    private var recentPayloads: [UInt8]
+    private var recentTimestamps: [Int64?]
+    private var recentLengths: [Int]
+    private var nextRecentSlot = 0
 
     /// - Parameters:
     ///   - sampleRate: output and decoding rate.
@@ -46,7 +56,10 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         guard let jb = jitter_buffer_init(frameTimestamps) else { preconditionFailure("jitter_buffer_init failed (out of memory)") }
         handle = jb
         pcm = [Int16](repeating: 0, count: sampleRate * 120 / 1000 + sampleRate / 50)
-        packetData = [UInt8](repeating: 0, count: 1_500)
+        packetData = [UInt8](repeating: 0, count: Self.maxPayloadBytes)
+        recentPayloads = [UInt8](repeating: 0, count: Self.recentSlots * Self.maxPayloadBytes)
+        recentTimestamps = [Int64?](repeating: nil, count: Self.recentSlots)
+        recentLengths = [Int](repeating: 0, count: Self.recentSlots)
     }
 
     deinit {
@@ -71,6 +84,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         // A late packet is still put: speexdsp learns from it that its delay is too short, then discards it.
         if started && timestamp + span <= pointer { statistics.latePackets += 1 }
         newestEnd = max(newestEnd, timestamp + span)
+        keepRecent(payload, timestamp: timestamp)
         var packet = JitterBufferPacket()
         packet.len = spx_uint32_t(payload.count)
         packet.timestamp = spx_uint32_t(truncatingIfNeeded: timestamp)
@@ -111,10 +125,37 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         return operation
     }
 
-    /// One speexdsp get + tick: appends one frame (decoded or concealed) to `pcm`.
+    private func keepRecent(_ payload: UnsafeBufferPointer<UInt8>, timestamp: Int64) {
+        let slot = nextRecentSlot
+        nextRecentSlot = (nextRecentSlot + 1) % Self.recentSlots
+        recentTimestamps[slot] = timestamp
+        recentLengths[slot] = payload.count
+        recentPayloads.withUnsafeMutableBufferPointer { r in
+            for i in 0..<payload.count { r[slot * Self.maxPayloadBytes + i] = payload[i] }
+        }
+    }
+
+    /// Decodes the frame at `timestamp` from the in-band FEC of the packet that follows it, if that packet has
+    /// been put and carries FEC. Returns the samples written at `pcm[pending...]`, 0 when there is no FEC.
+    private func recoverFromNextPacket(frameAt timestamp: Int64, samples: Int) -> Int {
+        let next = timestamp + Int64(frameTimestamps)
+        guard let slot = recentTimestamps.firstIndex(where: { $0 == next }) else { return 0 }
+        let length = recentLengths[slot]
+        return recentPayloads.withUnsafeBufferPointer { r in
+            let payload = UnsafeBufferPointer(rebasing: r[(slot * Self.maxPayloadBytes)..<(slot * Self.maxPayloadBytes + length)])
+            guard OpusPacket.hasFEC(payload) else { return 0 }
+            return pcm.withUnsafeMutableBufferPointer { p in
+                (try? decoder.decodeFEC(
+                    from: payload, frameSamples: samples, into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
+            }
+        }
+    }
+
+    /// One speexdsp get + tick: appends one frame (decoded, recovered from FEC or concealed) to `pcm`.
     private func fetchFrame() -> PlayoutOperation {
         var packet = JitterBufferPacket()
         var offset: spx_int32_t = 0
+        let frameStart = pointer
         let status = packetData.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { bytes in
                 packet.data = bytes.baseAddress
@@ -128,7 +169,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             started = true
             pointer = arrivals.timestampUnwrapper.peek(packet.timestamp)
         }
-        let operation: PlayoutOperation
+        var operation: PlayoutOperation
         var produced = 0
         if status == JITTER_BUFFER_OK {
             let length = Int(packet.len)
@@ -143,6 +184,13 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             if produced == 0 { statistics.invalidPackets += 1 }
         } else {
             operation = status == JITTER_BUFFER_INSERTION ? .slowDown : .expand
+        }
+        if produced == 0 && status == JITTER_BUFFER_MISSING {
+            produced = recoverFromNextPacket(frameAt: frameStart, samples: frameSamples)
+            if produced > 0 {
+                statistics.fecRecoveredFrames += 1
+                operation = .fecRecover
+            }
         }
         if produced == 0 {
             let span = max(Int(packet.span), Int(frameTimestamps))

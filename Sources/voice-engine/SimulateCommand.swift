@@ -13,7 +13,9 @@ struct SimulateCommand: ParsableCommand {
             Runs in fast time. OUT.wav is at the input's rate and includes the mouth-to-ear delay. The network is \
             either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
             (--trace FILE, CSV 'send_ms,arrival_ms', one row per RTP packet in send order, empty arrival = lost). \
-            The receiver sends RTCP back over a clean path, so loss feedback turns the sender's FEC on as in a call.
+            The receiver asks for in-band FEC (useinbandfec=1, as the engine's SDP does), so the sender's Opus \
+            carries FEC from the first packet (expecting 5 % loss) and adapts it from the RTCP the receiver sends \
+            back over a clean path.
             """)
 
     @Option(help: "Input speech: mono 16-bit or float WAV, 8000...48000 Hz.")
@@ -55,6 +57,10 @@ struct SimulateCommand: ParsableCommand {
         "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
             + "pcapng file, in simulated time.", valueName: "file.pcapng"))
     var capture: String?
+    @Option(help: ArgumentHelp(
+        "Also write what the ideal receiver plays (perfect timing, the same packets: FEC from the next packet, else "
+            + "PLC) at the input's rate; reference of the spectral distance in the summary.", valueName: "file.wav"))
+    var idealOut: String?
 
     /// Valid ranges: beyond 1 s of jitter or 5 s of delay the jitter buffer (at most 1 s) only conceals.
     static let lossRange = OptionRange("--loss", 0...100, "%")
@@ -119,10 +125,11 @@ struct SimulateCommand: ParsableCommand {
         }
         var opus = MediaStreamConfiguration.defaultOpus
         opus.bitrate = bitrate
+        opus.inbandFEC = true  // B's fmtp asks for it: FEC from the first packet (LossAdaptationPolicy)
         let options = OneWaySimulation.Options(
             network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,
             voiceProcessing: !noVoiceProcessing,
-            jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture)
+            jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture, scoresAgainstIdealReceiver: true)
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(
@@ -137,15 +144,29 @@ struct SimulateCommand: ParsableCommand {
         } catch {
             throw CommandFailure.runtime(error.description)
         }
+        if let idealOut, let ideal = result.ideal {
+            do {
+                try WAVFile.write(pcm16: ideal.output, format: AudioFormat(sampleRate: rate), to: idealOut)
+            } catch {
+                throw ValidationError("\(idealOut): \(error)")
+            }
+        }
         if let writeTrace {
             try result.trace.csv.write(toFile: writeTrace, atomically: true, encoding: .utf8)
         }
-        let r = result.receiverReport
+        var r = result.receiverReport
+        if let ideal = result.ideal, let distance = result.distanceToIdeal {
+            var listening = CallReport.Listening()
+            listening.distanceToIdealDecibels = distance.decibels
+            listening.idealFECRecoveredFrames = ideal.fecRecoveredFrames
+            listening.idealConcealedFrames = ideal.concealedFrames
+            r.listening = listening
+        }
         if let report { try r.jsonData().write(to: URL(fileURLWithPath: report)) }
         print(Self.summary(r, sender: result.senderReport))
         print(
             "wrote \(out)" + (report.map { ", \($0)" } ?? "") + (writeTrace.map { ", \($0)" } ?? "")
-                + (capture.map { ", \($0)" } ?? ""))
+                + (capture.map { ", \($0)" } ?? "") + (idealOut.map { ", \($0)" } ?? ""))
     }
 
     static func summary(_ r: CallReport, sender: CallReport? = nil) -> String {
@@ -155,9 +176,14 @@ struct SimulateCommand: ParsableCommand {
         var lines = [
             "packets: expected \(r.rtp.expected), received \(r.rtp.received), lost \(r.rtp.lost) (\(f(r.rtp.lossPercent)) %), late \(r.jitterBuffer.latePackets), dropped \(r.drops.total)",
             "jitter (RFC 3550): \(f(r.jitter.interarrivalMilliseconds)) ms; buffer delay mean \(f(r.jitterBuffer.meanDelayMilliseconds)) ms, target \(f(r.jitterBuffer.targetDelayMilliseconds)) ms",
-            "concealment: \(f(r.jitterBuffer.concealmentRatio * 100, 2)) % of samples; FEC recovered \(r.fec.recoveredFrames) frames",
+            "concealment: \(f(r.jitterBuffer.concealmentRatio * 100, 2)) % of samples; FEC recovered \(r.fec.recoveredFrames) frames; time-stretched \(f(r.jitterBuffer.stretchedSamplesPerMinute, 0)) samples/min",
             "E-model: R \(f(r.quality.rFactor)), MOS \(f(r.quality.mos, 2)) (one-way \(f(r.quality.oneWayDelayMilliseconds)) ms, residual loss \(f(r.quality.packetLossPercent, 2)) %, BurstR \(f(r.quality.burstRatio, 2)))",
         ]
+        if let l = r.listening {
+            lines.append(
+                "listening: spectral distance to the ideal receiver \(f(l.distanceToIdealDecibels, 2)) dB (ideal: \(l.idealFECRecoveredFrames) frames from FEC, \(l.idealConcealedFrames) concealed)"
+            )
+        }
         if let s = sender {
             lines.append(
                 "sender: RTT \(f(s.rtt.meanMilliseconds)) ms, FEC \(s.fec.encoderFECEnabled ? "on" : "off") (expected loss \(s.fec.encoderExpectedLossPercent) %), RTCP sent \(s.rtcp.sent)"

@@ -69,8 +69,11 @@ import VoiceLab
         #expect(s.drops.authenticationFailed == 0 && s.drops.malformedRTP == 0)
         let snr = StreamTestSupport.alignedSegmentalSNR(
             reference: call.input, test: result.output, sampleRate: 16_000)
-        print("replay segSNR \(snr.snr) dB")
-        #expect(snr.snr > 5)
+        // The replayed buffer raises its delay by one packet mid-call once losses start (FEC look-ahead), which a
+        // single-lag SNR reads as noise; the spectral distance follows the moving delay.
+        let distance = SpectralDistance.measure(reference: call.input, degraded: result.output, sampleRate: 16_000)
+        print("replay segSNR \(snr.snr) dB, spectral distance to the input \(distance.decibels) dB")
+        #expect(distance.decibels < 3)
         #expect(result.report.rtp.received + result.report.rtp.lost == result.report.rtp.expected)
     }
 

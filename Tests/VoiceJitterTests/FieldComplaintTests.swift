@@ -75,7 +75,8 @@ func absorbsSenderClockDriftWithoutGrowthOrClicks(ppm: Double) throws {
     // Single losses whose successor carries FEC and arrived; most of them must be recovered, not concealed.
     #expect(adaptive.statistics.fecRecoveredFrames >= lost / 2)
     let speex = try JitterFixtures.run(SpeexJitterBuffer(), seconds: 30, network: .conditions(lossy))
-    #expect(speex.statistics.fecRecoveredFrames == 0)
+    // speexdsp recovers too, but only where its smaller margin already holds the next packet.
+    #expect(speex.statistics.fecRecoveredFrames > 0 && speex.statistics.fecRecoveredFrames <= adaptive.statistics.fecRecoveredFrames)
     #expect(adaptive.statistics.concealmentRatio < speex.statistics.concealmentRatio)
 }
 

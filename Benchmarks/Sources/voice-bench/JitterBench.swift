@@ -32,12 +32,22 @@ struct JitterBench: ParsableCommand {
     @Option(help: "Also run this many draws of each standard scenario (seeds moved by 1000 each, the first draw being the standard one) and print how often the adaptive buffer meets the criterion, how often speexdsp dominates it, and each strategy's mean delay ÷ oracle floor. 0: off.")
     var seeds: Int = 0
 
+    @Flag(help: "Instead of the delay scenarios, the listening-quality table: the whole real-speech set (65 s) through 0/5/10 % loss without jitter, with 30 ms jitter, and 5/10 % bursts, over --quality-seeds draws; PESQ-WB (Benchmarks/scripts/pesq-wb.py, where Python's pesq is installed) of adaptive, speexdsp and the ideal receiver, the spectral distance to the ideal receiver, mean delay, late loss and time-stretching.")
+    var quality = false
+
+    @Option(help: "Draws of each quality condition (seeds 1...N).")
+    var qualitySeeds = 3
+
     @Flag(help: "End with one JSON line {\"suite\":\"jitter\",\"scenarios\":[…]}.")
     var json = false
 
     func validate() throws {
         try requireOption("--seconds", seconds, within: 1...3_600, "s (a scenario needs at least 1 s of speech)")
         try requireOption("--seeds", Double(seeds), within: 0...1_000, "draws (0 for none)")
+        try requireOption("--quality-seeds", Double(qualitySeeds), within: 1...100, "draws")
+        if quality && (trace != nil || seeds > 0) {
+            throw ValidationError("--quality runs its own conditions; it takes neither --trace nor --seeds")
+        }
         if trace != nil && seeds > 0 {
             throw ValidationError("--seeds draws the standard scenarios again; a --trace is replayed as recorded")
         }
@@ -51,6 +61,10 @@ struct JitterBench: ParsableCommand {
             ?? [repository.deletingLastPathComponent().appendingPathComponent("shared/testdata").path, "../shared/testdata"]
         let candidates = shared.flatMap { dir in
             ["jfk_16k_mono.wav", "pystoi_clean_16k.wav"].map { "\(dir)/speech/\($0)" }
+        }
+        if quality {
+            try runQuality(shared: shared)
+            return
         }
         let speech = try JitterBenchmark.loadSpeech(
             candidates: candidates, fallback: repository.appendingPathComponent("TestVectors/speech_like_16k.wav").path)
@@ -87,5 +101,55 @@ struct JitterBench: ParsableCommand {
         }
         if json { print(JitterBenchmark.json(results)) }
         fflush(nil)  // all streams: progress shows when piped too
+    }
+
+    /// The listening-quality table (issue 14): means over `qualitySeeds` draws per condition.
+    func runQuality(shared: [String]) throws {
+        guard let speech = try shared.lazy.compactMap({ try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech") }).first
+        else {
+            throw ValidationError("no real speech under \(shared.joined(separator: " or ")): the quality table needs it (--testdata)")
+        }
+        let seconds = Double(speech.samples.count / 320 * 320) / 16_000
+        print("voice-bench jitter --quality: \(speech.source), \(String(format: "%.1f", seconds)) s, Opus 16 kHz 20 ms 24 kb/s FEC, "
+            + "means of \(qualitySeeds) draws")
+        print("PESQ-WB of adaptive / speexdsp / ideal receiver against the input (aligned by overall delay); dist: spectral "
+            + "distance to the ideal receiver (dB); delay: mean end-to-end (ms); stretch: samples per minute")
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? " " + s : String(repeating: " ", count: w - s.count) + s }
+        func f(_ x: Double?, _ d: Int = 2) -> String { x.map { String(format: "%.\(d)f", $0) } ?? "—" }
+        print("condition".padding(toLength: 17, withPad: " ", startingAt: 0) + pad("PESQ ad", 8) + pad("speex", 7) + pad("ideal", 7)
+            + pad("dist ad", 8) + pad("speex", 7) + pad("delay ad", 9) + pad("speex", 7) + pad("late % ad", 10)
+            + pad("speex", 7) + pad("stretch ad", 11) + pad("FEC ad", 7) + pad("speex", 6))
+        let names = JitterBenchmark.qualityScenarios(seconds: seconds).map(\.name)
+        for (index, name) in names.enumerated() {
+            var sums = [Double](repeating: 0, count: 13)
+            var pesqCount = [Int](repeating: 0, count: 3)
+            for seed in 1...qualitySeeds {
+                let scenario = JitterBenchmark.qualityScenarios(seconds: seconds, seed: UInt64(seed))[index]
+                let r = try JitterBenchmark.run(scenario, speech: speech.samples)
+                let input = JitterBenchmark.looped(speech.samples, seconds: seconds)
+                for (k, out) in [r.adaptive.simulation.output, r.speex.simulation.output, r.ideal.output].enumerated() {
+                    if let p = PESQ.wideband(reference: input, degraded: out) {
+                        sums[k] += p
+                        pesqCount[k] += 1
+                    }
+                }
+                sums[3] += r.adaptive.distanceToIdeal.decibels
+                sums[4] += r.speex.distanceToIdeal.decibels
+                sums[5] += r.adaptive.meanDelayMilliseconds
+                sums[6] += r.speex.meanDelayMilliseconds
+                sums[7] += r.adaptive.lateLossPercent
+                sums[8] += r.speex.lateLossPercent
+                sums[9] += r.adaptive.stretchedSamplesPerMinute
+                sums[10] += Double(r.adaptive.fecRecoveredFrames)
+                sums[11] += Double(r.speex.fecRecoveredFrames)
+            }
+            let n = Double(qualitySeeds)
+            func pesq(_ k: Int) -> Double? { pesqCount[k] == qualitySeeds ? sums[k] / n : nil }
+            print(name.padding(toLength: 17, withPad: " ", startingAt: 0) + pad(f(pesq(0)), 8) + pad(f(pesq(1)), 7)
+                + pad(f(pesq(2)), 7) + pad(f(sums[3] / n), 8) + pad(f(sums[4] / n), 7) + pad(f(sums[5] / n, 1), 9)
+                + pad(f(sums[6] / n, 1), 7) + pad(f(sums[7] / n), 10) + pad(f(sums[8] / n), 7)
+                + pad(f(sums[9] / n, 0), 11) + pad(f(sums[10] / n, 0), 7) + pad(f(sums[11] / n, 0), 6))
+            fflush(nil)
+        }
     }
 }

@@ -24,12 +24,14 @@ import VoiceSession
 ///   "remote": { "fractionLost"?, "cumulativeLost"?, "smoothedLossPercent" },
 ///   "jitterBuffer": { "meanDelayMilliseconds", "currentDelayMilliseconds", "targetDelayMilliseconds",
 ///                     "playedSamples", "concealedSamples", "concealmentRatio", "comfortNoiseSamples",
-///                     "latePackets", "lateLossRate", "acceleratedSamples", "slowedDownSamples", "flushes" },
+///                     "latePackets", "lateLossRate", "acceleratedSamples", "slowedDownSamples",
+///                     "stretchedSamplesPerMinute", "flushes" },
 ///   "fec": { "recoveredFrames", "encoderFECEnabled", "encoderExpectedLossPercent", "adaptations" },
 ///   "echo": { "erleDecibels"?, "estimatedDelayMilliseconds"? },
 ///   "quality": { "rFactor", "mos", "oneWayDelayMilliseconds", "delayImpairment", "effectiveEquipmentImpairment",
 ///                "packetLossPercent", "burstRatio", "model": EModel, "assumptions": [String] },
 ///   "processingErrors": Int,
+///   "listening"?: { "distanceToIdealDecibels", "idealFECRecoveredFrames", "idealConcealedFrames" },
 ///   "session": CallStatisticsReport?     // the audio session's part, when the caller attaches it
 /// }
 /// ```
@@ -109,6 +111,8 @@ public struct CallReport: Sendable, Codable {
         public var lateLossRate: Double
         public var acceleratedSamples: Int
         public var slowedDownSamples: Int
+        /// Accelerated plus slowed-down samples per minute of playout: how much time-stretching a listener hears.
+        public var stretchedSamplesPerMinute: Double
         public var flushes: Int
     }
 
@@ -117,6 +121,17 @@ public struct CallReport: Sendable, Codable {
         public var encoderFECEnabled: Bool
         public var encoderExpectedLossPercent: Int
         public var adaptations: Int
+    }
+
+    /// What the listener heard against the ideal receiver on the same packets (perfect timing, FEC from the next
+    /// packet, else PLC): set by simulations, which know every packet the sender sent; nil in a real call.
+    public struct Listening: Sendable, Codable {
+        /// Mean log-spectral distance (dB) of the played audio from the ideal receiver's over active speech.
+        public var distanceToIdealDecibels = 0.0
+        public var idealFECRecoveredFrames = 0
+        public var idealConcealedFrames = 0
+
+        public init() {}
     }
 
     public struct Echo: Sendable, Codable {
@@ -151,6 +166,8 @@ public struct CallReport: Sendable, Codable {
     public var quality: Quality
     public var processingErrors: Int
     public var session: CallStatisticsReport?
+    /// Set by simulations (``Listening``); nil otherwise.
+    public var listening: Listening?
 
     /// Builds the report from a stream's statistics.
     /// - Parameters:
@@ -206,6 +223,8 @@ public struct CallReport: Sendable, Codable {
             comfortNoiseSamples: j.comfortNoiseSamples, latePackets: j.latePackets,
             lateLossRate: j.lateLossRate,
             acceleratedSamples: j.acceleratedSamples, slowedDownSamples: j.slowedDownSamples,
+            stretchedSamplesPerMinute: j.playedSamples > 0
+                ? Double(j.acceleratedSamples + j.slowedDownSamples) * 60 * Double(c.processingRate) / Double(j.playedSamples) : 0,
             flushes: j.flushes)
         fec = FEC(
             recoveredFrames: j.fecRecoveredFrames, encoderFECEnabled: s.encoderFECEnabled,

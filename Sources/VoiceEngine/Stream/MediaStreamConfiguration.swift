@@ -55,8 +55,15 @@ public struct MediaStreamRTCPSettings: Sendable, Hashable {
 /// `s < disableBelowPercent` (hysteresis, so it does not flap around the threshold); while it is on the encoder's
 /// expected loss is `ceil(s)` clamped to `0...maximumExpectedLossPercent`, and 0 while it is off. The bitrate
 /// is not changed. With `enabled == false` the encoder keeps its configured FEC settings for the whole call.
+///
+/// FEC from the first packet: when the encoder starts with FEC on (the peer's fmtp asked for `useinbandfec=1`)
+/// but no expected loss, Opus would spend no bits on it, so the first seconds of a lossy call — until the first
+/// report — would have none. The encoder therefore starts at `initialExpectedLossPercent` and adapts from there.
 public struct LossAdaptationPolicy: Sendable, Hashable {
     public var enabled: Bool
+    /// Expected loss (%) the encoder starts with when FEC is on from the start and none is configured; 0: wait
+    /// for the first report.
+    public var initialExpectedLossPercent: Int
     public var smoothing: Double
     public var enableAbovePercent: Double
     public var disableBelowPercent: Double
@@ -65,9 +72,10 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
     public init(
         enabled: Bool = true, smoothing: Double = 0.5, enableAbovePercent: Double = 1,
         disableBelowPercent: Double = 0.5,
-        maximumExpectedLossPercent: Int = 30
+        maximumExpectedLossPercent: Int = 30, initialExpectedLossPercent: Int = 5
     ) {
         self.enabled = enabled
+        self.initialExpectedLossPercent = initialExpectedLossPercent
         self.smoothing = smoothing
         self.enableAbovePercent = enableAbovePercent
         self.disableBelowPercent = disableBelowPercent
@@ -157,11 +165,15 @@ public struct MediaStreamConfiguration: Sendable {
     /// Packet time in milliseconds (the Opus frame duration).
     public var packetTimeMilliseconds: Int { opus.frameDuration.milliseconds }
 
-    /// The Opus configuration actually used: ``opus`` at the processing rate, mono.
+    /// The Opus configuration actually used: ``opus`` at the processing rate, mono, and with FEC on but no
+    /// expected loss, the policy's ``LossAdaptationPolicy/initialExpectedLossPercent`` (FEC from the first packet).
     public var effectiveOpus: OpusEncoderConfiguration {
         var o = opus
         o.sampleRate = processingRate
         o.channels = 1
+        if o.inbandFEC && o.expectedLossPercent == 0 && lossAdaptation.enabled {
+            o.expectedLossPercent = lossAdaptation.initialExpectedLossPercent
+        }
         return o
     }
 
@@ -208,10 +220,10 @@ public struct MediaStreamConfiguration: Sendable {
         }
         let p = lossAdaptation
         guard p.smoothing > 0 && p.smoothing <= 1, p.disableBelowPercent <= p.enableAbovePercent,
-            (0...100).contains(p.maximumExpectedLossPercent)
+            (0...100).contains(p.maximumExpectedLossPercent), (0...100).contains(p.initialExpectedLossPercent)
         else {
             throw .invalidConfiguration(
-                field: "lossAdaptation", reason: "smoothing 0<s≤1, disable ≤ enable, max 0...100")
+                field: "lossAdaptation", reason: "smoothing 0<s≤1, disable ≤ enable, max and initial 0...100")
         }
         do { try effectiveOpus.validate() } catch {
             throw .invalidConfiguration(field: "opus", reason: "\(error)")

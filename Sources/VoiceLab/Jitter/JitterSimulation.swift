@@ -62,6 +62,8 @@ public enum JitterSimulation {
         public var packetsSent: Int
         /// Packets that carried in-band FEC.
         public var packetsWithFEC: Int
+        /// Every encoded frame as sent and whether it arrived: the input of ``IdealReceiver``.
+        public var sentFrames: [IdealReceiver.Frame]
         /// Mean and 95th percentile of the end-to-end delay (ms) over ticks after playout started.
         public var meanEndToEndDelayMilliseconds: Double
         public var p95EndToEndDelayMilliseconds: Double
@@ -103,6 +105,8 @@ public enum JitterSimulation {
         var sequence = configuration.initialSequence
         var sent = 0
         var withFEC = 0
+        var frames = [IdealReceiver.Frame](repeating: IdealReceiver.Frame(payload: [], arrived: false), count: frameCount)
+        var sentFrameIndex: [Int] = []
         for k in 0..<frameCount {
             let n = try input.withUnsafeBufferPointer { pcm in
                 try packet.withUnsafeMutableBufferPointer { out in
@@ -115,6 +119,8 @@ public enum JitterSimulation {
             if enc.dtx && n <= 2 { continue }  // DTX: nothing worth sending, no sequence number used
             let bytes = Array(packet[0..<n])
             if OpusPacket.hasFEC(bytes) { withFEC += 1 }
+            frames[k].payload = bytes
+            sentFrameIndex.append(k)
             let ts = configuration.initialTimestamp &+ UInt32(truncatingIfNeeded: Int64(k) * tsPerFrame)
             let fate = link.send(Packet(bytes: bytes, sequence: sequence, timestamp: ts), nominalSendTime: nominal)
             sendTimes[k] = fate.sendTime
@@ -185,9 +191,12 @@ public enum JitterSimulation {
             clock.advance(by: .milliseconds(10))
         }
         let sorted = e2e.sorted()
+        for (i, fate) in link.fates.enumerated() where i < sentFrameIndex.count {
+            frames[sentFrameIndex[i]].arrived = !fate.isLost
+        }
         return Result(
             output: output, statistics: strategy.statistics, timeline: timeline, operations: operations,
-            trace: NetworkTrace(fates: link.fates), packetsSent: sent, packetsWithFEC: withFEC,
+            trace: NetworkTrace(fates: link.fates), packetsSent: sent, packetsWithFEC: withFEC, sentFrames: frames,
             meanEndToEndDelayMilliseconds: e2e.isEmpty ? 0 : e2e.reduce(0, +) / Double(e2e.count),
             p95EndToEndDelayMilliseconds: sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 95 / 100)])
     }

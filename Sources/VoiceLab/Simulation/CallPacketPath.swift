@@ -54,6 +54,10 @@ public final class SimulatedPacketPath: CallPacketPath {
     public private(set) var delivered: [CallSide: [(bytes: [UInt8], kind: MediaPacketKind, arrival: MediaTime)]] = [:]
     /// Keep delivered datagrams in ``delivered``.
     public var recordsDeliveries: Bool
+    /// Every RTP datagram each side sent, in send order (lost ones too), when ``recordsSentRTP`` is on: index `i`
+    /// goes with ``fates(from:)``'s `i`. What ``IdealReceiver`` needs.
+    public private(set) var sentRTP: [CallSide: [[UInt8]]] = [.a: [], .b: []]
+    public var recordsSentRTP = false
 
     /// - Parameters:
     ///   - aToB: fates of A's RTP towards B.
@@ -90,6 +94,7 @@ public final class SimulatedPacketPath: CallPacketPath {
         _ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, from side: CallSide, now: MediaTime
     ) {
         let d = Datagram(bytes: Array(datagram), kind: kind)
+        if recordsSentRTP && kind == .rtp { sentRTP[side]!.append(d.bytes) }
         switch kind {
         case .rtp: rtpLinks[side]!.send(d, nominalSendTime: now)
         case .rtcp: rtcpLinks[side]!.send(d, nominalSendTime: now)

@@ -4,6 +4,7 @@ import VoiceCodec
 import VoiceCore
 import VoiceDSP
 import VoiceNetSim
+import VoiceRTP
 import VoiceSRTP
 
 /// One direction of a call through the full pipeline, for `voice-engine simulate`: A captures the input (voice
@@ -23,14 +24,19 @@ public enum OneWaySimulation {
         /// Write every datagram as it arrives at A (RTCP) or B (RTP) into this pcapng file, A as 127.0.0.1:40000
         /// and B as 127.0.0.1:40002 (``CapturingPacketPath``).
         public var capturePath: String?
+        /// Also render the ideal receiver (``IdealReceiver``) from the packets A sent and score B's output against
+        /// it (``SpectralDistance``): what the listener loses beyond what the network took.
+        public var scoresAgainstIdealReceiver: Bool
 
         public init(
             network: CallNetwork, srtpSuite: SRTPCryptoSuite? = .aesCM128HmacSHA1_80,
             voiceProcessing: Bool = true,
             jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
             opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
-            seed: UInt64 = 1, drainMilliseconds: Int = 1_000, capturePath: String? = nil
+            seed: UInt64 = 1, drainMilliseconds: Int = 1_000, capturePath: String? = nil,
+            scoresAgainstIdealReceiver: Bool = false
         ) {
+            self.scoresAgainstIdealReceiver = scoresAgainstIdealReceiver
             self.network = network
             self.srtpSuite = srtpSuite
             self.voiceProcessing = voiceProcessing
@@ -51,6 +57,10 @@ public enum OneWaySimulation {
         public var senderReport: CallReport
         /// What the network did to each RTP packet A sent.
         public var trace: NetworkTrace
+        /// With ``Options/scoresAgainstIdealReceiver``: the ideal receiver on A's packets (its output at the
+        /// input's rate), and B's output scored against it.
+        public var ideal: IdealReceiver.Result?
+        public var distanceToIdeal: SpectralDistance?
     }
 
     /// Input sample rates accepted (the device rate of both ends).
@@ -91,6 +101,7 @@ public enum OneWaySimulation {
             back.seed = c.seed &+ 17
         }
         let path = try SimulatedPacketPath(aToB: options.network, bToA: .conditions(back))
+        path.recordsSentRTP = options.scoresAgainstIdealReceiver
         let loopback = PcapIPAddress.v4(0x7F00_0001)
         let capturing = captureFile.map {
             CapturingPacketPath(
@@ -107,12 +118,43 @@ public enum OneWaySimulation {
         try captureFile?.close()
         let duration = Double(result.ticks) / 100
         let oneWay = Self.meanTransit(path.fates(from: .a))
+        var ideal: IdealReceiver.Result?
+        var distance: SpectralDistance?
+        if options.scoresAgainstIdealReceiver {
+            var rendered = try idealReceiver(
+                sent: path.sentRTP[.a] ?? [], fates: path.fates(from: .a), srtp: srtpA, configuration: a)
+            rendered.output = try IdealReceiver.resampled(rendered.output, from: a.processingRate, to: sampleRate)
+            distance = SpectralDistance.measure(reference: rendered.output, degraded: result.playedB, sampleRate: sampleRate)
+            ideal = rendered
+        }
         return Result(
             output: result.playedB, sampleRate: sampleRate,
             receiverReport: CallReport(
                 stream: simulation.streamB, durationSeconds: duration, networkOneWayMilliseconds: oneWay),
             senderReport: CallReport(stream: simulation.streamA, durationSeconds: duration),
-            trace: NetworkTrace(fates: path.fates(from: .a)))
+            trace: NetworkTrace(fates: path.fates(from: .a)), ideal: ideal, distanceToIdeal: distance)
+    }
+
+    /// The ideal receiver on what A sent: each RTP datagram (SRTP removed with A's key) is a frame, arrived as
+    /// its fate says.
+    static func idealReceiver(
+        sent: [[UInt8]], fates: [PacketFate], srtp: MediaStreamSRTP?, configuration: MediaStreamConfiguration
+    ) throws -> IdealReceiver.Result {
+        let session = try srtp.map { try SRTPSession(suite: $0.suite, key: $0.localKey, direction: .inbound) }
+        var frames: [IdealReceiver.Frame] = []
+        frames.reserveCapacity(sent.count)
+        for (i, datagram) in sent.enumerated() {
+            var bytes = datagram
+            let length = try bytes.withUnsafeMutableBytes { b in try session?.unprotect(b, length: b.count) ?? b.count }
+            let payload = try bytes.withUnsafeBytes { b in
+                let view = try RTPPacketView(UnsafeRawBufferPointer(rebasing: b[0..<length]))
+                return Array(b[view.payloadRange])
+            }
+            frames.append(IdealReceiver.Frame(payload: payload, arrived: i < fates.count && !fates[i].isLost))
+        }
+        let rate = configuration.processingRate
+        return try IdealReceiver.render(
+            frames: frames, frameSamples: rate * configuration.packetTimeMilliseconds / 1000, sampleRate: rate)
     }
 
     /// Mean one-way transit (ms) of the packets that arrived; what the receiver's report uses as network delay

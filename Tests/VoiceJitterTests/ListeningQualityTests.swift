@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import VoiceCodec
+import VoiceCore
+import VoiceJitter
+import VoiceNetSim
+import VoiceTestSupport
+import VoiceLab
+
+/// Issue 14: what the listener hears, with the project's own measure (``SpectralDistance`` against the
+/// ``IdealReceiver`` on the same packets), so the figures cannot regress silently without Python. Real speech
+/// (the shared set, 65 s); the tests send its first 20 s through the conditions of the issue's table.
+private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)
+private let hasSpeechSet = speechSet != nil
+
+/// The first `seconds` of the speech set through one quality condition (`JitterBenchmark.qualityScenarios`).
+private func quality(_ name: String, seed: UInt64 = 1, seconds: Double = 20) throws -> JitterBenchmark.ScenarioResult {
+    let speech = try #require(speechSet).samples
+    let scenario = try #require(JitterBenchmark.qualityScenarios(seconds: seconds, seed: seed).first { $0.name == name })
+    return try JitterBenchmark.run(scenario, speech: speech)
+}
+
+// MARK: The measure and the reference
+
+@Test func spectralDistanceIsZeroForACopyAndFindsItsDelay() throws {
+    let speech = try #require(speechSet?.samples.prefix(5 * 16_000)).map { $0 }
+    let delayed = [Int16](repeating: 0, count: 2_200) + speech  // 137.5 ms later, on a sub-frame phase
+    let d = SpectralDistance.measure(reference: speech, degraded: delayed, sampleRate: 16_000)
+    #expect(d.decibels < 0.01)
+    #expect(abs(d.lagMilliseconds - 137.5) < 0.1)
+    // Off every sub-frame phase (137 ms: 0.7 of a hop), the distance stays small.
+    let off = SpectralDistance.measure(
+        reference: speech, degraded: [Int16](repeating: 0, count: 2_192) + speech, sampleRate: 16_000)
+    #expect(off.decibels < 0.5)
+    #expect(d.frames > 100)
+}
+
+@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+func spectralDistanceGrowsWithDamage() throws {
+    let speech = Array(try #require(speechSet).samples.prefix(5 * 16_000))
+    func damaged(every period: Int) -> [Int16] {
+        var x = speech
+        var start = 0
+        while start + 320 <= x.count {  // silence 20 ms out of every `period` frames
+            for i in start..<(start + 320) { x[i] = 0 }
+            start += period * 320
+        }
+        return x
+    }
+    let light = SpectralDistance.measure(reference: speech, degraded: damaged(every: 20), sampleRate: 16_000)
+    let heavy = SpectralDistance.measure(reference: speech, degraded: damaged(every: 5), sampleRate: 16_000)
+    #expect(light.decibels > 1)
+    #expect(heavy.decibels > light.decibels * 1.5)
+}
+
+@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+func idealReceiverRecoversFromTheNextPacketsFECElseConceals() throws {
+    let speech = Array(try #require(speechSet).samples.prefix(2 * 16_000))
+    let encoder = try OpusEncoder(configuration: JitterSimulation.Configuration.defaultEncoder)
+    var frames: [IdealReceiver.Frame] = []
+    var packet = [UInt8](repeating: 0, count: OpusEncoder.maxPacketBytes)
+    for k in 0..<(speech.count / 320) {
+        let n = try encoder.encode(Array(speech[(k * 320)..<((k + 1) * 320)]), into: &packet)
+        frames.append(IdealReceiver.Frame(payload: Array(packet[0..<n]), arrived: true))
+    }
+    let clean = try IdealReceiver.render(frames: frames, frameSamples: 320, sampleRate: 16_000)
+    #expect(clean.decodedFrames == frames.count && clean.output.count == frames.count * 320)
+    // Lose frame 40 (its successor carries FEC: recovered) and frames 60 and 61 (61's successor may have FEC:
+    // 61 recovered, 60 concealed).
+    var lossy = frames
+    for k in [40, 60, 61] { lossy[k].arrived = false }
+    let r = try IdealReceiver.render(frames: lossy, frameSamples: 320, sampleRate: 16_000)
+    let withFEC = [41, 61, 62].filter { OpusPacket.hasFEC(frames[$0].payload) }.count
+    #expect(withFEC >= 2)
+    #expect(r.decodedFrames == frames.count - 3)
+    #expect(r.fecRecoveredFrames == [40, 61].filter { OpusPacket.hasFEC(frames[$0 + 1].payload) }.count)
+    #expect(r.fecRecoveredFrames + r.concealedFrames == 3)
+}
+
+// MARK: The jitter buffers against the ideal receiver (issue 14's table, project measure)
+
+@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
+    let clean = try quality("loss0")
+    #expect(clean.adaptive.distanceToIdeal.decibels < 0.05)
+    #expect(clean.adaptive.stretchedSamplesPerMinute == 0)
+    for name in ["loss5", "loss10"] {
+        let r = try quality(name)
+        print("\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)")
+        // Look-ahead: nearly every frame the ideal receiver recovers from FEC, the buffer does too (two frames lost
+        // in a row included), and recovery leaves nothing to time-compress: the stretching left is the one tick or
+        // two of slow-down that raises the delay when losses start (measured 45/45 and 81/82 frames, 0.45 and
+        // 0.65 dB, 916 and 0 samples/min).
+        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
+        #expect(r.adaptive.stretchedSamplesPerMinute <= 1_500, "\(name)")
+        #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
+        #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
+    }
+}
+
+@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
+    for name in ["jitter30", "jitter30_loss5", "jitter30_loss10", "burst5", "burst10"] {
+        let r = try quality(name)
+        print("\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), delay \(r.adaptive.meanDelayMilliseconds) vs \(r.speex.meanDelayMilliseconds)")
+        #expect(r.adaptive.distanceToIdeal.decibels <= r.speex.distanceToIdeal.decibels + 0.3, "\(name)")
+        #expect(r.adaptive.stretchedSamplesPerMinute <= 20_000, "\(name)")
+    }
+}
+
+// MARK: FEC in the speexdsp alternative
+
+@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+func speexdspRecoversLostFramesFromFECWhenTheNextPacketIsThere() throws {
+    let r = try quality("jitter30_loss10")
+    #expect(r.speex.fecRecoveredFrames > 0)
+    #expect(r.speex.fecRecoveredFrames <= r.ideal.fecRecoveredFrames)
+}
