@@ -14,9 +14,9 @@ struct ResidualEchoGainTests {
         let signals = AECVectorGenerator.generate(scenario)
         let off = try AECRunner.runEngine(
             far: signals.far, mic: signals.mic,
-            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil))
+            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let on = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: on.referenceMeanSquare, near: signals.near, blockSize: 160)
         let erleOff = try #require(AECRunner.erle(mic: signals.mic, output: off.output, blocks: mask, blockSize: 160, fromBlock: 1000))
         let erleOn = try #require(AECRunner.erle(mic: signals.mic, output: on.output, blocks: mask, blockSize: 160, fromBlock: 1000))
