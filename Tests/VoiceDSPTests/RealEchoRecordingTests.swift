@@ -36,14 +36,8 @@ struct RealEchoRecordingTests {
 
     @Test func realDeviceEchoIsCancelledBeforeTheNearEndSpeaks() throws {
         // Far-end single talk in the first 3.5 s (the near talker enters at ~4 s); no clean near end.
-        let name = "DMTgmZwtgUilp4omPK7-OQ_doubletalk"
-        let far = try samples("\(name)_lpb.wav")
-        let mic = try samples("\(name)_mic.wav")
-        let count = min(far.count, mic.count)
-        let run = try AECRunner.runEngine(
-            far: Array(far[..<count]), mic: Array(mic[..<count]), configuration: Self.configuration)
-        var mask = AECRunner.singleTalkBlocks(
-            referenceMeanSquare: far[..<count].chunks(160).map(meanSquare), near: nil, blockSize: 160)
+        let (far, mic, run) = try Self.runDevice("DMTgmZwtgUilp4omPK7-OQ_doubletalk")
+        var mask = AECRunner.singleTalkBlocks(referenceMeanSquare: far.chunks(160).map(meanSquare), near: nil, blockSize: 160)
         for b in mask.indices where b >= 350 { mask[b] = false }
         let erle = try #require(AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160))
         #expect(erle >= RealEchoFloors.deviceFirstSeconds, "ERLE over 0-3.5 s \(erle) dB")
@@ -52,14 +46,18 @@ struct RealEchoRecordingTests {
     @Test func realDeviceNearEndSingleTalkKeepsTheMicrophone() throws {
         // The far end is silent: the output should be the microphone, less what noise suppression takes (segmental
         // SNR of one against the other).
-        let name = "DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk"
+        let (_, mic, run) = try Self.runDevice("DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk")
+        let snr = AECRunner.nearEndSegmentalSNR(near: mic, output: run.output, sampleRate: 16_000)
+        #expect(snr >= RealEchoFloors.nearSingleTalkSegSNR, "output against microphone: segmental SNR \(snr) dB")
+    }
+
+    /// A device pair (`_lpb` played, `_mic` recorded) cut to its shorter file, and the canceller's run on it.
+    static func runDevice(_ name: String) throws -> (far: [Int16], mic: [Int16], run: AECRunner.Run) {
         let far = try samples("\(name)_lpb.wav")
         let mic = try samples("\(name)_mic.wav")
         let count = min(far.count, mic.count)
-        let run = try AECRunner.runEngine(
-            far: Array(far[..<count]), mic: Array(mic[..<count]), configuration: Self.configuration)
-        let snr = AECRunner.nearEndSegmentalSNR(near: Array(mic[..<count]), output: run.output, sampleRate: 16_000)
-        #expect(snr >= RealEchoFloors.nearSingleTalkSegSNR, "output against microphone: segmental SNR \(snr) dB")
+        let cut = (Array(far[..<count]), Array(mic[..<count]))
+        return (cut.0, cut.1, try AECRunner.runEngine(far: cut.0, mic: cut.1, configuration: configuration))
     }
 }
 

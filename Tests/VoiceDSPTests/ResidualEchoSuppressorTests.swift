@@ -49,14 +49,8 @@ struct ResidualEchoSuppressorTests {
     }
 
     @Test func floorOutOfRangeIsRejectedNamingTheField() {
-        for floor in [-81.0, 1, .nan] {
-            do {
-                _ = try EchoCanceller(configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: floor))
-                Issue.record("floor \(floor) accepted")
-            } catch {
-                guard case .invalidArgument(let field, _) = error else { Issue.record("wrong error \(error)"); continue }
-                #expect(field == "residualEchoSuppressorFloorDB")
-            }
+        expectFloorsRejected([-81.0, 1, .nan], field: "residualEchoSuppressorFloorDB") {
+            EchoCancellerConfiguration(residualEchoSuppressorFloorDB: $0)
         }
     }
 }
