@@ -11,7 +11,7 @@ import Foundation
 ///    stops) and smoothed over time, as is the output power `E²(k)`;
 /// 2. the residual echo-path gain `G(k)` is learned as the lower envelope of `E²/X²` over frames where the far end
 ///    plays: it falls quickly towards what single talk shows, rises slowly (a near end raises the ratio, a moved
-///    device raises it for good). It starts high, so the first frames of a call are suppressed while MDF converges;
+///    device raises it for good). It starts high (+30 dB), so the first frames of a call are suppressed while MDF converges;
 /// 3. the residual echo is `β·G(k)·X²(k)`; the gain is `1 - residual/E²(k)`, floored — near 1 where the near end
 ///    stands above the echo, the floor where the bin holds only echo. Gains fall at once and rise at most 6 dB a frame,
 ///    so they do not pump on the echo's fluctuations and a near-end onset is back within a few milliseconds;
@@ -57,8 +57,9 @@ final class ResidualEchoSuppressor {
     /// device delay left before the reference is aligned, so an onset's not-yet-arrived echo does not read as a
     /// low gain.
     private let smoothing: Float = 0.9
-    /// Gain the echo-path envelope starts from (+10 dB: louder than any coupling a device has).
-    static let initialPathGain: Float = 10
+    /// Gain the echo-path envelope starts from, and its ceiling (+30 dB: louder than any coupling a device has; on the
+    /// realistic set +10 dB gave 15.5 dB ERLE in the first 2 s, +20 dB 16.7, +30 dB 17.5, double talk no worse).
+    static let initialPathGain: Float = 1000
 
     /// - Parameters:
     ///   - hop: samples per frame (MDF's frame).

@@ -62,12 +62,12 @@ struct RealEchoRecordingTests {
 }
 
 /// What the default configuration must keep reaching on the recordings: measured (2026-11-24, per-band suppressor
-/// on) minus a margin. Measured: challenge clip ERLE 13.8 dB (broadband gain before: 11.0; WebRTC 25.3), first 2 s
-/// 23.1 (before 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.5 (before 1.1; WebRTC 1.5); device near-end
+/// on) minus a margin. Measured: challenge clip ERLE 13.9 dB (broadband gain before: 11.0; WebRTC 25.3), first 2 s
+/// 38.8 (before 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (before 1.1; WebRTC 1.5); device near-end
 /// single talk against its microphone 13.0 (the preprocessor's noise suppression is most of that difference).
 enum RealEchoFloors {
     static let challengeERLE = 12.0
-    static let challengeFirst2s = 20.0
+    static let challengeFirst2s = 30.0
     static let challengeNearSegSNR = 2.5
     static let deviceFirstSeconds = 2.5
     static let nearSingleTalkSegSNR = 11.0
