@@ -39,13 +39,18 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
     /// `nil` for none. The gain attenuates frames that hold only the echo MDF left (its leak, measured from the
     /// filter's own echo estimate) and passes frames where a near-end talker stands above it.
     public var residualEchoGainFloorDB: Double?
+    /// Floor in dB of the per-band residual-echo suppressor after MDF (``ResidualEchoSuppressor``: the echo MDF
+    /// leaves, linear and the loudspeaker's nonlinear part, estimated per frequency bin from the far-end spectrum
+    /// and a learned echo-path gain), or `nil` for none. It takes the place of the broadband gain
+    /// (`residualEchoGainFloorDB` is ignored while it is on) and adds one MDF frame of latency.
+    public var residualEchoSuppressorFloorDB: Double?
 
     public init(
         sampleRate: Int = 16_000, tailMilliseconds: Int = 100, maxDelayMilliseconds: Int = 500, alignDelay: Bool = true,
         compensateDrift: Bool = true, suppressResidualEcho: Bool = true,
         preprocessor: PreprocessorConfiguration = PreprocessorConfiguration(), alignmentMarginMilliseconds: Int = 8,
         minimumConfidence: Double = 7, realignThresholdMilliseconds: Int = 20, filterFramesPerBlock: Int? = nil,
-        residualEchoGainFloorDB: Double? = -30
+        residualEchoGainFloorDB: Double? = -30, residualEchoSuppressorFloorDB: Double? = -40
     ) {
         self.sampleRate = sampleRate
         self.tailMilliseconds = tailMilliseconds
@@ -59,6 +64,7 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
         self.realignThresholdMilliseconds = realignThresholdMilliseconds
         self.filterFramesPerBlock = filterFramesPerBlock
         self.residualEchoGainFloorDB = residualEchoGainFloorDB
+        self.residualEchoSuppressorFloorDB = residualEchoSuppressorFloorDB
     }
 
     /// The MDF frames per 10 ms block the canceller uses at `sampleRate`: ``filterFramesPerBlock`` or its default.
@@ -142,6 +148,8 @@ public final class EchoCanceller {
     public let preprocessor: Preprocessor
     /// The residual-echo gain after the preprocessor (`nil` when switched off).
     private var residualGain: ResidualEchoGain?
+    /// The per-band residual-echo suppressor between MDF and the preprocessor (`nil` when switched off).
+    private var suppressor: ResidualEchoSuppressor?
     private let estimator: EchoDelayEstimator
     private var drift: DriftEstimator
     private let driftSearch: DriftSearch
@@ -252,6 +260,13 @@ public final class EchoCanceller {
             }
             residualGain = ResidualEchoGain(floorDB: floorDB, framesPerSecond: Double(rate / frameSize))
         }
+        if let floorDB = configuration.residualEchoSuppressorFloorDB {
+            guard floorDB.isFinite, (-80...0).contains(floorDB) else {
+                throw .invalidArgument(field: "residualEchoSuppressorFloorDB", reason: "\(floorDB); -80 ... 0 dB")
+            }
+            suppressor = ResidualEchoSuppressor(hop: frameSize, sampleRate: rate, floorDB: floorDB)
+            residualGain = nil
+        }
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
         driftSearch = DriftSearch(lags: estimator.maxDelaySamples / estimator.factor + 1)
@@ -277,7 +292,7 @@ public final class EchoCanceller {
 
     /// Delay from a microphone sample to its processed output, in samples: the preprocessor's one frame (MDF itself
     /// adds none).
-    public var latencySamples: Int { preprocessor.latencySamples }
+    public var latencySamples: Int { preprocessor.latencySamples + (suppressor?.latencySamples ?? 0) }
 
     /// Statistics after the last block.
     public var statistics: EchoCancellerStatistics { stats }
@@ -370,6 +385,11 @@ public final class EchoCanceller {
         var active = false
         for f in stride(from: 0, to: blockSize, by: frame) {
             let out = UnsafeMutableBufferPointer(rebasing: output[f..<f + frame])
+            if let suppressor {
+                reference.withUnsafeBufferPointer { r in
+                    suppressor.process(out, reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]))
+                }
+            }
             residualGain?.analyse(mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))
             if preprocessor.process(out) { active = true }
             residualGain?.apply(to: out)
@@ -693,6 +713,7 @@ public final class EchoCanceller {
     public func reset() throws(SpeexDSPError) {
         echoFilter.reset()
         residualGain?.reset()
+        suppressor?.reset()
         estimator.reset()
         drift.reset()
         resampler.reset()

@@ -106,19 +106,39 @@ struct AECCommand: ParsableCommand {
         let perSecond: [Double?] = stride(from: 0, to: mask.count, by: 100).map {
             AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: $0, toBlock: $0 + 100)
         }
+        // The first 2 s of far-end speech (from the first single-talk block): what a user hears while it converges.
+        let onset = mask.firstIndex(of: true) ?? mask.count
+        let erleFirst2s = AECRunner.erle(
+            mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: onset, toBlock: onset + 200)
+        func blocks(from: Int, to: Int = .max) -> Int { mask.indices.filter { $0 >= from && $0 < to && mask[$0] }.count }
         let stats = run.statistics
         func f(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "n/a" }
         print("processed \(String(format: "%.2f", Double(run.output.count) / Double(rate))) s at \(rate) Hz -> \(out)")
         print("single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
               + (nearSamples == nil ? " (far end active; no --near given, so double talk is not excluded)" : ""))
-        print("ERLE engine: \(f(erleAll)) dB overall, \(f(erleSteady)) dB from \(steadyStateFrom) s")
+        print("ERLE engine: \(f(erleAll)) dB overall (\(blocks(from: 0)) blocks), \(f(erleSteady)) dB from "
+            + "\(steadyStateFrom) s (\(blocks(from: from)) blocks), \(f(erleFirst2s)) dB in the first 2 s of far-end "
+            + "speech from \(f(Double(onset) / 100)) s (\(blocks(from: onset, to: onset + 200)) blocks)")
         print("ERLE raw speex MDF (no alignment): \(f(rawAll)) dB overall, \(f(rawSteady)) dB from \(steadyStateFrom) s")
         print("delay: estimated \(f(stats.estimatedDelayMilliseconds)) ms, applied \(f(stats.appliedDelayMilliseconds)) ms, realignments \(stats.realignments)")
         print("drift: estimated \(f(stats.estimatedDriftPPM)) ppm, compensated \(f(stats.compensatedDriftPPM)) ppm")
         var nearSNR: Double?
+        var nearPESQ: Double?
         if let nearSamples {
             nearSNR = AECRunner.nearEndSegmentalSNR(near: nearSamples, output: run.output, sampleRate: rate)
-            print("near-end segmental SNR: \(f(nearSNR)) dB")
+            let frame = rate / 50
+            let active = stride(from: 0, to: nearSamples.count - frame + 1, by: frame).filter { start in
+                let sum = nearSamples[start..<start + frame].reduce(0.0) { $0 + Double($1) * Double($1) }
+                return 10 * log10(max(sum / Double(frame), 1e-20) / (32768.0 * 32768.0)) > -40
+            }.count
+            print("near-end segmental SNR: \(f(nearSNR)) dB (\(active) near-end-active 20 ms frames)")
+            if let near {
+                let scored = NearEndPESQ.score(reference: near, degraded: out, sampleRate: rate)
+                nearPESQ = scored.mos
+                print("near-end PESQ-WB (P.862.2): " + (scored.mos.map { String(format: "%.2f", $0) } ?? "n/a")
+                    + (scored.reason.map { " (\($0); the segmental SNR above stands in)" }
+                        ?? " (whole file, \(f(Double(nearSamples.count) / Double(rate))) s)"))
+            }
         }
         if let report {
             let body = Report(
@@ -126,7 +146,8 @@ struct AECCommand: ParsableCommand {
                 notes: notes, singleTalkBlocks: mask.filter { $0 }.count, nearEndGiven: nearSamples != nil,
                 erleDB: erleAll, erleSteadyStateDB: erleSteady, steadyStateFromSeconds: steadyStateFrom,
                 erleRawMDFDB: rawAll, erleRawMDFSteadyStateDB: rawSteady, erlePerSecondDB: perSecond,
-                nearEndSegmentalSNRDB: nearSNR, estimatedDriftPPM: stats.estimatedDriftPPM,
+                nearEndSegmentalSNRDB: nearSNR, nearEndPESQWB: nearPESQ, erleFirst2sDB: erleFirst2s,
+                erleFirst2sBlocks: blocks(from: onset, to: onset + 200), estimatedDriftPPM: stats.estimatedDriftPPM,
                 compensatedDriftPPM: stats.compensatedDriftPPM, realignments: stats.realignments, track: run.track)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -147,6 +168,9 @@ struct AECCommand: ParsableCommand {
         var erleRawMDFDB, erleRawMDFSteadyStateDB: Double?
         var erlePerSecondDB: [Double?]
         var nearEndSegmentalSNRDB: Double?
+        var nearEndPESQWB: Double?
+        var erleFirst2sDB: Double?
+        var erleFirst2sBlocks: Int
         var estimatedDriftPPM: Double?
         var compensatedDriftPPM: Double
         var realignments: Int

@@ -162,15 +162,18 @@ struct EchoCancellerTests {
         #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
     }
 
-    @Test func cancellerLatencyIsOnePreprocessorFrame() throws {
+    @Test func cancellerLatencyIsOnePreprocessorFramePlusTheSuppressorsHop() throws {
         // MDF and the attached preprocessor run on 5 ms frames by default at 16 kHz (10 ms at 8 kHz): the output
-        // trails by one frame, which every measurement aligning output with input relies on.
+        // trails by one frame, and the per-band residual-echo suppressor's STFT by one more, which every
+        // measurement aligning output with input relies on.
         let canceller = try EchoCanceller()
-        #expect(canceller.latencySamples == 80)
+        #expect(canceller.latencySamples == 160)
         let narrowband = try EchoCanceller(configuration: EchoCancellerConfiguration(sampleRate: 8_000))
-        #expect(narrowband.latencySamples == 80)
+        #expect(narrowband.latencySamples == 160)
         let whole = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 1))
-        #expect(whole.latencySamples == 160)
+        #expect(whole.latencySamples == 320)
+        let broadband = try EchoCanceller(configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+        #expect(broadband.latencySamples == 80)
         #expect(throws: SpeexDSPError.self) {
             _ = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 3))
         }
@@ -192,7 +195,7 @@ struct EchoCancellerTests {
         scenario.delayAfterChangeMilliseconds = 150
         let signals = AECVectorGenerator.generate(scenario)
         let run = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil))
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let delay = try #require(run.statistics.estimatedDelayMilliseconds)
         #expect(abs(delay - 150) < 10, "estimated \(delay) ms")
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
@@ -200,7 +203,8 @@ struct EchoCancellerTests {
         let after = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 700))
         #expect(after > 25, "ERLE from 1 s after the jump \(after) dB (before it \(before) dB)")
         #expect(after > before - 3, "ERLE from 1 s after the jump \(after) dB, before it \(before) dB")
-        let gained = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let gained = try AECRunner.runEngine(
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
         let afterGained = try #require(AECRunner.erle(mic: signals.mic, output: gained.output, blocks: mask, blockSize: 160, fromBlock: 700))
         #expect(afterGained > after + 3, "with the residual-echo gain \(afterGained) dB, without \(after) dB")
     }

@@ -14,9 +14,9 @@ struct ResidualEchoGainTests {
         let signals = AECVectorGenerator.generate(scenario)
         let off = try AECRunner.runEngine(
             far: signals.far, mic: signals.mic,
-            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil))
+            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let on = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: on.referenceMeanSquare, near: signals.near, blockSize: 160)
         let erleOff = try #require(AECRunner.erle(mic: signals.mic, output: off.output, blocks: mask, blockSize: 160, fromBlock: 1000))
         let erleOn = try #require(AECRunner.erle(mic: signals.mic, output: on.output, blocks: mask, blockSize: 160, fromBlock: 1000))
@@ -27,14 +27,23 @@ struct ResidualEchoGainTests {
     }
 
     @Test func residualEchoGainFloorOutOfRangeIsRejectedNamingTheField() {
-        for floor in [-61.0, 1, .nan] {
-            do {
-                _ = try EchoCanceller(configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: floor))
-                Issue.record("floor \(floor) accepted")
-            } catch {
-                guard case .invalidArgument(let field, _) = error else { Issue.record("wrong error \(error)"); continue }
-                #expect(field == "residualEchoGainFloorDB")
-            }
+        expectFloorsRejected([-61.0, 1, .nan], field: "residualEchoGainFloorDB") {
+            EchoCancellerConfiguration(residualEchoGainFloorDB: $0)
+        }
+    }
+}
+
+/// Each floor in `floors` must make `EchoCanceller.init` throw `invalidArgument` naming `field`.
+func expectFloorsRejected(
+    _ floors: [Double], field: String, configuration: (Double) -> EchoCancellerConfiguration
+) {
+    for floor in floors {
+        do {
+            _ = try EchoCanceller(configuration: configuration(floor))
+            Issue.record("floor \(floor) accepted")
+        } catch {
+            guard case .invalidArgument(let named, _) = error else { Issue.record("wrong error \(error)"); continue }
+            #expect(named == field)
         }
     }
 }

@@ -40,11 +40,30 @@ struct AECBench: ParsableCommand {
     @Option(help: "Steady state starts here, seconds into each vector.")
     var steadyStateFrom = 10.0
 
+    @Option(help: ArgumentHelp(
+        "Score the realistic set instead of the vectors: a folder written by Benchmarks/scripts/aec-realistic.py.",
+        valueName: "dir"))
+    var realistic: String?
+
+    @Option(help: ArgumentHelp(
+        "Score the AEC-Challenge recordings in this folder (echo_double_talk.wav, *_lpb.wav / *_mic.wav).",
+        valueName: "dir"))
+    var real: String?
+
+    @Option(help: ArgumentHelp(
+        "Floor of the engine's per-band residual-echo suppressor in dB, or 'off' (default: the configuration's).",
+        valueName: "dB"))
+    var suppressorFloor: String?
+
+    @Flag(inversion: .prefixedNo, help: "Score near-end PESQ-WB in the realistic mode (--no-pesq: figures null).")
+    var pesq = true
+
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
     }
 
     func run() throws {
+        if realistic != nil || real != nil { return try runRealistic(realistic: realistic, real: real) }
         let folder = directory.map { URL(fileURLWithPath: $0) } ?? Self.defaultDirectory
         let manifest = try AECVectorManifest.load(from: folder.appendingPathComponent("manifest.json"))
         var webrtcSkipped: String? = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
@@ -159,21 +178,21 @@ struct AECBench: ParsableCommand {
         return wav.int16Samples
     }
 
-    private func f(_ v: Double?, _ decimals: Int = 1) -> String {
+    func f(_ v: Double?, _ decimals: Int = 1) -> String {
         guard let v, v.isFinite else { return "-" }
         return String(format: "%.\(decimals)f", v)
     }
 
-    private func j(_ v: Double?) -> String {
+    func j(_ v: Double?) -> String {
         guard let v, v.isFinite else { return "null" }
         return String(format: "%.2f", v)
     }
 
-    private func pad(_ s: String, _ width: Int) -> String {
+    func pad(_ s: String, _ width: Int) -> String {
         s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
     }
 
-    private func quoted(_ s: String) -> String {
+    func quoted(_ s: String) -> String {
         "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }

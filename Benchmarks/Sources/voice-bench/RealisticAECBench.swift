@@ -1,0 +1,313 @@
+import ArgumentParser
+import Foundation
+import VoiceEngine
+import VoiceLab
+
+/// `voice-bench aec --realistic DIR [--real DIR]`: the engine against WebRTC on realistic echo, per clip.
+///
+/// The realistic set is what `Benchmarks/scripts/aec-realistic.py` writes (real speech, image-source rooms,
+/// loudspeaker nonlinearity, noise, far-end single talk, near-end single talk, double talk, a moving device; its
+/// manifest lists each clip's seed and parameters); the real recordings are the AEC-Challenge files described in
+/// ``RealisticAECClip/realRecordings(in:)``. Every clip is scored on the same blocks for both cancellers:
+/// - ERLE over far-end single talk (the far end, delayed by the device delay the generator drew, within 35 dB of its
+///   loudest block; the clean near end below -50 dBFS in the block and its neighbours), whole clip;
+/// - ERLE over the same blocks in the first 2 s after the echo's onset (what a user hears first);
+/// - after a device move, ERLE over the 2 s after it;
+/// - PESQ-WB (P.862.2, `Benchmarks/scripts/pesq-wb.py`) of the output against the clean near end, over the double
+///   talk and over near-end single talk (and the microphone's own score, the ceiling noise leaves).
+struct RealisticAECClip {
+    var name: String
+    var group: String
+    var parameters: String
+    var far: URL
+    var mic: URL
+    /// The clean near end (nil when none is known).
+    var near: URL?
+    /// Samples from the far end to its echo (the generator's device delay; 0 for recordings).
+    var echoDelay: Int
+    /// Sample where the far end first speaks (nil: silent far end).
+    var farOnset: Int?
+    /// Double talk starts here (PESQ over the rest of the clip).
+    var doubleTalkFrom: Int?
+    /// The whole clip is near-end single talk: PESQ over all of it.
+    var nearSingleTalk: Bool
+    var moveAt: Int?
+    /// Far-end single talk only before this sample (recordings without a clean near end).
+    var singleTalkUntil: Int?
+    /// The microphone stands in for the clean near end (a recording of near-end single talk).
+    var nearIsMicrophone = false
+
+    /// Clips of the generator's manifest.
+    static func realistic(in folder: URL) throws -> [RealisticAECClip] {
+        let data = try Data(contentsOf: folder.appendingPathComponent("manifest.json"))
+        guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let clips = root["clips"] as? [[String: Any]]
+        else { throw Failure(description: "\(folder.path)/manifest.json: no \"clips\" list") }
+        return try clips.map { c in
+            guard let name = c["name"] as? String, let group = c["group"] as? String, let far = c["far"] as? String,
+                let mic = c["mic"] as? String, let near = c["near"] as? String,
+                let delayMS = c["device_delay_ms"] as? Double
+            else { throw Failure(description: "manifest.json: a clip without name/group/far/mic/near/device_delay_ms") }
+            let t60 = c["t60_s"] as? Double ?? 0
+            let ser = c["ser_db"] as? Double ?? 0
+            let snr = c["snr_db"] as? Double ?? 0
+            return RealisticAECClip(
+                name: name, group: group,
+                parameters: String(format: "T60 %.2f SER %+.0f SNR %.0f", t60, ser, snr),
+                far: folder.appendingPathComponent(far), mic: folder.appendingPathComponent(mic),
+                near: folder.appendingPathComponent(near), echoDelay: Int(delayMS * 16),
+                farOnset: c["far_onset_sample"] as? Int, doubleTalkFrom: c["double_talk_from_sample"] as? Int,
+                nearSingleTalk: group == "nst", moveAt: c["move_at_sample"] as? Int)
+        }
+    }
+
+    /// The AEC-Challenge recordings (folder layout of the project's shared test data; their README): the synthetic
+    /// double-talk clip (microphone = echo + near end, written to `scratch`), a real device's near-end single talk
+    /// (scored against its own microphone: it should pass untouched) and a real device's double talk (far-end
+    /// single talk in its first 3.5 s, before the near talker enters; no clean near end).
+    static func realRecordings(in folder: URL, scratch: URL) throws -> [RealisticAECClip] {
+        func read(_ name: String) throws -> [Int16] {
+            try WAVFile.read(path: folder.appendingPathComponent(name).path).int16Samples
+        }
+        // Far and microphone cut to the same whole number of blocks (the device pairs differ in length by a few
+        // blocks), so every canceller gets the same samples.
+        func trimmed(_ name: String, far: [Int16], mic: [Int16]) throws -> (far: URL, mic: URL) {
+            let count = min(far.count, mic.count) / 160 * 160
+            let urls = (scratch.appendingPathComponent("\(name)_far.wav"), scratch.appendingPathComponent("\(name)_mic.wav"))
+            let format = AudioFormat(sampleRate: 16_000, channels: 1)
+            try WAVFile.write(pcm16: Array(far[..<count]), format: format, to: urls.0.path)
+            try WAVFile.write(pcm16: Array(mic[..<count]), format: format, to: urls.1.path)
+            return urls
+        }
+        let near = try read("nearend_double_talk.wav")
+        let mixed = zip(try read("echo_double_talk.wav"), near).map { Int16(clamping: Int($0) + Int($1)) }
+        let challenge = try trimmed("real_challenge", far: try read("farend_double_talk.wav"), mic: mixed)
+        let device1 = "DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk"
+        let device2 = "DMTgmZwtgUilp4omPK7-OQ_doubletalk"
+        let pair1 = try trimmed("real_device1", far: try read("\(device1)_lpb.wav"), mic: try read("\(device1)_mic.wav"))
+        let pair2 = try trimmed("real_device2", far: try read("\(device2)_lpb.wav"), mic: try read("\(device2)_mic.wav"))
+        return [
+            RealisticAECClip(
+                name: "challenge_double_talk", group: "real", parameters: "AEC-Challenge synthetic",
+                far: challenge.far, mic: challenge.mic,
+                near: folder.appendingPathComponent("nearend_double_talk.wav"), echoDelay: 0, farOnset: 0,
+                doubleTalkFrom: 0, nearSingleTalk: false),
+            RealisticAECClip(
+                name: "device_near_single_talk", group: "real", parameters: "real device",
+                far: pair1.far, mic: pair1.mic, near: pair1.mic, echoDelay: 0, farOnset: nil,
+                nearSingleTalk: true, nearIsMicrophone: true),
+            RealisticAECClip(
+                name: "device_double_talk", group: "real", parameters: "real device",
+                far: pair2.far, mic: pair2.mic, near: nil, echoDelay: 0, farOnset: 8_000,
+                nearSingleTalk: false, singleTalkUntil: 56_000),
+        ]
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+}
+
+/// Scores of one canceller on one clip (nil: the clip has no such part, or the measure failed).
+struct RealisticAECScores {
+    var erle: Double?
+    var erleFirst2s: Double?
+    var erleAfterMove: Double?
+    var pesqDoubleTalk: Double?
+    var pesqNearSingleTalk: Double?
+}
+
+enum RealisticAECScoring {
+    /// Far-end single-talk blocks of `clip`: far end (shifted by the echo delay) active, clean near end silent.
+    static func singleTalkBlocks(clip: RealisticAECClip, far: [Int16], near: [Int16]?, count: Int) -> [Bool] {
+        let n = 160
+        var meanSquare = [Double](repeating: 0, count: count)
+        for b in 0..<count {
+            var sum = 0.0
+            for i in b * n..<(b + 1) * n {
+                let k = i - clip.echoDelay
+                if k >= 0 && k < far.count { sum += Double(far[k]) * Double(far[k]) }
+            }
+            meanSquare[b] = sum / Double(n)
+        }
+        var mask = AECRunner.singleTalkBlocks(
+            referenceMeanSquare: meanSquare, near: clip.nearIsMicrophone ? nil : near, blockSize: n)
+        // A silent far end (a loopback at its noise floor) has no single talk to measure.
+        if clip.farOnset == nil { return mask.map { _ in false } }
+        if let until = clip.singleTalkUntil {
+            for b in mask.indices where (b + 1) * n > until { mask[b] = false }
+        }
+        return mask
+    }
+
+    /// ERLE figures of `output` (aligned with `mic`) on `mask`.
+    static func erle(clip: RealisticAECClip, mic: [Int16], output: [Int16], mask: [Bool]) -> RealisticAECScores {
+        var scores = RealisticAECScores()
+        scores.erle = AECRunner.erle(mic: mic, output: output, blocks: mask, blockSize: 160)
+        if let onset = clip.farOnset {
+            let first = (onset + clip.echoDelay) / 160
+            scores.erleFirst2s = AECRunner.erle(
+                mic: mic, output: output, blocks: mask, blockSize: 160, fromBlock: first, toBlock: first + 200)
+        }
+        if let move = clip.moveAt {
+            scores.erleAfterMove = AECRunner.erle(
+                mic: mic, output: output, blocks: mask, blockSize: 160, fromBlock: move / 160, toBlock: move / 160 + 200)
+        }
+        return scores
+    }
+
+    /// PESQ-WB of `output` against the clean near end over the clip's double talk or near-end single talk.
+    static func pesq(clip: RealisticAECClip, output: [Int16], scratch: URL, into scores: inout RealisticAECScores) {
+        guard let near = clip.near else { return }
+        let degraded = scratch.appendingPathComponent("voice-bench-realistic-\(getpid()).wav")
+        defer { try? FileManager.default.removeItem(at: degraded) }
+        guard (try? WAVFile.write(pcm16: output, format: AudioFormat(sampleRate: 16_000, channels: 1), to: degraded.path))
+            != nil
+        else { return }
+        if let from = clip.doubleTalkFrom {
+            scores.pesqDoubleTalk = PESQWideband.score(reference: near, degraded: degraded, startSeconds: Double(from) / 16_000)
+        }
+        if clip.nearSingleTalk {
+            scores.pesqNearSingleTalk = PESQWideband.score(reference: near, degraded: degraded, startSeconds: 0)
+        }
+    }
+}
+
+/// PESQ-WB through `Benchmarks/scripts/pesq-wb.py` (PyPI's `pesq`); nil with ``unavailableReason`` when it cannot run.
+enum PESQWideband {
+    static var script: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/pesq-wb.py")
+    }
+
+    nonisolated(unsafe) static var unavailableReason: String?
+
+    static func score(reference: URL, degraded: URL, startSeconds: Double) -> Double? {
+        guard unavailableReason == nil else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path, reference.path, degraded.path, "--start", String(startSeconds)]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch {
+            unavailableReason = "python3 not runnable: \(error)"
+            return nil
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        if process.terminationStatus == 3 { unavailableReason = "pesq or scipy not installed (pip install pesq)" }
+        guard process.terminationStatus == 0 else { return nil }
+        return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+extension AECBench {
+    /// Runs the realistic set and/or the real recordings: one row per clip, then the mean of every figure per
+    /// group, engine (e) against WebRTC with moderate noise suppression (w); PESQ's `in` is the microphone's own.
+    func runRealistic(realistic: String?, real: String?) throws {
+        let scratch = FileManager.default.temporaryDirectory
+        var engineConfiguration = EchoCancellerConfiguration()
+        if let floor = suppressorFloor {
+            guard floor == "off" || Double(floor) != nil else {
+                throw ValidationError("--suppressor-floor: \(floor); a number of dB or 'off'")
+            }
+            engineConfiguration.residualEchoSuppressorFloorDB = Double(floor)
+        }
+        var clips: [RealisticAECClip] = []
+        if let realistic { clips += try RealisticAECClip.realistic(in: URL(fileURLWithPath: realistic)) }
+        if let real { clips += try RealisticAECClip.realRecordings(in: URL(fileURLWithPath: real), scratch: scratch) }
+        if let filter { clips = clips.filter { $0.name.contains(filter) } }
+        if !pesq { PESQWideband.unavailableReason = "not requested (--no-pesq)" }
+        let webrtcSkipped = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
+        if let webrtcSkipped { print("note: WebRTC figures are null: \(webrtcSkipped)") }
+        print("voice-bench aec realistic: ERLE (dB) over far-end single talk, whole clip / first 2 s of echo / 2 s "
+            + "after a device move; PESQ-WB against the clean near end (dt: double talk, nst: near-end single talk, "
+            + "in: the microphone's own); e engine, w WebRTC (moderate NS)")
+        let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "PESQdt e/w/in", "PESQnst e/w/in",
+            "µs e/raw"]
+        let widths = [24, 22, 12, 12, 12, 17, 17, 10]
+        print(zip(header, widths).map { pad($0, $1) }.joined())
+        var groups: [String: [[Double?]]] = [:]
+        var order: [String] = []
+        var rows: [String] = []
+        for clip in clips {
+            let far = try WAVFile.read(path: clip.far.path).int16Samples
+            let mic = try WAVFile.read(path: clip.mic.path).int16Samples
+            let near = try clip.near.map { try WAVFile.read(path: $0.path).int16Samples }
+            let count = min(far.count, mic.count)
+            let engine = try AECRunner.runEngine(
+                far: Array(far[..<count]), mic: Array(mic[..<count]), configuration: engineConfiguration)
+            let raw = try AECRunner.runRawMDF(
+                far: Array(far[..<count]), mic: Array(mic[..<count]), sampleRate: 16_000,
+                tailMilliseconds: AECBenchmark.rawTailMilliseconds)
+            let mask = RealisticAECScoring.singleTalkBlocks(clip: clip, far: far, near: near, count: count / 160)
+            var e = RealisticAECScoring.erle(clip: clip, mic: mic, output: engine.output, mask: mask)
+            RealisticAECScoring.pesq(clip: clip, output: engine.output, scratch: scratch, into: &e)
+            var w = RealisticAECScores()
+            if webrtcSkipped == nil {
+                let outcome = WebRTCEchoReference.process(
+                    far: clip.far, mic: clip.mic, micSamples: Array(mic[..<count]), sampleRate: 16_000,
+                    configuration: WebRTCEchoReference.withNoiseSuppression)
+                if let output = outcome.output {
+                    w = RealisticAECScoring.erle(clip: clip, mic: mic, output: output, mask: mask)
+                    RealisticAECScoring.pesq(clip: clip, output: output, scratch: scratch, into: &w)
+                } else if let failure = outcome.failure {
+                    print("note: \(clip.name) webrtc: \(failure)")
+                }
+            }
+            var input = RealisticAECScores()
+            if !clip.nearIsMicrophone {
+                RealisticAECScoring.pesq(clip: clip, output: Array(mic[..<count]), scratch: scratch, into: &input)
+            }
+            let figures: [Double?] = [
+                e.erle, w.erle, e.erleFirst2s, w.erleFirst2s, e.erleAfterMove, w.erleAfterMove, e.pesqDoubleTalk,
+                w.pesqDoubleTalk, input.pesqDoubleTalk, e.pesqNearSingleTalk, w.pesqNearSingleTalk,
+                input.pesqNearSingleTalk, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
+            ]
+            if groups[clip.group] == nil { order.append(clip.group) }
+            groups[clip.group, default: []].append(figures)
+            print(line(clip.name, clip.parameters, figures, widths))
+            fflush(nil)
+            rows.append(
+                "{\"name\":\(quoted(clip.name)),\"group\":\(quoted(clip.group)),"
+                    + "\"erle_db\":{\"engine\":\(j(e.erle)),\"webrtc\":\(j(w.erle))},"
+                    + "\"erle_first_2s_db\":{\"engine\":\(j(e.erleFirst2s)),\"webrtc\":\(j(w.erleFirst2s))},"
+                    + "\"erle_after_move_db\":{\"engine\":\(j(e.erleAfterMove)),\"webrtc\":\(j(w.erleAfterMove))},"
+                    + "\"pesq_wb_double_talk\":{\"engine\":\(j(e.pesqDoubleTalk)),\"webrtc\":\(j(w.pesqDoubleTalk)),"
+                    + "\"microphone\":\(j(input.pesqDoubleTalk))},"
+                    + "\"pesq_wb_near_single_talk\":{\"engine\":\(j(e.pesqNearSingleTalk)),"
+                    + "\"webrtc\":\(j(w.pesqNearSingleTalk)),\"microphone\":\(j(input.pesqNearSingleTalk))},"
+                    + "\"us_per_10ms\":{\"engine\":\(j(engine.microsecondsPerBlock)),"
+                    + "\"speex_raw\":\(j(raw.microsecondsPerBlock))}}")
+        }
+        if let reason = PESQWideband.unavailableReason { print("note: PESQ figures are null: \(reason)") }
+        print("means per group (clips with the figure):")
+        var all: [[Double?]] = []
+        for group in order {
+            let members = groups[group] ?? []
+            if group != "real" { all += members }
+            print(line("mean \(group)", "\(members.count) clips", Self.means(members), widths))
+        }
+        if !all.isEmpty { print(line("mean generated", "\(all.count) clips", Self.means(all), widths)) }
+        if json { print("{\"suite\":\"aec-realistic\",\"clips\":[\(rows.joined(separator: ","))]}") }
+    }
+
+    /// Column-wise mean of the non-nil figures.
+    static func means(_ rows: [[Double?]]) -> [Double?] {
+        guard let width = rows.first?.count else { return [] }
+        return (0..<width).map { k in
+            let values = rows.compactMap { $0[k] }
+            return values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
+        }
+    }
+
+    private func line(_ name: String, _ parameters: String, _ v: [Double?], _ widths: [Int]) -> String {
+        pad(name, widths[0]) + pad(parameters, widths[1])
+            + pad("\(f(v[0]))/\(f(v[1]))", widths[2]) + pad("\(f(v[2]))/\(f(v[3]))", widths[3])
+            + pad("\(f(v[4]))/\(f(v[5]))", widths[4])
+            + pad("\(f(v[6], 2))/\(f(v[7], 2))/\(f(v[8], 2))", widths[5])
+            + pad("\(f(v[9], 2))/\(f(v[10], 2))/\(f(v[11], 2))", widths[6])
+            + pad("\(f(v[12], 0))/\(f(v[13], 0))", widths[7])
+    }
+}
