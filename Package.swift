@@ -83,7 +83,13 @@ let package = Package(
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
         .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(
-            name: "VoiceSIPTests", dependencies: ["VoiceSIP", "VoiceTestSupport"], exclude: ["Fixtures"]
+            name: "VoiceSIPTests",
+            dependencies: [
+                "VoiceSIP", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],

@@ -43,6 +43,11 @@ public struct SIPHeaders: Equatable, Sendable, Sequence {
         }
     }
 
+    /// Sets the value of the field at `index` of `fields`.
+    public mutating func setValue(_ value: String, at index: Int) {
+        fields[index].value = value
+    }
+
     public mutating func remove(_ name: String) {
         let canonical = Self.canonicalName(name)
         fields.removeAll { $0.name.caseInsensitiveEquals(canonical) }

@@ -12,6 +12,10 @@ public struct SIPInstant: Comparable, Hashable, Sendable, CustomStringConvertibl
     public static func + (a: SIPInstant, b: Duration) -> SIPInstant { SIPInstant(a.sinceOrigin + b) }
     public static func - (a: SIPInstant, b: SIPInstant) -> Duration { a.sinceOrigin - b.sinceOrigin }
 
+    public var nanoseconds: Int64 {
+        sinceOrigin.components.seconds * 1_000_000_000 + sinceOrigin.components.attoseconds / 1_000_000_000
+    }
+
     public var description: String { "\(sinceOrigin)" }
 }
 
