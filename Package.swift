@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim"]),
         .target(
             name: "VoiceSIP",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .executableTarget(
             name: "voice-engine",

@@ -72,7 +72,7 @@ public final class SIPEndpoint: @unchecked Sendable {
         self.eventLoop = eventLoop
         self.configuration = configuration
         self.layer = SIPTransactionLayer(configuration: configuration.timers)
-        self.branchPrefix = SIPViaBranch.randomToken()
+        self.branchPrefix = SIPRandomToken.make()
     }
 
     /// Binds the listeners asked for (port 0: any free port) and starts the endpoint.
@@ -275,7 +275,7 @@ public final class SIPEndpoint: @unchecked Sendable {
             requestHandler(request)
         } else if let id = request.transaction {
             // Nobody to answer: say so rather than let the peer retransmit for 32 s.
-            perform((try? layer.respond(.response(to: request.message, status: 501, toTag: SIPViaBranch.randomToken()), on: id, now: now())) ?? [])
+            perform((try? layer.respond(.response(to: request.message, status: 501, toTag: SIPRandomToken.make()), on: id, now: now())) ?? [])
         }
     }
 
@@ -379,8 +379,8 @@ func hostText(_ address: SocketAddress) -> String {
 }
 
 /// Random branch and tag material.
-enum SIPViaBranch {
-    static func randomToken() -> String {
+enum SIPRandomToken {
+    static func make() -> String {
         var generator = SystemRandomNumberGenerator()
         return String(generator.next() as UInt64, radix: 36)
     }
