@@ -69,7 +69,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "voice-engine",
-            dependencies: ["VoiceEngine", "VoiceLab", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "VoiceEngine", "VoiceLab", "VoiceSIP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
 
         .target(name: "VoiceTestSupport", dependencies: ["VoiceCore"], path: "Tests/VoiceTestSupport"),

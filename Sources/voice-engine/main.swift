@@ -8,7 +8,7 @@ struct VoiceEngineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "voice-engine",
         abstract: "A real-time voice media engine for Linux: demo calls, test vectors and tools.",
-        subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self]
+        subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self, SIPCommand.self]
     )
 }
 

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import VoiceSIP
+import VoiceTestSupport
 
 let kamailioPath = "/usr/sbin/kamailio"
 
@@ -150,5 +151,53 @@ struct KamailioTests {
             try await aliceEndpoint.close()
             try await bobEndpoint.close()
         }
+    }
+
+    /// `voice-engine sip`: exit 0 on a 2xx, 77 when the credentials are refused, 69 without an answer, 64 on bad
+    /// arguments.
+    @Test(.enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
+    func commandLineExitStatusPerFailureClass() async throws {
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        try await withKamailio(port: 25069) { _, server in
+            let registrar = "127.0.0.1:\(server.port ?? 0)"
+            let registered = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                "--user", "alice", "--password", "alice-secret", "--expires", "30", "--trace"])
+            #expect(registered.status == 0, "\(registered.output)")
+            #expect(registered.output.contains("registered for 30 s"))
+            #expect(registered.output.contains("REGISTER sip:voiceengine.test SIP/2.0"))  // the trace, on stderr
+            let refused = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                "--user", "alice", "--password", "wrong", "--transport", "tcp"])
+            #expect(refused.status == 77, "\(refused.output)")
+            let message = try runTool(binary, ["sip", "message", "sip:carol@\(Self.domain)", "hello", "--from", "sip:bob@\(Self.domain)",
+                "--server", registrar, "--user", "bob", "--password", "bob-secret", "--header", "X-Test: 1"])
+            #expect(message.status == 1, "\(message.output)")
+            #expect(message.output.contains("404 Not Found"))
+        }
+        // Nobody at this port: ICMP port unreachable, reported as a transport failure.
+        let silent = try runTool(binary, ["sip", "options", "sip:nobody@127.0.0.1:25058", "--t1", "20"])
+        #expect(silent.status == 69, "\(silent.output)")
+        let usage = try runTool(binary, ["sip", "options", "sip:x@127.0.0.1", "--transport", "sctp"])
+        #expect(usage.status == 64)
+    }
+
+    /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
+    /// whose exit notification did not arrive while Kamailio (another Process) was running.
+    func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: output) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return ((status >> 8) & 0xFF, text)
     }
 }
