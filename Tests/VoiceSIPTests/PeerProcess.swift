@@ -53,6 +53,23 @@ final class PeerProcess: @unchecked Sendable {
     }
 }
 
+/// Waits until something has bound UDP `port` on loopback (from /proc/net/udp), so that a peer is ready before
+/// the first datagram goes to it; false after `timeout`.
+func waitUntilUDPPortBound(_ port: Int, timeout: Duration = .seconds(5)) async -> Bool {
+    let needle = String(format: ":%04X ", port)
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while clock.now < deadline {
+        let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+        // Column 2 is local_address as HEXIP:HEXPORT.
+        if table.split(separator: "\n").dropFirst().contains(where: { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { ($0 + " ").hasSuffix(needle) } ?? false
+        }) { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+}
+
 /// Every process whose parent chain leads to `root` (from /proc/<pid>/stat).
 func descendants(of root: pid_t) -> [pid_t] {
     var parents: [pid_t: pid_t] = [:]

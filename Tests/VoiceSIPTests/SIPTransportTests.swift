@@ -128,6 +128,30 @@ struct SIPTransportTests {
         }
     }
 
+    @Test func crlfKeepalivesAreAnsweredWithPongs() async throws {
+        try await withEventLoop { loop in
+            let server = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            _ = AnsweringServer(server)
+            // The client pings every 50 ms on its open connections (RFC 5626 §4.4.1); the server answers each.
+            let client = try await SIPEndpoint.start(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(50)))
+            let serverAddress = try #require(await server.localAddress(.tcp))
+            let response = try await client.request(makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "keepalive"), to: SIPPeer(.tcp, serverAddress)).get()
+            #expect(response.statusCode == 200)
+            try await Task.sleep(for: .milliseconds(300))
+            let periodic = await client.statistics().keepalivePongsReceived
+            #expect(periodic >= 3, "\(periodic) pongs in 300 ms at one ping per 50 ms")
+            client.sendKeepalive(to: SIPPeer(.tcp, serverAddress))
+            try await Task.sleep(for: .milliseconds(30))
+            #expect(await client.statistics().keepalivePongsReceived > periodic)
+            // Pings are not messages: the server saw one request only.
+            #expect(await server.statistics().messagesReceived == 1)
+            try await client.close()
+            try await server.close()
+        }
+    }
+
     @Test func malformedDatagramsAreCountedAndDropped() async throws {
         try await withEventLoop { loop in
             let server = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))

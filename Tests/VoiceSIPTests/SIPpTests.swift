@@ -30,8 +30,7 @@ struct SIPpTests {
         ] + extra
         let sipp = try PeerProcess(name: "sipp", executable: sippPath, arguments: arguments, directory: directory)
         defer { sipp.stop() }
-        try await Task.sleep(for: .milliseconds(300))
-        guard sipp.isRunning else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
+        guard await waitUntilUDPPortBound(port), sipp.isRunning else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
         try await withEventLoop { loop in try await body(loop, try SocketAddress(ipAddress: "127.0.0.1", port: port)) }
         guard expectCompletion else { return nil }
         let status = await sipp.waitForExit(timeout: .seconds(5))

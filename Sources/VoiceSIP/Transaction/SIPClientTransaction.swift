@@ -120,22 +120,22 @@ public struct SIPClientTransaction: Sendable {
     /// Fires every timer due at `now`, in deadline order.
     public mutating func advance(to now: SIPInstant) -> [SIPTransactionOutput] {
         var out: [SIPTransactionOutput] = []
-        while let timer = timers.popExpired(at: now) {
-            out += fire(timer, now: now)
+        while let (timer, deadline) = timers.popExpired(at: now) {
+            out += fire(timer, due: deadline)
         }
         return out
     }
 
-    private mutating func fire(_ timer: SIPTimer, now: SIPInstant) -> [SIPTransactionOutput] {
+    private mutating func fire(_ timer: SIPTimer, due: SIPInstant) -> [SIPTransactionOutput] {
         switch timer {
         case .a where state == .calling:
             retransmitInterval = retransmitInterval * 2
-            timers.start(.a, at: now + retransmitInterval)
+            timers.start(.a, at: due + retransmitInterval)
             return [.send(request)]
         case .e where state == .trying || state == .proceeding:
             // §17.1.2.2: doubling up to T2 while Trying; every T2 once a provisional response came.
             retransmitInterval = state == .trying ? min(retransmitInterval * 2, configuration.t2) : configuration.t2
-            timers.start(.e, at: now + retransmitInterval)
+            timers.start(.e, at: due + retransmitInterval)
             return [.send(request)]
         case .b where state == .calling, .f where state == .trying || state == .proceeding:
             return [.timedOut(timer)] + terminate()

@@ -116,11 +116,11 @@ public struct SIPServerTransaction: Sendable {
 
     public mutating func advance(to now: SIPInstant) -> [SIPTransactionOutput] {
         var out: [SIPTransactionOutput] = []
-        while let timer = timers.popExpired(at: now) {
+        while let (timer, due) = timers.popExpired(at: now) {
             switch timer {
             case .g where state == .completed:
                 retransmitInterval = min(retransmitInterval * 2, configuration.t2)
-                timers.start(.g, at: now + retransmitInterval)
+                timers.start(.g, at: due + retransmitInterval)
                 if let lastResponse { out.append(.send(lastResponse)) }
             case .h where state == .completed:
                 out += [.timedOut(.h)] + terminate()

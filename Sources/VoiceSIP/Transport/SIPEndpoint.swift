@@ -100,7 +100,7 @@ public final class SIPEndpoint: @unchecked Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .childChannelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum))
+                            try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true))
                             endpoint.accepted(channel)
                         }
                     }
@@ -327,7 +327,7 @@ public final class SIPEndpoint: @unchecked Sendable {
             .connectTimeout(.seconds(5))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: self, maximumMessageBytes: maximum))
+                    try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: self, maximumMessageBytes: maximum, accepted: false))
                 }
             }
             .connect(to: address)

@@ -62,18 +62,22 @@ final class SIPDatagramHandler: ChannelInboundHandler {
     }
 }
 
-/// TCP: messages delimited by Content-Length (`SIPStreamFramer`); a CRLF CRLF ping is answered with a CRLF pong
-/// (RFC 5626 §4.4.1). A framing error loses the stream's synchronization, so the connection is closed.
+/// TCP: messages delimited by Content-Length (`SIPStreamFramer`); on an accepted connection a CRLF CRLF ping is
+/// answered with a CRLF pong (RFC 5626 §4.4.1). On a connection we opened only pongs come back, and two pongs read
+/// together look like a ping, so there every CRLF pair counts as a pong. A framing error loses the stream's
+/// synchronization, so the connection is closed.
 final class SIPStreamHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private weak var sink: (any SIPTransportSink)?
     private var framer: SIPStreamFramer
     private var peer: SIPPeer?
+    private let answersPings: Bool
 
-    init(sink: any SIPTransportSink, maximumMessageBytes: Int) {
+    init(sink: any SIPTransportSink, maximumMessageBytes: Int, accepted: Bool) {
         self.sink = sink
         self.framer = SIPStreamFramer(maximumMessageBytes: maximumMessageBytes)
+        self.answersPings = accepted
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -95,8 +99,11 @@ final class SIPStreamHandler: ChannelInboundHandler {
                 switch frame {
                 case .message(let message):
                     sink?.transport(received: message, from: peer, channel: context.channel)
-                case .keepalivePing:
+                case .keepalivePing where answersPings:
                     context.writeAndFlush(Self.wrapOutboundOut(ByteBuffer(bytes: [0x0D, 0x0A])), promise: nil)
+                case .keepalivePing:
+                    sink?.transport(keepalivePongFrom: peer)
+                    sink?.transport(keepalivePongFrom: peer)
                 case .keepalivePong:
                     sink?.transport(keepalivePongFrom: peer)
                 }
