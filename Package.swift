@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "VoiceEngine", targets: ["VoiceEngine"]),
         // Simulation, demo, test vectors and benchmark support: for the CLI, the tests and Benchmarks/, not for clients.
         .library(name: "VoiceLab", targets: ["VoiceLab"]),
+        // SIP signalling (messages, transactions, transports): for clients that place calls through SIP servers.
+        .library(name: "VoiceSIP", targets: ["VoiceSIP"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -61,9 +63,16 @@ let package = Package(
             ]
         ),
         .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim"]),
+        .target(
+            name: "VoiceSIP",
+            dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .executableTarget(
             name: "voice-engine",
-            dependencies: ["VoiceEngine", "VoiceLab", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "VoiceEngine", "VoiceLab", "VoiceSIP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
 
         .target(name: "VoiceTestSupport", dependencies: ["VoiceCore"], path: "Tests/VoiceTestSupport"),
@@ -76,6 +85,15 @@ let package = Package(
         .testTarget(name: "VoiceSessionTests", dependencies: ["VoiceSession", "VoiceTestSupport"]),
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
         .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceLab", "VoiceTestSupport"]),
+        .testTarget(
+            name: "VoiceSIPTests",
+            dependencies: [
+                "VoiceSIP", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,7 +12,7 @@ let rootPackage: String = {
 
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
-let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace"]
+let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip"]
 
 let package = Package(
     name: "VoiceEngineFuzz",
@@ -26,7 +26,9 @@ let package = Package(
                 name: "fuzz-\(name)",
                 dependencies: ["FuzzSupport", .product(name: "VoiceEngine", package: rootPackage)]
                     // The network trace format belongs to the simulator, which the engine product does not carry.
-                    + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : []),
+                    + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
+                    // SIP signalling is a product of its own.
+                    + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : []),
                 path: "targets/\(name)"
             )
         },

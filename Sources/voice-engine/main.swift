@@ -12,9 +12,9 @@ struct VoiceEngineCommand: ParsableCommand {
             Every failure is one line on stderr starting with 'error:' (a usage error adds the command's usage \
             line). Exit status: 0 success, 64 usage (an unknown or missing option, a value out of its range), \
             65 bad input data (an unreadable or malformed WAV, capture, trace or key), 1 runtime failure (a \
-            device, the network, a file that cannot be written).
+            device, the network, a file that cannot be written); `sip` adds classes of its own (see `sip --help`).
             """,
-        subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self]
+        subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self, SIPCommand.self]
     )
 }
 

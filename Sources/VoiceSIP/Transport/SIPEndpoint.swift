@@ -1,0 +1,405 @@
+import NIOCore
+import NIOPosix
+
+/// Settings of a `SIPEndpoint`.
+public struct SIPEndpointConfiguration: Sendable {
+    public var timers: SIPTimerConfiguration
+    public var maximumMessageBytes: Int
+    /// `User-Agent` added to requests that have none (nil: none added).
+    public var userAgent: String?
+    /// When set, every open TCP connection gets an RFC 5626 CRLF CRLF ping this often, so that NATs and the
+    /// server keep it open and an incoming INVITE can come back on it.
+    public var keepaliveInterval: TimeAmount?
+
+    public init(
+        timers: SIPTimerConfiguration = SIPTimerConfiguration(),
+        maximumMessageBytes: Int = SIPMessageParser.defaultMaximumMessageBytes,
+        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil
+    ) {
+        self.timers = timers
+        self.maximumMessageBytes = maximumMessageBytes
+        self.userAgent = userAgent
+        self.keepaliveInterval = keepaliveInterval
+    }
+}
+
+/// A request handed to the transaction user. `transaction` is nil for the ACK of a 2xx (it has none, RFC 3261
+/// §17.1.1.3); for any other request the TU answers with `SIPEndpoint.respond(_:to:)`.
+public struct SIPIncomingRequest: Sendable {
+    public let message: SIPMessage
+    public let transaction: SIPTransactionID?
+    public let peer: SIPPeer
+}
+
+/// What the transport saw, for tests, benchmarks and `--trace`.
+public struct SIPTransportStatistics: Equatable, Sendable {
+    public var messagesReceived = 0
+    public var messagesSent = 0
+    /// Malformed messages counted and dropped (RFC 3261 §18.3: a UDP datagram is discarded; a stream is closed).
+    public var malformedDropped = 0
+    public var keepalivePongsReceived = 0
+    public var connectionsOpened = 0
+    public var connectionsAccepted = 0
+    /// Why the last message was dropped.
+    public var lastDropReason: String?
+}
+
+/// A SIP user agent's transport and transaction layers on one NIO event loop: UDP and TCP listeners (IPv4 or IPv6),
+/// connections reused per remote address in both directions, Via `received`/`rport` stamping (RFC 3261 §18.2.1,
+/// RFC 3581), transaction timers scheduled on the loop, CRLF keepalives.
+///
+/// All state lives on `eventLoop`; the public methods may be called from anywhere.
+public final class SIPEndpoint: @unchecked Sendable {
+    public let eventLoop: any EventLoop
+    public let configuration: SIPEndpointConfiguration
+    private var layer: SIPTransactionLayer<SIPPeer>
+    private let origin = NIODeadline.now()
+    private var udpChannel: (any Channel)?
+    private var tcpListener: (any Channel)?
+    private var connections: [SocketAddress: EventLoopFuture<any Channel>] = [:]
+    private var pending: [SIPTransactionID: (promise: EventLoopPromise<SIPMessage>, provisional: (@Sendable (SIPMessage) -> Void)?)] = [:]
+    private var requestHandler: (@Sendable (SIPIncomingRequest) -> Void)?
+    private var strayResponseHandler: (@Sendable (SIPMessage) -> Void)?
+    private var traceHandler: (@Sendable (String) -> Void)?
+    private var timerTask: Scheduled<Void>?
+    private var scheduledDeadline: SIPInstant?
+    private var keepaliveTask: RepeatedTask?
+    private var _statistics = SIPTransportStatistics()
+    private var branchCounter: UInt64 = 0
+    private let branchPrefix: String
+
+    private init(eventLoop: any EventLoop, configuration: SIPEndpointConfiguration) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.layer = SIPTransactionLayer(configuration: configuration.timers)
+        self.branchPrefix = SIPRandomToken.make()
+    }
+
+    /// Binds the listeners asked for (port 0: any free port) and starts the endpoint.
+    public static func start(
+        on eventLoop: any EventLoop, udp: SocketAddress? = nil, tcp: SocketAddress? = nil,
+        configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
+    ) async throws -> SIPEndpoint {
+        let endpoint = SIPEndpoint(eventLoop: eventLoop, configuration: configuration)
+        do {
+            if let udp {
+                let channel = try await DatagramBootstrap(group: eventLoop)
+                    .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(SIPDatagramHandler(sink: endpoint))
+                        }
+                    }
+                    .bind(to: udp).get()
+                try await eventLoop.submit { endpoint.udpChannel = channel }.get()
+            }
+            if let tcp {
+                let maximum = configuration.maximumMessageBytes
+                let listener = try await ServerBootstrap(group: eventLoop)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true))
+                            endpoint.accepted(channel)
+                        }
+                    }
+                    .bind(to: tcp).get()
+                try await eventLoop.submit { endpoint.tcpListener = listener }.get()
+            }
+        } catch {
+            try? await endpoint.close()
+            throw SIPError(.transport, "cannot bind: \(error)")
+        }
+        if let interval = configuration.keepaliveInterval {
+            try await eventLoop.submit {
+                endpoint.keepaliveTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+                    endpoint.pingConnections()
+                }
+            }.get()
+        }
+        return endpoint
+    }
+
+    /// The bound address of the listener of `transport` (its port when bound to port 0).
+    public func localAddress(_ transport: SIPTransportKind) async -> SocketAddress? {
+        try? await eventLoop.submit {
+            (transport == .udp ? self.udpChannel : self.tcpListener)?.localAddress
+        }.get()
+    }
+
+    public func statistics() async -> SIPTransportStatistics {
+        (try? await eventLoop.submit { self._statistics }.get()) ?? SIPTransportStatistics()
+    }
+
+    /// Open TCP connections (accepted and initiated), one per remote address.
+    public func connectionCount() async -> Int {
+        (try? await eventLoop.submit { self.connections.count }.get()) ?? 0
+    }
+
+    /// Receives every new request (and every ACK of a 2xx). Set before peers start sending.
+    public func onRequest(_ handler: @escaping @Sendable (SIPIncomingRequest) -> Void) {
+        eventLoop.execute { self.requestHandler = handler }
+    }
+
+    /// Receives responses no transaction claims (a 2xx retransmitted after the INVITE transaction ended).
+    public func onStrayResponse(_ handler: @escaping @Sendable (SIPMessage) -> Void) {
+        eventLoop.execute { self.strayResponseHandler = handler }
+    }
+
+    /// Receives every message sent and received, as text with a direction line (for `--trace`).
+    public func onTrace(_ handler: @escaping @Sendable (String) -> Void) {
+        eventLoop.execute { self.traceHandler = handler }
+    }
+
+    /// Sends `request` in a new client transaction and returns its final response. Provisional responses go to
+    /// `onProvisional`. A top Via (this endpoint, a fresh branch, `rport`) and Max-Forwards are added when
+    /// missing. Timer B/F fails the future with `SIPError.Kind.timeout`; a transport failure yields a 503.
+    public func request(
+        _ request: SIPMessage, to peer: SIPPeer, onProvisional: (@Sendable (SIPMessage) -> Void)? = nil
+    ) -> EventLoopFuture<SIPMessage> {
+        eventLoop.flatSubmit {
+            let promise = self.eventLoop.makePromise(of: SIPMessage.self)
+            do {
+                let prepared = self.prepare(request, for: peer)
+                let (id, events) = try self.layer.send(request: prepared, to: peer, reliable: peer.transport.isReliable, now: self.now())
+                self.pending[id] = (promise, onProvisional)
+                self.perform(events)
+            } catch {
+                promise.fail(error)
+            }
+            return promise.futureResult
+        }
+    }
+
+    /// The TU's response to `request` (through its server transaction).
+    @discardableResult
+    public func respond(_ response: SIPMessage, to request: SIPIncomingRequest) -> EventLoopFuture<Void> {
+        eventLoop.submit {
+            guard let id = request.transaction else {
+                throw SIPError(.invalidState, "an ACK is not answered")
+            }
+            self.perform(try self.layer.respond(response, on: id, now: self.now()))
+        }
+    }
+
+    /// Sends a message outside any transaction: the ACK of a 2xx, which belongs to the dialog (§13.2.2.4).
+    public func sendStateless(_ message: SIPMessage, to peer: SIPPeer) {
+        eventLoop.execute {
+            self.write(self.message(message, preparedFor: peer), to: peer)
+        }
+    }
+
+    /// Sends an RFC 5626 CRLF CRLF ping to `peer` (a NAT binding refresh over UDP, a liveness check over TCP).
+    public func sendKeepalive(to peer: SIPPeer) {
+        eventLoop.execute { self.writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil) }
+    }
+
+    /// A top Via for this endpoint on `transport` with a fresh RFC 3261 branch.
+    public func makeVia(for transport: SIPTransportKind) -> SIPVia {
+        eventLoop.preconditionInEventLoop()
+        branchCounter += 1
+        let local = (transport == .udp ? udpChannel?.localAddress : tcpListener?.localAddress)
+        return SIPVia(
+            transport: transport.rawValue, host: local.map(hostText) ?? "127.0.0.1", port: local?.port,
+            branch: "\(SIPVia.magicCookie)\(branchPrefix)\(branchCounter)", parameters: [SIPParameter("rport")])
+    }
+
+    public func close() async throws {
+        let channels: [any Channel] = try await eventLoop.submit {
+            self.timerTask?.cancel()
+            self.keepaliveTask?.cancel()
+            for (_, entry) in self.pending { entry.promise.fail(SIPError(.transport, "endpoint closed")) }
+            self.pending.removeAll()
+            var open: [any Channel] = [self.udpChannel, self.tcpListener].compactMap { $0 }
+            for future in self.connections.values {
+                future.whenSuccess { $0.close(promise: nil) }
+            }
+            self.connections.removeAll()
+            open = open.filter(\.isActive)
+            return open
+        }.get()
+        for channel in channels { try? await channel.close() }
+    }
+
+    // MARK: On the event loop
+
+    private func now() -> SIPInstant {
+        SIPInstant(.nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds - origin.uptimeNanoseconds)))
+    }
+
+    private func prepare(_ request: SIPMessage, for peer: SIPPeer) -> SIPMessage {
+        var request = request
+        if request.headers.first("Via") == nil { request.headers.prepend("Via", makeVia(for: peer.transport).description) }
+        if request.headers.first("Max-Forwards") == nil { request.headers.add("Max-Forwards", "70") }
+        return message(request, preparedFor: peer)
+    }
+
+    private func message(_ message: SIPMessage, preparedFor peer: SIPPeer) -> SIPMessage {
+        var message = message
+        if message.isRequest, let userAgent = configuration.userAgent, message.headers.first("User-Agent") == nil {
+            message.headers.add("User-Agent", userAgent)
+        }
+        return message
+    }
+
+    private func perform(_ events: [SIPTransactionEvent<SIPPeer>]) {
+        for event in events {
+            switch event {
+            case .send(let message, let peer):
+                write(message, to: peer)
+            case .response(let response, let id):
+                if let code = response.statusCode, code < 200 {
+                    pending[id]?.provisional?(response)
+                } else if let entry = pending.removeValue(forKey: id) {
+                    entry.promise.succeed(response)
+                } else {
+                    strayResponseHandler?(response)
+                }
+            case .request(let request, let id, let peer):
+                deliver(SIPIncomingRequest(message: request, transaction: request.requestMethod == .ack ? nil : id, peer: peer))
+            case .timedOut(let id, let timer):
+                pending.removeValue(forKey: id)?.promise.fail(
+                    SIPError(.timeout, "Timer \(timer.rawValue) fired: no \(timer == .h ? "ACK" : "final response") for \(id.method)"))
+            case .strayResponse(let response, _):
+                strayResponseHandler?(response)
+            case .strayAck(let ack, let peer):
+                deliver(SIPIncomingRequest(message: ack, transaction: nil, peer: peer))
+            }
+        }
+        rescheduleTimer()
+    }
+
+    private func deliver(_ request: SIPIncomingRequest) {
+        if let requestHandler {
+            requestHandler(request)
+        } else if let id = request.transaction {
+            // Nobody to answer: say so rather than let the peer retransmit for 32 s.
+            perform((try? layer.respond(.response(to: request.message, status: 501, toTag: SIPRandomToken.make()), on: id, now: now())) ?? [])
+        }
+    }
+
+    private func rescheduleTimer() {
+        let next = layer.nextDeadline
+        guard next != scheduledDeadline else { return }
+        timerTask?.cancel()
+        scheduledDeadline = next
+        guard let next else { return }
+        timerTask = eventLoop.scheduleTask(deadline: origin + .nanoseconds(next.nanoseconds)) {
+            self.scheduledDeadline = nil
+            self.perform(self.layer.advance(to: self.now()))
+        }
+    }
+
+    private func write(_ message: SIPMessage, to peer: SIPPeer) {
+        _statistics.messagesSent += 1
+        traceHandler?("send \(peer)\n\(message.wireText)")
+        writeBytes(message.serialized(), to: peer, failing: message.isRequest ? SIPTransactionID.client(forRequest: message) : nil)
+    }
+
+    private func writeBytes(_ bytes: [UInt8], to peer: SIPPeer, failing id: SIPTransactionID?) {
+        let buffer = ByteBuffer(bytes: bytes)
+        let written: EventLoopFuture<Void>
+        switch peer.transport {
+        case .udp:
+            guard let udpChannel else {
+                transportFailed(id, reason: "no UDP listener")
+                return
+            }
+            written = udpChannel.writeAndFlush(AddressedEnvelope(remoteAddress: peer.address, data: buffer))
+        case .tcp:
+            written = connection(to: peer.address).flatMap { $0.writeAndFlush(buffer) }
+        }
+        written.whenFailure { error in self.transportFailed(id, reason: "\(error)") }
+    }
+
+    private func transportFailed(_ id: SIPTransactionID?, reason: String) {
+        _statistics.lastDropReason = "send failed: \(reason)"
+        guard let id else { return }
+        perform(layer.transportFailed(client: id))
+    }
+
+    /// The connection to `address`: an open one (ours or accepted from it) is reused (RFC 3261 §18.1.1).
+    private func connection(to address: SocketAddress) -> EventLoopFuture<any Channel> {
+        if let existing = connections[address] { return existing }
+        let maximum = configuration.maximumMessageBytes
+        let future = ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(5))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: self, maximumMessageBytes: maximum, accepted: false))
+                }
+            }
+            .connect(to: address)
+        connections[address] = future
+        _statistics.connectionsOpened += 1
+        future.whenFailure { _ in self.connections[address] = nil }
+        return future
+    }
+
+    fileprivate func accepted(_ channel: any Channel) {
+        _statistics.connectionsAccepted += 1
+        if let remote = channel.remoteAddress { connections[remote] = eventLoop.makeSucceededFuture(channel) }
+    }
+
+    private func pingConnections() {
+        for address in connections.keys { writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: SIPPeer(.tcp, address), failing: nil) }
+    }
+}
+
+extension SIPEndpoint: SIPTransportSink {
+    func transport(received message: SIPMessage, from peer: SIPPeer, channel: any Channel) {
+        _statistics.messagesReceived += 1
+        var message = message
+        if message.isRequest { message.stampTopVia(receivedFrom: peer.address) }
+        traceHandler?("recv \(peer)\n\(message.wireText)")
+        perform(layer.receive(message, from: peer, reliable: peer.transport.isReliable, now: now()))
+    }
+
+    func transport(dropped error: SIPError, from peer: SIPPeer?) {
+        _statistics.malformedDropped += 1
+        _statistics.lastDropReason = error.description
+        traceHandler?("drop \(peer.map(\.description) ?? "?"): \(error)")
+    }
+
+    func transport(keepalivePongFrom peer: SIPPeer) {
+        _statistics.keepalivePongsReceived += 1
+    }
+
+    func transport(closed channel: any Channel, peer: SIPPeer) {
+        connections[peer.address] = nil
+    }
+}
+
+/// The address of a socket as a Via host or URI host: IPv6 in brackets.
+func hostText(_ address: SocketAddress) -> String {
+    guard let ip = address.ipAddress else { return "127.0.0.1" }
+    if case .v6 = address { return "[\(ip)]" }
+    return ip
+}
+
+/// Random branch and tag material.
+enum SIPRandomToken {
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next() as UInt64, radix: 36)
+    }
+}
+
+extension SIPMessage {
+    /// RFC 3261 §18.2.1 and RFC 3581 §4: the receiver records in the top Via where the request really came from.
+    mutating func stampTopVia(receivedFrom address: SocketAddress) {
+        guard let index = headers.fields.firstIndex(where: { $0.name == "Via" }),
+            var values = try? splitHeaderList(headers.fields[index].value, header: "Via"),
+            var via = try? SIPVia(parsing: values[0]), let ip = address.ipAddress
+        else { return }
+        let sentHost = via.host.hasPrefix("[") ? String(via.host.dropFirst().dropLast()) : via.host
+        if sentHost != ip { via.received = ip }
+        if via.requestsRport, let port = address.port {
+            via.parameters.set("rport", "\(port)")
+            via.received = ip
+        }
+        values[0] = via.description
+        headers.setValue(values.joined(separator: ", "), at: index)
+    }
+}

@@ -1,0 +1,220 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import NIOCore
+import NIOPosix
+import VoiceSIP
+
+/// `voice-engine sip …`: try VoiceSIP against a server by hand. Exit status by failure class: 0 a 2xx final
+/// response; 1 any other final response (its status is printed); 64 bad arguments; 69 no answer (Timer B/F) or
+/// the transport failed; 77 the server refused our credentials.
+struct SIPCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sip",
+        abstract: "SIP signalling by hand: register, send a MESSAGE, ping with OPTIONS.",
+        subcommands: [Register.self, Message.self, Options.self])
+
+    /// What every SIP subcommand takes: where to send, how, as whom, and whether to print the SIP trace.
+    struct Connection: ParsableArguments {
+        @Option(help: "Server (registrar, proxy or UA) as host:port; by default the target URI's host and port (5060).")
+        var server: String?
+        @Option(help: "udp or tcp.")
+        var transport: String = "udp"
+        @Option(help: "Username for digest authentication (RFC 8760: MD5 or SHA-256, as the server asks).")
+        var user: String?
+        @Option(help: "Password for digest authentication.")
+        var password: String?
+        @Option(help: "Local address to bind as host:port (port 0: any); by default the address that routes to the server.")
+        var bind: String?
+        @Option(help: "RFC 3261 T1 in milliseconds; transactions give up after 64·T1.")
+        var t1: Int = 500
+        @Flag(help: "Print every SIP message sent and received on stderr.")
+        var trace = false
+
+        func transportKind() throws -> SIPTransportKind {
+            guard let kind = SIPTransportKind(rawValue: transport.uppercased()) else {
+                throw CommandFailure.usage("--transport \(transport): use udp or tcp")
+            }
+            return kind
+        }
+
+        func credentials() throws -> (any SIPCredentialsDelegate)? {
+            switch (user, password) {
+            case (let user?, let password?): return SIPStaticCredentials(username: user, password: password)
+            case (nil, nil): return nil
+            default: throw CommandFailure.usage("--user and --password go together")
+            }
+        }
+
+        func serverAddress(default uri: SIPURI) throws -> SocketAddress {
+            let text = server ?? (uri.host + ":" + String(uri.port ?? 5060))
+            return try socketAddress(text, option: "--server")
+        }
+
+        /// Starts an endpoint, runs `body` with it and the sender, closes it; SIP failures become exit statuses.
+        func run(server: SocketAddress, _ body: @escaping @Sendable (SIPEndpoint, SIPRequestSender) async throws -> SIPMessage?) throws {
+            guard t1 > 0 else { throw CommandFailure.usage("--t1 must be positive") }
+            let kind = try transportKind()
+            let credentials = try credentials()
+            let traced = trace
+            let timers = SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let loop = group.next()
+            let local = try bind.map { try socketAddress($0, option: "--bind") } ?? routedAddress(to: server, on: loop)
+            let response = try runBlocking { () -> SIPMessage? in
+                let endpoint = try await SIPEndpoint.start(
+                    on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
+                    configuration: SIPEndpointConfiguration(timers: timers))
+                if traced { endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
+                do {
+                    let response = try await body(endpoint, SIPRequestSender(endpoint: endpoint, credentials: credentials))
+                    try? await endpoint.close()
+                    return response
+                } catch let error as SIPError where error.kind == .timeout || error.kind == .transport {
+                    try? await endpoint.close()
+                    throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
+                } catch {
+                    try? await endpoint.close()
+                    throw error
+                }
+            }
+            guard let response, let code = response.statusCode else { return }
+            print("\(code) \(response.reasonPhrase ?? "")")
+            switch code {
+            case 200...299: return
+            case 401, 407 where credentials != nil:
+                throw CommandFailure(description: "\(code) \(response.reasonPhrase ?? ""): credentials refused", status: 77)
+            case 503 where response.reasonPhrase == "Transport Error":
+                throw CommandFailure(description: "transport failed", status: 69)
+            default:
+                throw CommandFailure.runtime("\(code) \(response.reasonPhrase ?? "")")
+            }
+        }
+    }
+
+    struct Register: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "REGISTER an address-of-record (and unregister with --expires 0).")
+        @Argument(help: "Address-of-record, e.g. sip:alice@example.com.")
+        var addressOfRecord: String
+        @Option(help: "Requested binding lifetime in seconds (0 removes the binding).")
+        var expires: UInt32 = 3600
+        @OptionGroup var connection: Connection
+
+        func run() throws {
+            let aor = try parseURI(addressOfRecord, option: "address-of-record")
+            let server = try connection.serverAddress(default: aor)
+            let peer = SIPPeer(try connection.transportKind(), server)
+            let expires = self.expires
+            try connection.run(server: server) { _, sender in
+                let registration = SIPRegistration(
+                    configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: peer, expires: expires), sender: sender)
+                let result = try await registration.register()
+                if result.succeeded { print("registered for \(result.grantedExpires) s; \(result.contacts.count) contact(s)") }
+                return .response(result.statusCode, result.reasonPhrase)
+            }
+        }
+    }
+
+    struct Message: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send an instant message (RFC 3428): 2xx means delivered.")
+        @Argument(help: "Recipient URI.")
+        var to: String
+        @Argument(help: "Message text (text/plain).")
+        var text: String
+        @Option(help: "Sender URI (From).")
+        var from: String = "sip:voice-engine@localhost"
+        @Option(name: .customLong("header"), help: "Extra header 'X-Name: value' (repeatable; custom headers must start with X-).")
+        var headers: [String] = []
+        @OptionGroup var connection: Connection
+
+        func run() throws {
+            let target = try parseURI(to, option: "recipient")
+            var request = try makeRequest(.message, to: target, from: try parseURI(from, option: "--from"), extraHeaders: headers)
+            request.headers.add("Content-Type", "text/plain;charset=utf-8")
+            request.body = Array(text.utf8)
+            let server = try connection.serverAddress(default: target)
+            let message = request
+            try connection.run(server: server) { _, sender in
+                try await sender.send(message, to: SIPPeer(try connection.transportKind(), server))
+            }
+        }
+    }
+
+    struct Options: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send OPTIONS: is the server or UA there, and what does it support?")
+        @Argument(help: "Target URI.")
+        var to: String
+        @Option(help: "Sender URI (From).")
+        var from: String = "sip:voice-engine@localhost"
+        @OptionGroup var connection: Connection
+
+        func run() throws {
+            let target = try parseURI(to, option: "target")
+            let request = try makeRequest(.options, to: target, from: try parseURI(from, option: "--from"), extraHeaders: [])
+            let server = try connection.serverAddress(default: target)
+            let peer = SIPPeer(try connection.transportKind(), server)
+            try connection.run(server: server) { _, sender in
+                let response = try await sender.send(request, to: peer)
+                if let allow = response.headers.first("Allow") { print("Allow: \(allow)") }
+                return response
+            }
+        }
+    }
+}
+
+private func parseURI(_ text: String, option: String) throws -> SIPURI {
+    do { return try SIPURI(parsing: text) } catch { throw CommandFailure.usage("\(option) '\(text)': \(error)") }
+}
+
+private func socketAddress(_ text: String, option: String) throws -> SocketAddress {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+        throw CommandFailure.usage("\(option) '\(text)': expected host:port")
+    }
+    var host = String(text[..<colon])
+    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    do { return try SocketAddress.makeAddressResolvingHost(host, port: port) } catch {
+        throw CommandFailure(description: "\(option) '\(text)': cannot resolve \(host)", status: 68)
+    }
+}
+
+/// The local address the system routes to `server` from (a connected UDP socket's own address), with port 0, so
+/// that Via and Contact name an address the server can answer.
+private func routedAddress(to server: SocketAddress, on loop: any EventLoop) throws -> SocketAddress {
+    let probe = try DatagramBootstrap(group: loop).connect(to: server).wait()
+    defer { try? probe.close().wait() }
+    guard let ip = probe.localAddress?.ipAddress else { throw CommandFailure.runtime("no route to \(server)") }
+    return try SocketAddress(ipAddress: ip, port: 0)
+}
+
+/// A new out-of-dialog request with From (fresh tag), To, Call-ID, CSeq 1 and the `X-` headers given.
+private func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, extraHeaders: [String]) throws -> SIPMessage {
+    var headers = SIPHeaders()
+    headers.add("From", SIPAddress(uri: from, parameters: [SIPParameter("tag", String(UInt32.random(in: 1...UInt32.max), radix: 36))]).description)
+    headers.add("To", SIPAddress(uri: target).description)
+    headers.add("Call-ID", "\(UUID().uuidString.lowercased())@voice-engine")
+    headers.add("CSeq", SIPCSeq(1, method).description)
+    for header in extraHeaders {
+        guard let colon = header.firstIndex(of: ":"), header.lowercased().hasPrefix("x-") else {
+            throw CommandFailure.usage("--header '\(header)': expected 'X-Name: value'")
+        }
+        headers.add(String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+    return .request(method, target, headers: headers)
+}
+
+/// Runs async work to completion from the synchronous command line.
+private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

@@ -1,0 +1,203 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+import VoiceSIP
+import VoiceTestSupport
+
+let kamailioPath = "/usr/sbin/kamailio"
+
+/// Collects an endpoint's trace lines (what it sent and received).
+final class TraceRecorder: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var lines: [String] = []
+    init(_ endpoint: SIPEndpoint) { endpoint.onTrace { [self] line in lock.withLock { lines.append(line) } } }
+    var all: [String] { lock.withLock { lines } }
+    func count(_ prefix: String, containing text: String) -> Int { all.filter { $0.hasPrefix(prefix) && $0.contains(text) }.count }
+}
+
+/// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 are this suite's.
+@Suite(
+    "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
+struct KamailioTests {
+    static let domain = "voiceengine.test"
+
+    /// Starts Kamailio on `port` (UDP and TCP), runs `body`, stops Kamailio whatever happens. Skips the test when
+    /// Kamailio does not answer within 5 s.
+    func withKamailio(port: Int, sha256: Bool = false, _ body: (any EventLoop, SocketAddress) async throws -> Void) async throws {
+        let directory = try makeTemporaryDirectory("kamailio")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let db = directory.appendingPathComponent("db")
+        try FileManager.default.copyItem(at: peersDirectory.appendingPathComponent("kamailio/db"), to: db)
+        var arguments = [
+            "-f", peersDirectory.appendingPathComponent("kamailio/kamailio.cfg").path, "-DD", "-E",
+            "-l", "udp:127.0.0.1:\(port)", "-l", "tcp:127.0.0.1:\(port)", "-A", "DBURL=\"text://\(db.path)\"",
+            "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
+        ]
+        if sha256 { arguments += ["-A", "WITH_SHA256"] }
+        let kamailio = try PeerProcess(name: "kamailio", executable: kamailioPath, arguments: arguments, directory: directory)
+        defer { kamailio.stop() }
+        let server = try SocketAddress(ipAddress: "127.0.0.1", port: port)
+        try await withEventLoop { loop in
+            try await waitUntilAnswering(server, on: loop, peer: kamailio)
+            try await body(loop, server)
+        }
+    }
+
+    /// Polls with OPTIONS until Kamailio answers (with anything: it challenges us).
+    func waitUntilAnswering(_ server: SocketAddress, on loop: any EventLoop, peer: PeerProcess) async throws {
+        let fast = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200)))
+        let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
+        defer { Task { try? await probe.close() } }
+        for attempt in 0..<10 {
+            guard peer.isRunning else { break }
+            let options = makeOutgoing(.options, to: SIPURI(host: Self.domain), callID: "probe-\(attempt)")
+            // Kamailio answers (with a challenge); a 503 would be our own transport failing.
+            let answer = try? await probe.request(options, to: SIPPeer(.udp, server)).get()
+            if answer?.headers.first("Server")?.contains("kamailio") == true { return }
+        }
+        try Test.cancel("Kamailio did not start or answer on \(server):\n\(peer.logTail)")
+    }
+
+    func register(_ user: String, password: String? = nil, on loop: any EventLoop, server: SocketAddress, transport: SIPTransportKind = .udp, expires: UInt32 = 60)
+        async throws -> (SIPEndpoint, SIPRegistration, TraceRecorder)
+    {
+        let local = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+        let endpoint = try await SIPEndpoint.start(on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil)
+        let trace = TraceRecorder(endpoint)
+        let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: password ?? "\(user)-secret"))
+        let registration = SIPRegistration(
+            configuration: SIPRegistrationConfiguration(
+                addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(transport, server), expires: expires),
+            sender: sender)
+        return (endpoint, registration, trace)
+    }
+
+    @Test("REGISTER with digest, nonce reused with the next nc, unregister", arguments: [
+        (SIPTransportKind.udp, false, 25060), (.tcp, true, 25062),
+    ])
+    func registerAuthenticateAndUnregister(transport: SIPTransportKind, sha256: Bool, port: Int) async throws {
+        try await withKamailio(port: port, sha256: sha256) { loop, server in
+            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: transport)
+            let first = try await registration.register()
+            #expect(first.statusCode == 200, "\(first)")
+            #expect(first.grantedExpires == 60)
+            #expect(first.contacts.count == 1)
+            // We answered with the challenge's algorithm (Kamailio names it only when it is not the default MD5).
+            #expect(trace.count("recv", containing: "algorithm=SHA-256") == (sha256 ? 1 : 0))
+            #expect(trace.count("send", containing: "algorithm=\(sha256 ? "SHA-256" : "MD5")") == 1)
+            // A refresh authenticates up front with the same nonce and nc=00000002: no second challenge.
+            let refresh = try await registration.register()
+            #expect(refresh.statusCode == 200)
+            #expect(trace.count("recv", containing: "SIP/2.0 401") == 1)
+            #expect(trace.count("send", containing: "nc=00000002") == 1)
+            let removed = try await registration.unregister()
+            #expect(removed.statusCode == 200)
+            #expect(removed.grantedExpires == 0)
+            #expect(removed.contacts.isEmpty)
+            try await endpoint.close()
+        }
+    }
+
+    @Test func wrongPasswordIsRefusedWithItsStatus() async throws {
+        try await withKamailio(port: 25064) { loop, server in
+            let (endpoint, registration, trace) = try await register("alice", password: "wrong", on: loop, server: server)
+            let result = try await registration.register()
+            #expect(result.statusCode == 401)
+            #expect(!result.succeeded)
+            // One authenticated retry, not a loop.
+            #expect(trace.count("send", containing: "REGISTER sip:") == 2)
+            try await endpoint.close()
+        }
+    }
+
+    @Test func registrationIsRefreshedBeforeItExpires() async throws {
+        try await withKamailio(port: 25066) { loop, server in
+            let (endpoint, registration, _) = try await register("bob", on: loop, server: server, expires: 2)
+            let first = try await registration.startRefreshing()
+            #expect(first.grantedExpires == 2)
+            // Refreshes at 90 % of 2 s: at least two within 4.2 s.
+            try await Task.sleep(for: .milliseconds(4200))
+            #expect(await registration.refreshCount >= 2)
+            #expect(try await registration.unregister().statusCode == 200)
+            try await endpoint.close()
+        }
+    }
+
+    @Test func messageThroughKamailioIsDeliveredOrFailsWithItsStatus() async throws {
+        try await withKamailio(port: 25068) { loop, server in
+            let (aliceEndpoint, alice, _) = try await register("alice", on: loop, server: server)
+            let (bobEndpoint, bob, _) = try await register("bob", on: loop, server: server)
+            #expect(try await alice.register().succeeded)
+            #expect(try await bob.register().succeeded)
+            let inbox = AnsweringServer(bobEndpoint)
+            let sender = SIPRequestSender(endpoint: aliceEndpoint, credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"))
+            var message = makeOutgoing(.message, to: SIPURI(user: "bob", host: Self.domain), callID: "im-1", body: "Hello Bob")
+            message.headers.replace("From", with: "<sip:alice@\(Self.domain)>;tag=im1")
+            message.headers.add("X-Call-Purpose", "interop")
+            let delivered = try await sender.send(message, to: SIPPeer(.udp, server))
+            #expect(delivered.statusCode == 200)
+            let received = try #require(inbox.seen.first?.message)
+            #expect(String(decoding: received.body, as: UTF8.self) == "Hello Bob")
+            #expect(received.headers.first("X-Call-Purpose") == "interop")
+            #expect(received.via.count == 2)  // Kamailio's Via on top of alice's
+            var toNobody = makeOutgoing(.message, to: SIPURI(user: "carol", host: Self.domain), callID: "im-2", body: "Hello?")
+            toNobody.headers.replace("From", with: "<sip:alice@\(Self.domain)>;tag=im2")
+            let failed = try await sender.send(toNobody, to: SIPPeer(.udp, server))
+            #expect(failed.statusCode == 404)
+            try await aliceEndpoint.close()
+            try await bobEndpoint.close()
+        }
+    }
+
+    /// `voice-engine sip`: exit 0 on a 2xx, 77 when the credentials are refused, 69 without an answer, 64 on bad
+    /// arguments.
+    @Test(.enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
+    func commandLineExitStatusPerFailureClass() async throws {
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        try await withKamailio(port: 25069) { _, server in
+            let registrar = "127.0.0.1:\(server.port ?? 0)"
+            let registered = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                "--user", "alice", "--password", "alice-secret", "--expires", "30", "--trace"])
+            #expect(registered.status == 0, "\(registered.output)")
+            #expect(registered.output.contains("registered for 30 s"))
+            #expect(registered.output.contains("REGISTER sip:voiceengine.test SIP/2.0"))  // the trace, on stderr
+            let refused = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                "--user", "alice", "--password", "wrong", "--transport", "tcp"])
+            #expect(refused.status == 77, "\(refused.output)")
+            let message = try runTool(binary, ["sip", "message", "sip:carol@\(Self.domain)", "hello", "--from", "sip:bob@\(Self.domain)",
+                "--server", registrar, "--user", "bob", "--password", "bob-secret", "--header", "X-Test: 1"])
+            #expect(message.status == 1, "\(message.output)")
+            #expect(message.output.contains("404 Not Found"))
+        }
+        // Nobody at this port: ICMP port unreachable, reported as a transport failure.
+        let silent = try runTool(binary, ["sip", "options", "sip:nobody@127.0.0.1:25058", "--t1", "20"])
+        #expect(silent.status == 69, "\(silent.output)")
+        let usage = try runTool(binary, ["sip", "options", "sip:x@127.0.0.1", "--transport", "sctp"])
+        #expect(usage.status == 64)
+    }
+
+    /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
+    /// whose exit notification did not arrive while Kamailio (another Process) was running.
+    func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: output) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return ((status >> 8) & 0xFF, text)
+    }
+}

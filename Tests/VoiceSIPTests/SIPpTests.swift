@@ -1,0 +1,168 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+import VoiceSIP
+
+let sippPath = "/usr/bin/sipp"
+
+/// SIPp (Debian's sip-tester) playing the peers a well-behaved UA rarely meets: rejections, silence, 200 OK
+/// retransmissions, malformed messages. Scenarios are in Peers/sipp; SIPp's exit status says whether its side of
+/// the scenario completed. Ports 25070–25079 are this suite's.
+@Suite(
+    "SIPp scenarios", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: sippPath), "sipp is not installed (make test-deps installs sip-tester)"))
+struct SIPpTests {
+    /// Starts SIPp with `scenario` bound to 127.0.0.1:`port`, runs `body`, and returns SIPp's exit status (nil
+    /// if it had to be stopped). Skips the test when SIPp does not start.
+    @discardableResult
+    func withSIPp(
+        _ scenario: String, port: Int, arguments extra: [String] = [], expectCompletion: Bool = true,
+        _ body: (any EventLoop, SocketAddress) async throws -> Void
+    ) async throws -> Int32? {
+        let directory = try makeTemporaryDirectory("sipp")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let arguments = [
+            "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p", "\(port)",
+            "-m", "1", "-timeout", "20s", "-timeout_error", "-nostdin", "-trace_err",
+            "-error_file", directory.appendingPathComponent("errors.log").path,
+        ] + extra
+        let sipp = try PeerProcess(name: "sipp", executable: sippPath, arguments: arguments, directory: directory)
+        defer { sipp.stop() }
+        guard await waitUntilUDPPortBound(port), sipp.isRunning else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
+        try await withEventLoop { loop in try await body(loop, try SocketAddress(ipAddress: "127.0.0.1", port: port)) }
+        guard expectCompletion else { return nil }
+        let status = await sipp.waitForExit(timeout: .seconds(5))
+        if status != 0 {
+            let errors = (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
+            Issue.record("SIPp \(scenario) ended with \(status.map(String.init) ?? "no exit"):\n\(errors.suffix(1500))\n\(sipp.logTail)")
+        }
+        return status
+    }
+
+    func makeInvite(to server: SocketAddress, callID: String) -> SIPMessage {
+        var invite = makeOutgoing(.invite, to: SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), callID: callID)
+        invite.headers.add("Contact", "<sip:alice@127.0.0.1>")
+        return invite
+    }
+
+    @Test("rejected INVITE: the final status reaches the caller and the transaction ACKs it", arguments: [
+        (486, "Busy Here", 25070), (603, "Decline", 25071),
+    ])
+    func rejectedInvite(status: Int, reason: String, port: Int) async throws {
+        try await withSIPp("uas-reject", port: port, arguments: ["-key", "status", "\(status)", "-key", "reason", reason]) { loop, server in
+            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let provisional = NIOLockedValueBox<[Int]>([])
+            let response = try await endpoint.request(makeInvite(to: server, callID: "reject-\(status)"), to: SIPPeer(.udp, server)) { r in
+                provisional.withLockedValue { $0.append(r.statusCode ?? 0) }
+            }.get()
+            #expect(response.statusCode == status)
+            #expect(response.reasonPhrase == reason)
+            #expect(provisional.withLockedValue { $0 } == [100])
+            try await endpoint.close()
+        }
+    }
+
+    @Test func unansweredInviteTimesOutWithTimerB() async throws {
+        // SIPp just listens (its scenario never completes); what counts is what reached it and what we report.
+        try await withSIPp("uas-silent", port: 25072, expectCompletion: false) { loop, server in
+            // T1 = 20 ms: Timer B (64·T1) after 1.28 s instead of 32 s.
+            let configuration = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(160), t4: .milliseconds(200)))
+            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
+            let trace = TraceRecorder(endpoint)
+            do {
+                _ = try await endpoint.request(makeInvite(to: server, callID: "silent"), to: SIPPeer(.udp, server)).get()
+                Issue.record("an unanswered INVITE produced a response")
+            } catch let error as SIPError {
+                #expect(error.kind == .timeout)
+                #expect(error.reason.contains("Timer B"))
+            }
+            // The INVITE and six Timer A retransmissions (20, 60, 140, 300, 620, 1260 ms).
+            #expect(trace.count("send", containing: "INVITE sip:") == 7)
+            try await endpoint.close()
+        }
+    }
+
+    @Test func answeredInviteWith200RetransmittedUntilAckedThenBye() async throws {
+        try await withSIPp("uas-answer", port: 25073) { loop, server in
+            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let retransmitted = NIOLockedValueBox(0)
+            endpoint.onStrayResponse { response in
+                if response.statusCode == 200 { retransmitted.withLockedValue { $0 += 1 } }
+            }
+            let invite = makeInvite(to: server, callID: "answer")
+            let ok = try await endpoint.request(invite, to: SIPPeer(.udp, server)).get()
+            #expect(ok.statusCode == 200)
+            #expect(ok.sessionDescriptionText?.contains("opus/48000/2") == true)
+            // Not ACKed for 1.2 s: SIPp retransmits the 200 (at 0.5 s and 1.5 s), and the ended INVITE transaction
+            // passes the copies on as stray responses (RFC 6026: the dialog, not the transaction, ACKs a 2xx).
+            try await Task.sleep(for: .milliseconds(1200))
+            #expect(retransmitted.withLockedValue { $0 } >= 1)
+            let remote = try #require(ok.contacts.first.flatMap { contact -> SIPURI? in
+                if case .address(let address) = contact { return address.uri }
+                return nil
+            })
+            var inDialog = SIPHeaders()
+            inDialog.add("From", try #require(invite.headers.first("From")))
+            inDialog.add("To", try #require(ok.headers.first("To")))
+            inDialog.add("Call-ID", "answer")
+            var ackHeaders = inDialog
+            ackHeaders.add("CSeq", "1 ACK")
+            let endpointVia = try await loop.submit { endpoint.makeVia(for: .udp) }.get()
+            ackHeaders.prepend("Via", endpointVia.description)
+            endpoint.sendStateless(.request(.ack, remote, headers: ackHeaders), to: SIPPeer(.udp, server))
+            var byeHeaders = inDialog
+            byeHeaders.add("CSeq", "2 BYE")
+            let bye = try await endpoint.request(.request(.bye, remote, headers: byeHeaders), to: SIPPeer(.udp, server)).get()
+            #expect(bye.statusCode == 200)
+            try await endpoint.close()
+        }
+    }
+
+    @Test func malformedMessagesAreDroppedAndTheNextRequestsAnswered() async throws {
+        try await withEventLoop { loop in
+            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = AnsweringServer(endpoint)
+            let local = try #require(await endpoint.localAddress(.udp))
+            try await runSIPpClient("uac-options-malformed", port: 25074, target: local)
+            let statistics = await endpoint.statistics()
+            #expect(statistics.malformedDropped == 3, "\(statistics)")
+            #expect(server.seen.map(\.message.requestMethod) == [.options, .message])
+            #expect(server.seen.last.map { String(decoding: $0.message.body, as: UTF8.self) } == "hello from sipp\r\n")
+            try await endpoint.close()
+        }
+    }
+
+    @Test func invitesFromSIPpAreRejectedThroughTheServerTransaction() async throws {
+        try await withEventLoop { loop in
+            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = AnsweringServer(endpoint, status: 486)
+            let local = try #require(await endpoint.localAddress(.udp))
+            try await runSIPpClient("uac-invite-rejected", port: 25075, target: local)
+            // The INVITE reached the TU once (retransmissions absorbed); SIPp's ACK matched the transaction.
+            #expect(server.seen.filter { $0.message.requestMethod == .invite }.count == 1)
+            #expect(server.seen.filter { $0.message.requestMethod == .ack }.isEmpty)
+            try await endpoint.close()
+        }
+    }
+
+    /// Runs a SIPp client scenario against `target` and expects it to complete (exit status 0).
+    func runSIPpClient(_ scenario: String, port: Int, target: SocketAddress) async throws {
+        let directory = try makeTemporaryDirectory("sipp")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sipp = try PeerProcess(
+            name: "sipp", executable: sippPath,
+            arguments: [
+                "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p", "\(port)",
+                "-m", "1", "-timeout", "15s", "-timeout_error", "-nostdin", "-s", "voiceengine", "-trace_err",
+                "-error_file", directory.appendingPathComponent("errors.log").path, "127.0.0.1:\(target.port ?? 0)",
+            ],
+            directory: directory)
+        defer { sipp.stop() }
+        let status = await sipp.waitForExit(timeout: .seconds(20))
+        if status == nil, !sipp.isRunning { try Test.cancel("SIPp did not run:\n\(sipp.logTail)") }
+        let errors = (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
+        #expect(status == 0, "SIPp \(scenario): \(errors.suffix(1500))\n\(sipp.logTail)")
+    }
+}
