@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
@@ -98,10 +100,3 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-
-// Documentation: `VOICEENGINE_DOCS=1 swift package generate-documentation --target VoiceEngine` builds the DocC
-// catalog (Sources/VoiceEngine/VoiceEngine.docc). The plugin is added only when asked for, so that building and
-// testing never have to resolve it (it is not needed to build, and machines without access to GitHub could not).
-if Context.environment["VOICEENGINE_DOCS"] != nil {
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
-}
