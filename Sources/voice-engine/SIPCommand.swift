@@ -12,6 +12,11 @@ struct SIPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sip",
         abstract: "SIP signalling by hand: register, send a MESSAGE, ping with OPTIONS.",
+        discussion: """
+            Exit status: 0 a 2xx final response; 1 any other final response (its status is printed); 64 bad \
+            arguments; 68 a host that does not resolve; 69 no answer (Timer B/F) or the transport failed; 77 the \
+            server refused the credentials.
+            """,
         subcommands: [Register.self, Message.self, Options.self])
 
     /// What every SIP subcommand takes: where to send, how, as whom, and whether to print the SIP trace.
@@ -30,6 +35,10 @@ struct SIPCommand: ParsableCommand {
         var t1: Int = 500
         @Flag(help: "Print every SIP message sent and received on stderr.")
         var trace = false
+
+        func validate() throws {
+            try OptionRange("--t1", 1...60_000, "ms").check(t1)
+        }
 
         func transportKind() throws -> SIPTransportKind {
             guard let kind = SIPTransportKind(rawValue: transport.uppercased()) else {
@@ -53,7 +62,6 @@ struct SIPCommand: ParsableCommand {
 
         /// Starts an endpoint, runs `body` with it and the sender, closes it; SIP failures become exit statuses.
         func run(server: SocketAddress, _ body: @escaping @Sendable (SIPEndpoint, SIPRequestSender) async throws -> SIPMessage?) throws {
-            guard t1 > 0 else { throw CommandFailure.usage("--t1 must be positive") }
             let kind = try transportKind()
             let credentials = try credentials()
             let traced = trace
