@@ -149,18 +149,23 @@ final class LiveCallMediaLoop: @unchecked Sendable {
 
     /// The thread body: ticks on absolute monotonic deadlines until ``LiveCallShared/running`` is cleared.
     func run() {
-        setCurrentThreadName("voice-media")
-        if let priority = options.realtimePriority,
-            case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
-        {
-            shared.realtime.store(true, ordering: .relaxed)
-        }
+        if Self.becomeMediaThread(options: options) { shared.realtime.store(true, ordering: .relaxed) }
         var deadline = MonotonicClock().now.nanoseconds
         while shared.running.load(ordering: .acquiring) {
             let missed = Self.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
             tick(now: MonotonicClock().now)
         }
+    }
+
+    /// Names the calling thread `voice-media` and asks for SCHED_FIFO at `options.realtimePriority`, as every media
+    /// thread does (one per call, or the shared ticker's); returns whether the priority was granted.
+    static func becomeMediaThread(options: LiveCallOptions) -> Bool {
+        setCurrentThreadName("voice-media")
+        guard let priority = options.realtimePriority,
+            case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
+        else { return false }
+        return true
     }
 
     /// Advances `deadline` by one tick and sleeps until it. After a stall longer than `maximumLagTicks` (the

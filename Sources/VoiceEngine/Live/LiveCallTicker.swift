@@ -53,13 +53,7 @@ final class LiveCallTicker: @unchecked Sendable {
     }
 
     private func run(options: LiveCallOptions) {
-        setCurrentThreadName("voice-media")
-        var realtime = false
-        if let priority = options.realtimePriority,
-            case .granted = RealtimeScheduling.requestForCurrentThread(priority: priority)
-        {
-            realtime = true
-        }
+        let realtime = LiveCallMediaLoop.becomeMediaThread(options: options)
         calls.reserveCapacity(1024)
         var deadline = MonotonicClock().now.nanoseconds
         while true {
