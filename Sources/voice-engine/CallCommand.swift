@@ -436,13 +436,16 @@ func say(_ text: String) {
 /// A peer's `HOST:PORT` from the command line: an IPv4 address or a host name, resolved to IPv4 here (the transport
 /// is IPv4 only, so an IPv6 literal `[::1]:5004` is refused with that reason).
 enum PeerAddress {
+    /// `HOST:PORT` split at the last colon (so `[::1]:5060` gives `[::1]`), or nil when no integer port follows it.
+    static func split(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else { return nil }
+        return (String(text[..<colon]), port)
+    }
+
     static func resolve(_ text: String, option: String) throws -> UDPEndpoint {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65_535).contains(port)
-        else {
+        guard let (host, port) = split(text), (1...65_535).contains(port) else {
             throw ValidationError("\(option) \(text): expected HOST:PORT (an IPv4 address or a host name, port 1...65535)")
         }
-        let host = String(text[..<colon])
         if host.hasPrefix("[") || host.contains(":") {
             throw ValidationError("\(option) \(text): IPv6 is not supported yet (the media transport is IPv4 only)")
         }

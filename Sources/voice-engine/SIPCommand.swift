@@ -176,11 +176,10 @@ private func parseURI(_ text: String, option: String) throws -> SIPURI {
 }
 
 private func socketAddress(_ text: String, option: String) throws -> SocketAddress {
-    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+    guard let (bracketed, port) = PeerAddress.split(text), (0...65535).contains(port) else {
         throw CommandFailure.usage("\(option) '\(text)': expected host:port")
     }
-    var host = String(text[..<colon])
-    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    let host = bracketed.hasPrefix("[") && bracketed.hasSuffix("]") ? String(bracketed.dropFirst().dropLast()) : bracketed
     do { return try SocketAddress.makeAddressResolvingHost(host, port: port) } catch {
         throw CommandFailure(description: "\(option) '\(text)': cannot resolve \(host)", status: 68)
     }
