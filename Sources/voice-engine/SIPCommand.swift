@@ -91,7 +91,7 @@ struct SIPCommand: ParsableCommand {
             print("\(code) \(response.reasonPhrase ?? "")")
             switch code {
             case 200...299: return
-            case 401, 407 where credentials != nil:
+            case 401 where credentials != nil, 407 where credentials != nil:
                 throw CommandFailure(description: "\(code) \(response.reasonPhrase ?? ""): credentials refused", status: 77)
             case 503 where response.reasonPhrase == "Transport Error":
                 throw CommandFailure(description: "transport failed", status: 69)
