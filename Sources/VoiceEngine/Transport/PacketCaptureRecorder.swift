@@ -11,7 +11,7 @@ import Glibc
 /// so a live call can be opened in Wireshark and fed back to `voice-engine replay` / `rtp-dump`.
 ///
 /// **Off the audio path.** The transport's threads only copy each datagram into a preallocated slot and queue the
-/// slot index on an SPSC queue (``PacketSlotPool``, the same hand-over the transport's receive path uses): no
+/// slot index on an SPSC queue (`PacketSlotPool`, the same hand-over the transport's receive path uses): no
 /// allocation, lock, syscall or I/O. Received datagrams come from the channel's event loop (one producer); sent
 /// ones from whichever thread sends, admitted one at a time by an atomic flag that is tried, never waited for —
 /// a datagram sent while another thread holds it is counted in ``Summary/notRecorded`` instead of blocking (the
@@ -66,7 +66,7 @@ public final class PacketCaptureRecorder: Sendable {
     ///   - clock: the transport's clock (``UDPMediaTransport/Configuration/clock``), whose readings stamp packets.
     ///   - slots: datagrams each direction can queue before the writer drains them (~10 s of one voice stream).
     ///   - slotSize: the largest datagram recorded (the transport's ``UDPMediaTransport/Configuration/maxPacketSize``).
-    /// - Throws: ``PcapError/io(_:)`` when the file cannot be created.
+    /// - Throws: `PcapError.io` (VoiceRTP) when the file cannot be created.
     public init(path: String, clock: any MediaClock = MonotonicClock(), slots: Int = 1024, slotSize: Int = 1500)
         throws(PcapError)
     {
@@ -161,7 +161,7 @@ public final class PacketCaptureRecorder: Sendable {
 
     /// Stops the writer thread, writes what is still queued and closes the file. Call it after the transport is
     /// closed (no producer may still record). Idempotent: later calls return the same summary.
-    /// - Throws: ``PcapError/io(_:)`` when writing failed (disk full…).
+    /// - Throws: `PcapError.io` (VoiceRTP) when writing failed (disk full…).
     @discardableResult
     public func close() throws(PcapError) -> Summary {
         if running.exchange(false, ordering: .acquiringAndReleasing) { writerExited.wait() }
