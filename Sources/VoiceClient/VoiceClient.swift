@@ -16,14 +16,15 @@ public struct VoiceClientConfiguration: Sendable {
     public var registrationExpires: UInt32
     /// Push data (at most 1024 bytes) kept with this device's registration.
     public var pushData: Data?
-    /// SIP timers (T1, T2, T4): tests shorten them.
-    public var timers: SIPTimerConfiguration
+    /// SIP T1, the first retransmission interval (500 ms); T2 and T4 follow it (8 and 10 × T1, at most 4 s and
+    /// 5 s). Tests shorten it so a lost request times out in about a second.
+    public var sipT1: Duration
     /// How often due messages are retried while the client runs.
     public var retryCheckInterval: Duration
 
     public init(
         applicationKey: String, serviceHost: String, sipPort: Int = 5060, registrationPort: Int = 8080,
-        registrationExpires: UInt32 = 600, pushData: Data? = nil, timers: SIPTimerConfiguration = SIPTimerConfiguration(),
+        registrationExpires: UInt32 = 600, pushData: Data? = nil, sipT1: Duration = .milliseconds(500),
         retryCheckInterval: Duration = .seconds(1)
     ) {
         self.applicationKey = applicationKey
@@ -32,7 +33,7 @@ public struct VoiceClientConfiguration: Sendable {
         self.registrationPort = registrationPort
         self.registrationExpires = registrationExpires
         self.pushData = pushData
-        self.timers = timers
+        self.sipT1 = sipT1
         self.retryCheckInterval = retryCheckInterval
     }
 }
@@ -258,8 +259,10 @@ public actor VoiceClient {
             throw VoiceClientError.network("cannot resolve \(configuration.serviceHost): \(error)")
         }
         let local = try LocalAddress.towards(server)
+        let t1 = configuration.sipT1
+        let timers = SIPTimerConfiguration(t1: t1, t2: min(.seconds(4), t1 * 8), t4: min(.seconds(5), t1 * 10))
         let endpoint = try await SIPEndpoint.start(
-            on: loop, udp: local, configuration: SIPEndpointConfiguration(timers: configuration.timers, userAgent: "VoiceClient"))
+            on: loop, udp: local, configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
         endpoint.onRequest { [weak self, endpoint] request in self?.receive(request, on: endpoint) }
         let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: grant.username, password: grant.password))
         let peer = SIPPeer(.udp, server)

@@ -15,6 +15,14 @@ public struct OutgoingMessage: Sendable, Equatable {
     /// Why the last attempt failed.
     public var lastFailure: String?
 
+    public init(
+        id: String, recipient: String, text: String, headers: [(name: String, value: String)], firstAttempt: MediaTime,
+        nextAttempt: MediaTime, attempts: Int = 0, lastFailure: String? = nil
+    ) {
+        (self.id, self.recipient, self.text, self.headers) = (id, recipient, text, headers)
+        (self.firstAttempt, self.nextAttempt, self.attempts, self.lastFailure) = (firstAttempt, nextAttempt, attempts, lastFailure)
+    }
+
     public static func == (a: OutgoingMessage, b: OutgoingMessage) -> Bool {
         a.id == b.id && a.recipient == b.recipient && a.text == b.text && a.firstAttempt == b.firstAttempt
             && a.nextAttempt == b.nextAttempt && a.attempts == b.attempts && a.lastFailure == b.lastFailure
