@@ -91,8 +91,8 @@ public actor VoiceClient {
         signRegistration: @escaping SignRegistration
     ) throws(VoiceClientError) {
         self.userID = try UserID.validate(userID)
-        if let data = configuration.pushData, data.count > RegistrationVerifierLimits.maximumPushDataBytes {
-            throw .invalidPushData("push data is \(data.count) bytes, at most \(RegistrationVerifierLimits.maximumPushDataBytes) allowed")
+        if let data = configuration.pushData, data.count > PushData.maximumBytes {
+            throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
         self.configuration = configuration
         self.clock = clock
@@ -311,10 +311,6 @@ public actor VoiceClient {
     private func emit(_ event: VoiceClientEvent) { continuation.yield(event) }
 }
 
-/// Push data limit shared with the registration service.
-public enum RegistrationVerifierLimits {
-    public static let maximumPushDataBytes = 1024
-}
 
 /// The local address the kernel would use to reach the service: the client binds there, so its Contact is an
 /// address the service can send to (not 0.0.0.0).

@@ -13,7 +13,7 @@ public struct RegistrationVerifier: Sendable {
     /// "key\u{0}user" → the device's push data from its last accepted registration.
     public private(set) var pushData: [String: Data] = [:]
 
-    public static let maximumPushDataBytes = RegistrationVerifierLimits.maximumPushDataBytes
+    public static let maximumPushDataBytes = PushData.maximumBytes
 
     public init(applications: [String: String], lastSequences: [String: UInt64] = [:]) {
         self.applications = applications

@@ -102,8 +102,8 @@ struct RegistrationServiceCommand: ParsableCommand {
         Task {
             do {
                 let server = try await RegistrationHTTPServer.start(service, on: group, address: address)
-                print("registration service listening on \(host):\(server.port ?? port), \(apps.count) application(s)")
-                fflush(stdout)
+                let line = "registration service listening on \(host):\(server.port ?? port), \(apps.count) application(s)\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
             } catch {
                 reportError("cannot listen on \(listen): \(error)")
                 failure.signal()

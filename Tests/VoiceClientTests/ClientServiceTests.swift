@@ -11,11 +11,15 @@ import VoiceService
 struct ClientServiceTests {
     @Test func clientsRegisterWithSignedRequestsAndMessageEachOther() async throws {
         try await withService(sipPort: 26000) { service in
-            let alice = try service.client("alice"), bob = try service.client("bob")
+            let bobPushData = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            let alice = try service.client("alice"), bob = try service.client("bob", pushData: bobPushData)
             let aliceEvents = EventLog(alice), bobEvents = EventLog(bob)
             await alice.start()
             await bob.start()
             #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
+            // Bob's device attached 1024 bytes of push data to its registration; the service keeps them.
+            #expect(await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "bob") == bobPushData)
+            #expect(await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "alice") == nil)
             #expect(await bobEvents.first { $0 == .started } != nil, "\(bobEvents.events)")
             #expect(await alice.addressOfRecord == "sip:alice@voiceengine.test")
             // Kamailio checked ephemeral credentials issued by the service after it accepted two signed requests.

@@ -4,6 +4,7 @@ import NIOPosix
 import Testing
 import VoiceClient
 import VoiceService
+import VoiceTestSupport
 
 @Suite("Signed registration and the registration service")
 struct RegistrationTests {
@@ -144,5 +145,53 @@ struct ClientRuleTests {
         #expect(throws: VoiceClientError.self) { try CustomHeaders.validate(["x-a": "line\r\nbreak"]) }
         #expect(try CustomHeaders.validate(["x-a": String(repeating: "v", count: 1021)]).count == 1)  // 3 + 1021 = 1024
         #expect(throws: VoiceClientError.self) { try CustomHeaders.validate(["x-a": String(repeating: "v", count: 1022)]) }
+    }
+}
+
+@Suite("Push payload helper and push data")
+struct PushPayloadTests {
+    @Test func payloadRoundTripsWithinTheLimitsAndTellsATimedOutCall() throws {
+        let payload = PushPayload(kind: .call, sender: "alice", id: "3f1c2b9e-8d2a-4a7e-9a51-2c4e5f6a7b8c", sentAt: 1_800_000_000, headers: ["X-Room": "blue"])
+        let service = try payload.servicePayload()
+        #expect(service.count <= 100, "\(service.count) bytes")
+        let parsed = try PushPayload.parse(try payload.encoded())
+        #expect(parsed == payload)
+        #expect(!parsed.isTimedOut(at: 1_800_000_059))
+        #expect(parsed.isTimedOut(at: 1_800_000_060))
+        var message = payload
+        message.kind = .message
+        #expect(!message.isTimedOut(at: 1_900_000_000))
+    }
+
+    @Test(arguments: [
+        "", "{}", "[1]", "null", "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{\"Subject\":\"no\"}}",
+        "{\"k\":\"z\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}", "{\"k\":\"c\",\"f\":\"\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}",
+        "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"\",\"t\":1,\"x\":false,\"h\":{}}", "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":-1,\"x\":false,\"h\":{}}",
+        "\u{FF}\u{FE}",
+    ])
+    func malformedPayloadsAreRejectedWithAReason(text: String) {
+        #expect(throws: VoiceClientError.self) { try PushPayload.parse(Data(text.utf8)) }
+    }
+
+    @Test func randomBytesNeverCrashTheHelper() {
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<3000 {
+            let count = Int(random.next() % 200)
+            let bytes = Data((0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            _ = try? PushPayload.parse(bytes)
+        }
+        let valid = Data("{\"k\":\"m\",\"f\":\"bob\",\"i\":\"m-1\",\"t\":5,\"x\":false,\"h\":{}}".utf8)
+        for index in valid.indices {
+            var mutated = valid
+            mutated[index] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+            _ = try? PushPayload.parse(mutated)
+        }
+    }
+
+    @Test func pushDataAbove1024BytesIsRejectedByTheClientBeforeAnyTraffic() {
+        let configuration = VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1", pushData: Data(count: 1025))
+        #expect(throws: VoiceClientError.invalidPushData("push data is 1025 bytes, at most 1024 allowed")) {
+            _ = try VoiceClient(userID: "alice", configuration: configuration) { _ in SignedRegistration(sequence: 1, signature: "") }
+        }
     }
 }

@@ -153,8 +153,8 @@ final class ServiceHarness: @unchecked Sendable {
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
-    func client(_ userID: String, clock: any MediaClock = MonotonicClock()) throws -> VoiceClient {
-        try VoiceClient(userID: userID, configuration: configuration(), clock: clock) { [self] id in sign(id) }
+    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil) throws -> VoiceClient {
+        try VoiceClient(userID: userID, configuration: configuration(pushData: pushData), clock: clock) { [self] id in sign(id) }
     }
 
     func shutdown() async {

@@ -76,6 +76,10 @@ public enum CallEffect: Sendable, Hashable {
 public struct CallRefusal: Error, Sendable, Hashable, CustomStringConvertible {
     public var event: CallEvent
     public var state: CallState
+    public init(event: CallEvent, state: CallState) {
+        self.event = event
+        self.state = state
+    }
     public var description: String { "\(event) is not allowed in state \(state)" }
 }
 
