@@ -29,4 +29,5 @@ trap 'kill $registration 2>/dev/null' EXIT INT TERM
 echo "registration service: http://127.0.0.1:$http_port/v1/registrations (pid $registration)"
 echo "kamailio: sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
-  -A "SECRET=\"$secret\"" -A "MSILO_DB=\"sqlite://$state/msilo.sqlite\"" -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  -A "SECRET=\"$secret\"" -A "MSILO_DB=\"sqlite://$state/msilo.sqlite\"" \
+  -A "SELF=\"sip:127.0.0.1:$sip_port\"" -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

@@ -28,8 +28,7 @@ struct ClientServiceTests {
             let id = try await alice.send(message: "Hello Bob", to: ["bob"], headers: ["X-Topic": "greeting"])
             let delivered = await aliceEvents.first { if case .messageDelivered(id, "bob") = $0 { true } else { false } }
             #expect(delivered != nil, "\(aliceEvents.events)")
-            let received = await bobEvents.first { if case .messageReceived = $0 { true } else { false } }
-            guard case .messageReceived(let message) = received else { Issue.record("bob got nothing: \(bobEvents.events)"); return }
+            guard let message = await bobEvents.firstMessage() else { Issue.record("bob got nothing: \(bobEvents.events)"); return }
             #expect(message.id == id)
             #expect(message.sender == "alice")
             #expect(message.text == "Hello Bob")
@@ -68,15 +67,17 @@ struct ClientServiceTests {
             let bobEvents = EventLog(bob)
             await bob.start()
             #expect(await bobEvents.first { $0 == .started } != nil)
-            let received = await bobEvents.first { if case .messageReceived = $0 { true } else { false } }
-            guard case .messageReceived(let message) = received else { Issue.record("msilo delivered nothing: \(bobEvents.events)"); return }
+            guard let message = await bobEvents.firstMessage() else {
+                Issue.record("msilo delivered nothing: \(bobEvents.events)\n\(service.kamailio?.logTail ?? "")")
+                return
+            }
             #expect(message.text == "while you were away")
             #expect(message.sender == "alice")
             // Delivered once: a second registration does not dump it again.
             await bob.stop()
             await bob.start()
             try await Task.sleep(for: .milliseconds(500))
-            #expect(bobEvents.events.filter { if case .messageReceived = $0 { true } else { false } }.count == 1)
+            #expect(bobEvents.messages.count == 1)
             await alice.terminate()
             await bob.terminate()
         }

@@ -125,6 +125,7 @@ final class ServiceHarness: @unchecked Sendable {
         let process = try ChildProcessGroup(kamailioExecutable, [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
+            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"",
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
         ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
@@ -201,6 +202,16 @@ final class EventLog: @unchecked Sendable {
     }
 
     var events: [VoiceClientEvent] { lock.withLock { received } }
+
+    /// The messages received so far.
+    var messages: [IncomingMessage] { events.compactMap { if case .messageReceived(let message) = $0 { message } else { nil } } }
+
+    /// The first message received, waiting up to `timeout` for one.
+    func firstMessage(timeout: Duration = .seconds(10)) async -> IncomingMessage? {
+        let deadline = ContinuousClock.now + timeout
+        while messages.isEmpty, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return messages.first
+    }
 
     /// The first event matching `predicate`, waiting up to `timeout` for it.
     func first(timeout: Duration = .seconds(10), where predicate: @Sendable (VoiceClientEvent) -> Bool) async -> VoiceClientEvent? {
