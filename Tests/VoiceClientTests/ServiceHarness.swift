@@ -41,7 +41,16 @@ final class ChildProcessGroup: @unchecked Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        // A group of its own, no blocked signals and default dispositions: the test runner's signal state
+        // (threads that block SIGTERM) must not make the child deaf to stop().
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         posix_spawnattr_setpgroup(&attributes, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -122,6 +131,10 @@ final class ServiceHarness: @unchecked Sendable {
     func startKamailio() async throws {
         let config = repositoryRoot.appendingPathComponent("Services/kamailio/kamailio.cfg").path
         let database = directory.appendingPathComponent("msilo.sqlite")
+        // Something already on the port would answer in Kamailio's place with another secret.
+        if await waitUntilUDPBound(sipPort, timeout: .zero) {
+            throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
+        }
         let process = try ChildProcessGroup(kamailioExecutable, [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
@@ -184,10 +197,10 @@ func withService(sipPort: Int, _ body: (ServiceHarness) async throws -> Void) as
 func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
     let needle = String(format: "0100007F:%04X", port)
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    repeat {
         if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) { return true }
         try? await Task.sleep(for: .milliseconds(20))
-    }
+    } while ContinuousClock.now < deadline
     return false
 }
 

@@ -43,12 +43,19 @@ public struct RegistrationServiceConnection: Sendable {
     /// Writes `bytes` on a new TCP connection and returns everything read until the server closes it.
     private func exchange(_ bytes: [UInt8], on eventLoop: any EventLoop) async throws -> [UInt8] {
         let collected = eventLoop.makePromise(of: [UInt8].self)
-        let channel = try await ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected)) }
-            }
-            .connect(host: host, port: port).get()
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: eventLoop)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected)) }
+                }
+                .connect(host: host, port: port).get()
+        } catch {
+            // Every promise is completed: NIO traps on one that is dropped pending.
+            collected.fail(error)
+            throw error
+        }
         let timer = eventLoop.scheduleTask(in: timeout) {
             collected.fail(VoiceClientError.network("no complete answer within \(timeout.nanoseconds / 1_000_000) ms"))
             channel.close(promise: nil)
