@@ -79,6 +79,7 @@ public actor VoiceClient {
     private var seenIncoming: [String] = []
     private var terminated = false
     private var cseq: UInt32 = 0
+    private var calls: [Call] = []
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -126,14 +127,41 @@ public actor VoiceClient {
         }
     }
 
-    /// Unregisters, releases the audio session (ends a call holding it, deactivates it) and stops retrying;
+    /// Hangs up every call, unregisters, releases the audio session (deactivates it) and stops retrying;
     /// unsent messages are kept for the next `start()`. Reports ``VoiceClientEvent/stopped``.
     public func stop() async {
         retryTask?.cancel()
         retryTask = nil
+        for call in calls where await call.state != .ended { _ = try? await call.hangup() }
+        calls.removeAll()
         await tearDownSIP(unregister: true)
         await releaseAudioSession()
         emit(.stopped)
+    }
+
+    // MARK: Calls
+
+    /// A call object on this client's audio session and clock, for the dialog layer to drive (placing and
+    /// receiving calls over SIP INVITE comes with issue 18's dialogs). The client ticks it for the no-answer
+    /// timeout while started and hangs it up on `stop()`.
+    public func newCall(id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:], viaPush: Bool = false)
+        throws(VoiceClientError) -> Call
+    {
+        _ = try CustomHeaders.validate(headers)
+        let call = Call(id: id, direction: direction, remote: remote, headers: headers, audioSession: audioSession, clock: clock, viaPush: viaPush)
+        calls.append(call)
+        return call
+    }
+
+    /// Ends unanswered calls whose no-answer timeout has passed and forgets ended ones (the retry task calls
+    /// this every `retryCheckInterval`; tests with a manual clock call it directly).
+    public func tickCalls() async {
+        var live: [Call] = []
+        for call in calls {
+            await call.tick()
+            if await call.state != .ended { live.append(call) }
+        }
+        calls = live
     }
 
     /// `stop()`, then the client is finished: its event loop is shut down and ``events`` ends.
@@ -214,6 +242,7 @@ public actor VoiceClient {
                 try? await Task.sleep(for: interval)
                 guard !Task.isCancelled, let self else { return }
                 await self.retryDueMessages()
+                await self.tickCalls()
             }
         }
     }

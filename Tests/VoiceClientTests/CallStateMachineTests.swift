@@ -151,3 +151,49 @@ struct CallStateMachineTests {
         #expect(await !session.state.isActive)
     }
 }
+
+@Suite("The client's calls and its audio session")
+struct ClientCallTests {
+    func client(clock: ManualClock) throws -> VoiceClient {
+        try VoiceClient(userID: "alice", configuration: VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1"), clock: clock) { _ in
+            SignedRegistration(sequence: 1, signature: "")
+        }
+    }
+
+    @Test func stopHangsUpTheCallsAndReleasesTheAudioSession() async throws {
+        let clock = ManualClock(start: .seconds(1))
+        let client = try client(clock: clock)
+        await client.audioSession.startEngine()
+        let call = try await client.newCall(id: "call-1", direction: .outgoing, remote: "bob", headers: ["X-Case": "stop"])
+        try await call.dialog(.ringing)
+        try await call.dialog(.established)
+        #expect(await client.audioSession.state.isActive)
+        _ = try await client.audioSession.send(.applicationActivate)
+        await client.stop()
+        #expect(await call.state == .ended)
+        #expect(await call.details.endCause == .hungUp)
+        #expect(await call.details.report?.callID == "call-1")
+        let session = await client.audioSession.state
+        #expect(session.phase.isIdle)
+        #expect(!session.isActive, "\(session)")
+        await client.terminate()
+    }
+
+    @Test func unansweredCallEndsWithNoAnswerAfterSixtySeconds() async throws {
+        let clock = ManualClock(start: .seconds(1))
+        let client = try client(clock: clock)
+        await client.audioSession.startEngine()
+        let call = try await client.newCall(id: "call-2", direction: .outgoing, remote: "bob")
+        try await call.dialog(.ringing)
+        clock.advance(by: .seconds(59))
+        await client.tickCalls()
+        #expect(await call.state == .ringing)
+        clock.advance(by: .seconds(1))
+        await client.tickCalls()
+        #expect(await call.state == .ended)
+        #expect(await call.details.endCause == .noAnswer)
+        #expect(await !client.audioSession.state.isActive)
+        await #expect(throws: VoiceClientError.self) { try await client.newCall(id: "c", direction: .outgoing, remote: "bob", headers: ["Subject": "x"]) }
+        await client.terminate()
+    }
+}
