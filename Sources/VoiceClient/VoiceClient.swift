@@ -80,6 +80,9 @@ public actor VoiceClient {
     private var terminated = false
     private var cseq: UInt32 = 0
     private var calls: [Call] = []
+    /// What the SIP layer authenticates with: replaced in place when the credentials are renewed.
+    private let sipCredentials = RenewableCredentials()
+    private var renewalTask: Task<Void, Never>?
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -293,7 +296,8 @@ public actor VoiceClient {
         let endpoint = try await SIPEndpoint.start(
             on: loop, udp: local, configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
         endpoint.onRequest { [weak self, endpoint] request in self?.receive(request, on: endpoint) }
-        let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: grant.username, password: grant.password))
+        sipCredentials.set(grant)
+        let sender = SIPRequestSender(endpoint: endpoint, credentials: sipCredentials)
         let peer = SIPPeer(.udp, server)
         let registration = SIPRegistration(
             configuration: SIPRegistrationConfiguration(
@@ -309,11 +313,49 @@ public actor VoiceClient {
             throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
         }
         self.registration = registration
+        scheduleRenewal(of: grant)
+    }
+
+    /// Renews the credentials when four fifths of their remaining lifetime have passed, asking the app to sign
+    /// again, so a registration outlives them (refreshes and messages pick the new ones up). A failed renewal
+    /// is tried again after a tenth of the time left, at least 1 s.
+    private func scheduleRenewal(of grant: RegistrationGrant) {
+        renewalTask?.cancel()
+        let remaining = grant.expires > unixTime() ? grant.expires - unixTime() : 0
+        let delay = Duration.milliseconds(Int64(max(1, remaining) * 800))
+        renewalTask = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled, let self else { return }
+            await self.renewCredentials()
+        }
+    }
+
+    private func renewCredentials() async {
+        guard registration != nil else { return }
+        do {
+            let grant = try await requestGrant()
+            sipCredentials.set(grant)
+            scheduleRenewal(of: grant)
+        } catch {
+            guard let grant else { return }
+            let remaining = grant.expires > unixTime() ? grant.expires - unixTime() : 0
+            let retry = Duration.milliseconds(Int64(max(1, remaining / 10) * 1000))
+            renewalTask = Task { [weak self] in
+                try? await Task.sleep(for: retry)
+                guard !Task.isCancelled, let self else { return }
+                await self.renewCredentials()
+            }
+        }
     }
 
     /// The kept credentials while valid; otherwise a new signed request through the registration service.
     private func credentials() async throws -> RegistrationGrant {
-        if let grant, grant.isValid(at: unixTime()) { return grant }
+        if let grant, grant.isValid(at: unixTime(), margin: 10) { return grant }
+        return try await requestGrant()
+    }
+
+    /// Asks the app to sign and the registration service for new credentials.
+    private func requestGrant() async throws -> RegistrationGrant {
         let signed: SignedRegistration
         do { signed = try await sign(userID) } catch { throw VoiceClientError.signingFailed("\(error)") }
         let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
@@ -324,6 +366,8 @@ public actor VoiceClient {
     }
 
     private func tearDownSIP(unregister: Bool) async {
+        renewalTask?.cancel()
+        renewalTask = nil
         if let registration {
             if unregister { _ = try? await registration.unregister() } else { await registration.stopRefreshing() }
         }
@@ -340,6 +384,18 @@ public actor VoiceClient {
     private func emit(_ event: VoiceClientEvent) { continuation.yield(event) }
 }
 
+
+/// The SIP credentials of the current grant, read by the digest authenticator on every request.
+final class RenewableCredentials: SIPCredentialsDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: SIPCredentials?
+
+    func set(_ grant: RegistrationGrant) {
+        lock.withLock { current = SIPCredentials(username: grant.username, password: grant.password) }
+    }
+
+    func credentials(forRealm realm: String) -> SIPCredentials? { lock.withLock { current } }
+}
 
 /// The local address the kernel would use to reach the service: the client binds there, so its Contact is an
 /// address the service can send to (not 0.0.0.0).

@@ -173,4 +173,24 @@ struct ClientServiceTests {
             #expect(borrowed == 403)
         }
     }
+
+    @Test func credentialsAreRenewedBeforeTheyExpire() async throws {
+        // Credentials valid for 3 s: the client asks the app to sign again at 80 % of their life, so a message
+        // sent after 5 s still authenticates (Kamailio refuses the first credentials by then).
+        try await withService(sipPort: 26012, credentialLifetime: 3) { service in
+            let alice = try service.client("alice"), bob = try service.client("bob")
+            let aliceEvents = EventLog(alice), bobEvents = EventLog(bob)
+            await alice.start()
+            await bob.start()
+            #expect(await aliceEvents.first { $0 == .started } != nil)
+            #expect(await bobEvents.first { $0 == .started } != nil)
+            try await Task.sleep(for: .seconds(5))
+            let accepted = await service.registrationService.accepted
+            #expect(accepted >= 4, "\(accepted - 2) renewals")
+            let id = try await alice.send(message: "still here", to: ["bob"])
+            #expect(await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil, "\(aliceEvents.events)")
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
 }

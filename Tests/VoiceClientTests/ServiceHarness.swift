@@ -180,8 +180,8 @@ final class ServiceHarness: @unchecked Sendable {
 }
 
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
-func withService(sipPort: Int, _ body: (ServiceHarness) async throws -> Void) async throws {
-    let harness = try ServiceHarness(sipPort: sipPort)
+func withService(sipPort: Int, credentialLifetime: UInt64 = 3600, _ body: (ServiceHarness) async throws -> Void) async throws {
+    let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
     do {
         try await harness.start()
         try await body(harness)
