@@ -210,11 +210,37 @@ public actor VoiceClient {
             sending.remove(key)
             switch outbox.record(outcome, for: message.id, recipient: message.recipient, at: clock.now) {
             case .delivered: emit(.messageDelivered(id: message.id, recipient: message.recipient))
-            case .storedForLaterDelivery: emit(.messageStoredForLaterDelivery(id: message.id, recipient: message.recipient))
+            case .storedForLaterDelivery:
+                emit(.messageStoredForLaterDelivery(id: message.id, recipient: message.recipient))
+                await askForPush(message)
             case .failed(let reason, let status): emit(.messageFailed(id: message.id, recipient: message.recipient, reason: reason, sipStatus: status))
             case nil: break
             }
         }
+    }
+
+    /// The recipient is offline: when their device attached push data, the app is asked to push the payload.
+    private func askForPush(_ message: OutgoingMessage) async {
+        guard let grant else { return }
+        let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
+        guard let pushData = try? await service.pushData(of: message.recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
+            !pushData.isEmpty
+        else { return }
+        let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let payload = PushPayload(kind: .message, sender: userID, id: message.id, sentAt: unixTime(), headers: headers)
+        guard let encoded = try? payload.encoded() else { return }
+        emit(.shouldSendPushNotifications(recipient: message.recipient, payload: encoded, pushData: pushData))
+    }
+
+    /// The recipient's side of a push: parses the payload the app received, then connects and registers so that
+    /// the held message (or, with the dialog layer, the call) arrives.
+    /// - Returns: what the push was about (also readable without a client with ``PushPayload/parse(_:)``).
+    /// - Throws: ``VoiceClientError/invalidPushData(_:)`` for a payload that is not one.
+    @discardableResult
+    public func relayPushPayload(_ payload: Data) async throws(VoiceClientError) -> PushPayload {
+        let parsed = try PushPayload.parse(payload)
+        if registration == nil { await start() }
+        return parsed
     }
 
     private func attempt(_ message: OutgoingMessage) async -> MessageAttemptOutcome {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the client reports, in order, on ``VoiceClient/events``.
 public enum VoiceClientEvent: Sendable, Equatable {
     /// Registered: the client can send and receive.
@@ -14,6 +16,10 @@ public enum VoiceClientEvent: Sendable, Equatable {
     case messageStoredForLaterDelivery(id: String, recipient: String)
     /// A message could not reach one recipient: refused with a SIP status, or not sent within 12 hours.
     case messageFailed(id: String, recipient: String, reason: String, sipStatus: Int?)
+    /// App-sent push: the recipient has no live connection; the app pushes `payload` (``PushPayload``, to be
+    /// handed to the recipient's `relayPushPayload(_:)`) to each of the recipient's devices, whose push data
+    /// (what they attached to their registration) says where.
+    case shouldSendPushNotifications(recipient: String, payload: Data, pushData: [Data])
 }
 
 /// A message received over SIP MESSAGE.

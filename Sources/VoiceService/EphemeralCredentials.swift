@@ -28,4 +28,11 @@ public struct EphemeralCredentialIssuer: Sendable {
     public static func password(username: String, secret: String) -> String {
         Data(Digests.hmacSHA1(key: Array(secret.utf8), message: Array(username.utf8))).base64EncodedString()
     }
+
+    /// Whether `username`/`password` are credentials this issuer made and still valid at `now` (what Kamailio's
+    /// auth_ephemeral checks, for the service's own endpoints).
+    public func accepts(username: String, password: String, now: UInt64) -> Bool {
+        guard let expiry = username.split(separator: ":", maxSplits: 1).first.flatMap({ UInt64($0) }), expiry > now else { return false }
+        return RegistrationVerifier.constantTimeEqual(Array(Self.password(username: username, secret: sharedSecret).utf8), Array(password.utf8))
+    }
 }

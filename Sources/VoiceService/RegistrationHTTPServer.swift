@@ -50,12 +50,13 @@ private final class RegistrationHTTPHandler: ChannelInboundHandler, @unchecked S
         case .end:
             guard let head else { return }
             let method = head.method.rawValue, path = head.uri, body = self.body, tooLarge = self.tooLarge
+            let authorization = head.headers.first(name: "Authorization")
             let loop = context.eventLoop
             let boxed = NIOLoopBound(context, eventLoop: loop)
             Task {
                 let (status, json) = tooLarge
                     ? (413, Data("{\"malformedRequest\":{\"_0\":\"body larger than \(Self.maximumBody) bytes\"}}".utf8))
-                    : await self.service.handle(method: method, path: path, body: body)
+                    : await self.service.handle(method: method, path: path, authorization: authorization, body: body)
                 loop.execute { self.respond(boxed.value, status: status, json: json) }
             }
         }

@@ -55,9 +55,10 @@ public actor RegistrationService {
         verifier.pushData(applicationKey: applicationKey, userID: userID)
     }
 
-    /// Answers one HTTP request body: (status, JSON body).
-    public func handle(method: String, path: String, body: [UInt8]) -> (status: Int, body: Data) {
+    /// Answers one HTTP request: (status, JSON body). `authorization` is the Authorization header, if any.
+    public func handle(method: String, path: String, authorization: String? = nil, body: [UInt8]) -> (status: Int, body: Data) {
         let encoder = JSONEncoder()
+        if method == "POST", path == "/v1/push-data" { return pushDataAnswer(authorization: authorization, body: body) }
         guard method == "POST", path == "/v1/registrations" else {
             return (404, (try? encoder.encode(RegistrationRefusal.malformedRequest("no such endpoint: \(method) \(path)"))) ?? Data())
         }
@@ -73,11 +74,31 @@ public actor RegistrationService {
             return (200, (try? encoder.encode(grant)) ?? Data())
         } catch {
             let status = switch error {
+            case .credentialsRefused: 401
             case .sequenceNotIncreasing: 409
             case .invalidUserID, .malformedRequest, .pushDataTooLarge: 400
             case .unknownApplicationKey, .forgedSignature: 403
             }
             return (status, (try? encoder.encode(error)) ?? Data())
         }
+    }
+
+    /// A registered device asks for another user's push data (app-sent push), proving itself with the
+    /// ephemeral credentials this service issued it (HTTP Basic).
+    private func pushDataAnswer(authorization: String?, body: [UInt8]) -> (status: Int, body: Data) {
+        let encoder = JSONEncoder()
+        guard let authorization, authorization.hasPrefix("Basic "),
+            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
+            let colon = decoded.lastIndex(of: ":"),
+            issuer.accepts(username: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]), now: unixTime())
+        else {
+            refused += 1
+            return (401, (try? encoder.encode(RegistrationRefusal.credentialsRefused)) ?? Data())
+        }
+        guard let query = try? JSONDecoder().decode(PushDataQuery.self, from: Data(body)) else {
+            return (400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a push-data query"))) ?? Data())
+        }
+        let data = verifier.pushData(applicationKey: query.applicationKey, userID: query.userID)
+        return (200, (try? encoder.encode(PushDataAnswer(pushData: data.map { [$0] } ?? []))) ?? Data())
     }
 }

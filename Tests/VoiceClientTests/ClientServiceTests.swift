@@ -193,4 +193,48 @@ struct ClientServiceTests {
             await bob.terminate()
         }
     }
+
+    @Test func offlineRecipientWithPushDataGetsAnAppSentPushAndTheRelayedPayloadDeliversTheMessage() async throws {
+        try await withService(sipPort: 26014) { service in
+            let token = Data("fcm-token-of-bobs-phone".utf8)
+            let bobBefore = try service.client("bob", pushData: token)
+            await bobBefore.start()
+            await bobBefore.terminate()  // offline now
+            let alice = try service.client("alice")
+            let aliceEvents = EventLog(alice)
+            await alice.start()
+            let id = try await alice.send(message: "wake up", to: ["bob"], headers: ["X-Priority": "high"])
+            let push = await aliceEvents.first { if case .shouldSendPushNotifications = $0 { true } else { false } }
+            guard case .shouldSendPushNotifications(let recipient, let payload, let pushData) = push else {
+                Issue.record("no push request: \(aliceEvents.events)")
+                return
+            }
+            #expect(recipient == "bob")
+            #expect(pushData == [token])
+            // What bob's app does with the notification: parse it without a client, then relay it.
+            let parsed = try PushPayload.parse(payload)
+            #expect(parsed.kind == .message && parsed.sender == "alice" && parsed.id == id && parsed.headers == ["X-Priority": "high"])
+            #expect(try parsed.servicePayload().count <= 100)
+            let bob = try service.client("bob", pushData: token)
+            let bobEvents = EventLog(bob)
+            #expect(try await bob.relayPushPayload(payload) == parsed)
+            #expect(await bob.isStarted)
+            #expect(await bobEvents.firstMessage()?.text == "wake up")
+            // A recipient who attached no push data gives no push request; a forged query is refused.
+            let carolBefore = try service.client("carol")
+            await carolBefore.start()
+            await carolBefore.terminate()
+            let toCarol = try await alice.send(message: "no push", to: ["carol"])
+            #expect(await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: toCarol, recipient: "carol") } != nil)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(aliceEvents.events.filter { if case .shouldSendPushNotifications = $0 { true } else { false } }.count == 1)
+            let forged = RegistrationGrant(username: "9999999999:mallory", password: "AAAA", expires: 9_999_999_999, domain: "voiceengine.test")
+            let connection = RegistrationServiceConnection(host: "127.0.0.1", port: service.registrationPort)
+            await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
+                try await connection.pushData(of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged, on: service.group.next())
+            }
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
 }

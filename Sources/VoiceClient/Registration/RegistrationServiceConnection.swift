@@ -2,9 +2,10 @@ import Foundation
 import NIOCore
 import NIOPosix
 
-/// The client side of the registration service: one `POST /v1/registrations` with a JSON ``RegistrationRequest``
-/// over HTTP/1.1 (`Connection: close`), answered with a ``RegistrationGrant`` (200) or a ``RegistrationRefusal``
-/// (403/409/400).
+/// The client side of the registration service, JSON over HTTP/1.1 (`Connection: close`): `POST
+/// /v1/registrations` with a ``RegistrationRequest``, answered with a ``RegistrationGrant`` (200) or a
+/// ``RegistrationRefusal`` (403/409/400); `POST /v1/push-data` with the device's own credentials (Basic), answered
+/// with a user's push data.
 public struct RegistrationServiceConnection: Sendable {
     public var host: String
     public var port: Int
@@ -21,10 +22,28 @@ public struct RegistrationServiceConnection: Sendable {
     /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal, or
     ///   ``VoiceClientError/registrationServiceUnavailable(_:)``.
     public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError) -> RegistrationGrant {
+        try await post("/v1/registrations", request, authorization: nil, on: eventLoop)
+    }
+
+    /// The push data of `userID`'s device (the app-sent push model), asked with this device's own credentials:
+    /// empty when the user attached none.
+    public func pushData(of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+        async throws(VoiceClientError) -> [Data]
+    {
+        let answer: PushDataAnswer = try await post(
+            "/v1/push-data", PushDataQuery(applicationKey: applicationKey, userID: userID),
+            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
+        return answer.pushData
+    }
+
+    private func post<Request: Encodable, Answer: Decodable>(
+        _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
+    ) async throws(VoiceClientError) -> Answer {
         let body: Data
         do { body = try JSONEncoder().encode(request) } catch { throw .registrationServiceUnavailable("cannot encode the request: \(error)") }
-        let head = "POST /v1/registrations HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        var head = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
+        if let authorization { head += "Authorization: Basic \(authorization)\r\n" }
+        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         let reply: [UInt8]
         do {
             reply = try await exchange(Array(head.utf8) + Array(body), on: eventLoop)
@@ -35,7 +54,7 @@ public struct RegistrationServiceConnection: Sendable {
             throw .registrationServiceUnavailable("unreadable answer from \(host):\(port)")
         }
         let decoder = JSONDecoder()
-        if status == 200, let grant = try? decoder.decode(RegistrationGrant.self, from: Data(payload)) { return grant }
+        if status == 200, let answer = try? decoder.decode(Answer.self, from: Data(payload)) { return answer }
         if let refusal = try? decoder.decode(RegistrationRefusal.self, from: Data(payload)) { throw .registrationRefused(refusal) }
         throw .registrationServiceUnavailable("HTTP \(status) from \(host):\(port)")
     }

@@ -76,6 +76,8 @@ public enum RegistrationRefusal: Error, Equatable, Sendable, Codable, CustomStri
     case pushDataTooLarge(Int)
     /// The request was not a readable registration request.
     case malformedRequest(String)
+    /// The device's credentials (for a push-data query) are not ones the service issued, or have expired.
+    case credentialsRefused
 
     public var description: String {
         switch self {
@@ -85,6 +87,23 @@ public enum RegistrationRefusal: Error, Equatable, Sendable, Codable, CustomStri
         case .invalidUserID(let reason): "invalid user ID: \(reason)"
         case .pushDataTooLarge(let count): "push data is \(count) bytes, at most 1024 allowed"
         case .malformedRequest(let reason): "malformed request: \(reason)"
+        case .credentialsRefused: "the credentials were not issued by this service or have expired"
         }
     }
+}
+
+/// A push-data query: whose push data, in which application.
+public struct PushDataQuery: Codable, Equatable, Sendable {
+    public var applicationKey: String
+    public var userID: String
+    public init(applicationKey: String, userID: String) {
+        self.applicationKey = applicationKey
+        self.userID = userID
+    }
+}
+
+/// The push data of the user's device (Base64 in JSON); empty when none was attached.
+public struct PushDataAnswer: Codable, Equatable, Sendable {
+    public var pushData: [Data]
+    public init(pushData: [Data]) { self.pushData = pushData }
 }
