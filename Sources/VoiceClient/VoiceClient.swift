@@ -80,6 +80,10 @@ public actor VoiceClient {
     private var terminated = false
     private var cseq: UInt32 = 0
     private var calls: [Call] = []
+    /// Incoming MESSAGEs from the event loop, in arrival order, to the actor.
+    private nonisolated let inbox: AsyncStream<SIPMessage>.Continuation
+    private let incoming: AsyncStream<SIPMessage>
+    private var inboxReader: Task<Void, Never>?
     /// What the SIP layer authenticates with: replaced in place when the credentials are renewed.
     private let sipCredentials = RenewableCredentials()
     private var renewalTask: Task<Void, Never>?
@@ -105,6 +109,7 @@ public actor VoiceClient {
         audioSession = AudioSession(clock: clock)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         (events, continuation) = AsyncStream.makeStream(of: VoiceClientEvent.self)
+        (incoming, inbox) = AsyncStream.makeStream(of: SIPMessage.self)
     }
 
     /// The address of record, `sip:<user ID>@<domain>` (known once registered).
@@ -118,6 +123,12 @@ public actor VoiceClient {
     public func start() async {
         guard !terminated else { return emit(.failed(.invalidState("the client was terminated"))) }
         guard registration == nil else { return emit(.started) }
+        if inboxReader == nil {
+            let incoming = incoming
+            inboxReader = Task { [weak self] in
+                for await message in incoming { await self?.deliver(message) }
+            }
+        }
         do {
             try await register()
             await audioSession.startEngine()
@@ -173,6 +184,7 @@ public actor VoiceClient {
         await stop()
         terminated = true
         try? await group.shutdownGracefully()
+        inbox.finish()
         continuation.finish()
     }
 
@@ -283,7 +295,7 @@ public actor VoiceClient {
         switch method {
         case .message:
             endpoint.respond(.response(to: request.message, status: 200, toTag: "m"), to: request)
-            Task { await self.deliver(request.message) }
+            inbox.yield(request.message)
         case .options:
             endpoint.respond(.response(to: request.message, status: 200, toTag: "o"), to: request)
         case .invite:
@@ -439,15 +451,11 @@ enum LocalAddress {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         guard named == 0 else { throw VoiceClientError.network("getsockname: errno \(errno)") }
-        var local = try SocketAddress(ipAddress: server.ipAddress ?? "127.0.0.1", port: 0)
-        if storage.ss_family == sa_family_t(AF_INET) {
-            let ip = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee } }
-            local = SocketAddress(ip, host: "")
-            local = try SocketAddress(ipAddress: local.ipAddress ?? "127.0.0.1", port: 0)
-        } else {
-            let ip = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
-            local = try SocketAddress(ipAddress: SocketAddress(ip, host: "").ipAddress ?? "::1", port: 0)
+        let bound = withUnsafeBytes(of: storage) { raw in
+            storage.ss_family == sa_family_t(AF_INET)
+                ? SocketAddress(raw.load(as: sockaddr_in.self), host: "") : SocketAddress(raw.load(as: sockaddr_in6.self), host: "")
         }
-        return local
+        guard let ip = bound.ipAddress else { throw VoiceClientError.network("getsockname gave no IP address") }
+        return try SocketAddress(ipAddress: ip, port: 0)
     }
 }

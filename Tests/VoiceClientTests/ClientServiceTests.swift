@@ -44,6 +44,14 @@ struct ClientServiceTests {
             #expect(await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: both, recipient: "carol") } != nil)
             #expect(await alice.pendingMessages.isEmpty)
 
+            // Ten in a row arrive in the order they were sent.
+            for index in 0..<10 { try await alice.send(message: "n\(index)", to: ["bob"]) }
+            let deadline = ContinuousClock.now + .seconds(5)
+            while bobEvents.messages.filter({ $0.text.hasPrefix("n") }).count < 10, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(bobEvents.messages.map(\.text).filter { $0.hasPrefix("n") } == (0..<10).map { "n\($0)" })
+
             await alice.terminate()
             await bob.terminate()
             #expect(await aliceEvents.first { $0 == .stopped } != nil)
