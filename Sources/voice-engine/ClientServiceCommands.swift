@@ -36,7 +36,7 @@ struct SignRegistrationCommand: ParsableCommand {
     }
 
     func run() throws {
-        let data = secretFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: secretFile))
+        let data = secretFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try readServiceFile(secretFile)
         let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(secretFile): the application secret is empty") }
         let signed = SignedRegistration.sign(userID: userID, applicationKey: applicationKey, sequence: sequence, applicationSecret: secret)
@@ -83,13 +83,12 @@ struct RegistrationServiceCommand: ParsableCommand {
 
     func run() throws {
         let apps: [String: String]
-        let secret: String
-        do {
-            apps = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: URL(fileURLWithPath: applications)))
-            secret = try String(contentsOfFile: sharedSecretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        do { apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications)) } catch let failure as CommandFailure {
+            throw failure
         } catch {
-            throw CommandFailure.dataError("cannot read the service configuration: \(error)")
+            throw CommandFailure.dataError("\(applications): not a JSON object of application keys to secrets")
         }
+        let secret = String(decoding: try readServiceFile(sharedSecretFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(sharedSecretFile): the shared secret is empty") }
         guard let (host, port) = PeerAddress.split(listen) else { throw CommandFailure.usage("--listen \(listen): expected HOST:PORT") }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
@@ -111,5 +110,12 @@ struct RegistrationServiceCommand: ParsableCommand {
         }
         failure.wait()
         throw ExitCode(1)
+    }
+}
+
+/// A configuration or secret file's bytes; unreadable is bad input data (exit 65) naming the file.
+private func readServiceFile(_ path: String) throws -> Data {
+    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+        throw CommandFailure.dataError("\(path): cannot read it (\((error as NSError).localizedDescription))")
     }
 }

@@ -35,6 +35,11 @@ struct ServiceCommandTests {
         try "  \n".write(to: secret, atomically: true, encoding: .utf8)
         let empty = try await run(["sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file", secret.path], in: directory)
         #expect(empty.status == 65, "\(empty.output)")
+        let missing = try await run(["sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file", "/nonexistent/secret"], in: directory)
+        #expect(missing.status == 65, "\(missing.output)")
+        #expect(missing.output.contains("/nonexistent/secret"))
+        let notJSON = try await run(["registration-service", "--applications", secret.path, "--state", directory.path, "--shared-secret-file", secret.path], in: directory)
+        #expect(notJSON.status == 65, "\(notJSON.output)")
     }
 
     @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
