@@ -52,7 +52,8 @@ public struct VoiceClientConfiguration: Sendable {
 /// Calls (the call client and ``Call`` objects driven by SIP dialogs) come with the dialog layer; until then an
 /// incoming INVITE is answered 480.
 public actor VoiceClient {
-    /// Everything that happens, in order. Single consumer; finished by ``terminate()``.
+    /// Everything that happens, in order. Single consumer; finished by ``terminate()``, which also releases the
+    /// client's network thread (call it when done with the client).
     public nonisolated let events: AsyncStream<VoiceClientEvent>
     public nonisolated let userID: String
     public nonisolated let configuration: VoiceClientConfiguration
