@@ -245,4 +245,43 @@ struct ClientServiceTests {
             await bob.terminate()
         }
     }
+
+    @Test func messageThatCannotBeSentFor12HoursFailsForGood() async throws {
+        try await withService(sipPort: 26018) { service in
+            let clock = ManualClock(start: .seconds(1))
+            // T1 = 1 ms: each attempt at the dead service gives up after 64 ms (Timer F), not 1.3 s.
+            var configuration = service.configuration()
+            configuration.sipT1 = .milliseconds(1)
+            let alice = try VoiceClient(userID: "alice", configuration: configuration, clock: clock) { service.sign($0) }
+            let aliceEvents = EventLog(alice)
+            await alice.start()
+            #expect(await aliceEvents.first { $0 == .started } != nil)
+            service.stopKamailio()
+            let id = try await alice.send(message: "into the void", to: ["bob"])
+            // Every due attempt fails (nobody at the service's port); the clock jumps to each next attempt.
+            var attempts = 1
+            while await !alice.pendingMessages.isEmpty, attempts < 200 {
+                guard let next = await alice.pendingMessages.first?.nextAttempt else { break }
+                clock.set(next)
+                await alice.retryDueMessages()
+                attempts += 1
+            }
+            var failures: [(id: String, reason: String, status: Int?)] = []
+            let deadline = ContinuousClock.now + .seconds(2)
+            while failures.isEmpty, ContinuousClock.now < deadline {
+                failures = aliceEvents.events.compactMap { event in
+                    if case .messageFailed(let failedID, _, let reason, let status) = event { (failedID, reason, status) } else { nil }
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            guard let failure = failures.first else { Issue.record("not failed: \(aliceEvents.events)"); return }
+            #expect(failure.id == id)
+            #expect(failure.status == nil)
+            let reason = failure.reason
+            #expect(reason.contains("12 hours"))
+            #expect(clock.now - .seconds(1) == .seconds(12 * 3600), "failed at \(clock.now.seconds) s")
+            #expect(attempts > 70, "\(attempts) attempts")
+            await alice.terminate()
+        }
+    }
 }
