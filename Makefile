@@ -9,6 +9,9 @@ APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev pkg-config
 # Kamailio (registrar and proxy, its db_text users) and SIPp (sip-tester) for VoiceSIP.
 TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark \
 	kamailio sip-tester
+# The calling client's service (VoiceClientTests, `make service`): Kamailio's auth_ephemeral, msilo on sqlite (and
+# the extra modules the service configuration grows into), sqlite3 to create the msilo database.
+TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-sqlite-modules kamailio-extra-modules sqlite3
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
@@ -43,6 +46,16 @@ demo: deps
 ## control plane off the cooperative pool and its media thread on SCHED_FIFO: LiveCallTests.UnderLoad).
 test: test-deps
 	$(SWIFT) test --no-parallel
+
+## The calling client's service on loopback (Kamailio with Services/kamailio + the registration service), state in
+## SERVICE_STATE; Ctrl-C stops both. Clients use --server 127.0.0.1, SIP port SERVICE_SIP_PORT, HTTP SERVICE_HTTP_PORT.
+SERVICE_STATE ?= .service-state
+SERVICE_SIP_PORT ?= 5060
+SERVICE_HTTP_PORT ?= 8080
+.PHONY: service
+service: test-deps
+	$(SWIFT) build --product voice-engine
+	Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Regenerates TestVectors/*.wav from TestVectors/manifest.json.
 vectors: deps

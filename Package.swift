@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "VoiceLab", targets: ["VoiceLab"]),
         // SIP signalling (messages, transactions, transports): for clients that place calls through SIP servers.
         .library(name: "VoiceSIP", targets: ["VoiceSIP"]),
+        // The calling client an app links (client, registration, messages, call objects): engine + SIP behind it.
+        .library(name: "VoiceClient", targets: ["VoiceClient"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -69,10 +71,26 @@ let package = Package(
             name: "VoiceSIP",
             dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
+        .target(
+            name: "VoiceClient",
+            dependencies: [
+                "VoiceEngine", "VoiceSIP", "COpenSSL", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The service side of the client: the registration service that verifies signed requests and issues the
+        // ephemeral credentials Kamailio checks (not linked by clients).
+        .target(
+            name: "VoiceService",
+            dependencies: [
+                "VoiceClient", "COpenSSL", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -95,6 +113,13 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             exclude: ["Fixtures", "Peers"]
+        ),
+        .testTarget(
+            name: "VoiceClientTests",
+            dependencies: [
+                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],

@@ -13,6 +13,7 @@ let rootPackage: String = {
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
 let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip"]
+    + ["client"]  // the calling client's push payloads and service answers (issue 19)
 
 let package = Package(
     name: "VoiceEngineFuzz",
@@ -28,7 +29,8 @@ let package = Package(
                     // The network trace format belongs to the simulator, which the engine product does not carry.
                     + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
                     // SIP signalling is a product of its own.
-                    + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : []),
+                    + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : [])
+                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage)] : []),
                 path: "targets/\(name)"
             )
         },

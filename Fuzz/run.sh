@@ -25,6 +25,7 @@ SWIFT="${SWIFT:-swift}"
 scratch="${FUZZ_SCRATCH:-$here/.build}"
 work="${FUZZ_WORK:-$here/work}"
 all_targets=(rtp rtcp srtp sdes sdp wav pcap trace sip)
+all_targets+=(client)  # issue 19: push payloads and registration-service answers
 seconds=600
 parallel=1
 check=0
@@ -53,6 +54,7 @@ max_len() {
         rtp|rtcp|srtp) echo 1500 ;;
         sdes) echo 512 ;;
         sdp|trace|sip) echo 4096 ;;
+        client) echo 2048 ;;
         wav) echo 8192 ;;
         pcap) echo 16384 ;;
     esac

@@ -1,0 +1,29 @@
+// libFuzzer target: what the calling client parses from outside — a push payload handed to the push helper
+// (PushPayload.parse, from any app or push service) and the registration service's JSON answers and requests.
+// Nothing may trap; a payload that parses must encode to bytes that parse to the same payload.
+import Foundation
+import FuzzSupport
+import VoiceClient
+
+@main enum ClientFuzzer {
+    static func main() { runLibFuzzer(fuzz) }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Data(UnsafeBufferPointer(start: size > 0 ? data : nil, count: size))
+    if let payload = try? PushPayload.parse(bytes) {
+        guard let encoded = try? payload.encoded(), let again = try? PushPayload.parse(encoded) else {
+            preconditionFailure("a parsed push payload does not encode to one that parses")
+        }
+        precondition(again == payload, "a push payload parses differently after encoding")
+        _ = payload.isTimedOut(at: UInt64.max)
+        _ = payload.isTimedOut(at: 0)
+    }
+    let decoder = JSONDecoder()
+    _ = try? decoder.decode(RegistrationGrant.self, from: bytes).isValid(at: UInt64.max)
+    _ = try? decoder.decode(RegistrationRefusal.self, from: bytes).description
+    _ = try? decoder.decode(RegistrationRequest.self, from: bytes)
+    _ = try? decoder.decode(PushDataAnswer.self, from: bytes)
+    return 0
+}

@@ -1,0 +1,90 @@
+import VoiceEngine
+
+/// A call's states, in the order the SDKs' diagram allows:
+/// `initiating → progressing → (ringing) → established → ended`, where any state but `ended` may go to `ended`
+/// and `progressing`/`ringing` may be skipped (an answer can come before any provisional response).
+public enum CallState: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case initiating, progressing, ringing, established, ended
+
+    /// Whether the diagram has an edge from `self` to `next`.
+    public func allows(_ next: CallState) -> Bool {
+        switch (self, next) {
+        case (.initiating, .progressing), (.initiating, .ringing), (.initiating, .established): true
+        case (.progressing, .ringing), (.progressing, .established): true
+        case (.ringing, .established): true
+        case (.initiating, .ended), (.progressing, .ended), (.ringing, .ended), (.established, .ended): true
+        default: false
+        }
+    }
+
+    public var description: String { rawValue }
+}
+
+public enum CallDirection: String, Sendable, Hashable { case outgoing, incoming }
+
+/// Why a call ended, as the SDKs name it.
+public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Someone hung up an established call (either side).
+    case hungUp
+    /// The callee declined (busy, 486/603/600) — what the caller sees when the callee hangs up before answering.
+    case denied
+    /// Nobody answered within the no-answer timeout (60 s).
+    case noAnswer
+    /// The network gave no answer (SIP Timer B, transport timeout).
+    case timeout
+    /// The caller hung up before the callee answered.
+    case canceled
+    /// Signalling, network or media failed (with ``CallDetails/error``).
+    case failure
+    /// Another device of the callee answered (the call was completed elsewhere).
+    case otherDeviceAnswered
+    /// The call was transferred.
+    case transferred
+
+    public var description: String { rawValue }
+
+    /// The engine's audio-session cause for the end-of-call report.
+    var sessionCause: VoiceEngine.CallEndCause {
+        switch self {
+        case .hungUp, .canceled, .noAnswer, .otherDeviceAnswered, .transferred: .localHangup
+        case .denied: .rejected
+        case .timeout, .failure: .failed
+        }
+    }
+}
+
+/// What went wrong, with its domain.
+public enum CallError: Sendable, Hashable, CustomStringConvertible {
+    /// A SIP final response: status and reason phrase.
+    case sip(status: Int, reason: String)
+    case network(String)
+    case media(String)
+
+    public var description: String {
+        switch self {
+        case .sip(let status, let reason): "SIP \(status) \(reason)"
+        case .network(let reason): "network: \(reason)"
+        case .media(let reason): "media: \(reason)"
+        }
+    }
+}
+
+/// A call's times, end cause, error and end-of-call report (times on the client's clock).
+public struct CallDetails: Sendable, Hashable {
+    public var startedAt: MediaTime
+    public var progressedAt: MediaTime?
+    public var establishedAt: MediaTime?
+    public var endedAt: MediaTime?
+    public var endCause: CallEndCause?
+    public var error: CallError?
+    /// The engine's end-of-call statistics, when the call had taken the audio session.
+    public var report: CallStatisticsReport?
+    /// Whether an incoming call came by push.
+    public var viaPush: Bool = false
+
+    /// Established time until the end (zero for a call never established).
+    public var duration: MediaTime {
+        guard let establishedAt, let endedAt else { return .zero }
+        return endedAt - establishedAt
+    }
+}

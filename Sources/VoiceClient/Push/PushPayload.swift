@@ -1,0 +1,76 @@
+import Foundation
+
+/// Push data: any bytes a device attaches to its registration (the SDKs' app-sent push), handed to callers'
+/// clients when the device has no live connection.
+public enum PushData {
+    public static let maximumBytes = 1024
+}
+
+/// What a push notification carries for a client that is not connected, and what the app hands to the push
+/// helper: the service's payload (at most 100 bytes of JSON: kind, sender, ID, time, canceled) plus the call's
+/// custom headers (at most 1024 bytes, as in the call itself). Parsed without a started client.
+public struct PushPayload: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable { case call = "c", message = "m" }
+
+    public var kind: Kind
+    /// The caller's or sender's user ID.
+    public var sender: String
+    /// The call or message ID.
+    public var id: String
+    /// When the service sent the push (unix seconds).
+    public var sentAt: UInt64
+    /// The caller canceled before the callee was reached.
+    public var canceled: Bool
+    /// Custom `x-` headers of the call or message.
+    public var headers: [String: String]
+
+    public static let maximumServicePayloadBytes = 100
+
+    public init(kind: Kind, sender: String, id: String, sentAt: UInt64, canceled: Bool = false, headers: [String: String] = [:]) {
+        (self.kind, self.sender, self.id, self.sentAt, self.canceled, self.headers) = (kind, sender, id, sentAt, canceled, headers)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind = "k", sender = "f", id = "i", sentAt = "t", canceled = "x", headers = "h"
+    }
+
+    /// A call's push is stale once the caller's no-answer timeout (60 s) has passed.
+    public func isTimedOut(at unixTime: UInt64, noAnswerTimeout: UInt64 = 60) -> Bool {
+        kind == .call && unixTime >= sentAt + noAnswerTimeout
+    }
+
+    /// The service's part (everything but the headers) as JSON, at most 100 bytes.
+    public func servicePayload() throws(VoiceClientError) -> Data {
+        var bare = self
+        bare.headers = [:]
+        let data = (try? JSONEncoder().encode(bare)) ?? Data()
+        guard data.count <= Self.maximumServicePayloadBytes else {
+            throw .invalidPushData("the service payload is \(data.count) bytes, at most \(Self.maximumServicePayloadBytes) allowed")
+        }
+        return data
+    }
+
+    /// The whole payload (with headers) for the push notification.
+    public func encoded() throws(VoiceClientError) -> Data {
+        _ = try servicePayload()
+        _ = try CustomHeaders.validate(headers)
+        return (try? JSONEncoder().encode(self)) ?? Data()
+    }
+
+    /// The push helper: parses a payload as a push notification delivered it, checking every rule.
+    /// - Throws: ``VoiceClientError/invalidPushData(_:)`` with the reason; never crashes on any bytes.
+    public static func parse(_ data: Data) throws(VoiceClientError) -> PushPayload {
+        guard data.count <= maximumServicePayloadBytes + CustomHeaders.maximumTotalBytes + 512 else {
+            throw .invalidPushData("\(data.count) bytes is larger than any push payload")
+        }
+        let payload: PushPayload
+        do { payload = try JSONDecoder().decode(PushPayload.self, from: data) } catch {
+            throw .invalidPushData("not a push payload: \(error)")
+        }
+        do { _ = try UserID.validate(payload.sender) } catch { throw .invalidPushData("sender: \(error)") }
+        guard !payload.id.isEmpty, payload.id.utf8.count <= 64 else { throw .invalidPushData("the ID must have 1 to 64 bytes") }
+        _ = try payload.servicePayload()
+        do { _ = try CustomHeaders.validate(payload.headers) } catch { throw .invalidPushData("headers: \(error)") }
+        return payload
+    }
+}

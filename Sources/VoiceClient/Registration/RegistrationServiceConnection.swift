@@ -1,0 +1,116 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// The client side of the registration service, JSON over HTTP/1.1 (`Connection: close`): `POST
+/// /v1/registrations` with a ``RegistrationRequest``, answered with a ``RegistrationGrant`` (200) or a
+/// ``RegistrationRefusal`` (403/409/400); `POST /v1/push-data` with the device's own credentials (Basic), answered
+/// with a user's push data.
+public struct RegistrationServiceConnection: Sendable {
+    public var host: String
+    public var port: Int
+    /// How long to wait for the whole exchange.
+    public var timeout: TimeAmount
+
+    public init(host: String, port: Int, timeout: TimeAmount = .seconds(10)) {
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+    }
+
+    /// Sends `request` and returns the grant.
+    /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal, or
+    ///   ``VoiceClientError/registrationServiceUnavailable(_:)``.
+    public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError) -> RegistrationGrant {
+        try await post("/v1/registrations", request, authorization: nil, on: eventLoop)
+    }
+
+    /// The push data of `userID`'s device (the app-sent push model), asked with this device's own credentials:
+    /// empty when the user attached none.
+    public func pushData(of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+        async throws(VoiceClientError) -> [Data]
+    {
+        let answer: PushDataAnswer = try await post(
+            "/v1/push-data", PushDataQuery(applicationKey: applicationKey, userID: userID),
+            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
+        return answer.pushData
+    }
+
+    private func post<Request: Encodable, Answer: Decodable>(
+        _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
+    ) async throws(VoiceClientError) -> Answer {
+        let body: Data
+        do { body = try JSONEncoder().encode(request) } catch { throw .registrationServiceUnavailable("cannot encode the request: \(error)") }
+        var head = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
+        if let authorization { head += "Authorization: Basic \(authorization)\r\n" }
+        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let reply: [UInt8]
+        do {
+            reply = try await exchange(Array(head.utf8) + Array(body), on: eventLoop)
+        } catch {
+            throw .registrationServiceUnavailable("\(host):\(port): \(error)")
+        }
+        guard let (status, payload) = HTTPReply.parse(reply) else {
+            throw .registrationServiceUnavailable("unreadable answer from \(host):\(port)")
+        }
+        let decoder = JSONDecoder()
+        if status == 200, let answer = try? decoder.decode(Answer.self, from: Data(payload)) { return answer }
+        if let refusal = try? decoder.decode(RegistrationRefusal.self, from: Data(payload)) { throw .registrationRefused(refusal) }
+        throw .registrationServiceUnavailable("HTTP \(status) from \(host):\(port)")
+    }
+
+    /// Writes `bytes` on a new TCP connection and returns everything read until the server closes it.
+    private func exchange(_ bytes: [UInt8], on eventLoop: any EventLoop) async throws -> [UInt8] {
+        let collected = eventLoop.makePromise(of: [UInt8].self)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: eventLoop)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected)) }
+                }
+                .connect(host: host, port: port).get()
+        } catch {
+            // Every promise is completed: NIO traps on one that is dropped pending.
+            collected.fail(error)
+            throw error
+        }
+        let timer = eventLoop.scheduleTask(in: timeout) {
+            collected.fail(VoiceClientError.network("no complete answer within \(timeout.nanoseconds / 1_000_000) ms"))
+            channel.close(promise: nil)
+        }
+        defer { timer.cancel() }
+        try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+        return try await collected.futureResult.get()
+    }
+}
+
+/// Collects a connection's bytes; completes when the peer closes it.
+private final class CollectingHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    private let promise: EventLoopPromise<[UInt8]>
+    private var bytes: [UInt8] = []
+    init(promise: EventLoopPromise<[UInt8]>) { self.promise = promise }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        bytes += buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+    func channelInactive(context: ChannelHandlerContext) { promise.succeed(bytes) }
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        promise.fail(error)
+        context.close(promise: nil)
+    }
+}
+
+/// Status and body of an HTTP/1.1 response read to the end of the connection.
+enum HTTPReply {
+    static func parse(_ bytes: [UInt8]) -> (status: Int, body: [UInt8])? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        let head = String(decoding: bytes[..<end], as: UTF8.self)
+        let statusLine = head.split(separator: "\r\n").first ?? ""
+        let fields = statusLine.split(separator: " ")
+        guard fields.count >= 2, fields[0].hasPrefix("HTTP/1."), let status = Int(fields[1]) else { return nil }
+        return (status, Array(bytes[(end + 4)...]))
+    }
+}

@@ -1,0 +1,35 @@
+/// Every error the calling client reports, each with the reason a person can act on.
+public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The user ID breaks the SDKs' rule (``UserID``); nothing was sent.
+    case invalidUserID(String, reason: String)
+    /// The registration service refused the signed request.
+    case registrationRefused(RegistrationRefusal)
+    /// The registration service could not be reached or answered something unreadable.
+    case registrationServiceUnavailable(String)
+    /// The SIP registrar refused the registration (status and reason phrase).
+    case sipRegistrationFailed(status: Int, reason: String)
+    /// A network failure (transport, timeout).
+    case network(String)
+    /// The app's signing callback failed or gave up.
+    case signingFailed(String)
+    /// The call is not allowed in the client's state (not started, already stopped).
+    case invalidState(String)
+    /// A message's recipients, headers or size break the rules.
+    case invalidMessage(String)
+    /// Push data or a push payload breaks the rules.
+    case invalidPushData(String)
+
+    public var description: String {
+        switch self {
+        case .invalidUserID(let id, let reason): "invalid user ID '\(id)': \(reason)"
+        case .registrationRefused(let refusal): "registration refused: \(refusal)"
+        case .registrationServiceUnavailable(let reason): "registration service unavailable: \(reason)"
+        case .sipRegistrationFailed(let status, let reason): "SIP registration failed: \(status) \(reason)"
+        case .network(let reason): "network: \(reason)"
+        case .signingFailed(let reason): "signing failed: \(reason)"
+        case .invalidState(let reason): "invalid state: \(reason)"
+        case .invalidMessage(let reason): "invalid message: \(reason)"
+        case .invalidPushData(let reason): "invalid push data: \(reason)"
+        }
+    }
+}

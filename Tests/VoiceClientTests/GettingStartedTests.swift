@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import VoiceClient
+
+// The function of the GettingStarted article, copied verbatim (articleHoldsThisFunction checks that it is).
+func sendGreeting(
+    from userID: String, to friend: String, configuration: VoiceClientConfiguration,
+    signRegistration: @escaping VoiceClient.SignRegistration
+) async throws -> VoiceClientEvent? {
+    let client = try VoiceClient(userID: userID, configuration: configuration, signRegistration: signRegistration)
+    var events = client.events.makeAsyncIterator()
+    await client.start()
+    guard await events.next() == .started else {
+        await client.terminate()
+        return nil
+    }
+    let id = try await client.send(message: "Hello!", to: [friend], headers: ["X-Topic": "greeting"])
+    var outcome: VoiceClientEvent?
+    while outcome == nil, let event = await events.next() {
+        switch event {
+        case .messageDelivered(id, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _): outcome = event
+        default: continue
+        }
+    }
+    await client.terminate()
+    return outcome
+}
+
+/// The client article's code compiles and works against the real service. Port 26016.
+@Suite("The VoiceClient getting-started article", .serialized, .timeLimit(.minutes(1)))
+struct ClientGettingStartedTests {
+    @Test func articleHoldsThisFunction() throws {
+        let article = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"), encoding: .utf8)
+        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let start = try #require(article.range(of: "func sendGreeting("))
+        let function = article[start.lowerBound...]
+        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
+        #expect(test.contains(body))
+    }
+
+    @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+    func articleFunctionDeliversAGreeting() async throws {
+        try await withService(sipPort: 26016) { service in
+            let bob = try service.client("bob")
+            let bobEvents = EventLog(bob)
+            await bob.start()
+            #expect(await bobEvents.first { $0 == .started } != nil)
+            let outcome = try await sendGreeting(from: "alice", to: "bob", configuration: service.configuration()) { service.sign($0) }
+            guard case .messageDelivered(_, "bob") = outcome else { Issue.record("\(String(describing: outcome))"); return }
+            #expect(await bobEvents.firstMessage()?.text == "Hello!")
+            // To someone offline: stored by the service.
+            let stored = try await sendGreeting(from: "alice", to: "carol", configuration: service.configuration()) { service.sign($0) }
+            guard case .messageStoredForLaterDelivery(_, "carol") = stored else { Issue.record("\(String(describing: stored))"); return }
+            await bob.terminate()
+        }
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import VoiceClient
+import VoiceService
+import VoiceSIP
+
+let kamailioExecutable = "/usr/sbin/kamailio"
+let sqliteExecutable = "/usr/bin/sqlite3"
+let msiloSchema = ["/usr/share/kamailio/db_sqlite/standard-create.sql", "/usr/share/kamailio/db_sqlite/msilo-create.sql"]
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Why the service cannot run here, or nil when Kamailio, its modules and sqlite3 are installed.
+let serviceUnavailableReason: String? = {
+    let fm = FileManager.default
+    if !fm.isExecutableFile(atPath: kamailioExecutable) { return "kamailio is not installed (make test-deps installs it)" }
+    for module in ["auth_ephemeral", "msilo", "db_sqlite"] where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
+        return "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules)"
+    }
+    if !fm.isExecutableFile(atPath: sqliteExecutable) || msiloSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
+        return "sqlite3 or Kamailio's sqlite schema is missing (make test-deps installs sqlite3 and kamailio-sqlite-modules)"
+    }
+    return nil
+}()
+
+/// A child process in a process group of its own (spawned with posix_spawn), so that `stop()` ends it and every
+/// worker it forked with one signal to the group. Output goes to a log file for failure messages.
+final class ChildProcessGroup: @unchecked Sendable {
+    let pid: pid_t
+    let log: URL
+
+    init(_ executable: String, _ arguments: [String], log: URL, stdin: URL? = nil) throws {
+        self.log = log
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin.path, O_RDONLY, 0) }
+        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A group of its own, no blocked signals and default dispositions: the test runner's signal state
+        // (threads that block SIGTERM) must not make the child deaf to stop().
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else { throw VoiceClientError.network("cannot run \(executable): error \(result)") }
+        self.pid = pid
+    }
+
+    /// Waits for the process to exit by itself; its exit status, or nil if it still runs after `timeout`.
+    func wait(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xFF }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// SIGTERM to the group, SIGKILL after 3 s, then reaps the leader.
+    func stop() {
+        kill(-pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(3)
+        while waitpid(pid, &status, WNOHANG) == 0, Date() < deadline { usleep(10_000) }
+        kill(-pid, SIGKILL)
+        _ = waitpid(pid, &status, WNOHANG)
+    }
+
+    var logTail: String {
+        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")
+    }
+}
+
+/// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
+/// state directory and msilo database) and the registration service in this process, sharing a fresh secret.
+final class ServiceHarness: @unchecked Sendable {
+    static let applicationKey = "test-application-key"
+    static let applicationSecret = "test-application-secret"
+
+    let directory: URL
+    let sipPort: Int
+    let sharedSecret = UUID().uuidString
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let registrationService: RegistrationService
+    private(set) var http: RegistrationHTTPServer?
+    private(set) var kamailio: ChildProcessGroup?
+    private var sequence: UInt64 = 0
+    private let lock = NSLock()
+
+    init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.sipPort = sipPort
+        registrationService = try RegistrationService(
+            applications: [Self.applicationKey: Self.applicationSecret],
+            issuer: EphemeralCredentialIssuer(sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"),
+            stateDirectory: directory)
+    }
+
+    var registrationPort: Int { http?.port ?? 0 }
+
+    /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
+    func start() async throws {
+        http = try await RegistrationHTTPServer.start(registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        let database = directory.appendingPathComponent("msilo.sqlite")
+        if !FileManager.default.fileExists(atPath: database.path) {
+            let schema = directory.appendingPathComponent("schema.sql")
+            try msiloSchema.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n").write(to: schema, atomically: true, encoding: .utf8)
+            let sqlite = try ChildProcessGroup(sqliteExecutable, [database.path], log: directory.appendingPathComponent("sqlite.log"), stdin: schema)
+            let status = await sqlite.wait(timeout: .seconds(10))
+            #expect(status == 0, "sqlite3 could not create the msilo database: \(sqlite.logTail)")
+        }
+        try await startKamailio()
+    }
+
+    func startKamailio() async throws {
+        let config = repositoryRoot.appendingPathComponent("Services/kamailio/kamailio.cfg").path
+        let database = directory.appendingPathComponent("msilo.sqlite")
+        // Something already on the port would answer in Kamailio's place with another secret.
+        if await waitUntilUDPBound(sipPort, timeout: .zero) {
+            throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
+        }
+        let process = try ChildProcessGroup(kamailioExecutable, [
+            "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
+            "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
+            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"",
+            "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
+        ], log: directory.appendingPathComponent("kamailio.log"))
+        kamailio = process
+        guard await waitUntilUDPBound(sipPort) else {
+            let tail = process.logTail
+            process.stop()
+            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort):\n\(tail)")
+        }
+    }
+
+    func stopKamailio() {
+        kamailio?.stop()
+        kamailio = nil
+    }
+
+    /// What the app's server does: signs with the application secret and the next sequence.
+    func sign(_ userID: String) -> SignedRegistration {
+        let next = lock.withLock { sequence += 1; return sequence }
+        return SignedRegistration.sign(userID: userID, applicationKey: Self.applicationKey, sequence: next, applicationSecret: Self.applicationSecret)
+    }
+
+    func configuration(pushData: Data? = nil) -> VoiceClientConfiguration {
+        VoiceClientConfiguration(
+            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", sipPort: sipPort, registrationPort: registrationPort,
+            registrationExpires: 60, pushData: pushData,
+            sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
+    }
+
+    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil) throws -> VoiceClient {
+        try VoiceClient(userID: userID, configuration: configuration(pushData: pushData), clock: clock) { [self] id in sign(id) }
+    }
+
+    func shutdown() async {
+        stopKamailio()
+        try? await http?.close()
+        try? await group.shutdownGracefully()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
+func withService(sipPort: Int, credentialLifetime: UInt64 = 3600, _ body: (ServiceHarness) async throws -> Void) async throws {
+    let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
+    do {
+        try await harness.start()
+        try await body(harness)
+    } catch {
+        if let kamailio = harness.kamailio { print("kamailio log:\n\(kamailio.logTail)") }
+        await harness.shutdown()
+        throw error
+    }
+    await harness.shutdown()
+}
+
+/// Waits until something has bound UDP `port` on loopback (from /proc/net/udp).
+func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
+    let needle = String(format: "0100007F:%04X", port)
+    let deadline = ContinuousClock.now + timeout
+    repeat {
+        if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    } while ContinuousClock.now < deadline
+    return false
+}
+
+/// Collects a client's events and waits for the ones a test expects.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [VoiceClientEvent] = []
+
+    init(_ client: VoiceClient) {
+        let stream = client.events
+        Task { [self] in for await event in stream { lock.withLock { received.append(event) } } }
+    }
+
+    var events: [VoiceClientEvent] { lock.withLock { received } }
+
+    /// The messages received so far.
+    var messages: [IncomingMessage] { events.compactMap { if case .messageReceived(let message) = $0 { message } else { nil } } }
+
+    /// The first message received, waiting up to `timeout` for one.
+    func firstMessage(timeout: Duration = .seconds(10)) async -> IncomingMessage? {
+        let deadline = ContinuousClock.now + timeout
+        while messages.isEmpty, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return messages.first
+    }
+
+    /// The first event matching `predicate`, waiting up to `timeout` for it.
+    func first(timeout: Duration = .seconds(10), where predicate: @Sendable (VoiceClientEvent) -> Bool) async -> VoiceClientEvent? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let event = events.first(where: predicate) { return event }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return events.first(where: predicate)
+    }
+}
+
+/// One REGISTER with given credentials, straight through VoiceSIP: what Kamailio says to them.
+enum SIPProbe {
+    static func register(_ user: String, grant: RegistrationGrant, sipPort: Int) async throws -> Int {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            let status = try await register(user, grant: grant, sipPort: sipPort, on: group.next())
+            try await group.shutdownGracefully()
+            return status
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    private static func register(_ user: String, grant: RegistrationGrant, sipPort: Int, on loop: any EventLoop) async throws -> Int {
+        let timers = SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200))
+        let endpoint = try await SIPEndpoint.start(
+            on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(timers: timers))
+        let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: grant.username, password: grant.password))
+        let registration = SIPRegistration(
+            configuration: SIPRegistrationConfiguration(
+                addressOfRecord: SIPURI(user: user, host: grant.domain), server: SIPPeer(.udp, try SocketAddress(ipAddress: "127.0.0.1", port: sipPort)),
+                expires: 30),
+            sender: sender)
+        let result = try await registration.register()
+        if result.succeeded { _ = try? await registration.unregister() }
+        try await endpoint.close()
+        return result.statusCode
+    }
+}
