@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import VoiceEngine
 import VoiceSIP
 import VoiceTestSupport
 
@@ -18,7 +19,7 @@ final class TraceRecorder: @unchecked Sendable {
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
-/// alice and bob in Peers/kamailio/db). Ports 25060–25069 are this suite's.
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25074–25077 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
@@ -155,6 +156,88 @@ struct KamailioTests {
             try await aliceEndpoint.close()
             try await bobEndpoint.close()
         }
+    }
+
+    /// Two engines registered at Kamailio; alice calls bob through it (INVITE authenticated with 407, record-routed),
+    /// holds and resumes him with re-INVITEs and hangs up; bob's BYE-side sees the custom headers both ways.
+    @Test func callThroughKamailioWithHoldResumeAndBye() async throws {
+        try await withKamailio(port: 25074) { loop, server in
+            let (alice, bob, aliceTrace, bobTrace) = try await registeredPair(loop: loop, server: server)
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40020), headers: [("X-Call-Purpose", "interop")])
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            #expect(call.requestHeaders.first { $0.name == "X-Call-Purpose" }?.value == "interop")
+            #expect(call.remote.uri.user == "alice")
+            try await call.ring()
+            _ = try await aliceLog.wait("180 through Kamailio") { if case .progress(180, _, _) = $0 { true } else { nil } }
+            try await call.answer(with: testCapabilities(port: 40022), headers: [("X-Answered-By", "bob")])
+            let media = try await aliceLog.established()
+            #expect(media.remotePort == 40022 && media.srtp != nil)
+            _ = try await bobLog.established()
+            // The INVITE was challenged (407) and retried with credentials; the dialog routes through Kamailio.
+            #expect(aliceTrace.count("recv", containing: "SIP/2.0 407") == 1)
+            let dialog = try #require(await outgoing.currentDialog)
+            #expect(dialog.routeSet.count == 1 && dialog.routeSet.first?.uri.port == 25074)
+
+            #expect(try await outgoing.hold().direction == .sendonly)
+            _ = try await bobLog.wait("held") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { true } else { nil } }
+            #expect(try await outgoing.resume().direction == .sendrecv)
+            // bob reports the peer's re-INVITE when its ACK arrives.
+            _ = try await bobLog.wait("resumed") { if case .mediaUpdated(let m, true) = $0, m.direction == .sendrecv { true } else { nil } }
+            // The re-INVITEs and their ACKs went through Kamailio (Route header) and reached bob with its Via.
+            #expect(bobTrace.count("recv", containing: "ACK sip:bob@") == 3)
+            #expect(bobTrace.count("recv", containing: "a=sendonly") == 1)
+
+            await outgoing.hangUp(headers: [("X-Hangup-Cause", "test over")])
+            #expect(try await aliceLog.ended().cause == .localHangup)
+            let end = try await bobLog.ended()
+            #expect(end.cause == .remoteHangup)
+            #expect(end.headers.first?.value == "test over")
+            try await alice.endpoint.close()
+            try await bob.endpoint.close()
+        }
+    }
+
+    @Test func cancelWhileRingingThroughKamailio() async throws {
+        try await withKamailio(port: 25076) { loop, server in
+            let (alice, bob, aliceTrace, _) = try await registeredPair(loop: loop, server: server)
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40024))
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.ring()
+            _ = try await aliceLog.wait("180") { if case .progress(180, _, _) = $0 { true } else { nil } }
+            await outgoing.hangUp()
+            let end = try await aliceLog.ended()
+            #expect(end.cause == .cancelled && end.statusCode == 487)
+            #expect(try await bobLog.ended().cause == .cancelled)
+            #expect(aliceTrace.count("send", containing: "CANCEL sip:bob@voiceengine.test") == 1)
+            // Calling nobody registered fails with Kamailio's status and reason.
+            let nobody = CallEventLog(try await alice.call(SIPURI(user: "carol", host: Self.domain), offering: testCapabilities(port: 40026)))
+            let failed = try await nobody.ended()
+            #expect(failed.cause == .rejected && failed.statusCode == 404 && failed.reasonPhrase == "Not Found")
+            try await alice.endpoint.close()
+            try await bob.endpoint.close()
+        }
+    }
+
+    /// alice and bob as user agents with Kamailio as outbound proxy, both registered.
+    func registeredPair(loop: any EventLoop, server: SocketAddress) async throws -> (SIPUserAgent, SIPUserAgent, TraceRecorder, TraceRecorder) {
+        var agents: [(SIPUserAgent, TraceRecorder)] = []
+        for user in ["alice", "bob"] {
+            let credentials = SIPStaticCredentials(username: user, password: "\(user)-secret")
+            let (agent, trace) = try await makeAgent(user, on: loop, proxy: SIPPeer(.udp, server), credentials: credentials, domain: Self.domain)
+            let registration = SIPRegistration(
+                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.udp, server), expires: 60),
+                sender: agent.sender)
+            #expect(try await registration.register().statusCode == 200)
+            agents.append((agent, trace))
+        }
+        return (agents[0].0, agents[1].0, agents[0].1, agents[1].1)
     }
 
     /// `voice-engine sip`: exit 0 on a 2xx, 77 when the credentials are refused, 69 without an answer, 64 on bad
