@@ -19,7 +19,7 @@ final class TraceRecorder: @unchecked Sendable {
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
-/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25074–25077 are this suite's.
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25103 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
@@ -161,7 +161,7 @@ struct KamailioTests {
     /// Two engines registered at Kamailio; alice calls bob through it (INVITE authenticated with 407, record-routed),
     /// holds and resumes him with re-INVITEs and hangs up; bob's BYE-side sees the custom headers both ways.
     @Test func callThroughKamailioWithHoldResumeAndBye() async throws {
-        try await withKamailio(port: 25074) { loop, server in
+        try await withKamailio(port: 25100) { loop, server in
             let (alice, bob, aliceTrace, bobTrace) = try await registeredPair(loop: loop, server: server)
             let outgoing = try await alice.call(
                 SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40020), headers: [("X-Call-Purpose", "interop")])
@@ -180,7 +180,7 @@ struct KamailioTests {
             // The INVITE was challenged (407) and retried with credentials; the dialog routes through Kamailio.
             #expect(aliceTrace.count("recv", containing: "SIP/2.0 407") == 1)
             let dialog = try #require(await outgoing.currentDialog)
-            #expect(dialog.routeSet.count == 1 && dialog.routeSet.first?.uri.port == 25074)
+            #expect(dialog.routeSet.count == 1 && dialog.routeSet.first?.uri.port == 25100)
 
             #expect(try await outgoing.hold().direction == .sendonly)
             _ = try await bobLog.wait("held") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { true } else { nil } }
@@ -202,7 +202,7 @@ struct KamailioTests {
     }
 
     @Test func cancelWhileRingingThroughKamailio() async throws {
-        try await withKamailio(port: 25076) { loop, server in
+        try await withKamailio(port: 25102) { loop, server in
             let (alice, bob, aliceTrace, _) = try await registeredPair(loop: loop, server: server)
             let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40024))
             let aliceLog = CallEventLog(outgoing)

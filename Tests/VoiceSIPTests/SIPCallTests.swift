@@ -174,7 +174,7 @@ struct SIPCallTests {
             #expect(refusedEnd.cause == .rejected && refusedEnd.statusCode == 488)
 
             // Nobody there: Timer B (64·T1 = 6.4 s with T1 = 100 ms) or ICMP ends the call as failed.
-            let nowhere = CallEventLog(try await alice.call(SIPURI(user: "nobody", host: "127.0.0.1", port: 25071), offering: testCapabilities(port: 40008)))
+            let nowhere = CallEventLog(try await alice.call(SIPURI(user: "nobody", host: "127.0.0.1", port: 25110), offering: testCapabilities(port: 40008)))
             let failed = try await nowhere.ended()
             #expect(failed.cause == .failed)
             try await alice.endpoint.close()
