@@ -19,7 +19,7 @@ final class TraceRecorder: @unchecked Sendable {
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
-/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25103 are this suite's.
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25105 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
@@ -225,6 +225,50 @@ struct KamailioTests {
         }
     }
 
+    /// `voice-engine sip listen --register` (bob) and `sip call` (alice) through Kamailio: a real call with
+    /// Opus + SDES-SRTP media between two processes, speech files as microphones, ended by alice's --duration.
+    @Test(
+        .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
+        .enabled(if: SharedTestData.isPresent, "the shared speech recordings are absent"))
+    func commandLineCallThroughKamailio() async throws {
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        let speech = SharedTestData.speech + "/jfk_16k_mono.wav"
+        try await withKamailio(port: 25104) { _, server in
+            let registrar = "127.0.0.1:\(server.port ?? 0)"
+            let directory = try makeTemporaryDirectory("sip-call")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let listenerLog = directory.appendingPathComponent("listen.log")
+            let listener = try spawnTool(binary, ["sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
+                "--bind", "127.0.0.1:0", "--user", "bob", "--password", "bob-secret", "--mic", "file:\(speech)",
+                "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"], output: listenerLog)
+            defer {
+                // Killed only while it is still our unreaped child (waitpid says 0), never a reused pid.
+                var status: Int32 = 0
+                if waitpid(listener, &status, WNOHANG) == 0 {
+                    kill(listener, SIGKILL)
+                    waitpid(listener, &status, 0)
+                }
+            }
+            // bob is registered when Kamailio knows him: wait for his line.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let caller = try runTool(binary, ["sip", "call", "sip:bob@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret",
+                "--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "3", "--header", "X-Side: alice"])
+            #expect(caller.status == 0, "\(caller.output)")
+            #expect(caller.output.contains("sip: established"))
+            #expect(caller.output.contains("X-Side: bob"))
+            #expect(caller.output.contains("media: SRTP"), "\(caller.output)")
+            let status = await waitForTool(listener, timeout: .seconds(10))
+            let log = (try? String(contentsOf: listenerLog, encoding: .utf8)) ?? ""
+            #expect(status == 0, "\(log)")
+            #expect(log.contains("X-Side: alice"))
+            #expect(log.contains("ended: remoteHangup"))
+        }
+    }
+
     /// alice and bob as user agents with Kamailio as outbound proxy, both registered.
     func registeredPair(loop: any EventLoop, server: SocketAddress) async throws -> (SIPUserAgent, SIPUserAgent, TraceRecorder, TraceRecorder) {
         var agents: [(SIPUserAgent, TraceRecorder)] = []
@@ -265,6 +309,32 @@ struct KamailioTests {
         #expect(silent.status == 69, "\(silent.output)")
         let usage = try runTool(binary, ["sip", "options", "sip:x@127.0.0.1", "--transport", "sctp"])
         #expect(usage.status == 64)
+    }
+
+    /// Starts the tool with stdout and stderr into `output`; returns its pid (see `waitForTool`).
+    func spawnTool(_ binary: URL, _ arguments: [String], output: URL) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
+        return pid
+    }
+
+    /// The exit status of a spawned tool, polled (WNOHANG) for up to `timeout`; nil if it is still running.
+    func waitForTool(_ pid: pid_t, timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xFF }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
     }
 
     /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
