@@ -45,7 +45,8 @@ public final class SIPCall: @unchecked Sendable {
     public let events: AsyncStream<SIPCallEvent>
 
     private let continuation: AsyncStream<SIPCallEvent>.Continuation
-    private unowned let agent: SIPUserAgent
+    // Strong: the agent keeps the call until it ends (then forgets it), the call keeps its agent meanwhile.
+    private let agent: SIPUserAgent
     private var endpoint: SIPEndpoint { agent.endpoint }
     private var eventLoop: any EventLoop { agent.endpoint.eventLoop }
     private let contact: SIPURI
