@@ -266,6 +266,11 @@ struct KamailioTests {
             #expect(status == 0, "\(log)")
             #expect(log.contains("X-Side: alice"))
             #expect(log.contains("ended: remoteHangup"))
+            // Nobody registered as carol: the call is rejected with Kamailio's status, exit 1.
+            let rejected = try runTool(binary, ["sip", "call", "sip:carol@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret", "--mic", "null", "--speaker", "null"])
+            #expect(rejected.status == 1, "\(rejected.output)")
+            #expect(rejected.output.contains("rejected 404 Not Found"), "\(rejected.output)")
         }
     }
 
