@@ -347,16 +347,7 @@ struct KamailioTests {
     func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: output) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
+        let pid = try spawnTool(binary, arguments, output: output)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
