@@ -19,7 +19,7 @@ final class TraceRecorder: @unchecked Sendable {
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
-/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25105 are this suite's.
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25107 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
@@ -271,6 +271,43 @@ struct KamailioTests {
                 "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret", "--mic", "null", "--speaker", "null"])
             #expect(rejected.status == 1, "\(rejected.output)")
             #expect(rejected.output.contains("rejected 404 Not Found"), "\(rejected.output)")
+        }
+    }
+
+    /// bob registers over TCP and keeps the connection alive with RFC 5626 CRLF pings; alice's call reaches him
+    /// over that very connection (Kamailio never connects to his listener), as a client behind a NAT is reached.
+    @Test func incomingCallReachesATCPClientThroughItsRegistrationConnection() async throws {
+        try await withKamailio(port: 25106) { loop, server in
+            let (alice, _) = try await makeAgent("alice", on: loop, proxy: SIPPeer(.udp, server),
+                credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"), domain: Self.domain)
+            let bobEndpoint = try await SIPEndpoint.start(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(200)))
+            let bob = SIPUserAgent(
+                endpoint: bobEndpoint, credentials: SIPStaticCredentials(username: "bob", password: "bob-secret"),
+                configuration: SIPUserAgentConfiguration(
+                    addressOfRecord: SIPURI(user: "bob", host: Self.domain), outboundProxy: SIPPeer(.tcp, server), transport: .tcp))
+            let registration = SIPRegistration(
+                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: "bob", host: Self.domain), server: SIPPeer(.tcp, server), expires: 60),
+                sender: bob.sender)
+            #expect(try await registration.register().statusCode == 200)
+            try await Task.sleep(for: .milliseconds(500))  // a couple of keepalives
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40030))
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.answer(with: testCapabilities(port: 40032))
+            _ = try await aliceLog.established()
+            _ = try await bobLog.established()
+            await call.hangUp()
+            #expect(try await aliceLog.ended().cause == .remoteHangup)
+            let statistics = await bobEndpoint.statistics()
+            #expect(statistics.connectionsOpened == 1, "\(statistics)")
+            #expect(statistics.connectionsAccepted == 0, "Kamailio connected to bob's listener instead of using his connection")
+            #expect(statistics.keepalivePongsReceived >= 1, "\(statistics)")
+            try await alice.endpoint.close()
+            try await bobEndpoint.close()
         }
     }
 
