@@ -76,4 +76,28 @@ struct SIPDialogTests {
         noContact.headers.remove("Contact")
         #expect(throws: SIPError.self) { try SIPDialog.uas(invite: noContact, localTag: "b1") }
     }
+
+    /// Every INVITE of RFC 4475 that parses (escaped URIs, odd display names, unusual schemes) makes a dialog whose
+    /// BYE, re-INVITE and ACK serialize into messages that parse again: a peer's odd headers never make us send
+    /// something malformed.
+    @Test func dialogsFromTortureInvitesBuildRequestsThatParse() throws {
+        var dialogs = 0
+        for testCase in tortureCases where testCase.rejectedAs == nil {
+            guard let message = try? SIPMessageParser.parse(datagram: try rfc4475Message(testCase.file)),
+                message.requestMethod == .invite, var dialog = try? SIPDialog.uas(invite: message, localTag: "uas1")
+            else { continue }
+            dialogs += 1
+            let contact = SIPURI(user: "bob", host: "192.0.2.2", port: 5070)
+            for request in [
+                dialog.makeRequest(.bye, contact: contact), dialog.makeRequest(.invite, contact: contact, body: Array("v=0\r\n".utf8), contentType: "application/sdp"),
+                dialog.makeAck(inviteSequence: dialog.localSequence, contact: contact),
+            ] {
+                var sent = request
+                sent.headers.prepend("Via", "SIP/2.0/UDP 192.0.2.2:5070;branch=z9hG4bKtest")
+                sent.headers.add("Max-Forwards", "70")
+                #expect(throws: Never.self, "\(testCase.file): \(sent.wireText)") { try SIPMessageParser.parse(datagram: sent.serialized()) }
+            }
+        }
+        #expect(dialogs >= 5, "only \(dialogs) torture INVITEs made a dialog")
+    }
 }
