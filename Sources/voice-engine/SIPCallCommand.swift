@@ -156,22 +156,30 @@ enum SIPCallSession {
                 endpoint: endpoint, credentials: credentials,
                 configuration: SIPUserAgentConfiguration(
                     addressOfRecord: aor, outboundProxy: useProxy ? server.map { SIPPeer(kind, $0) } : nil, transport: kind))
-            defer { Task { try? await endpoint.close() } }
-            var registration: SIPRegistration?
-            if options.register, let server {
-                let r = SIPRegistration(
-                    configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: SIPPeer(kind, server), expires: 300),
-                    sender: agent.sender)
-                let result = try await r.register()
-                guard result.succeeded else {
-                    throw CommandFailure(description: "REGISTER: \(result.statusCode) \(result.reasonPhrase)", status: result.statusCode == 401 || result.statusCode == 407 ? 77 : 1)
+            // The endpoint is closed before the event loop shuts down, whatever happens.
+            do {
+                var registration: SIPRegistration?
+                if options.register, let server {
+                    let r = SIPRegistration(
+                        configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: SIPPeer(kind, server), expires: 300),
+                        sender: agent.sender)
+                    let result = try await r.register()
+                    guard result.succeeded else {
+                        throw CommandFailure(
+                            description: "REGISTER: \(result.statusCode) \(result.reasonPhrase)",
+                            status: result.statusCode == 401 || result.statusCode == 407 ? 77 : 1)
+                    }
+                    say("registered \(aor) for \(result.grantedExpires) s")
+                    registration = r
                 }
-                say("registered \(aor) for \(result.grantedExpires) s")
-                registration = r
+                let status = try await runCall(agent: agent, local: local, options: options, start: start)
+                if let registration { _ = try? await registration.unregister() }
+                try? await endpoint.close()
+                return status
+            } catch {
+                try? await endpoint.close()
+                throw error
             }
-            let status = try await runCall(agent: agent, local: local, options: options, start: start)
-            if let registration { _ = try? await registration.unregister() }
-            return status
         }
     }
 
@@ -209,9 +217,27 @@ enum SIPCallSession {
             try await Task.sleep(for: .milliseconds(Int(answerTimeout * 1000)))
             stop.yield("not established within \(answerTimeout) s")
         }
+        // Placing or waiting for the call races Ctrl-C and --answer-timeout (nobody may ever call `sip listen`).
+        let starting = Task { () throws -> SIPCall in try await start(agent, capabilities) }
+        Task {
+            _ = try? await starting.value
+            stop.yield("started")  // also when starting failed: its error is read below
+        }
+        var first = ""
+        for await next in stops {
+            first = next
+            break
+        }
+        guard first == "started" else {
+            starting.cancel()
+            timeoutTask.cancel()
+            await transport.close()
+            say("error: no call: \(first)")
+            return 1
+        }
         let call: SIPCall
         do {
-            call = try await start(agent, capabilities)
+            call = try await starting.value
         } catch let error as SIPError where error.kind == .timeout || error.kind == .transport {
             timeoutTask.cancel()
             await transport.close()
@@ -243,7 +269,7 @@ enum SIPCallSession {
             }
         }
         var reason = ""
-        for await next in stops {
+        for await next in stops where next != "started" {
             reason = next
             break
         }
@@ -254,6 +280,7 @@ enum SIPCallSession {
             let end = established.end
             say("error: the call was not established: \(end.map { "\($0)" } ?? reason)")
             if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil { return 69 }
+            if let end, end.statusCode == 503, end.reasonPhrase == "Transport Error" { return 69 }
             if let code = end?.statusCode, code == 401 || code == 407 { return 77 }
             return 1
         }
