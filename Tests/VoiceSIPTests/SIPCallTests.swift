@@ -103,7 +103,8 @@ struct SIPCallTests {
             let held = try await outgoing.hold()
             #expect(held.direction == .sendonly)
             let bobHeld = try await bobLog.wait("hold at bob") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { m } else { nil } }
-            #expect(bobHeld.srtp?.remoteKey == aliceMedia.srtp?.localKey)  // hold keeps the keys
+            #expect(bobHeld.srtp?.remoteKey == aliceMedia.srtp?.localKey)  // hold keeps the keys: alice's
+            #expect(bobHeld.srtp?.localKey == bobMedia.srtp?.localKey)  // and bob's, in his answer
             let resumed = try await outgoing.resume()
             #expect(resumed.direction == .sendrecv)
             let rekeyed = try await outgoing.rekey()
@@ -112,6 +113,7 @@ struct SIPCallTests {
                 if case .mediaUpdated(let m, true) = $0, m.srtp?.remoteKey == rekeyed.srtp?.localKey { m } else { nil }
             }
             #expect(bobRekeyed.direction == .sendrecv)
+            #expect(bobRekeyed.srtp?.localKey == bobMedia.srtp?.localKey)  // alice re-keyed, bob kept his key
 
             await call.hangUp(headers: [("X-Hangup-Cause", "done")])
             let end = try await aliceLog.ended()

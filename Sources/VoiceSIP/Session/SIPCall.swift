@@ -441,7 +441,18 @@ public final class SIPCall: @unchecked Sendable {
         }
         do {
             var (answer, media) = try SessionDescription.makeAnswer(to: offer, localCapabilities: capabilities)
-            if let previous = localDescription { answer.origin = previous.origin.next }
+            if let previous = localDescription {
+                answer.origin = previous.origin.next
+                // Our key stays while the suite does (RFC 4568 §7.1.4 lets the answerer keep it): media already
+                // protected with it keeps flowing through a hold or the peer's own re-key.
+                if let index = answer.audio.crypto.indices.first, var srtp = media.srtp,
+                    let kept = previous.audio.crypto.first(where: { $0.suite == answer.audio.crypto[index].suite })
+                {
+                    answer.audio.crypto[index].keys = kept.keys
+                    srtp.localKey = kept.key
+                    media.srtp = srtp
+                }
+            }
             localDescription = answer
             negotiated = media
             pendingUpdateNegotiated = media
