@@ -234,4 +234,40 @@ struct SIPCallTests {
             try await bob.endpoint.close()
         }
     }
+
+    /// Requests a user agent cannot take are answered with their status, never dropped silently or trapped on:
+    /// unknown dialogs 481, unreadable SDP 488, an offer without Opus 488 when answered, other methods 405.
+    @Test func badRequestsGetTheirStatus() async throws {
+        try await withEventLoop { loop in
+            let (bob, _) = try await makeAgent("bob", on: loop)
+            let target = try await directURI("bob", bob)
+            let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let peer = SIPPeer(.udp, try #require(await bob.endpoint.localAddress(.udp)))
+            func send(_ method: SIPMethod, callID: String, toTag: String? = nil, sdp: String? = nil) async throws -> SIPMessage {
+                var request = makeOutgoing(method, to: target, callID: callID)
+                if let toTag { request.headers.replace("To", with: "<\(target)>;tag=\(toTag)") }
+                request.headers.add("Contact", "<sip:probe@127.0.0.1>")
+                if let sdp {
+                    request.headers.add("Content-Type", "application/sdp")
+                    request.body = Array(sdp.utf8)
+                }
+                return try await probe.request(request, to: peer).get()
+            }
+            #expect(try await send(.bye, callID: "no-such-call", toTag: "x").statusCode == 481)
+            #expect(try await send(.cancel, callID: "no-such-invite").statusCode == 481)
+            #expect(try await send(.invite, callID: "garbage-sdp", sdp: "this is not SDP").statusCode == 488)
+            let message = try await send(.message, callID: "im")
+            #expect(message.statusCode == 405 && message.headers.first("Allow")?.contains("INVITE") == true)
+            #expect(try await send(.options, callID: "ping").statusCode == 200)
+
+            let pcmuOnly = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40050 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
+            async let refused = send(.invite, callID: "no-opus", sdp: pcmuOnly)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            await #expect(throws: SDPError.noOpus) { try await call.answer(with: testCapabilities(port: 40052)) }
+            #expect(try await refused.statusCode == 488)
+            try await probe.close()
+            try await bob.endpoint.close()
+        }
+    }
 }
