@@ -47,6 +47,7 @@ let package = Package(
                 "BenchmarkFixtures",
                 voiceEngine,
                 voiceLab,
+                voiceSIP,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/voice-bench"
@@ -83,7 +84,7 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
 package.targets.append(
     .executableTarget(
         name: "SIPBenchmarks",
-        dependencies: [voiceSIP, .product(name: "Benchmark", package: "benchmark")],
+        dependencies: ["BenchmarkFixtures", voiceSIP, .product(name: "Benchmark", package: "benchmark")],
         path: "Benchmarks/SIPBenchmarks",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
     )
