@@ -69,7 +69,11 @@ let package = Package(
         .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim"]),
         .target(
             name: "VoiceSIP",
-            dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            // VoiceEngine: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall).
+            dependencies: [
+                "COpenSSL", "VoiceEngine", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .target(
             name: "VoiceClient",
@@ -108,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "VoiceSIPTests",
             dependencies: [
-                "VoiceSIP", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceSIP", "VoiceEngine", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

@@ -12,6 +12,7 @@ let rootPackage: String = {
 let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPackage)
 /// Simulation, scenarios and the jitter benchmark live beside the engine, not in the product a client links.
 let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
+let voiceSIP = Target.Dependency.product(name: "VoiceSIP", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -46,6 +47,7 @@ let package = Package(
                 "BenchmarkFixtures",
                 voiceEngine,
                 voiceLab,
+                voiceSIP,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/voice-bench"
@@ -77,3 +79,13 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
         )
     )
 }
+
+// SIP message parsing and serialization: allocations per message (bounded, not zero; Thresholds/).
+package.targets.append(
+    .executableTarget(
+        name: "SIPBenchmarks",
+        dependencies: ["BenchmarkFixtures", voiceSIP, .product(name: "Benchmark", package: "benchmark")],
+        path: "Benchmarks/SIPBenchmarks",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+)

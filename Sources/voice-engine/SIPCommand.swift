@@ -11,13 +11,13 @@ import VoiceSIP
 struct SIPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sip",
-        abstract: "SIP signalling by hand: register, send a MESSAGE, ping with OPTIONS.",
+        abstract: "SIP signalling by hand: register, send a MESSAGE, ping with OPTIONS, place or answer a call.",
         discussion: """
             Exit status: 0 a 2xx final response; 1 any other final response (its status is printed); 64 bad \
             arguments; 68 a host that does not resolve; 69 no answer (Timer B/F) or the transport failed; 77 the \
             server refused the credentials.
             """,
-        subcommands: [Register.self, Message.self, Options.self])
+        subcommands: [Register.self, Message.self, Options.self, Call.self, Listen.self])
 
     /// What every SIP subcommand takes: where to send, how, as whom, and whether to print the SIP trace.
     struct Connection: ParsableArguments {
@@ -171,11 +171,11 @@ struct SIPCommand: ParsableCommand {
     }
 }
 
-private func parseURI(_ text: String, option: String) throws -> SIPURI {
+func parseURI(_ text: String, option: String) throws -> SIPURI {
     do { return try SIPURI(parsing: text) } catch { throw CommandFailure.usage("\(option) '\(text)': \(error)") }
 }
 
-private func socketAddress(_ text: String, option: String) throws -> SocketAddress {
+func socketAddress(_ text: String, option: String) throws -> SocketAddress {
     guard let (bracketed, port) = PeerAddress.split(text), (0...65535).contains(port) else {
         throw CommandFailure.usage("\(option) '\(text)': expected host:port")
     }
@@ -187,7 +187,7 @@ private func socketAddress(_ text: String, option: String) throws -> SocketAddre
 
 /// The local address the system routes to `server` from (a connected UDP socket's own address), with port 0, so
 /// that Via and Contact name an address the server can answer.
-private func routedAddress(to server: SocketAddress, on loop: any EventLoop) throws -> SocketAddress {
+func routedAddress(to server: SocketAddress, on loop: any EventLoop) throws -> SocketAddress {
     let probe = try DatagramBootstrap(group: loop).connect(to: server).wait()
     defer { try? probe.close().wait() }
     guard let ip = probe.localAddress?.ipAddress else { throw CommandFailure.runtime("no route to \(server)") }
@@ -211,7 +211,7 @@ private func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, e
 }
 
 /// Runs async work to completion from the synchronous command line.
-private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
     let box = ResultBox<T>()
     Task {
@@ -222,6 +222,6 @@ private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throw
     return try box.result!.get()
 }
 
-private final class ResultBox<T>: @unchecked Sendable {
+final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, any Error>?
 }

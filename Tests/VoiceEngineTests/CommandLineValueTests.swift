@@ -36,6 +36,11 @@ import VoiceCore
             + ["--seconds", "--rate"].map { NumericOption(command: ["play", missingWAV], option: $0) }
             + [NumericOption(command: ["replay", "\(dir)/missing.pcap", "--out", "\(dir)/r.wav"], option: "--rate")]
             + [NumericOption(command: sip, option: "--t1")]
+            // Nobody answers on the discard port: a valid value ends in "not established" (1) or no answer (69).
+            + ["--duration", "--answer-timeout", "--rate", "--bitrate"].map {
+                NumericOption(command: ["sip", "call", "sip:a@127.0.0.1:9", "--transport", "tcp", "--answer-timeout", "2", "--mic", "null", "--speaker", "null"], option: $0)
+            }
+            + [NumericOption(command: ["sip", "listen", "--listen", "127.0.0.1:0", "--answer-timeout", "1"], option: "--answer-after")]
     }
 
     /// Special values every option gets, and seeded random ones over twenty decades, both signs.

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import VoiceEngine
 import VoiceSIP
 import VoiceTestSupport
 
@@ -18,7 +19,7 @@ final class TraceRecorder: @unchecked Sendable {
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
-/// alice and bob in Peers/kamailio/db). Ports 25060–25069 are this suite's.
+/// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25107 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
@@ -157,6 +158,174 @@ struct KamailioTests {
         }
     }
 
+    /// Two engines registered at Kamailio; alice calls bob through it (INVITE authenticated with 407, record-routed),
+    /// holds and resumes him with re-INVITEs and hangs up; bob's BYE-side sees the custom headers both ways.
+    @Test func callThroughKamailioWithHoldResumeAndBye() async throws {
+        try await withKamailio(port: 25100) { loop, server in
+            let (alice, bob, aliceTrace, bobTrace) = try await registeredPair(loop: loop, server: server)
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40020), headers: [("X-Call-Purpose", "interop")])
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            #expect(call.requestHeaders.first { $0.name == "X-Call-Purpose" }?.value == "interop")
+            #expect(call.remote.uri.user == "alice")
+            try await call.ring()
+            _ = try await aliceLog.wait("180 through Kamailio") { if case .progress(180, _, _) = $0 { true } else { nil } }
+            try await call.answer(with: testCapabilities(port: 40022), headers: [("X-Answered-By", "bob")])
+            let media = try await aliceLog.established()
+            #expect(media.remotePort == 40022 && media.srtp != nil)
+            _ = try await bobLog.established()
+            // The INVITE was challenged (407) and retried with credentials; the dialog routes through Kamailio.
+            #expect(aliceTrace.count("recv", containing: "SIP/2.0 407") == 1)
+            let dialog = try #require(await outgoing.currentDialog)
+            #expect(dialog.routeSet.count == 1 && dialog.routeSet.first?.uri.port == 25100)
+
+            #expect(try await outgoing.hold().direction == .sendonly)
+            _ = try await bobLog.wait("held") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { true } else { nil } }
+            #expect(try await outgoing.resume().direction == .sendrecv)
+            // bob reports the peer's re-INVITE when its ACK arrives.
+            _ = try await bobLog.wait("resumed") { if case .mediaUpdated(let m, true) = $0, m.direction == .sendrecv { true } else { nil } }
+            // The re-INVITEs and their ACKs went through Kamailio (Route header) and reached bob with its Via.
+            #expect(bobTrace.count("recv", containing: "ACK sip:bob@") == 3)
+            #expect(bobTrace.count("recv", containing: "a=sendonly") == 1)
+
+            await outgoing.hangUp(headers: [("X-Hangup-Cause", "test over")])
+            #expect(try await aliceLog.ended().cause == .localHangup)
+            let end = try await bobLog.ended()
+            #expect(end.cause == .remoteHangup)
+            #expect(end.headers.first?.value == "test over")
+            try await alice.endpoint.close()
+            try await bob.endpoint.close()
+        }
+    }
+
+    @Test func cancelWhileRingingThroughKamailio() async throws {
+        try await withKamailio(port: 25102) { loop, server in
+            let (alice, bob, aliceTrace, _) = try await registeredPair(loop: loop, server: server)
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40024))
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.ring()
+            _ = try await aliceLog.wait("180") { if case .progress(180, _, _) = $0 { true } else { nil } }
+            await outgoing.hangUp()
+            let end = try await aliceLog.ended()
+            #expect(end.cause == .cancelled && end.statusCode == 487)
+            #expect(try await bobLog.ended().cause == .cancelled)
+            #expect(aliceTrace.count("send", containing: "CANCEL sip:bob@voiceengine.test") == 1)
+            // Calling nobody registered fails with Kamailio's status and reason.
+            let nobody = CallEventLog(try await alice.call(SIPURI(user: "carol", host: Self.domain), offering: testCapabilities(port: 40026)))
+            let failed = try await nobody.ended()
+            #expect(failed.cause == .rejected && failed.statusCode == 404 && failed.reasonPhrase == "Not Found")
+            try await alice.endpoint.close()
+            try await bob.endpoint.close()
+        }
+    }
+
+    /// `voice-engine sip listen --register` (bob) and `sip call` (alice) through Kamailio: a real call with
+    /// Opus + SDES-SRTP media between two processes, speech files as microphones, ended by alice's --duration.
+    @Test(
+        .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
+        .enabled(if: SharedTestData.isPresent, "the shared speech recordings are absent"))
+    func commandLineCallThroughKamailio() async throws {
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        let speech = SharedTestData.speech + "/jfk_16k_mono.wav"
+        try await withKamailio(port: 25104) { _, server in
+            let registrar = "127.0.0.1:\(server.port ?? 0)"
+            let directory = try makeTemporaryDirectory("sip-call")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let listenerLog = directory.appendingPathComponent("listen.log")
+            let listener = try spawnTool(binary, ["sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
+                "--bind", "127.0.0.1:0", "--user", "bob", "--password", "bob-secret", "--mic", "file:\(speech)",
+                "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"], output: listenerLog)
+            defer {
+                // Killed only while it is still our unreaped child (waitpid says 0), never a reused pid.
+                var status: Int32 = 0
+                if waitpid(listener, &status, WNOHANG) == 0 {
+                    kill(listener, SIGKILL)
+                    waitpid(listener, &status, 0)
+                }
+            }
+            // bob is registered when Kamailio knows him: wait for his line.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let caller = try runTool(binary, ["sip", "call", "sip:bob@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret",
+                "--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "3", "--header", "X-Side: alice"])
+            #expect(caller.status == 0, "\(caller.output)")
+            #expect(caller.output.contains("sip: established"))
+            #expect(caller.output.contains("X-Side: bob"))
+            #expect(caller.output.contains("media: SRTP"), "\(caller.output)")
+            let status = await waitForTool(listener, timeout: .seconds(10))
+            let log = (try? String(contentsOf: listenerLog, encoding: .utf8)) ?? ""
+            #expect(status == 0, "\(log)")
+            #expect(log.contains("X-Side: alice"))
+            #expect(log.contains("ended: remoteHangup"))
+            // Nobody registered as carol: the call is rejected with Kamailio's status, exit 1.
+            let rejected = try runTool(binary, ["sip", "call", "sip:carol@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret", "--mic", "null", "--speaker", "null"])
+            #expect(rejected.status == 1, "\(rejected.output)")
+            #expect(rejected.output.contains("rejected 404 Not Found"), "\(rejected.output)")
+        }
+    }
+
+    /// bob registers over TCP and keeps the connection alive with RFC 5626 CRLF pings; alice's call reaches him
+    /// over that very connection (Kamailio never connects to his listener), as a client behind a NAT is reached.
+    @Test func incomingCallReachesATCPClientThroughItsRegistrationConnection() async throws {
+        try await withKamailio(port: 25106) { loop, server in
+            let (alice, _) = try await makeAgent("alice", on: loop, proxy: SIPPeer(.udp, server),
+                credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"), domain: Self.domain)
+            let bobEndpoint = try await SIPEndpoint.start(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(200)))
+            let bob = SIPUserAgent(
+                endpoint: bobEndpoint, credentials: SIPStaticCredentials(username: "bob", password: "bob-secret"),
+                configuration: SIPUserAgentConfiguration(
+                    addressOfRecord: SIPURI(user: "bob", host: Self.domain), outboundProxy: SIPPeer(.tcp, server), transport: .tcp))
+            let registration = SIPRegistration(
+                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: "bob", host: Self.domain), server: SIPPeer(.tcp, server), expires: 60),
+                sender: bob.sender)
+            #expect(try await registration.register().statusCode == 200)
+            try await Task.sleep(for: .milliseconds(500))  // a couple of keepalives
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40030))
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.answer(with: testCapabilities(port: 40032))
+            _ = try await aliceLog.established()
+            _ = try await bobLog.established()
+            await call.hangUp()
+            #expect(try await aliceLog.ended().cause == .remoteHangup)
+            let statistics = await bobEndpoint.statistics()
+            #expect(statistics.connectionsOpened == 1, "\(statistics)")
+            #expect(statistics.connectionsAccepted == 0, "Kamailio connected to bob's listener instead of using his connection")
+            #expect(statistics.keepalivePongsReceived >= 1, "\(statistics)")
+            try await alice.endpoint.close()
+            try await bobEndpoint.close()
+        }
+    }
+
+    /// alice and bob as user agents with Kamailio as outbound proxy, both registered.
+    func registeredPair(loop: any EventLoop, server: SocketAddress) async throws -> (SIPUserAgent, SIPUserAgent, TraceRecorder, TraceRecorder) {
+        var agents: [(SIPUserAgent, TraceRecorder)] = []
+        for user in ["alice", "bob"] {
+            let credentials = SIPStaticCredentials(username: user, password: "\(user)-secret")
+            let (agent, trace) = try await makeAgent(user, on: loop, proxy: SIPPeer(.udp, server), credentials: credentials, domain: Self.domain)
+            let registration = SIPRegistration(
+                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.udp, server), expires: 60),
+                sender: agent.sender)
+            #expect(try await registration.register().statusCode == 200)
+            agents.append((agent, trace))
+        }
+        return (agents[0].0, agents[1].0, agents[0].1, agents[1].1)
+    }
+
     /// `voice-engine sip`: exit 0 on a 2xx, 77 when the credentials are refused, 69 without an answer, 64 on bad
     /// arguments.
     @Test(.enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
@@ -184,11 +353,8 @@ struct KamailioTests {
         #expect(usage.status == 64)
     }
 
-    /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
-    /// whose exit notification did not arrive while Kamailio (another Process) was running.
-    func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: output) }
+    /// Starts the tool with stdout and stderr into `output`; returns its pid (see `waitForTool`).
+    func spawnTool(_ binary: URL, _ arguments: [String], output: URL) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -199,6 +365,26 @@ struct KamailioTests {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
         guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
+        return pid
+    }
+
+    /// The exit status of a spawned tool, polled (WNOHANG) for up to `timeout`; nil if it is still running.
+    func waitForTool(_ pid: pid_t, timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xFF }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
+    /// whose exit notification did not arrive while Kamailio (another Process) was running.
+    func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let pid = try spawnTool(binary, arguments, output: output)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""

@@ -3,13 +3,14 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import VoiceEngine
 import VoiceSIP
 
 let sippPath = "/usr/bin/sipp"
 
 /// SIPp (Debian's sip-tester) playing the peers a well-behaved UA rarely meets: rejections, silence, 200 OK
 /// retransmissions, malformed messages. Scenarios are in Peers/sipp; SIPp's exit status says whether its side of
-/// the scenario completed. Ports 25070–25079 are this suite's.
+/// the scenario completed. Ports 25070–25079 and 25120–25129 are this suite's.
 @Suite(
     "SIPp scenarios", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: sippPath), "sipp is not installed (make test-deps installs sip-tester)"))
@@ -144,6 +145,42 @@ struct SIPpTests {
             #expect(server.seen.filter { $0.message.requestMethod == .invite }.count == 1)
             #expect(server.seen.filter { $0.message.requestMethod == .ack }.isEmpty)
             try await endpoint.close()
+        }
+    }
+
+    /// SIPp calls a VoiceSIP user agent (Peers/sipp/uac-call-glare-cseq.xml): its INVITE retransmitted (one call),
+    /// our hold re-INVITE crossed by its own (491 both ways, our retry after the back-off accepted), a BYE with an
+    /// old CSeq (500), then an in-order BYE (200).
+    @Test func reInviteGlareOutOfOrderCSeqAndRetransmittedInvite() async throws {
+        try await withEventLoop { loop in
+            let (agent, trace) = try await makeAgent("voiceengine", on: loop)
+            let local = try #require(await agent.endpoint.localAddress(.udp))
+            async let sipp: Void = runSIPpClient("uac-call-glare-cseq", port: 25120, target: local)
+            var incoming = agent.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let log = CallEventLog(call)
+            #expect(call.requestHeaders.first?.value == "glare")
+            // Answered once the retransmission came, so that the transaction, still proceeding, answers it.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while trace.count("recv", containing: "CSeq: 1 INVITE") < 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let answered = try await call.answer(with: testCapabilities(port: 40042))
+            #expect(answered.remotePort == 40040 && answered.srtp?.suite == .aesCM128HmacSHA1_80)
+            _ = try await log.established()
+            let held = try await call.hold()
+            #expect(held.direction == .sendonly)
+            let end = try await log.ended()
+            #expect(end.cause == .remoteHangup && end.headers.first?.value == "done")
+            try await sipp
+            // The retransmitted INVITE was answered from the transaction (a second 100) and made no second call.
+            #expect(trace.count("recv", containing: "CSeq: 1 INVITE") >= 2)
+            #expect(trace.count("send", containing: "SIP/2.0 100 Trying") == trace.count("recv", containing: "CSeq: 1 INVITE"))
+            #expect(trace.count("send", containing: "SIP/2.0 491") == 1)
+            #expect(trace.count("recv", containing: "SIP/2.0 491") == 1)
+            #expect(trace.count("send", containing: "SIP/2.0 500") == 1)
+            #expect(trace.count("send", containing: "INVITE sip:sipp@") == 2)  // the re-INVITE and its retry
+            try await agent.endpoint.close()
         }
     }
 

@@ -183,10 +183,11 @@ public final class SIPEndpoint: @unchecked Sendable {
         }
     }
 
-    /// Sends a message outside any transaction: the ACK of a 2xx, which belongs to the dialog (§13.2.2.4).
+    /// Sends a message outside any transaction: the ACK of a 2xx, which belongs to the dialog (§13.2.2.4). A
+    /// request without a Via gets ours (a fresh branch) and Max-Forwards, as in `request(_:to:onProvisional:)`.
     public func sendStateless(_ message: SIPMessage, to peer: SIPPeer) {
         eventLoop.execute {
-            self.write(self.message(message, preparedFor: peer), to: peer)
+            self.write(message.isRequest ? self.prepare(message, for: peer) : self.message(message, preparedFor: peer), to: peer)
         }
     }
 

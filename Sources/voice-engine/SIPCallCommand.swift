@@ -1,0 +1,356 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import NIOCore
+import NIOPosix
+import VoiceEngine
+import VoiceSIP
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `sip call` and `sip listen` share: who we are, the media devices, and how long the call lasts.
+struct SIPCallOptions: ParsableArguments {
+    @Option(help: "Our address-of-record (From, Contact user), e.g. sip:alice@example.com.")
+    var from: String?
+    @Flag(help: "REGISTER the address-of-record at --server first (and unregister at the end).")
+    var register = false
+    @Option(name: .customLong("header"), help: "Custom header 'X-Name: value' for the INVITE or our 200 (repeatable).")
+    var headers: [String] = []
+    @Option(help: "Microphone: null, file:IN.wav, or an ALSA PCM name.")
+    var mic: String = "default"
+    @Option(help: "Speaker: null, file:OUT.wav, or an ALSA PCM name.")
+    var speaker: String = "default"
+    @Option(help: "Device rate in Hz when the microphone is not a file.")
+    var rate: Int = 48_000
+    @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
+    var noVoiceProcessing = false
+    @Option(help: "Opus bitrate in bits per second.")
+    var bitrate: Int = 32_000
+    @Flag(help: "Offer SDES-SRTP but accept plain RTP (default: SRTP required, RTP/SAVP).")
+    var optionalSRTP = false
+    @Option(help: "Hang up this many seconds after the call is established (default: until Ctrl-C or the peer's BYE).")
+    var duration: Double?
+    @Option(help: "Give up when the call is not established within this many seconds.")
+    var answerTimeout: Double = 60
+
+    func validate() throws {
+        try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+        try OptionRange("--answer-timeout", 0.1...3_600, "seconds").check(answerTimeout)
+        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
+        try SimulateCommand.bitrateRange.check(bitrate)
+        for header in headers where !(header.lowercased().hasPrefix("x-") && header.contains(":")) {
+            throw ValidationError("--header '\(header)': expected 'X-Name: value'")
+        }
+    }
+
+    var headerPairs: [(String, String)] {
+        headers.map { header in
+            let colon = header.firstIndex(of: ":")!
+            return (String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+    }
+}
+
+extension SIPCommand {
+    struct Call: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Place a call: INVITE with an SDP offer (Opus, SDES-SRTP), media through a live call, BYE at the end.",
+            discussion: """
+                The call goes to --server (an outbound proxy such as Kamailio) when given, otherwise to the target's \
+                host and port. It ends after --duration seconds, on Ctrl-C (BYE, or CANCEL while ringing), or on the \
+                peer's BYE. Exit status: 0 the call was established and media flowed both ways; 1 it was rejected \
+                (status and reason printed), the media never flowed, or a device failed; 64 bad arguments; 69 no \
+                answer or the transport failed; 77 the credentials were refused.
+                """)
+        @Argument(help: "Whom to call, e.g. sip:bob@example.com or sip:bob@127.0.0.1:5070.")
+        var target: String
+        @OptionGroup var call: SIPCallOptions
+        @OptionGroup var connection: SIPCommand.Connection
+
+        func run() throws {
+            let target = try parseURI(self.target, option: "target")
+            let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: target) { agent, capabilities in
+                try await agent.call(target, offering: capabilities, headers: call.headerPairs)
+            }
+            if status != 0 { throw ExitCode(status) }
+        }
+    }
+
+    struct Listen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Wait for one call and answer it: 180, then 200 with an SDP answer, media through a live call.",
+            discussion: """
+                With --register, the address-of-record is registered at --server so that calls to it reach us. The \
+                call ends as for `sip call`. Exit status: 0 a call was answered and media flowed both ways; 1 \
+                otherwise (no call within --answer-timeout, an offer we could not answer, no media).
+                """)
+        @Option(help: "Local address to listen on as host:port when not registering (default 127.0.0.1:5060).")
+        var listen: String?
+        @Option(help: "Seconds between 180 Ringing and answering.")
+        var answerAfter: Double = 0
+        @OptionGroup var call: SIPCallOptions
+        @OptionGroup var connection: SIPCommand.Connection
+
+        func validate() throws {
+            try OptionRange("--answer-after", 0...3_600, "seconds").check(answerAfter)
+        }
+
+        func run() throws {
+            var connection = connection
+            if connection.bind == nil { connection.bind = listen ?? "127.0.0.1:5060" }
+            let delay = answerAfter
+            let headers = call.headerPairs
+            let kind = try connection.transportKind()
+            let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: nil) { agent, capabilities in
+                say("listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "?")")
+                var incoming = agent.incomingCalls.makeAsyncIterator()
+                guard let call = await incoming.next() else { throw CommandFailure.runtime("no call") }
+                say("incoming call from \(call.remote)" + call.requestHeaders.map { " \($0.name): \($0.value)" }.joined())
+                try await call.ring()
+                if delay > 0 { try await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
+                try await call.answer(with: capabilities, headers: headers)
+                return call
+            }
+            if status != 0 { throw ExitCode(status) }
+        }
+    }
+}
+
+/// One SIP call with media from the command line: endpoint, optional registration, the call's events, a
+/// `LiveCall` started on the negotiated media, hang-up on Ctrl-C / --duration / the peer's BYE.
+enum SIPCallSession {
+    static func run(
+        connection: SIPCommand.Connection, options: SIPCallOptions, defaultServer: SIPURI?,
+        start: @escaping @Sendable (SIPUserAgent, AudioCapabilities) async throws -> SIPCall
+    ) throws -> Int32 {
+        let kind = try connection.transportKind()
+        let credentials = try connection.credentials()
+        let t1 = connection.t1
+        let timers = SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
+        let server: SocketAddress? = try connection.server.map { try socketAddress($0, option: "--server") }
+            ?? defaultServer.map { try connection.serverAddress(default: $0) }
+        if options.register && (server == nil || options.from == nil) {
+            throw CommandFailure.usage("--register needs --server and --from")
+        }
+        let aor = try options.from.map { try parseURI($0, option: "--from") } ?? SIPURI(user: "voice-engine", host: "invalid")
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let local = try connection.bind.map { try socketAddress($0, option: "--bind") }
+            ?? routedAddress(to: server ?? SocketAddress(ipAddress: "127.0.0.1", port: 5060), on: loop)
+        let traced = connection.trace
+        let useProxy = connection.server != nil
+        return try runBlocking { () -> Int32 in
+            let endpoint: SIPEndpoint
+            do {
+                endpoint = try await SIPEndpoint.start(
+                    on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
+                    configuration: SIPEndpointConfiguration(timers: timers))
+            } catch {
+                throw CommandFailure(description: "\(error)", status: 69)
+            }
+            if traced { endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
+            let agent = SIPUserAgent(
+                endpoint: endpoint, credentials: credentials,
+                configuration: SIPUserAgentConfiguration(
+                    addressOfRecord: aor, outboundProxy: useProxy ? server.map { SIPPeer(kind, $0) } : nil, transport: kind))
+            // The endpoint is closed before the event loop shuts down, whatever happens.
+            do {
+                var registration: SIPRegistration?
+                if options.register, let server {
+                    let r = SIPRegistration(
+                        configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: SIPPeer(kind, server), expires: 300),
+                        sender: agent.sender)
+                    let result = try await r.register()
+                    guard result.succeeded else {
+                        throw CommandFailure(
+                            description: "REGISTER: \(result.statusCode) \(result.reasonPhrase)",
+                            status: result.statusCode == 401 || result.statusCode == 407 ? 77 : 1)
+                    }
+                    say("registered \(aor) for \(result.grantedExpires) s")
+                    registration = r
+                }
+                let status = try await runCall(agent: agent, local: local, options: options, start: start)
+                if let registration { _ = try? await registration.unregister() }
+                try? await endpoint.close()
+                return status
+            } catch {
+                try? await endpoint.close()
+                throw error
+            }
+        }
+    }
+
+    static func runCall(
+        agent: SIPUserAgent, local: SocketAddress, options: SIPCallOptions,
+        start: @escaping @Sendable (SIPUserAgent, AudioCapabilities) async throws -> SIPCall
+    ) async throws -> Int32 {
+        // RTP on the address SIP uses (a wildcard bind announces loopback: give --bind for other peers).
+        let bound = local.ipAddress ?? "127.0.0.1"
+        let host = bound == "0.0.0.0" ? "127.0.0.1" : bound
+        let transport: UDPMediaTransport
+        do { transport = try await UDPMediaTransport.bind(host: host, port: 0) } catch {
+            throw CommandFailure.runtime("cannot bind the RTP socket on \(host): \(error)")
+        }
+        var send = OpusEncoderConfiguration()
+        send.bitrate = options.bitrate
+        let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
+        let capabilities = AudioCapabilities(
+            address: host,
+            port: Int(transport.localEndpoint.port), send: send,
+            srtp: options.optionalSRTP ? .optional(suites) : .required(suites))
+
+        // Whatever comes first ends the call: Ctrl-C, the duration, the peer, the media timing out.
+        let (stops, stop) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { stop.yield("Ctrl-C") }
+        interrupt.resume()
+        defer {
+            interrupt.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
+        let answerTimeout = options.answerTimeout
+        let timeoutTask = Task {
+            try await Task.sleep(for: .milliseconds(Int(answerTimeout * 1000)))
+            stop.yield("not established within \(answerTimeout) s")
+        }
+        // Placing or waiting for the call races Ctrl-C and --answer-timeout (nobody may ever call `sip listen`).
+        let starting = Task { () throws -> SIPCall in try await start(agent, capabilities) }
+        Task {
+            _ = try? await starting.value
+            stop.yield("started")  // also when starting failed: its error is read below
+        }
+        var first = ""
+        for await next in stops {
+            first = next
+            break
+        }
+        guard first == "started" else {
+            starting.cancel()
+            timeoutTask.cancel()
+            await transport.close()
+            say("error: no call: \(first)")
+            return 1
+        }
+        let call: SIPCall
+        do {
+            call = try await starting.value
+        } catch let error as SIPError where error.kind == .timeout || error.kind == .transport {
+            timeoutTask.cancel()
+            await transport.close()
+            throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
+        } catch {
+            timeoutTask.cancel()
+            await transport.close()
+            throw error
+        }
+        let established = Established()
+        let events = call.events
+        Task {
+            for await event in events {
+                say("sip: \(event)")
+                switch event {
+                case .established(let media, let headers):
+                    timeoutTask.cancel()
+                    if !headers.isEmpty { say("sip: headers" + headers.map { " \($0.name): \($0.value)" }.joined()) }
+                    established.media = media
+                    stop.yield("established")
+                case .mediaUpdated(let media, _):
+                    say("sip: the live call keeps its first keys and direction; negotiated now \(media.direction)")
+                case .ended(let end):
+                    established.end = end
+                    stop.yield("ended")
+                case .progress:
+                    break
+                }
+            }
+        }
+        var reason = ""
+        for await next in stops where next != "started" {
+            reason = next
+            break
+        }
+        guard reason == "established", let media = established.media else {
+            timeoutTask.cancel()
+            if established.end == nil { await call.hangUp() }
+            await transport.close()
+            let end = established.end
+            say("error: the call was not established: \(end.map { "\($0)" } ?? reason)")
+            if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil { return 69 }
+            if let end, end.statusCode == 503, end.reasonPhrase == "Transport Error" { return 69 }
+            if let code = end?.statusCode, code == 401 || code == 407 { return 77 }
+            return 1
+        }
+        if let remote = try? UDPEndpoint(host: media.remoteAddress, port: media.remotePort) { transport.setRemote(remote) }
+        let devices: (capture: any AudioDevice, playout: any AudioDevice)
+        do {
+            devices = try LiveDeviceName.openPair(
+                microphone: LiveDeviceName(options.mic), speaker: LiveDeviceName(options.speaker), sampleRate: options.rate)
+        } catch {
+            await call.hangUp()
+            await transport.close()
+            throw CommandFailure.runtime(error.description)
+        }
+        let liveCall: LiveCall
+        do {
+            liveCall = try LiveCall(
+                callID: CallID("sip"),
+                configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.noVoiceProcessing),
+                transport: transport, capture: devices.capture, playout: devices.playout,
+                options: LiveCallOptions(mediaTimeoutSeconds: 10))
+            try liveCall.start()
+        } catch {
+            devices.capture.close()
+            devices.playout.close()
+            await call.hangUp()
+            await transport.close()
+            throw CommandFailure.runtime("\(error)")
+        }
+        say("media: \(media.srtp.map { "\($0)" } ?? "plain RTP") to \(media.remoteAddress):\(media.remotePort), ptime \(media.ptime) ms")
+        if let duration = options.duration {
+            Task {
+                try await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                stop.yield("duration")
+            }
+        }
+        let mediaEvents = liveCall.events
+        Task {
+            for await event in mediaEvents { if case .ended = event { stop.yield("media ended") } }
+        }
+        for await next in stops where next != "established" {
+            reason = next
+            break
+        }
+        say("hanging up (\(reason))")
+        let result = await liveCall.stop(cause: established.end == nil ? .localHangup : .remoteHangup)
+        if established.end == nil { await call.hangUp() }
+        stop.finish()
+        CallRunner.printSummary(result)
+        if let problem = result.playoutWriteError {
+            say("error: the speaker file is incomplete: \(problem)")
+            return 1
+        }
+        guard result.wasEstablished else {
+            say("error: media did not flow both ways")
+            return 1
+        }
+        return 0
+    }
+
+    private final class Established: @unchecked Sendable {
+        private let lock = NSLock()
+        private var _media: NegotiatedAudio?
+        private var _end: SIPCallEnd?
+        var media: NegotiatedAudio? {
+            get { lock.withLock { _media } }
+            set { lock.withLock { _media = newValue } }
+        }
+        var end: SIPCallEnd? {
+            get { lock.withLock { _end } }
+            set { lock.withLock { _end = newValue } }
+        }
+    }
+}

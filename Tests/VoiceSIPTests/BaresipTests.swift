@@ -1,0 +1,249 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import VoiceCore
+import VoiceEngine
+import VoiceSIP
+import VoiceTestSupport
+
+let baresipPath = "/usr/bin/baresip"
+
+/// baresip (Debian's, v1.0) against the engine with real media: Opus with SDES-SRTP on loopback, each side's speech
+/// from a file and what it heard recorded (the engine's file speaker; baresip's `sndfile` dump of what it decoded),
+/// then the speech each side sent is looked for in what the other recorded. Ports 25140–25149 are this suite's.
+@Suite(
+    "baresip calls with speech", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: baresipPath), "baresip is not installed (make test-deps installs it)"),
+    .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
+struct BaresipTests {
+    static let engineSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
+    static let baresipSpeech = SharedTestData.speech + "/pjsip_input_16k.wav"
+    static let seconds = 6.0
+
+    @Test func engineCallsBaresip() async throws {
+        try await withBaresip(port: 25140, dial: nil) { loop, directory in
+            let (agent, _) = try await makeAgent("engine", on: loop)
+            let media = try await EngineMedia.bind()
+            let call = try await agent.call(
+                SIPURI(user: "b", host: "127.0.0.1", port: 25140), offering: media.capabilities, headers: [("X-Interop", "baresip")])
+            let log = CallEventLog(call)
+            let negotiated = try await log.established()
+            #expect(negotiated.srtp != nil && negotiated.remotePort != 0)
+            let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
+            await call.hangUp()
+            #expect(try await log.ended().cause == .localHangup)
+            try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+            try await agent.endpoint.close()
+        }
+    }
+
+    @Test func baresipCallsEngine() async throws {
+        try await withEventLoop { loop in
+            let (agent, _) = try await makeAgent("engine", on: loop)
+            let port = try #require(await agent.endpoint.localAddress(.udp)?.port)
+            try await withBaresip(port: 25142, dial: "sip:engine@127.0.0.1:\(port)", loop: loop) { _, directory in
+                let media = try await EngineMedia.bind()
+                var incoming = agent.incomingCalls.makeAsyncIterator()
+                let call = try #require(await incoming.next())
+                let log = CallEventLog(call)
+                #expect(call.remoteOffer?.audio.crypto.isEmpty == false)
+                try await call.ring()
+                let negotiated = try await call.answer(with: media.capabilities)
+                _ = try await log.established()
+                let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
+                await call.hangUp()
+                #expect(try await log.ended().cause == .localHangup)
+                try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+            }
+            try await agent.endpoint.close()
+        }
+    }
+
+    /// The engine's speaker holds baresip's speech and baresip's decoded dump holds the engine's.
+    func verifySpeech(engineHeard: [Int16], baresipDirectory directory: URL) throws {
+        let dumps = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        let decoded = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "baresip's sndfile dump is missing: \(dumps)")
+        // libsndfile writes the WAV header's sizes when baresip closes the dump at the end of its call.
+        var baresipHeard = try WAVFile.read(path: directory.appendingPathComponent(decoded).path)
+        for _ in 0..<50 where baresipHeard.frameCount == 0 {
+            usleep(100_000)
+            baresipHeard = try WAVFile.read(path: directory.appendingPathComponent(decoded).path)
+        }
+        let toEngine = SpeechMatch.median(sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples, heard: engineHeard)
+        let toBaresip = SpeechMatch.median(
+            sent: try WAVFile.read(path: Self.engineSpeech).int16Samples,
+            heard: SpeechMatch.to16k(baresipHeard.int16Samples, rate: baresipHeard.format.sampleRate))
+        // The measure tells speech apart: baresip's own speech is not what it heard from us.
+        let control = SpeechMatch.median(
+            sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples,
+            heard: SpeechMatch.to16k(baresipHeard.int16Samples, rate: baresipHeard.format.sampleRate))
+        print("baresip → engine: median window correlation \(toEngine); engine → baresip: \(toBaresip); control \(control)")
+        #expect(control < 0.3, "the other speech correlates too (\(control)): the measure cannot tell them apart")
+        #expect(toEngine > 0.5, "the engine did not hear baresip's speech (\(toEngine))")
+        #expect(toBaresip > 0.5, "baresip did not hear the engine's speech (\(toBaresip)); its dump: \(baresipHeard.format), \(baresipHeard.frameCount) frames")
+    }
+
+    /// baresip on `port` with auto-answer, SRTP mandatory, Opus only, a long copy of `baresipSpeech` as microphone,
+    /// an ALSA null speaker and the `sndfile` dump; dialing `dial` when given.
+    func withBaresip(port: Int, dial: String?, loop given: (any EventLoop)? = nil, _ body: (any EventLoop, URL) async throws -> Void) async throws {
+        let directory = try makeTemporaryDirectory("baresip")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // aufile plays its file once and baresip hangs up at its end: the file must outlast the call.
+        let speech = try WAVFile.read(path: Self.baresipSpeech)
+        let repeats = Int((Self.seconds + 15) * Double(speech.format.sampleRate) / Double(max(speech.int16Samples.count, 1))) + 1
+        let source = directory.appendingPathComponent("source.wav").path
+        try WAVFile.write(pcm16: Array([[Int16]](repeating: speech.int16Samples, count: repeats).joined()), format: speech.format, to: source)
+        let config = """
+            poll_method epoll
+            net_interface 127.0.0.1
+            sip_listen 127.0.0.1:\(port)
+            audio_source aufile,\(source)
+            audio_player alsa,null
+            ausrc_srate 16000
+            auplay_srate 16000
+            ausrc_channels 1
+            auplay_channels 1
+            module_path /usr/lib/baresip/modules
+            module opus.so
+            module srtp.so
+            module aufile.so
+            module alsa.so
+            module sndfile.so
+            module_app account.so
+            module_app menu.so
+            snd_path \(directory.path)
+            opus_bitrate 32000
+            opus_stereo no
+            opus_sprop_stereo no
+
+            """
+        try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        try "<sip:b@127.0.0.1:\(port)>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
+            .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
+        var arguments = ["-f", directory.path, "-t", "40"]
+        if let dial { arguments += ["-e", "/dial \(dial)"] }
+        let baresip = try PeerProcess(name: "baresip", executable: baresipPath, arguments: arguments, directory: directory)
+        defer { baresip.stop() }
+        guard await waitUntilUDPPortBound(port), baresip.isRunning else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }
+        do {
+            if let given {
+                try await body(given, directory)
+            } else {
+                try await withEventLoop { loop in try await body(loop, directory) }
+            }
+        } catch {
+            Issue.record("baresip's log:\n\(baresip.logTail)")
+            throw error
+        }
+    }
+}
+
+/// The engine's side of a call's media: an RTP socket bound before the offer or answer (its port goes in the SDP),
+/// then a `LiveCall` on the negotiated stream with the speech file as microphone and a file speaker.
+struct EngineMedia {
+    let transport: UDPMediaTransport
+    let capabilities: AudioCapabilities
+
+    static func bind() async throws -> EngineMedia {
+        let transport = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        var send = OpusEncoderConfiguration()
+        send.bitrate = 32_000
+        return EngineMedia(transport: transport, capabilities: AudioCapabilities(address: "127.0.0.1", port: Int(transport.localEndpoint.port), send: send))
+    }
+
+    /// Runs the call's media for `seconds` and returns what the speaker played.
+    func run(_ media: NegotiatedAudio, directory: URL, seconds: Double) async throws -> [Int16] {
+        transport.setRemote(try UDPEndpoint(host: media.remoteAddress, port: media.remotePort))
+        let heardPath = directory.appendingPathComponent("engine-heard.wav").path
+        let devices = try LiveDeviceName.openPair(microphone: .file(BaresipTests.engineSpeech), speaker: .file(heardPath))
+        let call = try LiveCall(
+            configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: false), transport: transport,
+            capture: devices.capture, playout: devices.playout)
+        try call.start()
+        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        let result = await call.stop()
+        #expect(result.wasEstablished, "media did not flow both ways: \(result.statistics)")
+        #expect(result.report.rtp.received > Int(seconds * 40), "received \(result.report.rtp.received) RTP packets in \(seconds) s")
+        return try WAVFile.read(path: heardPath).int16Samples
+    }
+}
+
+/// Is the speech one side sent in what the other recorded? The median, over 0.25 s windows of speech, of the
+/// normalised cross-correlation at each window's best alignment (the recordings start at different moments and a
+/// jitter buffer may shift time between windows). 16 kHz mono.
+enum SpeechMatch {
+    static func median(sent: [Int16], heard: [Int16]) -> Double {
+        let window = 4_000
+        // Coarse offset from 10 ms energy envelopes (up to 5 s either way), then ±30 ms per window.
+        let offset = envelopeOffset(sent: sent, heard: heard, maxFrames: 500) * 160
+        var results: [Double] = []
+        var start = 0
+        while start + window <= sent.count {
+            let reference = sent[start..<(start + window)]
+            if level(reference) > 300 {
+                var best = -1.0
+                for fine in -480...480 {
+                    let at = start + offset + fine
+                    guard at >= 0, at + window <= heard.count else { continue }
+                    best = max(best, correlation(reference, heard[at..<(at + window)]))
+                }
+                if best > -1 { results.append(best) }
+            }
+            start += window
+        }
+        let sorted = results.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    static func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
+        var ab = 0.0, aa = 0.0, bb = 0.0
+        var i = a.startIndex, j = b.startIndex
+        while i < a.endIndex {
+            let x = Double(a[i]), y = Double(b[j])
+            ab += x * y
+            aa += x * x
+            bb += y * y
+            i += 1
+            j += 1
+        }
+        return aa > 0 && bb > 0 ? ab / (aa * bb).squareRoot() : 0
+    }
+
+    static func level(_ samples: ArraySlice<Int16>) -> Double {
+        (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
+    }
+
+    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes.
+    static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int) -> Int {
+        func envelope(_ x: [Int16]) -> [Double] {
+            stride(from: 0, to: x.count - 160, by: 160).map { log10(level(x[$0..<($0 + 160)]) + 1) }
+        }
+        let s = envelope(sent), h = envelope(heard)
+        let ms = s.reduce(0, +) / Double(max(s.count, 1)), mh = h.reduce(0, +) / Double(max(h.count, 1))
+        var best = (score: -Double.infinity, lag: 0)
+        for lag in -maxFrames...maxFrames {
+            var sum = 0.0, n = 0
+            for i in s.indices where i + lag >= 0 && i + lag < h.count {
+                sum += (s[i] - ms) * (h[i + lag] - mh)
+                n += 1
+            }
+            if n > 100, sum / Double(n) > best.score { best = (sum / Double(n), lag) }
+        }
+        return best.lag
+    }
+
+    /// 48 kHz (baresip's dump) to 16 kHz: a 3-sample average, then every third sample.
+    static func to16k(_ samples: [Int16], rate: Int) -> [Int16] {
+        guard rate == 48_000 else { return samples }
+        var out: [Int16] = []
+        out.reserveCapacity(samples.count / 3)
+        var i = 0
+        while i + 2 < samples.count {
+            let sum: Int = Int(samples[i]) + Int(samples[i + 1]) + Int(samples[i + 2])
+            out.append(Int16(sum / 3))
+            i += 3
+        }
+        return out
+    }
+}
