@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "VoiceLab", targets: ["VoiceLab"]),
         // SIP signalling (messages, transactions, transports): for clients that place calls through SIP servers.
         .library(name: "VoiceSIP", targets: ["VoiceSIP"]),
+        // WebRTC-compatible media transport (STUN/ICE, DTLS-SRTP, WebRTC SDP): a product of its own, so a SIP+SDES
+        // client links neither it nor libssl.
+        .library(name: "VoiceWebRTC", targets: ["VoiceWebRTC"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -45,6 +48,8 @@ let package = Package(
             ]
         ),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
+        // libssl (DTLS 1.2 with use_srtp) for VoiceWebRTC only.
+        cLibrary("CDTLS", pkgConfig: "libssl", apt: "libssl-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
         .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus"]),
@@ -68,6 +73,13 @@ let package = Package(
         .target(
             name: "VoiceSIP",
             dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
+        .target(
+            name: "VoiceWebRTC",
+            dependencies: [
+                "VoiceEngine", "CDTLS", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "voice-engine",
@@ -96,6 +108,8 @@ let package = Package(
             ],
             exclude: ["Fixtures", "Peers"]
         ),
+        .testTarget(
+            name: "VoiceWebRTCTests", dependencies: ["VoiceWebRTC", "VoiceTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
