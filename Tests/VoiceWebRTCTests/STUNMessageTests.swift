@@ -129,7 +129,7 @@ struct STUNMessageTests {
         ]
         for (byte, kind) in kinds { #expect(PacketKind(firstByte: byte) == kind, "first byte \(byte)") }
         Self.sampleRequest.withUnsafeBytes { #expect(STUNMessage.looksLikeSTUN($0) && PacketKind($0) == .stun) }
-        [0x80, 0xC8, 0, 6].withUnsafeBytes { (b: UnsafeRawBufferPointer) in #expect(PacketKind.isRTCP(b)) }
-        [0x80, 0x6F, 0, 6].withUnsafeBytes { (b: UnsafeRawBufferPointer) in #expect(!PacketKind.isRTCP(b)) }
+        ([0x80, 0xC8, 0, 6] as [UInt8]).withUnsafeBytes { (b: UnsafeRawBufferPointer) in #expect(PacketKind.isRTCP(b)) }
+        ([0x80, 0x6F, 0, 6] as [UInt8]).withUnsafeBytes { (b: UnsafeRawBufferPointer) in #expect(!PacketKind.isRTCP(b)) }
     }
 }

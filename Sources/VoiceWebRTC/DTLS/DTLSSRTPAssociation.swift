@@ -289,7 +289,10 @@ private func verifyFingerprint(_ preverify: Int32, _ store: OpaquePointer?) -> I
           let association = DTLSSRTPAssociation.from(OpaquePointer(raw))
     else { return 1 }  // certificates above the leaf (none in WebRTC) are not what the fingerprint names
     guard let certificate = X509_STORE_CTX_get_current_cert(store) else { return 0 }
-    return association.noteCertificate(DTLSCertificate.fingerprint(of: certificate)) ? 1 : 0
+    if association.noteCertificate(DTLSCertificate.fingerprint(of: certificate)) { return 1 }
+    // CERT_REJECTED makes OpenSSL send bad_certificate (42) rather than unknown_ca.
+    X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED)
+    return 0
 }
 
 /// OpenSSL's info callback: remembers the alert a peer sent so the failure names it.
