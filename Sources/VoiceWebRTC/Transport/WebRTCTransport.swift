@@ -1,0 +1,154 @@
+import Foundation
+import VoiceCore
+import VoiceSRTP
+
+/// One WebRTC media transport: a UDP port on which ICE checks, the DTLS-SRTP handshake and SRTP/SRTCP travel
+/// together (RFC 7983), demultiplexed by first byte.
+///
+/// ICE side: as ICE-lite answerer (the browser case) it answers checks through ``ICELiteAgent``; as the
+/// controlling side towards another engine it sends nominating checks to the peer's first candidate until one
+/// succeeds (a minimal controlling agent, enough for two engines on one host; full ICE is not done yet).
+/// DTLS starts once a pair is selected (client role) or when the first DTLS record arrives (server role); when it
+/// completes, ``keys`` holds the SRTP keys and ``onConnected`` fires on the receive thread. SRTP datagrams go to
+/// ``onSRTP`` — the caller's stream unprotects them.
+///
+/// Threads: one receive thread per transport (`start()`…`stop()`); the callbacks run on it. Sending
+/// (``send(_:)``) may happen on another thread.
+public final class WebRTCTransport: @unchecked Sendable {
+    public enum ICERole {
+        /// Answers checks; the peer nominates.
+        case liteControlled(ICELiteAgent)
+        /// Sends nominating checks to `remote` with these credentials.
+        case controlling(local: ICECredentials, remote: ICECredentials, candidate: TransportAddress)
+    }
+
+    public let socket: DatagramSocket
+    public let dtls: DTLSSRTPAssociation
+    private let ice: ICERole
+    private let lock = NSLock()
+    private var thread: Thread?
+    private var running = false
+    private var selected: TransportAddress?
+    private var pendingCheck: [UInt8]?
+    private var checkTransaction: [UInt8]?
+    private var dtlsStarted = false
+
+    /// Called on the receive thread with each SRTP/SRTCP datagram (valid during the call only).
+    public var onSRTP: ((UnsafeMutableRawBufferPointer, MediaTime) -> Void)?
+    /// Called once on the receive thread when DTLS completes (keys) or fails (error).
+    public var onConnected: ((Result<DTLSSRTPKeys, DTLSError>) -> Void)?
+
+    /// Counters (receive thread writes; read them after `stop()` or accept a torn read).
+    public private(set) var received = (stun: 0, dtls: 0, srtp: 0, dropped: 0)
+
+    public init(socket: DatagramSocket, ice: ICERole, dtls: DTLSSRTPAssociation) {
+        self.socket = socket
+        self.ice = ice
+        self.dtls = dtls
+    }
+
+    /// Where media goes (the nominated pair's remote address), once ICE selected one.
+    public var remoteAddress: TransportAddress? { lock.withLock { selected } }
+
+    public var keys: DTLSSRTPKeys? {
+        lock.withLock { if case .connected(let k) = dtls.state { return k }; return nil }
+    }
+
+    /// Sends a datagram (SRTP) to the selected address; false before ICE selected one, or when an ICE-lite
+    /// agent's consent expired (RFC 7675: media stops).
+    @discardableResult
+    public func send(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
+        guard let target = remoteAddress else { return false }
+        if case .liteControlled(let agent) = ice, !lock.withLock({ agent.hasConsent(now: now) }) { return false }
+        return socket.send(datagram, to: target)
+    }
+
+    public func start(clock: @escaping @Sendable () -> MediaTime) {
+        lock.withLock { running = true }
+        let thread = Thread { [self] in run(clock: clock) }
+        thread.name = "webrtc-transport"
+        self.thread = thread
+        thread.start()
+    }
+
+    public func stop() {
+        lock.withLock { running = false }
+        while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
+    }
+
+    private func run(clock: @Sendable () -> MediaTime) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+        defer { buffer.deallocate() }
+        var nextCheck = MediaTime.zero
+        var reported = false
+        while lock.withLock({ running }) {
+            let now = clock()
+            lock.withLock { driveTimers(now: now, nextCheck: &nextCheck) }
+            if let (count, from) = socket.receive(into: buffer, timeoutMilliseconds: 10) {
+                let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                handle(datagram, from: from, now: clock())
+            }
+            if !reported {
+                let state = lock.withLock { dtls.state }
+                switch state {
+                case .connected(let keys): reported = true; onConnected?(.success(keys))
+                case .failed(let error): reported = true; onConnected?(.failure(error))
+                case .handshaking: break
+                }
+            }
+        }
+    }
+
+    /// Controlling checks every 50 ms until one succeeds; DTLS retransmissions when due.
+    private func driveTimers(now: MediaTime, nextCheck: inout MediaTime) {
+        if case .controlling(let local, let remote, let candidate) = ice, selected == nil, now >= nextCheck {
+            let check = ICELiteAgent.check(from: local, to: remote,
+                                           priority: ICECandidate.priority(kind: .host), nominate: true)
+            checkTransaction = check.transactionID
+            socket.send(check.serialize(integrityKey: STUNMessage.shortTermKey(password: remote.password),
+                                        fingerprint: true), to: candidate)
+            nextCheck = now + .milliseconds(50)
+        }
+        if let target = selected, dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
+            for d in dtls.handleTimeout() { socket.send(d, to: target) }
+        }
+    }
+
+    private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
+        switch PacketKind(UnsafeRawBufferPointer(datagram)) {
+        case .stun:
+            received.stun += 1
+            let bytes = Array(datagram)
+            lock.withLock {
+                switch ice {
+                case .liteControlled(let agent):
+                    if let reply = agent.handle(bytes, from: from, now: now) { socket.send(reply, to: from) }
+                    if selected == nil || agent.nominated { selected = agent.selectedAddress }
+                case .controlling(_, let remote, _):
+                    guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
+                          m.transactionID == checkTransaction,
+                          m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
+                    else { received.dropped += 1; return }
+                    selected = from
+                }
+                if let target = selected, !dtlsStarted, dtls.role == .client {
+                    dtlsStarted = true
+                    for d in dtls.start() { socket.send(d, to: target) }
+                }
+            }
+        case .dtls:
+            received.dtls += 1
+            lock.withLock {
+                // Only from the selected address (or, before selection, whoever passed an ICE check).
+                let target = selected ?? from
+                dtlsStarted = true
+                for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { socket.send(d, to: target) }
+            }
+        case .rtp:
+            received.srtp += 1
+            onSRTP?(datagram, now)
+        default:
+            received.dropped += 1
+        }
+    }
+}
