@@ -9,6 +9,8 @@ APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev pkg-config
 # Kamailio (registrar and proxy, its db_text users) and SIPp (sip-tester) for VoiceSIP.
 TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark \
 	kamailio sip-tester
+# Headless Chromium: the browser peer of the WebRTC interoperability tests (VoiceWebRTCTests).
+TEST_APT_PACKAGES += chromium
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
