@@ -78,7 +78,8 @@ let package = Package(
             name: "VoiceWebRTC",
             dependencies: [
                 "VoiceEngine", "CDTLS", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         .executableTarget(

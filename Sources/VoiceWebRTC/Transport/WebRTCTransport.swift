@@ -37,6 +37,9 @@ public final class WebRTCTransport: @unchecked Sendable {
     public var onSRTP: ((UnsafeMutableRawBufferPointer, MediaTime) -> Void)?
     /// Called once on the receive thread when DTLS completes (keys) or fails (error).
     public var onConnected: ((Result<DTLSSRTPKeys, DTLSError>) -> Void)?
+    /// Called every 10 ms on the receive thread (the media tick: one thread per call for network and media, so
+    /// the stream needs no lock or hand-off); nil for none.
+    public var onTick: ((MediaTime) -> Void)?
 
     /// Counters (receive thread writes; read them after `stop()` or accept a torn read).
     public private(set) var received = (stun: 0, dtls: 0, srtp: 0, dropped: 0)
@@ -80,11 +83,19 @@ public final class WebRTCTransport: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         defer { buffer.deallocate() }
         var nextCheck = MediaTime.zero
+        var nextTick = clock()
         var reported = false
         while lock.withLock({ running }) {
-            let now = clock()
+            var now = clock()
             lock.withLock { driveTimers(now: now, nextCheck: &nextCheck) }
-            if let (count, from) = socket.receive(into: buffer, timeoutMilliseconds: 10) {
+            if let onTick, now >= nextTick {
+                onTick(now)
+                nextTick += .milliseconds(10)
+                if now - nextTick > .milliseconds(100) { nextTick = now }  // far behind (suspended): no burst
+                now = clock()
+            }
+            let wait = onTick == nil ? 10 : max(0, min(10, Int32((nextTick - now).nanoseconds / 1_000_000)))
+            if let (count, from) = socket.receive(into: buffer, timeoutMilliseconds: wait) {
                 let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
                 handle(datagram, from: from, now: clock())
             }

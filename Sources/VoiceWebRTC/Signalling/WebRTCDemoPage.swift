@@ -1,0 +1,59 @@
+/// The page `voice-engine webrtc-demo` and the Chromium interoperability test serve: it opens a WebSocket to the
+/// server that served it, sends its offer (after ICE gathering, no trickle), applies the engine's answer, plays
+/// what the engine sends, and reports its `getStats()` inbound audio (packets, energy, concealment) every 500 ms
+/// so a test can check what the browser received. `?autocall` calls at load (headless use).
+public enum WebRTCDemoPage {
+    public static let html = #"""
+<!doctype html>
+<html>
+<head><meta charset="utf-8"><title>VoiceEngine — WebRTC call</title></head>
+<body>
+<h1>VoiceEngine WebRTC call</h1>
+<p>Calls the engine that served this page: your microphone goes to the engine, the engine's audio plays here.</p>
+<button id="call">Call the engine</button>
+<pre id="log"></pre>
+<audio id="remote" autoplay></audio>
+<script>
+"use strict";
+const log = (m) => { document.getElementById("log").textContent += m + "\n"; };
+async function call() {
+  const ws = new WebSocket(`ws://${location.host}/ws`);
+  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
+  const send = (o) => ws.send(JSON.stringify(o));
+  window.onerror = (m) => send({type: "error", message: String(m)});
+  const stream = await navigator.mediaDevices.getUserMedia({audio: true});
+  const pc = new RTCPeerConnection();
+  stream.getTracks().forEach((t) => pc.addTrack(t, stream));
+  pc.ontrack = (e) => { document.getElementById("remote").srcObject = e.streams[0] || new MediaStream([e.track]); };
+  pc.onconnectionstatechange = () => { log("connection " + pc.connectionState); send({type: "state", state: pc.connectionState}); };
+  ws.onmessage = async (m) => {
+    const msg = JSON.parse(m.data);
+    if (msg.type === "answer") {
+      try { await pc.setRemoteDescription({type: "answer", sdp: msg.sdp}); log("answer applied"); }
+      catch (e) { log("answer refused: " + e); send({type: "error", message: "setRemoteDescription: " + e}); }
+    }
+  };
+  await pc.setLocalDescription(await pc.createOffer());
+  await new Promise((resolve) => {
+    if (pc.iceGatheringState === "complete") resolve();
+    pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
+    setTimeout(resolve, 2000);
+  });
+  send({type: "offer", sdp: pc.localDescription.sdp});
+  setInterval(async () => {
+    (await pc.getStats()).forEach((s) => {
+      if (s.type === "inbound-rtp" && s.kind === "audio") {
+        send({type: "stats", packetsReceived: s.packetsReceived, packetsLost: s.packetsLost,
+              totalAudioEnergy: s.totalAudioEnergy, totalSamplesDuration: s.totalSamplesDuration,
+              totalSamplesReceived: s.totalSamplesReceived, concealedSamples: s.concealedSamples});
+      }
+    });
+  }, 500);
+}
+document.getElementById("call").onclick = () => call().catch((e) => log("error " + e));
+if (new URLSearchParams(location.search).has("autocall")) call().catch((e) => log("error " + e));
+</script>
+</body>
+</html>
+"""#
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+import VoiceEngine
+@testable import VoiceWebRTC
+
+let chromiumPath = "/usr/bin/chromium"
+/// Real speech from the shared test set (outside the repository); the test skips without it.
+let speechPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("../../../shared/testdata/speech/jfk_48k_mono.wav").standardizedFileURL.path
+
+/// Headless Chromium started by the test: fake microphone playing a WAV, the page from ``WebRTCDemoPage`` over
+/// HTTP on loopback, killed (and waited for by polling) when the test ends.
+final class ChromiumPeer: @unchecked Sendable {
+    let process = Process()
+    let profile: URL
+    let log: URL
+
+    init(url: String, audioFile: String) throws {
+        profile = FileManager.default.temporaryDirectory.appendingPathComponent("voiceengine-chromium-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
+        log = profile.appendingPathComponent("chromium.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: chromiumPath)
+        process.arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            "--use-file-for-fake-audio-capture=\(audioFile)", "--autoplay-policy=no-user-gesture-required",
+            "--allow-loopback-in-peer-connection", url,
+        ]
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: profile)
+    }
+}
+
+/// What the test collects from the call and the page (locked: the server's tasks and the call's thread write).
+final class BrowserCallRecord: @unchecked Sendable {
+    let lock = NSLock()
+    var call: WebRTCAudioCall?
+    var received: [Int16] = []
+    var browserStats: [String: Double] = [:]
+    var pageErrors: [String] = []
+    var offerAt: Date?
+    /// Where the engine's speech source is (the call's thread only).
+    var cursor = 0
+}
+
+/// Envelope similarity: the best normalized correlation, over every circular lag of `reference`, of the two
+/// signals' 10 ms RMS envelopes (robust to codec phase changes; the browser loops its file).
+func bestEnvelopeCorrelation(_ heard: ArraySlice<Int16>, _ reference: [Int16], block: Int = 480) -> Double {
+    func envelope(_ s: some Collection<Int16>) -> [Double] {
+        let a = Array(s)
+        return stride(from: 0, to: a.count - block + 1, by: block).map { start in
+            var e = 0.0
+            for i in start..<start + block { e += Double(a[i]) * Double(a[i]) }
+            return (e / Double(block)).squareRoot()
+        }
+    }
+    let h = envelope(heard), r = envelope(reference)
+    guard h.count > 50, r.count > h.count else { return 0 }
+    let hm = h.reduce(0, +) / Double(h.count)
+    let hd = h.map { $0 - hm }
+    let hn = (hd.reduce(0) { $0 + $1 * $1 }).squareRoot()
+    var best = -1.0
+    for lag in 0..<r.count {
+        let seg = (0..<h.count).map { r[($0 + lag) % r.count] }
+        let sm = seg.reduce(0, +) / Double(seg.count)
+        var dot = 0.0, sn = 0.0
+        for i in 0..<h.count { let d = seg[i] - sm; dot += hd[i] * d; sn += d * d }
+        if hn > 0, sn > 0 { best = max(best, dot / (hn * sn.squareRoot())) }
+    }
+    return best
+}
+
+@Suite(
+    "Headless Chromium calls the engine", .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
+    .enabled(if: FileManager.default.fileExists(atPath: speechPath), "the shared speech set (../shared/testdata/speech) is absent"))
+struct ChromiumInteropTests {
+    @Test func engineAnswersAndSpeechArrivesBothWays() async throws {
+        let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
+        let certificate = try DTLSCertificate()
+        let record = BrowserCallRecord()
+        let server = try await WebRTCSignallingServer(page: WebRTCDemoPage.html) { text, _ in
+            guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                  let type = json["type"] as? String else { return [] }
+            switch type {
+            case "offer":
+                guard let sdp = json["sdp"] as? String else { return [] }
+                do {
+                    let call = try WebRTCAudioCall(
+                        offer: sdp, certificate: certificate,
+                        capture: { frame in
+                            frame.withUnsafeMutableSamples { out in
+                                for i in 0..<out.count { out[i] = speech[(record.cursor + i) % speech.count] }
+                            }
+                            record.cursor = (record.cursor + frame.samplesPerChannel) % speech.count
+                        },
+                        playout: { frame in
+                            frame.withUnsafeSamples { s in record.lock.withLock { record.received += s } }
+                        })
+                    record.lock.withLock { record.call = call; record.offerAt = Date() }
+                    call.start()
+                    let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.answer])
+                    return [String(decoding: reply, as: UTF8.self)]
+                } catch {
+                    record.lock.withLock { record.pageErrors.append("engine refused the offer: \(error)") }
+                    return []
+                }
+            case "stats":
+                record.lock.withLock {
+                    for (k, v) in json { if let d = v as? Double { record.browserStats[k] = d } else if let i = v as? Int { record.browserStats[k] = Double(i) } }
+                }
+            case "error":
+                record.lock.withLock { record.pageErrors.append(json["message"] as? String ?? text) }
+            default: break
+            }
+            return []
+        }
+        let chromium = try ChromiumPeer(url: "http://127.0.0.1:\(server.port)/?autocall", audioFile: speechPath)
+        defer { chromium.stop() }
+
+        // Wait for 6 s of audio at the engine after its first packet, and the page's report of 6 s received.
+        let deadline = Date().addingTimeInterval(40)
+        while Date() < deadline {
+            let done = record.lock.withLock {
+                record.received.count > 48_000 * 8 && (record.browserStats["packetsReceived"] ?? 0) > 300
+                    || !record.pageErrors.isEmpty || record.call?.failure != nil
+            }
+            if done { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let call = record.lock.withLock { record.call }
+        call?.stop()
+        await server.close()
+        let log = (try? String(contentsOf: chromium.log, encoding: .utf8)) ?? ""
+        let (received, stats, errors) = record.lock.withLock { (record.received, record.browserStats, record.pageErrors) }
+        #expect(errors.isEmpty, "page: \(errors)")
+        let c = try #require(call, "Chromium sent no offer; its log ends:\n\(log.suffix(2000))")
+        #expect(c.failure == nil, "\(c.failure ?? "")")
+        let engineStats = try #require(c.statistics, "DTLS never completed (\(c.transport.received))")
+        // Engine side: Chromium's fake microphone (the speech file) decoded by the engine.
+        #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
+        let firstAudio = try #require(c.firstAudioAt)
+        print("offer→DTLS \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms, offer→first packet \((firstAudio - c.startedAt).milliseconds) ms")
+        let skip = 48_000 * 2  // the stream's first blocks are silence while the jitter buffer fills
+        let heard = received.count > skip + 48_000 * 4 ? received[skip...] : received[...]
+        let correlation = bestEnvelopeCorrelation(heard, speech)
+        print("engine heard the browser's speech: envelope correlation \(correlation) over \(heard.count / 48) ms")
+        #expect(correlation > 0.6, "engine's received audio does not follow the file Chromium played (\(correlation))")
+        // Browser side: what the engine sent, as the page's getStats saw it.
+        print("browser inbound-rtp: \(stats)")
+        #expect((stats["packetsReceived"] ?? 0) > 250)
+        let samples = stats["totalSamplesReceived"] ?? 0, concealed = stats["concealedSamples"] ?? 0
+        #expect(samples > 0 && concealed / samples < 0.05, "browser concealed \(concealed) of \(samples) samples")
+        #expect((stats["totalAudioEnergy"] ?? 0) > 0.01, "browser heard silence (energy \(stats["totalAudioEnergy"] ?? 0))")
+    }
+}
