@@ -85,7 +85,8 @@ let package = Package(
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceWebRTC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
