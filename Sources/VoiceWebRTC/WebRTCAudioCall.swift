@@ -1,51 +1,94 @@
 import VoiceEngine
 
-/// The engine's side of a call with a browser: answers its offer (ICE-lite, DTLS client, one Opus audio line),
-/// and once DTLS is up runs a ``MediaStream`` keyed by DTLS on the transport's thread — each 10 ms it takes one
-/// block from `capture` (what the engine sends) and gives one to `playout` (what it received).
+/// The engine's side of a call with a browser, answering its offer (``init(answering:certificate:host:capture:playout:)``)
+/// or offering (``init(offeringWith:host:capture:playout:)`` then ``accept(answer:)``): ICE-lite with one host
+/// candidate, DTLS-SRTP, one Opus audio line. Once DTLS is up a ``MediaStream`` keyed by DTLS runs on the
+/// transport's thread: each 10 ms it takes one block from `capture` (what the engine sends) and gives one to
+/// `playout` (what it received).
 ///
 /// Threads: `capture`, `playout` and every stream call run on the transport's one thread.
 public final class WebRTCAudioCall: @unchecked Sendable {
-    public let answer: String
-    public let transport: WebRTCTransport
-    public let negotiated: NegotiatedAudio
+    /// Our SDP: the answer, or the offer.
+    public let localDescription: String
+    public private(set) var transport: WebRTCTransport?
+    public private(set) var negotiated: NegotiatedAudio?
     private let capture: (inout AudioFrame) -> Void
     private let playout: (AudioFrame) -> Void
     private let clock = MonotonicClock()
+    private let certificate: DTLSCertificate
+    private let socket: DatagramSocket
+    private let localICE: ICECredentials
+    private let capabilities: AudioCapabilities
+    private var offerBase: SessionDescription?
     private var stream: MediaStream?
     private var captureFrame = AudioFrame(format: .mono48k)
     private var playoutFrame = AudioFrame(format: .mono48k)
     /// Set on the transport thread: the DTLS failure, or a stream that could not start.
     public private(set) var failure: String?
-    /// When DTLS completed and when the first packet from the browser was decoded (for offer→audio figures).
+    /// When the call was made, when DTLS completed and when the first media packet arrived (offer→audio figures).
+    public let startedAt: MediaTime
     public private(set) var connectedAt: MediaTime?
     public private(set) var firstAudioAt: MediaTime?
-    public let startedAt: MediaTime
 
-    /// - Parameters:
-    ///   - offer: the browser's SDP offer.
-    ///   - certificate: the engine's DTLS identity.
-    ///   - host: the address to bind and announce (a host candidate), loopback by default.
-    public init(offer text: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
-                capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+    private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
+                 playout: @escaping (AudioFrame) -> Void, describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String,
+                 offerBase: SessionDescription? = nil) throws {
         startedAt = clock.now
-        let offer = try WebRTCSessionDescription(parsing: text)
         guard let bind = TransportAddress(host, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
-        let socket = try DatagramSocket(bind: bind)
-        let localICE = ICECredentials.random()
+        socket = try DatagramSocket(bind: bind)
+        localICE = ICECredentials.random()
         let candidate = ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
                                      host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)
-        let capabilities = AudioCapabilities(address: socket.localAddress.host, port: Int(socket.localAddress.port))
-        let (answer, negotiated, role) = try WebRTCSessionDescription.answer(
-            to: offer, localCapabilities: capabilities,
-            local: WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: [candidate]))
-        self.answer = answer
-        self.negotiated = negotiated
+        capabilities = AudioCapabilities(address: socket.localAddress.host, port: Int(socket.localAddress.port))
+        self.certificate = certificate
         self.capture = capture
         self.playout = playout
-        transport = WebRTCTransport(
-            socket: socket, ice: .liteControlled(ICELiteAgent(local: localICE, remote: offer.transport.ice)),
-            dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: offer.transport.fingerprint))
+        localDescription = try describe(
+            WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: [candidate]), capabilities)
+    }
+
+    /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake.
+    public convenience init(answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
+                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+        let offer = try WebRTCSessionDescription(parsing: offerText)
+        var outcome: (NegotiatedAudio, DTLSSRTPAssociation.Role)?
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+            let (text, negotiated, role) = try WebRTCSessionDescription.answer(
+                to: offer, localCapabilities: capabilities, local: local)
+            outcome = (negotiated, role)
+            return text
+        }
+        negotiated = outcome!.0
+        try makeTransport(remoteICE: offer.transport.ice, remoteFingerprint: offer.transport.fingerprint, role: outcome!.1)
+    }
+
+    /// Makes an offer (``localDescription``) for a browser; call ``accept(answer:)`` with its answer.
+    public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1",
+                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+        var base: SessionDescription?
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+            let (text, b) = WebRTCSessionDescription.offer(localCapabilities: capabilities, local: local)
+            base = b
+            return text
+        }
+        offerBase = base
+    }
+
+    /// Applies the browser's answer to our offer and starts the transport.
+    public func accept(answer text: String) throws {
+        guard let offerBase, transport == nil else { throw WebRTCSDPError.missingAttribute("offer (accept once, after offering)") }
+        let (negotiated, remote, role) = try WebRTCSessionDescription.negotiate(
+            offer: offerBase, answer: text, localCapabilities: capabilities)
+        self.negotiated = negotiated
+        try makeTransport(remoteICE: remote.ice, remoteFingerprint: remote.fingerprint, role: role)
+        start()
+    }
+
+    private func makeTransport(remoteICE: ICECredentials, remoteFingerprint: DTLSFingerprint,
+                               role: DTLSSRTPAssociation.Role) throws {
+        let transport = WebRTCTransport(
+            socket: socket, ice: .liteControlled(ICELiteAgent(local: localICE, remote: remoteICE)),
+            dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remoteFingerprint))
         transport.onConnected = { [unowned self] result in connected(result) }
         transport.onSRTP = { [unowned self] datagram, now in
             guard let stream else { return }
@@ -53,10 +96,12 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             if firstAudioAt == nil, stream.statistics.packetsReceived > 0 { firstAudioAt = now }
         }
         transport.onTick = { [unowned self] now in tick(now) }
+        self.transport = transport
     }
 
-    public func start() { transport.start { [clock] in clock.now } }
-    public func stop() { transport.stop() }
+    /// Starts the transport's thread (an answerer calls this after sending its answer).
+    public func start() { transport?.start { [clock] in clock.now } }
+    public func stop() { transport?.stop() }
 
     /// The stream's counters (read after ``stop()``).
     public var statistics: MediaStreamStatistics? { stream?.statistics }
@@ -67,6 +112,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             failure = "DTLS: \(error)"
         case .success(let keys):
             connectedAt = clock.now
+            guard let negotiated, let transport else { return }
             var configuration = MediaStreamConfiguration(negotiated: negotiated, deviceFormat: .mono48k, voiceProcessing: false)
             configuration.srtp = MediaStreamSRTP(suite: keys.suite, localKey: keys.localKey, remoteKey: keys.remoteKey)
             do {

@@ -47,12 +47,12 @@ struct WebRTCDemoCommand: ParsableCommand {
                     else { return [] }
                     do {
                         let echo = EchoLine()
-                        let call = try WebRTCAudioCall(offer: sdp, certificate: certificate, host: host,
+                        let call = try WebRTCAudioCall(answering: sdp, certificate: certificate, host: host,
                                                        capture: { echo.take(into: &$0) }, playout: { echo.put($0) })
                         call.start()
                         calls.add(call)
-                        print("call: answered an offer; media on \(call.transport.socket.localAddress)")
-                        let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.answer])
+                        print("call: answered an offer; media on \(call.transport?.socket.localAddress.description ?? "?")")
+                        let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.localDescription])
                         return [String(decoding: reply, as: UTF8.self)]
                     } catch {
                         print("call: refused an offer: \(error)")

@@ -86,7 +86,13 @@ func bestEnvelopeCorrelation(_ heard: ArraySlice<Int16>, _ reference: [Int16], b
     .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
     .enabled(if: FileManager.default.fileExists(atPath: speechPath), "the shared speech set (../shared/testdata/speech) is absent"))
 struct ChromiumInteropTests {
-    @Test func engineAnswersAndSpeechArrivesBothWays() async throws {
+    @Test func engineAnswersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: false) }
+
+    @Test func engineOffersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: true) }
+
+    /// One call: Chromium loads the page, the engine answers its offer (or offers), both send the speech file for
+    /// 8 s; the engine's received audio must follow the file, the page must report the engine's audio.
+    func call(engineOffers: Bool) async throws {
         let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
         let certificate = try DTLSCertificate()
         let record = BrowserCallRecord()
@@ -94,27 +100,35 @@ struct ChromiumInteropTests {
             guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                   let type = json["type"] as? String else { return [] }
             switch type {
-            case "offer":
-                guard let sdp = json["sdp"] as? String else { return [] }
+            case "offer", "ready":
+                let sdp = json["sdp"] as? String ?? ""
                 do {
-                    let call = try WebRTCAudioCall(
-                        offer: sdp, certificate: certificate,
-                        capture: { frame in
-                            frame.withUnsafeMutableSamples { out in
-                                for i in 0..<out.count { out[i] = speech[(record.cursor + i) % speech.count] }
-                            }
-                            record.cursor = (record.cursor + frame.samplesPerChannel) % speech.count
-                        },
-                        playout: { frame in
-                            frame.withUnsafeSamples { s in record.lock.withLock { record.received += s } }
-                        })
+                    let capture: (inout AudioFrame) -> Void = { frame in
+                        frame.withUnsafeMutableSamples { out in
+                            for i in 0..<out.count { out[i] = speech[(record.cursor + i) % speech.count] }
+                        }
+                        record.cursor = (record.cursor + frame.samplesPerChannel) % speech.count
+                    }
+                    let playout: (AudioFrame) -> Void = { frame in
+                        frame.withUnsafeSamples { s in record.lock.withLock { record.received += s } }
+                    }
+                    let call = type == "ready"
+                        ? try WebRTCAudioCall(offeringWith: certificate, capture: capture, playout: playout)
+                        : try WebRTCAudioCall(answering: sdp, certificate: certificate, capture: capture, playout: playout)
                     record.lock.withLock { record.call = call; record.offerAt = Date() }
-                    call.start()
-                    let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.answer])
+                    if type == "offer" { call.start() }
+                    let reply = try JSONSerialization.data(
+                        withJSONObject: ["type": type == "ready" ? "offer" : "answer", "sdp": call.localDescription])
                     return [String(decoding: reply, as: UTF8.self)]
                 } catch {
                     record.lock.withLock { record.pageErrors.append("engine refused the offer: \(error)") }
                     return []
+                }
+            case "answer":
+                do {
+                    try record.lock.withLock { record.call }?.accept(answer: json["sdp"] as? String ?? "")
+                } catch {
+                    record.lock.withLock { record.pageErrors.append("engine refused the answer: \(error)") }
                 }
             case "stats":
                 record.lock.withLock {
@@ -126,7 +140,8 @@ struct ChromiumInteropTests {
             }
             return []
         }
-        let chromium = try ChromiumPeer(url: "http://127.0.0.1:\(server.port)/?autocall", audioFile: speechPath)
+        let chromium = try ChromiumPeer(
+            url: "http://127.0.0.1:\(server.port)/?autocall" + (engineOffers ? "&engineOffers" : ""), audioFile: speechPath)
         defer { chromium.stop() }
 
         // Wait for 6 s of audio at the engine after its first packet, and the page's report of 6 s received.
@@ -147,11 +162,11 @@ struct ChromiumInteropTests {
         #expect(errors.isEmpty, "page: \(errors)")
         let c = try #require(call, "Chromium sent no offer; its log ends:\n\(log.suffix(2000))")
         #expect(c.failure == nil, "\(c.failure ?? "")")
-        let engineStats = try #require(c.statistics, "DTLS never completed (\(c.transport.received))")
+        let engineStats = try #require(c.statistics, "DTLS never completed (\(String(describing: c.transport?.received)))")
         // Engine side: Chromium's fake microphone (the speech file) decoded by the engine.
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
         let firstAudio = try #require(c.firstAudioAt)
-        print("offer→DTLS \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms, offer→first packet \((firstAudio - c.startedAt).milliseconds) ms")
+        print(engineOffers ? "engine offered:" : "engine answered:", "offer→DTLS \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms, offer→first packet \((firstAudio - c.startedAt).milliseconds) ms")
         let skip = 48_000 * 2  // the stream's first blocks are silence while the jitter buffer fills
         let heard = received.count > skip + 48_000 * 4 ? received[skip...] : received[...]
         let correlation = bestEnvelopeCorrelation(heard, speech)

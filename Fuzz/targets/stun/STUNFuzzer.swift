@@ -8,7 +8,8 @@ import VoiceWebRTC
     static func main() { runLibFuzzer(fuzz) }
 }
 
-private let agent = ICELiteAgent(
+// libFuzzer calls the target from one thread.
+nonisolated(unsafe) private let agent = ICELiteAgent(
     local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
     remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"))
 private let source = TransportAddress("127.0.0.1", port: 27_000)!

@@ -208,3 +208,44 @@ extension WebRTCSessionDescription {
         return (out, negotiated, role)
     }
 }
+
+extension WebRTCSessionDescription {
+    /// The engine's offer to a browser: one Opus audio m-line (`UDP/TLS/RTP/SAVPF`, mid 0 BUNDLE'd, rtcp-mux,
+    /// `setup:actpass`, our ICE credentials, candidates and fingerprint, ICE-lite).
+    ///
+    /// - Returns: the text and the base description ``negotiate(offer:answer:localCapabilities:)`` needs.
+    public static func offer(localCapabilities: AudioCapabilities, local: WebRTCLocalParameters,
+                             sessionID: UInt64 = .random(in: 1...(1 << 62))) -> (text: String, base: SessionDescription) {
+        var capabilities = localCapabilities
+        capabilities.srtp = .disabled
+        capabilities.rtcpMux = true
+        var base = SessionDescription.makeOffer(capabilities, sessionID: sessionID)
+        base.audio.transportProtocol = "UDP/TLS/RTP/SAVPF"
+        base.audio.otherAttributes = [
+            "mid:0", "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
+            "fingerprint:\(local.fingerprint.sdpValue)", "setup:actpass",
+        ] + local.candidates.map(\.sdpValue) + ["end-of-candidates"]
+        base.sessionAttributes = ["group:BUNDLE 0"] + (local.iceLite ? ["ice-lite"] : []) + ["msid-semantic: WMS"]
+        return (base.serialize(), base)
+    }
+
+    /// The offerer's side: what the browser's answer agreed, its transport parameters, and our DTLS role
+    /// (`setup:active` in the answer makes us the DTLS server, `passive` the client).
+    public static func negotiate(offer: SessionDescription, answer text: String, localCapabilities: AudioCapabilities)
+        throws(WebRTCSDPError) -> (negotiated: NegotiatedAudio, remote: WebRTCTransportParameters, role: DTLSSRTPAssociation.Role)
+    {
+        let answer = try WebRTCSessionDescription(parsing: text)
+        var capabilities = localCapabilities
+        capabilities.srtp = .disabled
+        let negotiated: NegotiatedAudio
+        do { negotiated = try offer.negotiate(answer: answer.base, localCapabilities: capabilities) } catch { throw .sdp(error) }
+        let role: DTLSSRTPAssociation.Role
+        switch answer.transport.setup {
+        case .active: role = .server
+        case .passive: role = .client
+        case .actpass, .holdconn:
+            throw .badAttribute("setup", reason: "an answer must say active or passive, not \(answer.transport.setup.rawValue)")
+        }
+        return (negotiated, answer.transport, role)
+    }
+}

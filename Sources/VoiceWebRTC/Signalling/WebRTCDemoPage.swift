@@ -1,7 +1,8 @@
 /// The page `voice-engine webrtc-demo` and the Chromium interoperability test serve: it opens a WebSocket to the
 /// server that served it, sends its offer (after ICE gathering, no trickle), applies the engine's answer, plays
 /// what the engine sends, and reports its `getStats()` inbound audio (packets, energy, concealment) every 500 ms
-/// so a test can check what the browser received. `?autocall` calls at load (headless use).
+/// so a test can check what the browser received. `?autocall` calls at load (headless use); `?engineOffers` makes
+/// the engine the offerer (the page sends "ready", answers the engine's offer).
 public enum WebRTCDemoPage {
     public static let html = #"""
 <!doctype html>
@@ -16,7 +17,15 @@ public enum WebRTCDemoPage {
 <script>
 "use strict";
 const log = (m) => { document.getElementById("log").textContent += m + "\n"; };
+async function gathered(pc) {
+  await new Promise((resolve) => {
+    if (pc.iceGatheringState === "complete") resolve();
+    pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
+    setTimeout(resolve, 2000);
+  });
+}
 async function call() {
+  const engineOffers = new URLSearchParams(location.search).has("engineOffers");
   const ws = new WebSocket(`ws://${location.host}/ws`);
   await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
   const send = (o) => ws.send(JSON.stringify(o));
@@ -28,18 +37,26 @@ async function call() {
   pc.onconnectionstatechange = () => { log("connection " + pc.connectionState); send({type: "state", state: pc.connectionState}); };
   ws.onmessage = async (m) => {
     const msg = JSON.parse(m.data);
-    if (msg.type === "answer") {
-      try { await pc.setRemoteDescription({type: "answer", sdp: msg.sdp}); log("answer applied"); }
-      catch (e) { log("answer refused: " + e); send({type: "error", message: "setRemoteDescription: " + e}); }
-    }
+    try {
+      if (msg.type === "answer") {
+        await pc.setRemoteDescription({type: "answer", sdp: msg.sdp});
+        log("answer applied");
+      } else if (msg.type === "offer") {
+        await pc.setRemoteDescription({type: "offer", sdp: msg.sdp});
+        await pc.setLocalDescription(await pc.createAnswer());
+        await gathered(pc);
+        send({type: "answer", sdp: pc.localDescription.sdp});
+        log("answered the engine's offer");
+      }
+    } catch (e) { log("refused: " + e); send({type: "error", message: msg.type + ": " + e}); }
   };
-  await pc.setLocalDescription(await pc.createOffer());
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === "complete") resolve();
-    pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
-    setTimeout(resolve, 2000);
-  });
-  send({type: "offer", sdp: pc.localDescription.sdp});
+  if (engineOffers) {
+    send({type: "ready"});
+  } else {
+    await pc.setLocalDescription(await pc.createOffer());
+    await gathered(pc);
+    send({type: "offer", sdp: pc.localDescription.sdp});
+  }
   setInterval(async () => {
     (await pc.getStats()).forEach((s) => {
       if (s.type === "inbound-rtp" && s.kind === "audio") {
