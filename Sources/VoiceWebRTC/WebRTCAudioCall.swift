@@ -29,6 +29,8 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     public let startedAt: MediaTime
     public private(set) var connectedAt: MediaTime?
     public private(set) var firstAudioAt: MediaTime?
+    /// When the first block with sound (a decoded frame, not silence) left the stream's playout.
+    public private(set) var firstDecodedAt: MediaTime?
 
     private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
                  playout: @escaping (AudioFrame) -> Void, describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String,
@@ -128,6 +130,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         capture(&captureFrame)
         stream.processCapture(captureFrame, now: now)
         stream.renderPlayout(into: &playoutFrame, now: now)
+        if firstDecodedAt == nil, playoutFrame.withUnsafeSamples({ $0.contains { $0 != 0 } }) { firstDecodedAt = now }
         playout(playoutFrame)
     }
 }

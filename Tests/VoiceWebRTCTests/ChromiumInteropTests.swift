@@ -48,6 +48,7 @@ final class BrowserCallRecord: @unchecked Sendable {
     var call: WebRTCAudioCall?
     var received: [Int16] = []
     var browserStats: [String: Double] = [:]
+    var timing: [String: Double] = [:]
     var pageErrors: [String] = []
     var offerAt: Date?
     /// Where the engine's speech source is (the call's thread only).
@@ -80,6 +81,53 @@ func bestEnvelopeCorrelation(_ heard: ArraySlice<Int16>, _ reference: [Int16], b
     }
     return best
 }
+
+/// Chromium to Chromium in one tab, the reference for the offer→first-audio figure: two peer connections, both with
+/// the fake microphone, candidates limited to 127.0.0.1, the same measure as the demo page (createOffer() to the
+/// offerer's first decoded inbound audio).
+let chromiumToChromiumPage = #"""
+<!doctype html><html><body><script>
+"use strict";
+const loopbackOnly = (sdp) => sdp.split("\r\n").filter((l) => !l.startsWith("a=candidate:") || l.includes(" 127.0.0.1 ")).join("\r\n");
+async function gathered(pc) {
+  await new Promise((resolve) => {
+    if (pc.iceGatheringState === "complete") resolve();
+    pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
+    setTimeout(resolve, 2000);
+  });
+}
+(async () => {
+  const ws = new WebSocket(`ws://${location.host}/ws`);
+  await new Promise((resolve) => { ws.onopen = resolve; });
+  const send = (o) => ws.send(JSON.stringify(o));
+  try {
+    const mic = await navigator.mediaDevices.getUserMedia({audio: true});
+    const a = new RTCPeerConnection(), b = new RTCPeerConnection();
+    mic.getTracks().forEach((t) => { a.addTrack(t, mic); b.addTrack(t.clone(), mic); });
+    // Chromium decodes received audio only for a sink: play both sides, as the demo page does.
+    for (const pc of [a, b]) pc.ontrack = (e) => { const el = new Audio(); el.srcObject = e.streams[0]; el.play(); };
+    const started = performance.now();
+    await a.setLocalDescription(await a.createOffer());
+    await gathered(a);
+    const gatheredAt = performance.now();
+    const lines = a.localDescription.sdp.split("\r\n").filter((l) => l.startsWith("a=candidate:"));
+    if (!lines.some((l) => l.includes(" 127.0.0.1 "))) throw new Error("no loopback candidate among: " + lines.join(" | "));
+    setTimeout(() => send({type: "error", message: "no audio after 10 s; candidates: " + lines.join(" | ") + "; ice " + a.iceConnectionState}), 10000);
+    await b.setRemoteDescription({type: "offer", sdp: loopbackOnly(a.localDescription.sdp)});
+    await b.setLocalDescription(await b.createAnswer());
+    await gathered(b);
+    await a.setRemoteDescription({type: "answer", sdp: loopbackOnly(b.localDescription.sdp)});
+    for (;;) {
+      let samples = 0;
+      (await a.getStats()).forEach((s) => { if (s.type === "inbound-rtp" && s.kind === "audio") samples = s.totalSamplesReceived || 0; });
+      if (samples > 0) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    send({type: "timing", offerToFirstAudioMs: performance.now() - started, gatheringMs: gatheredAt - started});
+  } catch (e) { send({type: "error", message: String(e)}); }
+})();
+</script></body></html>
+"""#
 
 @Suite(
     "Headless Chromium calls the engine", .serialized, .timeLimit(.minutes(2)),
@@ -130,6 +178,10 @@ struct ChromiumInteropTests {
                 } catch {
                     record.lock.withLock { record.pageErrors.append("engine refused the answer: \(error)") }
                 }
+            case "timing":
+                record.lock.withLock {
+                    for (k, v) in json { if let d = v as? Double { record.timing[k] = d } }
+                }
             case "stats":
                 record.lock.withLock {
                     for (k, v) in json { if let d = v as? Double { record.browserStats[k] = d } else if let i = v as? Int { record.browserStats[k] = Double(i) } }
@@ -166,7 +218,11 @@ struct ChromiumInteropTests {
         // Engine side: Chromium's fake microphone (the speech file) decoded by the engine.
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
         let firstAudio = try #require(c.firstAudioAt)
-        print(engineOffers ? "engine offered:" : "engine answered:", "offer→DTLS \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms, offer→first packet \((firstAudio - c.startedAt).milliseconds) ms")
+        let decoded = c.firstDecodedAt.map { "\(($0 - c.startedAt).milliseconds) ms" } ?? "none"
+        print(engineOffers ? "engine offered:" : "engine answered:",
+              "engine-side from the offer/answer exchange: DTLS up \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms,",
+              "first packet \((firstAudio - c.startedAt).milliseconds) ms, first decoded frame \(decoded);",
+              "page-side: \(record.lock.withLock { record.timing })")
         let skip = 48_000 * 2  // the stream's first blocks are silence while the jitter buffer fills
         let heard = received.count > skip + 48_000 * 4 ? received[skip...] : received[...]
         let correlation = bestEnvelopeCorrelation(heard, speech)
@@ -182,5 +238,29 @@ struct ChromiumInteropTests {
         let samples = stats["totalSamplesReceived"] ?? 0, concealed = stats["concealedSamples"] ?? 0
         #expect(samples > 0 && concealed / samples < 0.05, "browser concealed \(concealed) of \(samples) samples")
         #expect((stats["totalAudioEnergy"] ?? 0) > 0.01, "browser heard silence (energy \(stats["totalAudioEnergy"] ?? 0))")
+    }
+
+    /// The reference figure: Chromium to Chromium, measured the same way (no assertion on speed; the figure is printed).
+    @Test func chromiumToChromiumReferenceTiming() async throws {
+        let record = BrowserCallRecord()
+        let server = try await WebRTCSignallingServer(page: chromiumToChromiumPage) { text, _ in
+            guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [] }
+            record.lock.withLock {
+                if json["type"] as? String == "error" { record.pageErrors.append(json["message"] as? String ?? text) }
+                for (k, v) in json { if let d = v as? Double { record.timing[k] = d } }
+            }
+            return []
+        }
+        let chromium = try ChromiumPeer(url: "http://127.0.0.1:\(server.port)/", audioFile: speechPath)
+        defer { chromium.stop() }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, record.lock.withLock({ record.timing.isEmpty && record.pageErrors.isEmpty }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        await server.close()
+        let (timing, errors) = record.lock.withLock { (record.timing, record.pageErrors) }
+        #expect(errors.isEmpty, "page: \(errors)")
+        print("Chromium to Chromium (one tab, loopback candidates): \(timing)")
+        #expect((timing["offerToFirstAudioMs"] ?? 0) > 0, "no first audio reported")
     }
 }

@@ -24,6 +24,18 @@ async function gathered(pc) {
     setTimeout(resolve, 2000);
   });
 }
+// Time from createOffer() to the first decoded audio from the peer (inbound-rtp totalSamplesReceived > 0),
+// polled every 5 ms; ICE gathering (up to 2 s without trickle) is inside it and reported apart.
+async function firstAudio(pc, since, send) {
+  const gatheredAt = performance.now();
+  for (;;) {
+    let samples = 0;
+    (await pc.getStats()).forEach((s) => { if (s.type === "inbound-rtp" && s.kind === "audio") samples = s.totalSamplesReceived || 0; });
+    if (samples > 0) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  send({type: "timing", offerToFirstAudioMs: performance.now() - since, gatheringMs: gatheredAt - since});
+}
 async function call() {
   const engineOffers = new URLSearchParams(location.search).has("engineOffers");
   const ws = new WebSocket(`ws://${location.host}/ws`);
@@ -53,9 +65,11 @@ async function call() {
   if (engineOffers) {
     send({type: "ready"});
   } else {
+    const offerStarted = performance.now();
     await pc.setLocalDescription(await pc.createOffer());
     await gathered(pc);
     send({type: "offer", sdp: pc.localDescription.sdp});
+    firstAudio(pc, offerStarted, send);
   }
   setInterval(async () => {
     (await pc.getStats()).forEach((s) => {
