@@ -1,6 +1,7 @@
 // libFuzzer target: one datagram on the WebRTC port. RFC 7983 classification, then STUN parsing with every typed
 // attribute reader, MESSAGE-INTEGRITY verification, re-serialization (which must parse back), TURN ChannelData
-// parsing, and the ICE-lite agent answering it (its responses must parse).
+// parsing, the ICE-lite agent answering it (its responses must parse), and — when the first byte says DTLS — a
+// fresh DTLS-SRTP server association (OpenSSL's record and handshake parsing) fed the datagram.
 import FuzzSupport
 import VoiceWebRTC
 
@@ -13,6 +14,8 @@ nonisolated(unsafe) private let agent = ICELiteAgent(
     local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
     remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"))
 private let source = TransportAddress("127.0.0.1", port: 27_000)!
+nonisolated(unsafe) private let certificate = try! DTLSCertificate()
+private let peerFingerprint = DTLSFingerprint(bytes: [UInt8](repeating: 0x5A, count: 32))
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -33,6 +36,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
     _ = try? TURNChannelData(parsing: bytes)
+    if bytes.withUnsafeBytes({ PacketKind($0) }) == .dtls,
+       let server = try? DTLSSRTPAssociation(certificate: certificate, role: .server, remoteFingerprint: peerFingerprint) {
+        _ = bytes.withUnsafeBytes { server.receive($0) }
+        _ = bytes.withUnsafeBytes { server.receive($0) }
+    }
     if let reply = agent.handle(bytes, from: source, now: .zero) {
         guard (try? STUNMessage(parsing: reply)) != nil else { preconditionFailure("agent reply does not parse") }
     }
