@@ -138,9 +138,25 @@ struct ChromiumInteropTests {
 
     @Test func engineOffersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: true) }
 
+    /// Chromium allowed relayed candidates only, through coturn with TURN REST credentials: the engine must see
+    /// every check and packet come from coturn's relay ports, and speech must still pass both ways.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed"))
+    func callForcedThroughCoturnRelay() async throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "chromium")
+        let query = "turn=127.0.0.1:\(Coturn.port)&user=\(credentials.username)&pass="
+            + (credentials.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let call = try await call(engineOffers: false, extraQuery: query)
+        let remote = try #require(call.transport?.remoteAddress)
+        #expect(remote.host == "127.0.0.1" && (27500...27599).contains(remote.port),
+                "media came from \(remote), not from coturn's relay ports 27500–27599")
+    }
+
     /// One call: Chromium loads the page, the engine answers its offer (or offers), both send the speech file for
     /// 8 s; the engine's received audio must follow the file, the page must report the engine's audio.
-    func call(engineOffers: Bool) async throws {
+    @discardableResult
+    func call(engineOffers: Bool, extraQuery: String = "") async throws -> WebRTCAudioCall {
         let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
         let certificate = try DTLSCertificate()
         let record = BrowserCallRecord()
@@ -193,7 +209,8 @@ struct ChromiumInteropTests {
             return []
         }
         let chromium = try ChromiumPeer(
-            url: "http://127.0.0.1:\(server.port)/?autocall" + (engineOffers ? "&engineOffers" : ""), audioFile: speechPath)
+            url: "http://127.0.0.1:\(server.port)/?autocall" + (engineOffers ? "&engineOffers" : "")
+                + (extraQuery.isEmpty ? "" : "&" + extraQuery), audioFile: speechPath)
         defer { chromium.stop() }
 
         // Wait for 6 s of audio at the engine after its first packet, and the page's report of 6 s received.
@@ -238,6 +255,7 @@ struct ChromiumInteropTests {
         let samples = stats["totalSamplesReceived"] ?? 0, concealed = stats["concealedSamples"] ?? 0
         #expect(samples > 0 && concealed / samples < 0.05, "browser concealed \(concealed) of \(samples) samples")
         #expect((stats["totalAudioEnergy"] ?? 0) > 0.01, "browser heard silence (energy \(stats["totalAudioEnergy"] ?? 0))")
+        return c
     }
 
     /// The reference figure: Chromium to Chromium, measured the same way (no assertion on speed; the figure is printed).

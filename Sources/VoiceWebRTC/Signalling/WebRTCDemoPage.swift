@@ -2,7 +2,8 @@
 /// server that served it, sends its offer (after ICE gathering, no trickle), applies the engine's answer, plays
 /// what the engine sends, and reports its `getStats()` inbound audio (packets, energy, concealment) every 500 ms
 /// so a test can check what the browser received. `?autocall` calls at load (headless use); `?engineOffers` makes
-/// the engine the offerer (the page sends "ready", answers the engine's offer).
+/// the engine the offerer (the page sends "ready", answers the engine's offer); `?turn=HOST:PORT&user=U&pass=P`
+/// sends everything through that TURN server (`iceTransportPolicy: "relay"`: relayed candidates only).
 public enum WebRTCDemoPage {
     public static let html = #"""
 <!doctype html>
@@ -43,7 +44,10 @@ async function call() {
   const send = (o) => ws.send(JSON.stringify(o));
   window.onerror = (m) => send({type: "error", message: String(m)});
   const stream = await navigator.mediaDevices.getUserMedia({audio: true});
-  const pc = new RTCPeerConnection();
+  const query = new URLSearchParams(location.search);
+  const pc = new RTCPeerConnection(query.has("turn") ? {
+    iceServers: [{urls: "turn:" + query.get("turn") + "?transport=udp", username: query.get("user"), credential: query.get("pass")}],
+    iceTransportPolicy: "relay"} : {});
   stream.getTracks().forEach((t) => pc.addTrack(t, stream));
   pc.ontrack = (e) => { document.getElementById("remote").srcObject = e.streams[0] || new MediaStream([e.track]); };
   pc.onconnectionstatechange = () => { log("connection " + pc.connectionState); send({type: "state", state: pc.connectionState}); };
