@@ -312,7 +312,7 @@ public struct STUNAttribute: Equatable, Sendable {
         if let transactionID {
             port ^= UInt16(STUNMessage.magicCookie >> 16)
             let mask = bytes32(STUNMessage.magicCookie) + transactionID
-            for i in 0..<address.addressBytes.count { value[4 + i] ^= mask[i] }
+            for i in 4..<value.count { value[i] ^= mask[i - 4] }
         }
         value[2] = UInt8(port >> 8)
         value[3] = UInt8(port & 0xFF)

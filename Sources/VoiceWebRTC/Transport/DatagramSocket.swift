@@ -77,7 +77,7 @@ public final class DatagramSocket: @unchecked Sendable {
             var sa = sockaddr_in()
             sa.sin_family = sa_family_t(AF_INET)
             sa.sin_port = address.port.bigEndian
-            withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyBytes(from: address.addressBytes) }
+            address.withAddressBytes { bytes in withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyMemory(from: bytes) } }
             return withUnsafePointer(to: &sa) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
@@ -85,7 +85,7 @@ public final class DatagramSocket: @unchecked Sendable {
         var sa = sockaddr_in6()
         sa.sin6_family = sa_family_t(AF_INET6)
         sa.sin6_port = address.port.bigEndian
-        withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyBytes(from: address.addressBytes) }
+        address.withAddressBytes { bytes in withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyMemory(from: bytes) } }
         return withUnsafePointer(to: &sa) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
         }
@@ -96,15 +96,13 @@ public final class DatagramSocket: @unchecked Sendable {
         switch Int32(storage.ss_family) {
         case AF_INET:
             return withUnsafeBytes(of: &storage) { raw in
-                let sa = raw.load(as: sockaddr_in.self)
-                return TransportAddress(addressBytes: withUnsafeBytes(of: sa.sin_addr) { Array($0) },
-                                        port: UInt16(bigEndian: sa.sin_port))
+                var sa = raw.load(as: sockaddr_in.self)
+                return withUnsafeBytes(of: &sa.sin_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin_port)) }
             }
         case AF_INET6:
             return withUnsafeBytes(of: &storage) { raw in
-                let sa = raw.load(as: sockaddr_in6.self)
-                return TransportAddress(addressBytes: withUnsafeBytes(of: sa.sin6_addr) { Array($0) },
-                                        port: UInt16(bigEndian: sa.sin6_port))
+                var sa = raw.load(as: sockaddr_in6.self)
+                return withUnsafeBytes(of: &sa.sin6_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin6_port)) }
             }
         default:
             return nil
