@@ -60,6 +60,25 @@ struct WebRTCSDPTests {
         #expect(parsed.sections.map(\.mid) == ["0", "1", "2"])
     }
 
+    /// Firefox puts the fingerprint at session level, writes no candidates before trickling them, and uses
+    /// payload type 109 for Opus.
+    @Test func firefoxOfferParsesAndIsAnswered() throws {
+        let offer = try WebRTCSessionDescription(parsing: try fixture("firefox-offer-audio-video.sdp"))
+        let t = offer.transport
+        #expect(t.ice.ufrag == "6c0579ea" && t.setup == .actpass && t.mid == "0" && t.trickle)
+        #expect(t.fingerprint.bytes.first == 0x75 && t.candidates.isEmpty && t.audioLevelExtensionID == 1)
+        #expect(offer.base.audio.opus?.payloadType == 109)
+        let local = WebRTCLocalParameters(
+            ice: ICECredentials.random(), fingerprint: DTLSFingerprint(bytes: Array(repeating: 1, count: 32)), candidates: [])
+        let (text, negotiated, role) = try WebRTCSessionDescription.answer(
+            to: offer, localCapabilities: AudioCapabilities(address: "::1", port: 27_011), local: local)
+        #expect(negotiated.payloadType == 109 && role == .client)
+        let lines = text.split(separator: "\r\n").map(String.init)
+        #expect(lines.contains("m=audio 27011 UDP/TLS/RTP/SAVPF 109") && lines.contains("c=IN IP6 ::1"))
+        #expect(lines.contains("a=group:BUNDLE 0") && lines.contains("a=mid:1"))
+        #expect(lines.contains { $0.hasPrefix("m=video 0 UDP/TLS/RTP/SAVPF 120") })
+    }
+
     @Test func missingOrUnusableTransportAttributesAreNamed() throws {
         let text = try fixture(Self.chromium)
         func without(_ prefix: String) -> String {
