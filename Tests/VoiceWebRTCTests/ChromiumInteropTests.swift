@@ -138,6 +138,9 @@ struct ChromiumInteropTests {
 
     @Test func engineOffersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: true) }
 
+    /// The browser sends its offer before gathering (trickle): the ICE-lite engine needs no candidates from it.
+    @Test func engineAnswersATrickledOffer() async throws { try await call(engineOffers: false, extraQuery: "trickle") }
+
     /// Chromium allowed relayed candidates only, through coturn with TURN REST credentials: the engine must see
     /// every check and packet come from coturn's relay ports, and speech must still pass both ways.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed"))

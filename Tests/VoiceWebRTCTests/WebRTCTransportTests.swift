@@ -85,6 +85,10 @@ struct WebRTCTransportTests {
                 #expect(sink.payloads.first == (0..<40).map { UInt8(truncatingIfNeeded: $0 * 7) })
             }
         }
+        // RFC 7675: with no authenticated check for 30 s the ICE-lite side stops sending (the test's clock jumps).
+        let probe = [UInt8](repeating: 0x80, count: 40)
+        #expect(!probe.withUnsafeBytes { answerer.send($0, now: clock.now + .seconds(31)) })
+        #expect(probe.withUnsafeBytes { answerer.send($0, now: clock.now) })
     }
 
     @Test func iceDTLSAndSRTPOverIPv4() throws { try run(ipv6: false) }

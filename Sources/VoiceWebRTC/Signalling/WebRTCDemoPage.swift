@@ -3,7 +3,9 @@
 /// what the engine sends, and reports its `getStats()` inbound audio (packets, energy, concealment) every 500 ms
 /// so a test can check what the browser received. `?autocall` calls at load (headless use); `?engineOffers` makes
 /// the engine the offerer (the page sends "ready", answers the engine's offer); `?turn=HOST:PORT&user=U&pass=P`
-/// sends everything through that TURN server (`iceTransportPolicy: "relay"`: relayed candidates only).
+/// sends everything through that TURN server (`iceTransportPolicy: "relay"`: relayed candidates only);
+/// `?trickle` sends the offer at once instead of after ICE gathering (the engine, an ICE-lite agent, learns the
+/// browser's addresses from its checks and needs no candidates in the offer).
 public enum WebRTCDemoPage {
     public static let html = #"""
 <!doctype html>
@@ -71,7 +73,7 @@ async function call() {
   } else {
     const offerStarted = performance.now();
     await pc.setLocalDescription(await pc.createOffer());
-    await gathered(pc);
+    if (!query.has("trickle")) await gathered(pc);
     send({type: "offer", sdp: pc.localDescription.sdp});
     firstAudio(pc, offerStarted, send);
   }
