@@ -81,6 +81,14 @@ struct CoturnTests {
         #expect(back.peer == peer.localAddress && back.data == Array("and back".utf8))
     }
 
+    @Test func bindingReturnsTheServerReflexiveAddress() throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let turn = try client(.restAPI(secret: Coturn.secret, user: "alice"))
+        #expect(try turn.bindingAddress(timeout: .seconds(5)) == turn.socket.localAddress)
+    }
+
     @Test func wrongSecretIsATyped401() throws {
         let coturn = try Coturn()
         defer { coturn.stop() }

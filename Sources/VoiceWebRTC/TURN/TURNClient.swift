@@ -51,6 +51,21 @@ public final class TURNClient {
         self.credentials = credentials
     }
 
+    /// A plain STUN Binding request to the server (RFC 8489 §3): our address as the server sees it, i.e. the
+    /// server-reflexive candidate's address (the same as the socket's on loopback, the NAT's mapping behind one).
+    public func bindingAddress(timeout: Duration = .seconds(3)) throws(TURNError) -> TransportAddress {
+        let request = STUNMessage(method: .binding, messageClass: .request)
+        let response = try transact(request.serialize(fingerprint: true), id: request.transactionID, timeout: timeout)
+        guard response.messageClass == .successResponse else {
+            let (code, reason) = ((try? response.errorCode()) ?? nil) ?? (0, "error response without ERROR-CODE")
+            throw .rejected(code: code, reason: reason)
+        }
+        guard let mapped = (try? response.xorAddress()) ?? nil else {
+            throw .badResponse("Binding success without XOR-MAPPED-ADDRESS")
+        }
+        return mapped
+    }
+
     /// Allocates a UDP relay; returns the relayed transport address.
     @discardableResult
     public func allocate(timeout: Duration = .seconds(3)) throws(TURNError) -> TransportAddress {
