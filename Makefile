@@ -13,6 +13,8 @@ TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-p
 TEST_APT_PACKAGES += chromium
 # coturn: the TURN server of the WebRTC transport tests (allocation with TURN REST credentials, relayed data).
 TEST_APT_PACKAGES += coturn
+# iproute2 and iptables: the NAT test's network namespaces and masquerading routers (skipped without root).
+TEST_APT_PACKAGES += iproute2 iptables
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)

@@ -105,6 +105,15 @@ public final class TURNClient {
         socket.send(m.serialize(fingerprint: true), to: server)
     }
 
+    /// The peer and data of a Data indication (§11.6) that arrived from the server; nil for anything else.
+    public static func unwrapData(_ datagram: [UInt8]) -> (peer: TransportAddress, data: [UInt8])? {
+        guard let m = try? STUNMessage(parsing: datagram), m.method == .data, m.messageClass == .indication,
+              let peer = (try? m.xorAddress(STUNAttribute.Kind.xorPeerAddress)) ?? nil,
+              let data = m.attribute(STUNAttribute.Kind.data)
+        else { return nil }
+        return (peer, data.value)
+    }
+
     /// Waits for a Data indication (§11.6) and returns the peer and its data; nil on timeout.
     public func receiveData(timeoutMilliseconds: Int32) -> (peer: TransportAddress, data: [UInt8])? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)

@@ -37,6 +37,10 @@ public final class WebRTCTransport: @unchecked Sendable {
     public var onSRTP: ((UnsafeMutableRawBufferPointer, MediaTime) -> Void)?
     /// Called once on the receive thread when DTLS completes (keys) or fails (error).
     public var onConnected: ((Result<DTLSSRTPKeys, DTLSError>) -> Void)?
+    /// When set (before ``start(clock:)``), every datagram goes through this TURN allocation (Send indications to
+    /// the peer's address; Data indications from the server are unwrapped): a relay-only call. Its socket must be
+    /// ``socket``, its allocation made and the peer permitted.
+    public var relay: TURNClient?
     /// Called every 10 ms on the receive thread (the media tick: one thread per call for network and media, so
     /// the stream needs no lock or hand-off); nil for none.
     public var onTick: ((MediaTime) -> Void)?
@@ -63,7 +67,16 @@ public final class WebRTCTransport: @unchecked Sendable {
     public func send(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
         guard let target = remoteAddress else { return false }
         if case .liteControlled(let agent) = ice, !lock.withLock({ agent.hasConsent(now: now) }) { return false }
+        if let relay {
+            relay.send(Array(datagram), to: target)
+            return true
+        }
         return socket.send(datagram, to: target)
+    }
+
+    /// Sends directly, or through the relay when there is one.
+    private func transmit(_ datagram: [UInt8], to target: TransportAddress) {
+        if let relay { relay.send(datagram, to: target) } else { socket.send(datagram, to: target) }
     }
 
     public func start(clock: @escaping @Sendable () -> MediaTime) {
@@ -116,16 +129,27 @@ public final class WebRTCTransport: @unchecked Sendable {
             let check = ICELiteAgent.check(from: local, to: remote,
                                            priority: ICECandidate.priority(kind: .host), nominate: true)
             checkTransaction = check.transactionID
-            socket.send(check.serialize(integrityKey: STUNMessage.shortTermKey(password: remote.password),
-                                        fingerprint: true), to: candidate)
+            transmit(check.serialize(integrityKey: STUNMessage.shortTermKey(password: remote.password),
+                                     fingerprint: true), to: candidate)
             nextCheck = now + .milliseconds(50)
         }
         if let target = selected, dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
-            for d in dtls.handleTimeout() { socket.send(d, to: target) }
+            for d in dtls.handleTimeout() { transmit(d, to: target) }
         }
     }
 
     private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
+        if let relay, from == relay.server {
+            // Through the relay: only Data indications carry the peer's datagrams.
+            guard let relayed = TURNClient.unwrapData(Array(datagram)) else { received.dropped += 1; return }
+            var data = relayed.data
+            data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, now: now) }
+            return
+        }
+        handle(direct: datagram, from: from, now: now)
+    }
+
+    private func handle(direct datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
         switch PacketKind(UnsafeRawBufferPointer(datagram)) {
         case .stun:
             received.stun += 1
@@ -133,7 +157,7 @@ public final class WebRTCTransport: @unchecked Sendable {
             lock.withLock {
                 switch ice {
                 case .liteControlled(let agent):
-                    if let reply = agent.handle(bytes, from: from, now: now) { socket.send(reply, to: from) }
+                    if let reply = agent.handle(bytes, from: from, now: now) { transmit(reply, to: from) }
                     if selected == nil || agent.nominated { selected = agent.selectedAddress }
                 case .controlling(_, let remote, _):
                     guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
@@ -144,7 +168,7 @@ public final class WebRTCTransport: @unchecked Sendable {
                 }
                 if let target = selected, !dtlsStarted, dtls.role == .client {
                     dtlsStarted = true
-                    for d in dtls.start() { socket.send(d, to: target) }
+                    for d in dtls.start() { transmit(d, to: target) }
                 }
             }
         case .dtls:
@@ -153,7 +177,7 @@ public final class WebRTCTransport: @unchecked Sendable {
                 // Only from the selected address (or, before selection, whoever passed an ICE check).
                 let target = selected ?? from
                 dtlsStarted = true
-                for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { socket.send(d, to: target) }
+                for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { transmit(d, to: target) }
             }
         case .rtp:
             received.srtp += 1
