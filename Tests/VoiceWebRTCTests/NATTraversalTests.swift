@@ -168,11 +168,13 @@ struct NATTraversalTests {
                 got.payloads.append(Array(datagram[12..<n]))
             }
         }
+        let started = clock.now
         a.start { clock.now }
         b.start { clock.now }
         defer { a.stop(); b.stop() }
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, a.keys == nil || b.keys == nil { Thread.sleep(forTimeInterval: 0.02) }
+        while Date() < deadline, a.keys == nil || b.keys == nil { Thread.sleep(forTimeInterval: 0.002) }
+        print("behind NATs through coturn: ICE + DTLS-SRTP done \((clock.now - started).milliseconds) ms after the transports started (relays allocated before)")
         let keys = try #require(a.keys, "DTLS through the relays did not complete: A \(a.dtls.state), B \(b.dtls.state)")
         #expect(a.remoteAddress == relayB && b.remoteAddress == relayA, "the pair must be relayed: \(String(describing: a.remoteAddress)) / \(String(describing: b.remoteAddress))")
         let out = try SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound)

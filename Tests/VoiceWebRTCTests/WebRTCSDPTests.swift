@@ -48,7 +48,7 @@ struct WebRTCSDPTests {
         #expect(lines.contains("a=fingerprint:" + local.fingerprint.sdpValue))
         #expect(lines.contains("a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
         #expect(lines.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 27010 typ host"))
-        #expect(lines.contains { $0.hasPrefix("a=fmtp:111 ") && $0.contains("useinbandfec=1") })
+        #expect(lines.contains { $0.hasPrefix("a=fmtp:111 ") && $0.contains("useinbandfec=1") && $0.contains("minptime=10") })
         // Video and the data channel: port 0, their mids kept, in the offer's order.
         let mLines = lines.filter { $0.hasPrefix("m=") }
         #expect(mLines.count == 3)

@@ -177,6 +177,8 @@ extension WebRTCSessionDescription {
 
         var audio = answer.audio
         audio.transportProtocol = offer.base.audio.transportProtocol
+        // The engine decodes 10 ms packets too; say so as browsers do (`minptime=10`).
+        if !audio.formats.isEmpty { audio.formats[0].opusParameters?.minptime = 10 }
         audio.otherAttributes = []
         if let mid = offer.transport.mid { audio.otherAttributes.append("mid:\(mid)") }
         audio.otherAttributes += [
@@ -221,6 +223,7 @@ extension WebRTCSessionDescription {
         capabilities.rtcpMux = true
         var base = SessionDescription.makeOffer(capabilities, sessionID: sessionID)
         base.audio.transportProtocol = "UDP/TLS/RTP/SAVPF"
+        if !base.audio.formats.isEmpty { base.audio.formats[0].opusParameters?.minptime = 10 }
         base.audio.otherAttributes = [
             "mid:0", "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
             "fingerprint:\(local.fingerprint.sdpValue)", "setup:actpass",
