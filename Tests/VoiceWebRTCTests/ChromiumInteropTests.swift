@@ -8,6 +8,15 @@ let chromiumPath = "/usr/bin/chromium"
 let speechPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("../../../shared/testdata/speech/jfk_48k_mono.wav").standardizedFileURL.path
 
+/// Ends a peer process the test started: SIGTERM, `grace` to exit, then SIGKILL; waits by polling (Foundation's
+/// `waitUntilExit` has hung in async tests while another `Process` ran).
+func stopPeer(_ process: Process, grace: TimeInterval) {
+    if process.isRunning { process.terminate() }
+    let deadline = Date().addingTimeInterval(grace)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+}
+
 /// Headless Chromium started by the test: fake microphone playing a WAV, the page from ``WebRTCDemoPage`` over
 /// HTTP on loopback, killed (and waited for by polling) when the test ends.
 final class ChromiumPeer: @unchecked Sendable {
@@ -34,10 +43,7 @@ final class ChromiumPeer: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        stopPeer(process, grace: 5)
         try? FileManager.default.removeItem(at: profile)
     }
 }

@@ -34,10 +34,7 @@ final class Coturn: @unchecked Sendable {
 
     func stop() {
         // coturn takes seconds to wind down on SIGTERM; it keeps no state worth a clean shutdown here.
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(0.5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        stopPeer(process, grace: 0.5)
         try? FileManager.default.removeItem(at: directory)
     }
 }

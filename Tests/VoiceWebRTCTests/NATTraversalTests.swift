@@ -124,12 +124,7 @@ struct NATTraversalTests {
         return p
     }
 
-    func stop(_ p: Process) {
-        if p.isRunning { p.terminate() }
-        let deadline = Date().addingTimeInterval(0.5)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-    }
+    func stop(_ p: Process) { stopPeer(p, grace: 0.5) }
 
     @Test func callConnectsThroughRelayedCandidatesOnly() throws {
         let network = try NATNetwork()
@@ -160,14 +155,7 @@ struct NATTraversalTests {
         a.relay = turnA
         b.relay = turnB
         let got = WebRTCTransportTests.Received()
-        b.onSRTP = { datagram, _ in
-            got.lock.withLock {
-                guard let keys = b.keys, let inbound = try? SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound),
-                      let n = try? inbound.unprotect(datagram, length: datagram.count)
-                else { got.failures += 1; return }
-                got.payloads.append(Array(datagram[12..<n]))
-            }
-        }
+        b.onSRTP = { datagram, _ in got.unprotect(datagram, with: b.keys) }
         let started = clock.now
         a.start { clock.now }
         b.start { clock.now }

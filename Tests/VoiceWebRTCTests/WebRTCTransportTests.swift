@@ -13,6 +13,16 @@ struct WebRTCTransportTests {
         var payloads: [[UInt8]] = []
         var failures = 0
         var connected: Result<DTLSSRTPKeys, DTLSError>?
+
+        /// Unprotects one SRTP datagram with the peer's key and keeps its payload (a failure is counted).
+        func unprotect(_ datagram: UnsafeMutableRawBufferPointer, with keys: DTLSSRTPKeys?) {
+            lock.withLock {
+                guard let keys, let inbound = try? SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound),
+                      let n = try? inbound.unprotect(datagram, length: datagram.count)
+                else { failures += 1; return }
+                payloads.append(Array(datagram[12..<n]))
+            }
+        }
     }
 
     static func rtp(sequence: UInt16, ssrc: UInt32, payload: [UInt8], room: Int) -> [UInt8] {
@@ -42,14 +52,7 @@ struct WebRTCTransportTests {
         let atAnswerer = Received(), atOfferer = Received()
         for (transport, sink) in [(answerer, atAnswerer), (offerer, atOfferer)] {
             transport.onConnected = { result in sink.lock.withLock { sink.connected = result } }
-            transport.onSRTP = { datagram, _ in
-                sink.lock.withLock {
-                    guard let keys = transport.keys, let inbound = try? SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound),
-                          let n = try? inbound.unprotect(datagram, length: datagram.count)
-                    else { sink.failures += 1; return }
-                    sink.payloads.append(Array(datagram[12..<n]))
-                }
-            }
+            transport.onSRTP = { datagram, _ in sink.unprotect(datagram, with: transport.keys) }
         }
         answerer.start { clock.now }
         offerer.start { clock.now }
