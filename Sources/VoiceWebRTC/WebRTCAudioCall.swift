@@ -1,5 +1,13 @@
 import VoiceEngine
 
+/// Why a WebRTC call ended before or during media.
+public enum WebRTCCallError: Error, Equatable, Sendable {
+    /// The DTLS-SRTP association failed (fingerprint mismatch, alert, no common profile, timeout…).
+    case dtls(DTLSError)
+    /// The media stream could not start with what was negotiated.
+    case stream(String)
+}
+
 /// The engine's side of a call with a browser, answering its offer (``init(answering:certificate:host:capture:playout:)``)
 /// or offering (``init(offeringWith:host:capture:playout:)`` then ``accept(answer:)``): ICE-lite with one host
 /// candidate, DTLS-SRTP, one Opus audio line. Once DTLS is up a ``MediaStream`` keyed by DTLS runs on the
@@ -23,8 +31,9 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     private var stream: MediaStream?
     private var captureFrame = AudioFrame(format: .mono48k)
     private var playoutFrame = AudioFrame(format: .mono48k)
-    /// Set on the transport thread: the DTLS failure, or a stream that could not start.
-    public private(set) var failure: String?
+    /// Set on the transport thread: the DTLS failure, or a stream that could not start. Media never starts (or
+    /// stops) once it is set.
+    public private(set) var failure: WebRTCCallError?
     /// When the call was made, when DTLS completed and when the first media packet arrived (offer→audio figures).
     public let startedAt: MediaTime
     public private(set) var connectedAt: MediaTime?
@@ -111,7 +120,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     private func connected(_ result: Result<DTLSSRTPKeys, DTLSError>) {
         switch result {
         case .failure(let error):
-            failure = "DTLS: \(error)"
+            failure = .dtls(error)
         case .success(let keys):
             connectedAt = clock.now
             guard let negotiated, let transport else { return }
@@ -120,7 +129,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             do {
                 stream = try MediaStream(configuration: configuration, sink: TransportSink(transport), now: clock.now)
             } catch {
-                failure = "stream: \(error)"
+                failure = .stream("\(error)")
             }
         }
     }

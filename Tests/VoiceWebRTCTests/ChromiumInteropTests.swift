@@ -144,6 +144,11 @@ struct ChromiumInteropTests {
 
     @Test func engineOffersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: true) }
 
+    /// The offer's fingerprint altered in signalling: the engine must refuse Chromium's certificate with a typed error.
+    @Test func aFingerprintThatDoesNotMatchChromiumEndsTheCall() async throws {
+        try await call(engineOffers: false, tamperFingerprint: true)
+    }
+
     /// The browser sends its offer before gathering (trickle): the ICE-lite engine needs no candidates from it.
     @Test func engineAnswersATrickledOffer() async throws { try await call(engineOffers: false, extraQuery: "trickle") }
 
@@ -165,7 +170,7 @@ struct ChromiumInteropTests {
     /// One call: Chromium loads the page, the engine answers its offer (or offers), both send the speech file for
     /// 8 s; the engine's received audio must follow the file, the page must report the engine's audio.
     @discardableResult
-    func call(engineOffers: Bool, extraQuery: String = "") async throws -> WebRTCAudioCall {
+    func call(engineOffers: Bool, extraQuery: String = "", tamperFingerprint: Bool = false) async throws -> WebRTCAudioCall {
         let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
         let certificate = try DTLSCertificate()
         let record = BrowserCallRecord()
@@ -174,7 +179,12 @@ struct ChromiumInteropTests {
                   let type = json["type"] as? String else { return [] }
             switch type {
             case "offer", "ready":
-                let sdp = json["sdp"] as? String ?? ""
+                var sdp = json["sdp"] as? String ?? ""
+                if tamperFingerprint, let r = sdp.range(of: "a=fingerprint:sha-256 ") {
+                    // Signalling that lies about the browser's certificate (a man in the middle would).
+                    let byte = sdp.index(r.upperBound, offsetBy: 0)..<sdp.index(r.upperBound, offsetBy: 2)
+                    sdp.replaceSubrange(byte, with: sdp[byte] == "00" ? "01" : "00")
+                }
                 do {
                     let capture: (inout AudioFrame) -> Void = { frame in
                         frame.withUnsafeMutableSamples { out in
@@ -239,7 +249,15 @@ struct ChromiumInteropTests {
         let (received, stats, errors) = record.lock.withLock { (record.received, record.browserStats, record.pageErrors) }
         #expect(errors.isEmpty, "page: \(errors)")
         let c = try #require(call, "Chromium sent no offer; its log ends:\n\(log.suffix(2000))")
-        #expect(c.failure == nil, "\(c.failure ?? "")")
+        if tamperFingerprint {
+            guard case .dtls(.fingerprintMismatch) = c.failure else {
+                Issue.record("a wrong fingerprint must end the call with fingerprintMismatch, got \(String(describing: c.failure))")
+                return c
+            }
+            #expect(c.statistics == nil, "no media may flow without an authenticated peer")
+            return c
+        }
+        #expect(c.failure == nil, "\(String(describing: c.failure))")
         let engineStats = try #require(c.statistics, "DTLS never completed (\(String(describing: c.transport?.received)))")
         // Engine side: Chromium's fake microphone (the speech file) decoded by the engine.
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")

@@ -130,6 +130,24 @@ struct ICELiteAgentTests {
         #expect(agent.handle([1, 2, 3], from: source, now: .seconds(1)) == nil && agent.rejectedChecks == 2)
     }
 
+    @Test func anICERestartRefusesTheOldCredentialsAndStartsConsentOver() throws {
+        let agent = ICELiteAgent(local: engine, remote: browser)
+        let key = STUNMessage.shortTermKey(password: engine.password)
+        let first = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: true)
+        _ = agent.handle(first.serialize(integrityKey: key), from: source, now: .seconds(1))
+        #expect(agent.nominated)
+        let newEngine = ICECredentials.random(), newBrowser = ICECredentials.random()
+        agent.restart(local: newEngine, remote: newBrowser)
+        #expect(!agent.nominated && !agent.hasConsent(now: .seconds(1)))
+        // A check with the old credentials (or with a stranger's ufrag) is refused.
+        let stale = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: true)
+        #expect(try STUNMessage(parsing: #require(agent.handle(stale.serialize(integrityKey: key), from: source, now: .seconds(2)))).errorCode()?.code == 401)
+        let fresh = ICELiteAgent.check(from: newBrowser, to: newEngine, priority: 100, nominate: true)
+        let reply = try #require(agent.handle(fresh.serialize(integrityKey: STUNMessage.shortTermKey(password: newEngine.password)),
+                                              from: source, now: .seconds(2)))
+        #expect(try STUNMessage(parsing: reply).messageClass == .successResponse && agent.hasConsent(now: .seconds(2)))
+    }
+
     @Test func aControlledPeerGetsRoleConflict() throws {
         let agent = ICELiteAgent(local: engine, remote: browser)
         var check = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: false)

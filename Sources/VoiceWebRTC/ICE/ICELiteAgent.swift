@@ -10,7 +10,7 @@ import VoiceCore
 ///
 /// Not thread-safe: the transport's receive thread owns it.
 public final class ICELiteAgent {
-    public let local: ICECredentials
+    public private(set) var local: ICECredentials
     public private(set) var remote: ICECredentials
     /// Where media goes: the address of the nominated pair (or of the first valid check until one is nominated).
     public private(set) var selectedAddress: TransportAddress?
@@ -27,8 +27,10 @@ public final class ICELiteAgent {
         self.remote = remote
     }
 
-    /// An ICE restart (RFC 8445 §9): new remote credentials; consent and nomination start over.
-    public func restart(remote: ICECredentials) {
+    /// An ICE restart (RFC 8445 §9): new credentials on both sides (from the new offer/answer); checks with the
+    /// old ones are refused, and consent and nomination start over.
+    public func restart(local: ICECredentials, remote: ICECredentials) {
+        self.local = local
         self.remote = remote
         nominated = false
         selectedAddress = nil
@@ -56,8 +58,8 @@ public final class ICELiteAgent {
             rejectedChecks += 1
             return errorResponse(to: request, code: 400, reason: "Bad Request")
         }
-        guard username.split(separator: ":", maxSplits: 1).first.map(String.init) == local.ufrag,
-              request.verifyIntegrity(key: key)
+        // USERNAME is "<our ufrag>:<their ufrag>" (RFC 8445 §7.2.2): both halves must be this session's.
+        guard username == "\(local.ufrag):\(remote.ufrag)", request.verifyIntegrity(key: key)
         else {
             rejectedChecks += 1
             return errorResponse(to: request, code: 401, reason: "Unauthorized")
