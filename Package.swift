@@ -77,7 +77,8 @@ let package = Package(
         .target(
             name: "VoiceWebRTC",
             dependencies: [
-                "VoiceEngine", "CDTLS", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceEngine", "CDTLS", .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]

@@ -149,6 +149,6 @@ final class TransportSink: MediaPacketSink {
     unowned let transport: WebRTCTransport
     init(_ transport: WebRTCTransport) { self.transport = transport }
     func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
-        transport.send(datagram, now: now)
+        transport.sendOnTransportThread(datagram, now: now)
     }
 }

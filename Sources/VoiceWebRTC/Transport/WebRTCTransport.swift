@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import VoiceCore
 import VoiceSRTP
@@ -7,13 +8,15 @@ import VoiceSRTP
 ///
 /// ICE side: as ICE-lite answerer (the browser case) it answers checks through ``ICELiteAgent``; as the
 /// controlling side towards another engine it sends nominating checks to the peer's first candidate until one
-/// succeeds (a minimal controlling agent, enough for two engines on one host; full ICE is not done yet).
+/// succeeds (a minimal controlling agent, enough for two engines; full ICE is not done yet).
 /// DTLS starts once a pair is selected (client role) or when the first DTLS record arrives (server role); when it
-/// completes, ``keys`` holds the SRTP keys and ``onConnected`` fires on the receive thread. SRTP datagrams go to
+/// completes, ``keys`` holds the SRTP keys and ``onConnected`` fires on the transport thread. SRTP datagrams go to
 /// ``onSRTP`` — the caller's stream unprotects them.
 ///
-/// Threads: one receive thread per transport (`start()`…`stop()`); the callbacks run on it. Sending
-/// (``send(_:)``) may happen on another thread.
+/// Threads: one transport thread (`start(clock:)`…`stop()`) owns the ICE agent, the DTLS association and the
+/// selected pair, and runs the callbacks; on it, receiving, demultiplexing and ``sendOnTransportThread(_:now:)``
+/// take no lock. Other threads see snapshots (``remoteAddress``, ``keys``) published under a lock when they change
+/// (a few times per call), and may send with ``send(_:now:)``.
 public final class WebRTCTransport: @unchecked Sendable {
     public enum ICERole {
         /// Answers checks; the peer nominates.
@@ -23,29 +26,38 @@ public final class WebRTCTransport: @unchecked Sendable {
     }
 
     public let socket: DatagramSocket
+    /// Driven on the transport thread only; read ``keys`` from elsewhere.
     public let dtls: DTLSSRTPAssociation
     private let ice: ICERole
-    private let lock = NSLock()
     private var thread: Thread?
-    private var running = false
+    private let running = ManagedAtomic<Bool>(false)
+
+    // Transport thread only.
     private var selected: TransportAddress?
-    private var pendingCheck: [UInt8]?
     private var checkTransaction: [UInt8]?
     private var dtlsStarted = false
+    private var consentUntil: MediaTime?
 
-    /// Called on the receive thread with each SRTP/SRTCP datagram (valid during the call only).
+    // Published for other threads (under `lock`, written on change).
+    private let lock = NSLock()
+    private var publishedSelected: TransportAddress?
+    private var publishedKeys: DTLSSRTPKeys?
+    private var publishedConsentUntil: MediaTime?
+
+    /// Called on the transport thread with each SRTP/SRTCP datagram (valid during the call only).
     public var onSRTP: ((UnsafeMutableRawBufferPointer, MediaTime) -> Void)?
-    /// Called once on the receive thread when DTLS completes (keys) or fails (error).
+    /// Called once on the transport thread when DTLS completes (keys) or fails (error).
     public var onConnected: ((Result<DTLSSRTPKeys, DTLSError>) -> Void)?
     /// When set (before ``start(clock:)``), every datagram goes through this TURN allocation (Send indications to
     /// the peer's address; Data indications from the server are unwrapped): a relay-only call. Its socket must be
-    /// ``socket``, its allocation made and the peer permitted.
+    /// ``socket``, its allocation made and the peer permitted. (Allocates per packet: Send indications are built
+    /// as messages; ChannelData would not.)
     public var relay: TURNClient?
-    /// Called every 10 ms on the receive thread (the media tick: one thread per call for network and media, so
+    /// Called every 10 ms on the transport thread (the media tick: one thread per call for network and media, so
     /// the stream needs no lock or hand-off); nil for none.
     public var onTick: ((MediaTime) -> Void)?
 
-    /// Counters (receive thread writes; read them after `stop()` or accept a torn read).
+    /// Counters (transport thread writes; read them after `stop()` or accept a torn read).
     public private(set) var received = (stun: 0, dtls: 0, srtp: 0, dropped: 0)
 
     public init(socket: DatagramSocket, ice: ICERole, dtls: DTLSSRTPAssociation) {
@@ -55,18 +67,32 @@ public final class WebRTCTransport: @unchecked Sendable {
     }
 
     /// Where media goes (the nominated pair's remote address), once ICE selected one.
-    public var remoteAddress: TransportAddress? { lock.withLock { selected } }
+    public var remoteAddress: TransportAddress? { lock.withLock { publishedSelected } }
 
-    public var keys: DTLSSRTPKeys? {
-        lock.withLock { if case .connected(let k) = dtls.state { return k }; return nil }
-    }
+    /// The SRTP keys, once DTLS completed.
+    public var keys: DTLSSRTPKeys? { lock.withLock { publishedKeys } }
 
-    /// Sends a datagram (SRTP) to the selected address; false before ICE selected one, or when an ICE-lite
-    /// agent's consent expired (RFC 7675: media stops).
+    /// Sends a datagram (SRTP) from any thread to the selected address; false before ICE selected one, or when an
+    /// ICE-lite agent's consent expired (RFC 7675: media stops). Takes the snapshot lock: from the transport
+    /// thread use ``sendOnTransportThread(_:now:)``.
     @discardableResult
     public func send(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
-        guard let target = remoteAddress else { return false }
-        if case .liteControlled(let agent) = ice, !lock.withLock({ agent.hasConsent(now: now) }) { return false }
+        let (target, consent) = lock.withLock { (publishedSelected, publishedConsentUntil) }
+        return deliver(datagram, to: target, consentUntil: consent, now: now)
+    }
+
+    /// The same on the transport thread (from ``onTick`` or ``onSRTP``): no lock, no allocation (without relay).
+    @discardableResult
+    public func sendOnTransportThread(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
+        deliver(datagram, to: selected, consentUntil: consentUntil, now: now)
+    }
+
+    private func deliver(_ datagram: UnsafeRawBufferPointer, to target: TransportAddress?, consentUntil: MediaTime?,
+                         now: MediaTime) -> Bool {
+        guard let target else { return false }
+        if case .liteControlled = ice {
+            guard let consentUntil, now < consentUntil else { return false }
+        }
         if let relay {
             relay.send(Array(datagram), to: target)
             return true
@@ -74,13 +100,13 @@ public final class WebRTCTransport: @unchecked Sendable {
         return socket.send(datagram, to: target)
     }
 
-    /// Sends directly, or through the relay when there is one.
+    /// Sends directly, or through the relay when there is one (control traffic: checks, DTLS).
     private func transmit(_ datagram: [UInt8], to target: TransportAddress) {
         if let relay { relay.send(datagram, to: target) } else { socket.send(datagram, to: target) }
     }
 
     public func start(clock: @escaping @Sendable () -> MediaTime) {
-        lock.withLock { running = true }
+        running.store(true, ordering: .releasing)
         let thread = Thread { [self] in run(clock: clock) }
         thread.name = "webrtc-transport"
         self.thread = thread
@@ -88,7 +114,7 @@ public final class WebRTCTransport: @unchecked Sendable {
     }
 
     public func stop() {
-        lock.withLock { running = false }
+        running.store(false, ordering: .releasing)
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
     }
 
@@ -98,9 +124,9 @@ public final class WebRTCTransport: @unchecked Sendable {
         var nextCheck = MediaTime.zero
         var nextTick = clock()
         var reported = false
-        while lock.withLock({ running }) {
+        while running.load(ordering: .acquiring) {
             var now = clock()
-            lock.withLock { driveTimers(now: now, nextCheck: &nextCheck) }
+            driveTimers(now: now, nextCheck: &nextCheck)
             if let onTick, now >= nextTick {
                 onTick(now)
                 nextTick += .milliseconds(10)
@@ -113,11 +139,16 @@ public final class WebRTCTransport: @unchecked Sendable {
                 handle(datagram, from: from, now: clock())
             }
             if !reported {
-                let state = lock.withLock { dtls.state }
-                switch state {
-                case .connected(let keys): reported = true; onConnected?(.success(keys))
-                case .failed(let error): reported = true; onConnected?(.failure(error))
-                case .handshaking: break
+                switch dtls.state {
+                case .connected(let keys):
+                    reported = true
+                    lock.withLock { publishedKeys = keys }
+                    onConnected?(.success(keys))
+                case .failed(let error):
+                    reported = true
+                    onConnected?(.failure(error))
+                case .handshaking:
+                    break
                 }
             }
         }
@@ -133,8 +164,19 @@ public final class WebRTCTransport: @unchecked Sendable {
                                      fingerprint: true), to: candidate)
             nextCheck = now + .milliseconds(50)
         }
-        if let target = selected, dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
+        if let target = selected, !dtls.isConnectedOrFailed, dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
             for d in dtls.handleTimeout() { transmit(d, to: target) }
+        }
+    }
+
+    /// Changes of the selected pair and of consent, published for other threads.
+    private func select(_ address: TransportAddress?, consentUntil: MediaTime?) {
+        guard address != selected || consentUntil != self.consentUntil else { return }
+        selected = address
+        self.consentUntil = consentUntil
+        lock.withLock {
+            publishedSelected = address
+            publishedConsentUntil = consentUntil
         }
     }
 
@@ -154,36 +196,40 @@ public final class WebRTCTransport: @unchecked Sendable {
         case .stun:
             received.stun += 1
             let bytes = Array(datagram)
-            lock.withLock {
-                switch ice {
-                case .liteControlled(let agent):
-                    if let reply = agent.handle(bytes, from: from, now: now) { transmit(reply, to: from) }
-                    if selected == nil || agent.nominated { selected = agent.selectedAddress }
-                case .controlling(_, let remote, _):
-                    guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
-                          m.transactionID == checkTransaction,
-                          m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
-                    else { received.dropped += 1; return }
-                    selected = from
-                }
-                if let target = selected, !dtlsStarted, dtls.role == .client {
-                    dtlsStarted = true
-                    for d in dtls.start() { transmit(d, to: target) }
-                }
+            switch ice {
+            case .liteControlled(let agent):
+                if let reply = agent.handle(bytes, from: from, now: now) { transmit(reply, to: from) }
+                let address = selected == nil || agent.nominated ? agent.selectedAddress : selected
+                select(address, consentUntil: agent.lastConsent.map { $0 + agent.consentLifetime })
+            case .controlling(_, let remote, _):
+                guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
+                      m.transactionID == checkTransaction,
+                      m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
+                else { received.dropped += 1; return }
+                select(from, consentUntil: nil)
+            }
+            if let target = selected, !dtlsStarted, dtls.role == .client {
+                dtlsStarted = true
+                for d in dtls.start() { transmit(d, to: target) }
             }
         case .dtls:
             received.dtls += 1
-            lock.withLock {
-                // Only from the selected address (or, before selection, whoever passed an ICE check).
-                let target = selected ?? from
-                dtlsStarted = true
-                for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { transmit(d, to: target) }
-            }
+            // Only from the selected address (or, before selection, whoever passed an ICE check).
+            let target = selected ?? from
+            dtlsStarted = true
+            for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { transmit(d, to: target) }
         case .rtp:
             received.srtp += 1
             onSRTP?(datagram, now)
         default:
             received.dropped += 1
         }
+    }
+}
+
+extension DTLSSRTPAssociation {
+    var isConnectedOrFailed: Bool {
+        if case .handshaking = state { return false }
+        return true
     }
 }
