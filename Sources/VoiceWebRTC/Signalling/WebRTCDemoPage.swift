@@ -4,7 +4,7 @@
 /// so a test can check what the browser received. `?autocall` calls at load (headless use); `?engineOffers` makes
 /// the engine the offerer (the page sends "ready", answers the engine's offer); `?turn=HOST:PORT&user=U&pass=P`
 /// sends everything through that TURN server (`iceTransportPolicy: "relay"`: relayed candidates only);
-/// `?trickle` sends the offer at once instead of after ICE gathering (the engine, an ICE-lite agent, learns the
+/// `?raw` turns the browser's microphone processing off; `?trickle` sends the offer at once instead of after ICE gathering (the engine, an ICE-lite agent, learns the
 /// browser's addresses from its checks and needs no candidates in the offer).
 public enum WebRTCDemoPage {
     public static let html = #"""
@@ -45,8 +45,12 @@ async function call() {
   await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
   const send = (o) => ws.send(JSON.stringify(o));
   window.onerror = (m) => send({type: "error", message: String(m)});
-  const stream = await navigator.mediaDevices.getUserMedia({audio: true});
   const query = new URLSearchParams(location.search);
+  // ?raw: the microphone without the browser's echo canceller, noise suppressor and gain control (tests that
+  // compare what arrives with the file played want the signal untouched).
+  const raw = query.has("raw");
+  const stream = await navigator.mediaDevices.getUserMedia({audio: raw
+    ? {echoCancellation: false, noiseSuppression: false, autoGainControl: false} : true});
   const pc = new RTCPeerConnection(query.has("turn") ? {
     iceServers: [{urls: "turn:" + query.get("turn") + "?transport=udp", username: query.get("user"), credential: query.get("pass")}],
     iceTransportPolicy: "relay"} : {});
