@@ -5,6 +5,12 @@ import VoiceWebRTC
 
 /// `voice-engine webrtc-demo`: serves the WebRTC page so a person can open it in a browser and talk to the engine,
 /// which echoes back what it hears (through Opus, DTLS-SRTP and its jitter buffer both ways).
+/// Prints one line and flushes it at once, even into a file or pipe: each line is news for whoever watches.
+private func announce(_ line: String) {
+    print(line)
+    fflush(nil)
+}
+
 struct WebRTCDemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webrtc-demo",
@@ -41,21 +47,29 @@ struct WebRTCDemoCommand: ParsableCommand {
         let started = StartResult()
         Task {
             do {
-                let server = try await WebRTCSignallingServer(host: host, port: port, page: WebRTCDemoPage.html) { text, _ in
-                    guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                          json["type"] as? String == "offer", let sdp = json["sdp"] as? String
-                    else { return [] }
+                let server = try await WebRTCSignallingServer(host: host, port: port, page: WebRTCDemoPage.html) { text, connection in
+                    guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [] }
+                    if json["type"] as? String == "stats" {
+                        // Once per call: tell the person at the terminal that the echo reaches the browser.
+                        let packets = (json["packetsReceived"] as? Int) ?? 0
+                        let energy = (json["totalAudioEnergy"] as? Double) ?? 0
+                        if packets >= 50, energy > 0, calls.announce(connection) {
+                            announce("call: the browser receives the engine's echo (\(packets) packets, audio energy \(energy))")
+                        }
+                        return []
+                    }
+                    guard json["type"] as? String == "offer", let sdp = json["sdp"] as? String else { return [] }
                     do {
                         let echo = EchoLine()
                         let call = try WebRTCAudioCall(answering: sdp, certificate: certificate, host: host,
                                                        capture: { echo.take(into: &$0) }, playout: { echo.put($0) })
                         call.start()
                         calls.add(call)
-                        print("call: answered an offer; media on \(call.transport?.socket.localAddress.description ?? "?")")
+                        announce("call: answered an offer; media on \(call.transport?.socket.localAddress.description ?? "?")")
                         let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.localDescription])
                         return [String(decoding: reply, as: UTF8.self)]
                     } catch {
-                        print("call: refused an offer: \(error)")
+                        announce("call: refused an offer: \(error)")
                         return []
                     }
                 }
@@ -68,7 +82,7 @@ struct WebRTCDemoCommand: ParsableCommand {
         ready.wait()
         let bound = try started.get()
         let shown = host.contains(":") ? "[\(host)]" : host
-        print("Open http://\(shown):\(bound)/ in a browser and press \"Call the engine\" (Ctrl-C to stop).")
+        announce("Open http://\(shown):\(bound)/ in a browser and press \"Call the engine\" (Ctrl-C to stop).")
         let end = seconds.map { Date().addingTimeInterval($0) } ?? .distantFuture
         while Date() < end { Thread.sleep(forTimeInterval: 0.2) }
         calls.stopAll()
@@ -93,6 +107,9 @@ private final class EchoLine: @unchecked Sendable {
 private final class CallList: @unchecked Sendable {
     private let lock = NSLock()
     private var calls: [WebRTCAudioCall] = []
+    private var announced: Set<Int> = []
+    /// True the first time for a connection.
+    func announce(_ connection: Int) -> Bool { lock.withLock { announced.insert(connection).inserted } }
     func add(_ call: WebRTCAudioCall) { lock.withLock { calls.append(call) } }
     func stopAll() { lock.withLock { calls.forEach { $0.stop() } } }
 }
