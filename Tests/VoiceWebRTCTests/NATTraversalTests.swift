@@ -141,6 +141,9 @@ struct NATTraversalTests {
         let relayA = try turnA.allocate(), relayB = try turnB.allocate()
         try turnA.createPermission(for: relayB)
         try turnB.createPermission(for: relayA)
+        // Media as ChannelData once the pair is known (checks and DTLS still as Send/Data indications).
+        try turnA.bindChannel(0x4001, to: relayB)
+        try turnB.bindChannel(0x4002, to: relayA)
 
         // Signalling (in process): A is controlling and nominates B's relayed candidate; B is ICE-lite.
         let iceA = ICECredentials.random(), iceB = ICECredentials.random()
@@ -154,6 +157,8 @@ struct NATTraversalTests {
             dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
         a.relay = turnA
         b.relay = turnB
+        a.relayChannel = (0x4001, relayB)
+        b.relayChannel = (0x4002, relayA)
         let got = WebRTCTransportTests.Received()
         b.onSRTP = { datagram, _ in got.unprotect(datagram, with: b.keys) }
         let started = clock.now
@@ -174,6 +179,7 @@ struct NATTraversalTests {
         let until = Date().addingTimeInterval(3)
         while Date() < until, got.lock.withLock({ got.payloads.count }) < 20 { Thread.sleep(forTimeInterval: 0.01) }
         got.lock.withLock { #expect(got.payloads.count == 20 && got.failures == 0) }
+        #expect(b.receivedChannelData >= 20, "media should arrive as ChannelData on the bound channel (\(b.receivedChannelData))")
     }
 
     @Test func wrongTURNCredentialsFailWithATypedError() throws {

@@ -95,6 +95,16 @@ public final class TURNClient {
         ], timeout: timeout)
     }
 
+    /// Binds `channel` (0x4000…0x4FFF) to `peer` (§12): from then on data to and from that peer may travel as
+    /// ChannelData, 4 bytes of header instead of a 36-byte-or-more Send/Data indication. Also installs the permission.
+    public func bindChannel(_ channel: UInt16, to peer: TransportAddress, timeout: Duration = .seconds(3)) throws(TURNError) {
+        precondition(TURNChannelData.channelRange.contains(channel), "ChannelData channels are 0x4000…0x4FFF")
+        _ = try authenticatedRequest(.channelBind, attributes: [
+            .uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
+            .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil),
+        ], timeout: timeout)
+    }
+
     /// Sends `data` to `peer` through the relay (a Send indication, §11).
     public func send(_ data: [UInt8], to peer: TransportAddress) {
         var m = STUNMessage(method: .send, messageClass: .indication)

@@ -53,18 +53,26 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// ``socket``, its allocation made and the peer permitted. (Allocates per packet: Send indications are built
     /// as messages; ChannelData would not.)
     public var relay: TURNClient?
+    /// With ``relay``: the channel bound to the selected peer (``TURNClient/bindChannel(_:to:timeout:)``); media
+    /// then goes as ChannelData, framed in a preallocated buffer (no allocation per packet).
+    public var relayChannel: (number: UInt16, peer: TransportAddress)?
+    private let channelBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048 + 4, alignment: 16)
     /// Called every 10 ms on the transport thread (the media tick: one thread per call for network and media, so
     /// the stream needs no lock or hand-off); nil for none.
     public var onTick: ((MediaTime) -> Void)?
 
     /// Counters (transport thread writes; read them after `stop()` or accept a torn read).
     public private(set) var received = (stun: 0, dtls: 0, srtp: 0, dropped: 0)
+    /// Datagrams that came through the relay as ChannelData (the rest of the relayed ones were Data indications).
+    public private(set) var receivedChannelData = 0
 
     public init(socket: DatagramSocket, ice: ICERole, dtls: DTLSSRTPAssociation) {
         self.socket = socket
         self.ice = ice
         self.dtls = dtls
     }
+
+    deinit { channelBuffer.deallocate() }
 
     /// Where media goes (the nominated pair's remote address), once ICE selected one.
     public var remoteAddress: TransportAddress? { lock.withLock { publishedSelected } }
@@ -94,6 +102,15 @@ public final class WebRTCTransport: @unchecked Sendable {
             guard let consentUntil, now < consentUntil else { return false }
         }
         if let relay {
+            if let (channel, peer) = relayChannel, peer == target, datagram.count <= channelBuffer.count - 4 {
+                // ChannelData (RFC 8656 §12.4): channel, length, data; padding is optional over UDP.
+                channelBuffer[0] = UInt8(channel >> 8)
+                channelBuffer[1] = UInt8(channel & 0xFF)
+                channelBuffer[2] = UInt8(datagram.count >> 8)
+                channelBuffer[3] = UInt8(datagram.count & 0xFF)
+                UnsafeMutableRawBufferPointer(rebasing: channelBuffer[4..<4 + datagram.count]).copyMemory(from: datagram)
+                return socket.send(UnsafeRawBufferPointer(rebasing: channelBuffer[0..<4 + datagram.count]), to: relay.server)
+            }
             relay.send(Array(datagram), to: target)
             return true
         }
@@ -182,7 +199,20 @@ public final class WebRTCTransport: @unchecked Sendable {
 
     private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
         if let relay, from == relay.server {
-            // Through the relay: only Data indications carry the peer's datagrams.
+            // ChannelData from the bound peer: the payload is handled in place.
+            if datagram.count >= 4, PacketKind(firstByte: datagram[0]) == .turnChannel {
+                // Once a channel is bound the relay sends everything from that peer this way (checks too).
+                let length = Int(datagram[2]) << 8 | Int(datagram[3])
+                guard let (channel, peer) = relayChannel, Int(datagram[0]) << 8 | Int(datagram[1]) == Int(channel) else {
+                    received.dropped += 1
+                    return
+                }
+                receivedChannelData += 1
+                guard 4 + length <= datagram.count else { received.dropped += 1; return }
+                handle(direct: UnsafeMutableRawBufferPointer(rebasing: datagram[4..<4 + length]), from: peer, now: now)
+                return
+            }
+            // Otherwise only Data indications carry the peer's datagrams.
             guard let relayed = TURNClient.unwrapData(Array(datagram)) else { received.dropped += 1; return }
             var data = relayed.data
             data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, now: now) }
