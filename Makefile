@@ -14,6 +14,12 @@ TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-p
 TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-sqlite-modules kamailio-extra-modules sqlite3
 # baresip for VoiceSIP's call tests (Tests/VoiceSIPTests/BaresipTests.swift: the engine calls it and it calls the engine).
 TEST_APT_PACKAGES += baresip
+# Headless Chromium: the browser peer of the WebRTC interoperability tests (VoiceWebRTCTests).
+TEST_APT_PACKAGES += chromium
+# coturn: the TURN server of the WebRTC transport tests (allocation with TURN REST credentials, relayed data).
+TEST_APT_PACKAGES += coturn
+# iproute2 and iptables: the NAT test's network namespaces and masquerading routers (skipped without root).
+TEST_APT_PACKAGES += iproute2 iptables
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)

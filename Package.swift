@@ -18,6 +18,9 @@ let package = Package(
         .library(name: "VoiceSIP", targets: ["VoiceSIP"]),
         // The calling client an app links (client, registration, messages, call objects): engine + SIP behind it.
         .library(name: "VoiceClient", targets: ["VoiceClient"]),
+        // WebRTC-compatible media transport (STUN/ICE, DTLS-SRTP, WebRTC SDP): a product of its own, so a SIP+SDES
+        // client links neither it nor libssl.
+        .library(name: "VoiceWebRTC", targets: ["VoiceWebRTC"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -47,6 +50,8 @@ let package = Package(
             ]
         ),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
+        // libssl (DTLS 1.2 with use_srtp) for VoiceWebRTC only.
+        cLibrary("CDTLS", pkgConfig: "libssl", apt: "libssl-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
         .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus"]),
@@ -91,10 +96,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "VoiceWebRTC",
+            dependencies: [
+                "VoiceEngine", "CDTLS", .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -125,6 +140,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        .testTarget(
+            name: "VoiceWebRTCTests", dependencies: ["VoiceWebRTC", "VoiceTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,7 +12,7 @@ let rootPackage: String = {
 
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
-let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip"]
+let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip", "stun"]
     + ["client"]  // the calling client's push payloads and service answers (issue 19)
 
 let package = Package(
@@ -30,7 +30,9 @@ let package = Package(
                     + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
                     // SIP signalling is a product of its own.
                     + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : [])
-                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage)] : []),
+                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage)] : [])
+                    // STUN/TURN and the WebRTC port's demultiplexing live in the WebRTC transport product.
+                    + (name == "stun" ? [.product(name: "VoiceWebRTC", package: rootPackage)] : []),
                 path: "targets/\(name)"
             )
         },

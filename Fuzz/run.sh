@@ -3,7 +3,7 @@
 #
 #   Fuzz/run.sh [--time SECONDS] [--parallel N] [--check] [--build-only] [target ...]
 #
-# Targets: rtp rtcp srtp sdes sdp wav pcap trace sip (all when none is named).
+# Targets: rtp rtcp srtp sdes sdp wav pcap trace sip stun (all when none is named).
 #   --time SECONDS   how long each target fuzzes (default 600, the figure RELIABILITY.md reports).
 #   --parallel N     targets fuzzing at once (default 1; each uses one core).
 #   --check          no fuzzing: run each target once over its seed corpus, its saved corpus and its crash
@@ -24,7 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SWIFT="${SWIFT:-swift}"
 scratch="${FUZZ_SCRATCH:-$here/.build}"
 work="${FUZZ_WORK:-$here/work}"
-all_targets=(rtp rtcp srtp sdes sdp wav pcap trace sip)
+all_targets=(rtp rtcp srtp sdes sdp wav pcap trace sip stun)
 all_targets+=(client)  # issue 19: push payloads and registration-service answers
 seconds=600
 parallel=1
@@ -51,7 +51,7 @@ done
 # Longest input per target: a UDP datagram for packets, larger for files.
 max_len() {
     case "$1" in
-        rtp|rtcp|srtp) echo 1500 ;;
+        rtp|rtcp|srtp|stun) echo 1500 ;;
         sdes) echo 512 ;;
         sdp|trace|sip) echo 4096 ;;
         client) echo 2048 ;;

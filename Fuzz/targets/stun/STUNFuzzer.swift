@@ -1,0 +1,48 @@
+// libFuzzer target: one datagram on the WebRTC port. RFC 7983 classification, then STUN parsing with every typed
+// attribute reader, MESSAGE-INTEGRITY verification, re-serialization (which must parse back), TURN ChannelData
+// parsing, the ICE-lite agent answering it (its responses must parse), and — when the first byte says DTLS — a
+// fresh DTLS-SRTP server association (OpenSSL's record and handshake parsing) fed the datagram.
+import FuzzSupport
+import VoiceWebRTC
+
+@main enum STUNFuzzer {
+    static func main() { runLibFuzzer(fuzz) }
+}
+
+// libFuzzer calls the target from one thread.
+nonisolated(unsafe) private let agent = ICELiteAgent(
+    local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
+    remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"))
+private let source = TransportAddress("127.0.0.1", port: 27_000)!
+nonisolated(unsafe) private let certificate = try! DTLSCertificate()
+private let peerFingerprint = DTLSFingerprint(bytes: [UInt8](repeating: 0x5A, count: 32))
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: size > 0 ? data : nil, count: size))
+    _ = bytes.withUnsafeBytes { PacketKind($0) }
+    if let message = try? STUNMessage(parsing: bytes) {
+        _ = try? message.xorAddress()
+        _ = try? message.xorAddress(STUNAttribute.Kind.xorRelayedAddress)
+        _ = try? message.mappedAddress()
+        _ = try? message.errorCode()
+        _ = try? message.uint32(STUNAttribute.Kind.priority)
+        _ = try? message.uint64(STUNAttribute.Kind.iceControlling)
+        _ = message.string(STUNAttribute.Kind.username)
+        _ = message.verifyIntegrity(key: STUNMessage.shortTermKey(password: "enginepasswordengine12"))
+        if message.attributes.allSatisfy({ $0.value.count < 60_000 }) {
+            let again = message.serialize(integrityKey: [1, 2, 3], fingerprint: true)
+            guard (try? STUNMessage(parsing: again)) != nil else { preconditionFailure("re-serialized STUN does not parse") }
+        }
+    }
+    _ = try? TURNChannelData(parsing: bytes)
+    if bytes.withUnsafeBytes({ PacketKind($0) }) == .dtls,
+       let server = try? DTLSSRTPAssociation(certificate: certificate, role: .server, remoteFingerprint: peerFingerprint) {
+        _ = bytes.withUnsafeBytes { server.receive($0) }
+        _ = bytes.withUnsafeBytes { server.receive($0) }
+    }
+    if let reply = agent.handle(bytes, from: source, now: .zero) {
+        guard (try? STUNMessage(parsing: reply)) != nil else { preconditionFailure("agent reply does not parse") }
+    }
+    return 0
+}

@@ -1,0 +1,154 @@
+import VoiceEngine
+
+/// Why a WebRTC call ended before or during media.
+public enum WebRTCCallError: Error, Equatable, Sendable {
+    /// The DTLS-SRTP association failed (fingerprint mismatch, alert, no common profile, timeout…).
+    case dtls(DTLSError)
+    /// The media stream could not start with what was negotiated.
+    case stream(String)
+}
+
+/// The engine's side of a call with a browser, answering its offer (``init(answering:certificate:host:capture:playout:)``)
+/// or offering (``init(offeringWith:host:capture:playout:)`` then ``accept(answer:)``): ICE-lite with one host
+/// candidate, DTLS-SRTP, one Opus audio line. Once DTLS is up a ``MediaStream`` keyed by DTLS runs on the
+/// transport's thread: each 10 ms it takes one block from `capture` (what the engine sends) and gives one to
+/// `playout` (what it received).
+///
+/// Threads: `capture`, `playout` and every stream call run on the transport's one thread.
+public final class WebRTCAudioCall: @unchecked Sendable {
+    /// Our SDP: the answer, or the offer.
+    public let localDescription: String
+    public private(set) var transport: WebRTCTransport?
+    public private(set) var negotiated: NegotiatedAudio?
+    private let capture: (inout AudioFrame) -> Void
+    private let playout: (AudioFrame) -> Void
+    private let clock = MonotonicClock()
+    private let certificate: DTLSCertificate
+    private let socket: DatagramSocket
+    private let localICE: ICECredentials
+    private let capabilities: AudioCapabilities
+    private var offerBase: SessionDescription?
+    private var stream: MediaStream?
+    private var captureFrame = AudioFrame(format: .mono48k)
+    private var playoutFrame = AudioFrame(format: .mono48k)
+    /// Set on the transport thread: the DTLS failure, or a stream that could not start. Media never starts (or
+    /// stops) once it is set.
+    public private(set) var failure: WebRTCCallError?
+    /// When the call was made, when DTLS completed and when the first media packet arrived (offer→audio figures).
+    public let startedAt: MediaTime
+    public private(set) var connectedAt: MediaTime?
+    public private(set) var firstAudioAt: MediaTime?
+    /// When the first block with sound (a decoded frame, not silence) left the stream's playout.
+    public private(set) var firstDecodedAt: MediaTime?
+
+    private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
+                 playout: @escaping (AudioFrame) -> Void, describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String,
+                 offerBase: SessionDescription? = nil) throws {
+        startedAt = clock.now
+        guard let bind = TransportAddress(host, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
+        socket = try DatagramSocket(bind: bind)
+        localICE = ICECredentials.random()
+        let candidate = ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
+                                     host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)
+        capabilities = AudioCapabilities(address: socket.localAddress.host, port: Int(socket.localAddress.port))
+        self.certificate = certificate
+        self.capture = capture
+        self.playout = playout
+        localDescription = try describe(
+            WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: [candidate]), capabilities)
+    }
+
+    /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake.
+    public convenience init(answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
+                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+        let offer = try WebRTCSessionDescription(parsing: offerText)
+        var outcome: (NegotiatedAudio, DTLSSRTPAssociation.Role)?
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+            let (text, negotiated, role) = try WebRTCSessionDescription.answer(
+                to: offer, localCapabilities: capabilities, local: local)
+            outcome = (negotiated, role)
+            return text
+        }
+        negotiated = outcome!.0
+        try makeTransport(remoteICE: offer.transport.ice, remoteFingerprint: offer.transport.fingerprint, role: outcome!.1)
+    }
+
+    /// Makes an offer (``localDescription``) for a browser; call ``accept(answer:)`` with its answer.
+    public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1",
+                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+        var base: SessionDescription?
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+            let (text, b) = WebRTCSessionDescription.offer(localCapabilities: capabilities, local: local)
+            base = b
+            return text
+        }
+        offerBase = base
+    }
+
+    /// Applies the browser's answer to our offer and starts the transport.
+    public func accept(answer text: String) throws {
+        guard let offerBase, transport == nil else { throw WebRTCSDPError.missingAttribute("offer (accept once, after offering)") }
+        let (negotiated, remote, role) = try WebRTCSessionDescription.negotiate(
+            offer: offerBase, answer: text, localCapabilities: capabilities)
+        self.negotiated = negotiated
+        try makeTransport(remoteICE: remote.ice, remoteFingerprint: remote.fingerprint, role: role)
+        start()
+    }
+
+    private func makeTransport(remoteICE: ICECredentials, remoteFingerprint: DTLSFingerprint,
+                               role: DTLSSRTPAssociation.Role) throws {
+        let transport = WebRTCTransport(
+            socket: socket, ice: .liteControlled(ICELiteAgent(local: localICE, remote: remoteICE)),
+            dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remoteFingerprint))
+        transport.onConnected = { [unowned self] result in connected(result) }
+        transport.onSRTP = { [unowned self] datagram, now in
+            guard let stream else { return }
+            stream.receiveDatagram(UnsafeRawBufferPointer(datagram), arrival: now)
+            if firstAudioAt == nil, stream.statistics.packetsReceived > 0 { firstAudioAt = now }
+        }
+        transport.onTick = { [unowned self] now in tick(now) }
+        self.transport = transport
+    }
+
+    /// Starts the transport's thread (an answerer calls this after sending its answer).
+    public func start() { transport?.start { [clock] in clock.now } }
+    public func stop() { transport?.stop() }
+
+    /// The stream's counters (read after ``stop()``).
+    public var statistics: MediaStreamStatistics? { stream?.statistics }
+
+    private func connected(_ result: Result<DTLSSRTPKeys, DTLSError>) {
+        switch result {
+        case .failure(let error):
+            failure = .dtls(error)
+        case .success(let keys):
+            connectedAt = clock.now
+            guard let negotiated, let transport else { return }
+            var configuration = MediaStreamConfiguration(negotiated: negotiated, deviceFormat: .mono48k, voiceProcessing: false)
+            configuration.srtp = MediaStreamSRTP(suite: keys.suite, localKey: keys.localKey, remoteKey: keys.remoteKey)
+            do {
+                stream = try MediaStream(configuration: configuration, sink: TransportSink(transport), now: clock.now)
+            } catch {
+                failure = .stream("\(error)")
+            }
+        }
+    }
+
+    private func tick(_ now: MediaTime) {
+        guard let stream else { return }
+        capture(&captureFrame)
+        stream.processCapture(captureFrame, now: now)
+        stream.renderPlayout(into: &playoutFrame, now: now)
+        if firstDecodedAt == nil, playoutFrame.withUnsafeSamples({ $0.contains { $0 != 0 } }) { firstDecodedAt = now }
+        playout(playoutFrame)
+    }
+}
+
+/// Hands a stream's SRTP datagrams to the WebRTC transport (to the nominated pair, while consent lasts).
+final class TransportSink: MediaPacketSink {
+    unowned let transport: WebRTCTransport
+    init(_ transport: WebRTCTransport) { self.transport = transport }
+    func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
+        transport.sendOnTransportThread(datagram, now: now)
+    }
+}

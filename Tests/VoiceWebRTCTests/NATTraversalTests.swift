@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+import VoiceCore
+import VoiceSRTP
+@testable import VoiceWebRTC
+
+/// Network namespaces made by the test: a "public" one holding coturn, and for each engine a NAT (masquerading
+/// router) and a private host behind it. Addresses are private ranges that exist only inside these namespaces.
+///
+///     hostA 192.168.17.2 ─ natA (MASQUERADE) 10.17.1.2 ─┐
+///                                                        pub 10.17.1.1 / 10.17.2.1: coturn on 10.17.1.1:27478
+///     hostB 192.168.18.2 ─ natB (MASQUERADE) 10.17.2.2 ─┘
+final class NATNetwork: @unchecked Sendable {
+    static let prefix = "ve17"
+    static var names: [String] { ["pub", "natA", "hostA", "natB", "hostB"].map { prefix + $0 } }
+
+    /// Runs a shell script; returns its status and output.
+    @discardableResult
+    static func sh(_ script: String) -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", script]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        guard (try? p.run()) != nil else { return (-1, "cannot run /bin/sh") }
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        while p.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        return (p.terminationStatus, String(decoding: out, as: UTF8.self))
+    }
+
+    /// Whether this machine lets us make namespaces and NAT rules (root, `ip`, `iptables`).
+    static let available: Bool = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
+              FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables") else { return false }
+        let probe = "\(prefix)probe"
+        return sh("ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s").0 == 0
+    }()
+
+    init() throws {
+        Self.teardown()
+        let p = Self.prefix
+        let script = """
+        set -e
+        for n in pub natA hostA natB hostB; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
+        ip link add \(p)pa netns \(p)pub type veth peer name \(p)ap netns \(p)natA
+        ip link add \(p)pb netns \(p)pub type veth peer name \(p)bp netns \(p)natB
+        ip link add \(p)ah netns \(p)natA type veth peer name \(p)ha netns \(p)hostA
+        ip link add \(p)bh netns \(p)natB type veth peer name \(p)hb netns \(p)hostB
+        ip -n \(p)pub addr add 10.17.1.1/24 dev \(p)pa; ip -n \(p)pub link set \(p)pa up
+        ip -n \(p)pub addr add 10.17.2.1/24 dev \(p)pb; ip -n \(p)pub link set \(p)pb up
+        ip -n \(p)natA addr add 10.17.1.2/24 dev \(p)ap; ip -n \(p)natA link set \(p)ap up
+        ip -n \(p)natA addr add 192.168.17.1/24 dev \(p)ah; ip -n \(p)natA link set \(p)ah up
+        ip -n \(p)natB addr add 10.17.2.2/24 dev \(p)bp; ip -n \(p)natB link set \(p)bp up
+        ip -n \(p)natB addr add 192.168.18.1/24 dev \(p)bh; ip -n \(p)natB link set \(p)bh up
+        ip -n \(p)hostA addr add 192.168.17.2/24 dev \(p)ha; ip -n \(p)hostA link set \(p)ha up
+        ip -n \(p)hostB addr add 192.168.18.2/24 dev \(p)hb; ip -n \(p)hostB link set \(p)hb up
+        ip -n \(p)natA route add default via 10.17.1.1
+        ip -n \(p)natB route add default via 10.17.2.1
+        ip -n \(p)hostA route add default via 192.168.17.1
+        ip -n \(p)hostB route add default via 192.168.18.1
+        for n in natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
+        ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
+        ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
+        """
+        let (status, output) = Self.sh(script)
+        guard status == 0 else {
+            Self.teardown()
+            throw NSError(domain: "NATNetwork", code: Int(status), userInfo: [NSLocalizedDescriptionKey: output])
+        }
+    }
+
+    static func teardown() {
+        for n in names { sh("ip netns del \(n) 2>/dev/null") }
+    }
+
+    deinit { Self.teardown() }
+
+    /// A UDP socket created inside namespace `name`: made on a thread that has entered it (setns affects only the
+    /// calling thread); the socket stays in that namespace for good.
+    static func socket(in name: String, bind address: TransportAddress) throws -> DatagramSocket {
+        final class Box: @unchecked Sendable { var result: Result<DatagramSocket, any Error>? }
+        let box = Box()
+        let thread = Thread {
+            let fd = open("/var/run/netns/\(name)", O_RDONLY)
+            typealias SetNS = @convention(c) (Int32, Int32) -> Int32
+            guard fd >= 0, let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns"),
+                  unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000 /* CLONE_NEWNET */) == 0
+            else {
+                box.result = .failure(NSError(domain: "setns \(name)", code: Int(errno)))
+                return
+            }
+            close(fd)
+            box.result = Result { try DatagramSocket(bind: address) }
+        }
+        thread.start()
+        while box.result == nil { Thread.sleep(forTimeInterval: 0.005) }
+        return try box.result!.get()
+    }
+}
+
+@Suite(
+    "Two engines behind NATs, through coturn", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed (make test-deps installs it)"),
+    .enabled(if: NATNetwork.available, "needs root, ip and iptables to create network namespaces with NAT"))
+struct NATTraversalTests {
+    let server = TransportAddress("10.17.1.1", port: 27478)!
+
+    /// coturn in the public namespace (relay on 10.17.1.1, ports 27500–27599).
+    func startCoturn() throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        p.arguments = ["netns", "exec", "\(NATNetwork.prefix)pub", turnserverPath, "-n", "--listening-ip=10.17.1.1",
+                       "--listening-port=27478", "--relay-ip=10.17.1.1", "--min-port=27500", "--max-port=27599",
+                       "--use-auth-secret", "--static-auth-secret=\(Coturn.secret)", "--realm=voiceengine.test",
+                       "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint", "--log-file=stdout",
+                       "--simple-log", "--pidfile=/tmp/ve17-coturn-\(UUID().uuidString).pid",
+                       // Peers are relay addresses on the server itself (both engines' allocations).
+                       "--allowed-peer-ip=10.17.1.1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        Thread.sleep(forTimeInterval: 0.7)
+        return p
+    }
+
+    func stop(_ p: Process) { stopPeer(p, grace: 0.5) }
+
+    @Test func callConnectsThroughRelayedCandidatesOnly() throws {
+        let network = try NATNetwork()
+        let coturn = try startCoturn()
+        defer { stop(coturn); _ = network }
+        let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "engine")
+        // Each engine's socket lives behind its NAT.
+        let socketA = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        let socketB = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
+        let turnA = TURNClient(socket: socketA, server: server, credentials: credentials)
+        let turnB = TURNClient(socket: socketB, server: server, credentials: credentials)
+        // Server-reflexive: coturn sees each engine at its NAT's public address, not its host address.
+        #expect(try turnA.bindingAddress().host == "10.17.1.2" && turnB.bindingAddress().host == "10.17.2.2")
+        let relayA = try turnA.allocate(), relayB = try turnB.allocate()
+        try turnA.createPermission(for: relayB)
+        try turnB.createPermission(for: relayA)
+        // Media as ChannelData once the pair is known (checks and DTLS still as Send/Data indications).
+        try turnA.bindChannel(0x4001, to: relayB)
+        try turnB.bindChannel(0x4002, to: relayA)
+
+        // Signalling (in process): A is controlling and nominates B's relayed candidate; B is ICE-lite.
+        let iceA = ICECredentials.random(), iceB = ICECredentials.random()
+        let certA = try DTLSCertificate(), certB = try DTLSCertificate()
+        let clock = MonotonicClock()
+        let a = WebRTCTransport(
+            socket: socketA, ice: .controlling(local: iceA, remote: iceB, candidate: relayB),
+            dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
+        let b = WebRTCTransport(
+            socket: socketB, ice: .liteControlled(ICELiteAgent(local: iceB, remote: iceA)),
+            dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
+        a.relay = turnA
+        b.relay = turnB
+        a.relayChannel = (0x4001, relayB)
+        b.relayChannel = (0x4002, relayA)
+        let got = WebRTCTransportTests.Received()
+        b.onSRTP = { datagram, _ in got.unprotect(datagram, with: b.keys) }
+        let started = clock.now
+        a.start { clock.now }
+        b.start { clock.now }
+        defer { a.stop(); b.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, a.keys == nil || b.keys == nil { Thread.sleep(forTimeInterval: 0.002) }
+        print("behind NATs through coturn: ICE + DTLS-SRTP done \((clock.now - started).milliseconds) ms after the transports started (relays allocated before)")
+        let keys = try #require(a.keys, "DTLS through the relays did not complete: A \(a.dtls.state), B \(b.dtls.state)")
+        #expect(a.remoteAddress == relayB && b.remoteAddress == relayA, "the pair must be relayed: \(String(describing: a.remoteAddress)) / \(String(describing: b.remoteAddress))")
+        let out = try SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound)
+        for i in 0..<20 {
+            var packet = WebRTCTransportTests.rtp(sequence: UInt16(i), ssrc: 0xA, payload: [UInt8](repeating: UInt8(i), count: 40), room: 16)
+            let n = try packet.withUnsafeMutableBytes { try out.protect($0, length: 52) }
+            #expect(packet.withUnsafeBytes { a.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now) })
+        }
+        let until = Date().addingTimeInterval(3)
+        while Date() < until, got.lock.withLock({ got.payloads.count }) < 20 { Thread.sleep(forTimeInterval: 0.01) }
+        got.lock.withLock { #expect(got.payloads.count == 20 && got.failures == 0) }
+        #expect(b.receivedChannelData >= 20, "media should arrive as ChannelData on the bound channel (\(b.receivedChannelData))")
+    }
+
+    @Test func wrongTURNCredentialsFailWithATypedError() throws {
+        let network = try NATNetwork()
+        let coturn = try startCoturn()
+        defer { stop(coturn); _ = network }
+        let socket = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        let turn = TURNClient(socket: socket, server: server, credentials: .restAPI(secret: "wrong", user: "engine"))
+        #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) { try turn.allocate() }
+    }
+}
