@@ -42,8 +42,8 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
-    @Flag(help: "All calls on the process's shared media threads, one per core (LiveCallOptions.sharedMediaThread).")
-    var sharedMediaThread = false
+    @Flag(help: "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads.")
+    var threadPerCall = false
 
     @Flag(help: "Skip the baresip column.")
     var noBaresip = false
@@ -72,7 +72,7 @@ struct LiveBench: ParsableCommand {
         }
         let baresip = noBaresip ? nil : BaresipCall.find()
         let processing = (voiceProcessing ? "on (AEC, NS, VAD; baresip speex_pp)" : "off")
-            + (sharedMediaThread ? ", shared media threads (one per core)" : ", a media thread per call")
+            + (threadPerCall ? ", a media thread per call end" : ", shared media threads (at most one per core)")
         print(
             "voice-bench live: real-time calls in one process (two LiveCalls each, looping WAV microphone, null "
                 + "speaker, loopback UDP, SRTP, Opus 16 kHz 32 kb/s c5), voice processing \(processing); "
@@ -166,7 +166,7 @@ enum EngineCalls {
         let done = DispatchSemaphore(value: 0)
         let seconds = options.seconds, warmUp = options.warmUp, processing = options.voiceProcessing
         var callOptions = LiveCallOptions()
-        callOptions.sharedMediaThread = options.sharedMediaThread
+        callOptions.sharedMediaThread = !options.threadPerCall
         Task {
             do {
                 outcome.result = .success(
@@ -190,8 +190,10 @@ enum EngineCalls {
             let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
             let keyA = SRTPMasterKey.random(for: suite, using: &generator)
             let keyB = SRTPMasterKey.random(for: suite, using: &generator)
-            let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1")
-            let transportB = try await UDPMediaTransport.bind(host: "127.0.0.1", remote: transportA.localEndpoint)
+            let polled = UDPMediaTransport.Configuration(receive: .consumerPolls)
+            let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", configuration: polled)
+            let transportB = try await UDPMediaTransport.bind(
+                host: "127.0.0.1", remote: transportA.localEndpoint, configuration: polled)
             func call(_ transport: UDPMediaTransport, local: SRTPMasterKey, remote: SRTPMasterKey) throws -> LiveCall {
                 let format = AudioFormat(sampleRate: 16_000)
                 // As `voice-engine call` opens file and null devices: driven by the call's media thread.

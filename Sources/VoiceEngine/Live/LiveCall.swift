@@ -177,7 +177,7 @@ public final class LiveCall: @unchecked Sendable {
             $0.startedAt = MonotonicClock().now
         }
         if options.sharedMediaThread {
-            LiveCallTicker.next.add(loop) { self.mediaThreadExited() }
+            LiveCallTicker.place().add(loop) { self.mediaThreadExited() }
         } else {
             let thread = Thread {
                 self.loop.run()

@@ -232,8 +232,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         shared.datagramsDiscarded.wrappingAdd(dropped, ordering: .relaxed)
     }
 
-    /// Drains both transport queues into the stream; latches the remote on packets the stream accepted.
+    /// Reads the socket when the transport leaves that to its consumer (no event-loop wake-up per packet), then
+    /// drains both transport queues into the stream; latches the remote on packets the stream accepted.
     func receive(paused: Bool) {
+        transport.receiveFromSocket()
         while transport.withNextPacket(.rtp, { (packet: ReceivedPacket) -> Void in
             if paused {
                 shared.datagramsDiscarded.wrappingAdd(1, ordering: .relaxed)
