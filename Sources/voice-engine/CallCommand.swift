@@ -210,7 +210,7 @@ enum CallRunner {
         do {
             transport = try await UDPMediaTransport.bind(
                 host: plan.bindHost, port: plan.bindPort, remote: plan.remote,
-                configuration: UDPMediaTransport.Configuration(capture: recorder))
+                configuration: UDPMediaTransport.Configuration(capture: recorder, receive: .consumerPolls))
         } catch {
             throw CallSetupError(description: "cannot bind \(plan.bindHost):\(plan.bindPort): \(error)")
         }

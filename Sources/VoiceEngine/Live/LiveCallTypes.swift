@@ -108,6 +108,9 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var datagramsDiscarded = 0
     /// Whether the media thread got the real-time scheduling it asked for (``LiveCallOptions/realtimePriority``).
     public var realtime = false
+    /// Whether the ticks ran on the microphone's own thread at each of its periods (an ALSA microphone,
+    /// ``VoiceDevices/PeriodDrivingDevice``) rather than on a media thread with its own 10 ms clock.
+    public var drivenByDevice = false
 
     public init() {}
 }

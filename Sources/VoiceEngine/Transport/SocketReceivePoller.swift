@@ -8,7 +8,8 @@ import Glibc
 /// the media thread, at its tick, takes every datagram the kernel queued since the last one with non-blocking
 /// `recvmsg` calls, so no event-loop thread wakes for packets at all. The jitter buffer still sees when each
 /// datagram really arrived: the socket has `SO_TIMESTAMPNS` on, and the kernel's receive time is moved onto the
-/// transport's clock by the datagram's age.
+/// transport's clock by the datagram's age. (The kernel enables timestamping in deferred work when the first socket
+/// asks; a datagram that arrives before that is stamped when it is read, as it would be without the option.)
 ///
 /// Everything — the message header, address, control and data buffers — is allocated once at bind; a poll
 /// allocates nothing and takes no lock. One thread polls at a time (the consumer of both queues).
