@@ -286,7 +286,7 @@ public struct PcapReader: Sendable {
         case nil: return nil
         }
 
-        let source: PcapIPAddress, destination: PcapIPAddress
+        let source: IPAddress, destination: IPAddress
         var udpEnd: Int
         switch etherType {
         case 0x0800:

@@ -1,7 +1,7 @@
 import VoiceCore
 
-/// An IPv4 or IPv6 address as found in a capture.
-public enum PcapIPAddress: Hashable, Sendable, CustomStringConvertible {
+/// An IPv4 or IPv6 address: of a capture's packets, and of the media transport's endpoints.
+public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// IPv4, in host order (`0x7F000001` is 127.0.0.1).
     case v4(UInt32)
     /// IPv6, the 16 bytes as two big-endian halves.
@@ -55,17 +55,41 @@ public enum PcapIPAddress: Hashable, Sendable, CustomStringConvertible {
             for word in [high, low] {
                 for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: word >> UInt64(shift))) }
             }
-            return groups.map { String($0, radix: 16) }.joined(separator: ":")
+            // RFC 5952 §4.2: the first longest run of two or more zero groups becomes "::".
+            var best = (start: 0, count: 0)
+            var run = (start: 0, count: 0)
+            for (i, g) in groups.enumerated() {
+                if g == 0 {
+                    run = run.count == 0 ? (i, 1) : (run.start, run.count + 1)
+                    if run.count > best.count { best = run }
+                } else {
+                    run = (0, 0)
+                }
+            }
+            let text = { (part: ArraySlice<UInt16>) in part.map { String($0, radix: 16) }.joined(separator: ":") }
+            guard best.count >= 2 else { return text(groups[...]) }
+            return text(groups[..<best.start]) + "::" + text(groups[(best.start + best.count)...])
+        }
+    }
+
+    /// Whether this is the unspecified address (`0.0.0.0` or `::`), which a socket binds to for every interface.
+    public var isUnspecified: Bool { self == .v4(0) || self == .v6(high: 0, low: 0) }
+
+    /// Whether this is a loopback address (`127.0.0.0/8` or `::1`).
+    public var isLoopback: Bool {
+        switch self {
+        case .v4(let a): a >> 24 == 127
+        case .v6(let high, let low): high == 0 && low == 1
         }
     }
 }
 
 /// An address and UDP port.
 public struct PcapEndpoint: Hashable, Sendable, CustomStringConvertible {
-    public var address: PcapIPAddress
+    public var address: IPAddress
     public var port: UInt16
 
-    public init(address: PcapIPAddress, port: UInt16) {
+    public init(address: IPAddress, port: UInt16) {
         self.address = address
         self.port = port
     }

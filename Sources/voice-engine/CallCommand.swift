@@ -43,11 +43,15 @@ struct CallCommand: ParsableCommand {
     var listen: Int?
     @Option(
         help: ArgumentHelp(
-            "Call the peer listening at this address: an IPv4 address or a host name (localhost) and a port.",
+            "Call the peer listening at this address: an IPv4 address, an IPv6 address in brackets ([::1]:5004) or "
+                + "a host name (localhost), and a port.",
             valueName: "host:port"))
     var connect: String?
-    @Option(help: "Local IPv4 address to bind (default 0.0.0.0; the connecting side binds any free port).")
-    var bind: String = "0.0.0.0"
+    @Option(
+        help: ArgumentHelp(
+            "Local IPv4 or IPv6 address to bind (default: :: — IPv6 and IPv4 on one socket — or 0.0.0.0 where "
+                + "IPv6 is off; the connecting side binds any free port).", valueName: "address"))
+    var bind: String?
     @Option(
         help: ArgumentHelp(
             "Listening side: send to this address before the peer's first packet.", valueName: "host:port"))
@@ -130,12 +134,19 @@ struct CallCommand: ParsableCommand {
         let remoteEndpoint = try connect.map { try PeerAddress.resolve($0, option: "--connect") }
             ?? remote.map { try PeerAddress.resolve($0, option: "--remote") }
         if let remoteEndpoint, remoteEndpoint.port == 0 { throw ValidationError("the peer's port cannot be 0") }
-        do { _ = try UDPEndpoint(host: bind, port: 0) } catch { throw ValidationError("--bind \(bind): \(error)") }
+        let bindHost = bind ?? (PeerAddress.hostHasIPv6 ? "::" : "0.0.0.0")
+        let local: UDPEndpoint
+        do { local = try UDPEndpoint(host: bindHost, port: 0) } catch {
+            throw ValidationError("--bind \(bindHost): \(error)")
+        }
+        if let remoteEndpoint, remoteEndpoint.isIPv6, !local.isIPv6 {
+            throw ValidationError("--bind \(bindHost) is IPv4 and cannot reach the IPv6 peer \(remoteEndpoint)")
+        }
 
         var opus = MediaStreamConfiguration.defaultOpus
         opus.bitrate = bitrate
         return CallPlan(
-            listening: listen != nil, bindHost: bind, bindPort: listen ?? 0, remote: remoteEndpoint,
+            listening: listen != nil, bindHost: bindHost, bindPort: listen ?? 0, remote: remoteEndpoint,
             srtp: noSRTP ? nil : CallPlan.Keys(
                 suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
                 remoteCrypto: remoteCrypto),
@@ -212,7 +223,8 @@ enum CallRunner {
                 host: plan.bindHost, port: plan.bindPort, remote: plan.remote,
                 configuration: UDPMediaTransport.Configuration(capture: recorder, receive: .consumerPolls))
         } catch {
-            throw CallSetupError(description: "cannot bind \(plan.bindHost):\(plan.bindPort): \(error)")
+            let local = (try? UDPEndpoint(host: plan.bindHost, port: plan.bindPort))?.description
+            throw CallSetupError(description: "cannot bind \(local ?? plan.bindHost): \(error)")
         }
         say(
             (plan.listening ? "listening on " : "calling \(plan.remote!) from ")
@@ -381,21 +393,28 @@ enum CallRunner {
         }
     }
 
-    /// When bound to the wildcard address, the interface addresses the peer can use.
+    /// When bound to the wildcard address, the interface addresses the peer can use (IPv6 ones only when the
+    /// socket is IPv6; link-local IPv6 addresses are left out, they need a zone to be dialled).
     static func localAddressesHint(_ endpoint: UDPEndpoint) -> String {
-        guard endpoint.address == 0 else { return "" }
+        guard endpoint.address.isUnspecified else { return "" }
         var addresses: [String] = []
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return "" }
         defer { freeifaddrs(list) }
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let entry = cursor {
-            if let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) {
-                let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-                let host = UInt32(bigEndian: ipv4.s_addr)
-                addresses.append(UDPEndpoint(address: host, port: endpoint.port).description)
-            }
             cursor = entry.pointee.ifa_next
+            guard let address = entry.pointee.ifa_addr else { continue }
+            let family = Int32(address.pointee.sa_family)
+            guard family == AF_INET || (family == AF_INET6 && endpoint.isIPv6) else { continue }
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { raw in
+                raw.copyMemory(from: UnsafeRawBufferPointer(
+                    start: address, count: family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size))
+            }
+            guard let found = UDPEndpoint(socketAddress: storage) else { continue }
+            if case .v6(let high, _) = found.address, high >> 54 == 0x3FA { continue }  // fe80::/10
+            addresses.append(UDPEndpoint(address: found.address, port: endpoint.port).description)
         }
         return addresses.isEmpty ? "" : " (reachable as " + addresses.joined(separator: ", ") + ")"
     }
@@ -433,8 +452,8 @@ func say(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-/// A peer's `HOST:PORT` from the command line: an IPv4 address or a host name, resolved to IPv4 here (the transport
-/// is IPv4 only, so an IPv6 literal `[::1]:5004` is refused with that reason).
+/// A peer's `HOST:PORT` from the command line: an IPv4 address, an IPv6 address in brackets (`[::1]:5004`, RFC 3986)
+/// or a host name, resolved here (IPv4 first where a name has both, as most peers listen on IPv4).
 enum PeerAddress {
     /// `HOST:PORT` split at the last colon (so `[::1]:5060` gives `[::1]`), or nil when no integer port follows it.
     static func split(_ text: String) -> (host: String, port: Int)? {
@@ -442,25 +461,49 @@ enum PeerAddress {
         return (String(text[..<colon]), port)
     }
 
+    /// Whether this host can open IPv6 sockets (the kernel may have IPv6 off).
+    static var hostHasIPv6: Bool {
+        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
     static func resolve(_ text: String, option: String) throws -> UDPEndpoint {
+        let usage = "expected HOST:PORT (an IPv4 address, [IPv6 address] or a host name; port 1...65535)"
         guard let (host, port) = split(text), (1...65_535).contains(port) else {
-            throw ValidationError("\(option) \(text): expected HOST:PORT (an IPv4 address or a host name, port 1...65535)")
+            throw ValidationError("\(option) \(text): \(usage)")
         }
-        if host.hasPrefix("[") || host.contains(":") {
-            throw ValidationError("\(option) \(text): IPv6 is not supported yet (the media transport is IPv4 only)")
+        if host.hasPrefix("[") != host.hasSuffix("]") || (!host.hasPrefix("[") && host.contains(":")) {
+            throw ValidationError("\(option) \(text): \(usage) — an IPv6 address goes in brackets, e.g. [::1]:5004")
+        }
+        if host.hasPrefix("[") {
+            guard let endpoint = try? UDPEndpoint(host: host, port: port), endpoint.isIPv6 else {
+                throw ValidationError("\(option) \(text): \(host) is not an IPv6 address")
+            }
+            return endpoint
         }
         if let endpoint = try? UDPEndpoint(host: host, port: port) { return endpoint }
         var hints = addrinfo()
-        hints.ai_family = AF_INET
+        hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         defer { if list != nil { freeaddrinfo(list) } }
-        guard status == 0, let address = list?.pointee.ai_addr else {
-            let reason = status == 0 ? "no IPv4 address" : String(cString: gai_strerror(status))
+        var found: [UDPEndpoint] = []
+        var cursor = status == 0 ? list : nil
+        while let entry = cursor {
+            cursor = entry.pointee.ai_next
+            guard let address = entry.pointee.ai_addr, Int(entry.pointee.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size
+            else { continue }
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen))) }
+            if let endpoint = UDPEndpoint(socketAddress: storage) { found.append(UDPEndpoint(address: endpoint.address, port: UInt16(port))) }
+        }
+        guard let endpoint = found.first(where: { !$0.isIPv6 }) ?? found.first else {
+            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
             throw CommandFailure.runtime("\(option) \(text): cannot resolve \(host): \(reason)")
         }
-        let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-        return UDPEndpoint(address: UInt32(bigEndian: ipv4.s_addr), port: UInt16(port))
+        return endpoint
     }
 }

@@ -192,6 +192,42 @@ import VoiceLab
         #expect(!callerEnd.killed && callerEnd.status == 1, "\(callerEnd.output)")
     }
 
+    @Test(
+        "an IPv6 literal in --connect reaches a listener on ::1, with SRTP, both ways",
+        .enabled(if: binary != nil && IPv6Loopback.available, "voice-engine binary or ::1 missing"),
+        .timeLimit(.minutes(1)))
+    func callsOverIPv6() throws {
+        let port = Self.freePort()
+        let key = { Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString() }
+        let (a, b) = (key(), key())
+        let device = ["--mic", "file:\(Self.speech)", "--speaker", "null", "--duration", "2"]
+        let listener = try Child(["call", "--listen", "\(port)", "--bind", "::1", "--local-key", a, "--remote-key", b] + device)
+        usleep(200_000)
+        let caller = try Child(["call", "--connect", "[::1]:\(port)", "--local-key", b, "--remote-key", a] + device)
+        let deadline = Date().addingTimeInterval(15)
+        let (callerEnd, listenerEnd) = (caller.wait(until: deadline), listener.wait(until: deadline))
+        #expect(listenerEnd.output.contains("listening on [::1]:\(port)"), "\(listenerEnd.output)")
+        #expect(callerEnd.output.contains("calling [::1]:\(port)"), "\(callerEnd.output)")
+        for end in [callerEnd, listenerEnd] {
+            #expect(!end.killed && end.status == 0 && end.output.contains("established"), "\(end.output)")
+            #expect(end.output.contains("(lost 0)") && !end.output.contains("received 0 of"), "\(end.output)")
+        }
+    }
+
+    @Test(.enabled(if: binary != nil, "voice-engine binary missing"), .timeLimit(.minutes(1)))
+    func badIPv6AddressesAreRejectedWithTheReason() throws {
+        for (arguments, reason) in [
+            (["call", "--connect", "::1:5004"], "an IPv6 address goes in brackets"),
+            (["call", "--connect", "[127.0.0.1]:5004"], "is not an IPv6 address"),
+            (["call", "--connect", "[::1]:5004", "--bind", "127.0.0.1"], "cannot reach the IPv6 peer"),
+            (["call", "--connect", "[::1:5004"], "expected HOST:PORT"),
+        ] {
+            let end = try Child(arguments).wait(until: Date().addingTimeInterval(10))
+            #expect(!end.killed && end.status == 64, "\(arguments): \(end.output)")
+            #expect(end.output.contains("error: --") && end.output.contains(reason), "\(arguments): \(end.output)")
+        }
+    }
+
     @Test(.enabled(if: binary != nil, "voice-engine binary missing"), .timeLimit(.minutes(1)))
     func badArgumentsAreRejected() throws {
         for arguments in [

@@ -35,8 +35,8 @@ import VoiceEngine
 
         let packets = try PcapReader.readAll(bytes: try PcapReader.readFile(path))
         #expect(packets.count == 61)
-        let local = PcapEndpoint(address: .v4(a.localEndpoint.address), port: a.localEndpoint.port)
-        let peer = PcapEndpoint(address: .v4(b.localEndpoint.address), port: b.localEndpoint.port)
+        let local = PcapEndpoint(address: a.localEndpoint.address, port: a.localEndpoint.port)
+        let peer = PcapEndpoint(address: b.localEndpoint.address, port: b.localEndpoint.port)
         let sent = packets.filter { $0.source == local && $0.destination == peer }
         let received = packets.filter { $0.source == peer && $0.destination == local }
         #expect(sent.map { UInt16($0.payload[2]) << 8 | UInt16($0.payload[3]) } == (0..<30).map { UInt16($0) })

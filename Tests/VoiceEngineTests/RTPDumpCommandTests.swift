@@ -23,8 +23,8 @@ struct RTPDumpCommandTests {
 
     /// Plain RTP, SSRC 0xdeadbeef, sequence 10…19 without 14, every 20 ms; one RTCP receiver report; one DNS reply.
     static func capture() -> [UInt8] {
-        let a = PcapEndpoint(address: PcapIPAddress("127.0.0.1")!, port: 40_000)
-        let b = PcapEndpoint(address: PcapIPAddress("127.0.0.1")!, port: 40_002)
+        let a = PcapEndpoint(address: IPAddress("127.0.0.1")!, port: 40_000)
+        let b = PcapEndpoint(address: IPAddress("127.0.0.1")!, port: 40_002)
         var writer = PcapWriter(format: .pcapng)
         writer.write(
             PcapUDPPacket(

@@ -31,8 +31,8 @@ import VoiceLab
             path: path)
         sim.streamB.isOnHold = true
         let result = sim.run()
-        let a = PcapEndpoint(address: PcapIPAddress("192.0.2.1")!, port: 40_000)
-        let b = PcapEndpoint(address: PcapIPAddress("192.0.2.2")!, port: 50_000)
+        let a = PcapEndpoint(address: IPAddress("192.0.2.1")!, port: 40_000)
+        let b = PcapEndpoint(address: IPAddress("192.0.2.2")!, port: 50_000)
         var writer = PcapWriter(format: format)
         let base: Int64 = 1_700_000_000
         // Some unrelated traffic first: a datagram that is not RTP and another RTP source on another flow.

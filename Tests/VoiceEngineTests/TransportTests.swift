@@ -243,7 +243,7 @@ import VoiceEngine
     }
 
     @Test func badBindAddressesAreTypedErrors() async throws {
-        await #expect(throws: UDPTransportError.badAddress("'localhost' is not a dotted IPv4 address")) {
+        await #expect(throws: UDPTransportError.badAddress("'localhost' is neither an IPv4 nor an IPv6 address")) {
             _ = try await UDPMediaTransport.bind(host: "localhost", port: 0)
         }
         let a = try await Self.bound()

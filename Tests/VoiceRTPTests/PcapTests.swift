@@ -67,8 +67,8 @@ import VoiceRTP
         PcapUDPPacket(seconds: 1_700_000_000, nanoseconds: 143_456_789, source: dst4, destination: src4,
                       payload: [0x81, 0xC9, 0, 1, 0, 0, 0, 9]),
         PcapUDPPacket(seconds: 1_700_000_001, nanoseconds: 999_999_999,
-                      source: PcapEndpoint(address: PcapIPAddress("2001:db8::1")!, port: 4000),
-                      destination: PcapEndpoint(address: PcapIPAddress("2001:db8::2")!, port: 4002), payload: rtp + rtp),
+                      source: PcapEndpoint(address: IPAddress("2001:db8::1")!, port: 4000),
+                      destination: PcapEndpoint(address: IPAddress("2001:db8::2")!, port: 4002), payload: rtp + rtp),
         PcapUDPPacket(seconds: 1_700_000_002, nanoseconds: 0, source: src4, destination: dst4, payload: []),
     ]
 
@@ -128,7 +128,7 @@ import VoiceRTP
             #expect(packets.first?.payload == Self.rtp, "link type \(linkType)")
             #expect(packets.first?.source.address.isIPv6 == isV6)
             #expect(packets.first?.nanoseconds == 2000)
-            if isV6 { #expect(packets.first?.source == PcapEndpoint(address: PcapIPAddress("2001:db8::1")!, port: 4000)) }
+            if isV6 { #expect(packets.first?.source == PcapEndpoint(address: IPAddress("2001:db8::1")!, port: 4000)) }
         }
     }
 
@@ -279,13 +279,20 @@ import VoiceRTP
     }
 
     @Test func addressesParseAndPrint() {
-        #expect(PcapIPAddress("192.0.2.10") == .v4(0xC000_020A))
-        #expect(PcapIPAddress("192.0.2.10")?.description == "192.0.2.10")
-        #expect(PcapIPAddress("2001:db8::1")?.description == "2001:db8:0:0:0:0:0:1")
-        #expect(PcapIPAddress("::1") == .v6(high: 0, low: 1))
-        #expect(PcapIPAddress("256.0.0.1") == nil)
-        #expect(PcapIPAddress("1::2::3") == nil)
-        #expect(PcapEndpoint(address: PcapIPAddress("::1")!, port: 5).description == "[0:0:0:0:0:0:0:1]:5")
+        #expect(IPAddress("192.0.2.10") == .v4(0xC000_020A))
+        #expect(IPAddress("192.0.2.10")?.description == "192.0.2.10")
+        #expect(IPAddress("2001:db8::1")?.description == "2001:db8::1")
+        #expect(IPAddress("::1") == .v6(high: 0, low: 1))
+        // RFC 5952 text: the first longest run of zero groups (two or more) shortened, lowercase hex.
+        for text in ["::", "::1", "1::", "2001:db8:0:1::1", "1:0:0:2::3", "2001:db8::1:0:0:1", "fe80::1:2:3:4:5", "1:2:3:4:5:6:7:8"] {
+            #expect(IPAddress(text)?.description == text)
+        }
+        #expect(IPAddress("2001:0DB8:0:0:1:0:0:1")?.description == "2001:db8::1:0:0:1")
+        #expect(IPAddress("::1")?.isLoopback == true && IPAddress("127.9.0.1")?.isLoopback == true)
+        #expect(IPAddress("::")?.isUnspecified == true && IPAddress("0.0.0.0")?.isUnspecified == true)
+        #expect(IPAddress("256.0.0.1") == nil)
+        #expect(IPAddress("1::2::3") == nil)
+        #expect(PcapEndpoint(address: IPAddress("::1")!, port: 5).description == "[::1]:5")
     }
 }
 

@@ -170,8 +170,8 @@ struct RTPCaptureAnalysisTests {
         var writer = PcapWriter(format: .pcapng)
         writer.write(
             PcapUDPPacket(
-                seconds: 1, nanoseconds: 0, source: PcapEndpoint(address: PcapIPAddress("127.0.0.1")!, port: 5000),
-                destination: PcapEndpoint(address: PcapIPAddress("127.0.0.1")!, port: 5002),
+                seconds: 1, nanoseconds: 0, source: PcapEndpoint(address: IPAddress("127.0.0.1")!, port: 5000),
+                destination: PcapEndpoint(address: IPAddress("127.0.0.1")!, port: 5002),
                 payload: [0x80, 111, 0, 1, 0, 0, 0, 1, 0, 0, 0, 9, 1, 2, 3]))
         let whole = writer.bytes
         #expect(try RTPCaptureAnalysis(capture: whole).packets.count == 1)

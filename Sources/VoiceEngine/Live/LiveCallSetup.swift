@@ -98,7 +98,7 @@ public enum LiveDeviceName: Sendable, Hashable, CustomStringConvertible {
 /// base64 on the command line.
 public enum LiveCallKeys {
     /// Our offer line: the key given as base64 (`inline:` material, key and salt) or fresh random key material.
-    /// - Throws: ``SDESError`` for bad base64 or a key of the wrong length for `suite`.
+    /// - Throws: `SDESError` (VoiceSRTP) for bad base64 or a key of the wrong length for `suite`.
     public static func localAttribute(suite: SRTPCryptoSuite, base64Key: String? = nil) throws(SDESError)
         -> SDESCryptoAttribute
     {
@@ -107,7 +107,7 @@ public enum LiveCallKeys {
     }
 
     /// The peer's attribute from a pasted `a=crypto:` line (with or without `a=`) or from a base64 key.
-    /// - Throws: ``SDESError`` naming what is wrong with the line or key.
+    /// - Throws: `SDESError` (VoiceSRTP) naming what is wrong with the line or key.
     public static func remoteAttribute(line: String? = nil, suite: SRTPCryptoSuite, base64Key: String? = nil)
         throws(SDESError) -> SDESCryptoAttribute
     {
@@ -121,7 +121,7 @@ public enum LiveCallKeys {
 
     /// The stream's SRTP settings: we protect with our key, unprotect with the peer's; both use the peer's
     /// suite, which must be ours.
-    /// - Throws: ``SDESError/unknownSuite(_:)`` when the suites differ.
+    /// - Throws: `SDESError.unknownSuite` (VoiceSRTP) when the suites differ.
     public static func streamKeys(local: SDESCryptoAttribute, remote: SDESCryptoAttribute) throws(SDESError)
         -> MediaStreamSRTP
     {

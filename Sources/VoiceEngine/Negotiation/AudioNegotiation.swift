@@ -15,8 +15,8 @@ public enum SRTPPolicy: Equatable, Sendable {
     }
 }
 
-/// What this endpoint is able and willing to do for one audio stream; the input of ``makeOffer(_:sessionID:)``
-/// and ``makeAnswer(to:localCapabilities:sessionID:)``.
+/// What this endpoint is able and willing to do for one audio stream; the input of ``SessionDescription/makeOffer(_:sessionID:)``
+/// and ``SessionDescription/makeAnswer(to:localCapabilities:sessionID:)``.
 public struct AudioCapabilities: Equatable, Sendable {
     /// Dynamic payload type we offer for Opus (an answer reuses the offer's).
     public var payloadType: UInt8
@@ -115,7 +115,7 @@ public struct NegotiatedAudio: Equatable, Sendable {
 extension SessionDescription {
     /// An offer for one Opus audio stream with fresh SRTP keys (one `a=crypto` line per suite, tags 1, 2, …).
     ///
-    /// Keep the returned description: ``negotiate(answer:)`` needs the keys it contains.
+    /// Keep the returned description: ``negotiate(answer:localCapabilities:)`` needs the keys it contains.
     public static func makeOffer(_ local: AudioCapabilities, sessionID: UInt64 = .random(in: 1...(1 << 62)))
         -> SessionDescription
     {
@@ -141,7 +141,7 @@ extension SessionDescription {
 
     /// Answers `offer`: picks its first Opus payload type, its first crypto line with a suite we support (with a
     /// fresh key of ours under the offer's tag), rtcp-mux if offered and wanted, and the send settings of
-    /// ``NegotiatedAudio/encoder`` (see ``negotiateSendSide(local:remote:)``). Other media sections are rejected
+    /// ``NegotiatedAudio/encoder`` (see ``SessionDescription/negotiateSendSide(local:remote:opus:)``). Other media sections are rejected
     /// with port 0.
     ///
     /// - Throws: ``SDPError/noOpus``, ``SDPError/audioRejected`` (offer port 0), ``SDPError/noCommonCryptoSuite(offered:)``,

@@ -1,7 +1,7 @@
 /// Why an SDP text was rejected, or why an offer/answer exchange could not agree on an audio stream.
 ///
 /// Parse errors carry the 1-based line number of the offending line so the peer's SDP can be fixed. No case ever
-/// carries key material: crypto errors carry the ``SDESError`` (which never holds keys) and the line number only.
+/// carries key material: crypto errors carry the `SDESError` (VoiceSRTP) (which never holds keys) and the line number only.
 public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A line is not `<letter>=<value>`, or a known line's value does not follow its grammar.
     case malformedLine(line: Int, reason: String)

@@ -12,7 +12,7 @@ import VoiceSRTP
 /// - send: ``processCapture(_:now:)`` with each 10 ms microphone block at the device rate → resample to the
 ///   processing rate → echo canceller (its reference is what ``renderPlayout(into:now:)`` actually played) and
 ///   preprocessor when voice processing is on → every ptime: Opus → RTP → SRTP → ``sink``.
-/// - receive: ``receiveDatagram(_:arrival:)`` for every datagram from the network → RFC 5761 demux → SRTP/SRTCP
+/// - receive: ``receiveDatagram(_:arrival:)-(UnsafeRawBufferPointer,_)`` for every datagram from the network → RFC 5761 demux → SRTP/SRTCP
 ///   unprotect → RTP parse → RFC 3550 statistics → jitter buffer. Anything wrong is counted by reason in
 ///   ``MediaStreamStatistics/drops`` and dropped; this method never traps on input and never throws.
 /// - playout: ``renderPlayout(into:now:)`` once per 10 ms device block → jitter-buffer tick (decode, FEC, PLC,

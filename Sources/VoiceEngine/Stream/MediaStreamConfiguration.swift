@@ -7,7 +7,7 @@ import VoiceSRTP
 
 /// Which jitter buffer a stream's receive chain uses.
 public enum MediaStreamJitterBuffer: Sendable, Hashable {
-    /// The NetEq-style ``AdaptiveJitterBuffer`` (time-stretching, FEC recovery, merge). Its `sampleRate` is replaced
+    /// The NetEq-style `AdaptiveJitterBuffer` (VoiceJitter) (time-stretching, FEC recovery, merge). Its `sampleRate` is replaced
     /// by the stream's processing rate.
     case adaptive(AdaptiveJitterBuffer.Configuration = AdaptiveJitterBuffer.Configuration())
     /// The speexdsp jitter buffer (whole-frame adaptation, PLC only; allocates per packet inside speexdsp).

@@ -1,7 +1,7 @@
 import VoiceJitter
 
 /// Received datagrams the stream dropped, by reason. Every datagram handed to
-/// ``MediaStream/receiveDatagram(_:arrival:)`` is either processed or counted in exactly one of these.
+/// ``MediaStream/receiveDatagram(_:arrival:)-(UnsafeRawBufferPointer,_)`` is either processed or counted in exactly one of these.
 public struct MediaStreamDrops: Sendable, Hashable, Codable {
     /// Empty datagrams.
     public var empty = 0

@@ -11,7 +11,7 @@ import Glibc
 /// so a live call can be opened in Wireshark and fed back to `voice-engine replay` / `rtp-dump`.
 ///
 /// **Off the audio path.** The transport's threads only copy each datagram into a preallocated slot and queue the
-/// slot index on an SPSC queue (``PacketSlotPool``, the same hand-over the transport's receive path uses): no
+/// slot index on an SPSC queue (`PacketSlotPool`, the same hand-over the transport's receive path uses): no
 /// allocation, lock, syscall or I/O. Received datagrams come from the channel's event loop (one producer); sent
 /// ones from whichever thread sends, admitted one at a time by an atomic flag that is tried, never waited for —
 /// a datagram sent while another thread holds it is counted in ``Summary/notRecorded`` instead of blocking (the
@@ -21,8 +21,8 @@ import Glibc
 /// **Times** are the transport clock's readings (the same arrival time the stream is given) shifted to the wall
 /// clock as read when the recorder was made, so Wireshark shows real dates.
 ///
-/// **Addresses**: the transport's local endpoint and the peer's. A socket bound to the wildcard address shows as
-/// 127.0.0.1 towards a loopback peer (what the kernel uses), else as 0.0.0.0.
+/// **Addresses**: the transport's local endpoint and the peer's, IPv4 or IPv6. A socket bound to the wildcard
+/// address shows as the loopback address towards a loopback peer (what the kernel uses), else as the unspecified one.
 ///
 /// Create it before the call (that opens the file, so an unwritable path fails first), give it to the transport in
 /// ``UDPMediaTransport/Configuration/capture``, and always ``close()`` it after the transport is closed: the writer
@@ -43,8 +43,8 @@ public final class PacketCaptureRecorder: Sendable {
     private let sent: PacketSlotPool
     /// Admits one sender at a time to `sent` (tried, never waited for).
     private let sendLane = Atomic<Bool>(false)
-    /// The transport's bound endpoint, packed; set once when the recorder is attached.
-    private let local = Atomic<UInt64>(0)
+    /// The transport's bound endpoint; set once when the recorder is attached.
+    private let local = AtomicEndpoint()
     private let clock: any MediaClock
     /// Wall-clock nanoseconds since the epoch at the clock's zero.
     private let wallOffset: Int64
@@ -66,7 +66,7 @@ public final class PacketCaptureRecorder: Sendable {
     ///   - clock: the transport's clock (``UDPMediaTransport/Configuration/clock``), whose readings stamp packets.
     ///   - slots: datagrams each direction can queue before the writer drains them (~10 s of one voice stream).
     ///   - slotSize: the largest datagram recorded (the transport's ``UDPMediaTransport/Configuration/maxPacketSize``).
-    /// - Throws: ``PcapError/io(_:)`` when the file cannot be created.
+    /// - Throws: `PcapError.io` (VoiceRTP) when the file cannot be created.
     public init(path: String, clock: any MediaClock = MonotonicClock(), slots: Int = 1024, slotSize: Int = 1500)
         throws(PcapError)
     {
@@ -93,11 +93,11 @@ public final class PacketCaptureRecorder: Sendable {
     // MARK: Producers (transport threads; no allocation, lock or I/O)
 
     /// Attached to a transport bound at `endpoint`.
-    func setLocal(_ endpoint: UDPEndpoint) { local.store(endpoint.packed, ordering: .releasing) }
+    func setLocal(_ endpoint: UDPEndpoint) { local.store(endpoint, latched: false) }
 
     /// A datagram the transport read from `source` (the channel's event loop only).
     func recordReceived(_ bytes: UnsafeRawBufferPointer, from source: UDPEndpoint, at time: MediaTime) {
-        guard bytes.count <= received.slotSize, received.deposit(bytes, source: source.packed, arrival: time.nanoseconds)
+        guard bytes.count <= received.slotSize, received.deposit(bytes, source: source, arrival: time.nanoseconds)
         else {
             dropped.wrappingAdd(1, ordering: .relaxed)
             return
@@ -112,7 +112,7 @@ public final class PacketCaptureRecorder: Sendable {
             dropped.wrappingAdd(1, ordering: .relaxed)
             return
         }
-        let queued = sent.deposit(bytes, source: destination.packed, arrival: clock.now.nanoseconds)
+        let queued = sent.deposit(bytes, source: destination, arrival: clock.now.nanoseconds)
         sendLane.store(false, ordering: .releasing)
         if !queued { dropped.wrappingAdd(1, ordering: .relaxed) }
     }
@@ -122,21 +122,19 @@ public final class PacketCaptureRecorder: Sendable {
     /// Moves everything queued into the file, in time order.
     private func drain(into file: PcapFileWriter?) {
         guard let file else { return }
-        let localEndpoint = UDPEndpoint(packed: local.load(ordering: .acquiring)) ?? UDPEndpoint(address: 0, port: 0)
+        let localEndpoint = local.load()?.endpoint ?? UDPEndpoint(address: 0, port: 0)
         var batch: [(time: Int64, order: Int, packet: PcapUDPPacket)] = []
         func take(_ pool: PacketSlotPool, outgoing: Bool) {
-            while pool.withNext({ (bytes: UnsafeRawBufferPointer, packedPeer: UInt64, time: Int64) -> Void in
-                let peer = UDPEndpoint(packed: packedPeer) ?? UDPEndpoint(address: 0, port: 0)
-                var me = localEndpoint
-                if me.address == 0, peer.address >> 24 == 127 { me.address = 0x7F00_0001 }
+            while pool.withNext({ (bytes: UnsafeRawBufferPointer, peer: UDPEndpoint, time: Int64) -> Void in
+                let me = Self.shownLocal(localEndpoint, towards: peer)
                 let wall = max(0, time + wallOffset)
                 let (from, to) = outgoing ? (me, peer) : (peer, me)
                 batch.append(
                     (time, batch.count,
                      PcapUDPPacket(
                         seconds: wall / 1_000_000_000, nanoseconds: UInt32(wall % 1_000_000_000),
-                        source: PcapEndpoint(address: .v4(from.address), port: from.port),
-                        destination: PcapEndpoint(address: .v4(to.address), port: to.port), payload: Array(bytes))))
+                        source: PcapEndpoint(address: from.address, port: from.port),
+                        destination: PcapEndpoint(address: to.address, port: to.port), payload: Array(bytes))))
             }) != nil {}
         }
         take(received, outgoing: false)
@@ -146,9 +144,24 @@ public final class PacketCaptureRecorder: Sendable {
         file.flush()
     }
 
+    /// The local address to write towards `peer`: a socket bound to the wildcard address (or a dual-stack one
+    /// talking IPv4) has no single address, so it shows as the loopback address towards a loopback peer (what the
+    /// kernel uses) and as the unspecified address otherwise, always in the peer's family as a capture needs.
+    static func shownLocal(_ local: UDPEndpoint, towards peer: UDPEndpoint) -> UDPEndpoint {
+        guard local.address.isUnspecified || local.isIPv6 != peer.isIPv6 else { return local }
+        let address: IPAddress =
+            switch (peer.isIPv6, peer.address.isLoopback) {
+            case (false, true): .v4(0x7F00_0001)
+            case (false, false): .v4(0)
+            case (true, true): .v6(high: 0, low: 1)
+            case (true, false): .v6(high: 0, low: 0)
+            }
+        return UDPEndpoint(address: address, port: local.port)
+    }
+
     /// Stops the writer thread, writes what is still queued and closes the file. Call it after the transport is
     /// closed (no producer may still record). Idempotent: later calls return the same summary.
-    /// - Throws: ``PcapError/io(_:)`` when writing failed (disk full…).
+    /// - Throws: `PcapError.io` (VoiceRTP) when writing failed (disk full…).
     @discardableResult
     public func close() throws(PcapError) -> Summary {
         if running.exchange(false, ordering: .acquiringAndReleasing) { writerExited.wait() }

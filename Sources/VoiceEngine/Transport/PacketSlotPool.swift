@@ -10,7 +10,7 @@ final class PacketSlotPool {
     let slotCount: Int
     private let storage: UnsafeMutableRawPointer
     private let lengths: UnsafeMutablePointer<Int>
-    private let sources: UnsafeMutablePointer<UInt64>
+    private let sources: UnsafeMutablePointer<UDPEndpoint>
     private let arrivals: UnsafeMutablePointer<Int64>
     private let filled: SPSCQueue<Int32>
     private let free: SPSCQueue<Int32>
@@ -23,7 +23,7 @@ final class PacketSlotPool {
         lengths = .allocate(capacity: slotCount)
         lengths.initialize(repeating: 0, count: slotCount)
         sources = .allocate(capacity: slotCount)
-        sources.initialize(repeating: 0, count: slotCount)
+        sources.initialize(repeating: UDPEndpoint(address: 0, port: 0), count: slotCount)
         arrivals = .allocate(capacity: slotCount)
         arrivals.initialize(repeating: 0, count: slotCount)
         filled = SPSCQueue(capacity: slotCount)
@@ -44,7 +44,7 @@ final class PacketSlotPool {
     var pending: Int { filled.count }
 
     /// Producer: copies `bytes` (at most `slotSize`) into a free slot and queues it. False when none is free.
-    func deposit(_ bytes: UnsafeRawBufferPointer, source: UInt64, arrival: Int64) -> Bool {
+    func deposit(_ bytes: UnsafeRawBufferPointer, source: UDPEndpoint, arrival: Int64) -> Bool {
         precondition(bytes.count <= slotSize)
         guard let index = free.pop() else { return false }
         let i = Int(index)
@@ -60,7 +60,7 @@ final class PacketSlotPool {
     }
 
     /// Consumer: lends the oldest packet to `body`, then returns its slot to the free list.
-    func withNext<R>(_ body: (UnsafeRawBufferPointer, UInt64, Int64) throws -> R) rethrows -> R? {
+    func withNext<R>(_ body: (UnsafeRawBufferPointer, UDPEndpoint, Int64) throws -> R) rethrows -> R? {
         guard let index = filled.pop() else { return nil }
         let i = Int(index)
         defer { free.push(index) }

@@ -23,7 +23,7 @@ final class SocketReceivePoller {
     private let capacity: Int
     private let data: UnsafeMutableRawPointer
     private let control: UnsafeMutableRawPointer
-    private let address: UnsafeMutablePointer<sockaddr_in>
+    private let address: UnsafeMutablePointer<sockaddr_storage>
     private let vector: UnsafeMutablePointer<iovec>
     private let header: UnsafeMutablePointer<msghdr>
 
@@ -34,7 +34,7 @@ final class SocketReceivePoller {
         data = .allocate(byteCount: capacity, alignment: 16)
         control = .allocate(byteCount: Self.controlBytes, alignment: 16)
         address = .allocate(capacity: 1)
-        address.initialize(to: sockaddr_in())
+        address.initialize(to: sockaddr_storage())
         vector = .allocate(capacity: 1)
         vector.initialize(to: iovec(iov_base: data, iov_len: capacity))
         header = .allocate(capacity: 1)
@@ -52,14 +52,14 @@ final class SocketReceivePoller {
         header.deallocate()
     }
 
-    /// Reads every queued datagram and hands each to `deliver(bytes, source, arrival)` (source nil: not IPv4;
+    /// Reads every queued datagram and hands each to `deliver(bytes, source, arrival)` (source nil: not an IP address;
     /// arrival in nanoseconds on `clock`). Returns how many were read; stops at `EAGAIN` or any error.
     func poll(clock: any MediaClock, _ deliver: (UnsafeRawBufferPointer, UDPEndpoint?, Int64) -> Void) -> Int {
         var count = 0
         var offset: Int64?  // clock now minus the wall clock now, taken once per poll when a datagram came
         while true {
             header.pointee = msghdr(
-                msg_name: UnsafeMutableRawPointer(address), msg_namelen: socklen_t(MemoryLayout<sockaddr_in>.size),
+                msg_name: UnsafeMutableRawPointer(address), msg_namelen: socklen_t(MemoryLayout<sockaddr_storage>.size),
                 msg_iov: vector, msg_iovlen: 1, msg_control: control, msg_controllen: Self.controlBytes, msg_flags: 0)
             let got = recvmsg(fd, header, Int32(MSG_DONTWAIT))
             guard got >= 0 else { return count }
@@ -69,10 +69,7 @@ final class SocketReceivePoller {
                 clock_gettime(CLOCK_REALTIME, &wall)
                 offset = clock.now.nanoseconds - (Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec))
             }
-            let source =
-                header.pointee.msg_namelen >= socklen_t(MemoryLayout<sockaddr_in>.size)
-                    && address.pointee.sin_family == sa_family_t(AF_INET)
-                ? UDPEndpoint(address.pointee) : nil
+            let source = UDPEndpoint(socketAddress: address.pointee)
             let arrival = kernelTimestamp().map { $0 + offset! } ?? clock.now.nanoseconds
             // A datagram longer than the buffer comes back cut to it: longer than a slot, so counted as oversize.
             deliver(UnsafeRawBufferPointer(start: data, count: min(got, capacity)), source, arrival)

@@ -63,7 +63,7 @@ public struct UDPTransportCounters: Sendable, Equatable {
     public var droppedNotRTP = 0
     /// Dropped: longer than the slot size.
     public var droppedOversize = 0
-    /// Dropped: from a non-IPv4 source.
+    /// Dropped: from a source that is not an IP address (never expected from a UDP socket).
     public var droppedOtherAddressFamily = 0
     /// Read errors the event loop reported (e.g. ECONNREFUSED after ICMP); the channel stays open.
     public var receiveErrors = 0
@@ -103,7 +103,9 @@ public struct UDPTransportCounters: Sendable, Equatable {
 /// the peer's packets actually come from — by the transport on the first packet (``LatchPolicy/firstPacket``) or by
 /// the receive path after SRTP authentication (``LatchPolicy/manual``, the safe choice with SRTP).
 ///
-/// IPv4 only for now. Call ``close()`` when the stream ends.
+/// **IPv4 and IPv6.** The socket's family follows the bound address; bound to `::` it is dual-stack and IPv4 peers
+/// appear as plain IPv4 endpoints. An IPv6 remote on an IPv4 socket cannot be reached: those sends fail with
+/// `EAFNOSUPPORT` (counted in ``UDPTransportCounters/sendFailed``). Call ``close()`` when the stream ends.
 public final class UDPMediaTransport: Sendable {
     public struct Configuration: Sendable {
         /// Largest datagram accepted, bytes; longer ones are dropped as oversize. 1500 covers any Ethernet MTU.
@@ -174,7 +176,8 @@ public final class UDPMediaTransport: Sendable {
     /// Opens a UDP socket bound to `host:port` (port 0: any free port) and registers it on `group`.
     ///
     /// - Parameters:
-    ///   - host: dotted IPv4 address to bind, e.g. `127.0.0.1` or `0.0.0.0`.
+    ///   - host: the IPv4 or IPv6 address to bind, e.g. `127.0.0.1`, `0.0.0.0`, `::1`, or `::` (dual stack: IPv6
+    ///     and IPv4 peers on one socket).
     ///   - remote: where to send until latching changes it (from the peer's SDP), if known.
     /// - Throws: ``UDPTransportError``.
     public static func bind(
@@ -182,7 +185,8 @@ public final class UDPMediaTransport: Sendable {
         group: any EventLoopGroup = UDPMediaTransport.sharedReceiveLoop
     ) async throws(UDPTransportError) -> UDPMediaTransport {
         let endpoint = try UDPEndpoint(host: host, port: port)
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .socketCall("socket", errno: errno) }
         var handedToNIO = false
         defer { if !handedToNIO { Glibc.close(fd) } }
@@ -191,26 +195,31 @@ public final class UDPMediaTransport: Sendable {
             // Best effort: the kernel caps it at rmem_max; a failure here only means a smaller buffer.
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
         }
-        var sa = endpoint.sockaddr
-        let bound = withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        if family == AF_INET6 {
+            // Dual stack: bound to `::`, the socket also carries IPv4 (as ::ffff:a.b.c.d), whatever the system's
+            // bindv6only default is.
+            var v6Only: Int32 = 0
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_storage()
+        let length = endpoint.socketAddress(family: family, into: &address)!
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
         guard bound == 0 else { throw .socketCall("bind", errno: errno) }
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        var named = sockaddr_storage()
+        var namedLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let gotName = withUnsafeMutablePointer(to: &named) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &namedLength) }
         }
-        guard named == 0 else { throw .socketCall("getsockname", errno: errno) }
+        guard gotName == 0, let local = UDPEndpoint(socketAddress: named) else { throw .socketCall("getsockname", errno: errno) }
 
-        configuration.capture?.setLocal(UDPEndpoint(local))
-        let state = TransportState(fd: fd, configuration: configuration)
+        configuration.capture?.setLocal(local)
+        let state = TransportState(fd: fd, family: family, configuration: configuration)
         if let remote { state.setRemote(remote) }
         if configuration.receive == .consumerPolls {
             handedToNIO = true  // owned by the transport: closed by close() or deinit
-            return UDPMediaTransport(channel: nil, state: state, local: UDPEndpoint(local), configuration: configuration)
+            return UDPMediaTransport(channel: nil, state: state, local: local, configuration: configuration)
         }
         let channel: any Channel
         do {
@@ -233,7 +242,7 @@ public final class UDPMediaTransport: Sendable {
             throw .channelSetup(String(describing: error))
         }
         return UDPMediaTransport(
-            channel: channel, state: state, local: UDPEndpoint(local), configuration: configuration)
+            channel: channel, state: state, local: local, configuration: configuration)
     }
 
     deinit {
@@ -259,7 +268,7 @@ public final class UDPMediaTransport: Sendable {
         try state.pool(kind).withNext { bytes, source, arrival in
             try body(
                 ReceivedPacket(
-                    kind: kind, bytes: bytes, source: UDPEndpoint(packed: source) ?? UDPEndpoint(address: 0, port: 0),
+                    kind: kind, bytes: bytes, source: source,
                     arrival: MediaTime(nanoseconds: arrival)))
         }
     }
@@ -274,10 +283,10 @@ public final class UDPMediaTransport: Sendable {
     // MARK: Remote and latching (any thread, lock-free)
 
     /// Where ``send(_:)`` sends: set by signalling or latched; nil until one of those happened.
-    public var remote: UDPEndpoint? { UDPEndpoint(packed: state.remote.load(ordering: .acquiring)) }
+    public var remote: UDPEndpoint? { state.remote.load()?.endpoint }
 
     /// Whether the remote has been latched to a received packet's source (by policy or ``latchRemote(to:)``).
-    public var isLatched: Bool { state.remote.load(ordering: .acquiring) & TransportState.latchedBit != 0 }
+    public var isLatched: Bool { state.remote.load()?.latched ?? false }
 
     /// Sets the remote from signalling (the peer's SDP `c=`/`m=`) and clears the latch, so the next qualifying
     /// packet latches again.
@@ -325,10 +334,11 @@ public final class UDPMediaTransport: Sendable {
 
 /// State shared by the transport (senders, consumers) and its channel handler (the event loop).
 final class TransportState: Sendable {
-    static let latchedBit: UInt64 = 1 << 49
     private static let closedBit = 1 << 40
 
     let fd: Int32
+    /// `AF_INET` or `AF_INET6` (dual stack).
+    let family: Int32
     let rtp: PacketSlotPool
     let rtcp: PacketSlotPool
     let slotSize: Int
@@ -337,14 +347,15 @@ final class TransportState: Sendable {
     let capture: PacketCaptureRecorder?
     /// With ``UDPMediaTransport/ReceiveMode/consumerPolls``: the consumer's reader of the socket.
     let poller: SocketReceivePoller?
-    /// Packed ``UDPEndpoint`` plus the latched bit; 0 when unset.
-    let remote = Atomic<UInt64>(0)
+    /// Where media goes, and whether it was latched.
+    let remote = AtomicEndpoint()
     /// Senders in `sendto` plus `closedBit` once closing began.
     private let sendGate = Atomic<Int>(0)
     let counters = AtomicCounters()
 
-    init(fd: Int32, configuration: UDPMediaTransport.Configuration) {
+    init(fd: Int32, family: Int32, configuration: UDPMediaTransport.Configuration) {
         self.fd = fd
+        self.family = family
         slotSize = configuration.maxPacketSize
         rtp = PacketSlotPool(slotCount: configuration.rtpQueueCapacity, slotSize: configuration.maxPacketSize)
         rtcp = PacketSlotPool(slotCount: configuration.rtcpQueueCapacity, slotSize: configuration.maxPacketSize)
@@ -370,25 +381,19 @@ final class TransportState: Sendable {
 
     func pool(_ kind: MediaPacketKind) -> PacketSlotPool { kind == .rtp ? rtp : rtcp }
 
-    func setRemote(_ endpoint: UDPEndpoint) { remote.store(endpoint.packed, ordering: .releasing) }
+    func setRemote(_ endpoint: UDPEndpoint) { remote.store(endpoint, latched: false) }
 
     func latch(to source: UDPEndpoint) -> Bool {
-        let new = source.packed | Self.latchedBit
-        let old = remote.exchange(new, ordering: .acquiringAndReleasing)
-        guard old != new else { return false }
+        let old = remote.store(source, latched: true)
+        guard old?.endpoint != source || old?.latched != true else { return false }
         counters.latches.wrappingAdd(1, ordering: .relaxed)
         return true
     }
 
     /// Event loop: latches on a packet when the policy says so and nothing is latched yet.
     func latchOnArrival(_ source: UDPEndpoint) {
-        guard latchPolicy == .firstPacket else { return }
-        let current = remote.load(ordering: .acquiring)
-        guard current & Self.latchedBit == 0 else { return }
-        if remote.compareExchange(expected: current, desired: source.packed | Self.latchedBit,
-                                  ordering: .acquiringAndReleasing).exchanged {
-            counters.latches.wrappingAdd(1, ordering: .relaxed)
-        }
+        guard latchPolicy == .firstPacket, remote.load()?.latched != true else { return }
+        if remote.latchIfUnlatched(source) { counters.latches.wrappingAdd(1, ordering: .relaxed) }
     }
 
     /// Returns true for the one caller that moved the gate to closed, after in-flight sends drained.
@@ -404,11 +409,14 @@ final class TransportState: Sendable {
         let gate = sendGate.wrappingAdd(1, ordering: .acquiring).newValue
         defer { sendGate.wrappingSubtract(1, ordering: .releasing) }
         guard gate & Self.closedBit == 0 else { return .closed }
-        var sa = destination.sockaddr
-        let result = withUnsafePointer(to: &sa) {
+        var address = sockaddr_storage()
+        guard let length = destination.socketAddress(family: family, into: &address) else {
+            counters.sendFailed.wrappingAdd(1, ordering: .relaxed)  // an IPv6 peer from an IPv4 socket
+            return .failed(errno: EAFNOSUPPORT)
+        }
+        let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(fd, datagram.baseAddress, datagram.count, Int32(MSG_DONTWAIT), $0,
-                       socklen_t(MemoryLayout<sockaddr_in>.size))
+                sendto(fd, datagram.baseAddress, datagram.count, Int32(MSG_DONTWAIT), $0, length)
             }
         }
         if result >= 0 {
@@ -426,7 +434,7 @@ final class TransportState: Sendable {
     }
 
     /// Producer (event loop or polling consumer): classifies one datagram (RFC 5761 §4) and queues or counts it.
-    /// `source` nil: not from an IPv4 address. `arrival`: when it arrived on `clock`.
+    /// `source` nil: not from an IP address. `arrival`: when it arrived on `clock`.
     func receive(_ bytes: UnsafeRawBufferPointer, from source: UDPEndpoint?, arrival: Int64) {
         guard let source else {
             counters.droppedOtherAddressFamily.wrappingAdd(1, ordering: .relaxed)
@@ -454,13 +462,13 @@ final class TransportState: Sendable {
         }
         latchOnArrival(source)
         if isRTCP {
-            if rtcp.deposit(bytes, source: source.packed, arrival: arrival) {
+            if rtcp.deposit(bytes, source: source, arrival: arrival) {
                 counters.receivedRTCP.wrappingAdd(1, ordering: .relaxed)
             } else {
                 counters.droppedRTCPQueueFull.wrappingAdd(1, ordering: .relaxed)
             }
         } else {
-            if rtp.deposit(bytes, source: source.packed, arrival: arrival) {
+            if rtp.deposit(bytes, source: source, arrival: arrival) {
                 counters.receivedRTP.wrappingAdd(1, ordering: .relaxed)
             } else {
                 counters.droppedRTPQueueFull.wrappingAdd(1, ordering: .relaxed)
@@ -508,8 +516,17 @@ final class MediaDatagramHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
-        let source: UDPEndpoint? =
-            if case .v4(let v4) = envelope.remoteAddress { UDPEndpoint(v4.address) } else { nil }
+        let source: UDPEndpoint?
+        switch envelope.remoteAddress {
+        case .v4(let v4):
+            source = UDPEndpoint(
+                address: UInt32(bigEndian: v4.address.sin_addr.s_addr), port: UInt16(bigEndian: v4.address.sin_port))
+        case .v6(let v6):
+            source = UDPEndpoint(
+                address: UDPEndpoint.ipAddress(v6.address.sin6_addr), port: UInt16(bigEndian: v6.address.sin6_port))
+        case .unixDomainSocket:
+            source = nil
+        }
         envelope.data.withUnsafeReadableBytes {
             state.receive($0, from: source, arrival: state.clock.now.nanoseconds)
         }

@@ -418,7 +418,7 @@ public enum DemoCall {
     // MARK: Pieces
 
     static func pcapEndpoint(_ endpoint: UDPEndpoint) -> PcapEndpoint {
-        PcapEndpoint(address: .v4(endpoint.address), port: endpoint.port)
+        PcapEndpoint(address: endpoint.address, port: endpoint.port)
     }
 
     /// A capture-file error without the path (``DemoError/cannotWrite(path:reason:)`` names it once).

@@ -102,7 +102,7 @@ public enum OneWaySimulation {
         }
         let path = try SimulatedPacketPath(aToB: options.network, bToA: .conditions(back))
         path.recordsSentRTP = options.scoresAgainstIdealReceiver
-        let loopback = PcapIPAddress.v4(0x7F00_0001)
+        let loopback = IPAddress.v4(0x7F00_0001)
         let capturing = captureFile.map {
             CapturingPacketPath(
                 wrapping: path, file: $0, endpointA: PcapEndpoint(address: loopback, port: 40_000),
