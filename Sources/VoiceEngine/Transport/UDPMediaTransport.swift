@@ -89,7 +89,9 @@ public struct UDPTransportCounters: Sendable, Equatable {
 /// second byte 192…223 is RTCP, anything else RTP —, copies it into a preallocated fixed-size slot and queues the
 /// slot on the RTP or RTCP SPSC queue. The consumer borrows packets with ``withNextPacket(_:_:)``: no allocation,
 /// lock or copy on its side. A full queue, an oversize, empty, short or non-RTP datagram is counted and dropped.
-/// Each queue has one consumer thread (RTP and RTCP may be consumed by different threads).
+/// Each queue has one consumer thread (RTP and RTCP may be consumed by different threads). With
+/// ``ReceiveMode/consumerPolls`` there is no event loop: the consumer reads the socket itself with
+/// ``receiveFromSocket()`` at its own tick (a live call's media thread), so no thread wakes per packet.
 ///
 /// **Send.** ``send(_:)`` calls `sendto(2)` with `MSG_DONTWAIT` directly on the channel's socket from the calling
 /// (audio) thread. `channel.writeAndFlush` from a foreign thread would be legal in NIO, but allocates a
