@@ -30,19 +30,25 @@ final class LiveCallTicker: @unchecked Sendable {
     /// Nanoseconds one call's tick costs, a running average over the ticker threads' measured ticks.
     private static let perCallCost = Atomic<Int>(initialPerCallNanoseconds)
 
-    /// The ticker a new call goes to (see Placement above); starts a thread when none has room.
+    /// The ticker a new call goes to (see Placement above), with the call already counted as its member (under
+    /// the pool's lock, so calls started at once from several threads are spread too); starts a thread when none
+    /// has room. Hand the call over with ``add(_:exited:)``.
     static func place() -> LiveCallTicker {
         let perCall = perCallCost.load(ordering: .relaxed)
         return pool.withLock { tickers in
-            if let roomy = tickers.first(where: { ($0.members.load(ordering: .relaxed) + 1) * perCall <= busyBudgetNanoseconds }) {
-                return roomy
+            let chosen: LiveCallTicker
+            if let roomy = tickers.first(where: {
+                ($0.members.load(ordering: .relaxed) + 1) * perCall <= busyBudgetNanoseconds
+            }) {
+                chosen = roomy
+            } else if tickers.count < maximumThreads {
+                chosen = LiveCallTicker()
+                tickers.append(chosen)
+            } else {
+                chosen = tickers.min { $0.members.load(ordering: .relaxed) < $1.members.load(ordering: .relaxed) }!
             }
-            if tickers.count < maximumThreads {
-                let ticker = LiveCallTicker()
-                tickers.append(ticker)
-                return ticker
-            }
-            return tickers.min { $0.members.load(ordering: .relaxed) < $1.members.load(ordering: .relaxed) }!
+            chosen.members.wrappingAdd(1, ordering: .relaxed)
+            return chosen
         }
     }
 
@@ -60,10 +66,9 @@ final class LiveCallTicker: @unchecked Sendable {
 
     private init() {}
 
-    /// Starts ticking `loop` at the next tick; `exited` runs on the ticker thread once the loop is no longer
-    /// ticked (after its `running` flag was cleared).
+    /// Starts ticking `loop` (placed here by ``place()``) at the next tick; `exited` runs on the ticker thread
+    /// once the loop is no longer ticked (after its `running` flag was cleared).
     func add(_ loop: LiveCallMediaLoop, exited: @escaping @Sendable () -> Void) {
-        members.wrappingAdd(1, ordering: .relaxed)
         let startThread = joining.withLock { (j: inout (members: [Member], threadStarted: Bool)) -> Bool in
             j.members.append(Member(loop: loop, exited: exited))
             defer { j.threadStarted = true }
