@@ -178,6 +178,11 @@ public final class EchoCanceller {
     private var gccHoldOff = 0
     private var blocksSinceSegment = 0
     private var blocksSinceSearch = 0
+    /// Blocks between drift searches: 50 (half a second), doubled after each search that found no clear drift up to
+    /// ``maximumDriftSearchInterval``, back to 50 after a clear one. A call without echo (a headset, a muted
+    /// speaker) would otherwise search without pause — a fifth of a live call's CPU with voice processing on.
+    private var driftSearchInterval = 50
+    private static let maximumDriftSearchInterval = 800
     /// Clear drift-search results agreeing with each other, not yet acted on (their sum and count).
     private var searchSum = 0.0
     private var searchCount = 0
@@ -437,8 +442,8 @@ public final class EchoCanceller {
     }
 
     /// Feeds the drift search a segment correlation every 25 blocks (paused after 5 s of a stable echo path) and,
-    /// while the filter shows no stable echo path, runs a search every half second over the last 3-6 s, four
-    /// candidates per block.
+    /// while the filter shows no stable echo path, runs a search over the last 3-6 s, four candidates per block:
+    /// every half second, less often (up to every 8 s) while searches find no clear drift.
     private func acquireDrift() throws(SpeexDSPError) {
         blocksSinceSearch += 1
         if driftSearch.searching {
@@ -456,7 +461,7 @@ public final class EchoCanceller {
             if let t = estimator.segmentCorrelation(into: driftSearch.nextSlot) { driftSearch.commit(time: t) }
         }
         // Only while the filter shows no stable echo path: once it does, it tracks any drift left itself.
-        if driftSearch.count >= 12 && blocksSinceSearch >= 50 && peakStable < 2 {
+        if driftSearch.count >= 12 && blocksSinceSearch >= driftSearchInterval && peakStable < 2 {
             blocksSinceSearch = 0
             driftSearch.start()
         }
@@ -469,8 +474,10 @@ public final class EchoCanceller {
         let clear = result.score > 1.5 * result.zeroScore && result.score > 2.5 * result.meanScore && abs(result.ppm) >= 50
         guard clear else {
             searchCount = 0
+            driftSearchInterval = min(driftSearchInterval * 2, Self.maximumDriftSearchInterval)
             return
         }
+        driftSearchInterval = 50
         // The filter shows the path: it follows the drift itself, and the filter-peak estimate will be finer.
         if peakStable >= 2 { return }
         if let error = drift.driftStandardErrorPPM, error < 5, drift.driftPPM != nil { return }
@@ -734,6 +741,7 @@ public final class EchoCanceller {
         driftSearch.clear()
         blocksSinceSegment = 0
         blocksSinceSearch = 0
+        driftSearchInterval = 50
         searchCount = 0
         shortMicEnergy = 0
         shortOutEnergy = 0

@@ -12,7 +12,7 @@ import VoiceCore
 /// ``DeviceEvent/interruptionEnded``; `-ENODEV` and friends → `.deviceLost`, the thread exits and the state
 /// becomes ``DeviceState/failed``; `-EBUSY` at open → ``ALSAError`` whose ``ALSAError/interruptionReason`` is
 /// `.deviceBusy`.
-public final class ALSADevice: AudioDevice, @unchecked Sendable {
+public final class ALSADevice: PeriodDrivingDevice, @unchecked Sendable {
     // @unchecked Sendable: the PCM handle is used by the control plane only under `control` and while no
     // audio thread runs (open, prepare before the thread starts, drop after it is joined), and by the audio
     // thread only between those points; counters, state and the events are Sendable.
@@ -142,6 +142,15 @@ public final class ALSADevice: AudioDevice, @unchecked Sendable {
                     call: "pthread_create", device: name, code: -errnoOf(error), message: error.description)
             }
             stateCell.set(.running)
+        }
+    }
+
+    /// Runs `handler` on the audio thread after each period (see ``PeriodDrivingDevice``). Ignored while the
+    /// thread runs: the loop reads the handler without a lock, so it may change only while no thread exists.
+    public func setPeriodHandler(_ handler: (@Sendable () -> Void)?) {
+        control.withLock { thread in
+            guard thread == nil else { return }
+            loop.periodHandler = handler
         }
     }
 

@@ -164,3 +164,13 @@ public protocol AudioDevice: AnyObject, Sendable {
     /// Stops and releases the device (finalises files, closes ALSA handles). Also done on deinit.
     func close()
 }
+
+/// A device whose own thread can carry the media work: after each period it moved it calls a handler on that
+/// thread, so a call driven by it needs no clock of its own — one wake-up per period, from the device (ALSA's
+/// `poll` on the PCM), does the device's transfer and the call's 10 ms of work.
+public protocol PeriodDrivingDevice: AudioDevice {
+    /// Installs (or with nil removes) the handler; only while the device is stopped. It runs on the device's
+    /// thread after each complete period (a capture period is in the ring by then; a playout device calls it
+    /// before taking the next period from the ring), and must not block, allocate or lock.
+    func setPeriodHandler(_ handler: (@Sendable () -> Void)?)
+}

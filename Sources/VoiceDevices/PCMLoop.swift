@@ -53,6 +53,8 @@ final class PCMLoop<IO: PCMIO>: @unchecked Sendable {
     /// Non-nil: the PCM does not pace itself (the null PCM), so the loop waits for each period's deadline.
     let timerSchedule: PeriodSchedule?
     let running = Atomic<Bool>(false)
+    /// Runs on this thread after each complete period (``PeriodDrivingDevice``); set only while no thread runs.
+    var periodHandler: (@Sendable () -> Void)?
     /// Faults other than the known ones tolerated in a row before the device counts as lost.
     let maximumConsecutiveFailures = 3
     /// Bounded waits: even a PCM that never becomes ready lets the loop look at `running` this often.
@@ -125,8 +127,10 @@ final class PCMLoop<IO: PCMIO>: @unchecked Sendable {
             let written = ring.write(UnsafeBufferPointer(buffer))
             if written < count { counters.ringOverflowSamples.add(Int64(count - written), ordering: .relaxed) }
             counters.recordPeriod(frameCount: periodFrames, at: MediaTime(nanoseconds: monotonicNanoseconds()))
+            periodHandler?()
         case .playout:
             counters.recordPeriod(frameCount: periodFrames, at: MediaTime(nanoseconds: monotonicNanoseconds()))
+            periodHandler?()
             refillFromRing()
         }
     }

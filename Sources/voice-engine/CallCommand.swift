@@ -221,7 +221,7 @@ enum CallRunner {
         do {
             transport = try await UDPMediaTransport.bind(
                 host: plan.bindHost, port: plan.bindPort, remote: plan.remote,
-                configuration: UDPMediaTransport.Configuration(capture: recorder))
+                configuration: UDPMediaTransport.Configuration(capture: recorder, receive: .consumerPolls))
         } catch {
             let local = (try? UDPEndpoint(host: plan.bindHost, port: plan.bindPort))?.description
             throw CallSetupError(description: "cannot bind \(local ?? plan.bindHost): \(error)")

@@ -54,11 +54,14 @@ import VoiceLab
     /// A listens on loopback with no remote (it latches on B's first authenticated packet); B calls A.
     static func makePair(
         directory: URL, keysA: MediaStreamSRTP?, keysB: MediaStreamSRTP?, processingOnA: Bool = false,
-        sessions: (AudioSession?, AudioSession?) = (nil, nil), options: LiveCallOptions = LiveCallOptions()
+        sessions: (AudioSession?, AudioSession?) = (nil, nil), options: LiveCallOptions = LiveCallOptions(),
+        receive: UDPMediaTransport.ReceiveMode = .consumerPolls
     ) async throws -> (a: Side, b: Side) {
-        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
+        // As `voice-engine call` binds: the media thread reads the socket.
+        let configuration = UDPMediaTransport.Configuration(receive: receive)
+        let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0, configuration: configuration)
         let transportB = try await UDPMediaTransport.bind(
-            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint)
+            host: "127.0.0.1", port: 0, remote: transportA.localEndpoint, configuration: configuration)
         let a = try makeSide(
             name: "a", directory: directory, srtp: keysA, transport: transportA, voiceProcessing: processingOnA,
             session: sessions.0, options: options)
@@ -198,12 +201,14 @@ import VoiceLab
     @Test(
         .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
         .timeLimit(.minutes(1)))
-    func callsOnTheSharedMediaThreadExchangeSpeechAndLeaveIt() async throws {
+    func callsOnThreadsOfTheirOwnReadByTheEventLoopExchangeSpeechAndLeaveThem() async throws {
+        // The opt-outs of both defaults: a media thread per call, and the NIO event loop reading the sockets.
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let keys = StreamTestSupport.srtpPair()
         let (a, b) = try await Self.makePair(
-            directory: dir, keysA: keys.0, keysB: keys.1, options: LiveCallOptions(sharedMediaThread: true))
+            directory: dir, keysA: keys.0, keysB: keys.1, options: LiveCallOptions(sharedMediaThread: false),
+            receive: .eventLoop)
         try a.call.start()
         try b.call.start()
         try await Task.sleep(for: .seconds(2))
@@ -218,7 +223,7 @@ import VoiceLab
             let (correlation, _) = Self.medianWindowCorrelation(input: input, heard: heard)
             #expect(correlation > 0.6, "\(name)'s speaker does not carry the peer's speech (\(correlation))")
         }
-        // Both left the shared thread: their ticks stopped when they ended.
+        // Both threads ended: their ticks stopped when the calls did.
         #expect(a.call.statistics.ticks == resultA.statistics.ticks)
     }
 
@@ -303,6 +308,68 @@ import VoiceLab
         #expect(!a.events.all.contains(.established))
         let heard = try WAVFile.read(path: a.speaker).int16Samples
         #expect(heard.count > 16_000 && heard.allSatisfy { $0 == 0 })
+    }
+
+    /// ALSA microphones drive their calls: each call's tick runs on its microphone's thread after every period
+    /// (no media thread, no second clock). No sound card here: ALSA `file` plugins over `null` slaves stand in —
+    /// A's microphone reads the speech from a raw file (`infile`), B's speaker writes what it plays to one —,
+    /// paced by the device thread's period timer because a null slave completes transfers at once. The `poll`
+    /// wake-up of a real card is not exercised here.
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"),
+        .timeLimit(.minutes(1)))
+    func alsaMicrophonesCarryTheirCallsTicksOnTheirOwnWakeUps() async throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try WAVFile.read(path: Self.speech).int16Samples
+        let raw = dir.appendingPathComponent("mic.raw").path
+        let heardPath = dir.appendingPathComponent("b-speaker.raw").path
+        try input.withUnsafeBytes { Data($0) }.write(to: URL(fileURLWithPath: raw))
+        func device(_ name: String, _ direction: AudioDirection, _ definition: String) throws -> ALSADevice {
+            var configuration = ALSADevice.Configuration()
+            configuration.alsaConfiguration = definition
+            configuration.pacing = .timer
+            configuration.realtimePriority = nil
+            return try ALSADevice(name: name, direction: direction, format: Self.format, configuration: configuration)
+        }
+        let nullSlave = "pcm.quiet { type null }\n"
+        let (keysA, keysB) = StreamTestSupport.srtpPair()
+        let transportA = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", configuration: .init(receive: .consumerPolls))
+        let transportB = try await UDPMediaTransport.bind(
+            host: "127.0.0.1", remote: transportA.localEndpoint, configuration: .init(receive: .consumerPolls))
+        let a = try LiveCall(
+            callID: "a", configuration: StreamTestSupport.configuration(seed: 11, srtp: keysA, voiceProcessing: false),
+            transport: transportA,
+            capture: try device(
+                "mic", .capture,
+                nullSlave + "pcm.mic { type file slave.pcm quiet file \"/dev/null\" infile \"\(raw)\" format raw }"),
+            playout: try device("quiet", .playout, nullSlave))
+        let b = try LiveCall(
+            callID: "b", configuration: StreamTestSupport.configuration(seed: 22, srtp: keysB, voiceProcessing: false),
+            transport: transportB, capture: try device("quiet", .capture, nullSlave),
+            playout: try device(
+                "speaker", .playout,
+                nullSlave + "pcm.speaker { type file slave.pcm quiet file \"\(heardPath)\" format raw }"))
+        try a.start()
+        try b.start()
+        try await Task.sleep(for: .seconds(2))
+        let resultA = await a.stop()
+        let resultB = await b.stop()
+        for (name, result) in [("A", resultA), ("B", resultB)] {
+            #expect(result.wasEstablished, "\(name) never saw media both ways")
+            #expect(result.statistics.drivenByDevice, "\(name) was not ticked by its microphone")
+            // One tick per microphone period, give or take the periods before the call ran and after it stopped.
+            let periods = Int(result.capture.periods)
+            #expect(
+                abs(result.statistics.ticks - periods) <= 3 && periods >= 150,
+                "\(name): \(result.statistics.ticks) ticks for \(periods) microphone periods")
+            #expect(result.report.rtp.received >= 70 && result.report.rtp.lost == 0)
+        }
+        let heardBytes = try Data(contentsOf: URL(fileURLWithPath: heardPath))
+        let heard = heardBytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let (correlation, _) = Self.medianWindowCorrelation(input: input, heard: heard)
+        #expect(correlation > 0.6, "B's ALSA speaker does not carry A's ALSA microphone (\(correlation))")
     }
 
     @Test func stoppingACallThatNeverStartedReportsNothingEstablished() async throws {

@@ -174,6 +174,51 @@ import VoiceEngine
         await b.close()
     }
 
+    /// `.consumerPolls`: nothing is read until the consumer polls; then every datagram is classified and counted as
+    /// the event loop would, stamped with when the kernel received it (not when it was polled); after close()
+    /// polling reads nothing and the port is free.
+    @Test func aConsumerPolledSocketIsReadOnlyWhenPolledWithKernelArrivalTimes() async throws {
+        let a = try await Self.bound()
+        let b = try await Self.bound(.init(maxPacketSize: 1200, receive: .consumerPolls))
+        a.setRemote(b.localEndpoint)
+        // The kernel turns receive timestamping on (a static key) in deferred work when the first socket asks;
+        // a call's socket lives long enough, this test waits for it.
+        try await Task.sleep(for: .milliseconds(200))
+        let sentAt = MonotonicClock().now
+        #expect(Self.send(Self.rtp(sequence: 1), from: a) == .sent)
+        _ = Self.send(Self.rtcpReceiverReport(ssrc: 7), from: a)
+        _ = Self.send([0x16, 0xFE, 0xFD] + [UInt8](repeating: 0, count: 30), from: a)  // DTLS-like
+        _ = Self.send(Self.rtp(sequence: 2, payload: 1200 - 12 + 1), from: a)  // one byte over the slot
+        _ = Self.send(Self.rtp(sequence: 3, payload: 3000), from: a)  // far over
+        _ = Self.send(Self.rtp(sequence: 4, payload: 1200 - 12), from: a)  // exactly a slot
+        try await Task.sleep(for: .milliseconds(60))
+        #expect(b.counters.datagramsRead == 0 && b.pendingPackets(.rtp) == 0, "read without a poll")
+        let polledAt = MonotonicClock().now
+        #expect(b.receiveFromSocket() == 6)
+        #expect(b.receiveFromSocket() == 0)
+        let c = b.counters
+        #expect(c.receivedRTP == 2 && c.receivedRTCP == 1 && c.droppedNotRTP == 1 && c.droppedOversize == 2)
+        var arrivals: [MediaTime] = []
+        var sizes: [Int] = []
+        while let (t, n) = b.withNextPacket(.rtp, { ($0.arrival, $0.bytes.count) }) {
+            arrivals.append(t)
+            sizes.append(n)
+        }
+        #expect(sizes == [52, 1200])
+        #expect(Self.drain(.rtcp, b).map(\.0) == [Self.rtcpReceiverReport(ssrc: 7)])
+        // The kernel's receive time: just after sending, well before the poll 60 ms later.
+        for t in arrivals {
+            #expect(t >= sentAt - .milliseconds(2) && t < polledAt - .milliseconds(40), "arrival \(t) sent \(sentAt) polled \(polledAt)")
+        }
+        let port = Int(b.localEndpoint.port)
+        await b.close()
+        _ = Self.send(Self.rtp(sequence: 5), from: a)
+        #expect(b.receiveFromSocket() == 0)
+        let again = try await UDPMediaTransport.bind(host: "127.0.0.1", port: port)
+        await again.close()
+        await a.close()
+    }
+
     @Test func sendingWithoutARemoteIsCountedNotSent() async throws {
         let a = try await Self.bound()
         #expect(Self.send(Self.rtp(sequence: 1), from: a) == .noRemote)

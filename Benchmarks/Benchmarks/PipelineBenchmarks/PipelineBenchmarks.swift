@@ -1,6 +1,7 @@
 import AllocationSuite
 import Benchmark
 import BenchmarkFixtures
+import Dispatch
 import VoiceEngine
 
 // Steady state of a full-duplex call: one inner iteration is one 20 ms step of `PipelineLoopback`, two
@@ -26,5 +27,50 @@ let benchmarks: @Sendable () -> Void = {
         ) { benchmark in
             blackHole(loopback.run(benchmark.scaledIterations.count))
         }
+    }
+    pollBenchmarks()
+}
+
+/// A live call's receive path without an event loop: one 120-byte RTP datagram sent over loopback, read by the
+/// consumer (`UDPMediaTransport.receiveFromSocket()`, `ReceiveMode.consumerPolls`: `recvmsg` with a kernel
+/// timestamp, classified into a slot) and borrowed with `withNextPacket`, as the media thread does each tick.
+final class PolledReceiveWorkload: @unchecked Sendable {
+    var sender: UDPMediaTransport!
+    var receiver: UDPMediaTransport!
+    let packet = [UInt8](repeating: 0, count: 120).enumerated().map { $0.offset == 0 ? 0x80 : $0.offset == 1 ? 111 : $0.element }
+
+    init() {
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let configuration = UDPMediaTransport.Configuration(receive: .consumerPolls)
+            self.receiver = try! await UDPMediaTransport.bind(host: "127.0.0.1", configuration: configuration)
+            self.sender = try! await UDPMediaTransport.bind(
+                host: "127.0.0.1", remote: self.receiver.localEndpoint, configuration: configuration)
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// Sends and receives `iterations` datagrams; returns the bytes received (a checksum).
+    func run(_ iterations: Int) -> Int {
+        var total = 0
+        for _ in 0..<iterations {
+            _ = packet.withUnsafeBytes { sender.send($0) }
+            receiver.receiveFromSocket()
+            while let count = receiver.withNextPacket(.rtp, { $0.bytes.count }) { total &+= count }
+        }
+        return total
+    }
+}
+
+// `Pipeline.udp.pollReceive`: 1 000 datagrams per sample, held at 0 mallocs like the legs.
+let pollBenchmarks: @Sendable () -> Void = {
+    let workload = PolledReceiveWorkload()
+    blackHole(workload.run(100))
+    Benchmark(
+        "Pipeline.udp.pollReceive",
+        configuration: .zeroAllocations(warmupIterations: 1, maxDuration: .seconds(2), maxIterations: 20)
+    ) { benchmark in
+        blackHole(workload.run(benchmark.scaledIterations.count))
     }
 }

@@ -7,7 +7,9 @@ import VoiceEngine
 
 /// `voice-bench live`: what real-time calls cost, not only their audio work. N calls in this process, each two
 /// ``LiveCall``s (A listens, B calls it) over loopback UDP with SRTP, a looping WAV microphone and a null speaker,
-/// both real-time clocked; after a warm-up, the process's CPU time and wake-ups (every thread's context switches,
+/// both real-time clocked, sockets read by the media thread (`ReceiveMode.consumerPolls`) and the calls on the
+/// process's shared media threads, as `voice-engine call` runs them (`--thread-per-call`: a thread per end); after
+/// a warm-up, the process's CPU time and wake-ups (every thread's context switches,
 /// from `/proc/self/task`) over a fixed window. Reported per call-second: CPU, wake-ups, the threads; and the
 /// ratio to the same two streams driven in fast time on one thread (the "runtime overhead"). With baresip
 /// installed, the same call between two baresip processes (Opus 16 kHz 32 kb/s complexity 5, SRTP, the same WAV;
@@ -42,8 +44,11 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
-    @Flag(help: "All calls on the process's shared media threads, one per core (LiveCallOptions.sharedMediaThread).")
-    var sharedMediaThread = false
+    @Flag(help: "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads.")
+    var threadPerCall = false
+
+    @Flag(help: "Sockets read by NIO's event loop (ReceiveMode.eventLoop) instead of by the media thread at its tick.")
+    var eventLoopReceive = false
 
     @Flag(help: "Skip the baresip column.")
     var noBaresip = false
@@ -72,7 +77,8 @@ struct LiveBench: ParsableCommand {
         }
         let baresip = noBaresip ? nil : BaresipCall.find()
         let processing = (voiceProcessing ? "on (AEC, NS, VAD; baresip speex_pp)" : "off")
-            + (sharedMediaThread ? ", shared media threads (one per core)" : ", a media thread per call")
+            + (threadPerCall ? ", a media thread per call end" : ", shared media threads (at most one per core)")
+            + (eventLoopReceive ? ", sockets read by the NIO event loop" : "")
         print(
             "voice-bench live: real-time calls in one process (two LiveCalls each, looping WAV microphone, null "
                 + "speaker, loopback UDP, SRTP, Opus 16 kHz 32 kb/s c5), voice processing \(processing); "
@@ -166,11 +172,12 @@ enum EngineCalls {
         let done = DispatchSemaphore(value: 0)
         let seconds = options.seconds, warmUp = options.warmUp, processing = options.voiceProcessing
         var callOptions = LiveCallOptions()
-        callOptions.sharedMediaThread = options.sharedMediaThread
+        callOptions.sharedMediaThread = !options.threadPerCall
+        let receive: UDPMediaTransport.ReceiveMode = options.eventLoopReceive ? .eventLoop : .consumerPolls
         Task {
             do {
                 outcome.result = .success(
-                    try await measure(calls, speech, seconds, warmUp, processing, callOptions))
+                    try await measure(calls, speech, seconds, warmUp, processing, callOptions, receive))
             } catch {
                 outcome.result = .failure(error)
             }
@@ -182,7 +189,7 @@ enum EngineCalls {
 
     private static func measure(
         _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool,
-        _ callOptions: LiveCallOptions
+        _ callOptions: LiveCallOptions, _ receive: UDPMediaTransport.ReceiveMode
     ) async throws -> LiveRun {
         var pairs: [(LiveCall, LiveCall)] = []
         for index in 0..<count {
@@ -190,8 +197,10 @@ enum EngineCalls {
             let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
             let keyA = SRTPMasterKey.random(for: suite, using: &generator)
             let keyB = SRTPMasterKey.random(for: suite, using: &generator)
-            let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1")
-            let transportB = try await UDPMediaTransport.bind(host: "127.0.0.1", remote: transportA.localEndpoint)
+            let polled = UDPMediaTransport.Configuration(receive: receive)
+            let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", configuration: polled)
+            let transportB = try await UDPMediaTransport.bind(
+                host: "127.0.0.1", remote: transportA.localEndpoint, configuration: polled)
             func call(_ transport: UDPMediaTransport, local: SRTPMasterKey, remote: SRTPMasterKey) throws -> LiveCall {
                 let format = AudioFormat(sampleRate: 16_000)
                 // As `voice-engine call` opens file and null devices: driven by the call's media thread.

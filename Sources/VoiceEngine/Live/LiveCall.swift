@@ -10,10 +10,14 @@ import VoiceSession
 #endif
 
 /// One real-time call: a ``MediaStream`` between two audio devices and a ``UDPMediaTransport``, driven by one
-/// dedicated media thread.
+/// media thread.
 ///
-/// **Media plane.** A `Thread` (not a Swift concurrency task) wakes every 10 ms on absolute `CLOCK_MONOTONIC`
-/// deadlines and, in order: drains the transport's RTP and RTCP queues into the stream (latching the remote to
+/// **Media plane.** One thread (not a Swift concurrency task) runs the call's 10 ms tick: with an ALSA
+/// microphone, the microphone's own thread, right after each period it read (``VoiceDevices/PeriodDrivingDevice``
+/// — one wake-up, from `poll` on the PCM, for the device and the call); otherwise a media thread shared by the
+/// process's calls (``LiveCallOptions/sharedMediaThread``, the default) or one of the call's own, waking every
+/// 10 ms on absolute `CLOCK_MONOTONIC` deadlines. A tick, in order: reads the socket when the transport leaves
+/// that to its consumer (``UDPMediaTransport/ReceiveMode/consumerPolls``, as `voice-engine call` binds it), drains the transport's RTP and RTCP queues into the stream (latching the remote to
 /// the source of packets that passed SRTP — symmetric RTP), reads 10 ms from the microphone's ring into the
 /// send chain (padding with silence and counting an underrun when the ring is short), renders 10 ms from the
 /// receive chain into the speaker's ring, and polls RTCP. The stream's packets go out through the transport's
@@ -162,10 +166,13 @@ public final class LiveCall: @unchecked Sendable {
             guard c.phase == .created else { throw .invalidState("the call was already started") }
             c.phase = .running
         }
+        // An ALSA microphone carries the call's tick on its own wake-up: no media thread, no second clock.
+        loop.drivingDevice?.setPeriodHandler { [loop] in loop.deviceTick() }
         for device in [playout, capture] {
             do { try device.start() } catch {
                 playout.stop()
                 capture.stop()
+                loop.drivingDevice?.setPeriodHandler(nil)
                 control.withLock { $0.phase = .created }
                 throw .deviceStartFailed(device: device.name, reason: "\(error)")
             }
@@ -176,8 +183,10 @@ public final class LiveCall: @unchecked Sendable {
             $0.threadStarted = true
             $0.startedAt = MonotonicClock().now
         }
-        if options.sharedMediaThread {
-            LiveCallTicker.next.add(loop) { self.mediaThreadExited() }
+        if loop.drivingDevice != nil {
+            // Ticked by the microphone's thread from now on (the handler looked at `running`).
+        } else if options.sharedMediaThread {
+            LiveCallTicker.place().add(loop) { self.mediaThreadExited() }
         } else {
             let thread = Thread {
                 self.loop.run()
@@ -326,7 +335,11 @@ public final class LiveCall: @unchecked Sendable {
     private func finish(cause: CallEndCause) async -> LiveCallResult {
         let (threadStarted, startedAt) = control.withLock { ($0.threadStarted, $0.startedAt) }
         shared.running.store(false, ordering: .releasing)
-        if threadStarted {
+        if threadStarted, let driver = loop.drivingDevice {
+            // Joining the microphone's thread ends its ticks; the handler (which holds the loop) goes with it.
+            capture.stop()
+            driver.setPeriodHandler(nil)
+        } else if threadStarted {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let exited = mediaExit.withLock { (exit: inout MediaExit) -> Bool in
                     if !exit.exited { exit.waiter = c }

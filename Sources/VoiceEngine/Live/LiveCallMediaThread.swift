@@ -31,6 +31,7 @@ final class LiveCallShared: Sendable {
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
     let realtime = Atomic<Bool>(false)
+    let drivenByDevice = Atomic<Bool>(false)
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -47,6 +48,7 @@ final class LiveCallShared: Sendable {
         s.datagramsReceived = datagramsReceived.load(ordering: .relaxed)
         s.datagramsDiscarded = datagramsDiscarded.load(ordering: .relaxed)
         s.realtime = realtime.load(ordering: .relaxed)
+        s.drivenByDevice = drivenByDevice.load(ordering: .relaxed)
         return s
     }
 }
@@ -97,6 +99,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// wake-up per 10 ms serves the call and both devices instead of three.
     let drivenCapture: ClockedAudioDevice?
     let drivenPlayout: ClockedAudioDevice?
+    /// A microphone whose own thread wakes per period (ALSA, blocking in `poll` on the PCM): the call's tick runs
+    /// on that wake-up (``deviceTick()``) instead of on a media thread with a clock of its own.
+    let drivingDevice: (any PeriodDrivingDevice)?
+    private var deviceThreadSeen = false
     let shared: LiveCallShared
     let options: LiveCallOptions
     /// Rare transitions only (never in steady state): yielding takes the stream's lock and may allocate.
@@ -126,6 +132,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         self.playout = playout
         drivenCapture = Self.manuallyClocked(capture)
         drivenPlayout = Self.manuallyClocked(playout)
+        drivingDevice = capture as? any PeriodDrivingDevice
         self.shared = shared
         self.options = options
         let format = stream.configuration.deviceFormat
@@ -156,6 +163,18 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
             tick(now: MonotonicClock().now)
         }
+    }
+
+    /// The microphone's period handler: one tick on the device's thread, right after its period reached the
+    /// capture ring, while the call runs. That thread's real-time grant is the call's.
+    func deviceTick() {
+        guard shared.running.load(ordering: .acquiring) else { return }
+        if !deviceThreadSeen {
+            deviceThreadSeen = true
+            shared.drivenByDevice.store(true, ordering: .relaxed)
+            if case .granted = capture.statistics.realtime { shared.realtime.store(true, ordering: .relaxed) }
+        }
+        tick(now: MonotonicClock().now)
     }
 
     /// Names the calling thread `voice-media` and asks for SCHED_FIFO at `options.realtimePriority`, as every media
@@ -232,8 +251,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         shared.datagramsDiscarded.wrappingAdd(dropped, ordering: .relaxed)
     }
 
-    /// Drains both transport queues into the stream; latches the remote on packets the stream accepted.
+    /// Reads the socket when the transport leaves that to its consumer (no event-loop wake-up per packet), then
+    /// drains both transport queues into the stream; latches the remote on packets the stream accepted.
     func receive(paused: Bool) {
+        transport.receiveFromSocket()
         while transport.withNextPacket(.rtp, { (packet: ReceivedPacket) -> Void in
             if paused {
                 shared.datagramsDiscarded.wrappingAdd(1, ordering: .relaxed)

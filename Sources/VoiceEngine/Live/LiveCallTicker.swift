@@ -3,24 +3,53 @@ import Synchronization
 import VoiceCore
 import VoiceDevices
 
-/// The process's shared media threads, one per core: every call started with ``LiveCallOptions/sharedMediaThread``
-/// is ticked by one of them (given in turn), all on a 10 ms absolute deadline, so N calls cost 100 wake-ups a
-/// second per core instead of 100 × N, and more calls than one core can tick still fit.
+/// The process's shared media threads, at most one per core: every call started with
+/// ``LiveCallOptions/sharedMediaThread`` (the default) is ticked by one of them, all on a 10 ms absolute deadline,
+/// so N calls cost 100 wake-ups a second per thread instead of 100 × N.
+///
+/// **Placement.** A call goes to the first thread whose tick would stay within ``busyBudgetNanoseconds`` (half the
+/// tick) with it added, estimated from the calls it has and what a call's tick measurably costs (``perCallCost``,
+/// learnt from the running threads); only when none has room does a new thread start, up to one per core, and past
+/// that the least loaded one takes it. So the two ends of a call in one process, or a handful of calls, share one
+/// wake-up, and a hundred are spread over the cores instead of overrunning one thread's tick.
 ///
 /// Calls join through a mutex-guarded list the thread takes over at its next tick (only when something is
 /// pending, so a steady tick takes no lock); a call leaves when its `running` flag is cleared — the thread drops it
 /// and calls its exit handler, after which nothing touches its stream. With no call, the thread blocks on a
 /// semaphore instead of ticking.
 final class LiveCallTicker: @unchecked Sendable {
-    // @unchecked Sendable: `calls` is used only by the ticker thread; `joining` is behind a Mutex.
+    // @unchecked Sendable: `calls` is used only by the ticker thread; `joining` is behind a Mutex; the rest atomics.
 
-    /// One ticker per core; ``add(_:exited:)`` hands calls to them in turn.
-    static let pool = (0..<max(1, ProcessInfo.processInfo.activeProcessorCount)).map { _ in LiveCallTicker() }
-    private static let nextInPool = Atomic<Int>(0)
+    /// Half of the 10 ms tick: the rest is headroom for stalls, other threads and the devices.
+    static let busyBudgetNanoseconds = 5_000_000
+    /// What one call's tick is assumed to cost before any was measured (a call with voice processing, cold).
+    static let initialPerCallNanoseconds = 250_000
 
-    /// The ticker the next call goes to.
-    static var next: LiveCallTicker {
-        pool[nextInPool.wrappingAdd(1, ordering: .relaxed).oldValue % pool.count]
+    private static let pool = Mutex<[LiveCallTicker]>([])
+    private static let maximumThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Nanoseconds one call's tick costs, a running average over the ticker threads' measured ticks.
+    private static let perCallCost = Atomic<Int>(initialPerCallNanoseconds)
+
+    /// The ticker a new call goes to (see Placement above), with the call already counted as its member (under
+    /// the pool's lock, so calls started at once from several threads are spread too); starts a thread when none
+    /// has room. Hand the call over with ``add(_:exited:)``.
+    static func place() -> LiveCallTicker {
+        let perCall = perCallCost.load(ordering: .relaxed)
+        return pool.withLock { tickers in
+            let chosen: LiveCallTicker
+            if let roomy = tickers.first(where: {
+                ($0.members.load(ordering: .relaxed) + 1) * perCall <= busyBudgetNanoseconds
+            }) {
+                chosen = roomy
+            } else if tickers.count < maximumThreads {
+                chosen = LiveCallTicker()
+                tickers.append(chosen)
+            } else {
+                chosen = tickers.min { $0.members.load(ordering: .relaxed) < $1.members.load(ordering: .relaxed) }!
+            }
+            chosen.members.wrappingAdd(1, ordering: .relaxed)
+            return chosen
+        }
     }
 
     private struct Member {
@@ -30,13 +59,15 @@ final class LiveCallTicker: @unchecked Sendable {
 
     private let joining = Mutex<(members: [Member], threadStarted: Bool)>(([], false))
     private let hasJoining = Atomic<Bool>(false)
+    /// Calls given to this ticker and not yet dropped (joining ones included): what placement counts.
+    private let members = Atomic<Int>(0)
     private let wakeup = DispatchSemaphore(value: 0)
     private var calls: [Member] = []
 
     private init() {}
 
-    /// Starts ticking `loop` at the next tick; `exited` runs on the ticker thread once the loop is no longer
-    /// ticked (after its `running` flag was cleared).
+    /// Starts ticking `loop` (placed here by ``place()``) at the next tick; `exited` runs on the ticker thread
+    /// once the loop is no longer ticked (after its `running` flag was cleared).
     func add(_ loop: LiveCallMediaLoop, exited: @escaping @Sendable () -> Void) {
         let startThread = joining.withLock { (j: inout (members: [Member], threadStarted: Bool)) -> Bool in
             j.members.append(Member(loop: loop, exited: exited))
@@ -71,19 +102,30 @@ final class LiveCallTicker: @unchecked Sendable {
                 for member in joined { member.loop.shared.realtime.store(realtime, ordering: .relaxed) }
                 calls += joined
             }
+            var now = MonotonicClock().now
+            let start = now.nanoseconds
             var index = 0
             while index < calls.count {
                 let member = calls[index]
                 guard member.loop.shared.running.load(ordering: .acquiring) else {
                     calls.swapAt(index, calls.count - 1)
                     calls.removeLast()
+                    members.wrappingSubtract(1, ordering: .relaxed)
                     member.exited()
                     continue
                 }
                 if missed > 0 { member.loop.shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
-                member.loop.tick(now: MonotonicClock().now)
+                member.loop.tick(now: now)
+                now = MonotonicClock().now
                 index += 1
             }
+            if !calls.isEmpty { learn(perCall: Int(now.nanoseconds - start) / calls.count) }
         }
+    }
+
+    /// Folds one tick's cost per call into the shared estimate (1/64 weight: a few seconds of ticks).
+    private func learn(perCall: Int) {
+        let old = Self.perCallCost.load(ordering: .relaxed)
+        Self.perCallCost.store(old + (perCall - old) / 64, ordering: .relaxed)
     }
 }

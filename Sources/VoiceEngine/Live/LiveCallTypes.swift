@@ -57,16 +57,17 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
     /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
     public var realtimePriority: Int32?
-    /// Tick this call on one of the process's shared media threads (``LiveCallTicker``, one per core) with the
-    /// other calls that ask for it, instead of on a thread of its own: one wake-up per 10 ms per core for all of
-    /// them. A server or multi-party host with many calls wants it; each shared thread uses the
-    /// ``maximumLagTicks`` and ``realtimePriority`` of the first call it was given.
+    /// Tick this call on one of the process's shared media threads (``LiveCallTicker``, at most one per core,
+    /// started as the calls' measured cost needs them) with the other calls that ask for it: one wake-up per
+    /// 10 ms per thread for all of them. The default; for one call it is the same one thread a call of its own
+    /// would have. `false` gives the call a thread of its own, which isolates it from other calls' stalls. Each
+    /// shared thread uses the ``maximumLagTicks`` and ``realtimePriority`` of the call that started it.
     public var sharedMediaThread: Bool
 
     public init(
         captureCushionBlocks: Int = 2, captureHighWaterBlocks: Int = 8, playoutPrimeBlocks: Int = 2,
         playoutHighWaterBlocks: Int = 8, mediaTimeoutSeconds: Double? = nil,
-        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10, sharedMediaThread: Bool = false
+        maximumLagTicks: Int = 5, realtimePriority: Int32? = 10, sharedMediaThread: Bool = true
     ) {
         self.sharedMediaThread = sharedMediaThread
         self.realtimePriority = realtimePriority
@@ -107,6 +108,9 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var datagramsDiscarded = 0
     /// Whether the media thread got the real-time scheduling it asked for (``LiveCallOptions/realtimePriority``).
     public var realtime = false
+    /// Whether the ticks ran on the microphone's own thread at each of its periods (an ALSA microphone,
+    /// ``VoiceDevices/PeriodDrivingDevice``) rather than on a media thread with its own 10 ms clock.
+    public var drivenByDevice = false
 
     public init() {}
 }

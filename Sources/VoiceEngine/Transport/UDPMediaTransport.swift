@@ -89,7 +89,9 @@ public struct UDPTransportCounters: Sendable, Equatable {
 /// second byte 192…223 is RTCP, anything else RTP —, copies it into a preallocated fixed-size slot and queues the
 /// slot on the RTP or RTCP SPSC queue. The consumer borrows packets with ``withNextPacket(_:_:)``: no allocation,
 /// lock or copy on its side. A full queue, an oversize, empty, short or non-RTP datagram is counted and dropped.
-/// Each queue has one consumer thread (RTP and RTCP may be consumed by different threads).
+/// Each queue has one consumer thread (RTP and RTCP may be consumed by different threads). With
+/// ``ReceiveMode/consumerPolls`` there is no event loop: the consumer reads the socket itself with
+/// ``receiveFromSocket()`` at its own tick (a live call's media thread), so no thread wakes per packet.
 ///
 /// **Send.** ``send(_:)`` calls `sendto(2)` with `MSG_DONTWAIT` directly on the channel's socket from the calling
 /// (audio) thread. `channel.writeAndFlush` from a foreign thread would be legal in NIO, but allocates a
@@ -121,12 +123,16 @@ public final class UDPMediaTransport: Sendable {
         public var receiveBufferBytes: Int?
         /// Records every datagram sent and received (as on the wire) into a capture file, off the audio path.
         public var capture: PacketCaptureRecorder?
+        /// Who reads the socket: an event loop (the default) or the consumer with ``receiveFromSocket()``.
+        public var receive: ReceiveMode
 
         public init(
             maxPacketSize: Int = 1500, rtpQueueCapacity: Int = 256, rtcpQueueCapacity: Int = 32,
             latchPolicy: LatchPolicy = .manual, clock: any MediaClock = MonotonicClock(),
-            receiveBufferBytes: Int? = 256 * 1024, capture: PacketCaptureRecorder? = nil
+            receiveBufferBytes: Int? = 256 * 1024, capture: PacketCaptureRecorder? = nil,
+            receive: ReceiveMode = .eventLoop
         ) {
+            self.receive = receive
             precondition(maxPacketSize >= 12 && rtpQueueCapacity > 0 && rtcpQueueCapacity > 0)
             self.maxPacketSize = maxPacketSize
             self.rtpQueueCapacity = rtpQueueCapacity
@@ -138,13 +144,26 @@ public final class UDPMediaTransport: Sendable {
         }
     }
 
+    /// Who reads the socket.
+    public enum ReceiveMode: Sendable, Hashable {
+        /// A NIO event loop reads each datagram as it arrives and queues it (one wake-up per readable moment);
+        /// any thread consumes with ``withNextPacket(_:_:)``.
+        case eventLoop
+        /// No event loop: the consumer calls ``receiveFromSocket()`` before draining the queues, at its own
+        /// tick, and reads what the kernel queued meanwhile (non-blocking, kernel arrival timestamps). A live
+        /// call's media thread does this, so received packets wake no thread at all. Both queues then have the
+        /// one consumer thread that polls.
+        case consumerPolls
+    }
+
     /// The bound address (with the port the system chose when bound to port 0).
     public let localEndpoint: UDPEndpoint
     public let configuration: Configuration
-    private let channel: any Channel
+    /// nil when the consumer polls the socket (``ReceiveMode/consumerPolls``).
+    private let channel: (any Channel)?
     private let state: TransportState
 
-    private init(channel: any Channel, state: TransportState, local: UDPEndpoint, configuration: Configuration) {
+    private init(channel: (any Channel)?, state: TransportState, local: UDPEndpoint, configuration: Configuration) {
         self.channel = channel
         self.state = state
         self.localEndpoint = local
@@ -200,6 +219,10 @@ public final class UDPMediaTransport: Sendable {
         configuration.capture?.setLocal(local)
         let state = TransportState(fd: fd, family: family, configuration: configuration)
         if let remote { state.setRemote(remote) }
+        if configuration.receive == .consumerPolls {
+            handedToNIO = true  // owned by the transport: closed by close() or deinit
+            return UDPMediaTransport(channel: nil, state: state, local: local, configuration: configuration)
+        }
         let channel: any Channel
         do {
             handedToNIO = true  // from here NIO owns and closes the descriptor
@@ -226,10 +249,20 @@ public final class UDPMediaTransport: Sendable {
 
     deinit {
         // A transport dropped without close(): nobody can be sending any more (no references), so just close.
-        if state.markClosed() { channel.close(promise: nil) }
+        if state.markClosed() { closeSocket() }
+    }
+
+    private func closeSocket() {
+        if let channel { channel.close(promise: nil) } else { Glibc.close(state.fd) }
     }
 
     // MARK: Receiving (one consumer thread per kind)
+
+    /// Consumer, with ``ReceiveMode/consumerPolls``: reads every datagram waiting on the socket into the queues
+    /// (classified, counted and dropped as the event loop would) and returns how many were read; 0 at once with
+    /// an event loop or after ``close()``. No allocation or lock; one `recvmsg` per datagram plus one.
+    @discardableResult
+    public func receiveFromSocket() -> Int { state.pollSocket() }
 
     /// Consumer: lends the oldest queued packet of `kind` to `body` and then recycles its slot.
     /// Returns nil (without calling `body`) when none is queued. No allocation, lock or syscall.
@@ -291,12 +324,13 @@ public final class UDPMediaTransport: Sendable {
     /// closes the channel and its socket. Queued packets stay readable. Idempotent.
     public func close() async {
         guard state.markClosed() else { return }
-        try? await channel.close().get()
+        if let channel { try? await channel.close().get() } else { Glibc.close(state.fd) }
     }
 
-    /// Completes when the channel is closed (after ``close()`` or a fatal socket error).
+    /// Completes when the channel is closed (after ``close()`` or a fatal socket error); with
+    /// ``ReceiveMode/consumerPolls`` at once (there is no channel to wait for).
     public var closed: Void {
-        get async { try? await channel.closeFuture.get() }
+        get async { try? await channel?.closeFuture.get() }
     }
 }
 
@@ -313,6 +347,8 @@ final class TransportState: Sendable {
     let latchPolicy: LatchPolicy
     let clock: any MediaClock
     let capture: PacketCaptureRecorder?
+    /// With ``UDPMediaTransport/ReceiveMode/consumerPolls``: the consumer's reader of the socket.
+    let poller: SocketReceivePoller?
     /// Where media goes, and whether it was latched.
     let remote = AtomicEndpoint()
     /// Senders in `sendto` plus `closedBit` once closing began.
@@ -328,6 +364,21 @@ final class TransportState: Sendable {
         latchPolicy = configuration.latchPolicy
         clock = configuration.clock
         capture = configuration.capture
+        poller =
+            configuration.receive == .consumerPolls
+            ? SocketReceivePoller(fd: fd, capacity: configuration.maxPacketSize + 1) : nil
+    }
+
+    /// Consumer: reads the socket through the poller, holding the send gate so close() cannot close the
+    /// descriptor under the read.
+    func pollSocket() -> Int {
+        guard let poller else { return 0 }
+        let gate = sendGate.wrappingAdd(1, ordering: .acquiring).newValue
+        defer { sendGate.wrappingSubtract(1, ordering: .releasing) }
+        guard gate & Self.closedBit == 0 else { return 0 }
+        return poller.poll(clock: clock) { bytes, source, arrival in
+            receive(bytes, from: source, arrival: arrival)
+        }
     }
 
     func pool(_ kind: MediaPacketKind) -> PacketSlotPool { kind == .rtp ? rtp : rtcp }
@@ -384,20 +435,14 @@ final class TransportState: Sendable {
         return .failed(errno: code)
     }
 
-    /// Event loop: classifies one datagram (RFC 5761 §4) and queues or counts it.
-    func receive(_ bytes: UnsafeRawBufferPointer, from address: SocketAddress) {
-        let source: UDPEndpoint
-        switch address {
-        case .v4(let v4):
-            source = UDPEndpoint(address: UInt32(bigEndian: v4.address.sin_addr.s_addr), port: UInt16(bigEndian: v4.address.sin_port))
-        case .v6(let v6):
-            source = UDPEndpoint(address: UDPEndpoint.ipAddress(v6.address.sin6_addr), port: UInt16(bigEndian: v6.address.sin6_port))
-        case .unixDomainSocket:
+    /// Producer (event loop or polling consumer): classifies one datagram (RFC 5761 §4) and queues or counts it.
+    /// `source` nil: not from an IP address. `arrival`: when it arrived on `clock`.
+    func receive(_ bytes: UnsafeRawBufferPointer, from source: UDPEndpoint?, arrival: Int64) {
+        guard let source else {
             counters.droppedOtherAddressFamily.wrappingAdd(1, ordering: .relaxed)
             return
         }
         let count = bytes.count
-        let arrival = clock.now.nanoseconds
         // Everything the socket delivered, also what is dropped below: the capture shows the wire.
         capture?.recordReceived(bytes, from: source, at: MediaTime(nanoseconds: arrival))
         if count == 0 {
@@ -473,7 +518,20 @@ final class MediaDatagramHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
-        envelope.data.withUnsafeReadableBytes { state.receive($0, from: envelope.remoteAddress) }
+        let source: UDPEndpoint?
+        switch envelope.remoteAddress {
+        case .v4(let v4):
+            source = UDPEndpoint(
+                address: UInt32(bigEndian: v4.address.sin_addr.s_addr), port: UInt16(bigEndian: v4.address.sin_port))
+        case .v6(let v6):
+            source = UDPEndpoint(
+                address: UDPEndpoint.ipAddress(v6.address.sin6_addr), port: UInt16(bigEndian: v6.address.sin6_port))
+        case .unixDomainSocket:
+            source = nil
+        }
+        envelope.data.withUnsafeReadableBytes {
+            state.receive($0, from: source, arrival: state.clock.now.nanoseconds)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
