@@ -18,13 +18,18 @@ import Foundation
 /// 4. comfort noise at the output's own background level (a minimum-statistics tracker) fills what the gain
 ///    removed, so suppressed frames are not dead silence.
 ///
+/// 5. optionally, noise suppression (``NoiseSuppressionGain``) on the result, from the same background tracker: the
+///    one STFT serves both.
+///
 /// Latency: one frame (the STFT's hop). Everything is allocated in `init`: nothing per frame.
 final class ResidualEchoSuppressor {
     let hop: Int
     private let size: Int
     private let bins: Int
     private let fft: FFT
-    private let floor: Float
+    /// The lowest echo gain, or `nil` when echo is not suppressed (noise suppression alone).
+    private let floor: Float?
+    private let noiseGain: NoiseSuppressionGain?
     /// Over-estimation of the residual (the envelope runs under the frame-to-frame fluctuation).
     private let overEstimation: Float
     /// Per-frame decay of the held far-end power (the echo's reverberation).
@@ -64,15 +69,17 @@ final class ResidualEchoSuppressor {
     /// - Parameters:
     ///   - hop: samples per frame (MDF's frame).
     ///   - sampleRate: for the time constants.
-    ///   - floorDB: the lowest gain.
-    init(hop: Int, sampleRate: Int, floorDB: Double = -40, overEstimation: Float = 16) {
+    ///   - floorDB: the lowest echo gain, or `nil` to leave echo alone.
+    ///   - noiseFloorDB: the deepest noise attenuation, or `nil` for no noise suppression.
+    init(hop: Int, sampleRate: Int, floorDB: Double? = -40, noiseFloorDB: Double? = nil, overEstimation: Float = 16) {
         self.hop = hop
         var n = 1
         while n < 2 * hop { n *= 2 }
         size = n
         bins = n / 2 + 1
         fft = FFT(size: n)
-        floor = Float(Foundation.pow(10, floorDB / 20))
+        floor = floorDB.map { Float(Foundation.pow(10, $0 / 20)) }
+        noiseGain = noiseFloorDB.map { NoiseSuppressionGain(bins: n / 2 + 1, floorDB: $0) }
         self.overEstimation = overEstimation
         let framesPerSecond = Double(sampleRate) / Double(hop)
         self.framesPerSecond = sampleRate / hop
@@ -164,6 +171,13 @@ final class ResidualEchoSuppressor {
             predicted += pathGain[k] * farHeld[k]
         }
         let over = outputTotal > nearThreshold * predicted ? overEstimationNearEnd : overEstimation
+        if let noiseGain {
+            // The background's mean square in the signal's units: the one-sided bins hold half the energy, the
+            // window's squares sum to one hop.
+            var total: Float = 0
+            for k in 0..<bins { total += noise[k] }
+            noiseGain.beginFrame(noiseMeanSquare: 2 * total / Float(n * h))
+        }
         for k in 0..<bins {
             let m = (n - k) & (n - 1)
             let er = 0.5 * (re[k] + re[m])
@@ -180,18 +194,31 @@ final class ResidualEchoSuppressor {
                 let g = pathGain[k]
                 pathGain[k] = ratio < g ? 0.8 * g + 0.2 * ratio : min(g * gainRise, ratio, Self.initialPathGain)
             }
-            let residual = echoPossible ? over * pathGain[k] * farHeld[k] : 0
-            var target = e2 > 0 ? 1 - residual / e2 : 1
-            target = max(floor, min(1, target))
-            let previous = gain[k]
-            let g = target < previous ? target : min(target, 2 * previous)
-            gain[k] = g
-            // Comfort noise where the gain removed something: the background's power, random phase.
-            let fill = (noise[k] * max(0, 1 - g * g)).squareRoot()
-            random = random &* 1_664_525 &+ 1_013_904_223
-            let phase = Float(random >> 8) * (2 * Float.pi / 16_777_216)
-            re[k] = g * er + fill * cos(phase)
-            im[k] = g * ei + fill * sin(phase)
+            var outR = er
+            var outI = ei
+            if let floor {
+                let residual = echoPossible ? over * pathGain[k] * farHeld[k] : 0
+                var target = e2 > 0 ? 1 - residual / e2 : 1
+                target = max(floor, min(1, target))
+                let previous = gain[k]
+                let g = target < previous ? target : min(target, 2 * previous)
+                gain[k] = g
+                if g < 1 {
+                    // Comfort noise where the gain removed something: the background's power, random phase.
+                    let fill = (noise[k] * max(0, 1 - g * g)).squareRoot()
+                    random = random &* 1_664_525 &+ 1_013_904_223
+                    let phase = Float(random >> 8) * (2 * Float.pi / 16_777_216)
+                    outR = g * er + fill * cos(phase)
+                    outI = g * ei + fill * sin(phase)
+                }
+            }
+            if let noiseGain {
+                let g = noiseGain.gain(bin: k, power: outR * outR + outI * outI, noise: noise[k])
+                outR *= g
+                outI *= g
+            }
+            re[k] = outR
+            im[k] = outI
         }
         for k in 1..<n / 2 {
             re[n - k] = re[k]
@@ -213,6 +240,7 @@ final class ResidualEchoSuppressor {
         }
         pathGain.update(repeating: Self.initialPathGain)
         gain.update(repeating: 1)
+        noiseGain?.reset()
         framesSeen = 0
         framesSinceFar = Int.max / 2
     }
