@@ -410,7 +410,9 @@ public final class EchoCanceller {
             let out = UnsafeMutableBufferPointer(rebasing: output[f..<f + frame])
             if let suppressor {
                 reference.withUnsafeBufferPointer { r in
-                    suppressor.process(out, reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]))
+                    suppressor.process(
+                        out, reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
+                        microphone: UnsafeBufferPointer(rebasing: mic[f..<f + frame]))
                 }
             }
             residualGain?.analyse(mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))
