@@ -30,6 +30,8 @@ final class ResidualEchoSuppressor {
     /// The lowest echo gain, or `nil` when echo is not suppressed (noise suppression alone).
     private let floor: Float?
     private let noiseGain: NoiseSuppressionGain?
+    /// First bin at or above 100 Hz (the noise level that sets the suppression depth is measured from there up).
+    private let audibleBin: Int
     /// Over-estimation of the residual (the envelope runs under the frame-to-frame fluctuation).
     private let overEstimation: Float
     /// Per-frame decay of the held far-end power (the echo's reverberation).
@@ -84,8 +86,7 @@ final class ResidualEchoSuppressor {
         fft = FFT(size: n)
         floor = floorDB.map { Float(Foundation.pow(10, $0 / 20)) }
         noiseGain = noiseFloorDB.map { NoiseSuppressionGain(bins: n / 2 + 1, floorDB: $0) }
-        // A white noise of mean square σ² has E|X(k)|² = σ²·Σw² = σ²·hop in this STFT (the window's squares sum to a hop).
-        noiseGain?.setFullScale(binPower: 32768 * 32768 * Float(hop))
+        audibleBin = (100 * n + sampleRate - 1) / sampleRate
         self.overEstimation = overEstimation
         let framesPerSecond = Double(sampleRate) / Double(hop)
         self.framesPerSecond = sampleRate / hop
@@ -196,6 +197,13 @@ final class ResidualEchoSuppressor {
         }
         let nearEnd = outputTotal > nearThreshold * predicted && frameOutput >= nearEchoRatio * frameEcho
         let over = nearEnd ? overEstimationNearEnd : overEstimation
+        if let noiseGain {
+            // The background's mean square from 100 Hz up, in the signal's units: the one-sided bins hold half the
+            // energy, the window's squares sum to one hop.
+            var total: Float = 0
+            for k in audibleBin..<bins { total += noise[k] }
+            noiseGain.beginFrame(noiseMeanSquare: 2 * total / Float(n * h))
+        }
         for k in 0..<bins {
             let m = (n - k) & (n - 1)
             let er = 0.5 * (re[k] + re[m])
