@@ -30,7 +30,7 @@ final class ResidualEchoSuppressor {
     /// The lowest echo gain, or `nil` when echo is not suppressed (noise suppression alone).
     private let floor: Float?
     private let noiseGain: NoiseSuppressionGain?
-    /// First bin at or above 100 Hz (the noise level that sets the suppression depth is measured from there up).
+    /// First bin at or above 300 Hz (the noise level that sets the suppression depth is measured from there up).
     private let audibleBin: Int
     /// Over-estimation of the residual (the envelope runs under the frame-to-frame fluctuation).
     private let overEstimation: Float
@@ -85,8 +85,9 @@ final class ResidualEchoSuppressor {
         bins = n / 2 + 1
         fft = FFT(size: n)
         floor = floorDB.map { Float(Foundation.pow(10, $0 / 20)) }
-        noiseGain = noiseFloorDB.map { NoiseSuppressionGain(bins: n / 2 + 1, floorDB: $0) }
-        audibleBin = (100 * n + sampleRate - 1) / sampleRate
+        let voiceBin = (300 * n + sampleRate - 1) / sampleRate
+        noiseGain = noiseFloorDB.map { NoiseSuppressionGain(bins: n / 2 + 1, floorDB: $0, lowBins: voiceBin) }
+        audibleBin = voiceBin
         self.overEstimation = overEstimation
         let framesPerSecond = Double(sampleRate) / Double(hop)
         self.framesPerSecond = sampleRate / hop
@@ -198,7 +199,7 @@ final class ResidualEchoSuppressor {
         let nearEnd = outputTotal > nearThreshold * predicted && frameOutput >= nearEchoRatio * frameEcho
         let over = nearEnd ? overEstimationNearEnd : overEstimation
         if let noiseGain {
-            // The background's mean square from 100 Hz up, in the signal's units: the one-sided bins hold half the
+            // The background's mean square from 300 Hz up, in the signal's units: the one-sided bins hold half the
             // energy, the window's squares sum to one hop.
             var total: Float = 0
             for k in audibleBin..<bins { total += noise[k] }
