@@ -64,23 +64,12 @@ struct VoiceProcessingTransparencyTests {
         }
     }
 
-    /// `speech` plus seeded noise (white, or pink by Paul Kellet's filter) at `snrDB` against the speech's active level.
+    /// `speech` plus seeded noise (the project's white or pink generator) at `snrDB` against the speech's active level.
     static func noisy(_ speech: [Int16], pink: Bool, snrDB: Double, seed: UInt64) -> [Int16] {
-        var random = SeededGenerator(seed: seed)
-        var b = [Double](repeating: 0, count: 7)
-        let noise: [Double] = speech.indices.map { _ in
-            let w = Double.random(in: -1...1, using: &random)
-            guard pink else { return w }
-            b[0] = 0.99886 * b[0] + w * 0.0555179
-            b[1] = 0.99332 * b[1] + w * 0.0750759
-            b[2] = 0.96900 * b[2] + w * 0.1538520
-            b[3] = 0.86650 * b[3] + w * 0.3104856
-            b[4] = 0.55000 * b[4] + w * 0.5329522
-            b[5] = -0.7616 * b[5] - w * 0.0168980
-            let out = b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + w * 0.5362
-            b[6] = w * 0.115926
-            return out
-        }
+        let seconds = Double(speech.count) / 16_000
+        let noise = (pink
+            ? SignalGenerator.pinkNoise(sampleRate: 16_000, seconds: seconds, seed: seed)
+            : SignalGenerator.whiteNoise(sampleRate: 16_000, seconds: seconds, seed: seed)).map(Double.init)
         // Active speech level: mean power of the 20 ms frames within 30 dB of the loudest.
         let powers = stride(from: 0, to: speech.count - 319, by: 320).map { start in
             speech[start..<start + 320].reduce(0.0) { $0 + Double($1) * Double($1) } / 320
