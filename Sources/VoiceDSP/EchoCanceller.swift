@@ -170,6 +170,8 @@ public final class EchoCanceller {
     /// where it was (double talk, not a jump), back to 250 ms once the echo return has been good for a second
     /// (continuous double talk flickers in and out of collapse; a flicker must not restart the fast searches).
     private var jumpSearchInterval = 25
+    /// A jump the last search found, waiting for the next search to confirm it.
+    private var pendingJump: Int?
     /// Consecutive far-end-active blocks with the echo return not collapsed.
     private var goodBlocks = 0
     /// Consecutive blocks the filter has shown a stable echo path: after 5 s the drift search's history stops being
@@ -625,8 +627,17 @@ public final class EchoCanceller {
         let found = taps.withUnsafeBufferPointer { jumpSearch.search(impulseResponse: $0) }
         guard let found, found.confidence >= 10, abs(found.delay - appliedDelay) >= 2 else {
             jumpSearchInterval = min(2 * jumpSearchInterval, 200)
+            pendingJump = nil
             return
         }
+        // Two searches in a row must agree: in double talk a single search can find a confident wrong offset (the
+        // AEC-Challenge double-talk clip was shifted 11.7 ms off its true echo at 16 s and echoed for two seconds).
+        guard let pending = pendingJump, abs(pending - found.delay) <= 2 else {
+            pendingJump = found.delay
+            blocksSinceJumpSearch = jumpSearchInterval - 5  // the confirming search 50 ms later
+            return
+        }
+        pendingJump = nil
         appliedDelay = found.delay
         stats.realignments += 1
         collapsedBlocks = 0
@@ -809,6 +820,7 @@ public final class EchoCanceller {
         collapsedBlocks = 0
         blocksSinceJumpSearch = 0
         jumpSearchInterval = 25
+        pendingJump = nil
         goodBlocks = 0
         stableBlocks = 0
         gccHoldOff = 0
