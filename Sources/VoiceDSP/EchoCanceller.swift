@@ -634,7 +634,7 @@ public final class EchoCanceller {
         // AEC-Challenge double-talk clip was shifted 11.7 ms off its true echo at 16 s and echoed for two seconds).
         guard let pending = pendingJump, abs(pending - found.delay) <= 2 else {
             pendingJump = found.delay
-            blocksSinceJumpSearch = jumpSearchInterval - 5  // the confirming search 50 ms later
+            blocksSinceJumpSearch = jumpSearchInterval - 2  // the confirming search 20 ms later
             return
         }
         pendingJump = nil
