@@ -32,6 +32,10 @@ struct AECCommand: ParsableCommand {
     var noAlignment = false
     @Flag(help: "Disable drift estimation and compensation.")
     var noDrift = false
+    @Flag(help: "Disable the per-band residual-echo suppressor and the broadband residual-echo gain (stage bypass).")
+    var noResidualSuppressor = false
+    @Flag(help: "Disable the preprocessor's own residual-echo suppression (SPEEX_PREPROCESS_SET_ECHO_STATE).")
+    var noEchoState = false
 
     func validate() throws {
         try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)
@@ -83,6 +87,11 @@ struct AECCommand: ParsableCommand {
         configuration.preprocessor.noiseSuppressionDB = noiseSuppression == 0 ? nil : noiseSuppression
         configuration.preprocessor.agcTargetDBFS = agc
         configuration.compensateDrift = !noDrift
+        if noResidualSuppressor {
+            configuration.residualEchoSuppressorFloorDB = nil
+            configuration.residualEchoGainFloorDB = nil
+        }
+        configuration.suppressResidualEcho = !noEchoState
         if noAlignment {
             configuration.alignDelay = false
             configuration.compensateDrift = false

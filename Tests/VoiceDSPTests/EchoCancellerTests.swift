@@ -172,7 +172,12 @@ struct EchoCancellerTests {
         #expect(narrowband.latencySamples == 160)
         let whole = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 1))
         #expect(whole.latencySamples == 320)
-        let broadband = try EchoCanceller(configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+        // Without the per-band suppressor the STFT still carries the noise suppression; with neither, no STFT.
+        let noiseOnly = try EchoCanceller(configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+        #expect(noiseOnly.latencySamples == 160)
+        var neither = EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil)
+        neither.preprocessor.noiseSuppressionDB = nil
+        let broadband = try EchoCanceller(configuration: neither)
         #expect(broadband.latencySamples == 80)
         #expect(throws: SpeexDSPError.self) {
             _ = try EchoCanceller(configuration: EchoCancellerConfiguration(filterFramesPerBlock: 3))

@@ -36,14 +36,16 @@ struct ResidualEchoSuppressorTests {
 
     @Test func loneNearEndPassesUntouched() throws {
         // No far end at all: the suppressor must pass the near end as it came (its STFT reconstructs exactly; no
-        // gain, no comfort noise). Judged against the canceller without it (same preprocessor).
+        // gain, no comfort noise). Judged against the canceller without it (same preprocessor and noise
+        // suppression, which run in either case; no broadband gain in its place).
         var scenario = Self.nonlinearScenario()
         scenario.seconds = 4
         let signals = AECVectorGenerator.generate(scenario)
         let silent = [Int16](repeating: 0, count: signals.near.count)
         let with = try AECRunner.runEngine(far: silent, mic: signals.near, configuration: EchoCancellerConfiguration())
         let without = try AECRunner.runEngine(
-            far: silent, mic: signals.near, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+            far: silent, mic: signals.near,
+            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let snr = AECRunner.nearEndSegmentalSNR(near: without.output, output: with.output, sampleRate: 16_000)
         #expect(snr > 30, "with against without the suppressor: segmental SNR \(snr) dB")
     }

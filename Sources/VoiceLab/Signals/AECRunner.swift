@@ -18,7 +18,7 @@ public enum AECRunner {
     public struct Run: Sendable {
         /// The processed microphone, shifted earlier by the canceller's latency (``EchoCanceller/latencySamples``,
         /// the preprocessor's one frame, 5 ms by default) so that it lines up sample by sample with the microphone and the clean near
-        /// end it is measured against; the last `latencySamples` are zero.
+        /// end it is measured against (silent blocks after the end flush the last samples out).
         public var output: [Int16]
         /// The latency removed from `output`, in samples.
         public var latencySamples: Int
@@ -41,13 +41,18 @@ public enum AECRunner {
         let canceller = try EchoCanceller(configuration: configuration)
         let n = canceller.blockSize
         let blocks = min(far.count, mic.count) / n
-        var output = [Int16](repeating: 0, count: blocks * n)
+        // Silent blocks after the end flush the canceller's latency, so the last samples come out too (a file cut to
+        // zero there would be scored as a click).
+        let flush = (canceller.latencySamples + n - 1) / n
+        let far = far.prefix(blocks * n) + [Int16](repeating: 0, count: flush * n)
+        let mic = mic.prefix(blocks * n) + [Int16](repeating: 0, count: flush * n)
+        var output = [Int16](repeating: 0, count: (blocks + flush) * n)
         var reference = [Double](repeating: 0, count: blocks)
         var vad = [Bool](repeating: false, count: blocks)
         var track: [TrackPoint] = []
         let clock = ContinuousClock()
         var elapsed = Duration.zero
-        for b in 0..<blocks {
+        for b in 0..<blocks + flush {
             let range = b * n..<(b + 1) * n
             let start = clock.now
             let active = try far.withUnsafeBufferPointer { f throws(SpeexDSPError) in
@@ -60,6 +65,7 @@ public enum AECRunner {
                 }
             }
             elapsed += clock.now - start
+            guard b < blocks else { continue }
             vad[b] = active
             reference[b] = canceller.lastReferenceMeanSquare
             if b % 50 == 49 {
@@ -72,11 +78,12 @@ public enum AECRunner {
             }
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        let latency = min(canceller.latencySamples, output.count)
-        output = Array(output[latency...]) + [Int16](repeating: 0, count: latency)
+        let latency = canceller.latencySamples
+        output = Array(output[latency..<latency + blocks * n])
         return Run(
             output: output, latencySamples: latency, referenceMeanSquare: reference, voiceActive: vad, track: track,
-            statistics: canceller.statistics, microsecondsPerBlock: blocks > 0 ? seconds * 1e6 / Double(blocks) : 0)
+            statistics: canceller.statistics,
+            microsecondsPerBlock: blocks > 0 ? seconds * 1e6 / Double(blocks + flush) : 0)
     }
 
     /// Raw speex MDF with no alignment, drift compensation or residual suppression: the baseline.
