@@ -27,10 +27,10 @@ import VoiceSession
 /// **Control plane.** ``start()``, ``stop(cause:)``, ``events`` and ``statistics`` may be used from any task.
 /// The media thread signals what changed (remote latched, established, the peer's authenticated RTCP BYE, the
 /// optional media timeout) the tick it happens; a monitor task turns those signals into events, feeds device
-/// events (interruptions) to the call and to the attached ``AudioSession``, carries out the session's effects
+/// events (interruptions) to the call and to the attached `AudioSession` (VoiceSession), carries out the session's effects
 /// (open the microphone when established, flush after an interruption, end the call after an interruption
-/// timeout) and ends the call as ``CallEndCause/remoteHangup`` on the peer's BYE. Nothing polls: the control
-/// plane wakes only when something happened. Its tasks run on ``LiveCallControlExecutor`` (a thread of its own),
+/// timeout) and ends the call as `CallEndCause.remoteHangup` on the peer's BYE. Nothing polls: the control
+/// plane wakes only when something happened. Its tasks run on `LiveCallControlExecutor` (a thread of its own),
 /// so a busy cooperative pool cannot keep the microphone closed or the call from ending.
 ///
 /// **Ownership.** The call owns the devices and the transport it is given: it starts them, and stops and closes

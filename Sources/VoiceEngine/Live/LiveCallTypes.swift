@@ -18,7 +18,7 @@ public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
     case interruptionEnded
     /// A file-backed microphone reached the end of its file and now delivers silence.
     case microphoneEnded
-    /// The call ended; ``LiveCall/stop(cause:)`` (or ``LiveCall/result``) returns the report.
+    /// The call ended; ``LiveCall/stop(cause:)`` returns the report.
     case ended(CallEndCause)
 
     public var description: String {
@@ -47,7 +47,7 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
     /// it is dropped and counted (the speaker clock runs slower than the media tick).
     public var playoutHighWaterBlocks: Int
-    /// End the call with ``VoiceSession/CallEndCause/failed`` when no RTP was received for this long after it
+    /// End the call with `CallEndCause.failed` (VoiceSession) when no RTP was received for this long after it
     /// was established; nil never does.
     public var mediaTimeoutSeconds: Double?
     /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
@@ -57,7 +57,7 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// by microseconds instead of a scheduler slice; nil keeps normal scheduling. Refusal (no CAP_SYS_NICE or
     /// RLIMIT_RTPRIO) is not an error: the thread runs normally and ``LiveCallStatistics/realtime`` says so.
     public var realtimePriority: Int32?
-    /// Tick this call on one of the process's shared media threads (``LiveCallTicker``, at most one per core,
+    /// Tick this call on one of the process's shared media threads (`LiveCallTicker`, at most one per core,
     /// started as the calls' measured cost needs them) with the other calls that ask for it: one wake-up per
     /// 10 ms per thread for all of them. The default; for one call it is the same one thread a call of its own
     /// would have. `false` gives the call a thread of its own, which isolates it from other calls' stalls. Each
