@@ -43,14 +43,20 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         public var playoutMarginMilliseconds: Double = 0
         /// Hysteresis around the playout-delay target (ms): slow down below `target − slowDownBelow`,
         /// accelerate at or above `target + accelerateAbove`. Each stretch moves playout by one 10 ms tick, so
-        /// accelerating needs the delay one tick lower to still cover the target, with some to spare (1.7 ms, what
-        /// the drift scenarios of `JitterBenchmark` need). The band is two ticks wide above the target, not one,
-        /// because a stretch costs what a listener hears: under 30 ms jitter a one-tick band accelerated after
-        /// every upward wobble of the delay (10–25 k samples a minute, 0.5 PESQ below speexdsp); two ticks cut
-        /// that to about 1 k for 3–7 ms more mean delay (measured with `voice-engine simulate --jitter 30`, 11.7 /
-        /// 16.7 / 21.7: PESQ-WB 3.95 / 4.16 / 4.22 over seeds 1–3 with the 0.998 forget factor).
+        /// accelerating needs the delay one tick lower to still cover the target, with some to spare: 1.7 ms, the
+        /// middle of the range (1.6–1.9) that meets the criteria on the drift scenarios of
+        /// `JitterBenchmark`; less spare accelerates into more late packets, more stays a tick too high for longer.
         public var slowDownBelowMilliseconds: Double = 0
-        public var accelerateAboveMilliseconds: Double = 21.7
+        public var accelerateAboveMilliseconds: Double = 11.7
+        /// Extra room (ms) above `accelerateAbove` while the target is at least `jitteryTargetMilliseconds`: a
+        /// stretch costs what a listener hears, and what it buys depends on the path. On a calm path (drift) a
+        /// surplus tick stays until removed, so one tick of band is right; under jitter that spans several ticks
+        /// the delay rises a tick after a late packet or a swing of the quantile and falls back by itself, and a
+        /// one-tick band accelerated after every such wobble (10–25 k samples a minute under 30 ms jitter, PESQ-WB
+        /// 0.5 below speexdsp). A second tick cut that to about 1 k for 3–7 ms more mean delay (`voice-engine
+        /// simulate --jitter 30`, seeds 1–3, extra 0 / 5 / 10 ms: PESQ-WB 3.95 / 4.16 / 4.22).
+        public var jitteryExtraAccelerateMilliseconds: Double = 10
+        public var jitteryTargetMilliseconds: Double = 40
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
         public var maximumDTXGapMilliseconds: Double = 10_000
         /// Time-stretching waits for audio this much quieter (power ratio) than the recent speech level: 0.01,
@@ -386,7 +392,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             hasStarted: started, next: classify(), bufferLevelMilliseconds: level,
             targetLevelMilliseconds: goal, previous: lastOperation, isHolding: holding,
             slowDownBelowMilliseconds: configuration.slowDownBelowMilliseconds,
-            accelerateAboveMilliseconds: configuration.accelerateAboveMilliseconds)
+            accelerateAboveMilliseconds: accelerateAboveMilliseconds)
         switch PlayoutDecision.decide(input) {
         case .buffer:
             appendSilence(block)
@@ -482,6 +488,13 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
     }
 
+    /// How far (ms) above its target the playout delay may go before accelerating (see
+    /// ``Configuration/jitteryExtraAccelerateMilliseconds``).
+    private var accelerateAboveMilliseconds: Double {
+        let jittery = estimator.targetMilliseconds >= configuration.jitteryTargetMilliseconds
+        return configuration.accelerateAboveMilliseconds + (jittery ? configuration.jitteryExtraAccelerateMilliseconds : 0)
+    }
+
     /// Whether to stretch the audio now in the sync buffer: where a listener hears it least — when it is quiet
     /// against the recent speech level (a pause, a soft unvoiced stretch) — or when the delay is so far from its
     /// goal that waiting for a pause costs more (late packets, or needless latency) than an audible splice.
@@ -494,7 +507,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         let quiet = power < speechPower * configuration.quietStretchRatio
         if quiet { return true }
         if accelerating {
-            return level >= goal + configuration.accelerateAboveMilliseconds + configuration.urgentStretchMilliseconds
+            return level >= goal + accelerateAboveMilliseconds + configuration.urgentStretchMilliseconds
         }
         return level < goal - configuration.slowDownBelowMilliseconds - configuration.urgentStretchMilliseconds
     }
