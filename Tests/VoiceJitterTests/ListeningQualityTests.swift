@@ -113,8 +113,8 @@ func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
 /// changes no band levels much). So the stretching itself is held, next to the distance: before issue 14's second
 /// round the adaptive buffer stretched 10–25 k samples a minute here (PESQ-WB 3.72 / 3.55 / 3.57 against
 /// speexdsp's 4.19 / 3.95 / 3.63); with a 10 s delay histogram, a two-tick accelerate band under jitter, late
-/// packets that skip what concealment covered and a look-ahead with hysteresis, about 1 k (PESQ-WB 4.22 / 4.05 /
-/// 3.77 through `voice-engine simulate`, seeds 1–3). Three draws, 20 s each.
+/// packets that skip what concealment covered and a look-ahead with hysteresis, about 1 k (PESQ-WB 4.21 / 4.05 /
+/// 3.75 through `voice-engine simulate`, seeds 1–3). Three draws, 20 s each.
 @Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
