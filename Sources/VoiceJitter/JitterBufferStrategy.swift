@@ -63,6 +63,9 @@ public struct JitterBufferStatistics: Sendable, Hashable {
     public var acceleratedSamples: Int = 0
     /// Samples added by slow-down (time expansion).
     public var slowedDownSamples: Int = 0
+    /// Samples of late packets left out because concealment had already played in their place while playout
+    /// waited for them (adaptive buffer; what speexdsp does by dropping the late packet whole).
+    public var lateSkippedSamples: Int = 0
     /// Times the buffer discarded its contents to resynchronise (overflow, or far above target).
     public var flushes: Int = 0
     /// Packets discarded by flushes.

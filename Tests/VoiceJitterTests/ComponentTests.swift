@@ -36,17 +36,19 @@ import VoiceCore
     // A 2 s spike: every 5th packet 120 ms late. The target follows within the spike.
     for i in 0..<100 { packet(extra: i % 5 == 0 ? 120 : 0) }
     #expect(estimator.targetMilliseconds >= 100)
-    // Back to calm: still covering the spike 1 s later, forgotten 5 s later.
+    // Back to calm: still covering the spike 1 s later, forgotten 20 s later (the 10 s memory of the 0.998 forget
+    // factor: the spike's 20 late packets must fall below 3 % of the histogram's mass).
     for _ in 0..<50 { packet(extra: 0) }
     #expect(estimator.targetMilliseconds >= 100)
-    for _ in 0..<200 { packet(extra: 0) }
+    for _ in 0..<1_000 { packet(extra: 0) }
     #expect(estimator.targetMilliseconds == 0)
 }
 
 @Test func delayEstimatorFollowsADelayStepAfterOneWindow() {
     var estimator = DelayEstimator()
     var t = 0.0
-    for i in 0..<600 {
+    // One 2 s window to rebase the minimum, then the 10 s memory to forget the relative delays of the step itself.
+    for i in 0..<1_600 {
         estimator.update(arrivalMilliseconds: t + (i < 100 ? 20 : 150), timestampMilliseconds: t)
         t += 20
     }

@@ -82,15 +82,12 @@ public enum JitterBenchmark {
         public var ideal: IdealReceiver.Result
 
         /// The "Done when" for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
-        /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower.
-        /// Mean delays closer than this (ms, 1 % of a 10 ms tick) count as equal: both are means over ticks of
-        /// whole-tick playout delays, and a difference below it is rounding, not latency anyone hears.
-        public static let delayTieMilliseconds = 0.1
-
+        /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower. Strict: no tolerance on
+        /// either figure (a 0.1 ms delay tie was allowed for a while, for drift+200ppm; it is gone, nothing needs it).
         public func adaptiveMeetsCriteria(oracleFactor: Double = JitterBenchmark.oracleFactor) -> Bool {
             adaptive.meanDelayMilliseconds <= oracleFactor * adaptive.oracleMilliseconds
                 && adaptive.latePackets <= speex.latePackets
-                && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds + Self.delayTieMilliseconds
+                && adaptive.meanDelayMilliseconds <= speex.meanDelayMilliseconds
         }
 
         /// Whether speexdsp is better on one figure and no worse on the other: fewer or equally many late packets
