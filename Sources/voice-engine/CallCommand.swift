@@ -71,18 +71,9 @@ struct CallCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The peer's a=crypto line, as it printed it.", valueName: "line"))
     var remoteCrypto: String?
 
-    @Option(help: "Microphone: null, file:IN.wav, or an ALSA PCM name.")
-    var mic: String = "default"
-    @Option(help: "Speaker: null, file:OUT.wav, or an ALSA PCM name.")
-    var speaker: String = "default"
-    @Option(help: "Device rate in Hz when the microphone is not a file.")
-    var rate: Int = 48_000
+    @OptionGroup var media: CallMediaOptions
     @Flag(help: "A file microphone starts again at its end instead of going silent.")
     var loopMic = false
-    @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
-    var noVoiceProcessing = false
-    @Option(help: "Opus bitrate in bits per second.")
-    var bitrate: Int = 32_000
 
     @Option(help: "Hang up after this many seconds (default: until Ctrl-C).")
     var duration: Double?
@@ -105,9 +96,6 @@ struct CallCommand: ParsableCommand {
         try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
         try OptionRange("--media-timeout", 0.1...3_600, "seconds").check(mediaTimeout)
         try OptionRange("--connect-timeout", 0.1...3_600, "seconds").check(connectTimeout)
-        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
-        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
-        try SimulateCommand.bitrateRange.check(bitrate)
         if noSRTP && (localKey != nil || remoteKey != nil || remoteCrypto != nil) {
             throw ValidationError("--no-srtp cannot be combined with keys")
         }
@@ -130,7 +118,7 @@ struct CallCommand: ParsableCommand {
     private func makePlan() throws -> CallPlan {
         try OutputPaths.checkFile(report, option: "--report")
         try OutputPaths.checkFile(capture, option: "--capture")
-        if speaker.hasPrefix("file:") { try OutputPaths.checkFile(String(speaker.dropFirst(5)), option: "--speaker") }
+        try media.checkOutputs()
         let remoteEndpoint = try connect.map { try PeerAddress.resolve($0, option: "--connect") }
             ?? remote.map { try PeerAddress.resolve($0, option: "--remote") }
         if let remoteEndpoint, remoteEndpoint.port == 0 { throw ValidationError("the peer's port cannot be 0") }
@@ -144,14 +132,14 @@ struct CallCommand: ParsableCommand {
         }
 
         var opus = MediaStreamConfiguration.defaultOpus
-        opus.bitrate = bitrate
+        opus.bitrate = media.bitrate
         return CallPlan(
             listening: listen != nil, bindHost: bindHost, bindPort: listen ?? 0, remote: remoteEndpoint,
             srtp: noSRTP ? nil : CallPlan.Keys(
                 suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
                 remoteCrypto: remoteCrypto),
-            microphone: LiveDeviceName(mic), speaker: LiveDeviceName(speaker), rate: rate, loopMicrophone: loopMic,
-            stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !noVoiceProcessing),
+            microphone: LiveDeviceName(media.mic), speaker: LiveDeviceName(media.speaker), rate: media.rate, loopMicrophone: loopMic,
+            stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !media.noVoiceProcessing),
             duration: duration, mediaTimeout: mediaTimeout, connectTimeout: connectTimeout, report: report,
             capture: capture)
     }
@@ -505,5 +493,30 @@ enum PeerAddress {
             throw CommandFailure.runtime("\(option) \(text): cannot resolve \(host): \(reason)")
         }
         return endpoint
+    }
+}
+
+/// The devices and codec of a live call, shared by `call` and `sip call`/`sip listen` so both take and check them alike.
+struct CallMediaOptions: ParsableArguments {
+    @Option(help: "Microphone: null, file:IN.wav, or an ALSA PCM name.")
+    var mic: String = "default"
+    @Option(help: "Speaker: null, file:OUT.wav, or an ALSA PCM name.")
+    var speaker: String = "default"
+    @Option(help: "Device rate in Hz when the microphone is not a file.")
+    var rate: Int = 48_000
+    @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
+    var noVoiceProcessing = false
+    @Option(help: "Opus bitrate in bits per second.")
+    var bitrate: Int = 32_000
+
+    func validate() throws {
+        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
+        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
+        try SimulateCommand.bitrateRange.check(bitrate)
+    }
+
+    /// A `file:` speaker's path is checked before the call, not after it.
+    func checkOutputs() throws {
+        if speaker.hasPrefix("file:") { try OutputPaths.checkFile(String(speaker.dropFirst(5)), option: "--speaker") }
     }
 }

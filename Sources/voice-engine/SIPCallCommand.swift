@@ -18,16 +18,7 @@ struct SIPCallOptions: ParsableArguments {
     var register = false
     @Option(name: .customLong("header"), help: "Custom header 'X-Name: value' for the INVITE or our 200 (repeatable).")
     var headers: [String] = []
-    @Option(help: "Microphone: null, file:IN.wav, or an ALSA PCM name.")
-    var mic: String = "default"
-    @Option(help: "Speaker: null, file:OUT.wav, or an ALSA PCM name.")
-    var speaker: String = "default"
-    @Option(help: "Device rate in Hz when the microphone is not a file.")
-    var rate: Int = 48_000
-    @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
-    var noVoiceProcessing = false
-    @Option(help: "Opus bitrate in bits per second.")
-    var bitrate: Int = 32_000
+    @OptionGroup var media: CallMediaOptions
     @Flag(help: "Offer SDES-SRTP but accept plain RTP (default: SRTP required, RTP/SAVP).")
     var optionalSRTP = false
     @Option(help: "Hang up this many seconds after the call is established (default: until Ctrl-C or the peer's BYE).")
@@ -38,8 +29,6 @@ struct SIPCallOptions: ParsableArguments {
     func validate() throws {
         try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
         try OptionRange("--answer-timeout", 0.1...3_600, "seconds").check(answerTimeout)
-        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
-        try SimulateCommand.bitrateRange.check(bitrate)
         for header in headers where !(header.lowercased().hasPrefix("x-") && header.contains(":")) {
             throw ValidationError("--header '\(header)': expected 'X-Name: value'")
         }
@@ -71,6 +60,7 @@ extension SIPCommand {
 
         func run() throws {
             let target = try parseURI(self.target, option: "target")
+            try call.media.checkOutputs()
             let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: target) { agent, capabilities in
                 try await agent.call(target, offering: capabilities, headers: call.headerPairs)
             }
@@ -98,6 +88,7 @@ extension SIPCommand {
         }
 
         func run() throws {
+            try call.media.checkOutputs()
             var connection = connection
             if connection.bind == nil { connection.bind = listen ?? "127.0.0.1:5060" }
             let delay = answerAfter
@@ -195,7 +186,7 @@ enum SIPCallSession {
             throw CommandFailure.runtime("cannot bind the RTP socket on \(host): \(error)")
         }
         var send = OpusEncoderConfiguration()
-        send.bitrate = options.bitrate
+        send.bitrate = options.media.bitrate
         let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
         let capabilities = AudioCapabilities(
             address: host,
@@ -288,7 +279,7 @@ enum SIPCallSession {
         let devices: (capture: any AudioDevice, playout: any AudioDevice)
         do {
             devices = try LiveDeviceName.openPair(
-                microphone: LiveDeviceName(options.mic), speaker: LiveDeviceName(options.speaker), sampleRate: options.rate)
+                microphone: LiveDeviceName(options.media.mic), speaker: LiveDeviceName(options.media.speaker), sampleRate: options.media.rate)
         } catch {
             await call.hangUp()
             await transport.close()
@@ -298,7 +289,7 @@ enum SIPCallSession {
         do {
             liveCall = try LiveCall(
                 callID: CallID("sip"),
-                configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.noVoiceProcessing),
+                configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.media.noVoiceProcessing),
                 transport: transport, capture: devices.capture, playout: devices.playout,
                 options: LiveCallOptions(mediaTimeoutSeconds: 10))
             try liveCall.start()
