@@ -219,22 +219,23 @@ public final class SRTPSession {
         precondition(direction == .inbound, "unprotect needs an inbound SRTPSession")
         precondition(length >= 0 && length <= buffer.count, "length exceeds the buffer")
         guard length >= 12, let base = buffer.baseAddress else { throw .badParameter(call: "srtp_unprotect") }
-        let packetSSRC = UInt32(base.load(fromByteOffset: 8, as: UInt8.self)) << 24
-            | UInt32(base.load(fromByteOffset: 9, as: UInt8.self)) << 16
-            | UInt32(base.load(fromByteOffset: 10, as: UInt8.self)) << 8
-            | UInt32(base.load(fromByteOffset: 11, as: UInt8.self))
-        let sequence = UInt16(base.load(fromByteOffset: 2, as: UInt8.self)) << 8
-            | UInt16(base.load(fromByteOffset: 3, as: UInt8.self))
-        let mayRetry =
-            sequence < 0x8000 && length <= scratch.count && packetSSRC != lastAuthenticatedSSRC
-            && !isEstablished(packetSSRC)
-        if mayRetry { scratch.baseAddress!.copyMemory(from: base, byteCount: length) }
+        let packetSSRC = UInt32(bigEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        // The steady state (the stream that authenticated last) skips all of this: one compare per packet.
+        let known = packetSSRC == lastAuthenticatedSSRC
+        var mayRetry = false
+        if !known {
+            let sequence = UInt16(bigEndian: base.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+            mayRetry = sequence < 0x8000 && length <= scratch.count && !isEstablished(packetSSRC)
+            if mayRetry { scratch.baseAddress!.copyMemory(from: base, byteCount: length) }
+        }
 
         var len = Int32(length)
         let status = srtp_unprotect(context, base, &len)
         if status == srtp_err_status_ok {
-            if case .specific = ssrc { specificStreamEstablished = true }
-            lastAuthenticatedSSRC = packetSSRC
+            if !known {
+                if case .specific = ssrc { specificStreamEstablished = true }
+                lastAuthenticatedSSRC = packetSSRC
+            }
             return Int(len)
         }
         if status == srtp_err_status_auth_fail && mayRetry {
