@@ -392,15 +392,9 @@ enum CallRunner {
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let entry = cursor {
             cursor = entry.pointee.ifa_next
-            guard let address = entry.pointee.ifa_addr else { continue }
-            let family = Int32(address.pointee.sa_family)
-            guard family == AF_INET || (family == AF_INET6 && endpoint.isIPv6) else { continue }
-            var storage = sockaddr_storage()
-            withUnsafeMutableBytes(of: &storage) { raw in
-                raw.copyMemory(from: UnsafeRawBufferPointer(
-                    start: address, count: family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size))
-            }
-            guard let found = UDPEndpoint(socketAddress: storage) else { continue }
+            guard let address = entry.pointee.ifa_addr, let found = UDPEndpoint(socketAddress: address),
+                !found.isIPv6 || endpoint.isIPv6
+            else { continue }
             if case .v6(let high, _) = found.address, high >> 54 == 0x3FA { continue }  // fe80::/10
             addresses.append(UDPEndpoint(address: found.address, port: endpoint.port).description)
         }
@@ -482,11 +476,9 @@ enum PeerAddress {
         var cursor = status == 0 ? list : nil
         while let entry = cursor {
             cursor = entry.pointee.ai_next
-            guard let address = entry.pointee.ai_addr, Int(entry.pointee.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size
-            else { continue }
-            var storage = sockaddr_storage()
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen))) }
-            if let endpoint = UDPEndpoint(socketAddress: storage) { found.append(UDPEndpoint(address: endpoint.address, port: UInt16(port))) }
+            if let address = entry.pointee.ai_addr, let endpoint = UDPEndpoint(socketAddress: address) {
+                found.append(UDPEndpoint(address: endpoint.address, port: UInt16(port)))
+            }
         }
         guard let endpoint = found.first(where: { !$0.isIPv6 }) ?? found.first else {
             let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))

@@ -91,21 +91,25 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Reads an `AF_INET` or `AF_INET6` socket address (from `getaddrinfo`, `getifaddrs`, `recvfrom`…); nil for
-    /// other families.
+    /// Reads the `AF_INET` or `AF_INET6` socket address `pointer` points at (`getaddrinfo`'s `ai_addr`,
+    /// `getifaddrs`' `ifa_addr`); nil for other families.
+    public init?(socketAddress pointer: UnsafePointer<sockaddr>) {
+        switch Int32(pointer.pointee.sa_family) {
+        case AF_INET:
+            let sa = UnsafeRawPointer(pointer).load(as: sockaddr_in.self)
+            self.init(address: UInt32(bigEndian: sa.sin_addr.s_addr), port: UInt16(bigEndian: sa.sin_port))
+        case AF_INET6:
+            let sa = UnsafeRawPointer(pointer).load(as: sockaddr_in6.self)
+            self.init(address: Self.ipAddress(sa.sin6_addr), port: UInt16(bigEndian: sa.sin6_port))
+        default:
+            return nil
+        }
+    }
+
+    /// Reads an `AF_INET` or `AF_INET6` socket address filled by `recvmsg`/`getsockname`; nil for other families.
     public init?(socketAddress storage: sockaddr_storage) {
-        var copy = storage
-        let endpoint: UDPEndpoint? = withUnsafeBytes(of: &copy) { raw in
-            switch Int32(storage.ss_family) {
-            case AF_INET:
-                let sa = raw.load(as: sockaddr_in.self)
-                return UDPEndpoint(address: UInt32(bigEndian: sa.sin_addr.s_addr), port: UInt16(bigEndian: sa.sin_port))
-            case AF_INET6:
-                let sa = raw.load(as: sockaddr_in6.self)
-                return UDPEndpoint(address: Self.ipAddress(sa.sin6_addr), port: UInt16(bigEndian: sa.sin6_port))
-            default:
-                return nil
-            }
+        let endpoint = withUnsafePointer(to: storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { UDPEndpoint(socketAddress: $0) }
         }
         guard let endpoint else { return nil }
         self = endpoint
