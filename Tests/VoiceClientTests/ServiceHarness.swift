@@ -5,6 +5,7 @@ import Testing
 import VoiceClient
 import VoiceService
 import VoiceSIP
+import VoiceTestSupport
 
 let kamailioExecutable = "/usr/sbin/kamailio"
 let sqliteExecutable = "/usr/bin/sqlite3"
@@ -23,68 +24,6 @@ let serviceUnavailableReason: String? = {
     }
     return nil
 }()
-
-/// A child process in a process group of its own (spawned with posix_spawn), so that `stop()` ends it and every
-/// worker it forked with one signal to the group. Output goes to a log file for failure messages.
-final class ChildProcessGroup: @unchecked Sendable {
-    let pid: pid_t
-    let log: URL
-
-    init(_ executable: String, _ arguments: [String], log: URL, stdin: URL? = nil) throws {
-        self.log = log
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin.path, O_RDONLY, 0) }
-        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A group of its own, no blocked signals and default dispositions: the test runner's signal state
-        // (threads that block SIGTERM) must not make the child deaf to stop().
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard result == 0 else { throw VoiceClientError.network("cannot run \(executable): error \(result)") }
-        self.pid = pid
-    }
-
-    /// Waits for the process to exit by itself; its exit status, or nil if it still runs after `timeout`.
-    func wait(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while ContinuousClock.now < deadline {
-            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xFF }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
-    /// SIGTERM to the group, SIGKILL after 3 s, then reaps the leader.
-    func stop() {
-        kill(-pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(3)
-        while waitpid(pid, &status, WNOHANG) == 0, Date() < deadline { usleep(10_000) }
-        kill(-pid, SIGKILL)
-        _ = waitpid(pid, &status, WNOHANG)
-    }
-
-    var logTail: String {
-        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")
-    }
-}
 
 /// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
 /// state directory and msilo database) and the registration service in this process, sharing a fresh secret.

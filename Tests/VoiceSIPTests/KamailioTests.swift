@@ -238,17 +238,10 @@ struct KamailioTests {
             let directory = try makeTemporaryDirectory("sip-call")
             defer { try? FileManager.default.removeItem(at: directory) }
             let listenerLog = directory.appendingPathComponent("listen.log")
-            let listener = try spawnTool(binary, ["sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
+            let listener = try ChildProcessGroup(binary.path, ["sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
                 "--bind", "127.0.0.1:0", "--user", "bob", "--password", "bob-secret", "--mic", "file:\(speech)",
-                "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"], output: listenerLog)
-            defer {
-                // Killed only while it is still our unreaped child (waitpid says 0), never a reused pid.
-                var status: Int32 = 0
-                if waitpid(listener, &status, WNOHANG) == 0 {
-                    kill(listener, SIGKILL)
-                    waitpid(listener, &status, 0)
-                }
-            }
+                "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"], log: listenerLog)
+            defer { listener.stop() }  // signals only a listener that has not exited (and been reaped) yet
             // bob is registered when Kamailio knows him: wait for his line.
             let deadline = ContinuousClock.now + .seconds(10)
             while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
@@ -261,7 +254,7 @@ struct KamailioTests {
             #expect(caller.output.contains("sip: established"))
             #expect(caller.output.contains("X-Side: bob"))
             #expect(caller.output.contains("media: SRTP"), "\(caller.output)")
-            let status = await waitForTool(listener, timeout: .seconds(10))
+            let status = await listener.wait(timeout: .seconds(10))
             let log = (try? String(contentsOf: listenerLog, encoding: .utf8)) ?? ""
             #expect(status == 0, "\(log)")
             #expect(log.contains("X-Side: alice"))
@@ -353,41 +346,11 @@ struct KamailioTests {
         #expect(usage.status == 64)
     }
 
-    /// Starts the tool with stdout and stderr into `output`; returns its pid (see `waitForTool`).
-    func spawnTool(_ binary: URL, _ arguments: [String], output: URL) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw SIPError(.transport, "cannot run \(binary.path): \(spawned)") }
-        return pid
-    }
-
-    /// The exit status of a spawned tool, polled (WNOHANG) for up to `timeout`; nil if it is still running.
-    func waitForTool(_ pid: pid_t, timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while ContinuousClock.now < deadline {
-            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xFF }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
-    /// Runs the tool with stdout and stderr into one file. posix_spawn and waitpid rather than Foundation's Process,
-    /// whose exit notification did not arrive while Kamailio (another Process) was running.
+    /// Runs the tool to its end with stdout and stderr into one file (a `ChildProcessGroup`).
     func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: output) }
-        let pid = try spawnTool(binary, arguments, output: output)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        return ((status >> 8) & 0xFF, text)
+        let status = try ChildProcessGroup(binary.path, arguments, log: output).waitForExit()
+        return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 }

@@ -1,0 +1,94 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A peer program the tests start (Kamailio, sqlite3, the `voice-engine` tool) in a process group of its own
+/// (posix_spawn, not Foundation's `Process`, whose exit notification did not arrive while another `Process` ran),
+/// so that `stop()` ends it and every worker it forked with one signal to the group. Output goes to a log file for
+/// failure messages.
+public final class ChildProcessGroup: @unchecked Sendable {
+    // @unchecked Sendable: `reaped` is set by whichever wait saw the exit; the tests wait and stop from one task.
+    public let pid: pid_t
+    public let log: URL
+    private var reaped = false
+
+    public struct SpawnError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `executable` with stdout and stderr appended to `log` and, when given, stdin from a file.
+    public init(_ executable: String, _ arguments: [String], log: URL, stdin: URL? = nil) throws {
+        self.log = log
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin.path, O_RDONLY, 0) }
+        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A group of its own, no blocked signals and default dispositions: the test runner's signal state
+        // (threads that block SIGTERM) must not make the child deaf to stop().
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else { throw SpawnError(description: "cannot run \(executable): error \(result)") }
+        self.pid = pid
+    }
+
+    /// Waits for the process to exit by itself; its exit status, or nil if it still runs after `timeout`.
+    public func wait(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = reap(WNOHANG) { return status }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Blocks until the process exits; its exit status.
+    public func waitForExit() -> Int32 {
+        while true {
+            if let status = reap(0) { return status }
+            if errno != EINTR { return -1 }
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after 3 s, then reaps the leader. Nothing is signalled once the leader was
+    /// reaped (its pid and group may belong to someone else by then).
+    public func stop() {
+        guard !reaped else { return }
+        kill(-pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(3)
+        while reap(WNOHANG) == nil, Date() < deadline { usleep(10_000) }
+        guard !reaped else { return }
+        kill(-pid, SIGKILL)
+        _ = reap(0)
+    }
+
+    /// The last lines of the log, for failure messages.
+    public var logTail: String {
+        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")
+    }
+
+    /// One `waitpid`: the exit status when the leader has exited (and is now reaped), else nil.
+    private func reap(_ options: Int32) -> Int32? {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, options) == pid else { return nil }
+        reaped = true
+        return (status >> 8) & 0xFF
+    }
+}
