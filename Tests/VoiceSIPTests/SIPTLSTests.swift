@@ -56,33 +56,38 @@ struct SIPTLSTests {
         }
     }
 
+    /// RFC 5922 §7.2: a server known by a name must carry it. The server here has a certificate for
+    /// `voiceengine.test` only (no IP address in it).
     @Test func serverNameIsCheckedAgainstTheCertificate() async throws {
         let pki = try TestCertificates()
         defer { pki.remove() }
         try await withEventLoop { loop in
-            let configuration = SIPEndpointConfiguration(tls: pki.trustingConfiguration)
-            let server = try await SIPEndpoint.start(on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
-            _ = AnsweringServer(server)
+            let named = SIPTLSConfiguration(certificateChainFile: pki.namedOnlyCertificateFile, privateKeyFile: pki.serverKeyFile)
+            let server = try await SIPEndpoint.start(
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: named))
+            let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
-            let client = try await SIPEndpoint.start(on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
-            // The name the certificate carries: accepted (SNI sent, checked against the DNS SAN).
-            let named = try await client.request(
+            let trusting = SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile)))
+            // Known by the name the certificate carries: accepted (SNI sent, checked against the DNS SAN).
+            let client = try await SIPEndpoint.start(on: loop, configuration: trusting)
+            let accepted = try await client.request(
                 makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "voiceengine.test"), callID: "named"),
                 to: SIPPeer(.tls, address, serverName: "voiceengine.test")).get()
-            #expect(named.statusCode == 200)
-            // Another name over a fresh connection (another port, same server): refused with a typed error.
-            let second = try await SIPEndpoint.start(on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
-            _ = AnsweringServer(second)
-            let secondAddress = try #require(await second.localAddress(.tls))
-            let error = await #expect(throws: SIPError.self) {
-                _ = try await client.request(
-                    makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "elsewhere.test"), callID: "misnamed"),
-                    to: SIPPeer(.tls, secondAddress, serverName: "elsewhere.test")).get()
-            }
-            #expect(error?.kind == .tls)
-            #expect(error?.reason.contains("elsewhere.test") == true, "\(String(describing: error))")
+            #expect(accepted.statusCode == 200)
             try await client.close()
-            try await second.close()
+            // Known by another name, or by its address only: refused with a typed error, before any request.
+            for (serverName, callID) in [("elsewhere.test", "misnamed"), (nil, "address-only")] as [(String?, String)] {
+                let other = try await SIPEndpoint.start(on: loop, configuration: trusting)
+                let error = await #expect(throws: SIPError.self) {
+                    _ = try await other.request(
+                        makeOutgoing(.options, to: SIPURI(scheme: .sips, host: serverName ?? "127.0.0.1"), callID: callID),
+                        to: SIPPeer(.tls, address, serverName: serverName)).get()
+                }
+                #expect(error?.kind == .tls)
+                #expect(error?.reason.contains("failedToValidateHostname") == true, "\(String(describing: error))")
+                try await other.close()
+            }
+            #expect(answering.seen.count == 1)
             try await server.close()
         }
     }

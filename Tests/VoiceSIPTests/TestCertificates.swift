@@ -3,7 +3,8 @@ import VoiceSIP
 import VoiceTestSupport
 
 /// A throwaway PKI made with the openssl command for one test run: a CA, a server certificate it signs for
-/// `voiceengine.test`, 127.0.0.1 and ::1, and a second, unrelated CA whose trust must get a TLS peer refused.
+/// `voiceengine.test`, 127.0.0.1 and ::1, one it signs for the name `voiceengine.test` only, and a second,
+/// unrelated CA whose trust must get a TLS peer refused.
 struct TestCertificates {
     static let openssl = "/usr/bin/openssl"
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: openssl) }
@@ -13,6 +14,8 @@ struct TestCertificates {
     var otherCAFile: String { directory.appendingPathComponent("other-ca.pem").path }
     var serverCertificateFile: String { directory.appendingPathComponent("server.pem").path }
     var serverKeyFile: String { directory.appendingPathComponent("server.key").path }
+    /// Same key, the DNS name only (no IP address): only a client that knows the server by that name accepts it.
+    var namedOnlyCertificateFile: String { directory.appendingPathComponent("server-named.pem").path }
 
     /// A client that trusts our CA (and presents the server certificate when it listens for TLS itself).
     var trustingConfiguration: SIPTLSConfiguration {
@@ -35,6 +38,11 @@ struct TestCertificates {
         try run(["req", "-x509"] + ec + ["-keyout", file("ca.key"), "-out", file("ca.pem"), "-days", "2", "-subj", "/CN=VoiceEngine Test CA"] + caExtensions)
         try run(["req", "-x509"] + ec + ["-keyout", file("other-ca.key"), "-out", file("other-ca.pem"), "-days", "2", "-subj", "/CN=Someone Else CA"] + caExtensions)
         try run(["req"] + ec + ["-keyout", file("server.key"), "-out", file("server.csr"), "-subj", "/CN=voiceengine.test"])
+        let namedExt = directory.appendingPathComponent("server-named.ext")
+        try "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:voiceengine.test\n"
+            .write(to: namedExt, atomically: true, encoding: .utf8)
+        try run(["x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial",
+                 "-out", file("server-named.pem"), "-days", "2", "-extfile", namedExt.path])
         try run(["x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-out", file("server.pem"),
                  "-days", "2", "-extfile", ext.path])
     }
