@@ -8,12 +8,12 @@ let kamailioTLSModule = "/usr/lib/x86_64-linux-gnu/kamailio/modules/tls.so"
 
 /// Kamailio's tls module as the TLS peer (Makefile: kamailio-tls-modules): REGISTER and a call over TLS through it,
 /// and a server certificate that our trust root does not vouch for refused with `SIPError.Kind.tls`. Ports
-/// 25070–25077 (TLS on the port after each).
+/// 25160–25167 (TLS on the port after each).
 extension KamailioTests {
     static var tlsAvailable: Bool { FileManager.default.fileExists(atPath: kamailioTLSModule) && TestCertificates.isAvailable }
 
     @Test("REGISTER over TLS with digest", .enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"),
-          arguments: [("IPv4", 25070), ("IPv6", 25072)])
+          arguments: [("IPv4", 25160), ("IPv6", 25162)])
     func registerOverTLS(family: String, port: Int) async throws {
         let pki = try TestCertificates()
         defer { pki.remove() }
@@ -36,8 +36,8 @@ extension KamailioTests {
     func untrustedKamailioCertificateIsATypedError() async throws {
         let pki = try TestCertificates()
         defer { pki.remove() }
-        try await withKamailio(port: 25074, tls: pki) { loop, _ in
-            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25075)
+        try await withKamailio(port: 25164, tls: pki) { loop, _ in
+            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25165)
             let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: .tls, tls: pki.distrustingConfiguration)
             let error = await #expect(throws: SIPError.self) { _ = try await registration.register() }
             #expect(error?.kind == .tls)
@@ -53,8 +53,8 @@ extension KamailioTests {
     func callOverTLSThroughKamailio() async throws {
         let pki = try TestCertificates()
         defer { pki.remove() }
-        try await withKamailio(port: 25076, tls: pki) { loop, _ in
-            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25077)
+        try await withKamailio(port: 25166, tls: pki) { loop, _ in
+            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25167)
             var agents: [(SIPUserAgent, TraceRecorder)] = []
             for user in ["alice", "bob"] {
                 let endpoint = try await SIPEndpoint.start(

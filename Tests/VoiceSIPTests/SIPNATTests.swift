@@ -12,7 +12,7 @@ import VoiceTestSupport
 /// Network namespaces made by the test: Kamailio and a caller in a "public" one, a callee behind a masquerading
 /// NAT whose UDP mappings expire after 2 s (conntrack's UDP timeouts shortened in the NAT's namespace).
 ///
-///     host 192.168.28.2 (bob, dave) ─ nat (MASQUERADE) 10.18.1.2 ─ pub 10.18.1.1 (Kamailio :25080, alice)
+///     host 192.168.28.2 (bob, dave) ─ nat (MASQUERADE) 10.18.1.2 ─ pub 10.18.1.1 (Kamailio :25170, alice)
 ///
 /// The addresses exist only inside these namespaces.
 enum SIPNATNetwork {
@@ -121,7 +121,7 @@ struct SIPNATTests {
         let pub = "\(SIPNATNetwork.prefix)pub", host = "\(SIPNATNetwork.prefix)host"
         let timers = SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))
         try await KamailioTests().withKamailio(
-            port: 25080, namespace: pub, host: "10.18.1.1", probeSocket: { try SIPNATNetwork.udpSocket(in: pub, host: "10.18.1.1") }
+            port: 25170, namespace: pub, host: "10.18.1.1", probeSocket: { try SIPNATNetwork.udpSocket(in: pub, host: "10.18.1.1") }
         ) { loop, server in
             let proxy = SIPPeer(.udp, server)
             func agent(_ user: String, in namespace: String, address: String, keepalive: TimeAmount?) async throws -> (SIPUserAgent, SIPRegistration) {
