@@ -2,6 +2,7 @@
 """Generates the realistic AEC set the way the ICASSP AEC-Challenge synthetic set was made (arXiv 2009.04972).
 
     Benchmarks/scripts/aec-realistic.py OUTPUT_DIR --speech DIR [DIR ...] [--clips N] [--seconds S]
+                                        [--snr-min DB] [--only GROUP]
 
 Real speech for both talkers (16 kHz mono WAVs found in the --speech folders; the far and near talker of a clip come
 from different files), image-source rooms (pyroomacoustics ShoeBox, T60 drawn from 0.2 to 1.2 s), a loudspeaker
@@ -17,6 +18,10 @@ memoryless sigmoid), a bulk device delay, stationary coloured noise at 0-40 dB S
 Each clip is drawn from its own seed (BASE_SEED + index), so a clip never changes when the set grows. Writes
 <name>_far.wav, <name>_mic.wav, <name>_near.wav and manifest.json (every clip's seed and drawn parameters, the
 far-end onset and the double-talk start in samples). Needs numpy, scipy and pyroomacoustics (PyPI).
+
+--snr-min draws the SNR from DB...40 dB instead of 0...40 (the same draws, so every other parameter of a seed is
+unchanged): a low-noise set, where the microphone itself can score PESQ-WB 4 against the clean near end. --only keeps
+the clips of one group (their seeds stay BASE_SEED + index).
 """
 import json
 import os
@@ -92,7 +97,7 @@ def noise(rng, n, colour):
     return x / rms(x)
 
 
-def clip(index, sources, seconds):
+def clip(index, sources, seconds, snr_min=0.0):
     from scipy.signal import fftconvolve
     seed = BASE_SEED + index
     rng = np.random.default_rng(seed)
@@ -105,7 +110,7 @@ def clip(index, sources, seconds):
         near_name = names[-1]
     t60 = float(rng.uniform(0.2, 1.2))
     ser = float(rng.uniform(-10, 10))
-    snr = float(rng.uniform(0, 40))
+    snr = float(rng.uniform(snr_min, 40))
     colour = float(rng.uniform(0, 2))
     delay = int(rng.uniform(0.005, 0.1) * RATE)
     far = talker(rng, sources[far_name], n)
@@ -151,11 +156,14 @@ def clip(index, sources, seconds):
 
 def main(argv):
     if len(argv) < 3 or "--speech" not in argv:
-        print("usage: aec-realistic.py OUTPUT_DIR --speech DIR [DIR ...] [--clips N] [--seconds S]", file=sys.stderr)
+        print("usage: aec-realistic.py OUTPUT_DIR --speech DIR [DIR ...] [--clips N] [--seconds S] [--snr-min DB]"
+              " [--only GROUP]", file=sys.stderr)
         return 2
     out = argv[0]
     count = int(argv[argv.index("--clips") + 1]) if "--clips" in argv else 40
     seconds = float(argv[argv.index("--seconds") + 1]) if "--seconds" in argv else 10
+    snr_min = float(argv[argv.index("--snr-min") + 1]) if "--snr-min" in argv else 0.0
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
     folders = []
     for a in argv[argv.index("--speech") + 1:]:
         if a.startswith("--"):
@@ -174,7 +182,9 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     clips = []
     for i in range(count):
-        params, far, mic, near = clip(i, sources, seconds)
+        if only is not None and GROUPS[i % len(GROUPS)] != only:
+            continue
+        params, far, mic, near = clip(i, sources, seconds, snr_min)
         for key, signal in (("far", far), ("mic", mic), ("near", near)):
             write(os.path.join(out, params[key]), signal)
         clips.append(params)
@@ -182,6 +192,7 @@ def main(argv):
               file=sys.stderr)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "Benchmarks/scripts/aec-realistic.py", "base_seed": BASE_SEED, "seconds": seconds,
+                   "snr_min_db": snr_min, "only": only,
                    "speech_sources": sorted(sources), "clips": clips}, f, indent=1)
     return 0
 

@@ -20,7 +20,18 @@ final class NoiseSuppressionGain {
     /// 0.34 PESQ-WB. From 300 Hz up, where a rumble does not reach: a rumble under 100 Hz opening the depth
     /// cost speech at 5-10 dB SNR 0.2-0.3 PESQ-WB (the gain dips on the voice's lowest harmonics) for nothing heard.
     /// Broadband rather than per bin: per bin, the same rumble cost 0.5.
-    static let quietBackgroundDBFS: Float = -55
+    ///
+    /// Measured from ``depthFromHz`` (1 kHz) up, not from 300 Hz: brown noise (a steep slope, nearly all under
+    /// 300 Hz) still stands loud at 300-1000 Hz, where it opened the full depth, and the Wiener gain then cut the
+    /// voice's weak harmonics there for noise PESQ-WB hardly hears (the microphone itself scores 3.5-3.9 at 0 dB SNR):
+    /// brown noise was a loss, -0.05 mean, worst clip -0.45 (`Benchmarks/scripts/noisy-speech.py`, five talkers,
+    /// 0-20 dB SNR); from 1 kHz +0.02 mean, worst -0.07 (600 Hz: -0.00 / -0.12; 2 kHz +0.00 / -0.06 with half
+    /// the gain on the clips that profit). White, pink and babble noise reach above 1 kHz and keep their depth.
+    /// The threshold is -57 dBFS, not -55: measured from 1 kHz a pink background reads lower than from 300 Hz, and at
+    /// -55 the linear noise vector (pink, -40 dBFS) kept only 28.4 dB of ERLE, 2.7 dB under its 31.1 — more than the
+    /// 1 dB the vectors may regress. At -57: 30.9 dB, brown noise +0.01 mean, worst clip -0.19 (was -0.45 from 300 Hz).
+    static let quietBackgroundDBFS: Float = -57
+    static let depthFromHz = 1000
     /// (10 dB: with 15 the noise vector, pink at -40 dBFS, reached only 29.2 dB of ERLE against 31.8.)
     static let depthSpanDB: Float = 10
     /// Weight of the previous frame's clean estimate in the a-priori SNR. At 200 frames a second (5 ms hops) 0.97
