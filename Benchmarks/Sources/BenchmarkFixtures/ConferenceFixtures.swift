@@ -31,8 +31,14 @@ public final class ConferenceWorkload: @unchecked Sendable {
     public static let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
     public static let room = ConferenceRoomConfiguration()
 
-    /// - Parameter speech: one recording per talker (16 kHz mono), looped to fill the run.
-    public init(participants: Int, talkers: Int, ticks: Int, speech: [[Int16]]) throws {
+    /// Whether the uplink datagrams are SRTP (the room's case) or plain RTP (for a peer driven without keys).
+    public let srtp: Bool
+
+    /// - Parameters:
+    ///   - speech: one recording per talker (16 kHz mono), looped to fill the run.
+    ///   - srtp: protect every leg (false: plain RTP, for Janus AudioBridge's plain-RTP participants).
+    public init(participants: Int, talkers: Int, ticks: Int, speech: [[Int16]], srtp: Bool = true) throws {
+        self.srtp = srtp
         precondition(talkers <= participants && speech.count >= min(talkers, 1) && speech.allSatisfy { !$0.isEmpty })
         self.participants = participants
         self.talkers = talkers
@@ -64,7 +70,7 @@ public final class ConferenceWorkload: @unchecked Sendable {
             try MediaStream(
                 configuration: MediaStreamConfiguration(
                     opus: Self.opus, deviceFormat: format,
-                    srtp: MediaStreamSRTP(suite: Self.suite, localKey: clientKeys[i], remoteKey: roomKeys[i]),
+                    srtp: srtp ? MediaStreamSRTP(suite: Self.suite, localKey: clientKeys[i], remoteKey: roomKeys[i]) : nil,
                     voiceProcessing: false, seed: UInt64(1_000 + i)),
                 sink: sink)
         }
@@ -107,7 +113,7 @@ public final class ConferenceWorkload: @unchecked Sendable {
                 label: "p\(i)",
                 configuration: MediaStreamConfiguration(
                     opus: Self.opus, deviceFormat: format,
-                    srtp: MediaStreamSRTP(suite: Self.suite, localKey: localKeys[i], remoteKey: remoteKeys[i]),
+                    srtp: srtp ? MediaStreamSRTP(suite: Self.suite, localKey: localKeys[i], remoteKey: remoteKeys[i]) : nil,
                     voiceProcessing: false, seed: UInt64(5_000 + i)),
                 sink: sink, now: .zero)
         }
@@ -133,6 +139,26 @@ public final class ConferenceWorkload: @unchecked Sendable {
         return handed
     }
 
+    /// Writes the datagrams for a replay tool: "VCWL", then little-endian u32 participants, ticks, datagrams, then
+    /// per datagram u32 tick, u32 participant, u16 length and the bytes.
+    public func write(to path: String) throws {
+        var out: [UInt8] = Array("VCWL".utf8)
+        func u32(_ v: Int) { for k in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * k))) } }
+        u32(participants)
+        u32(ticks)
+        u32(offsets.count)
+        for t in 0..<ticks {
+            for k in tickStart[t]..<tickStart[t + 1] {
+                u32(t)
+                u32(Int(owners[k]))
+                out.append(UInt8(lengths[k] & 0xFF))
+                out.append(UInt8(lengths[k] >> 8))
+                out.append(contentsOf: data[Int(offsets[k])..<Int(offsets[k] + lengths[k])])
+            }
+        }
+        try Data(out).write(to: URL(fileURLWithPath: path))
+    }
+
     /// The key bytes of all participants back to back (30 each), for the C loop.
     public static func concatenated(_ keys: [SRTPMasterKey]) -> [UInt8] { keys.flatMap(\.bytes) }
 
@@ -144,7 +170,7 @@ public final class ConferenceWorkload: @unchecked Sendable {
             guard let wav = try? WAVFile.read(path: folder + "/" + name), wav.format.sampleRate == 16_000,
                 wav.format.channels == 1
             else { return nil }
-            return wav.pcm16
+            return wav.int16Samples
         }
         return loaded.isEmpty ? nil : loaded
     }

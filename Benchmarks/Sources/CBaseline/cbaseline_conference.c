@@ -14,7 +14,7 @@ enum {
     CC_TICK = 320,  // 20 ms at 16 kHz
     CC_PENDING = 4,
     CC_DORMANT_TICKS = 10,
-    CC_WAKE_TICKS = 3,
+    CC_WAKE_TICKS = 1,
     CC_MAX_TALKERS = 16,
     CC_RTP_TICKS = 960
 };

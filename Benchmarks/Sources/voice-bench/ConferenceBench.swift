@@ -55,6 +55,9 @@ struct ConferenceBench: ParsableCommand {
     @Flag(help: "End with one JSON line.")
     var json = false
 
+    @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
+    var janusSeconds = 12.0
+
     func validate() throws {
         try requireOption("--talkers", Double(talkers), within: 1...16, "")
         try requireOption("--seconds", seconds, within: 1...600, "s")
@@ -62,6 +65,7 @@ struct ConferenceBench: ParsableCommand {
         try requireOption("--quality-seconds", qualitySeconds, within: 0...600, "s")
         try requireOption("--loss-percent", lossPercent, within: 0...50, "%")
         try requireOption("--jitter-milliseconds", jitterMilliseconds, within: 0...500, "ms")
+        try requireOption("--janus-seconds", janusSeconds, within: 0...600, "s")
     }
 
     mutating func run() throws {
@@ -118,10 +122,14 @@ struct ConferenceBench: ParsableCommand {
             let paired = SideBySideRunner.median(ratios)
             let perCore = Double(n) * 20e6 / swiftTick
             let cPerCore = Double(n) * 20e6 / cTick
-            print(
-                column("\(n)", 6) + column(fixed(swiftTick / 1000, 1), 15, right: true) + column(fixed(cTick / 1000, 1), 12, right: true)
-                    + column(fixed(swiftTick / cTick, 3), 8, right: true) + column(fixed(paired, 3), 8, right: true)
-                    + column(fixed(perCore, 0), 12, right: true) + column(fixed(cPerCore, 0), 14, right: true))
+            var line = column("\(n)", 6)
+            line += column(fixed(swiftTick / 1000, 1), 15, right: true)
+            line += column(fixed(cTick / 1000, 1), 12, right: true)
+            line += column(fixed(swiftTick / cTick, 3), 8, right: true)
+            line += column(fixed(paired, 3), 8, right: true)
+            line += column(fixed(perCore, 0), 12, right: true)
+            line += column(fixed(cPerCore, 0), 14, right: true)
+            print(line)
             fflush(nil)
             rows.append(
                 "{\"participants\":\(n),\"talkers\":\(t),\"swift_us_per_tick\":\(fixed(swiftTick / 1000, 3)),"
@@ -154,12 +162,16 @@ struct ConferenceBench: ParsableCommand {
         print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) — CPU time, not wall time.")
         fflush(nil)
 
+        var janusJSON = ""
+        if janusSeconds > 0 {
+            janusJSON = try janus(speech: speech, sizes: roomSizes)
+        }
         var qualityJSON = ""
         if qualitySeconds > 0 {
             qualityJSON = try quality(speech: speech)
         }
         if json {
-            print("{\"suite\":\"conference\",\"rooms\":[\(rows.joined(separator: ","))]\(qualityJSON)}")
+            print("{\"suite\":\"conference\",\"rooms\":[\(rows.joined(separator: ","))]\(janusJSON)\(qualityJSON)}")
         }
     }
 
@@ -204,6 +216,52 @@ struct ConferenceBench: ParsableCommand {
         if checksum == 42 { print("") }
         cb_conference_get_counts(room, &counts)
         return elapsed
+    }
+
+    /// Janus AudioBridge (Debian's `janus`, plain-RTP participants, driven by scripts/janus-audiobridge.py in real
+    /// time; its process CPU over the measured window) beside the Swift room on the same plain-RTP datagrams (fast
+    /// time, this thread's CPU).
+    private func janus(speech: [[Int16]], sizes: [Int]) throws -> String {
+        let script = URL(fileURLWithPath: PESQ.script).deletingLastPathComponent().appendingPathComponent("janus-audiobridge.py").path
+        print("Janus AudioBridge side by side (plain RTP, no SRTP on either side; Janus in real time, CPU of its process):")
+        print(column("room", 6) + column("Swift part./core", 18, right: true) + column("Janus part./core", 18, right: true)
+            + column("Janus mixed pkts", 18, right: true))
+        var items: [String] = []
+        for n in sizes {
+            let ticks = Int(janusSeconds * 50)
+            let w = try ConferenceWorkload(participants: n, talkers: min(talkers, n), ticks: ticks, speech: speech, srtp: false)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("voice-bench-janus-\(getpid()).vcwl").path
+            try w.write(to: file)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            var stats: ConferenceRoomStatistics?
+            var swiftTimes: [Double] = []
+            for _ in 0..<3 { swiftTimes.append(try runSwift(w, &stats) / Double(ticks)) }
+            let swiftPerCore = Double(n) * 20e6 / SideBySideRunner.median(swiftTimes)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", script, file]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0,
+                let line = String(decoding: output, as: UTF8.self).split(separator: "\n").last,
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else {
+                print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                    + column("failed (exit \(process.terminationStatus))", 30, right: true))
+                continue
+            }
+            let janusPerCore = (object["participants_per_core"] as? Double) ?? 0
+            let mixed = (object["mixed_packets_received"] as? Int) ?? 0
+            print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                + column(fixed(janusPerCore, 0), 18, right: true) + column("\(mixed)", 18, right: true))
+            fflush(nil)
+            items.append("{\"participants\":\(n),\"swift_plain_participants_per_core\":\(fixed(swiftPerCore, 1)),"
+                + "\"janus_participants_per_core\":\(fixed(janusPerCore, 1))}")
+        }
+        return ",\"janus\":[\(items.joined(separator: ","))]"
     }
 
     /// The quality run: PESQ-WB and the project's spectral distance of each participant's mix against the ideal.
