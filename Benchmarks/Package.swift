@@ -13,6 +13,7 @@ let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPa
 /// Simulation, scenarios and the jitter benchmark live beside the engine, not in the product a client links.
 let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
 let voiceSIP = Target.Dependency.product(name: "VoiceSIP", package: rootPackage)
+let voiceConference = Target.Dependency.product(name: "VoiceConference", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -39,7 +40,7 @@ let package = Package(
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [voiceEngine, voiceLab],
+            dependencies: [voiceEngine, voiceLab, voiceConference],
             path: "Sources/BenchmarkFixtures"
         ),
         .executableTarget(
@@ -50,6 +51,7 @@ let package = Package(
                 voiceEngine,
                 voiceLab,
                 voiceSIP,
+                voiceConference,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -67,7 +69,7 @@ package.targets.append(
         path: "Sources/AllocationSuite"))
 
 // ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
-for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks"] {
+for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks", "ConferenceBenchmarks"] {
     package.targets.append(
         .executableTarget(
             name: suite,
@@ -76,6 +78,7 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
                 "BenchmarkFixtures",
                 voiceEngine,
                 voiceLab,
+                voiceConference,
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/\(suite)",
