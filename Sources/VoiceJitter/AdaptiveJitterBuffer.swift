@@ -96,6 +96,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// step, an outage) or a delay below target keeps the packet whole: then the wait is delay the buffer
         /// needed anyway. 0: always play the packet whole.
         public var skipLateHoldMilliseconds: Double = 40
+        /// The playout-delay target by explicit cost (``PlayoutTargetCost``): delay, late packets, frames whose FEC
+        /// comes too late, and the stretch a move costs, each weighted in ms of delay. It replaces the estimator's
+        /// fixed quantile and the FEC look-ahead's threshold and size. nil: the quantile and look-ahead above.
+        public var targetCost: PlayoutTargetCost.Weights? = nil
 
         public init() {}
     }
@@ -146,6 +150,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var fecInTimeShare = 0.0
     /// Whether the FEC look-ahead is on (``updateLookAhead()``).
     private var lookingAhead = false
+    /// The playout-delay target chosen by ``Configuration/targetCost`` (ms above the fastest recent packet).
+    private var costTarget = 0.0
     /// Recent speech power (mean square) of the played audio, updated every tick, for
     /// ``stretchIsTimely(level:goal:accelerating:)``.
     private var speechPower = 0.0
@@ -154,6 +160,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// Creates a buffer and its Opus decoder.
     /// - Throws: `OpusError` when the decoder cannot be created for `configuration.sampleRate`.
     public init(configuration: Configuration = Configuration()) throws(OpusError) {
+        var configuration = configuration
+        configuration.applyExplorationOverrides()
         precondition(configuration.rtpClockRate % configuration.sampleRate == 0, "RTP clock must be a multiple of the rate")
         self.configuration = configuration
         format = AudioFormat(sampleRate: configuration.sampleRate, channels: 1)
@@ -196,7 +204,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// The current target buffer level (ms): estimator quantile plus one packet (plus the FEC look-ahead), within
     /// the configured bounds.
     public var targetLevelMilliseconds: Double {
-        let raw = estimator.targetMilliseconds + Double(packetTimestamps) / tsPerMs + fecLookAheadMilliseconds
+        let base = configuration.targetCost == nil ? estimator.targetMilliseconds : costTarget
+        let raw = base + Double(packetTimestamps) / tsPerMs + fecLookAheadMilliseconds
         return min(configuration.maximumTargetMilliseconds, max(configuration.minimumTargetMilliseconds, raw))
     }
 
@@ -215,7 +224,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// The playout delay the buffer steers towards (ms): the estimator's quantile of relative arrival delay plus
     /// `playoutMarginMilliseconds` and the FEC look-ahead.
     public var targetPlayoutDelayMilliseconds: Double {
-        estimator.targetMilliseconds + configuration.playoutMarginMilliseconds + fecLookAheadMilliseconds
+        if configuration.targetCost != nil { return costTarget + configuration.playoutMarginMilliseconds }
+        return estimator.targetMilliseconds + configuration.playoutMarginMilliseconds + fecLookAheadMilliseconds
     }
 
     /// Buffered audio (ms): packet durations at or after the playout position plus decoded samples waiting.
@@ -250,6 +260,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             flush(keepingLevel: 0)
             newestEnd = .min
             estimator.reset()
+            costTarget = 0
             statistics.timelineResets += 1
         }
 
@@ -275,7 +286,14 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
         let plainTarget = estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
         fecInTimeShare = estimator.fraction(atOrBelow: plainTarget - Double(duration) / tsPerMs)
-        updateLookAhead()
+        if let weights = configuration.targetCost {
+            let carriesFEC = Double(packetsSinceFEC) < configuration.lossMemoryPackets
+            let situation = PlayoutTargetCost.Situation(
+                lossShare: recentGapRate, fecPacketMilliseconds: carriesFEC ? Double(duration) / tsPerMs : nil)
+            costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
+        } else {
+            updateLookAhead()
+        }
         if started && timestamp < position {
             statistics.latePackets += 1
             return
@@ -686,5 +704,28 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             for i in syncCount..<(syncCount + count) { s[i] = 0 }
         }
         syncCount += count
+    }
+}
+
+import Foundation
+
+extension AdaptiveJitterBuffer.Configuration {
+    /// TEMPORARY (exploration only, not to be committed): parameters from the environment.
+    mutating func applyExplorationOverrides() {
+        let env = ProcessInfo.processInfo.environment
+        func d(_ k: String) -> Double? { env[k].flatMap(Double.init) }
+        if let v = d("VE_Q") { estimator.quantile = v }
+        if let v = d("VE_FORGET") { estimator.forgetFactor = v }
+        if let v = d("VE_ACC") { accelerateAboveMilliseconds = v }
+        if let v = d("VE_XACC") { jitteryExtraAccelerateMilliseconds = v }
+        if let v = d("VE_SKIP") { skipLateHoldMilliseconds = v }
+        if let v = d("VE_JLA") { jitteryLookAheadMilliseconds = v }
+        if let v = d("VE_URGENT") { urgentStretchMilliseconds = v }
+        if let v = d("VE_QUIET") { quietStretchRatio = v }
+        if let late = d("VE_LATE") {
+            targetCost = PlayoutTargetCost.Weights(
+                lateWorthMilliseconds: late, unrecoveredWorthMilliseconds: d("VE_FEC") ?? 40,
+                stretchWorthMilliseconds: d("VE_STRETCH") ?? 2)
+        }
     }
 }
