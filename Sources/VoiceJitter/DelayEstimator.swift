@@ -140,7 +140,7 @@ public struct DelayEstimator: Sendable {
     /// packet is late any more (two running sums: the share later than `d` and than `d − packet`); no allocation.
     /// 0 before any packet.
     public func cheapestTarget(
-        _ weights: PlayoutTargetCost.Weights, situation: PlayoutTargetCost.Situation, current: Double
+        _ price: PlayoutTargetCost.Weights, situation: PlayoutTargetCost.Situation, current: Double
     ) -> Double {
         guard weightSum > 0 else { return 0 }
         let bucket = configuration.bucketMilliseconds
@@ -160,7 +160,7 @@ public struct DelayEstimator: Sendable {
                 let d = Double(i) * bucket
                 let late = max(0, 1 - cumulative / weightSum)
                 let fecLate = i >= shift ? max(0, 1 - trailing / weightSum) : 1
-                let j = PlayoutTargetCost.cost(delay: d, late: late, fecLate: fecLate, weights: weights, situation: situation)
+                let j = PlayoutTargetCost.cost(delay: d, late: late, fecLate: fecLate, weights: price, situation: situation)
                 if j < bestCost {
                     bestCost = j
                     best = d
@@ -171,7 +171,7 @@ public struct DelayEstimator: Sendable {
             }
             // Past the last bucket scanned nothing is late: the cost is the delay alone.
             let stay = currentCost ?? Double(currentIndex) * bucket
-            return stay - bestCost >= weights.stretchWorthMilliseconds ? best : Double(currentIndex) * bucket
+            return stay - bestCost >= price.stretchWorthMilliseconds ? best : Double(currentIndex) * bucket
         }
     }
 
