@@ -192,7 +192,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     /// One packet (ms) while the frames FEC could recover are worth the delay, else 0 (see
     /// ``Configuration/lookAheadMinimumRecoverablePercent``): the delay that lets a lost frame be recovered from
-    /// the next packet instead of concealed.
+    /// the next packet instead of concealed. Always 0 with ``Configuration/targetCost``: that cost prices the
+    /// look-ahead into the target itself.
     public var fecLookAheadMilliseconds: Double {
         guard lookingAhead else { return 0 }
         return isJittery ? configuration.jitteryLookAheadMilliseconds : Double(packetTimestamps) / tsPerMs
