@@ -36,6 +36,12 @@ public enum PlayoutTargetCost {
         }
     }
 
+    /// The weights measured under 30 ms jitter (see ``AdaptiveJitterBuffer/Configuration/targetCost``): a percent
+    /// of late packets worth 6 ms, of frames not recovered from FEC 20 ms, a move 2 ms. Use with
+    /// `jitteryExtraAccelerateMilliseconds = 5`.
+    public static let recommended = Weights(
+        lateWorthMilliseconds: 6, unrecoveredWorthMilliseconds: 20, stretchWorthMilliseconds: 2)
+
     /// What the stream is doing now.
     public struct Situation: Sendable, Hashable {
         /// Recent share of frames the network lost (0...1).

@@ -131,9 +131,10 @@ func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
         print("\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance), mean delay \(delay) speex \(speexDelay) ms")
         #expect(adaptive <= 4_000, "\(name): \(adaptive) stretched samples a minute")
         #expect(distance <= speexDistance + 0.1, "\(name)")
-        // The delay bought for it: at most 8 ms above speexdsp's on the same packets (issue 14's third
-        // round, target by ``PlayoutTargetCost``: measured MEASURED).
-        #expect(delay <= speexDelay + 8, "\(name): mean delay \(delay) ms against speexdsp's \(speexDelay)")
+        // And not at more delay than speexdsp's on the same packets (end to end, play − send): measured 137.5 /
+        // 140.7 / 141.0 ms against 145.2 / 144.8 / 146.8 (issue 14, third round). The issue's own delay target
+        // (about 155 ms one-way through `voice-engine simulate`) is not met; see Benchmarks/README.
+        #expect(delay <= speexDelay, "\(name): mean delay \(delay) ms against speexdsp's \(speexDelay)")
     }
 }
 
