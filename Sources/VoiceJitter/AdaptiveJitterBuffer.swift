@@ -55,7 +55,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// the delay rises a tick after a late packet or a swing of the quantile and falls back by itself, and a
         /// one-tick band accelerated after every such wobble (10–25 k samples a minute under 30 ms jitter, PESQ-WB
         /// 0.5 below speexdsp). A second tick cut that to about 1 k for 3–7 ms more mean delay (`voice-engine
-        /// simulate --jitter 30`, seeds 1–3, extra 0 / 5 / 10 ms: PESQ-WB 3.95 / 4.16 / 4.22).
+        /// simulate --jitter 30`, seeds 1–3, extra 0 / 5 / 10 ms: PESQ-WB 3.95 / 4.16 / 4.22). With the target by
+        /// ``targetCost`` (``PlayoutTargetCost/recommended``, which sits higher than the 97 % quantile on such a
+        /// path) 5 ms is enough: 4.28 at 170 ms one-way (issue 14, third round).
         public var jitteryExtraAccelerateMilliseconds: Double = 10
         public var jitteryTargetMilliseconds: Double = 40
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
@@ -100,6 +102,23 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// step, an outage) or a delay below target keeps the packet whole: then the wait is delay the buffer
         /// needed anyway. 0: always play the packet whole.
         public var skipLateHoldMilliseconds: Double = 40
+        /// The playout-delay target by explicit cost (``PlayoutTargetCost``): delay, late packets, frames whose FEC
+        /// comes too late, and the stretch a move costs, each weighted in ms of delay. It replaces the estimator's
+        /// fixed quantile and the FEC look-ahead's threshold and size. nil: the quantile and look-ahead above.
+        ///
+        /// The weights: a percent of late packets is worth 6 ms (`voice-engine simulate --jitter 30`, seeds 1–3,
+        /// 65 s of the speech set, no loss, 5 ms band: 6 / 8 ms gave PESQ-WB 4.28 / 4.32 at 170 / 173 ms one-way,
+        /// 4 ms 3.99 at 162 ms (one seed); 3 ms with the 10 ms band 4.12 at 164 ms; the fixed 97 % quantile 4.22
+        /// at 169 ms); a percent of frames lost and not recovered from FEC
+        /// 20 ms (a whole frame of PLC: without jitter the look-ahead of a packet is on from 1 % recoverable loss;
+        /// under 30 ms jitter with 5 % loss 20 ms against 40 gave 4.05 against 4.04 PESQ-WB at 172.6 against
+        /// 174.3 ms); a move 2 ms (4 ms measured the same: 4.30 at 171 ms).
+        ///
+        /// Not the default yet: on the heavy-tailed `burst5_pareto40` scenario of `JitterBenchmark` the cheapest
+        /// point jumps with every spike (87 k stretched samples a minute against 27 k with the quantile), and on
+        /// `outage3s` / `loss2_normal20` it lands 0.3 / 6 ms above speexdsp. ``PlayoutTargetCost/recommended``
+        /// holds the weights measured under 30 ms jitter.
+        public var targetCost: PlayoutTargetCost.Weights? = nil
 
         public init() {}
     }
@@ -150,6 +169,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var fecInTimeShare = 0.0
     /// Whether the FEC look-ahead is on (``updateLookAhead()``).
     private var lookingAhead = false
+    /// The playout-delay target chosen by ``Configuration/targetCost`` (ms above the fastest recent packet).
+    private var costTarget = 0.0
     /// Recent speech power (mean square) of the played audio, updated every tick, for
     /// ``stretchIsTimely(level:goal:accelerating:)``.
     private var speechPower = 0.0
@@ -180,7 +201,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     /// One packet (ms) while the frames FEC could recover are worth the delay, else 0 (see
     /// ``Configuration/lookAheadMinimumRecoverablePercent``): the delay that lets a lost frame be recovered from
-    /// the next packet instead of concealed.
+    /// the next packet instead of concealed. Always 0 with ``Configuration/targetCost``: that cost prices the
+    /// look-ahead into the target itself.
     public var fecLookAheadMilliseconds: Double {
         guard lookingAhead else { return 0 }
         return isJittery ? configuration.jitteryLookAheadMilliseconds : Double(packetTimestamps) / tsPerMs
@@ -200,7 +222,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// The current target buffer level (ms): estimator quantile plus one packet (plus the FEC look-ahead), within
     /// the configured bounds.
     public var targetLevelMilliseconds: Double {
-        let raw = estimator.targetMilliseconds + Double(packetTimestamps) / tsPerMs + fecLookAheadMilliseconds
+        let base = configuration.targetCost == nil ? estimator.targetMilliseconds : costTarget
+        let raw = base + Double(packetTimestamps) / tsPerMs + fecLookAheadMilliseconds
         return min(configuration.maximumTargetMilliseconds, max(configuration.minimumTargetMilliseconds, raw))
     }
 
@@ -219,7 +242,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// The playout delay the buffer steers towards (ms): the estimator's quantile of relative arrival delay plus
     /// `playoutMarginMilliseconds` and the FEC look-ahead.
     public var targetPlayoutDelayMilliseconds: Double {
-        estimator.targetMilliseconds + configuration.playoutMarginMilliseconds + fecLookAheadMilliseconds
+        if configuration.targetCost != nil { return costTarget + configuration.playoutMarginMilliseconds }
+        return estimator.targetMilliseconds + configuration.playoutMarginMilliseconds + fecLookAheadMilliseconds
     }
 
     /// Buffered audio (ms): packet durations at or after the playout position plus decoded samples waiting.
@@ -254,6 +278,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             flush(keepingLevel: 0)
             newestEnd = .min
             estimator.reset()
+            costTarget = 0
             statistics.timelineResets += 1
         }
 
@@ -279,7 +304,14 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
         let plainTarget = estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
         fecInTimeShare = estimator.fraction(atOrBelow: plainTarget - Double(duration) / tsPerMs)
-        updateLookAhead()
+        if let weights = configuration.targetCost {
+            let carriesFEC = Double(packetsSinceFEC) < configuration.lossMemoryPackets
+            let situation = PlayoutTargetCost.Situation(
+                lossShare: recentGapRate, fecPacketMilliseconds: carriesFEC ? Double(duration) / tsPerMs : nil)
+            costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
+        } else {
+            updateLookAhead()
+        }
         if started && timestamp < position {
             statistics.latePackets += 1
             return

@@ -135,6 +135,46 @@ public struct DelayEstimator: Sendable {
         }
     }
 
+    /// The target (ms) of least ``PlayoutTargetCost`` over the histogram's bucket edges — or `current` when moving
+    /// there saves less than the weights' `stretchWorthMilliseconds`. One pass over the buckets up to where no
+    /// packet is late any more (two running sums: the share later than `d` and than `d − packet`); no allocation.
+    /// 0 before any packet.
+    public func cheapestTarget(
+        _ price: PlayoutTargetCost.Weights, situation: PlayoutTargetCost.Situation, current: Double
+    ) -> Double {
+        guard weightSum > 0 else { return 0 }
+        let bucket = configuration.bucketMilliseconds
+        let shift = Int(((situation.fecPacketMilliseconds ?? 0) / bucket).rounded())
+        let currentIndex = max(0, Int((current / bucket).rounded(.down)))
+        let full = weightSum * (1 - 1e-12)
+        return weights.withUnsafeBufferPointer { w in
+            var cumulative = 0.0  // Σ w[0...i]
+            var trailing = 0.0  // Σ w[0...i − shift]
+            var best = 0.0
+            var bestCost = Double.infinity
+            var currentCost: Double?
+            var i = 0
+            while i < w.count {
+                cumulative += w[i]
+                if i >= shift { trailing += w[i - shift] }
+                let d = Double(i) * bucket
+                let late = max(0, 1 - cumulative / weightSum)
+                let fecLate = i >= shift ? max(0, 1 - trailing / weightSum) : 1
+                let j = PlayoutTargetCost.cost(delay: d, late: late, fecLate: fecLate, weights: price, situation: situation)
+                if j < bestCost {
+                    bestCost = j
+                    best = d
+                }
+                if i == currentIndex { currentCost = j }
+                if cumulative >= full && (i >= shift && trailing >= full) && i >= currentIndex { break }
+                i += 1
+            }
+            // Past the last bucket scanned nothing is late: the cost is the delay alone.
+            let stay = currentCost ?? Double(currentIndex) * bucket
+            return stay - bestCost >= price.stretchWorthMilliseconds ? best : Double(currentIndex) * bucket
+        }
+    }
+
     /// The delay margin (ms) above the fastest recent packet that the `quantile` of packets needs: the lower
     /// edge of the quantile bucket (so a jitter-free path needs 0). 0 before any packet.
     public var targetMilliseconds: Double { packetsSeen > 0 ? cachedTarget : 0 }

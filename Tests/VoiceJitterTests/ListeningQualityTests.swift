@@ -118,17 +118,23 @@ func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
 @Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
-        var adaptive = 0.0, speex = 0.0, distance = 0.0, speexDistance = 0.0
+        var adaptive = 0.0, speex = 0.0, distance = 0.0, speexDistance = 0.0, delay = 0.0, speexDelay = 0.0
         for seed: UInt64 in 1...3 {
             let r = try quality(name, seed: seed)
             adaptive += r.adaptive.stretchedSamplesPerMinute / 3
             speex += r.speex.stretchedSamplesPerMinute / 3
             distance += r.adaptive.distanceToIdeal.decibels / 3
             speexDistance += r.speex.distanceToIdeal.decibels / 3
+            delay += r.adaptive.meanDelayMilliseconds / 3
+            speexDelay += r.speex.meanDelayMilliseconds / 3
         }
-        print("\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance)")
+        print("\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance), mean delay \(delay) speex \(speexDelay) ms")
         #expect(adaptive <= 4_000, "\(name): \(adaptive) stretched samples a minute")
         #expect(distance <= speexDistance + 0.1, "\(name)")
+        // And not at more delay than speexdsp's on the same packets (end to end, play − send): measured 137.5 /
+        // 140.7 / 141.0 ms against 145.2 / 144.8 / 146.8 (issue 14, third round). The issue's own delay target
+        // (about 155 ms one-way through `voice-engine simulate`) is not met; see Benchmarks/README.
+        #expect(delay <= speexDelay, "\(name): mean delay \(delay) ms against speexdsp's \(speexDelay)")
     }
 }
 
