@@ -188,7 +188,10 @@ final class DriftSearch {
         let from = -lowest
         let to = lags - 1 - highest
         guard to > from else { return (0, 0) }
-        for d in from...to { sum[d] = 0 }
+        // Half-open ranges: a closed range's iterator keeps these loops scalar (and unvectorized); same order and
+        // arithmetic per lag.
+        let end = to + 1
+        for d in from..<end { sum[d] = 0 }
         for k in 0..<searchedCount {
             let slot = (head - 1 - k + 2 * slots) % slots
             let shift = rate * Double(newest - times[slot])
@@ -196,13 +199,13 @@ final class DriftSearch {
             let f = Float(shift - Double(i))
             let g = 1 - f
             let base = slot * lags + i
-            for d in from...to {
+            for d in from..<end {
                 sum[d] += g * history[base + d] + f * history[base + d + 1]
             }
         }
         var best: Float = -.infinity
         var lag = from
-        for d in from...to where sum[d] > best {
+        for d in from..<end where sum[d] > best {
             best = sum[d]
             lag = d
         }
