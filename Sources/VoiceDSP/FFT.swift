@@ -14,7 +14,8 @@ package final class FFT {
     /// -sin (forward twiddles) and +sin (inverse), so the inner loop does not multiply by a sign.
     private let forwardSinTable: UnsafeMutableBufferPointer<Float>
     private let inverseSinTable: UnsafeMutableBufferPointer<Float>
-    private let bitReversed: UnsafeMutableBufferPointer<Int32>
+    /// The bit-reversal permutation as the pairs it swaps (`i` < its reversal), so reordering tests no index.
+    private let swapPairs: UnsafeMutableBufferPointer<(Int32, Int32)>
 
     package init(size: Int) {
         precondition(size >= 2 && size & (size - 1) == 0, "FFT size must be a power of two")
@@ -38,7 +39,7 @@ package final class FFT {
             }
             half *= 2
         }
-        bitReversed = .allocate(capacity: size)
+        var pairs: [(Int32, Int32)] = []
         for i in 0..<size {
             var r = 0
             var v = i
@@ -46,54 +47,55 @@ package final class FFT {
                 r = (r << 1) | (v & 1)
                 v >>= 1
             }
-            bitReversed.initializeElement(at: i, to: Int32(r))
+            if r > i { pairs.append((Int32(i), Int32(r))) }
         }
+        swapPairs = .allocate(capacity: pairs.count)
+        _ = swapPairs.initialize(from: pairs)
     }
 
     deinit {
         cosTable.deallocate()
         forwardSinTable.deallocate()
         inverseSinTable.deallocate()
-        bitReversed.deallocate()
+        swapPairs.deallocate()
     }
 
     /// Transforms `re`/`im` (each `size` long) in place. `inverse` uses the conjugate twiddles and scales by 1/size.
     package func transform(re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, inverse: Bool) {
         let n = size
-        let rev = bitReversed
-        for i in 0..<n {
-            let j = Int(rev[i])
-            if j > i {
-                swap(&re[i], &re[j])
-                swap(&im[i], &im[j])
-            }
+        for (a, b) in swapPairs {
+            let i = Int(a), j = Int(b)
+            swap(&re[i], &re[j])
+            swap(&im[i], &im[j])
         }
         let cosT = cosTable.baseAddress!
         let sinT = (inverse ? inverseSinTable : forwardSinTable).baseAddress!
         var half = 1
-        // The first stages (fewer than eight butterflies per group), one butterfly at a time.
-        while half < n && half < 8 {
-            var start = 0
-            while start < n {
-                var k = half
-                var j = start
-                let stop = start + half
-                while j < stop {
-                    let wr = cosT[k]
-                    let wi = sinT[k]
-                    let l = j + half
-                    let tr = wr * re[l] - wi * im[l]
-                    let ti = wr * im[l] + wi * re[l]
-                    re[l] = re[j] - tr
-                    im[l] = im[j] - ti
-                    re[j] += tr
-                    im[j] += ti
-                    k &+= 1
-                    j &+= 1
-                }
-                start += half * 2
+        // The first stage (pairs of neighbours), one butterfly at a time.
+        if n >= 2 {
+            let wr = cosT[1]
+            let wi = sinT[1]
+            var j = 0
+            while j < n {
+                let l = j + 1
+                let tr = wr * re[l] - wi * im[l]
+                let ti = wr * im[l] + wi * re[l]
+                re[l] = re[j] - tr
+                im[l] = im[j] - ti
+                re[j] += tr
+                im[j] += ti
+                j &+= 2
             }
-            half *= 2
+            half = 2
+        }
+        // Stages of two and four butterflies per group, a group at a time in SIMD lanes.
+        if half == 2 && n >= 4 {
+            butterflyGroups(SIMD2<Float>.self, re: re, im: im, half: 2, cos: cosT, sin: sinT)
+            half = 4
+        }
+        if half == 4 && n >= 8 {
+            butterflyGroups(SIMD4<Float>.self, re: re, im: im, half: 4, cos: cosT, sin: sinT)
+            half = 8
         }
         // The rest eight butterflies at a time: the same products and sums per element, in SIMD lanes (no fused
         // multiply-add, no reordering, so the result does not change).
@@ -130,6 +132,32 @@ package final class FFT {
                 re[i] *= scale
                 im[i] *= scale
             }
+        }
+    }
+
+    /// One stage whose groups are exactly one vector wide (`half` == `V.scalarCount`): each group's butterflies in
+    /// lanes, with the same products and sums per element as one at a time.
+    @inline(__always)
+    private func butterflyGroups<V: SIMD>(
+        _: V.Type, re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, half: Int,
+        cos cosT: UnsafeMutablePointer<Float>, sin sinT: UnsafeMutablePointer<Float>
+    ) where V.Scalar == Float {
+        let wr = UnsafeRawPointer(cosT + half).loadUnaligned(as: V.self)
+        let wi = UnsafeRawPointer(sinT + half).loadUnaligned(as: V.self)
+        var j = 0
+        while j < size {
+            let l = j + half
+            let rl = UnsafeRawPointer(re + l).loadUnaligned(as: V.self)
+            let il = UnsafeRawPointer(im + l).loadUnaligned(as: V.self)
+            let rj = UnsafeRawPointer(re + j).loadUnaligned(as: V.self)
+            let ij = UnsafeRawPointer(im + j).loadUnaligned(as: V.self)
+            let tr = wr * rl - wi * il
+            let ti = wr * il + wi * rl
+            UnsafeMutableRawPointer(re + l).storeBytes(of: rj - tr, as: V.self)
+            UnsafeMutableRawPointer(im + l).storeBytes(of: ij - ti, as: V.self)
+            UnsafeMutableRawPointer(re + j).storeBytes(of: rj + tr, as: V.self)
+            UnsafeMutableRawPointer(im + j).storeBytes(of: ij + ti, as: V.self)
+            j &+= 2 * half
         }
     }
 
