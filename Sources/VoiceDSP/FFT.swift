@@ -97,30 +97,16 @@ package final class FFT {
             butterflyGroups(SIMD4<Float>.self, re: re, im: im, half: 4, cos: cosT, sin: sinT)
             half = 8
         }
-        // The rest eight butterflies at a time: the same products and sums per element, in SIMD lanes (no fused
-        // multiply-add, no reordering, so the result does not change).
-        typealias V = SIMD8<Float>
-        let stride = MemoryLayout<V>.stride
+        // The rest eight butterflies at a time.
         while half < n {
             var start = 0
             while start < n {
                 var k = 0
                 while k < half {
-                    let j = start + k
-                    let l = j + half
-                    let wr = UnsafeRawPointer(cosT + half + k).loadUnaligned(as: V.self)
-                    let wi = UnsafeRawPointer(sinT + half + k).loadUnaligned(as: V.self)
-                    let rl = UnsafeRawPointer(re + l).loadUnaligned(as: V.self)
-                    let il = UnsafeRawPointer(im + l).loadUnaligned(as: V.self)
-                    let rj = UnsafeRawPointer(re + j).loadUnaligned(as: V.self)
-                    let ij = UnsafeRawPointer(im + j).loadUnaligned(as: V.self)
-                    let tr = wr * rl - wi * il
-                    let ti = wr * il + wi * rl
-                    UnsafeMutableRawPointer(re + l).storeBytes(of: rj - tr, as: V.self)
-                    UnsafeMutableRawPointer(im + l).storeBytes(of: ij - ti, as: V.self)
-                    UnsafeMutableRawPointer(re + j).storeBytes(of: rj + tr, as: V.self)
-                    UnsafeMutableRawPointer(im + j).storeBytes(of: ij + ti, as: V.self)
-                    k &+= stride / MemoryLayout<Float>.stride
+                    butterflies(
+                        SIMD8<Float>.self, re: re, im: im, at: start + k, half: half, twiddle: half + k, cos: cosT,
+                        sin: sinT)
+                    k &+= 8
                 }
                 start += half * 2
             }
@@ -135,30 +121,40 @@ package final class FFT {
         }
     }
 
-    /// One stage whose groups are exactly one vector wide (`half` == `V.scalarCount`): each group's butterflies in
-    /// lanes, with the same products and sums per element as one at a time.
+    /// One stage whose groups are exactly one vector wide (`half` == `V.scalarCount`), a group at a time.
     @inline(__always)
     private func butterflyGroups<V: SIMD>(
         _: V.Type, re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, half: Int,
         cos cosT: UnsafeMutablePointer<Float>, sin sinT: UnsafeMutablePointer<Float>
     ) where V.Scalar == Float {
-        let wr = UnsafeRawPointer(cosT + half).loadUnaligned(as: V.self)
-        let wi = UnsafeRawPointer(sinT + half).loadUnaligned(as: V.self)
         var j = 0
         while j < size {
-            let l = j + half
-            let rl = UnsafeRawPointer(re + l).loadUnaligned(as: V.self)
-            let il = UnsafeRawPointer(im + l).loadUnaligned(as: V.self)
-            let rj = UnsafeRawPointer(re + j).loadUnaligned(as: V.self)
-            let ij = UnsafeRawPointer(im + j).loadUnaligned(as: V.self)
-            let tr = wr * rl - wi * il
-            let ti = wr * il + wi * rl
-            UnsafeMutableRawPointer(re + l).storeBytes(of: rj - tr, as: V.self)
-            UnsafeMutableRawPointer(im + l).storeBytes(of: ij - ti, as: V.self)
-            UnsafeMutableRawPointer(re + j).storeBytes(of: rj + tr, as: V.self)
-            UnsafeMutableRawPointer(im + j).storeBytes(of: ij + ti, as: V.self)
+            butterflies(V.self, re: re, im: im, at: j, half: half, twiddle: half, cos: cosT, sin: sinT)
             j &+= 2 * half
         }
+    }
+
+    /// `V.scalarCount` neighbouring butterflies (`j ..< j + count` with their partners `half` further) in SIMD lanes,
+    /// their twiddles from table position `twiddle` on: the same products and sums per element as one at a time (no
+    /// fused multiply-add, no reordering), so the result does not change.
+    @inline(__always)
+    private func butterflies<V: SIMD>(
+        _: V.Type, re: UnsafeMutablePointer<Float>, im: UnsafeMutablePointer<Float>, at j: Int, half: Int,
+        twiddle: Int, cos cosT: UnsafeMutablePointer<Float>, sin sinT: UnsafeMutablePointer<Float>
+    ) where V.Scalar == Float {
+        let l = j + half
+        let wr = UnsafeRawPointer(cosT + twiddle).loadUnaligned(as: V.self)
+        let wi = UnsafeRawPointer(sinT + twiddle).loadUnaligned(as: V.self)
+        let rl = UnsafeRawPointer(re + l).loadUnaligned(as: V.self)
+        let il = UnsafeRawPointer(im + l).loadUnaligned(as: V.self)
+        let rj = UnsafeRawPointer(re + j).loadUnaligned(as: V.self)
+        let ij = UnsafeRawPointer(im + j).loadUnaligned(as: V.self)
+        let tr = wr * rl - wi * il
+        let ti = wr * il + wi * rl
+        UnsafeMutableRawPointer(re + l).storeBytes(of: rj - tr, as: V.self)
+        UnsafeMutableRawPointer(im + l).storeBytes(of: ij - ti, as: V.self)
+        UnsafeMutableRawPointer(re + j).storeBytes(of: rj + tr, as: V.self)
+        UnsafeMutableRawPointer(im + j).storeBytes(of: ij + ti, as: V.self)
     }
 
     /// Linear convolution of two real signals through the FFT (for offline use: allocates).
