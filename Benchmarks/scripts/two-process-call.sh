@@ -10,10 +10,11 @@ VE=${VOICE_ENGINE:-.build/release/voice-engine}
 S=${1:?usage: two-process-call.sh SPEECH_16K.wav [RUNS]}
 cpu() { local t=0; for f in /proc/$1/task/*/schedstat; do read a b c < $f 2>/dev/null && t=$((t+a)); done; echo $t; }
 RUNS=${2:-3}
-for mode in $(for _ in $(seq $RUNS); do echo off on; done); do
+# MODES (default "off on"): off = --no-voice-processing, on = defaults, noaec = --no-echo-canceller (NS and VAD only).
+for mode in $(for _ in $(seq $RUNS); do echo ${MODES:-off on}; done); do
   KA=$(head -c 30 /dev/urandom | base64); KB=$(head -c 30 /dev/urandom | base64)
   P=$(python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-  extra=""; [ $mode = off ] && extra="--no-voice-processing"
+  extra=""; [ $mode = off ] && extra="--no-voice-processing"; [ $mode = noaec ] && extra="--no-echo-canceller"
   D=$(mktemp -d)
   $VE call --listen $P --bind 127.0.0.1 --mic file:$S --loop-mic --speaker file:$D/a.wav --local-key $KA --remote-key $KB --duration 38 $extra --report $D/a.json > $D/a.log 2>&1 &
   A=$!

@@ -188,7 +188,10 @@ final class DriftSearch {
         let from = -lowest
         let to = lags - 1 - highest
         guard to > from else { return (0, 0) }
-        for d in from...to { sum[d] = 0 }
+        // Half-open ranges and unchecked index arithmetic: a closed range's iterator and overflow checks kept these
+        // loops scalar.
+        let end = to + 1
+        for d in from..<end { sum[d] = 0 }
         for k in 0..<searchedCount {
             let slot = (head - 1 - k + 2 * slots) % slots
             let shift = rate * Double(newest - times[slot])
@@ -196,13 +199,27 @@ final class DriftSearch {
             let f = Float(shift - Double(i))
             let g = 1 - f
             let base = slot * lags + i
-            for d in from...to {
-                sum[d] += g * history[base + d] + f * history[base + d + 1]
+            // Eight lags at a time: the same products and sums per lag as one at a time (no fused multiply-add).
+            let s = sum.baseAddress!
+            let h = history.baseAddress! + base
+            let gv = SIMD8<Float>(repeating: g)
+            let fv = SIMD8<Float>(repeating: f)
+            var d = from
+            while d &+ 8 <= end {
+                let h0 = UnsafeRawPointer(h + d).loadUnaligned(as: SIMD8<Float>.self)
+                let h1 = UnsafeRawPointer(h + (d &+ 1)).loadUnaligned(as: SIMD8<Float>.self)
+                let acc = UnsafeRawPointer(s + d).loadUnaligned(as: SIMD8<Float>.self)
+                UnsafeMutableRawPointer(s + d).storeBytes(of: acc + (gv * h0 + fv * h1), as: SIMD8<Float>.self)
+                d &+= 8
+            }
+            while d < end {
+                s[d] += g * h[d] + f * h[d &+ 1]
+                d &+= 1
             }
         }
         var best: Float = -.infinity
         var lag = from
-        for d in from...to where sum[d] > best {
+        for d in from..<end where sum[d] > best {
             best = sum[d]
             lag = d
         }

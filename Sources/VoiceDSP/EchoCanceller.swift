@@ -17,6 +17,10 @@ public struct EchoCancellerConfiguration: Sendable, Equatable {
     public var compensateDrift: Bool
     /// Suppress the residual echo in the preprocessor (`SPEEX_PREPROCESS_SET_ECHO_STATE`).
     public var suppressResidualEcho: Bool
+    /// Cancel echo at all. Off: no adaptive filter, delay or drift tracking and no residual-echo suppression — the
+    /// far end is ignored and the microphone gets noise suppression and the voice-activity decision only (what
+    /// baresip's `speex_pp` does; for a headset, or to compare with a canceller-less stack).
+    public var cancelEcho: Bool = true
     /// Noise suppression, AGC and VAD after the echo filter (its `sampleRate` is replaced by this one's). Its
     /// `noiseSuppressionDB` is the floor of the canceller's own spectral noise suppression (``NoiseSuppressionGain``),
     /// not of speexdsp's denoiser, which only carries the residual-echo gains (at -1 dB).
@@ -281,9 +285,10 @@ public final class EchoCanceller {
         // 0.5 PESQ-WB at -15 dB. But speexdsp applies its residual-echo gains only while its denoiser is on, so with
         // echo suppression it stays on at -1 dB (0.03 PESQ-WB on clean speech), as the carrier of those gains.
         let noiseFloorDB = pre.noiseSuppressionDB.map(Double.init)
-        pre.noiseSuppressionDB = configuration.suppressResidualEcho ? Self.speexDenoiseDB : nil
+        let residualInPreprocessor = configuration.suppressResidualEcho && configuration.cancelEcho
+        pre.noiseSuppressionDB = residualInPreprocessor ? Self.speexDenoiseDB : nil
         preprocessor = try Preprocessor(configuration: pre, frameSize: frameSize)
-        if configuration.suppressResidualEcho { try preprocessor.attach(echoFilter: echoFilter) }
+        if residualInPreprocessor { try preprocessor.attach(echoFilter: echoFilter) }
         if let floorDB = configuration.residualEchoGainFloorDB {
             guard floorDB.isFinite, (-60...0).contains(floorDB) else {
                 throw .invalidArgument(field: "residualEchoGainFloorDB", reason: "\(floorDB); -60 ... 0 dB")
@@ -296,10 +301,12 @@ public final class EchoCanceller {
             }
             residualGain = nil
         }
-        if configuration.residualEchoSuppressorFloorDB != nil || noiseFloorDB != nil {
+        // Without cancellation the suppressor's STFT carries the noise suppression alone.
+        let echoFloorDB = configuration.cancelEcho ? configuration.residualEchoSuppressorFloorDB : nil
+        if !configuration.cancelEcho { residualGain = nil }
+        if echoFloorDB != nil || noiseFloorDB != nil {
             suppressor = ResidualEchoSuppressor(
-                hop: frameSize, sampleRate: rate, floorDB: configuration.residualEchoSuppressorFloorDB,
-                noiseFloorDB: noiseFloorDB)
+                hop: frameSize, sampleRate: rate, floorDB: echoFloorDB, noiseFloorDB: noiseFloorDB)
         }
         estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         drift = DriftEstimator(sampleRate: rate)
@@ -344,6 +351,7 @@ public final class EchoCanceller {
     /// `maxFarEndSamplesPerCall`. Never allocates.
     public func addFarEnd(_ played: UnsafeBufferPointer<Int16>) throws(SpeexDSPError) {
         precondition(played.count <= maxFarEndSamplesPerCall, "at most \(maxFarEndSamplesPerCall) far-end samples per call")
+        guard configuration.cancelEcho else { return }
         farConsumed += Int64(played.count)
         guard resamplerEngaged else {
             write(played)
@@ -382,6 +390,7 @@ public final class EchoCanceller {
         _ mic: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>
     ) throws(SpeexDSPError) -> Bool {
         precondition(mic.count == blockSize && output.count == blockSize, "capture blocks must be \(blockSize) samples")
+        guard configuration.cancelEcho else { return suppressNoiseOnly(mic, into: output) }
         let start = micCount
         micCount += Int64(blockSize)
         if configuration.alignDelay {
@@ -436,6 +445,26 @@ public final class EchoCanceller {
         }
         stats.voiceActive = active
         return stats.voiceActive
+    }
+
+    /// Without cancellation (``EchoCancellerConfiguration/cancelEcho`` off): the microphone through the suppressor's
+    /// noise suppression and the preprocessor's voice-activity decision, nothing else. The same latency as with
+    /// cancellation (the STFT's hop and the preprocessor's frame).
+    private func suppressNoiseOnly(_ mic: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        micCount += Int64(blockSize)
+        for i in 0..<blockSize { output[i] = mic[i] }
+        let frame = frameSize
+        var active = false
+        // `reference` is never filled in this mode: it stays silent.
+        reference.withUnsafeBufferPointer { silent in
+            for f in stride(from: 0, to: blockSize, by: frame) {
+                let out = UnsafeMutableBufferPointer(rebasing: output[f..<f + frame])
+                suppressor?.process(out, reference: UnsafeBufferPointer(rebasing: silent[f..<f + frame]))
+                if preprocessor.process(out) { active = true }
+            }
+        }
+        stats.voiceActive = active
+        return active
     }
 
     /// While no echo is possible — the aligned reference has been below -60 dBFS for longer than the filter's tail

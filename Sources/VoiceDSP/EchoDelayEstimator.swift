@@ -215,8 +215,8 @@ public final class EchoDelayEstimator {
         fft.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
         // Split the two real spectra: A = mic, B = reference; cross spectrum conj(A)·B, phase-transformed.
         let smoothing = smoothing
-        var meanMagnitude: Float = 0
-        for k in 0..<n {
+        let half = n / 2
+        for k in 0..<half + 1 {
             let (cr, ci) = fft.packedCrossSpectrum(re: re, im: im, bin: k)  // conj(A) * B
             // Averaged over successive windows: the echo path is stable, estimation noise is not.
             let sr = smoothing * smoothRe[k] + (1 - smoothing) * cr
@@ -225,8 +225,12 @@ public final class EchoDelayEstimator {
             smoothIm[k] = si
             xr[k] = sr
             xi[k] = si
-            meanMagnitude += (sr * sr + si * si).squareRoot()
         }
+        for k in half + 1..<n {
+            smoothRe[k] = smoothRe[n - k]
+            smoothIm[k] = -smoothIm[n - k]
+        }
+        let meanMagnitude = Self.mirrorConjugates(re: xr, im: xi, magnitudes: re)
         fft.phaseTransformCorrelation(
             re: xr, im: xi, meanMagnitude: meanMagnitude / Float(n), floorFraction: 0.2, epsilon: 1e-12)
         // q[j] = Σ a[t] b[t + j]; lag l (mic trails reference by l) is j = maxLag - l.
@@ -309,16 +313,36 @@ public final class EchoDelayEstimator {
         guard (refEnergy / Float(span)).squareRoot() > minimumReferenceRMS / Float(factor).squareRoot()
         else { return nil }
         segmentFFT.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
-        var meanMagnitude: Float = 0
-        for k in 0..<n {
+        for k in 0..<n / 2 + 1 {
             let (cr, ci) = segmentFFT.packedCrossSpectrum(re: re, im: im, bin: k)
             xr[k] = cr
             xi[k] = ci
-            meanMagnitude += (cr * cr + ci * ci).squareRoot()
         }
+        let meanMagnitude = Self.mirrorConjugates(re: xr, im: xi, magnitudes: re, count: n)
         segmentFFT.phaseTransformCorrelation(
             re: xr, im: xi, meanMagnitude: meanMagnitude / Float(n), floorFraction: 0.2, epsilon: 1e-12)
         for l in 0...maxLag { out[l] = xr[maxLag - l] }
         return end
+    }
+
+    /// The cross spectrum of two real signals is conjugate-symmetric: bin n − k is bin k conjugated (the packed split
+    /// there only swaps the operands of its sums and the signs of its differences, so computing it gives the same
+    /// values). Fills bins `n/2 + 1 ..< n` of `re`/`im` from `1 ..< n/2` instead of computing them, and returns the sum
+    /// of all `n` magnitudes, added in bin order as before (half the square roots). `magnitudes` is scratch of `n`.
+    private static func mirrorConjugates(
+        re: UnsafeMutableBufferPointer<Float>, im: UnsafeMutableBufferPointer<Float>,
+        magnitudes: UnsafeMutableBufferPointer<Float>, count n: Int? = nil
+    ) -> Float {
+        let n = n ?? re.count
+        let half = n / 2
+        for k in 0..<half + 1 { magnitudes[k] = (re[k] * re[k] + im[k] * im[k]).squareRoot() }
+        for k in half + 1..<n {
+            re[k] = re[n - k]
+            im[k] = -im[n - k]
+        }
+        var sum: Float = 0
+        for k in 0..<half + 1 { sum += magnitudes[k] }
+        for k in half + 1..<n { sum += magnitudes[n - k] }
+        return sum
     }
 }

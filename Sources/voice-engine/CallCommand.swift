@@ -139,7 +139,7 @@ struct CallCommand: ParsableCommand {
                 suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
                 remoteCrypto: remoteCrypto),
             microphone: LiveDeviceName(media.mic), speaker: LiveDeviceName(media.speaker), rate: media.rate, loopMicrophone: loopMic,
-            stream: MediaStreamConfiguration(opus: opus, voiceProcessing: !media.noVoiceProcessing),
+            stream: media.applyingEchoCancellerChoice(MediaStreamConfiguration(opus: opus, voiceProcessing: !media.noVoiceProcessing)),
             duration: duration, mediaTimeout: mediaTimeout, connectTimeout: connectTimeout, report: report,
             capture: capture)
     }
@@ -498,6 +498,8 @@ struct CallMediaOptions: ParsableArguments {
     var rate: Int = 48_000
     @Flag(help: "Skip voice processing (echo cancellation, noise suppression, AGC).")
     var noVoiceProcessing = false
+    @Flag(help: "Voice processing without the echo canceller: noise suppression and VAD only (a headset).")
+    var noEchoCanceller = false
     @Option(help: "Opus bitrate in bits per second.")
     var bitrate: Int = 32_000
 
@@ -505,6 +507,13 @@ struct CallMediaOptions: ParsableArguments {
         try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
         guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
         try SimulateCommand.bitrateRange.check(bitrate)
+    }
+
+    /// `configuration` with `--no-echo-canceller` applied.
+    func applyingEchoCancellerChoice(_ configuration: MediaStreamConfiguration) -> MediaStreamConfiguration {
+        var c = configuration
+        c.echoCanceller.cancelEcho = !noEchoCanceller
+        return c
     }
 
     /// A `file:` speaker's path is checked before the call, not after it.

@@ -289,7 +289,8 @@ enum SIPCallSession {
         do {
             liveCall = try LiveCall(
                 callID: CallID("sip"),
-                configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.media.noVoiceProcessing),
+                configuration: options.media.applyingEchoCancellerChoice(
+                    MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.media.noVoiceProcessing)),
                 transport: transport, capture: devices.capture, playout: devices.playout,
                 options: LiveCallOptions(mediaTimeoutSeconds: 10))
             try liveCall.start()

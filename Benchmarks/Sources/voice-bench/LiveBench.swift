@@ -44,6 +44,9 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
+    @Flag(help: "With --voice-processing: no echo canceller, noise suppression and VAD only (EchoCancellerConfiguration.cancelEcho off), as baresip's speex_pp.")
+    var noEchoCanceller = false
+
     @Flag(help: "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads.")
     var threadPerCall = false
 
@@ -64,6 +67,7 @@ struct LiveBench: ParsableCommand {
         guard seconds.isFinite, (1...600).contains(seconds) else { throw ValidationError("--seconds takes 1...600") }
         guard warmUp.isFinite, (0.5...60).contains(warmUp) else { throw ValidationError("--warm-up takes 0.5...60") }
         guard (1...50).contains(repeats) else { throw ValidationError("--repeats takes 1...50") }
+        guard voiceProcessing || !noEchoCanceller else { throw ValidationError("--no-echo-canceller needs --voice-processing") }
         guard FileManager.default.isReadableFile(atPath: speech) else {
             throw ValidationError("--speech \(speech): no such readable file")
         }
@@ -76,7 +80,8 @@ struct LiveBench: ParsableCommand {
             throw ValidationError("--speech \(speech): \(wav.format), expected 16 kHz mono")
         }
         let baresip = noBaresip ? nil : BaresipCall.find()
-        let processing = (voiceProcessing ? "on (AEC, NS, VAD; baresip speex_pp)" : "off")
+        let processing = (voiceProcessing ? (noEchoCanceller ? "on without the echo canceller (NS, VAD; baresip speex_pp)"
+                                                               : "on (AEC, NS, VAD; baresip speex_pp)") : "off")
             + (threadPerCall ? ", a media thread per call end" : ", shared media threads (at most one per core)")
             + (eventLoopReceive ? ", sockets read by the NIO event loop" : "")
         print(
@@ -98,7 +103,8 @@ struct LiveBench: ParsableCommand {
                     reference.append(try baresip.run(speech: wav, seconds: seconds, warmUp: warmUp, processing: voiceProcessing))
                 }
             }
-            let fast = FastTimeCall.cpuNanosecondsPerCallSecond(wav: wav, voiceProcessing: voiceProcessing, seconds: 10)
+            let fast = FastTimeCall.cpuNanosecondsPerCallSecond(
+                wav: wav, voiceProcessing: voiceProcessing, cancelEcho: !noEchoCanceller, seconds: 10)
             let cpu = SideBySideRunner.median(engine.map(\.cpuMillisecondsPerCallSecond))
             let wakeups = SideBySideRunner.median(engine.map(\.wakeupsPerCallSecond))
             let threadCount = engine.last!.threadCount
@@ -135,7 +141,7 @@ struct LiveBench: ParsableCommand {
                     + "\"wakeups_per_call_s\":\(fixed(wakeups, 1)),\"intact\":\(damaged.isEmpty)\(jsonExtra)}")
         }
         if json {
-            print("{\"suite\":\"live\",\"voice_processing\":\(voiceProcessing),\"results\":[\(rows.joined(separator: ","))]}")
+            print("{\"suite\":\"live\",\"voice_processing\":\(voiceProcessing),\"echo_canceller\":\(voiceProcessing && !noEchoCanceller),\"results\":[\(rows.joined(separator: ","))]}")
         }
         if !failures.isEmpty {
             throw LiveBenchFailure("audio did not arrive intact (\(failures.joined(separator: "; ")))")
@@ -171,13 +177,14 @@ enum EngineCalls {
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         let seconds = options.seconds, warmUp = options.warmUp, processing = options.voiceProcessing
+        let cancelEcho = !options.noEchoCanceller
         var callOptions = LiveCallOptions()
         callOptions.sharedMediaThread = !options.threadPerCall
         let receive: UDPMediaTransport.ReceiveMode = options.eventLoopReceive ? .eventLoop : .consumerPolls
         Task {
             do {
                 outcome.result = .success(
-                    try await measure(calls, speech, seconds, warmUp, processing, callOptions, receive))
+                    try await measure(calls, speech, seconds, warmUp, processing, cancelEcho, callOptions, receive))
             } catch {
                 outcome.result = .failure(error)
             }
@@ -188,7 +195,7 @@ enum EngineCalls {
     }
 
     private static func measure(
-        _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool,
+        _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool, _ cancelEcho: Bool,
         _ callOptions: LiveCallOptions, _ receive: UDPMediaTransport.ReceiveMode
     ) async throws -> LiveRun {
         var pairs: [(LiveCall, LiveCall)] = []
@@ -207,10 +214,11 @@ enum EngineCalls {
                 let clocking = DeviceClocking.manual(MonotonicClock())
                 let capture = try FileCaptureDevice(path: speech, format: format, clocking: clocking, endOfFile: .loop)
                 let playout = try NullAudioDevice(direction: .playout, format: format, clocking: clocking)
-                let configuration = MediaStreamConfiguration(
+                var configuration = MediaStreamConfiguration(
                     opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
                     srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
                     voiceProcessing: processing)
+                configuration.echoCanceller.cancelEcho = cancelEcho
                 return try LiveCall(
                     configuration: configuration, transport: transport, capture: capture, playout: playout,
                     options: callOptions)
@@ -277,7 +285,7 @@ enum FastTimeCall {
     }
 
     /// Thread CPU nanoseconds per call-second (both streams) over `seconds` of fast time, after 2 s of warm-up.
-    static func cpuNanosecondsPerCallSecond(wav: WAVFile, voiceProcessing: Bool, seconds: Int) -> Double {
+    static func cpuNanosecondsPerCallSecond(wav: WAVFile, voiceProcessing: Bool, cancelEcho: Bool = true, seconds: Int) -> Double {
         let format = AudioFormat(sampleRate: 16_000)
         let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
         var generator = SeededGenerator(seed: 7)
@@ -285,12 +293,12 @@ enum FastTimeCall {
         let keyB = SRTPMasterKey.random(for: suite, using: &generator)
         let boxA = Mailbox(), boxB = Mailbox()
         func stream(_ box: Mailbox, _ local: SRTPMasterKey, _ remote: SRTPMasterKey) -> MediaStream {
-            try! MediaStream(
-                configuration: MediaStreamConfiguration(
-                    opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
-                    srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
-                    voiceProcessing: voiceProcessing),
-                sink: box, now: MediaTime(nanoseconds: 0))
+            var configuration = MediaStreamConfiguration(
+                opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
+                srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
+                voiceProcessing: voiceProcessing)
+            configuration.echoCanceller.cancelEcho = cancelEcho
+            return try! MediaStream(configuration: configuration, sink: box, now: MediaTime(nanoseconds: 0))
         }
         let a = stream(boxA, keyA, keyB), b = stream(boxB, keyB, keyA)
         let samples = wav.int16Samples
