@@ -150,6 +150,13 @@ let package = Package(
         ),
         .testTarget(
             name: "VoiceWebRTCTests", dependencies: ["VoiceWebRTC", "VoiceTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "VoiceConferenceServerTests",
+            dependencies: [
+                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,98 @@
+import Foundation
+import NIOCore
+import Testing
+import VoiceEngine
+import VoiceSIP
+import VoiceTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Scale-out (issue 20, Must-deliver 4): Kamailio with the repository's dispatcher configuration in front of two
+/// `voice-engine conference-server` processes on loopback. Rooms spread over both nodes by the hash of the room,
+/// every participant of a room reaches the same node, and after one node is killed the dispatcher's OPTIONS probes
+/// mark it inactive and new rooms go to the survivor. Ports 28400 (Kamailio), 28411/28412 (nodes), 28500–28599
+/// (nodes' media) are this suite's.
+@Suite(
+    "Conference nodes behind Kamailio's dispatcher", .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
+    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
+struct DispatcherFailoverTests {
+    static let proxyPort = 28400
+    static let nodeA = 28411
+    static let nodeB = 28412
+
+    @Test func roomsSpreadOverNodesAndNewRoomsGoToTheSurvivor() async throws {
+        let directory = try makeTemporaryDirectory("conference-nodes")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try startConferenceNode(sipPort: Self.nodeA, rtpPorts: 28500...28549, directory: directory, name: "node-a")
+        defer { a.stop() }
+        let b = try startConferenceNode(sipPort: Self.nodeB, rtpPorts: 28550...28599, directory: directory, name: "node-b")
+        defer { b.stop() }
+        let proxy = try DispatcherProxy(port: Self.proxyPort, nodes: [Self.nodeA, Self.nodeB])
+        defer { proxy.stop() }
+        // Both nodes answer the dispatcher's OPTIONS: both active.
+        let bothActive = try await eventually(.seconds(15)) {
+            let states = try proxy.nodeStates()
+            return states[Self.nodeA]?.hasPrefix("A") == true && states[Self.nodeB]?.hasPrefix("A") == true
+        }
+        let initialStates = try proxy.nodeStates()
+        try #require(bothActive, "nodes not active in the dispatcher: \(initialStates)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)")
+
+        try await withEventLoop { loop in
+            let first = try await makeParticipant("first", on: loop, proxy: proxy.address)
+            let second = try await makeParticipant("second", on: loop, proxy: proxy.address)
+            // Fill rooms: each room's first participant lands on the node its id hashes to, its second one too.
+            var nodeOfRoom: [String: Int] = [:]
+            var calls: [(SIPCall, Int)] = []
+            for index in 0..<8 {
+                let room = "r\(index)"
+                var ports: [Int] = []
+                for agent in [first, second] {
+                    let call = try await agent.call(roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
+                    guard case .success = await outcome(of: call) else {
+                        Issue.record("\(agent.configuration.addressOfRecord) could not join \(room)")
+                        continue
+                    }
+                    let port = try #require(await call.currentDialog?.remoteTarget.port)
+                    ports.append(port)
+                    calls.append((call, port))
+                }
+                #expect(Set(ports).count == 1, "participants of \(room) reached different nodes: \(ports)")
+                nodeOfRoom[room] = ports.first
+            }
+            let used = Set(nodeOfRoom.values)
+            print("rooms by node before the failure: \(nodeOfRoom.sorted { $0.key < $1.key })")
+            #expect(used == [Self.nodeA, Self.nodeB], "the hash put every room on one node: \(nodeOfRoom)")
+
+            // Node B dies (SIGKILL: no BYE, no goodbye); the next probe fails and the dispatcher marks it inactive.
+            kill(-b.pid, SIGKILL)
+            _ = await b.wait(timeout: .seconds(5))
+            let bInactive = try await eventually(.seconds(15)) { try proxy.nodeStates()[Self.nodeB]?.hasPrefix("I") == true }
+            let states = try proxy.nodeStates()
+            print("dispatcher after killing node B: \(states)")
+            #expect(bInactive, "the dispatcher did not mark the dead node inactive: \(states)")
+            #expect(states[Self.nodeA]?.hasPrefix("A") == true, "the survivor is not active: \(states)")
+
+            // New rooms, and rooms that were on B, now all go to A; rooms on A stay there.
+            let afterwards = (0..<8).map { "n\($0)" } + nodeOfRoom.keys.sorted()
+            for room in afterwards {
+                let call = try await first.call(roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_702))
+                guard case .success = await outcome(of: call) else {
+                    Issue.record("could not open \(room) after the failure")
+                    continue
+                }
+                let port = await call.currentDialog?.remoteTarget.port
+                #expect(port == Self.nodeA, "\(room) went to \(port.map(String.init) ?? "?") with node B down")
+                calls.append((call, Self.nodeA))
+            }
+            for (call, port) in calls where port == Self.nodeA { await call.hangUp() }
+            try? await first.endpoint.close()
+            try? await second.endpoint.close()
+        }
+        // The survivor closed its rooms and wrote their reports.
+        let reports = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("node-a-stats").path)
+        #expect(reports.contains("n0.json"), "\(reports)")
+    }
+}
