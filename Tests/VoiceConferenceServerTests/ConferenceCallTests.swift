@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import VoiceCore
+import VoiceTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Done-when test of issue 20: a real SIP conference. Three `voice-engine sip call` processes (the engine's SIP
+/// user agent with live Opus + SDES-SRTP media, speech files as microphones, their speakers recorded) join room
+/// `conf-talk` through Kamailio's dispatcher and a `voice-engine conference-server` node. Each must hear the two
+/// others and not itself (mix-minus); speech nobody played is the control the measure must reject. Ports 28401
+/// (Kamailio), 28421 (node), 28620–28649 (the node's media).
+@Suite(
+    "A real SIP conference through Kamailio", .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
+    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
+    .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
+struct ConferenceCallTests {
+    static let talkers = ["jfk_16k_mono.wav", "pjsip_input_16k.wav", "pystoi_clean_16k.wav"]
+    /// Speech that nobody in the room played.
+    static let unrelated = "mediastreamer2_hello_16k.wav"
+    static let seconds = 8.0
+
+    @Test func threeEnginesHearEachOtherButNotThemselves() async throws {
+        let directory = try makeTemporaryDirectory("conference-call")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        // Microphones: each talker's recording repeated to outlast the call, so everyone talks all along.
+        var speech: [[Int16]] = []
+        for (index, name) in Self.talkers.enumerated() {
+            let samples = try WAVFile.read(path: SharedTestData.speech + "/" + name).int16Samples
+            let looped = Array(repeatElement(samples, count: Int(Self.seconds + 4) * 16_000 / samples.count + 1).joined())
+            try WAVFile.write(pcm16: looped, format: AudioFormat(sampleRate: 16_000, channels: 1), to: directory.appendingPathComponent("mic\(index).wav").path)
+            speech.append(looped)
+        }
+        let node = try startConferenceNode(sipPort: 28421, rtpPorts: 28620...28649, directory: directory, name: "node")
+        defer { node.stop() }
+        let proxy = try DispatcherProxy(port: 28401, nodes: [28421])
+        defer { proxy.stop() }
+        let ready = try await eventually(.seconds(15)) { try proxy.nodeStates()[28421]?.hasPrefix("A") == true }
+        try #require(ready, "the node is not active in the dispatcher\n\(proxy.process.logTail)\n\(node.logTail)")
+
+        var participants: [ChildProcessGroup] = []
+        defer { participants.forEach { $0.stop() } }
+        for index in Self.talkers.indices {
+            participants.append(try ChildProcessGroup(
+                binary.path,
+                ["sip", "call", "sip:conf-talk@\(conferenceDomain)", "--from", "sip:talker\(index)@participants.test",
+                 "--server", "127.0.0.1:28401", "--bind", "127.0.0.1:0", "--mic", "file:\(directory.path)/mic\(index).wav",
+                 "--speaker", "file:\(directory.path)/heard\(index).wav", "--rate", "16000", "--no-voice-processing",
+                 "--duration", "\(Self.seconds)"],
+                log: directory.appendingPathComponent("talker\(index).log")))
+        }
+        for (index, participant) in participants.enumerated() {
+            let status = await participant.wait(timeout: .seconds(Self.seconds + 20))
+            #expect(status == 0, "talker \(index) exited \(status.map(String.init) ?? "late"):\n\(participant.logTail)")
+        }
+        // The room closed after the last one left; its report names all three.
+        let report = directory.appendingPathComponent("node-stats/talk.json")
+        #expect(try await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: report.path) }, "\(node.logTail)")
+        let unrelated = try WAVFile.read(path: SharedTestData.speech + "/" + Self.unrelated).int16Samples
+        for index in Self.talkers.indices {
+            let heard = try WAVFile.read(path: directory.appendingPathComponent("heard\(index).wav").path)
+            let samples = SpeechMatch.to16k(heard.int16Samples, rate: heard.format.sampleRate)
+            let others = Self.talkers.indices.filter { $0 != index }.map { SpeechMatch.median(sent: speech[$0], heard: samples) }
+            let own = SpeechMatch.median(sent: speech[index], heard: samples)
+            let control = SpeechMatch.median(sent: unrelated, heard: samples)
+            print("talker \(index) heard: others \(others), itself \(own), unrelated speech \(control)")
+            for (other, match) in zip(Self.talkers.indices.filter { $0 != index }, others) {
+                #expect(match > 0.4 && match > control + 0.2, "talker \(index) did not hear talker \(other) (\(match), control \(control))")
+            }
+            #expect(own < 0.3, "talker \(index) heard itself (\(own)): no mix-minus")
+            #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
+        }
+    }
+}
