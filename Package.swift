@@ -21,6 +21,8 @@ let package = Package(
         // WebRTC-compatible media transport (STUN/ICE, DTLS-SRTP, WebRTC SDP): a product of its own, so a SIP+SDES
         // client links neither it nor libssl.
         .library(name: "VoiceWebRTC", targets: ["VoiceWebRTC"]),
+        // The conference mixer (rooms, mix-minus, shared encoding, media threads): engine modules only, no SIP.
+        .library(name: "VoiceConference", targets: ["VoiceConference"]),
         .executable(name: "voice-engine", targets: ["voice-engine"]),
     ],
     dependencies: [
@@ -71,7 +73,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim"]),
+        .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim", "VoiceConference"]),
+        // Conference rooms mixed from the engine's MediaStream parts (ARCHITECTURE.md "Conference mixer").
+        .target(
+            name: "VoiceConference",
+            dependencies: [
+                "VoiceCore", "VoiceCodec", "VoiceJitter", "VoiceEngine", .product(name: "Atomics", package: "swift-atomics"),
+            ]
+        ),
         .target(
             name: "VoiceSIP",
             // VoiceEngine: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall).
@@ -158,6 +167,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
+        .testTarget(
+            name: "VoiceConferenceTests",
+            dependencies: ["VoiceConference", "VoiceEngine", "VoiceLab", "VoiceNetSim", "VoiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

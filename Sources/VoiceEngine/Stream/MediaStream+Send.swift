@@ -88,17 +88,42 @@ extension MediaStream {
             packetizer.skip(ticks: frameTicks)
             return
         }
-        if encoder.configuration.dtx && length <= 2 {
+        sendPayload(
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]),
+            dtx: encoder.configuration.dtx, now: now)
+    }
+
+    /// Sends one frame that was encoded elsewhere — a conference mixer encodes the mix once and hands the same
+    /// Opus packet to every listener's stream — through this stream's RTP packetizer, SRTP and ``sink``, so only
+    /// the RTP header and the protection are per stream. Call it once per ptime in place of
+    /// ``processCapture(_:now:)`` (never both for the same frame). A 1–2 byte packet with `dtx` set is not sent
+    /// (the timestamp advances, as for the stream's own DTX); on hold nothing is sent. No allocation.
+    /// - Precondition: `payload` is one ptime of Opus at this stream's processing rate and fits
+    ///   ``MediaStreamConfiguration/maximumDatagramBytes``.
+    public func sendEncodedFrame(_ payload: UnsafeRawBufferPointer, dtx: Bool, now: MediaTime) {
+        precondition(frameFill == 0, "sendEncodedFrame between capture blocks of a partly filled frame")
+        defer {
+            anchorTimestamp = packetizer.nextTimestamp
+            anchorTime = now
+        }
+        if isOnHold {
+            packetizer.skip(ticks: frameTicks)
+            stats.framesSuppressed += 1
+            return
+        }
+        sendPayload(payload, dtx: dtx, now: now)
+    }
+
+    /// RTP → SRTP → sink for one encoded frame (the stream's own or one encoded elsewhere).
+    private func sendPayload(_ payload: UnsafeRawBufferPointer, dtx: Bool, now: MediaTime) {
+        if dtx && payload.count <= 2 {
             // DTX: nothing worth sending; the timestamp advances and the next packet carries the marker.
             packetizer.skip(ticks: frameTicks)
             stats.framesSuppressed += 1
             return
         }
         let buffer = UnsafeMutableRawBufferPointer(sendBuffer)
-        var packetLength = packetizer.packetize(
-            payload: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]),
-            ticks: frameTicks,
-            into: buffer)
+        var packetLength = packetizer.packetize(payload: payload, ticks: frameTicks, into: buffer)
         if let srtp = srtpOut {
             do {
                 packetLength = try srtp.protect(buffer, length: packetLength)

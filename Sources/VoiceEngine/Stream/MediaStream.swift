@@ -241,6 +241,10 @@ public final class MediaStream {
         return s
     }
 
+    /// RTP packets accepted so far (authenticated, parsed, in sequence): ``statistics`` without the copy, for a
+    /// loop that polls many streams every tick (the conference mixer's "did this participant send?").
+    public var acceptedPacketCount: Int { stats.packetsReceived }
+
     /// The encoder's current settings (FEC and expected loss change with the peer's reports).
     public var encoderConfiguration: OpusEncoderConfiguration { encoder.configuration }
 

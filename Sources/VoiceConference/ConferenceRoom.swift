@@ -1,0 +1,508 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import VoiceCodec
+import VoiceCore
+import VoiceEngine
+import VoiceJitter
+import Synchronization
+
+/// How a room mixes.
+public struct ConferenceRoomConfiguration: Sendable, Hashable {
+    /// The room's processing rate: every participant's stream runs at it (Opus is negotiated per participant but
+    /// decoded and encoded here). 16 kHz by default.
+    public var sampleRate: Int
+    /// How many of the loudest active talkers are mixed (N). 3 by default, as Janus AudioBridge and FreeSWITCH
+    /// effectively do: more simultaneous voices are unintelligible anyway and each costs an encode.
+    public var maximumTalkers: Int
+    /// A participant counts as talking when its (peak-following) level is above this (dBFS).
+    public var speechThresholdDBFS: Double
+    /// Per-tick decay of the peak-following level (0.85 per 20 ms: about −7 dB per 100 ms, a short hangover so
+    /// talkers are not dropped between words).
+    public var levelDecayPerTick: Double
+    /// A talker already mixed ranks as if this many dB louder (hysteresis: the N-th place does not flap).
+    public var talkerHysteresisDecibels: Double
+    /// A participant quiet for this long, with nothing left in its jitter buffer, becomes dormant: its receive
+    /// chain runs only for a few ticks after each packet it sends (a DTX comfort-noise update every 400 ms, or
+    /// the start of speech, which wakes it), so DTX costs nearly nothing. Its jitter buffer then resumes on the
+    /// new packet (the gap is treated as a DTX pause, see ``dormantJitterGapMilliseconds``).
+    public var dormantAfterMilliseconds: Int
+    /// The adaptive jitter buffer's `maximumDTXGapMilliseconds` for participants: a gap longer than this (a
+    /// dormant participant talking again) jumps playout to the new packet instead of playing the gap out.
+    public var dormantJitterGapMilliseconds: Double
+    /// Limiter ceiling of every output.
+    public var limiterThreshold: Int16
+    /// Participants the room is built for (storage reserved up front; more are accepted, with a reallocation).
+    public var expectedParticipants: Int
+
+    public init(
+        sampleRate: Int = 16_000, maximumTalkers: Int = 3, speechThresholdDBFS: Double = -45,
+        levelDecayPerTick: Double = 0.85, talkerHysteresisDecibels: Double = 3, dormantAfterMilliseconds: Int = 200,
+        dormantJitterGapMilliseconds: Double = 100, limiterThreshold: Int16 = 30_934, expectedParticipants: Int = 64
+    ) {
+        self.sampleRate = sampleRate
+        self.maximumTalkers = maximumTalkers
+        self.speechThresholdDBFS = speechThresholdDBFS
+        self.levelDecayPerTick = levelDecayPerTick
+        self.talkerHysteresisDecibels = talkerHysteresisDecibels
+        self.dormantAfterMilliseconds = dormantAfterMilliseconds
+        self.dormantJitterGapMilliseconds = dormantJitterGapMilliseconds
+        self.limiterThreshold = limiterThreshold
+        self.expectedParticipants = expectedParticipants
+    }
+}
+
+/// Why a room or participant could not be set up (never thrown from the tick).
+public enum ConferenceError: Error, Sendable, Equatable, CustomStringConvertible {
+    case invalidConfiguration(String)
+    case participantRejected(String)
+
+    public var description: String {
+        switch self {
+        case .invalidConfiguration(let r): "invalid conference room configuration: \(r)"
+        case .participantRejected(let r): "participant rejected: \(r)"
+        }
+    }
+}
+
+/// A tone or clip played into the room (join/leave tones, announcements): mono 16-bit PCM at the room's rate,
+/// allocated by the caller once and mixed into every participant's output from the next tick.
+public final class ConferenceClip: Sendable {
+    public let samples: [Int16]
+    public init(samples: [Int16]) { self.samples = samples }
+
+    /// A sine tone with 10 ms raised-cosine ramps (join: rising pair, leave: falling pair, in the server).
+    public static func tone(
+        frequency: Double, milliseconds: Int, sampleRate: Int = 16_000, amplitude: Double = 0.25
+    ) -> ConferenceClip {
+        let n = milliseconds * sampleRate / 1000
+        let ramp = max(1, sampleRate / 100)
+        var s = [Int16](repeating: 0, count: n)
+        for i in 0..<n {
+            var a = amplitude
+            if i < ramp { a *= 0.5 - 0.5 * cos(Double.pi * Double(i) / Double(ramp)) }
+            if n - 1 - i < ramp { a *= 0.5 - 0.5 * cos(Double.pi * Double(n - 1 - i) / Double(ramp)) }
+            s[i] = Int16((a * 32_767 * sin(2 * Double.pi * frequency * Double(i) / Double(sampleRate))).rounded())
+        }
+        return ConferenceClip(samples: s)
+    }
+}
+
+/// A conference room: the mixing bridge for its participants, ticked every 20 ms.
+///
+/// Each tick (``tick(now:)``):
+/// 1. receive — datagrams from each participant's ``UDPMediaTransport`` (if it has one) into its stream
+///    (SRTP, statistics, jitter buffer);
+/// 2. decode — each participant's jitter buffer plays 20 ms (decode, FEC, PLC), except *dormant* ones (quiet for
+///    ``ConferenceRoomConfiguration/dormantAfterMilliseconds`` with an empty jitter buffer: a DTX sender), whose
+///    chain is skipped until a packet arrives;
+/// 3. select — the N loudest unmuted participants above the speech threshold are the talkers;
+/// 4. mix — talkers (and a playing clip) are summed into a 32-bit accumulator;
+/// 5. send — each talker gets the sum minus its own voice, limited, encoded by its own stream's encoder; every
+///    other participant gets the full sum, limited and encoded once per codec configuration
+///    (``MediaStream/sendEncodedFrame(_:dtx:now:)``: per listener only the RTP header and SRTP);
+/// 6. RTCP for each stream.
+///
+/// Cost per tick: decodes = participants that sent a packet recently (the talkers, plus anyone sending
+/// non-DTX silence); encodes = talkers + one per codec configuration that has listeners; per listener one
+/// SRTP protect. Dormant participants cost a counter check.
+///
+/// Threads: not thread-safe. Every call — adding, removing, receiving, muting, playing, ticking, reading
+/// statistics — happens on the one thread that ticks the room (``ConferenceMediaThreads`` runs control-plane
+/// requests there through ``ConferenceMediaThreads/perform(on:_:)``). The tick never allocates, locks or logs.
+public final class ConferenceRoom {
+    public let id: String
+    public let configuration: ConferenceRoomConfiguration
+    /// The room's participants, in joining order.
+    public private(set) var participants: [ConferenceParticipant] = []
+    /// 20 ms: the tick period.
+    public static let tickMilliseconds = 20
+
+    let block: Int
+    let tickSamples: Int
+    let speechThreshold: Double
+    let hysteresis: Double
+    let dormantTicks: Int
+    var groups: [ConferenceEncoderGroup] = []
+    var talkers: UnsafeMutableBufferPointer<Int>
+    var talkerCount = 0
+    let accumulator: UnsafeMutableBufferPointer<Int32>
+    let output: UnsafeMutableBufferPointer<Int16>
+    var frame: AudioFrame
+    var clip: ConferenceClip?
+    var clipPosition = 0
+    var clipGain: Int32 = 256
+    static let nextParticipantID = Atomic<Int>(0)
+    /// Ticks a dormant participant's chain runs after one of its packets arrives (to decode it and judge it).
+    static let wakeTicks = 3
+
+    // Counters.
+    var ticks = 0
+    var ownEncodes = 0
+    var sharedSends = 0
+    var decodedTicks = 0
+    var dormantTickCount = 0
+    var talkerTickSum = 0
+    var datagramsReceived = 0
+
+    /// Creates a room; nothing is allocated per tick after this (apart from participants joining).
+    public init(id: String, configuration: ConferenceRoomConfiguration = ConferenceRoomConfiguration())
+        throws(ConferenceError)
+    {
+        guard [8_000, 12_000, 16_000, 24_000, 48_000].contains(configuration.sampleRate) else {
+            throw .invalidConfiguration("sampleRate \(configuration.sampleRate) is not an Opus rate")
+        }
+        guard (1...16).contains(configuration.maximumTalkers) else {
+            throw .invalidConfiguration("maximumTalkers must be 1...16, got \(configuration.maximumTalkers)")
+        }
+        guard configuration.levelDecayPerTick > 0 && configuration.levelDecayPerTick < 1 else {
+            throw .invalidConfiguration("levelDecayPerTick must be in (0, 1)")
+        }
+        self.id = id
+        self.configuration = configuration
+        block = configuration.sampleRate / 100
+        tickSamples = block * Self.tickMilliseconds / 10
+        speechThreshold = ConferenceMixing.meanSquare(dBFS: configuration.speechThresholdDBFS)
+        hysteresis = pow(10, configuration.talkerHysteresisDecibels / 10)
+        dormantTicks = max(1, configuration.dormantAfterMilliseconds / Self.tickMilliseconds)
+        talkers = .allocate(capacity: configuration.maximumTalkers)
+        talkers.initialize(repeating: -1)
+        accumulator = .allocate(capacity: tickSamples)
+        accumulator.initialize(repeating: 0)
+        output = .allocate(capacity: tickSamples)
+        output.initialize(repeating: 0)
+        frame = AudioFrame(format: AudioFormat(sampleRate: configuration.sampleRate))
+        participants.reserveCapacity(configuration.expectedParticipants)
+    }
+
+    deinit {
+        talkers.deallocate()
+        accumulator.deallocate()
+        output.deallocate()
+    }
+
+    /// The stream configuration a participant actually gets: `negotiated` (from
+    /// `MediaStreamConfiguration(negotiated:)`: codec, ptime, payload type, SRTP keys) with the room's rate as
+    /// processing and "device" rate, no voice processing (the server has no echo to cancel), and the adaptive
+    /// jitter buffer set to jump over a dormant participant's silence.
+    public func participantConfiguration(_ negotiated: MediaStreamConfiguration) -> MediaStreamConfiguration {
+        var c = negotiated
+        c.processingRate = configuration.sampleRate
+        c.deviceFormat = AudioFormat(sampleRate: configuration.sampleRate)
+        c.voiceProcessing = false
+        if case .adaptive(var j) = c.jitterBuffer {
+            j.maximumDTXGapMilliseconds = min(j.maximumDTXGapMilliseconds, configuration.dormantJitterGapMilliseconds)
+            c.jitterBuffer = .adaptive(j)
+        }
+        return c
+    }
+
+    /// Adds a participant (it is heard and hears the room from the next tick).
+    /// - Parameters:
+    ///   - label: the server's name for it (SIP URI, call ID) for reports.
+    ///   - configuration: what was negotiated, typically `MediaStreamConfiguration(negotiated:)`; adjusted by
+    ///     ``participantConfiguration(_:)``. Opus ptime must be 10 or 20 ms.
+    ///   - sink: where its outgoing RTP/RTCP goes (its ``UDPMediaTransport`` is one).
+    ///   - transport: if given, the room drains its received RTP/RTCP every tick and latches its remote to the
+    ///     source of authenticated packets (symmetric RTP); if nil, the server calls ``receive(_:from:arrival:)``.
+    ///   - now: media time on the ticking thread's clock.
+    /// - Throws: ``ConferenceError/participantRejected(_:)`` for an unusable configuration.
+    @discardableResult
+    public func addParticipant(
+        label: String, configuration negotiated: MediaStreamConfiguration, sink: any MediaPacketSink,
+        transport: UDPMediaTransport? = nil, now: MediaTime
+    ) throws(ConferenceError) -> ConferenceParticipant {
+        let c = participantConfiguration(negotiated)
+        guard c.packetTimeMilliseconds == 10 || c.packetTimeMilliseconds == 20 else {
+            throw .participantRejected("ptime \(c.packetTimeMilliseconds) ms: the mixer supports 10 and 20 ms")
+        }
+        let stream: MediaStream
+        do { stream = try MediaStream(configuration: c, sink: sink, now: now) } catch {
+            throw .participantRejected("\(error)")
+        }
+        let opus = c.effectiveOpus
+        let group: ConferenceEncoderGroup
+        if let g = groups.first(where: { $0.opus == opus }) {
+            group = g
+        } else {
+            do { group = try ConferenceEncoderGroup(opus: opus, limiterThreshold: configuration.limiterThreshold) } catch {
+                throw .participantRejected("shared encoder: \(error)")
+            }
+            groups.append(group)
+        }
+        group.members += 1
+        let p = ConferenceParticipant(
+            id: Self.nextParticipantID.wrappingAdd(1, ordering: .relaxed).newValue, label: label, stream: stream, transport: transport,
+            tickSamples: tickSamples, limiter: ConferenceLimiter(threshold: configuration.limiterThreshold),
+            group: group)
+        participants.append(p)
+        return p
+    }
+
+    /// Removes a participant: nothing is sent to it from now on and its voice leaves the mix at once.
+    public func removeParticipant(_ participant: ConferenceParticipant) {
+        guard let i = participants.firstIndex(where: { $0 === participant }) else { return }
+        participants.remove(at: i)
+        participant.group.members -= 1
+        if participant.group.members == 0 {
+            retiredSharedEncodes += participant.group.encodedFrames
+            groups.removeAll { $0 === participant.group }
+        }
+        talkerCount = 0  // indices changed: reselect from levels on the next tick
+        for p in participants { p.isTalker = false }
+    }
+
+    /// The participant with this label, if present.
+    public func participant(labelled label: String) -> ConferenceParticipant? {
+        participants.first { $0.label == label }
+    }
+
+    /// Hands a participant one datagram from the network (RTP or RTCP), for servers that read sockets
+    /// themselves. Bad datagrams are counted by its stream and dropped.
+    public func receive(_ datagram: UnsafeRawBufferPointer, from participant: ConferenceParticipant, arrival: MediaTime) {
+        datagramsReceived += 1
+        participant.stream.receiveDatagram(datagram, arrival: arrival)
+    }
+
+    /// Mutes or unmutes a participant (server side: a re-INVITE with `sendonly`, or a moderator).
+    public func setMuted(_ muted: Bool, _ participant: ConferenceParticipant) { participant.isMuted = muted }
+
+    /// Plays `clip` into the room from the next tick (replacing any clip still playing), heard by everyone.
+    /// - Parameter gain: linear, 1 = as recorded.
+    public func play(_ clip: ConferenceClip, gain: Double = 1) {
+        self.clip = clip
+        clipPosition = 0
+        clipGain = Int32((max(0, min(gain, 4)) * 256).rounded())
+    }
+
+    /// Whether a clip is still playing.
+    public var isPlayingClip: Bool { clip != nil }
+
+    /// The participants currently mixed as talkers.
+    public var currentTalkers: [ConferenceParticipant] { participants.filter(\.isTalker) }
+
+    /// One 20 ms mixing tick (see the type's notes). Call every 20 ms of media time; `now` is the tick's time
+    /// on the clock the participants' packets are stamped with. No allocation, no lock.
+    public func tick(now: MediaTime) {
+        ticks += 1
+        receiveAndDecode(now: now)
+        selectTalkers()
+        mix()
+        sendTalkerMixes(now: now)
+        sendSharedMix(now: now)
+        for p in participants { _ = p.stream.pollRTCP(now: now) }
+    }
+
+    private func receiveAndDecode(now: MediaTime) {
+        for p in participants {
+            if let t = p.transport { drain(t, into: p) }
+            let accepted = p.stream.acceptedPacketCount
+            let gotPacket = accepted != p.lastAccepted
+            p.lastAccepted = accepted
+            if p.isDormant {
+                guard gotPacket else {
+                    p.dormantTicks += 1
+                    dormantTickCount += 1
+                    continue
+                }
+                // A packet from a dormant participant: a DTX comfort-noise update (every 400 ms from Opus) or the
+                // start of speech. Run its chain for a few ticks to decode it and look at the level.
+                p.isDormant = false
+                p.quietTicks = max(0, dormantTicks - Self.wakeTicks)
+            }
+            var offset = 0
+            while offset < tickSamples {
+                p.stream.renderPlayout(into: &frame, now: now)
+                frame.withUnsafeSamples { s -> Void in
+                    _ = UnsafeMutableBufferPointer(rebasing: p.decoded[offset..<(offset + block)]).update(fromContentsOf: s)
+                }
+                offset += block
+            }
+            p.decodedTicks += 1
+            decodedTicks += 1
+            let ms = ConferenceMixing.meanSquare(UnsafeBufferPointer(p.decoded))
+            p.lastLevel = ms
+            p.level = max(ms, p.level * configuration.levelDecayPerTick)
+            p.quietTicks = p.level < speechThreshold ? p.quietTicks + 1 : 0
+            // Dormant once quiet long enough and its jitter buffer has nothing left to play (a statistics copy,
+            // only at this rare transition).
+            if p.quietTicks >= dormantTicks && p.stream.statistics.jitterBuffer.currentDelayMilliseconds < 10 {
+                p.isDormant = true
+                p.level = 0
+                p.lastLevel = 0
+            }
+        }
+    }
+
+    private func drain(_ transport: UDPMediaTransport, into p: ConferenceParticipant) {
+        _ = transport.receiveFromSocket()
+        drain(.rtp, of: transport, into: p)
+        drain(.rtcp, of: transport, into: p)
+    }
+
+    private func drain(_ kind: MediaPacketKind, of transport: UDPMediaTransport, into p: ConferenceParticipant) {
+        while transport.withNextPacket(kind, { (packet: ReceivedPacket) -> Void in
+            datagramsReceived += 1
+            let before = p.stream.acceptedPacketCount
+            let rtcpBefore = kind == .rtcp ? p.stream.statistics.rtcpReceived : 0
+            p.stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+            let authenticated =
+                kind == .rtp ? p.stream.acceptedPacketCount != before : p.stream.statistics.rtcpReceived != rtcpBefore
+            if authenticated && packet.source != p.latched {
+                p.latched = packet.source
+                _ = transport.latchRemote(to: packet.source)
+            }
+        }) != nil {}
+    }
+
+    /// The N loudest unmuted, non-dormant participants above the threshold (current talkers get the hysteresis
+    /// bonus). Insertion into a fixed array of N: no allocation.
+    private func selectTalkers() {
+        let n = configuration.maximumTalkers
+        talkerCount = 0
+        for i in 0..<participants.count {
+            let p = participants[i]
+            let wasTalker = p.isTalker
+            p.isTalker = false
+            guard !p.isMuted, !p.isDormant, p.level > speechThreshold else { continue }
+            let score = wasTalker ? p.level * hysteresis : p.level
+            p.score = score
+            var slot = talkerCount
+            while slot > 0 && score > rank(talkers[slot - 1]) {
+                if slot < n { talkers[slot] = talkers[slot - 1] }
+                slot -= 1
+            }
+            if slot < n {
+                talkers[slot] = i
+                talkerCount = min(talkerCount + 1, n)
+            }
+        }
+        for k in 0..<talkerCount {
+            let p = participants[talkers[k]]
+            p.isTalker = true
+            p.talkerTicks += 1
+        }
+        talkerTickSum += talkerCount
+    }
+
+    /// The selection score of participant `i` this tick (set in `selectTalkers`).
+    private func rank(_ i: Int) -> Double { participants[i].score }
+
+    private func mix() {
+        accumulator.update(repeating: 0)
+        for k in 0..<talkerCount {
+            ConferenceMixing.accumulate(UnsafeBufferPointer(participants[talkers[k]].decoded), into: accumulator)
+        }
+        if let c = clip {
+            let remaining = c.samples.count - clipPosition
+            let n = min(remaining, tickSamples)
+            let g = clipGain
+            c.samples.withUnsafeBufferPointer { s in
+                for i in 0..<n { accumulator[i] &+= (Int32(s[clipPosition + i]) * g) >> 8 }
+            }
+            clipPosition += n
+            if clipPosition >= c.samples.count { clip = nil }
+        }
+    }
+
+    /// Each talker: the mix without its own voice, limited, through its own stream's encoder.
+    private func sendTalkerMixes(now: MediaTime) {
+        for k in 0..<talkerCount {
+            let p = participants[talkers[k]]
+            p.limiter.process(UnsafeBufferPointer(accumulator), minus: UnsafeBufferPointer(p.decoded), into: output)
+            var offset = 0
+            while offset < tickSamples {
+                frame.withUnsafeMutableSamples { s -> Void in
+                    _ = s.update(fromContentsOf: UnsafeMutableBufferPointer(rebasing: output[offset..<(offset + block)]))
+                }
+                p.stream.processCapture(frame, now: now)
+                offset += block
+            }
+            p.ownEncodedFrames += tickSamples / (block * p.stream.configuration.packetTimeMilliseconds / 10)
+            ownEncodes += tickSamples / (block * p.stream.configuration.packetTimeMilliseconds / 10)
+        }
+    }
+
+    /// Everyone else: the full mix, limited and encoded once per codec configuration, the same packet to each.
+    private func sendSharedMix(now: MediaTime) {
+        for g in groups {
+            let listeners = g.members - talkersIn(g)
+            guard listeners > 0 else { continue }
+            g.limiter.process(UnsafeBufferPointer(accumulator), minus: nil, into: output)
+            let frameSamples = g.opus.samplesPerChannelPerFrame
+            var offset = 0
+            while offset < tickSamples {
+                let length: Int
+                do {
+                    length = try g.encoder.encode(
+                        UnsafeBufferPointer(rebasing: output[offset..<(offset + frameSamples)]), into: g.packet)
+                } catch {
+                    g.encodeErrors += 1
+                    offset += frameSamples
+                    continue
+                }
+                g.encodedFrames += 1
+                let payload = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(g.packet)[0..<length])
+                for p in participants where p.group === g && !p.isTalker {
+                    p.stream.sendEncodedFrame(payload, dtx: g.opus.dtx, now: now)
+                    p.sharedFramesSent += 1
+                    sharedSends += 1
+                }
+                offset += frameSamples
+            }
+        }
+    }
+
+    private func talkersIn(_ g: ConferenceEncoderGroup) -> Int {
+        var n = 0
+        for k in 0..<talkerCount where participants[talkers[k]].group === g { n += 1 }
+        return n
+    }
+
+    /// The room's figures now (allocates the participant list: for reports, not every tick).
+    public var statistics: ConferenceRoomStatistics {
+        var s = ConferenceRoomStatistics(id: id)
+        s.ticks = ticks
+        s.participants = participants.map(\.statistics)
+        s.talkers = talkerCount
+        s.meanTalkers = ticks == 0 ? 0 : Double(talkerTickSum) / Double(ticks)
+        s.decodedTicks = decodedTicks
+        s.dormantTicks = dormantTickCount
+        s.ownEncodedFrames = ownEncodes
+        s.sharedEncodedFrames = groups.reduce(0) { $0 + $1.encodedFrames } + retiredSharedEncodes
+        s.sharedFramesSent = sharedSends
+        s.encoderGroups = groups.count
+        s.limitedBlocks = participants.reduce(0) { $0 + $1.limiter.limitedBlocks } + groups.reduce(0) { $0 + $1.limiter.limitedBlocks }
+        s.clippedSamples = participants.reduce(0) { $0 + $1.limiter.clippedSamples } + groups.reduce(0) { $0 + $1.limiter.clippedSamples }
+        s.datagramsReceived = datagramsReceived
+        return s
+    }
+    var retiredSharedEncodes = 0
+}
+
+/// A room's figures (``ConferenceRoom/statistics``): the per-tick cost counters the cost model is checked
+/// against, and each participant's.
+public struct ConferenceRoomStatistics: Sendable, Hashable {
+    public var id: String
+    public var ticks = 0
+    public var participants: [ConferenceParticipantStatistics] = []
+    /// Talkers mixed in the last tick, and on average.
+    public var talkers = 0
+    public var meanTalkers = 0.0
+    /// Participant-ticks whose receive chain ran (decode/PLC/FEC), and that were skipped as dormant.
+    public var decodedTicks = 0
+    public var dormantTicks = 0
+    /// Frames encoded by talkers' own encoders (mix-minus), and by the shared encoders (once per configuration).
+    public var ownEncodedFrames = 0
+    public var sharedEncodedFrames = 0
+    /// Shared frames handed to listeners (one RTP header + SRTP protect each, no encode).
+    public var sharedFramesSent = 0
+    /// Codec configurations with a shared encoder.
+    public var encoderGroups = 0
+    /// Blocks any limiter reduced the gain in, and samples one had to clamp (must be 0).
+    public var limitedBlocks = 0
+    public var clippedSamples = 0
+    public var datagramsReceived = 0
+
+    public init(id: String) { self.id = id }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+import VoiceConference
+import VoiceCore
+import VoiceEngine
+import VoiceLab
+import VoiceNetSim
+import VoiceTestSupport
+
+/// A sine at `frequency` with the given peak, `milliseconds` long, at 16 kHz.
+func sine(_ frequency: Double, milliseconds: Int, peak: Double) -> [Int16] {
+    (0..<(milliseconds * 16)).map { Int16((peak * sin(2 * Double.pi * frequency * Double($0) / 16_000)).rounded()) }
+}
+
+/// A tone with a syllable-like envelope (4 Hz, from 5 % to 100 % of `peak`): what Opus's voice activity
+/// detection keeps treating as speech, so DTX stays off while it plays (a steady tone would soon count as noise).
+func talk(_ frequency: Double, milliseconds: Int, peak: Double, phase: Double = 0) -> [Int16] {
+    (0..<(milliseconds * 16)).map {
+        let t = Double($0) / 16_000
+        let envelope = 0.525 + 0.475 * sin(2 * Double.pi * 4 * t + phase)
+        return Int16((peak * envelope * sin(2 * Double.pi * frequency * t)).rounded())
+    }
+}
+
+/// Power of `frequency` in `samples` (Goertzel, normalised per sample²): how loudly one talker's tone is heard.
+func tonePower(_ samples: ArraySlice<Int16>, frequency: Double) -> Double {
+    let k = 2 * cos(2 * Double.pi * frequency / 16_000)
+    var s1 = 0.0, s2 = 0.0
+    for x in samples {
+        let s0 = Double(x) + k * s1 - s2
+        s2 = s1
+        s1 = s0
+    }
+    let n = Double(samples.count)
+    return (s1 * s1 + s2 * s2 - k * s1 * s2) / (n * n)
+}
+
+/// dB of one tone's power against a full-scale sine's.
+func toneDB(_ samples: ArraySlice<Int16>, _ frequency: Double) -> Double {
+    10 * log10(max(tonePower(samples, frequency: frequency), 1e-9) / (32_767.0 * 32_767.0 / 4))
+}
+
+@Suite("Conference mixer")
+struct ConferenceMixerTests {
+    /// Three talkers on distinct tones, two silent listeners with DTX: each talker hears the other two and not
+    /// itself (mix-minus), each listener hears all three from the one shared encode, the silent members cost no
+    /// decode once dormant, and nothing clips.
+    @Test func mixMinusSharedEncodeAndDormantListeners() throws {
+        let tones = [440.0, 700.0, 1_100.0]
+        var members = tones.enumerated().map { i, f in
+            ConferenceSimulation.Member(
+                label: "talker\(i)", input: talk(f, milliseconds: 3_000, peak: 9_000, phase: Double(i)))
+        }
+        members += [ConferenceSimulation.Member(label: "listener0"), ConferenceSimulation.Member(label: "listener1")]
+        let sim = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 3_000))
+        let r = sim.run()
+        let window = 1_000 * 16..<2_500 * 16  // steady state
+        for (i, f) in tones.enumerated() {
+            let heard = r.received[i][window]
+            #expect(toneDB(heard, f) < -40, "talker \(i) hears itself at \(toneDB(heard, f)) dB")
+            for (j, g) in tones.enumerated() where j != i {
+                #expect(toneDB(heard, g) > -25, "talker \(i) hears talker \(j) at \(toneDB(heard, g)) dB")
+            }
+        }
+        for l in 3...4 {
+            for f in tones { #expect(toneDB(r.received[l][window], f) > -25, "listener \(l) misses \(f) Hz") }
+        }
+        // Cost model: 3 own encodes per tick (talkers' mix-minus) + 1 shared encode, 2 shared sends per tick.
+        let ticks = r.ticks
+        #expect(r.room.ownEncodedFrames >= 3 * (ticks - 10) && r.room.ownEncodedFrames <= 3 * ticks)
+        #expect(r.room.sharedEncodedFrames <= ticks && r.room.sharedEncodedFrames >= ticks - 10)
+        #expect(r.room.sharedFramesSent == 2 * r.room.sharedEncodedFrames)
+        #expect(r.room.encoderGroups == 1)
+        // DTX: the silent members are dormant nearly all the time.
+        for l in 3...4 {
+            let p = r.participants[l]
+            #expect(p.dormantTicks > ticks * 8 / 10, "listener \(l) dormant \(p.dormantTicks) of \(ticks)")
+            #expect(p.talkerTicks == 0)
+        }
+        #expect(r.room.clippedSamples == 0)
+        for p in r.participants { #expect(p.drops == 0) }
+    }
+
+    /// Four talkers of different loudness with N = 3: the quietest is not mixed; with N = 4 it is.
+    @Test func theNLoudestAreChosen() throws {
+        let levels = [8_000.0, 6_000, 4_000, 1_500]
+        let tones = [440.0, 700.0, 1_100.0, 1_500.0]
+        var members = zip(tones, levels).enumerated().map { i, fl in
+            ConferenceSimulation.Member(label: "t\(i)", input: sine(fl.0, milliseconds: 2_000, peak: fl.1), dtx: false)
+        }
+        members.append(ConferenceSimulation.Member(label: "listener"))
+        for n in [3, 4] {
+            let sim = try ConferenceSimulation(
+                configuration: .init(
+                    members: members, room: ConferenceRoomConfiguration(maximumTalkers: n), durationMilliseconds: 2_000))
+            let r = sim.run()
+            let heard = r.received[4][(800 * 16)..<(1_800 * 16)]
+            for f in tones.prefix(3) { #expect(toneDB(heard, f) > -30) }
+            if n == 3 {
+                #expect(toneDB(heard, 1_500) < -45, "quietest talker mixed with N = 3: \(toneDB(heard, 1_500)) dB")
+                #expect(r.participants[3].talkerTicks < 10)
+            } else {
+                #expect(toneDB(heard, 1_500) > -40, "quietest talker missing with N = 4")
+            }
+            #expect(r.room.meanTalkers <= Double(n))
+        }
+    }
+
+    /// Three full-scale talkers sum to three times full scale: the limiter keeps every output inside 16 bits
+    /// without clipping (no sample clamped, the listener's peak below full scale, the limiter visibly working).
+    @Test func limiterPreventsClipping() throws {
+        let members = [440.0, 700.0, 1_100.0].enumerated().map { i, f in
+            ConferenceSimulation.Member(label: "loud\(i)", input: sine(f, milliseconds: 2_000, peak: 32_000), dtx: false)
+        } + [ConferenceSimulation.Member(label: "listener")]
+        let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 2_000)).run()
+        #expect(r.room.clippedSamples == 0)
+        #expect(r.room.limitedBlocks > 50)
+        // The listener's decoded mix: loud but no run of samples stuck at full scale (what clipping looks like).
+        let heard = r.received[3][(500 * 16)...]
+        let atRail = heard.filter { abs(Int($0)) >= 32_700 }.count
+        #expect(atRail < heard.count / 1000, "\(atRail) samples at the rail")
+    }
+
+    @Test func limiterArithmetic() {
+        var limiter = ConferenceLimiter(threshold: 30_000)
+        let acc = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 320)
+        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 320)
+        defer {
+            acc.deallocate()
+            out.deallocate()
+        }
+        for round in 0..<50 {
+            for i in 0..<320 { acc[i] = Int32((90_000 * sin(Double(i + round * 320) * 0.1)).rounded()) }
+            limiter.process(UnsafeBufferPointer(acc), minus: nil, into: out)
+            #expect(out.allSatisfy { abs(Int($0)) <= 30_000 })
+        }
+        #expect(limiter.clippedSamples == 0)
+        #expect(limiter.gain < 0.4)
+        // Quiet input: the gain recovers towards 1 and the signal passes unchanged.
+        for _ in 0..<200 {
+            for i in 0..<320 { acc[i] = Int32(i % 100) }
+            limiter.process(UnsafeBufferPointer(acc), minus: nil, into: out)
+        }
+        #expect(limiter.gain > 0.99)
+        // Mix-minus: accumulator minus own voice.
+        for i in 0..<320 { acc[i] = 1_000 }
+        let own = [Int16](repeating: 400, count: 320)
+        own.withUnsafeBufferPointer { limiter.process(UnsafeBufferPointer(acc), minus: $0, into: out) }
+        #expect(out.allSatisfy { abs(Int($0) - 600) <= 6 })
+    }
+
+    /// A member joins mid-room and another leaves: the newcomer hears and is heard from its join, the leaver's
+    /// voice leaves the mix, and nothing is sent to it afterwards.
+    @Test func joinAndLeaveMidRoom() throws {
+        let members = [
+            ConferenceSimulation.Member(label: "a", input: sine(440, milliseconds: 4_000, peak: 6_000), dtx: false),
+            ConferenceSimulation.Member(
+                label: "b", input: sine(700, milliseconds: 4_000, peak: 6_000), leaveMilliseconds: 2_000, dtx: false),
+            ConferenceSimulation.Member(
+                label: "c", input: sine(1_100, milliseconds: 4_000, peak: 6_000), joinMilliseconds: 1_000, dtx: false),
+            ConferenceSimulation.Member(label: "listener"),
+        ]
+        let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 4_000)).run()
+        let l = r.received[3]
+        // Before c joins: a and b. While all are in: a, b, c. After b left: a and c, no b.
+        #expect(toneDB(l[(300 * 16)..<(900 * 16)], 1_100) < -45)
+        #expect(toneDB(l[(300 * 16)..<(900 * 16)], 700) > -30)
+        #expect(toneDB(l[(1_400 * 16)..<(1_900 * 16)], 1_100) > -30)
+        #expect(toneDB(l[(2_400 * 16)..<(3_800 * 16)], 700) < -45)
+        #expect(toneDB(l[(2_400 * 16)..<(3_800 * 16)], 440) > -30)
+        // c hears a from its join; b's last statistics were taken when it left.
+        #expect(toneDB(r.received[2][(1_500 * 16)..<(1_900 * 16)], 440) > -30)
+        #expect(r.participants[1].packetsSent > 0)
+        #expect(r.room.participants.count == 3)
+    }
+
+    /// A muted talker is not heard; a clip played into the room is heard by everyone.
+    @Test func muteAndClip() throws {
+        let members = [
+            ConferenceSimulation.Member(label: "a", input: sine(440, milliseconds: 2_000, peak: 6_000), muted: true, dtx: false),
+            ConferenceSimulation.Member(label: "b", input: sine(700, milliseconds: 2_000, peak: 6_000), dtx: false),
+            ConferenceSimulation.Member(label: "listener"),
+        ]
+        let sim = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 2_000))
+        sim.room.play(ConferenceClip.tone(frequency: 1_000, milliseconds: 3_000))
+        let r = sim.run()
+        let heard = r.received[2][(500 * 16)..<(1_800 * 16)]
+        #expect(toneDB(heard, 440) < -45, "muted talker heard")
+        #expect(toneDB(heard, 700) > -30)
+        #expect(toneDB(heard, 1_000) > -30, "clip not heard by the listener")
+        #expect(toneDB(r.received[1][(500 * 16)..<(1_800 * 16)], 1_000) > -30, "clip not heard by the talker")
+        #expect(r.participants[0].talkerTicks == 0)
+    }
+}
