@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "VoiceConferenceServer",
             dependencies: [
-                "VoiceEngine", "VoiceSIP", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceEngine", "VoiceSIP", "VoiceConference", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import VoiceConference
 import VoiceEngine
 import VoiceSIP
 
@@ -22,11 +23,17 @@ public struct ConferenceServerConfiguration: Sendable {
     public var timers: SIPTimerConfiguration
     /// Where a JSON report per room is written when it closes (and for every open room on `writeReports()`).
     public var statisticsDirectory: URL?
+    /// How every room mixes (N loudest talkers, 16 kHz, …).
+    public var room: ConferenceRoomConfiguration
+    /// Media threads that tick the rooms (a fixed pool: one per core by default).
+    public var mediaThreads: Int
 
     public init(
         sipAddress: SocketAddress, domain: String, mediaHost: String? = nil, rtpPorts: ClosedRange<Int> = 28_500...28_799,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), send: OpusEncoderConfiguration? = nil,
-        timers: SIPTimerConfiguration = SIPTimerConfiguration(), statisticsDirectory: URL? = nil
+        timers: SIPTimerConfiguration = SIPTimerConfiguration(), statisticsDirectory: URL? = nil,
+        room: ConferenceRoomConfiguration = ConferenceRoomConfiguration(),
+        mediaThreads: Int = ProcessInfo.processInfo.activeProcessorCount
     ) {
         self.sipAddress = sipAddress
         self.domain = domain
@@ -37,6 +44,8 @@ public struct ConferenceServerConfiguration: Sendable {
         self.send = send ?? Self.defaultSend
         self.timers = timers
         self.statisticsDirectory = statisticsDirectory
+        self.room = room
+        self.mediaThreads = max(1, mediaThreads)
     }
 
     /// Wideband voice: what the mixer runs at (16 kHz), 20 ms, in-band FEC and DTX.
@@ -64,6 +73,7 @@ public final class ConferenceServer: @unchecked Sendable {
     public let endpoint: SIPEndpoint
     public let agent: SIPUserAgent
     let ports: RTPPortRange
+    let threads: ConferenceMediaThreads
     private let lock = NSLock()
     private var rooms: [String: ConferenceServerRoom] = [:]
     private var closedReports: [ConferenceRoomReport] = []
@@ -95,14 +105,19 @@ public final class ConferenceServer: @unchecked Sendable {
         self.agent = agent
         self.onRoomClosed = onRoomClosed
         ports = RTPPortRange(configuration.rtpPorts)
+        threads = ConferenceMediaThreads(threadCount: configuration.mediaThreads)
     }
 
     /// The SIP listener's address (its port when 0 was asked for).
     public var sipAddress: SocketAddress? { get async { await endpoint.localAddress(.udp) } }
 
     /// Reports of the open rooms, as of now.
-    public func openRoomReports() -> [ConferenceRoomReport] {
-        lock.withLock { Array(rooms.values) }.sorted { $0.address.id < $1.address.id }.map { $0.report() }
+    public func openRoomReports() async -> [ConferenceRoomReport] {
+        var reports: [ConferenceRoomReport] = []
+        for room in lock.withLock({ Array(rooms.values) }).sorted(by: { $0.address.id < $1.address.id }) {
+            reports.append(await room.report())
+        }
+        return reports
     }
 
     /// Reports of the rooms closed so far, oldest first.
@@ -115,20 +130,25 @@ public final class ConferenceServer: @unchecked Sendable {
 
     /// Writes every open room's report to the statistics directory (SIGUSR1) and returns the reports.
     @discardableResult
-    public func writeReports() -> [ConferenceRoomReport] {
-        let reports = openRoomReports()
+    public func writeReports() async -> [ConferenceRoomReport] {
+        let reports = await openRoomReports()
         for report in reports { write(report) }
         return reports
     }
 
-    /// Hangs up every participant, closes the rooms (their reports are written) and the SIP endpoint.
+    /// Hangs up every participant, closes the rooms (their reports are written), the SIP endpoint and the media
+    /// threads.
     public func close() async {
         accepting?.cancel()
         let open = lock.withLock { Array(rooms.values) }
         await withTaskGroup(of: Void.self) { group in
             for room in open { group.addTask { await room.hangUpEveryone() } }
         }
+        // Each participant's task takes it out of its room after its BYE: wait (briefly) for the rooms to close.
+        let deadline = ContinuousClock.now + .seconds(3)
+        while lock.withLock({ !rooms.isEmpty }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         try? await endpoint.close()
+        threads.shutdown()
     }
 
     // MARK: Calls
@@ -159,25 +179,25 @@ public final class ConferenceServer: @unchecked Sendable {
             await releaseMedia(media)
             return
         }
-        var established = false
+        if let remote = try? UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort) {
+            media.transport.setRemote(remote)  // until the room latches onto its authenticated packets
+        }
         var participant: ConferenceServerRoom.Member?
         for await event in call.events {
             switch event {
             case .established:
-                established = true
                 do {
-                    participant = try join(address, call: call, negotiated: negotiated, transport: media.transport)
+                    participant = try await join(address, call: call, negotiated: negotiated, transport: media.transport)
                 } catch {
                     await call.hangUp(headers: [("Reason", "SIP;cause=503;text=\"\(error)\"")])
                 }
             case .mediaUpdated(let update, _):
-                if let participant { participant.room.update(participant, direction: update.direction) }
+                if let participant { await participant.room.update(participant, direction: update.direction) }
             case .ended, .progress:
                 break
             }
         }
         if let participant { await leave(participant) }
-        _ = established
         await releaseMedia(media)
     }
 
@@ -187,32 +207,37 @@ public final class ConferenceServer: @unchecked Sendable {
     }
 
     /// Adds the participant to its room, opening the room for the first one.
-    private func join(_ address: ConferenceRoomAddress, call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport) throws
+    private func join(_ address: ConferenceRoomAddress, call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport) async throws
         -> ConferenceServerRoom.Member
     {
-        try lock.withLock {
-            let room: ConferenceServerRoom
-            if let open = rooms[address.id] {
-                room = open
-            } else {
-                room = try ConferenceServerRoom(address: address)
-                rooms[address.id] = room
-            }
-            return try room.add(call: call, negotiated: negotiated, transport: transport)
+        let room: ConferenceServerRoom = try lock.withLock {
+            let room = try rooms[address.id] ?? ConferenceServerRoom(address: address, configuration: configuration.room, threads: threads)
+            rooms[address.id] = room
+            room.reserve()
+            return room
+        }
+        do {
+            return try await room.add(call: call, negotiated: negotiated, transport: transport)
+        } catch {
+            await closeIfEmpty(room)
+            throw error
         }
     }
 
     /// Takes the participant out; the room closes (report written) when it was the last one.
     private func leave(_ member: ConferenceServerRoom.Member) async {
-        let room = member.room
+        await member.room.remove(member)
+        await closeIfEmpty(member.room)
+    }
+
+    private func closeIfEmpty(_ room: ConferenceServerRoom) async {
         let closing: Bool = lock.withLock {
-            room.remove(member)
             guard room.participantCount == 0, rooms[room.address.id] === room else { return false }
             rooms[room.address.id] = nil
             return true
         }
         guard closing else { return }
-        let report = room.close()
+        let report = await room.close()
         lock.withLock { closedReports.append(report) }
         write(report)
         onRoomClosed(report)

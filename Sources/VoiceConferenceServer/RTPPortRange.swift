@@ -21,7 +21,9 @@ public final class RTPPortRange: @unchecked Sendable {
         for _ in 0..<ports.count {
             guard let port = reserveNext() else { break }
             do {
-                let transport = try await UDPMediaTransport.bind(host: host, port: port)
+                // Read by the room's media thread at its tick (no wake-up per packet), as a live call does.
+                let transport = try await UDPMediaTransport.bind(
+                    host: host, port: port, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
                 return (transport, port)
             } catch {
                 release(port)  // held by another program: try the next one

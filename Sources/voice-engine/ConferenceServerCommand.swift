@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix
+import VoiceConference
 import VoiceConferenceServer
 import VoiceEngine
 import VoiceSIP
@@ -37,6 +38,10 @@ struct ConferenceServerCommand: ParsableCommand {
     var optionalSRTP = false
     @Option(help: "Directory for each room's JSON report (written on close and on SIGUSR1).")
     var statsDir: String?
+    @Option(help: "How many of the loudest talkers each room mixes (N).")
+    var talkers: Int = 3
+    @Option(help: "Media threads ticking the rooms (a fixed pool; default: one per core).")
+    var mediaThreads: Int = ProcessInfo.processInfo.activeProcessorCount
     @Option(help: "RFC 3261 T1 in milliseconds.")
     var t1: Int = 500
     @Flag(help: "Print every SIP message sent and received on stderr.")
@@ -44,6 +49,8 @@ struct ConferenceServerCommand: ParsableCommand {
 
     func validate() throws {
         try OptionRange("--t1", 1...60_000, "ms").check(t1)
+        try OptionRange("--talkers", 1...16, "talkers").check(talkers)
+        try OptionRange("--media-threads", 1...256, "threads").check(mediaThreads)
         _ = try portRange()
     }
 
@@ -62,7 +69,8 @@ struct ConferenceServerCommand: ParsableCommand {
             sipAddress: address, domain: domain, mediaHost: mediaAddress, rtpPorts: try portRange(),
             srtp: optionalSRTP ? .optional(suites) : .required(suites),
             timers: SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10))),
-            statisticsDirectory: statsDir.map { URL(fileURLWithPath: $0) })
+            statisticsDirectory: statsDir.map { URL(fileURLWithPath: $0) },
+            room: ConferenceRoomConfiguration(maximumTalkers: talkers), mediaThreads: mediaThreads)
         let traced = trace
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
@@ -89,8 +97,10 @@ struct ConferenceServerCommand: ParsableCommand {
             signal(SIGUSR1, SIG_IGN)
             let report = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
             report.setEventHandler {
-                let open = server.writeReports()
-                say(open.isEmpty ? "no open rooms" : open.map(\.text).joined(separator: "\n"))
+                Task {
+                    let open = await server.writeReports()
+                    say(open.isEmpty ? "no open rooms" : open.map(\.text).joined(separator: "\n"))
+                }
             }
             report.resume()
             sources.append(report)

@@ -93,9 +93,9 @@ struct ConferenceServerSIPTests {
 
             // bob mutes himself (a=sendonly, what the engine's hold() offers) and comes back.
             #expect(try await bobCall.hold().direction == .sendonly)
-            #expect(try await eventually { server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted } == true })
+            #expect(try await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted } == true })
             #expect(try await bobCall.resume().direction == .sendrecv)
-            #expect(try await eventually { server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted } == true })
+            #expect(try await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted } == true })
 
             await aliceCall.hangUp()
             #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
