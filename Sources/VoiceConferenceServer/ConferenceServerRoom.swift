@@ -71,6 +71,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             let member = Member(room: self, call: call, name: call.remote.uri.description, joinedAt: now)
             reservations -= 1
             members.append(member)
+            peak = max(peak, members.count)
+            timeline.append(.init(at: member.joinedAt, kind: .joined, participant: member.name, participants: members.count))
             return member
         }
         let configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
@@ -89,13 +91,13 @@ final class ConferenceServerRoom: @unchecked Sendable {
         }
         switch result {
         case .success:
-            lock.withLock {
-                peak = max(peak, members.count)
-                timeline.append(.init(at: member.joinedAt, kind: .joined, participant: member.name, participants: members.count))
-            }
             return member
         case .failure(let error):
-            lock.withLock { members.removeAll { $0 === member } }
+            // Never mixed: it leaves the timeline as if it had not come.
+            lock.withLock {
+                members.removeAll { $0 === member }
+                timeline.removeAll { $0.kind == .joined && $0.participant == member.name && $0.at == member.joinedAt }
+            }
             throw error
         }
     }

@@ -101,6 +101,8 @@ struct ConferenceServerSIPTests {
             #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
             await bobCall.hangUp()
             #expect(try await eventually { server.roomOccupancy().isEmpty })
+            // The report is made after the room left the server's list (the mixer's figures are read first).
+            #expect(try await eventually { !server.closedRoomReports().isEmpty })
             let report = try #require(server.closedRoomReports().first)
             #expect(report.room == "standup")
             #expect(report.closedAt != nil)

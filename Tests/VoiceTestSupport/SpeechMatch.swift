@@ -5,10 +5,13 @@ import Foundation
 /// jitter buffer may shift time between windows). 16 kHz mono. Shared by the baresip call tests and the
 /// conference tests (where `heard` is a mix of several talkers and each is looked for on its own).
 public enum SpeechMatch {
-    public static func median(sent: [Int16], heard: [Int16]) -> Double {
+    /// - Parameter maximumOffsetSeconds: how far apart the two recordings may start. A conference test, whose
+    ///   participants start together and loop short recordings, keeps it under half a loop so that the search
+    ///   cannot line up the wrong repetition of a quieter talker in a mix.
+    public static func median(sent: [Int16], heard: [Int16], maximumOffsetSeconds: Double = 5) -> Double {
         let window = 4_000
-        // Coarse offset from 10 ms energy envelopes (up to 5 s either way), then ±30 ms per window.
-        let offset = envelopeOffset(sent: sent, heard: heard, maxFrames: 500) * 160
+        // Coarse offset from 10 ms energy envelopes (up to 5 s either way by default), then ±30 ms per window.
+        let offset = envelopeOffset(sent: sent, heard: heard, maxFrames: Int(maximumOffsetSeconds * 100)) * 160
         var results: [Double] = []
         var start = 0
         while start + window <= sent.count {
@@ -28,18 +31,22 @@ public enum SpeechMatch {
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
     }
 
+    /// Normalised cross-correlation of two equally long runs. Through unsafe buffers: the search calls it about a
+    /// million times per measure, which takes minutes with checked slice indexing in a debug build.
     public static func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
-        var ab = 0.0, aa = 0.0, bb = 0.0
-        var i = a.startIndex, j = b.startIndex
-        while i < a.endIndex {
-            let x = Double(a[i]), y = Double(b[j])
-            ab += x * y
-            aa += x * x
-            bb += y * y
-            i += 1
-            j += 1
+        precondition(a.count <= b.count)
+        return a.withUnsafeBufferPointer { x in
+            b.withUnsafeBufferPointer { y in
+                var ab: Int64 = 0, aa: Int64 = 0, bb: Int64 = 0
+                for k in 0..<x.count {
+                    let p = Int64(x[k]), q = Int64(y[k])
+                    ab &+= p &* q
+                    aa &+= p &* p
+                    bb &+= q &* q
+                }
+                return aa > 0 && bb > 0 ? Double(ab) / (Double(aa) * Double(bb)).squareRoot() : 0
+            }
         }
-        return aa > 0 && bb > 0 ? ab / (aa * bb).squareRoot() : 0
     }
 
     public static func level(_ samples: ArraySlice<Int16>) -> Double {
