@@ -13,6 +13,7 @@ let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPa
 /// Simulation, scenarios and the jitter benchmark live beside the engine, not in the product a client links.
 let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
 let voiceSIP = Target.Dependency.product(name: "VoiceSIP", package: rootPackage)
+let voiceConference = Target.Dependency.product(name: "VoiceConference", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -37,7 +38,7 @@ let package = Package(
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [voiceEngine, voiceLab],
+            dependencies: [voiceEngine, voiceLab, voiceConference],
             path: "Sources/BenchmarkFixtures"
         ),
         .executableTarget(
@@ -48,6 +49,7 @@ let package = Package(
                 voiceEngine,
                 voiceLab,
                 voiceSIP,
+                voiceConference,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/voice-bench"
@@ -63,7 +65,7 @@ package.targets.append(
         path: "Sources/AllocationSuite"))
 
 // ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
-for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks"] {
+for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks", "ConferenceBenchmarks"] {
     package.targets.append(
         .executableTarget(
             name: suite,
@@ -72,6 +74,7 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
                 "BenchmarkFixtures",
                 voiceEngine,
                 voiceLab,
+                voiceConference,
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/\(suite)",

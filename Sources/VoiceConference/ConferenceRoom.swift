@@ -134,7 +134,7 @@ public final class ConferenceRoom {
     var clipGain: Int32 = 256
     static let nextParticipantID = Atomic<Int>(0)
     /// Ticks a dormant participant's chain runs after one of its packets arrives (to decode it and judge it).
-    static let wakeTicks = 3
+    static let wakeTicks = 1
 
     // Counters.
     var ticks = 0
@@ -184,7 +184,8 @@ public final class ConferenceRoom {
     /// The stream configuration a participant actually gets: `negotiated` (from
     /// `MediaStreamConfiguration(negotiated:)`: codec, ptime, payload type, SRTP keys) with the room's rate as
     /// processing and "device" rate, no voice processing (the server has no echo to cancel), and the adaptive
-    /// jitter buffer set to jump over a dormant participant's silence.
+    /// jitter buffer set to jump over a dormant participant's silence (starting clean, without a cross-fade from
+    /// concealment that nobody heard).
     public func participantConfiguration(_ negotiated: MediaStreamConfiguration) -> MediaStreamConfiguration {
         var c = negotiated
         c.processingRate = configuration.sampleRate
@@ -192,6 +193,8 @@ public final class ConferenceRoom {
         c.voiceProcessing = false
         if case .adaptive(var j) = c.jitterBuffer {
             j.maximumDTXGapMilliseconds = min(j.maximumDTXGapMilliseconds, configuration.dormantJitterGapMilliseconds)
+            // A dormant participant's concealment was never mixed: nothing to cross-fade from when it wakes.
+            j.mergeAfterDTXRestart = false
             c.jitterBuffer = .adaptive(j)
         }
         return c

@@ -60,6 +60,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         public var jitteryTargetMilliseconds: Double = 40
         /// DTX gaps longer than this are treated as a stream restart (jump) rather than played as comfort noise.
         public var maximumDTXGapMilliseconds: Double = 10_000
+        /// After such a restart, cross-fade into the new packet from the decoder's concealment (true: hides the
+        /// jump in a call, at one 2.5 ms concealment) or start it clean (false: for a conference mixer, which does
+        /// not play a silent participant's output during the gap, so there is nothing to fade from).
+        public var mergeAfterDTXRestart = true
         /// Time-stretching waits for audio this much quieter (power ratio) than the recent speech level: 0.01,
         /// 20 dB below — pauses and soft unvoiced sounds, where a splice is least audible.
         public var quietStretchRatio: Double = 0.01
@@ -561,7 +565,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             position = first.timestamp  // a restart, not a pause: jump
             holding = false
             heldSamples = 0
-            lastOperation = .expand
+            lastOperation = configuration.mergeAfterDTXRestart ? .expand : .comfortNoise
             return
         }
         if holding {
