@@ -7,7 +7,7 @@ import VoiceSIP
 import VoiceTestSupport
 
 /// The conference server's SIP behaviour in one process (server and participants on loopback, ephemeral SIP
-/// ports, media ports 28600–28649): which URIs are rooms, OPTIONS, a room's life from first join to last leave,
+/// ports, media ports 28650–28689): which URIs are rooms, OPTIONS, a room's life from first join to last leave,
 /// mute by re-INVITE, and the room's report.
 @Suite("Conference server: rooms over SIP", .serialized, .timeLimit(.minutes(1)))
 struct ConferenceServerSIPTests {
@@ -30,11 +30,26 @@ struct ConferenceServerSIPTests {
         }
     }
 
+    /// Ports other programs hold are skipped; a used-up range is an error (the call is then refused 503).
+    @Test func portRangeSkipsHeldPortsAndRunsOut() async throws {
+        let other = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 28_780)
+        let range = RTPPortRange(28_780...28_781)
+        let first = try await range.bind(host: "127.0.0.1")
+        #expect(first.port == 28_781)
+        await #expect(throws: ConferenceServerError.self) { try await range.bind(host: "127.0.0.1") }
+        await first.transport.close()
+        range.release(first.port)
+        await other.close()
+        let again = try await range.bind(host: "127.0.0.1")
+        #expect((28_780...28_781).contains(again.port), "freed ports are handed out again")
+        await again.transport.close()
+    }
+
     func withServer(_ body: (any EventLoop, ConferenceServer, SIPURI) async throws -> Void) async throws {
         try await withEventLoop { loop in
             let server = try await ConferenceServer.start(
                 ConferenceServerConfiguration(
-                    sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain, rtpPorts: 28_600...28_649,
+                    sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain, rtpPorts: 28_650...28_689,
                     timers: fastTimers),
                 on: loop)
             let port = try #require(await server.sipAddress?.port)
@@ -84,7 +99,7 @@ struct ConferenceServerSIPTests {
             let aliceCall = try await alice.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_690))
             guard case .success(let media) = await outcome(of: aliceCall) else { throw SIPCallError("alice could not join") }
             #expect(media.srtp != nil, "the room's answer is SDES-SRTP")
-            #expect((28_600...28_649).contains(media.remotePort))
+            #expect((28_650...28_689).contains(media.remotePort))
             #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
             let bobCall = try await bob.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692))
             guard case .success(let bobMedia) = await outcome(of: bobCall) else { throw SIPCallError("bob could not join") }
