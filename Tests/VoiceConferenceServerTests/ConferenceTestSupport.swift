@@ -16,16 +16,9 @@ let dispatcherConfiguration = URL(fileURLWithPath: #filePath).deletingLastPathCo
 /// Short SIP timers for loopback (a dead node's transactions give up in 64·T1 = 3.2 s).
 let fastTimers = SIPTimerConfiguration(t1: .milliseconds(50), t2: .milliseconds(400), t4: .milliseconds(500))
 
+/// Runs `body` on one loop of NIO's shared group (the participants' and in-process servers' SIP endpoints).
 func withEventLoop<T>(_ body: (any EventLoop) async throws -> T) async throws -> T {
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    do {
-        let result = try await body(group.next())
-        try await group.shutdownGracefully()
-        return result
-    } catch {
-        try? await group.shutdownGracefully()
-        throw error
-    }
+    try await body(MultiThreadedEventLoopGroup.singleton.next())
 }
 
 /// A participant's user agent on loopback (any port), calling through `proxy` when given.
