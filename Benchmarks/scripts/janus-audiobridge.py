@@ -51,7 +51,7 @@ def write_config(folder, port, rtp_range):
     configs_folder = "{folder}"
     plugins_folder = "{PLUGINS}"
     transports_folder = "{TRANSPORTS}"
-    debug_level = 2
+    debug_level = 4
     admin_secret = "unused-{os.getpid()}"
 }}
 plugins: {{ disable = "{",".join(plugins)}" }}
@@ -204,6 +204,11 @@ def main():
             if delay > 0:
                 time.sleep(delay)
         cpu = cpu_seconds(process.pid) - cpu0
+        if received == 0:
+            log.flush()
+            with open(os.path.join(folder, "janus.log")) as f:
+                print("janus-audiobridge: no mixed audio came back; janus log tail:\n" + "".join(f.readlines()[-25:]),
+                      file=sys.stderr)
         seconds = time.monotonic() - wall0
         print(json.dumps({"participants": participants, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 3),
                           "participants_per_core": round(participants * seconds / cpu, 1) if cpu > 0 else None,

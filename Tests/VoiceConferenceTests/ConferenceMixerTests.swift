@@ -75,6 +75,8 @@ struct ConferenceMixerTests {
         for l in 3...4 {
             let p = r.participants[l]
             #expect(p.dormantTicks > ticks * 8 / 10, "listener \(l) dormant \(p.dormantTicks) of \(ticks)")
+            // Its receive chain ran only for its first packets and one tick per DTX update (every 400 ms).
+            #expect(p.decodedTicks < ticks / 4, "listener \(l) decoded \(p.decodedTicks) of \(ticks) ticks")
             #expect(p.talkerTicks == 0)
         }
         #expect(r.room.clippedSamples == 0)
@@ -190,5 +192,51 @@ struct ConferenceMixerTests {
         #expect(toneDB(heard, 1_000) > -30, "clip not heard by the listener")
         #expect(toneDB(r.received[1][(500 * 16)..<(1_800 * 16)], 1_000) > -30, "clip not heard by the talker")
         #expect(r.participants[0].talkerTicks == 0)
+    }
+
+    /// A silent (dormant, DTX) participant that starts talking wakes on its first packet and is heard at once.
+    @Test func dormantParticipantWakesWhenItTalks() throws {
+        let members = [
+            ConferenceSimulation.Member(label: "a", input: talk(440, milliseconds: 4_000, peak: 9_000)),
+            ConferenceSimulation.Member(
+                label: "late", input: talk(1_100, milliseconds: 2_000, peak: 9_000), inputOffsetMilliseconds: 2_000),
+            ConferenceSimulation.Member(label: "listener"),
+        ]
+        let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 4_000)).run()
+        let l = r.received[2]
+        #expect(toneDB(l[(1_000 * 16)..<(1_900 * 16)], 1_100) < -45)
+        // Heard within 150 ms of starting (the path's delay plus waking), and steadily afterwards.
+        #expect(toneDB(l[(2_150 * 16)..<(2_400 * 16)], 1_100) > -30, "late talker not heard promptly")
+        #expect(toneDB(l[(2_400 * 16)..<(3_900 * 16)], 1_100) > -25)
+        #expect(r.participants[1].dormantTicks > 50)
+        #expect(r.participants[1].talkerTicks > 80)
+    }
+
+    /// The media-thread pool ticks a room in real time and runs control-plane requests on the room's thread.
+    @Test func mediaThreadsTickRoomsAndRunRequests() async throws {
+        let threads = ConferenceMediaThreads(threadCount: 1)
+        defer { threads.shutdown() }
+        let room = try ConferenceRoom(id: "pool")
+        threads.add(room)
+        let counted = ClosurePacketSink { _, _, _ in }
+        let joined = AsyncStream<Int>.makeStream()
+        threads.perform(on: room) { room in
+            _ = try? room.addParticipant(
+                label: "p", configuration: MediaStreamConfiguration(voiceProcessing: false), sink: counted,
+                now: MonotonicClock().now)
+            joined.continuation.yield(room.participants.count * 1_000_000 + room.statistics.ticks)
+        }
+        var iterator = joined.stream.makeAsyncIterator()
+        let first = await iterator.next() ?? 0
+        #expect(first / 1_000_000 == 1)
+        try await Task.sleep(for: .milliseconds(300))
+        let ticks = AsyncStream<Int>.makeStream()
+        threads.perform(on: room) { room in ticks.continuation.yield(room.statistics.ticks) }
+        var tickIterator = ticks.stream.makeAsyncIterator()
+        let n = (await tickIterator.next() ?? 0) - first % 1_000_000
+        // 15 ticks in 300 ms; the pool skips ticks it missed by more than one on a loaded machine, and the
+        // requests themselves wait for a tick.
+        #expect(n >= 3 && n <= 30, "\(n) ticks in about 300 ms at 20 ms")
+        #expect(threads.tickCounts.ticks >= n)
     }
 }

@@ -56,7 +56,7 @@ struct ConferenceBench: ParsableCommand {
     var json = false
 
     @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
-    var janusSeconds = 12.0
+    var janusSeconds = 0.0
 
     func validate() throws {
         try requireOption("--talkers", Double(talkers), within: 1...16, "")
@@ -255,6 +255,11 @@ struct ConferenceBench: ParsableCommand {
             }
             let janusPerCore = (object["participants_per_core"] as? Double) ?? 0
             let mixed = (object["mixed_packets_received"] as? Int) ?? 0
+            guard mixed > 0 else {
+                print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                    + "   Janus sent no mixed audio back: its CPU (\(fixed(janusPerCore, 0)) part./core) is not a measurement")
+                continue
+            }
             print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
                 + column(fixed(janusPerCore, 0), 18, right: true) + column("\(mixed)", 18, right: true))
             fflush(nil)
