@@ -183,12 +183,14 @@ final class ConferenceServerRoom: @unchecked Sendable {
         }
     }
 
-    private static func participantReport(_ member: Member, _ s: ConferenceParticipantStatistics?, sampleRate: Double)
+    private static func participantReport(_ member: Member, _ statistics: ConferenceParticipantStatistics?, sampleRate: Double)
         -> ConferenceRoomReport.Participant
     {
-        let s = s ?? ConferenceParticipantStatistics(id: 0, label: member.call.callID)
+        let s = statistics ?? ConferenceParticipantStatistics(id: 0, label: member.call.callID)
         return ConferenceRoomReport.Participant(
-            name: member.name, callID: member.call.callID, joinedAt: member.joinedAt, leftAt: member.leftAt, muted: member.muted,
+            // Muted as the mixer has it (the re-INVITE's effect, not only our note of it) while the leg is in it.
+            name: member.name, callID: member.call.callID, joinedAt: member.joinedAt, leftAt: member.leftAt,
+            muted: statistics.map { $0.isMuted } ?? member.muted,
             talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000, packetsReceived: s.packetsReceived,
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
             concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
