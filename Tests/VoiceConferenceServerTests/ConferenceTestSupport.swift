@@ -22,9 +22,11 @@ func withEventLoop<T>(_ body: (any EventLoop) async throws -> T) async throws ->
 }
 
 /// A participant's user agent on loopback (any port), calling through `proxy` when given.
-func makeParticipant(_ user: String, on loop: any EventLoop, proxy: SocketAddress? = nil) async throws -> SIPUserAgent {
+func makeParticipant(_ user: String, on loop: any EventLoop, proxy: SocketAddress? = nil, timers: SIPTimerConfiguration = fastTimers) async throws
+    -> SIPUserAgent
+{
     let endpoint = try await SIPEndpoint.start(
-        on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(timers: fastTimers))
+        on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(timers: timers))
     return SIPUserAgent(
         endpoint: endpoint, credentials: nil,
         configuration: SIPUserAgentConfiguration(
@@ -81,7 +83,8 @@ final class DispatcherProxy: @unchecked Sendable {
     let control: String
     let address: SocketAddress
 
-    init(port: Int, nodes: [Int]) throws {
+    /// - Parameter probeInterval: seconds between the dispatcher's OPTIONS probes.
+    init(port: Int, nodes: [Int], probeInterval: Int = 1) throws {
         directory = try makeTemporaryDirectory("kamailio-conference")
         let list = directory.appendingPathComponent("dispatcher.list")
         try nodes.map { "1 sip:127.0.0.1:\($0)\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
@@ -90,7 +93,7 @@ final class DispatcherProxy: @unchecked Sendable {
             kamailioPath,
             [
                 "-f", dispatcherConfiguration.path, "-DD", "-E", "-l", "udp:127.0.0.1:\(port)",
-                "-A", "DS_LIST=\"\(list.path)\"", "-A", "CTL_SOCKET=\"\(control)\"", "-A", "DS_PING_INTERVAL=1",
+                "-A", "DS_LIST=\"\(list.path)\"", "-A", "CTL_SOCKET=\"\(control)\"", "-A", "DS_PING_INTERVAL=\(probeInterval)",
                 "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
             ],
             log: directory.appendingPathComponent("kamailio.log"))
