@@ -173,11 +173,17 @@ public final class ConferenceServer: @unchecked Sendable {
         let capabilities = AudioCapabilities(
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
             maxPlaybackRate: 16_000, srtp: configuration.srtp)
-        let negotiated: NegotiatedAudio
+        var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.
             await releaseMedia(media)
             return
+        }
+        // The room ticks every 20 ms, so it sends 10 or 20 ms packets. A longer a=ptime is the participant's
+        // preference, not a limit (RFC 4566 §6; a=maxptime is the limit), and our answer announced 20 ms.
+        if negotiated.ptime > 20 {
+            negotiated.ptime = 20
+            negotiated.encoder.frameDuration = .ms20
         }
         if let remote = try? UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort) {
             media.transport.setRemote(remote)  // until the room latches onto its authenticated packets

@@ -101,7 +101,10 @@ struct ConferenceServerSIPTests {
             #expect(media.srtp != nil, "the room's answer is SDES-SRTP")
             #expect((28_650...28_689).contains(media.remotePort))
             #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
-            let bobCall = try await bob.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692))
+            // bob prefers 40 ms packets (a=ptime:40): the room still takes him and sends him 20 ms ones.
+            var slow = OpusEncoderConfiguration()
+            slow.frameDuration = .ms40
+            let bobCall = try await bob.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692, send: slow))
             guard case .success(let bobMedia) = await outcome(of: bobCall) else { throw SIPCallError("bob could not join") }
             #expect(bobMedia.remotePort != media.remotePort, "each participant has a media port of its own")
             #expect(try await eventually { server.roomOccupancy() == ["standup": 2] })
