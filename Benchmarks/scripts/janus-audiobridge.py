@@ -75,6 +75,7 @@ admin: {{ admin_http = false admin_https = false }}
     with open(os.path.join(folder, "janus.plugin.audiobridge.jcfg"), "w") as f:
         f.write(f"""general: {{
     rtp_port_range = "{rtp_range}"
+    local_ip = "127.0.0.1"
     events = false
 }}
 """)
@@ -207,7 +208,7 @@ def main():
         if received == 0:
             log.flush()
             with open(os.path.join(folder, "janus.log")) as f:
-                print("janus-audiobridge: no mixed audio came back; janus log tail:\n" + "".join(f.readlines()[-25:]),
+                print("janus-audiobridge: no mixed audio came back; janus log tail:\n" + "".join(f.readlines()[-60:]),
                       file=sys.stderr)
         seconds = time.monotonic() - wall0
         print(json.dumps({"participants": participants, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 3),

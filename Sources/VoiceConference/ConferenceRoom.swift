@@ -34,6 +34,10 @@ public struct ConferenceRoomConfiguration: Sendable, Hashable {
     public var limiterThreshold: Int16
     /// Participants the room is built for (storage reserved up front; more are accepted, with a reallocation).
     public var expectedParticipants: Int
+    /// Each participant's stream sends RTCP (SR/RR + SDES on the RFC 3550 schedule; loss and RTT for the report).
+    /// On by default. Building a compound RTCP packet allocates a few arrays inside the engine (MediaStream's
+    /// documented exception, a few times per 5 s per participant), so the allocation benchmark turns it off.
+    public var sendsRTCP = true
 
     public init(
         sampleRate: Int = 16_000, maximumTalkers: Int = 3, speechThresholdDBFS: Double = -45,
@@ -101,7 +105,7 @@ public final class ConferenceClip: Sendable {
 /// 5. send — each talker gets the sum minus its own voice, limited, encoded by its own stream's encoder; every
 ///    other participant gets the full sum, limited and encoded once per codec configuration
 ///    (``MediaStream/sendEncodedFrame(_:dtx:now:)``: per listener only the RTP header and SRTP);
-/// 6. RTCP for each stream.
+/// 6. RTCP for each stream (``ConferenceRoomConfiguration/sendsRTCP``).
 ///
 /// Cost per tick: decodes = participants that sent a packet recently (the talkers, plus anyone sending
 /// non-DTX silence); encodes = talkers + one per codec configuration that has listeners; per listener one
@@ -109,7 +113,8 @@ public final class ConferenceClip: Sendable {
 ///
 /// Threads: not thread-safe. Every call — adding, removing, receiving, muting, playing, ticking, reading
 /// statistics — happens on the one thread that ticks the room (``ConferenceMediaThreads`` runs control-plane
-/// requests there through ``ConferenceMediaThreads/perform(on:_:)``). The tick never allocates, locks or logs.
+/// requests there through ``ConferenceMediaThreads/perform(on:_:)``). The tick never allocates, locks or logs —
+/// except RTCP reports, which the engine's `MediaStream` builds with a few arrays a few times per 5 s.
 public final class ConferenceRoom {
     public let id: String
     public let configuration: ConferenceRoomConfiguration
@@ -293,7 +298,9 @@ public final class ConferenceRoom {
         mix()
         sendTalkerMixes(now: now)
         sendSharedMix(now: now)
-        for p in participants { _ = p.stream.pollRTCP(now: now) }
+        if configuration.sendsRTCP {
+            for p in participants { _ = p.stream.pollRTCP(now: now) }
+        }
     }
 
     private func receiveAndDecode(now: MediaTime) {

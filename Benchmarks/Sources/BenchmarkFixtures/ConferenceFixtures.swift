@@ -104,8 +104,10 @@ public final class ConferenceWorkload: @unchecked Sendable {
     }
 
     /// A fresh room with every participant joined (its sends go to a null sink, as the C loop drops its packets).
-    public func makeRoom() throws -> (ConferenceRoom, [ConferenceParticipant]) {
-        let room = try ConferenceRoom(id: "bench", configuration: Self.room)
+    public func makeRoom(configuration: ConferenceRoomConfiguration = ConferenceWorkload.room) throws -> (
+        ConferenceRoom, [ConferenceParticipant]
+    ) {
+        let room = try ConferenceRoom(id: "bench", configuration: configuration)
         let format = AudioFormat(sampleRate: 16_000)
         let sink = NullPacketSink()
         let members = try (0..<participants).map { i in

@@ -228,6 +228,10 @@ struct ConferenceBench: ParsableCommand {
             + column("Janus mixed pkts", 18, right: true))
         var items: [String] = []
         for n in sizes {
+            guard 2 * n <= 88 else {
+                print(column("\(n)", 6) + "   does not fit: Janus takes 2 ports per plain-RTP participant, the bench has 90 (28310-28399)")
+                continue
+            }
             let ticks = Int(janusSeconds * 50)
             let w = try ConferenceWorkload(participants: n, talkers: min(talkers, n), ticks: ticks, speech: speech, srtp: false)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("voice-bench-janus-\(getpid()).vcwl").path
