@@ -67,6 +67,14 @@ struct DispatcherFailoverTests {
             print("rooms by node before the failure: \(nodeOfRoom.sorted { $0.key < $1.key })")
             #expect(used == [Self.nodeA, Self.nodeB], "the hash put every room on one node: \(nodeOfRoom)")
 
+            // SIGUSR1: node A writes the report of each open room (not closed yet, both participants in it).
+            kill(a.pid, SIGUSR1)
+            let openReport = directory.appendingPathComponent("node-a-stats/r0.json")
+            #expect(await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: openReport.path) }, "\(a.logTail)")
+            if let data = try? Data(contentsOf: openReport), let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                #expect(json["closedAt"] == nil && (json["participants"] as? [Any])?.count == 2, "\(json)")
+            }
+
             // Node B dies (SIGKILL: no BYE, no goodbye); the next probe fails and the dispatcher marks it inactive.
             kill(-b.pid, SIGKILL)
             _ = await b.wait(timeout: .seconds(5))
