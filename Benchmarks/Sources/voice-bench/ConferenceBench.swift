@@ -55,6 +55,9 @@ struct ConferenceBench: ParsableCommand {
     @Flag(help: "End with one JSON line.")
     var json = false
 
+    @Flag(inversion: .prefixedNo, help: "The Swift room sends RTCP (the C loop has none; --no-rtcp compares the mixing alone).")
+    var rtcp = true
+
     @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
     var janusSeconds = 0.0
 
@@ -85,7 +88,7 @@ struct ConferenceBench: ParsableCommand {
         print(
             "voice-bench conference: Swift ConferenceRoom vs plain C loop (same libsrtp/libopus calls), \(talkers) talkers"
                 + " (real speech), the rest silent with DTX, Opus 16 kHz 24 kb/s c5, SRTP; CPU per 20 ms tick, median of"
-                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s")
+                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s" + (rtcp ? "" : "; Swift room without RTCP"))
         print(
             column("room", 6) + column("Swift µs/tick", 15, right: true) + column("C µs/tick", 12, right: true)
                 + column("ratio", 8, right: true) + column("paired", 8, right: true) + column("part./core", 12, right: true)
@@ -176,7 +179,9 @@ struct ConferenceBench: ParsableCommand {
     }
 
     private func runSwift(_ w: ConferenceWorkload, _ stats: inout ConferenceRoomStatistics?) throws -> Double {
-        let (room, members) = try w.makeRoom()
+        var configuration = ConferenceWorkload.room
+        configuration.sendsRTCP = rtcp
+        let (room, members) = try w.makeRoom(configuration: configuration)
         let start = cb_thread_cpu_ns()
         let handed = w.run(room, members, ticks: 0..<w.ticks)
         let elapsed = Double(cb_thread_cpu_ns() - start)
