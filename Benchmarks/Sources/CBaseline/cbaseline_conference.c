@@ -4,6 +4,7 @@
 #include <opus/opus.h>
 #include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
 #include "cbaseline_srtp.h"
+#include "cbaseline_common.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,19 +56,6 @@ struct cb_conference {
     cb_conference_counts counts;
 };
 
-static int cc_srtp(srtp_t *session, const uint8_t *key, int outbound) {
-    srtp_policy_t policy;
-    memset(&policy, 0, sizeof policy);
-    srtp_crypto_policy_set_rtp_default(&policy.rtp);
-    srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
-    policy.ssrc.type = outbound ? ssrc_any_outbound : ssrc_any_inbound;
-    policy.key = (unsigned char *)key;
-    policy.window_size = 1024;
-    policy.allow_repeat_tx = 0;
-    policy.next = NULL;
-    return srtp_create(session, &policy) == srtp_err_status_ok;
-}
-
 static OpusEncoder *cc_encoder(int32_t bitrate, int32_t complexity, int32_t dtx) {
     int error = 0;
     OpusEncoder *e = opus_encoder_create(16000, 1, OPUS_APPLICATION_VOIP, &error);
@@ -110,8 +98,8 @@ cb_conference *cb_conference_create(int32_t participants, int32_t max_talkers, c
         p->out.ssrc = 0x10000u + (uint32_t)i;
         p->out.sequence = (uint16_t)(i * 7);
         p->out.timestamp = (uint32_t)i * 1000u;
-        if (!p->decoder || error != OPUS_OK || !p->encoder || !cc_srtp(&p->srtp_in, remote_keys + 30 * i, 0) ||
-            !cc_srtp(&p->out.srtp_out, local_keys + 30 * i, 1)) {
+        if (!p->decoder || error != OPUS_OK || !p->encoder || !cb_srtp_create_default(&p->srtp_in, remote_keys + 30 * i, 0) ||
+            !cb_srtp_create_default(&p->out.srtp_out, local_keys + 30 * i, 1)) {
             cb_conference_destroy(room);
             return NULL;
         }
@@ -193,18 +181,7 @@ static int64_t cc_send(cb_conference *room, cc_sender *s, const uint8_t *payload
         return 0;
     }
     uint8_t *b = room->send;
-    b[0] = 0x80;
-    b[1] = 111;
-    b[2] = (uint8_t)(s->sequence >> 8);
-    b[3] = (uint8_t)s->sequence;
-    b[4] = (uint8_t)(s->timestamp >> 24);
-    b[5] = (uint8_t)(s->timestamp >> 16);
-    b[6] = (uint8_t)(s->timestamp >> 8);
-    b[7] = (uint8_t)s->timestamp;
-    b[8] = (uint8_t)(s->ssrc >> 24);
-    b[9] = (uint8_t)(s->ssrc >> 16);
-    b[10] = (uint8_t)(s->ssrc >> 8);
-    b[11] = (uint8_t)s->ssrc;
+    cb_rtp_write_header(b, 111, 0, s->sequence, s->timestamp, s->ssrc);
     memcpy(b + 12, payload, (size_t)bytes);
     s->sequence++;
     s->timestamp += CC_RTP_TICKS;

@@ -6,6 +6,7 @@
 #include <speex/speex_preprocess.h>
 #include <speex/speex_resampler.h>
 #include "cbaseline_srtp.h"
+#include "cbaseline_common.h"
 #include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
 #include <stdlib.h>
 #include <string.h>
@@ -56,19 +57,6 @@ struct cb_leg {
     int32_t decoded_count, decoded_position;
     int16_t reference[CB_MAX_BLOCK];  // the processing-rate block last played: the echo reference
 };
-
-static int leg_srtp(srtp_t *session, const uint8_t *key, int outbound) {
-    srtp_policy_t policy;
-    memset(&policy, 0, sizeof policy);
-    srtp_crypto_policy_set_rtp_default(&policy.rtp);
-    srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
-    policy.ssrc.type = outbound ? ssrc_any_outbound : ssrc_any_inbound;
-    policy.key = (unsigned char *)key;
-    policy.window_size = 1024;
-    policy.allow_repeat_tx = 0;
-    policy.next = NULL;
-    return srtp_create(session, &policy) == srtp_err_status_ok;
-}
 
 cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_t complexity, int32_t tail_samples,
                       int32_t noise_suppress_db, int32_t echo_suppress_db, int32_t echo_suppress_active_db,
@@ -131,8 +119,8 @@ cb_leg *cb_leg_create(int32_t device_rate, int32_t rate, int32_t bitrate, int32_
         goto fail;
     leg->decoder = opus_decoder_create(rate, 1, &error);
     if (leg->decoder == NULL || error != OPUS_OK) goto fail;
-    leg->srtp_out_ok = leg_srtp(&leg->srtp_out, local_key, 1);
-    leg->srtp_in_ok = leg_srtp(&leg->srtp_in, remote_key, 0);
+    leg->srtp_out_ok = cb_srtp_create_default(&leg->srtp_out, local_key, 1);
+    leg->srtp_in_ok = cb_srtp_create_default(&leg->srtp_in, remote_key, 0);
     if (!leg->srtp_out_ok || !leg->srtp_in_ok) goto fail;
     return leg;
 fail:
@@ -159,18 +147,7 @@ static int32_t leg_send_frame(cb_leg *leg) {
     int bytes = opus_encode(leg->encoder, leg->frame_buffer, leg->frame, leg->opus_buffer, CB_MAX_DATAGRAM);
     if (bytes < 0) return -1000 + bytes;
     uint8_t *p = leg->send_buffer;
-    p[0] = 0x80;
-    p[1] = (uint8_t)((leg->marker ? 0x80 : 0) | leg->payload_type);
-    p[2] = (uint8_t)(leg->sequence >> 8);
-    p[3] = (uint8_t)leg->sequence;
-    p[4] = (uint8_t)(leg->timestamp >> 24);
-    p[5] = (uint8_t)(leg->timestamp >> 16);
-    p[6] = (uint8_t)(leg->timestamp >> 8);
-    p[7] = (uint8_t)leg->timestamp;
-    p[8] = (uint8_t)(leg->ssrc >> 24);
-    p[9] = (uint8_t)(leg->ssrc >> 16);
-    p[10] = (uint8_t)(leg->ssrc >> 8);
-    p[11] = (uint8_t)leg->ssrc;
+    cb_rtp_write_header(p, leg->payload_type, leg->marker, leg->sequence, leg->timestamp, leg->ssrc);
     memcpy(p + 12, leg->opus_buffer, (size_t)bytes);
     leg->marker = 0;
     leg->sequence++;

@@ -71,26 +71,15 @@ extension MediaStream {
 
     /// Encodes the full frame and sends it, unless on hold or DTX says it is not worth sending.
     func sendFrame(now: MediaTime) {
-        defer {
-            anchorTimestamp = packetizer.nextTimestamp
-            anchorTime = now
+        sendOneFrame(dtx: encoder.configuration.dtx, now: now) {
+            do {
+                let length = try encoder.encode(UnsafeBufferPointer(frameBuffer), into: opusBuffer)
+                return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length])
+            } catch {
+                stats.processingErrors += 1
+                return nil
+            }
         }
-        if isOnHold {
-            packetizer.skip(ticks: frameTicks)
-            stats.framesSuppressed += 1
-            return
-        }
-        let length: Int
-        do {
-            length = try encoder.encode(UnsafeBufferPointer(frameBuffer), into: opusBuffer)
-        } catch {
-            stats.processingErrors += 1
-            packetizer.skip(ticks: frameTicks)
-            return
-        }
-        sendPayload(
-            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]),
-            dtx: encoder.configuration.dtx, now: now)
     }
 
     /// Sends one frame that was encoded elsewhere — a conference mixer encodes the mix once and hands the same
@@ -102,6 +91,12 @@ extension MediaStream {
     ///   ``MediaStreamConfiguration/maximumDatagramBytes``.
     public func sendEncodedFrame(_ payload: UnsafeRawBufferPointer, dtx: Bool, now: MediaTime) {
         precondition(frameFill == 0, "sendEncodedFrame between capture blocks of a partly filled frame")
+        sendOneFrame(dtx: dtx, now: now) { payload }
+    }
+
+    /// One ptime's send step: nothing on hold, otherwise the payload `encode` gives (nil: encoding failed, the
+    /// timestamp still advances) through ``sendPayload(_:dtx:now:)``; the SR anchor moves either way.
+    private func sendOneFrame(dtx: Bool, now: MediaTime, _ encode: () -> UnsafeRawBufferPointer?) {
         defer {
             anchorTimestamp = packetizer.nextTimestamp
             anchorTime = now
@@ -109,6 +104,10 @@ extension MediaStream {
         if isOnHold {
             packetizer.skip(ticks: frameTicks)
             stats.framesSuppressed += 1
+            return
+        }
+        guard let payload = encode() else {
+            packetizer.skip(ticks: frameTicks)
             return
         }
         sendPayload(payload, dtx: dtx, now: now)
