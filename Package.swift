@@ -162,7 +162,8 @@ let package = Package(
         .testTarget(
             name: "VoiceConferenceServerTests",
             dependencies: [
-                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceLab", "VoiceTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceCore
+import VoiceLab
 import VoiceTestSupport
 
 #if canImport(Glibc)
@@ -12,16 +13,44 @@ import VoiceTestSupport
 /// `conf-talk` through Kamailio's dispatcher and a `voice-engine conference-server` node. Each must hear the two
 /// others and not itself (mix-minus); speech nobody played is the control the measure must reject. Ports 28401
 /// (Kamailio), 28421 (node), 28620–28649 (the node's media).
+///
+/// The talkers are real speech from ../shared when it is there; without it (a fresh CI machine) they are the
+/// repository's speech-like vectors (`TestVectors/speech_like_16k.wav`, `speech_like_16k_b.wav`) and a third one
+/// generated with another seed, and the control is a fourth seed, so `make test` runs the conference everywhere.
+/// `CONFERENCE_SYNTHETIC_SPEECH=1` uses the synthetic material even when ../shared is present.
 @Suite(
     "A real SIP conference through Kamailio", .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
-    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
-    .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
+    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ConferenceCallTests {
     static let talkers = ["jfk_16k_mono.wav", "pjsip_input_16k.wav", "pystoi_clean_16k.wav"]
     /// Speech that nobody in the room played.
     static let unrelated = "mediastreamer2_hello_16k.wav"
     static let seconds = 8.0
+
+    /// Whether the talkers are real speech from ../shared (else the repository's speech-like signals).
+    static var usesRealSpeech: Bool {
+        SharedTestData.isPresent && ProcessInfo.processInfo.environment["CONFERENCE_SYNTHETIC_SPEECH"] == nil
+    }
+
+    /// The three talkers' microphones and the control nobody played, as 16 kHz samples (not yet normalised).
+    static func material() throws -> (talkers: [[Int16]], unrelated: [Int16]) {
+        if usesRealSpeech {
+            let talkers = try Self.talkers.map { try WAVFile.read(path: SharedTestData.speech + "/" + $0).int16Samples }
+            return (talkers, try WAVFile.read(path: SharedTestData.speech + "/" + Self.unrelated).int16Samples)
+        }
+        let vectors = SharedTestData.repository.appendingPathComponent("TestVectors")
+        // Seeds 7 and 23 are the repository's two vectors; 41 and 59 are two more talkers of the same kind.
+        func generated(_ seed: UInt64) -> [Int16] {
+            SignalGenerator.toInt16(SignalGenerator.speechLike(sampleRate: 16_000, seconds: 10, seed: seed))
+        }
+        let talkers = [
+            try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k.wav").path).int16Samples,
+            try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k_b.wav").path).int16Samples,
+            generated(41),
+        ]
+        return (talkers, generated(59))
+    }
 
     /// `samples` scaled to an RMS of 3000 (−21 dBFS).
     static func normalised(_ samples: [Int16]) -> [Int16] {
@@ -36,9 +65,11 @@ struct ConferenceCallTests {
         let binary = try #require(BuiltExecutables.url("voice-engine"))
         // Microphones: each talker's recording at one level (the recordings differ by 15 dB; a client's AGC would
         // even them out), repeated to outlast the call, so everyone talks all along.
+        let material = try Self.material()
+        print("talkers: \(Self.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")")
         var speech: [[Int16]] = []
-        for (index, name) in Self.talkers.enumerated() {
-            let samples = Self.normalised(try WAVFile.read(path: SharedTestData.speech + "/" + name).int16Samples)
+        for (index, original) in material.talkers.enumerated() {
+            let samples = Self.normalised(original)
             let looped = Array(repeatElement(samples, count: Int(Self.seconds + 4) * 16_000 / samples.count + 1).joined())
             try WAVFile.write(pcm16: looped, format: AudioFormat(sampleRate: 16_000, channels: 1), to: directory.appendingPathComponent("mic\(index).wav").path)
             speech.append(looped)
@@ -72,7 +103,7 @@ struct ConferenceCallTests {
         let report = directory.appendingPathComponent("node-stats/talk.json")
         #expect(try await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: report.path) }, "\(node.logTail)")
         print("report after \(ContinuousClock.now - started)")
-        let unrelated = try WAVFile.read(path: SharedTestData.speech + "/" + Self.unrelated).int16Samples
+        let unrelated = material.unrelated
         for index in Self.talkers.indices {
             let heard = try WAVFile.read(path: directory.appendingPathComponent("heard\(index).wav").path)
             let recorded = SpeechMatch.to16k(heard.int16Samples, rate: heard.format.sampleRate)
