@@ -123,6 +123,7 @@ extension MediaStream {
         }
         let buffer = UnsafeMutableRawBufferPointer(sendBuffer)
         var packetLength = packetizer.packetize(payload: payload, ticks: frameTicks, into: buffer)
+        switchOutboundKeyIfDue(now: now)
         if let srtp = srtpOut {
             do {
                 packetLength = try srtp.protect(buffer, length: packetLength)
