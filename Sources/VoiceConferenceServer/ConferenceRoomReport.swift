@@ -37,6 +37,10 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
         public var concealedMilliseconds: Double
         public var concealedPercent: Double
         public var packetsSent: Int
+        /// Datagrams its leg refused (failed SRTP authentication, malformed, wrong SSRC …).
+        public var dropped: Int
+        /// SRTP re-keys (re-INVITEs with new keys) applied to its leg.
+        public var rekeys: Int
     }
 
     public var room: String
@@ -57,7 +61,7 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
             let stay = p.leftAt.map { "\(f(p.joinedAt))-\(f($0)) s" } ?? "since \(f(p.joinedAt)) s"
             lines.append(
                 "  \(p.name) [\(stay)\(p.muted ? ", muted" : "")]: talker \(f(p.talkerSeconds)) s, received \(p.packetsReceived), "
-                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent)")
+                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent), dropped \(p.dropped), re-keyed \(p.rekeys)×")
         }
         return lines.joined(separator: "\n")
     }

@@ -198,7 +198,7 @@ public final class ConferenceServer: @unchecked Sendable {
                     await call.hangUp(headers: [("Reason", "SIP;cause=503;text=\"\(error)\"")])
                 }
             case .mediaUpdated(let update, _):
-                if let participant { await participant.room.update(participant, direction: update.direction) }
+                if let participant { await participant.room.update(participant, negotiated: update) }
             case .ended, .progress:
                 break
             }

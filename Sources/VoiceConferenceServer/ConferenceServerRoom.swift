@@ -19,6 +19,10 @@ final class ConferenceServerRoom: @unchecked Sendable {
         var leg: ConferenceParticipant?
         /// Its last figures from the mixer (kept when it leaves).
         var statistics: ConferenceParticipantStatistics?
+        /// The SRTP keys its leg runs with (the first answer's, then the last re-key's); under the room's lock.
+        var srtp: MediaStreamSRTP?
+        /// Re-keys applied to its leg.
+        var rekeys = 0
 
         init(room: ConferenceServerRoom, call: SIPCall, name: String, joinedAt: Double) {
             self.room = room
@@ -76,6 +80,7 @@ final class ConferenceServerRoom: @unchecked Sendable {
             return member
         }
         let configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
+        lock.withLock { member.srtp = configuration.srtp }
         let clock = self.clock
         let result: Result<Void, ConferenceError> = await withCheckedContinuation { continuation in
             threads.perform(on: mixer) { room in
@@ -125,21 +130,38 @@ final class ConferenceServerRoom: @unchecked Sendable {
         }
     }
 
-    /// The participant's re-INVITE changed our direction. It is mixed only while we receive and send it
-    /// (`sendrecv`); it is sent the room only while our direction includes sending (not when it offered
-    /// `sendonly`, i.e. put the room on hold, or `inactive`).
-    func update(_ member: Member, direction: MediaDirection) async {
+    /// The participant's re-INVITE changed our direction or the SRTP keys. It is mixed only while we receive and
+    /// send it (`sendrecv`); it is sent the room only while our direction includes sending (not when it offered
+    /// `sendonly`, i.e. put the room on hold, or `inactive`). New keys reach its leg's stream
+    /// (`MediaStream.rekey`): its packets are accepted under the old and the new key until the first under the new
+    /// one, and ours switch then (or 200 ms later), so a re-key loses no packet whichever side applies it first.
+    /// The libsrtp contexts are made here, off the media thread.
+    func update(_ member: Member, negotiated: NegotiatedAudio) async {
+        let direction = negotiated.direction
         let muted = direction != .sendrecv
         let sending = direction == .sendrecv || direction == .sendonly
+        let configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
+        let current = lock.withLock { member.srtp }
+        var rekey: MediaStreamRekey?
+        if let keys = configuration.srtp, let current, keys != current {
+            do { rekey = try MediaStreamRekey(keys, packetCapacity: configuration.maximumDatagramBytes) } catch {
+                // Its packets could not be read any more: better a clear end than a silent leg.
+                await member.call.hangUp(headers: [("Reason", "SIP;cause=488;text=\"SRTP re-key refused: \(error)\"")])
+                return
+            }
+        }
+        let clock = self.clock
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             threads.perform(on: mixer) { room in
                 if let leg = member.leg {
                     room.setMuted(muted, leg)
                     leg.stream.isOnHold = !sending
+                    if let rekey { leg.stream.rekey(rekey, now: clock.now) }
                 }
                 continuation.resume()
             }
         }
+        if let rekey { lock.withLock { member.srtp = rekey.keys; member.rekeys += 1 } }
         lock.withLock {
             guard muted != member.muted, members.contains(where: { $0 === member }) else { return }
             member.muted = muted
@@ -194,7 +216,7 @@ final class ConferenceServerRoom: @unchecked Sendable {
             talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000, packetsReceived: s.packetsReceived,
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
             concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
-            packetsSent: s.packetsSent)
+            packetsSent: s.packetsSent, dropped: s.drops, rekeys: member.rekeys)
     }
 
     private static func pair(_ first: Double, _ second: Double) -> ConferenceClip {
