@@ -294,7 +294,8 @@ public final class SIPCall: @unchecked Sendable {
             do {
                 media = try answerOffer(capabilities, into: &response)
             } catch {
-                endpoint.respond(makeResponse(to: request.message, status: 488), to: request)
+                // The reason in the status line, so the caller sees why (no audio, no common codec or SRTP suite).
+                endpoint.respond(makeResponse(to: request.message, status: 488, reason: "Not Acceptable Here (\((error as? SIPCallError)?.reason ?? "\(error)"))"), to: request)
                 end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
                 return eventLoop.makeFailedFuture(error)
             }
