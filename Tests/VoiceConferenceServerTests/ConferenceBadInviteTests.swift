@@ -30,12 +30,7 @@ struct ConferenceBadInviteTests {
 
     @Test func refusedWithAReasonAndTheServerKeepsServing() async throws {
         try await withEventLoop { loop in
-            let server = try await ConferenceServer.start(
-                ConferenceServerConfiguration(
-                    sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain,
-                    rtpPorts: 28_730...28_731, timers: fastTimers),
-                on: loop)
-            let port = try #require(await server.sipAddress?.port)
+            let (server, port) = try await startLoopbackServer(rtpPorts: 28_730...28_731, on: loop)
             let caller = try await makeParticipant("mallory", on: loop)
             let room = roomURI("bad", host: "127.0.0.1", port: port)
             let to = try SocketAddress(ipAddress: "127.0.0.1", port: port)

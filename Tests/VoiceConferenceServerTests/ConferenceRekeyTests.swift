@@ -44,12 +44,7 @@ struct ConferenceRekeyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let vectors = SharedTestData.repository.appendingPathComponent("TestVectors")
         try await withEventLoop { loop in
-            let server = try await ConferenceServer.start(
-                ConferenceServerConfiguration(
-                    sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain,
-                    rtpPorts: 28_710...28_729, timers: fastTimers),
-                on: loop)
-            let port = try #require(await server.sipAddress?.port)
+            let (server, port) = try await startLoopbackServer(rtpPorts: 28_710...28_729, on: loop)
             let room = roomURI("rekey", host: "127.0.0.1", port: port)
             let alice = try await makeParticipant("alice", on: loop)
             let bob = try await makeParticipant("bob", on: loop)

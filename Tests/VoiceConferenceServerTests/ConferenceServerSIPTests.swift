@@ -47,12 +47,7 @@ struct ConferenceServerSIPTests {
 
     func withServer(_ body: (any EventLoop, ConferenceServer, SIPURI) async throws -> Void) async throws {
         try await withEventLoop { loop in
-            let server = try await ConferenceServer.start(
-                ConferenceServerConfiguration(
-                    sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain, rtpPorts: 28_650...28_689,
-                    timers: fastTimers),
-                on: loop)
-            let port = try #require(await server.sipAddress?.port)
+            let (server, port) = try await startLoopbackServer(rtpPorts: 28_650...28_689, on: loop)
             do {
                 try await body(loop, server, SIPURI(host: "127.0.0.1", port: port))
             } catch {

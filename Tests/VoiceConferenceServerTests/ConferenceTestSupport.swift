@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Testing
+import VoiceConferenceServer
 import VoiceEngine
 import VoiceSIP
 import VoiceTestSupport
@@ -19,6 +20,16 @@ let fastTimers = SIPTimerConfiguration(t1: .milliseconds(50), t2: .milliseconds(
 /// Runs `body` on one loop of NIO's shared group (the participants' and in-process servers' SIP endpoints).
 func withEventLoop<T>(_ body: (any EventLoop) async throws -> T) async throws -> T {
     try await body(MultiThreadedEventLoopGroup.singleton.next())
+}
+
+/// An in-process conference server on loopback: SIP on an ephemeral port (returned), media on `rtpPorts`.
+func startLoopbackServer(rtpPorts: ClosedRange<Int>, on loop: any EventLoop) async throws -> (server: ConferenceServer, port: Int) {
+    let server = try await ConferenceServer.start(
+        ConferenceServerConfiguration(
+            sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain, rtpPorts: rtpPorts,
+            timers: fastTimers),
+        on: loop)
+    return (server, try #require(await server.sipAddress?.port))
 }
 
 /// A participant's user agent on loopback (any port), calling through `proxy` when given.
