@@ -117,10 +117,18 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
+        // The conference server: SIP user agent for room URIs, participants' media legs, rooms' reports (issue 20).
+        .target(
+            name: "VoiceConferenceServer",
+            dependencies: [
+                "VoiceEngine", "VoiceSIP", "VoiceConference", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC",
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC", "VoiceConferenceServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -154,6 +162,14 @@ let package = Package(
         ),
         .testTarget(
             name: "VoiceWebRTCTests", dependencies: ["VoiceWebRTC", "VoiceTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "VoiceConferenceServerTests",
+            dependencies: [
+                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceLab", "VoiceTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(
             name: "VoiceConferenceTests",

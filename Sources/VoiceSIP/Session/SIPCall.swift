@@ -38,6 +38,9 @@ public final class SIPCall: @unchecked Sendable {
     public let callID: String
     /// The other party: To of an outgoing call, From of an incoming one.
     public let remote: SIPAddress
+    /// The Request-URI of the INVITE: whom the caller asked for (a conference server reads the room from it; a
+    /// proxy may have changed To's URI's meaning, not this one's). For an outgoing call, the target.
+    public let requestURI: SIPURI
     /// The incoming INVITE's SDP offer (nil for an outgoing call, or an INVITE without a body).
     public let remoteOffer: SessionDescription?
     /// The custom `X-` headers of the incoming INVITE (empty for an outgoing call).
@@ -82,6 +85,7 @@ public final class SIPCall: @unchecked Sendable {
         direction = .outgoing
         callID = invite.callID ?? ""
         remote = invite.to ?? SIPAddress(uri: invite.requestURI ?? SIPURI(host: "invalid"))
+        requestURI = invite.requestURI ?? remote.uri
         remoteOffer = nil
         requestHeaders = []
         self.invite = invite
@@ -99,6 +103,7 @@ public final class SIPCall: @unchecked Sendable {
         direction = .incoming
         callID = request.message.callID ?? ""
         remote = request.message.from ?? SIPAddress(uri: SIPURI(host: "invalid"))
+        requestURI = request.message.requestURI ?? SIPURI(host: "invalid")
         remoteOffer = offer
         requestHeaders = request.message.customHeaders
         invite = request.message
@@ -289,7 +294,8 @@ public final class SIPCall: @unchecked Sendable {
             do {
                 media = try answerOffer(capabilities, into: &response)
             } catch {
-                endpoint.respond(makeResponse(to: request.message, status: 488), to: request)
+                // The reason in the status line, so the caller sees why (no audio, no common codec or SRTP suite).
+                endpoint.respond(makeResponse(to: request.message, status: 488, reason: "Not Acceptable Here (\((error as? SIPCallError)?.reason ?? "\(error)"))"), to: request)
                 end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
                 return eventLoop.makeFailedFuture(error)
             }

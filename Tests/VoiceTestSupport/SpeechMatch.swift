@@ -1,0 +1,88 @@
+import Foundation
+
+/// Is the speech one side sent in what the other recorded? The median, over 0.25 s windows of speech, of the
+/// normalised cross-correlation at each window's best alignment (the recordings start at different moments and a
+/// jitter buffer may shift time between windows). 16 kHz mono. Shared by the baresip call tests and the
+/// conference tests (where `heard` is a mix of several talkers and each is looked for on its own).
+public enum SpeechMatch {
+    /// - Parameter maximumOffsetSeconds: how far apart the two recordings may start. A conference test, whose
+    ///   participants start together and loop short recordings, keeps it under half a loop so that the search
+    ///   cannot line up the wrong repetition of a quieter talker in a mix.
+    public static func median(sent: [Int16], heard: [Int16], maximumOffsetSeconds: Double = 5) -> Double {
+        let window = 4_000
+        // Coarse offset from 10 ms energy envelopes (up to 5 s either way by default), then ±30 ms per window.
+        let offset = envelopeOffset(sent: sent, heard: heard, maxFrames: Int(maximumOffsetSeconds * 100)) * 160
+        var results: [Double] = []
+        var start = 0
+        while start + window <= sent.count {
+            let reference = sent[start..<(start + window)]
+            if level(reference) > 300 {
+                var best = -1.0
+                for fine in -480...480 {
+                    let at = start + offset + fine
+                    guard at >= 0, at + window <= heard.count else { continue }
+                    best = max(best, correlation(reference, heard[at..<(at + window)]))
+                }
+                if best > -1 { results.append(best) }
+            }
+            start += window
+        }
+        let sorted = results.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// Normalised cross-correlation of two equally long runs. Through unsafe buffers: the search calls it about a
+    /// million times per measure, which takes minutes with checked slice indexing in a debug build.
+    public static func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
+        precondition(a.count <= b.count)
+        return a.withUnsafeBufferPointer { x in
+            b.withUnsafeBufferPointer { y in
+                var ab: Int64 = 0, aa: Int64 = 0, bb: Int64 = 0
+                for k in 0..<x.count {
+                    let p = Int64(x[k]), q = Int64(y[k])
+                    ab &+= p &* q
+                    aa &+= p &* p
+                    bb &+= q &* q
+                }
+                return aa > 0 && bb > 0 ? Double(ab) / (Double(aa) * Double(bb)).squareRoot() : 0
+            }
+        }
+    }
+
+    public static func level(_ samples: ArraySlice<Int16>) -> Double {
+        (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
+    }
+
+    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes.
+    public static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int) -> Int {
+        func envelope(_ x: [Int16]) -> [Double] {
+            stride(from: 0, to: x.count - 160, by: 160).map { log10(level(x[$0..<($0 + 160)]) + 1) }
+        }
+        let s = envelope(sent), h = envelope(heard)
+        let ms = s.reduce(0, +) / Double(max(s.count, 1)), mh = h.reduce(0, +) / Double(max(h.count, 1))
+        var best = (score: -Double.infinity, lag: 0)
+        for lag in -maxFrames...maxFrames {
+            var sum = 0.0, n = 0
+            for i in s.indices where i + lag >= 0 && i + lag < h.count {
+                sum += (s[i] - ms) * (h[i + lag] - mh)
+                n += 1
+            }
+            if n > 100, sum / Double(n) > best.score { best = (sum / Double(n), lag) }
+        }
+        return best.lag
+    }
+
+    /// 48 kHz (baresip's dump) to 16 kHz: a 3-sample average, then every third sample.
+    public static func to16k(_ samples: [Int16], rate: Int) -> [Int16] {
+        guard rate == 48_000 else { return samples }
+        var out: [Int16] = []
+        out.reserveCapacity(samples.count / 3)
+        var i = 0
+        while i + 2 < samples.count {
+            let sum: Int = Int(samples[i]) + Int(samples[i + 1]) + Int(samples[i + 2])
+            out.append(Int16(sum / 3))
+            i += 3
+        }
+        return out
+    }
+}
