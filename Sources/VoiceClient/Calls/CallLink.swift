@@ -1,0 +1,148 @@
+import Foundation
+import VoiceEngine
+import VoiceSIP
+
+/// Binds a ``Call`` (the SDK's call object and its state machine) to its SIP dialog (`SIPCall`) and its media
+/// (`LiveCall`, Opus over SDES-SRTP): SIP events become ``CallEvent``s, the call's `send…` effects become SIP
+/// requests and responses, establishment starts the media on the negotiated stream and the end stops it.
+actor CallLink {
+    let call: Call
+    let sip: SIPCall
+    private let transport: UDPMediaTransport
+    let capabilities: AudioCapabilities
+    private let devices: CallAudioDevices
+    private let tones: CallTones
+    private var live: LiveCall?
+    private var muted = false
+    private var onHold = false
+    private var finished = false
+
+    init(call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities, devices: CallAudioDevices, tones: CallTones) {
+        self.call = call
+        self.sip = sip
+        self.transport = transport
+        self.capabilities = capabilities
+        self.devices = devices
+        self.tones = tones
+    }
+
+    /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses).
+    static func bindMedia(host: String) async throws -> (UDPMediaTransport, AudioCapabilities) {
+        let transport = try await UDPMediaTransport.bind(host: host, port: 0)
+        let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
+        return (transport, AudioCapabilities(address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites)))
+    }
+
+    /// Follows both sides until the call ends.
+    nonisolated func run() {
+        let sipEvents = sip.events
+        let effects = call.driverEffects
+        Task { for await event in sipEvents { await self.handle(event) } }
+        Task { for await effect in effects { await self.perform(effect) } }
+    }
+
+    // MARK: SIP → call
+
+    private func handle(_ event: SIPCallEvent) async {
+        switch event {
+        case .progress(let status, _, _):
+            _ = try? await call.dialog(status == 180 ? .ringing : .progress)
+        case .established(let media, _):
+            do {
+                try startMedia(media)
+                _ = try? await call.dialog(.established)
+            } catch {
+                _ = try? await call.dialog(.failed(.media("\(error)")))
+            }
+        case .mediaUpdated:
+            // The live call keeps its first keys and direction (VoiceSIP's LiveCall cannot change them mid-call yet).
+            break
+        case .ended(let end):
+            if let event = Self.callEvent(for: end, direction: call.direction) { _ = try? await call.dialog(event) }
+            await finish()
+        }
+    }
+
+    /// The call event a SIP end means; nil when the call itself ended the dialog (our hang-up, decline, cancel).
+    static func callEvent(for end: SIPCallEnd, direction: CallDirection) -> CallEvent? {
+        switch (end.cause, direction) {
+        case (.remoteHangup, _): return .remoteHangup
+        case (.localHangup, _): return nil
+        case (.cancelled, .incoming): return .remoteCanceled
+        case (.cancelled, .outgoing): return nil
+        case (.rejected, .incoming): return nil
+        case (.rejected, .outgoing):
+            let status = end.statusCode ?? 0
+            if [486, 600, 603].contains(status) { return .remoteDeclined(status: status, reason: end.reasonPhrase) }
+            return .failed(.sip(status: status, reason: end.reasonPhrase))
+        case (.failed, _):
+            if end.statusCode == 408 || end.statusCode == nil && end.reasonPhrase.lowercased().contains("timeout") { return .networkTimeout }
+            if end.statusCode == nil || (end.statusCode == 503 && end.reasonPhrase == "Transport Error") { return .failed(.network(end.reasonPhrase)) }
+            return .failed(.sip(status: end.statusCode ?? 0, reason: end.reasonPhrase))
+        }
+    }
+
+    private func startMedia(_ media: NegotiatedAudio) throws {
+        guard live == nil else { return }
+        transport.setRemote(try UDPEndpoint(host: media.remoteAddress, port: media.remotePort))
+        let pair = try LiveDeviceName.openPair(
+            microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker), sampleRate: devices.sampleRate)
+        do {
+            let call = try LiveCall(
+                callID: self.call.id, configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: devices.voiceProcessing),
+                transport: transport, capture: pair.capture, playout: pair.playout)
+            try call.start()
+            call.setMicrophoneMuted(muted || onHold)
+            live = call
+        } catch {
+            pair.capture.close()
+            pair.playout.close()
+            throw error
+        }
+    }
+
+    // MARK: Call → SIP
+
+    private func perform(_ effect: CallEffect) async {
+        switch effect {
+        case .sendAnswer:
+            // An offer we cannot meet ends the SIP call (488), which ends the call through `handle`.
+            _ = try? await sip.answer(with: capabilities)
+        case .sendDecline(let status):
+            await sip.reject(status: status, reason: status == 603 ? "Decline" : nil)
+        case .sendCancel, .sendBye:
+            await sip.hangUp()
+        case .sendHold(let on):
+            onHold = on
+            live?.setMicrophoneMuted(muted || onHold)
+            _ = try? await (on ? sip.hold() : sip.resume())
+        case .setMicrophoneMuted(let on):
+            muted = on
+            live?.setMicrophoneMuted(muted || onHold)
+        case .startRingtone:
+            tones.startRingtone()
+        case .stopRingtone:
+            tones.stopRingtone()
+        case .stateChanged(.ended):
+            let cause = await call.details.endCause
+            if call.direction == .outgoing, cause == .denied || cause == .failure { tones.playBusyTone() }
+            await finish()
+        case .stateChanged:
+            break
+        }
+    }
+
+    /// Stops the media and closes the RTP socket, once.
+    private func finish() async {
+        guard !finished else { return }
+        finished = true
+        if let live {
+            _ = await live.stop(cause: .localHangup)
+            self.live = nil
+        }
+        await transport.close()
+    }
+
+    /// The media's counters, while it runs.
+    var mediaStatistics: LiveCallStatistics? { live?.statistics }
+}
