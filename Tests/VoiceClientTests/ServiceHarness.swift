@@ -40,6 +40,9 @@ final class ServiceHarness: @unchecked Sendable {
     private(set) var kamailio: ChildProcessGroup?
     private var sequence: UInt64 = 0
     private let lock = NSLock()
+    /// Where Kamailio sends phone-number and conference calls (its GATEWAY and CONFERENCE), set before `start()`.
+    var gateway = "sip:127.0.0.1:1"
+    var conferenceServer = "sip:127.0.0.1:1"
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
@@ -77,7 +80,7 @@ final class ServiceHarness: @unchecked Sendable {
         let process = try ChildProcessGroup(kamailioExecutable, [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
-            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"",
+            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A", "CONFERENCE=\"\(conferenceServer)\"",
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
         ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
@@ -106,8 +109,11 @@ final class ServiceHarness: @unchecked Sendable {
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
-    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil) throws -> VoiceClient {
-        try VoiceClient(userID: userID, configuration: configuration(pushData: pushData), clock: clock) { [self] id in sign(id) }
+    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil, audio: CallAudioDevices? = nil) throws -> VoiceClient {
+        var configuration = configuration(pushData: pushData)
+        // Calls in tests run on null devices unless a test gives files (no sound card needed).
+        configuration.audio = audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+        return try VoiceClient(userID: userID, configuration: configuration, clock: clock) { [self] id in sign(id) }
     }
 
     func shutdown() async {
@@ -119,8 +125,13 @@ final class ServiceHarness: @unchecked Sendable {
 }
 
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
-func withService(sipPort: Int, credentialLifetime: UInt64 = 3600, _ body: (ServiceHarness) async throws -> Void) async throws {
+func withService(
+    sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
+    _ body: (ServiceHarness) async throws -> Void
+) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
+    if let gateway { harness.gateway = gateway }
+    if let conferenceServer { harness.conferenceServer = conferenceServer }
     do {
         try await harness.start()
         try await body(harness)

@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+import VoiceClient
+import VoiceTestSupport
+
+/// Calls between clients through the repository's Kamailio, and to real peers behind it (baresip, SIPp): the
+/// SIP dialog, the live media (Opus over SDES-SRTP) and what the call object reports. Ports 26040–26099.
+@Suite(
+    "VoiceClient calls through Kamailio", .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+struct ClientSIPCallTests {
+    static let aliceSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
+    static let bobSpeech = SharedTestData.speech + "/pjsip_input_16k.wav"
+
+    @Test(.enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
+    func twoClientsCallEachOtherWithSpeechBothWaysThenMuteHoldAndHangUp() async throws {
+        try await withService(sipPort: 26040) { service in
+            let directory = service.directory
+            let aliceHeard = directory.appendingPathComponent("alice-heard.wav").path
+            let bobHeard = directory.appendingPathComponent("bob-heard.wav").path
+            let alice = try service.client(
+                "alice", audio: CallAudioDevices(microphone: "file:" + Self.aliceSpeech, speaker: "file:" + aliceHeard, voiceProcessing: false))
+            let bob = try service.client(
+                "bob", audio: CallAudioDevices(microphone: "file:" + Self.bobSpeech, speaker: "file:" + bobHeard, voiceProcessing: false))
+            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+            #expect(aliceLog.events.contains(.started) && bobLog.events.contains(.started))
+
+            let call = try await alice.callUser("bob", headers: ["X-Order": "42"])
+            let incoming = try #require(await bobLog.incomingCall(), "bob got no call: \(bobLog.events)")
+            #expect(incoming.caller == "alice")
+            #expect(incoming.headers["X-Order"] == "42")
+            #expect(!incoming.viaPush)
+            try await waitFor(call, .ringing)
+            // The callee's ringtone plays through its audio controller until the answer.
+            #expect(ToneProbe.level(bob.audioController) > 1000, "no ringtone while ringing")
+            #expect(ToneProbe.level(alice.audioController) > 1000, "no ringback while ringing")
+
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await waitFor(incoming.call, .established)
+            #expect(ToneProbe.level(bob.audioController) == 0, "the ringtone still plays after the answer")
+            #expect(await alice.audioSession.state.applicationActivated || true)
+            try await Task.sleep(for: .seconds(6))
+            try await call.mute(true)
+            #expect(await call.isMuted)
+            try await call.mute(false)
+            try await incoming.call.hold(true)
+            #expect(await incoming.call.isOnHold)
+            try await incoming.call.hold(false)
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+
+            let callerDetails = await call.details, calleeDetails = await incoming.call.details
+            #expect(callerDetails.endCause == .hungUp && calleeDetails.endCause == .hungUp)
+            #expect(callerDetails.progressedAt != nil && callerDetails.establishedAt != nil)
+            #expect(callerDetails.duration > .seconds(5), "duration \(callerDetails.duration)")
+            #expect(callerDetails.report != nil && calleeDetails.report != nil)
+            #expect(await alice.audioSession.state.phase.call == nil, "alice's audio session still holds a call")
+            #expect(await bob.audioSession.state.phase.call == nil, "bob's audio session still holds a call")
+
+            try await Task.sleep(for: .milliseconds(300))
+            let toAlice = SpeechMatch.median(sent: try WAVFile.read(path: Self.bobSpeech).int16Samples, heard: try WAVFile.read(path: aliceHeard).int16Samples)
+            let toBob = SpeechMatch.median(sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples, heard: try WAVFile.read(path: bobHeard).int16Samples)
+            let control = SpeechMatch.median(sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples, heard: try WAVFile.read(path: aliceHeard).int16Samples)
+            print("client calls: bob → alice median window correlation \(toAlice); alice → bob \(toBob); control \(control)")
+            #expect(control < 0.3, "alice's own speech correlates with what she heard (\(control)): the measure cannot tell them apart")
+            #expect(toAlice > 0.5, "alice did not hear bob (\(toAlice))")
+            #expect(toBob > 0.5, "bob did not hear alice (\(toBob))")
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
+    @Test func declineCancelAndNoAnswerEndBothSidesWithTheirCause() async throws {
+        try await withService(sipPort: 26042) { service in
+            let clock = ManualClock()
+            let alice = try service.client("alice", clock: clock)
+            let bob = try service.client("bob")
+            let bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+
+            // Decline: the callee hangs up before answering; the caller sees denied.
+            let declined = try await alice.callUser("bob")
+            let first = try #require(await bobLog.incomingCall(number: 1))
+            try await waitFor(declined, .ringing)
+            try await first.call.hangup()
+            try await waitFor(declined, .ended)
+            #expect(await declined.details.endCause == .denied)
+            #expect(await declined.details.error == .sip(status: 603, reason: "Decline"))
+            #expect(await first.call.details.endCause == .denied)
+            #expect(ToneProbe.level(alice.audioController) > 1000, "no busy tone after a denied call")
+
+            // Cancel: the caller hangs up while it rings.
+            let canceled = try await alice.callUser("bob")
+            let second = try #require(await bobLog.incomingCall(number: 2))
+            try await waitFor(canceled, .ringing)
+            try await canceled.hangup()
+            try await waitFor(second.call, .ended)
+            #expect(await canceled.details.endCause == .canceled)
+            #expect(await second.call.details.endCause == .canceled)
+
+            // No answer: 60 s on the caller's clock without an answer cancel the call.
+            let unanswered = try await alice.callUser("bob")
+            let third = try #require(await bobLog.incomingCall(number: 3))
+            try await waitFor(unanswered, .ringing)
+            clock.advance(by: .seconds(59))
+            await alice.tickCalls()
+            #expect(await unanswered.state == .ringing)
+            clock.advance(by: .seconds(2))
+            await alice.tickCalls()
+            #expect(await unanswered.details.endCause == .noAnswer)
+            try await waitFor(third.call, .ended)
+            #expect(await third.call.details.endCause == .canceled)
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
+    @Test func badTargetsAndHeadersAreRefusedBeforeAnyTraffic() async throws {
+        try await withService(sipPort: 26044) { service in
+            let alice = try service.client("alice")
+            // Not started: checked first anyway.
+            await #expect(throws: VoiceClientError.self) { try await alice.callUser("bob\u{7}") }
+            await alice.start()
+            for bad in ["+0461234", "46123", "+46 12a", "+1234567890123456"] {
+                await #expect(throws: VoiceClientError.self, "\(bad)") { try await alice.callPhoneNumber(bad) }
+            }
+            await #expect(throws: VoiceClientError.self) { try await alice.callConference(String(repeating: "r", count: 65)) }
+            await #expect(throws: VoiceClientError.self) { try await alice.callSIP("no-at-sign") }
+            do {
+                _ = try await alice.callUser("bob", headers: ["Subject": "x"])
+                Issue.record("a header without x- was accepted")
+            } catch {
+                #expect("\(error)".contains("must start with x-"), "\(error)")
+            }
+            do {
+                _ = try await alice.callUser("bob", headers: ["X-Big": String(repeating: "v", count: 1100)])
+                Issue.record("1100 bytes of headers were accepted")
+            } catch {
+                #expect("\(error)".contains("at most 1024"), "\(error)")
+            }
+            await alice.terminate()
+        }
+    }
+
+    @Test func unreachableServerEndsTheCallWithANetworkFailure() async throws {
+        try await withService(sipPort: 26046) { service in
+            let alice = try service.client("alice")
+            await alice.start()
+            service.stopKamailio()
+            let call = try await alice.callUser("bob")
+            try await waitFor(call, .ended, timeout: .seconds(10))
+            let details = await call.details
+            #expect(details.endCause == .failure, "\(details)")
+            if case .network = details.error {} else { Issue.record("the error is not in the network domain: \(String(describing: details.error))") }
+            await alice.terminate()
+        }
+    }
+
+    @Test func aRefreshThatFailsAfterStartRaisesRegistrationLost() async throws {
+        try await withService(sipPort: 26048) { service in
+            var configuration = service.configuration()
+            configuration.registrationExpires = 2
+            let alice = try VoiceClient(userID: "alice", configuration: configuration) { id in service.sign(id) }
+            let log = EventLog(alice)
+            await alice.start()
+            #expect(log.events == [.started])
+            service.stopKamailio()
+            let lost = await log.first(timeout: .seconds(10)) { if case .registrationLost = $0 { true } else { false } }
+            #expect(lost != nil, "no registrationLost event: \(log.events)")
+            await alice.terminate()
+        }
+    }
+}
+
+/// Waits until `call` is in `state` (or fails the test with the state it is in).
+func waitFor(_ call: Call, _ state: CallState, timeout: Duration = .seconds(10)) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let now = await call.state
+        if now == state || (now == .ended && state != .ended) { break }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    let reached = await call.state
+    let details = await call.details
+    try #require(reached == state, "call \(call.id) is \(reached), not \(state): \(details)")
+}
+
+/// What an audio controller plays now: the RMS level of 200 ms it mixes into silence (as the playout path does).
+enum ToneProbe {
+    static func level(_ controller: AudioController) -> Double {
+        let frames = controller.deviceFormat.sampleRate / 5 * controller.deviceFormat.channels
+        var block = [Int16](repeating: 0, count: frames)
+        block.withUnsafeMutableBufferPointer { controller.mix(into: $0) }
+        return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(frames)).squareRoot()
+    }
+}
+
+extension EventLog {
+    /// The `number`-th incoming call (1-based), waiting for it.
+    func incomingCall(number: Int = 1, timeout: Duration = .seconds(10)) async -> IncomingCall? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let calls = events.compactMap { if case .incomingCall(let call) = $0 { call } else { nil } }
+            if calls.count >= number { return calls[number - 1] }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}
