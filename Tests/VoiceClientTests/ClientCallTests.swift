@@ -167,7 +167,7 @@ struct ClientSIPCallTests {
             let alice = try VoiceClient(userID: "alice", configuration: configuration) { id in service.sign(id) }
             let log = EventLog(alice)
             await alice.start()
-            #expect(log.events == [.started])
+            #expect(await log.first { $0 == .started } != nil)
             service.stopKamailio()
             let lost = await log.first(timeout: .seconds(10)) { if case .registrationLost = $0 { true } else { false } }
             #expect(lost != nil, "no registrationLost event: \(log.events)")

@@ -16,6 +16,8 @@ actor CallLink {
     private var muted = false
     private var onHold = false
     private var finished = false
+    /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
+    private var heardFromNetwork = false
 
     init(call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities, devices: CallAudioDevices, tones: CallTones) {
         self.call = call
@@ -46,6 +48,7 @@ actor CallLink {
     private func handle(_ event: SIPCallEvent) async {
         switch event {
         case .progress(let status, _, _):
+            heardFromNetwork = true
             _ = try? await call.dialog(status == 180 ? .ringing : .progress)
         case .established(let media, _):
             do {
@@ -58,13 +61,15 @@ actor CallLink {
             // The live call keeps its first keys and direction (VoiceSIP's LiveCall cannot change them mid-call yet).
             break
         case .ended(let end):
-            if let event = Self.callEvent(for: end, direction: call.direction) { _ = try? await call.dialog(event) }
+            if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) { _ = try? await call.dialog(event) }
             await finish()
         }
     }
 
     /// The call event a SIP end means; nil when the call itself ended the dialog (our hang-up, decline, cancel).
-    static func callEvent(for end: SIPCallEnd, direction: CallDirection) -> CallEvent? {
+    /// No answer at all to the INVITE (Timer B before any provisional response) means the service is unreachable:
+    /// a failure in the network domain; a 408 after the service answered is a timeout.
+    static func callEvent(for end: SIPCallEnd, direction: CallDirection, heardFromNetwork: Bool) -> CallEvent? {
         switch (end.cause, direction) {
         case (.remoteHangup, _): return .remoteHangup
         case (.localHangup, _): return nil
@@ -74,9 +79,12 @@ actor CallLink {
         case (.rejected, .outgoing):
             let status = end.statusCode ?? 0
             if [486, 600, 603].contains(status) { return .remoteDeclined(status: status, reason: end.reasonPhrase) }
+            if status == 408 { return .networkTimeout }
             return .failed(.sip(status: status, reason: end.reasonPhrase))
         case (.failed, _):
-            if end.statusCode == 408 || end.statusCode == nil && end.reasonPhrase.lowercased().contains("timeout") { return .networkTimeout }
+            if end.statusCode == 408 {
+                return heardFromNetwork ? .networkTimeout : .failed(.network("the service did not answer (\(end.reasonPhrase))"))
+            }
             if end.statusCode == nil || (end.statusCode == 503 && end.reasonPhrase == "Transport Error") { return .failed(.network(end.reasonPhrase)) }
             return .failed(.sip(status: end.statusCode ?? 0, reason: end.reasonPhrase))
         }

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import VoiceClient
+import VoiceTestSupport
+
+/// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
+/// seen on its side, speech both ways) and as the phone gateway, SIPp answering busy. Ports 26060–26079.
+@Suite(
+    "VoiceClient calls to baresip and SIPp", .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
+    .enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
+struct ClientPeerCallTests {
+    static let speech = SharedTestData.speech + "/jfk_16k_mono.wav"
+    static let baresipSpeech = SharedTestData.speech + "/pjsip_input_16k.wav"
+
+    @Test(.enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
+    func appToSIPCallReachesBaresipWithCustomHeadersAndSpeechBothWays() async throws {
+        try await withService(sipPort: 26060) { service in
+            try await withBaresip(port: 26061, in: service.directory) { directory, baresip in
+                let heardPath = directory.appendingPathComponent("alice-heard.wav").path
+                let alice = try service.client(
+                    "alice", audio: CallAudioDevices(microphone: "file:" + Self.speech, speaker: "file:" + heardPath, voiceProcessing: false))
+                await alice.start()
+                let call = try await alice.callSIP("b@127.0.0.1:26061", headers: ["X-Account": "42", "x-campaign": "spring"])
+                try await waitFor(call, .established)
+                try await Task.sleep(for: .seconds(6))
+                try await call.hangup()
+                let details = await call.details
+                #expect(details.endCause == .hungUp)
+                let log = try String(contentsOf: baresip.log, encoding: .utf8)
+                #expect(log.contains("X-Account: 42") && log.contains("x-campaign: spring"), "baresip's trace lacks the custom headers")
+                try await Task.sleep(for: .milliseconds(500))
+                let toAlice = SpeechMatch.median(sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples, heard: try WAVFile.read(path: heardPath).int16Samples)
+                let toBaresip = SpeechMatch.median(sent: try WAVFile.read(path: Self.speech).int16Samples, heard: try BaresipPeer.heard(in: directory))
+                print("client ↔ baresip: baresip → client median window correlation \(toAlice); client → baresip \(toBaresip)")
+                #expect(toAlice > 0.5, "the client did not hear baresip (\(toAlice))")
+                #expect(toBaresip > 0.5, "baresip did not hear the client (\(toBaresip))")
+                await alice.terminate()
+            }
+        }
+    }
+
+    @Test func phoneNumberCallIsRoutedToTheGateway() async throws {
+        try await withService(sipPort: 26064, gateway: "sip:127.0.0.1:26065") { service in
+            try await withBaresip(port: 26065, in: service.directory) { _, baresip in
+                let alice = try service.client("alice")
+                await alice.start()
+                let call = try await alice.callPhoneNumber("+46 70 123 45 67", headers: ["X-Caller-Ref": "7"])
+                try await waitFor(call, .established)
+                try await call.hangup()
+                #expect(await call.details.endCause == .hungUp)
+                let log = try String(contentsOf: baresip.log, encoding: .utf8)
+                #expect(log.contains("INVITE sip:+46701234567@voiceengine.test;user=phone"), "the gateway did not get the number")
+                await alice.terminate()
+            }
+        }
+    }
+
+    @Test func conferenceCallIsRoutedToTheConferenceServer() async throws {
+        try await withService(sipPort: 26066, conferenceServer: "sip:127.0.0.1:26067") { service in
+            try await withBaresip(port: 26067, in: service.directory) { _, baresip in
+                let alice = try service.client("alice")
+                await alice.start()
+                let call = try await alice.callConference("standup-7")
+                try await waitFor(call, .established)
+                try await call.hangup()
+                let log = try String(contentsOf: baresip.log, encoding: .utf8)
+                #expect(log.contains("INVITE sip:conf-standup-7@voiceengine.test"), "the conference server did not get the room")
+                await alice.terminate()
+            }
+        }
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sipp"), "sipp is not installed (make test-deps installs sip-tester)"))
+    func busyFromSIPpEndsTheCallDenied() async throws {
+        try await withService(sipPort: 26070) { service in
+            let scenario = repositoryRoot.appendingPathComponent("Tests/VoiceSIPTests/Peers/sipp/uas-reject.xml").path
+            let sipp = try ChildProcessGroup("/usr/bin/sipp", [
+                "-sf", scenario, "-i", "127.0.0.1", "-p", "26071", "-m", "1", "-timeout", "20s", "-nostdin",
+                "-key", "status", "486", "-key", "reason", "Busy Here",
+            ], log: service.directory.appendingPathComponent("sipp.log"))
+            defer { sipp.stop() }
+            guard await waitUntilUDPBound(26071) else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
+            let alice = try service.client("alice")
+            await alice.start()
+            let call = try await alice.callSIP("busy@127.0.0.1:26071")
+            try await waitFor(call, .ended)
+            let details = await call.details
+            #expect(details.endCause == .denied, "\(details)")
+            #expect(details.error == .sip(status: 486, reason: "Busy Here"))
+            #expect(await sipp.wait(timeout: .seconds(5)) == 0, "SIPp's scenario did not complete: \(sipp.logTail)")
+            await alice.terminate()
+        }
+    }
+
+    /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails.
+    func withBaresip(port: Int, in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void) async throws {
+        let directory = parent.appendingPathComponent("baresip-\(port)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let microphone = SharedTestData.isPresent
+            ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
+            : try silence(into: directory)
+        let arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: microphone)
+        let baresip = try ChildProcessGroup(BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
+        defer { baresip.stop() }
+        guard await waitUntilUDPBound(port) else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }
+        do { try await body(directory, baresip) } catch {
+            Issue.record("baresip's log:\n\(baresip.logTail)")
+            throw error
+        }
+    }
+
+    /// 25 s of silence as baresip's microphone when the speech recordings are absent.
+    func silence(into directory: URL) throws -> String {
+        let path = directory.appendingPathComponent("silence.wav").path
+        try WAVFile.write(pcm16: [Int16](repeating: 0, count: 16_000 * 25), format: AudioFormat(sampleRate: 16_000, channels: 1), to: path)
+        return path
+    }
+}
