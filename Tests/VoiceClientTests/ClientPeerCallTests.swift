@@ -42,7 +42,7 @@ struct ClientPeerCallTests {
 
     @Test func phoneNumberCallIsRoutedToTheGateway() async throws {
         try await withService(sipPort: 26064, gateway: "sip:127.0.0.1:26065") { service in
-            try await withBaresip(port: 26065, in: service.directory) { _, baresip in
+            try await withBaresip(port: 26065, user: "+46701234567", in: service.directory) { _, baresip in
                 let alice = try service.client("alice")
                 await alice.start()
                 let call = try await alice.callPhoneNumber("+46 70 123 45 67", headers: ["X-Caller-Ref": "7"])
@@ -58,7 +58,7 @@ struct ClientPeerCallTests {
 
     @Test func conferenceCallIsRoutedToTheConferenceServer() async throws {
         try await withService(sipPort: 26066, conferenceServer: "sip:127.0.0.1:26067") { service in
-            try await withBaresip(port: 26067, in: service.directory) { _, baresip in
+            try await withBaresip(port: 26067, user: "conf-standup-7", in: service.directory) { _, baresip in
                 let alice = try service.client("alice")
                 await alice.start()
                 let call = try await alice.callConference("standup-7")
@@ -94,13 +94,13 @@ struct ClientPeerCallTests {
     }
 
     /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails.
-    func withBaresip(port: Int, in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void) async throws {
+    func withBaresip(port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void) async throws {
         let directory = parent.appendingPathComponent("baresip-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let microphone = SharedTestData.isPresent
             ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
             : try silence(into: directory)
-        let arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: microphone)
+        let arguments = try BaresipPeer.configure(directory: directory, port: port, user: user, microphone: microphone)
         let baresip = try ChildProcessGroup(BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
         defer { baresip.stop() }
         guard await waitUntilUDPBound(port) else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }

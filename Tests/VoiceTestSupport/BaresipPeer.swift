@@ -3,7 +3,9 @@ import VoiceCore
 
 /// baresip (Debian's) as a far end for tests: one account on loopback with auto-answer, Opus only, SRTP
 /// mandatory, a speech file as microphone (repeated to outlast the call), an ALSA null speaker, the `sndfile`
-/// dump of what it decoded in its directory, and SIP traffic traced into its log (`sip_trace`).
+/// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). baresip 1.0 answers only
+/// requests whose Request-URI user is its account's (else 404): a stand-in gateway or conference server is given
+/// the number or room as `user`.
 public enum BaresipPeer {
     public static let executable = "/usr/bin/baresip"
     public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: executable) }
@@ -17,7 +19,6 @@ public enum BaresipPeer {
             poll_method epoll
             net_interface 127.0.0.1
             sip_listen 127.0.0.1:\(port)
-            sip_trace yes
             audio_source aufile,\(microphone)
             audio_player alsa,null
             ausrc_srate 16000
@@ -41,7 +42,7 @@ public enum BaresipPeer {
         try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
         try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
             .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
-        return ["-f", directory.path, "-t", "\(seconds)"]
+        return ["-f", directory.path, "-s", "-t", "\(seconds)"]
     }
 
     /// A copy of `speech` repeated to last at least `seconds` (aufile plays once and baresip hangs up at its end).
