@@ -55,7 +55,7 @@ struct PhoneCommand: ParsableCommand {
         let key = applicationKey
         let configuration = VoiceClientConfiguration(
             applicationKey: key, serviceHost: server, sipPort: sipPort, registrationPort: registrationPort,
-            audio: CallAudioDevices(microphone: mic, speaker: speaker, sampleRate: rate), noAnswerTimeout: .seconds(Int64(noAnswerTimeout)))
+            audio: CallAudioDevices(microphone: mic, speaker: speaker, sampleRate: rate), noAnswerTimeout: .seconds(Double(noAnswerTimeout)))
         let client = try VoiceClient(userID: user, configuration: configuration) { userID in
             // Sequences only grow: milliseconds since 1970.
             SignedRegistration.sign(
@@ -120,16 +120,15 @@ actor Softphone {
             case "message":
                 guard arguments.count >= 2 else { return complain("message USER TEXT") }
                 let id = try await client.send(message: arguments.dropFirst().joined(separator: " "), to: [arguments[0]])
-                print("message \(id): sending to \(arguments[0])")
+                say("message \(id): sending to \(arguments[0])")
             case "status":
-                for (index, call) in calls.enumerated() { print("call \(index + 1): \(call.remote) \(await call.state)") }
+                for (index, call) in calls.enumerated() { say("call \(index + 1): \(call.remote) \(await call.state)") }
             default:
                 complain("unknown command '\(verb)'")
             }
         } catch {
             complain("\(verb): \(error)")
         }
-        fflush(stdout)
     }
 
     private func latest() -> Call? {
@@ -141,7 +140,7 @@ actor Softphone {
     private func adopt(_ call: Call) {
         calls.append(call)
         let number = calls.count
-        print("call \(number): \(call.direction) \(call.remote)" + call.headers.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined())
+        say("call \(number): \(call.direction) \(call.remote)" + call.headers.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined())
         let updates = call.updates
         Task {
             for await update in updates {
@@ -152,22 +151,24 @@ actor Softphone {
                     line += " (\(details.endCause.map { "\($0)" } ?? "?")" + (details.error.map { ", \($0)" } ?? "")
                         + String(format: ", %.1f s)", Double(details.duration.nanoseconds) / 1e9)
                 }
-                print(line)
-                fflush(stdout)
-            }
+                say(line)
+                    }
         }
     }
 
     private func show(_ event: VoiceClientEvent) {
         switch event {
         case .incomingCall(let incoming):
-            print("event: incoming call from \(incoming.caller)" + (incoming.viaPush ? " (push)" : ""))
+            say("event: incoming call from \(incoming.caller)" + (incoming.viaPush ? " (push)" : ""))
             adopt(incoming.call)
-        case .messageReceived(let message): print("event: message from \(message.sender): \(message.text)")
-        default: print("event: \(event)")
+        case .messageReceived(let message): say("event: message from \(message.sender): \(message.text)")
+        default: say("event: \(event)")
         }
-        fflush(stdout)
     }
+
+    /// One line on stdout, written at once (scripts read the events as they happen).
+    private nonisolated static func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    private nonisolated func say(_ text: String) { Self.say(text) }
 
     private func complain(_ text: String) { FileHandle.standardError.write(Data("error: \(text)\n".utf8)) }
 
