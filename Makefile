@@ -65,6 +65,15 @@ service: test-deps
 	$(SWIFT) build --product voice-engine
 	Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
+## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer,
+## phone gateway and conference server, two `voice-engine phone`s; prints a summary, fails unless all passed.
+DEMO_CALLS_STATE ?= .demo-calls-state
+DEMO_CALLS_PEER_PORT ?= 5070
+.PHONY: demo-calls
+demo-calls: test-deps
+	$(SWIFT) build --product voice-engine
+	Services/demo-calls.sh $(DEMO_CALLS_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) $(DEMO_CALLS_PEER_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
+
 ## Regenerates TestVectors/*.wav from TestVectors/manifest.json.
 vectors: deps
 	$(SWIFT) run voice-engine vectors generate --directory TestVectors

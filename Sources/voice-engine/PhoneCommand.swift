@@ -37,12 +37,15 @@ struct PhoneCommand: ParsableCommand {
     var rate: Int = 48_000
     @Option(help: "Seconds an unanswered call rings before it ends with 'no answer'.")
     var noAnswerTimeout: Int = 60
+    @Option(help: "Answer incoming calls by itself after this many seconds (for scripts and the demo).")
+    var autoAnswer: Double?
 
     func validate() throws {
         do { _ = try UserID.validate(user) } catch { throw ValidationError("--user: \(error)") }
         try OptionRange("--sip-port", 1...65_535, "").check(sipPort)
         try OptionRange("--registration-port", 1...65_535, "").check(registrationPort)
         try OptionRange("--no-answer-timeout", 1...3_600, "s").check(noAnswerTimeout)
+        try OptionRange("--auto-answer", 0...3_600, "s").check(autoAnswer)
         guard rate % 100 == 0, (8_000...48_000).contains(rate) else { throw ValidationError("--rate \(rate): 8000–48000, a multiple of 100") }
     }
 
@@ -61,7 +64,8 @@ struct PhoneCommand: ParsableCommand {
             SignedRegistration.sign(
                 userID: userID, applicationKey: key, sequence: UInt64(Date().timeIntervalSince1970 * 1000), applicationSecret: secret)
         }
-        let status = try runBlocking { await Softphone(client: client).run() }
+        let autoAnswer = autoAnswer
+        let status = try runBlocking { await Softphone(client: client, autoAnswer: autoAnswer).run() }
         if status != 0 { throw ExitCode(status) }
     }
 }
@@ -69,9 +73,13 @@ struct PhoneCommand: ParsableCommand {
 /// The softphone's loop: client events and typed commands, in one task each.
 actor Softphone {
     let client: VoiceClient
+    let autoAnswer: Double?
     private var calls: [Call] = []
 
-    init(client: VoiceClient) { self.client = client }
+    init(client: VoiceClient, autoAnswer: Double?) {
+        self.client = client
+        self.autoAnswer = autoAnswer
+    }
 
     func run() async -> Int32 {
         let events = client.events
@@ -161,6 +169,13 @@ actor Softphone {
         case .incomingCall(let incoming):
             say("event: incoming call from \(incoming.caller)" + (incoming.viaPush ? " (push)" : ""))
             adopt(incoming.call)
+            if let autoAnswer {
+                let call = incoming.call
+                Task {
+                    try? await Task.sleep(for: .milliseconds(Int(autoAnswer * 1000)))
+                    do { try await call.answer() } catch { self.complain("answer: \(error)") }
+                }
+            }
         case .messageReceived(let message): say("event: message from \(message.sender): \(message.text)")
         default: say("event: \(event)")
         }
@@ -170,7 +185,7 @@ actor Softphone {
     private nonisolated static func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
     private nonisolated func say(_ text: String) { Self.say(text) }
 
-    private func complain(_ text: String) { FileHandle.standardError.write(Data("error: \(text)\n".utf8)) }
+    private nonisolated func complain(_ text: String) { FileHandle.standardError.write(Data("error: \(text)\n".utf8)) }
 
     /// `X-Name=value` words as custom headers.
     static func headers(_ words: ArraySlice<String>) -> [String: String] {
