@@ -12,6 +12,8 @@ TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-p
 # The calling client's service (VoiceClientTests, `make service`): Kamailio's auth_ephemeral, msilo on sqlite (and
 # the extra modules the service configuration grows into), sqlite3 to create the msilo database.
 TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-sqlite-modules kamailio-extra-modules sqlite3
+# Managed push for calls (VoiceClientTests' ManagedPushTests): Kamailio's tsilo, http_client and htable.
+TEST_APT_PACKAGES += kamailio-utils-modules
 # baresip for VoiceSIP's call tests (Tests/VoiceSIPTests/BaresipTests.swift: the engine calls it and it calls the engine).
 TEST_APT_PACKAGES += baresip
 # Headless Chromium: the browser peer of the WebRTC interoperability tests (VoiceWebRTCTests).

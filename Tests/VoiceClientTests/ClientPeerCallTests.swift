@@ -151,3 +151,63 @@ struct ClientPeerCallTests {
         return path
     }
 }
+
+/// Managed push: Kamailio keeps the INVITE to a callee with no binding (tsilo) and posts the payload to the push
+/// gateway (http_client); the callee's app relays it, its client registers and gets the call. Ports 26090–26099.
+@Suite(
+    "VoiceClient managed push for calls", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
+    .enabled(
+        if: ["tsilo", "http_client", "htable"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },
+        "Kamailio's tsilo/http_client/htable modules are not installed (make test-deps installs kamailio-utils-modules)"))
+struct ManagedPushTests {
+    @Test func offlineCalleeIsPushedRelaysThePayloadAndGetsTheHeldCall() async throws {
+        let gateway = try PushGateway(port: 26091)
+        defer { gateway.close() }
+        try await withService(sipPort: 26090, pushGateway: "http://127.0.0.1:26091/push") { service in
+            let alice = try service.client("alice")
+            let bob = try service.client("bob")
+            let bobLog = EventLog(bob)
+            await alice.start()
+            let call = try await alice.callUser("bob")
+
+            let push = try #require(await gateway.request(number: 1), "the gateway got no push")
+            #expect(push.target == "/push?to=bob")
+            let payload = try PushPayload.parse(push.body)
+            #expect(payload.kind == .call && payload.sender == "alice" && !payload.canceled)
+            #expect(payload.id == call.id.rawValue)
+
+            // The callee's app hands the payload over: its client registers and the kept INVITE arrives.
+            let relayed = try await bob.relayPushPayload(push.body)
+            #expect(relayed == payload)
+            let incoming = try #require(await bobLog.incomingCall(), "the held call did not arrive: \(bobLog.events)")
+            #expect(incoming.viaPush && incoming.caller == "alice")
+            #expect(await incoming.call.details.viaPush)
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            #expect(await incoming.call.details.endCause == .hungUp)
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
+    @Test func aCanceledHeldCallIsPushedAgainMarkedCanceled() async throws {
+        let gateway = try PushGateway(port: 26093)
+        defer { gateway.close() }
+        try await withService(sipPort: 26092, pushGateway: "http://127.0.0.1:26093/push") { service in
+            let alice = try service.client("alice")
+            await alice.start()
+            let call = try await alice.callUser("carol")
+            let first = try #require(await gateway.request(number: 1))
+            #expect(try PushPayload.parse(first.body).canceled == false)
+            try await call.hangup()
+            let second = try #require(await gateway.request(number: 2), "no push after the cancel")
+            let payload = try PushPayload.parse(second.body)
+            #expect(payload.canceled && payload.id == call.id.rawValue && second.target == "/push?to=carol")
+            #expect(await call.details.endCause == .canceled)
+            await alice.terminate()
+        }
+    }
+}

@@ -43,6 +43,9 @@ final class ServiceHarness: @unchecked Sendable {
     /// Where Kamailio sends phone-number and conference calls (its GATEWAY and CONFERENCE), set before `start()`.
     var gateway = "sip:127.0.0.1:1"
     var conferenceServer = "sip:127.0.0.1:1"
+    /// Managed push: the gateway URL Kamailio posts to and how long it keeps an INVITE (nil: no managed push).
+    var pushGateway: String?
+    var pushWaitMilliseconds = 10_000
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
@@ -77,7 +80,8 @@ final class ServiceHarness: @unchecked Sendable {
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
         }
-        let process = try ChildProcessGroup(kamailioExecutable, [
+        let push = pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\"", "-A", "PUSH_WAIT=\(pushWaitMilliseconds)"] } ?? []
+        let process = try ChildProcessGroup(kamailioExecutable, push + [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
             "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A", "CONFERENCE=\"\(conferenceServer)\"",
@@ -127,11 +131,12 @@ final class ServiceHarness: @unchecked Sendable {
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
 func withService(
     sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
-    _ body: (ServiceHarness) async throws -> Void
+    pushGateway: String? = nil, _ body: (ServiceHarness) async throws -> Void
 ) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
     if let gateway { harness.gateway = gateway }
     if let conferenceServer { harness.conferenceServer = conferenceServer }
+    harness.pushGateway = pushGateway
     do {
         try await harness.start()
         try await body(harness)
