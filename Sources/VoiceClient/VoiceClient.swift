@@ -254,7 +254,12 @@ public actor VoiceClient {
         let call = Call(
             id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers, audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
-        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: configuration.audio, tones: tones))
+        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: configuration.audio, tones: tones)
+        if case .user(let callee) = target {
+            let payload = PushPayload(kind: .call, sender: userID, id: sip.callID, sentAt: unixTime(), headers: headers)
+            await link.whenPushPending { [weak self] in await self?.askForPush(recipient: callee, payload: payload) }
+        }
+        adopt(link)
         return call
     }
 
@@ -345,15 +350,19 @@ public actor VoiceClient {
 
     /// The recipient is offline: when their device attached push data, the app is asked to push the payload.
     private func askForPush(_ message: OutgoingMessage) async {
+        let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        await askForPush(recipient: message.recipient, payload: PushPayload(kind: .message, sender: userID, id: message.id, sentAt: unixTime(), headers: headers))
+    }
+
+    /// App-sent push for a message or a call the service keeps: the recipient's push data (when their devices
+    /// attached any) and the payload, in a ``VoiceClientEvent/shouldSendPushNotifications(recipient:payload:pushData:)``.
+    private func askForPush(recipient: String, payload: PushPayload) async {
         guard let grant else { return }
         let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
-        guard let pushData = try? await service.pushData(of: message.recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
-            !pushData.isEmpty
+        guard let pushData = try? await service.pushData(of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
+            !pushData.isEmpty, let encoded = try? payload.encoded()
         else { return }
-        let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
-        let payload = PushPayload(kind: .message, sender: userID, id: message.id, sentAt: unixTime(), headers: headers)
-        guard let encoded = try? payload.encoded() else { return }
-        emit(.shouldSendPushNotifications(recipient: message.recipient, payload: encoded, pushData: pushData))
+        emit(.shouldSendPushNotifications(recipient: recipient, payload: encoded, pushData: pushData))
     }
 
     /// The recipient's side of a push: parses the payload the app received, then connects and registers so that

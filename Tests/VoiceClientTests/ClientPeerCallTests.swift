@@ -155,7 +155,7 @@ struct ClientPeerCallTests {
 /// Managed push: Kamailio keeps the INVITE to a callee with no binding (tsilo) and posts the payload to the push
 /// gateway (http_client); the callee's app relays it, its client registers and gets the call. Ports 26090–26099.
 @Suite(
-    "VoiceClient managed push for calls", .serialized, .timeLimit(.minutes(1)),
+    "VoiceClient push for calls (managed and app-sent)", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(
         if: ["tsilo", "http_client", "htable"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },
@@ -188,6 +188,40 @@ struct ManagedPushTests {
             try await call.hangup()
             try await waitFor(incoming.call, .ended)
             #expect(await incoming.call.details.endCause == .hungUp)
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
+    @Test func appSentPushForACallReachesTheCalleeThroughTheRelayedPayload() async throws {
+        try await withService(sipPort: 26094, appPush: true) { service in
+            let token = Data("apns-token-of-bobs-phone".utf8)
+            let bobBefore = try service.client("bob", pushData: token)
+            await bobBefore.start()
+            await bobBefore.terminate()  // offline now
+            let alice = try service.client("alice")
+            let aliceLog = EventLog(alice)
+            await alice.start()
+            let call = try await alice.callUser("bob", headers: ["X-Topic": "dinner"])
+            let push = await aliceLog.first { if case .shouldSendPushNotifications = $0 { true } else { false } }
+            guard case .shouldSendPushNotifications(let recipient, let payload, let pushData) = push else {
+                Issue.record("no push request: \(aliceLog.events)")
+                return
+            }
+            #expect(recipient == "bob" && pushData == [token])
+            let parsed = try PushPayload.parse(payload)
+            #expect(parsed.kind == .call && parsed.id == call.id.rawValue && parsed.headers == ["X-Topic": "dinner"] && !parsed.canceled)
+            #expect(await call.state == .ringing)
+            let bob = try service.client("bob", pushData: token)
+            let bobLog = EventLog(bob)
+            try await bob.relayPushPayload(payload)
+            let incoming = try #require(await bobLog.incomingCall(), "the held call did not arrive: \(bobLog.events)")
+            #expect(incoming.viaPush && incoming.headers["X-Topic"] == "dinner")
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await incoming.call.hangup()
+            try await waitFor(call, .ended)
+            #expect(await call.details.endCause == .hungUp)
             await alice.terminate()
             await bob.terminate()
         }

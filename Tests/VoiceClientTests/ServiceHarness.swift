@@ -46,6 +46,8 @@ final class ServiceHarness: @unchecked Sendable {
     /// Managed push: the gateway URL Kamailio posts to and how long it keeps an INVITE (nil: no managed push).
     var pushGateway: String?
     var pushWaitMilliseconds = 10_000
+    /// App-sent push: Kamailio keeps INVITEs to users with no binding without posting anywhere.
+    var appPush = false
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
@@ -80,7 +82,8 @@ final class ServiceHarness: @unchecked Sendable {
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
         }
-        let push = pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\"", "-A", "PUSH_WAIT=\(pushWaitMilliseconds)"] } ?? []
+        let push = (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
+            + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
         let process = try ChildProcessGroup(kamailioExecutable, push + [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
@@ -131,12 +134,13 @@ final class ServiceHarness: @unchecked Sendable {
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
 func withService(
     sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
-    pushGateway: String? = nil, _ body: (ServiceHarness) async throws -> Void
+    pushGateway: String? = nil, appPush: Bool = false, _ body: (ServiceHarness) async throws -> Void
 ) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
     if let gateway { harness.gateway = gateway }
     if let conferenceServer { harness.conferenceServer = conferenceServer }
     harness.pushGateway = pushGateway
+    harness.appPush = appPush
     do {
         try await harness.start()
         try await body(harness)

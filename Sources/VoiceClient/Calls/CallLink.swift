@@ -16,6 +16,9 @@ actor CallLink {
     private var muted = false
     private var onHold = false
     private var finished = false
+    /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
+    /// the client asks the app to push (app-sent push).
+    private var onPushPending: (@Sendable () async -> Void)?
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
     private var heardFromNetwork = false
 
@@ -27,6 +30,11 @@ actor CallLink {
         self.devices = devices
         self.tones = tones
     }
+
+    func whenPushPending(_ handler: @escaping @Sendable () async -> Void) { onPushPending = handler }
+
+    /// The reason phrase of the service's provisional response for a kept call (Services/kamailio/kamailio.cfg).
+    static let pushPendingReason = "Push Pending"
 
     /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses).
     static func bindMedia(host: String) async throws -> (UDPMediaTransport, AudioCapabilities) {
@@ -47,8 +55,12 @@ actor CallLink {
 
     private func handle(_ event: SIPCallEvent) async {
         switch event {
-        case .progress(let status, _, _):
+        case .progress(let status, let reason, _):
             heardFromNetwork = true
+            if reason.contains(Self.pushPendingReason), let handler = onPushPending {
+                onPushPending = nil
+                await handler()
+            }
             _ = try? await call.dialog(status == 180 ? .ringing : .progress)
         case .established(let media, _):
             do {
