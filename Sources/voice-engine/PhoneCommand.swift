@@ -11,7 +11,8 @@ struct PhoneCommand: ParsableCommand {
         discussion: """
             Commands, one a line: call USER [X-Name=value …] | call-sip USER@DOMAIN[:PORT] [X-Name=value …] | \
             call-number +E164 | call-conference ROOM | answer | hangup | mute on|off | hold on|off | \
-            message USER TEXT | status | quit. They act on the latest call. Events go to stdout, one a line \
+            message USER TEXT | status | wait SECONDS | quit. They act on the latest call; `wait` pauses the \
+            commands (for scripts). Events go to stdout, one a line \
             ("event: …", "call N: …"); errors to stderr. The registration is signed here with the application \
             secret from --secret-file, standing in for the app's server (SignedRegistration.sign). End of input \
             quits. Exit status: 0, 64 usage, 65 an unreadable secret file, 1 the client did not start.
@@ -129,6 +130,9 @@ actor Softphone {
                 guard arguments.count >= 2 else { return complain("message USER TEXT") }
                 let id = try await client.send(message: arguments.dropFirst().joined(separator: " "), to: [arguments[0]])
                 say("message \(id): sending to \(arguments[0])")
+            case "wait":
+                guard let seconds = arguments.first.flatMap(Double.init), (0...3_600).contains(seconds) else { return complain("wait SECONDS") }
+                try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
             case "status":
                 for (index, call) in calls.enumerated() { say("call \(index + 1): \(call.remote) \(await call.state)") }
             default:
