@@ -48,8 +48,11 @@ public enum CallTarget: Sendable, Hashable, CustomStringConvertible {
         return .conference(id)
     }
 
+    /// The INVITE's request URI as text (what the service routes on).
+    public func requestURIText(domain: String) -> String { requestURI(domain: domain).description }
+
     /// The INVITE's request URI; users, numbers and rooms are in the service's `domain`.
-    public func requestURI(domain: String) -> SIPURI {
+    func requestURI(domain: String) -> SIPURI {
         switch self {
         case .user(let id): SIPURI(user: SIPUserPart.escape(id), host: domain)
         case .sip(let uri): uri
