@@ -219,8 +219,10 @@ struct ManagedPushTests {
             #expect(incoming.viaPush && incoming.headers["X-Topic"] == "dinner")
             try await incoming.call.answer()
             try await waitFor(call, .established)
+            let hangingUp = ContinuousClock.now
             try await incoming.call.hangup()
             try await waitFor(call, .ended)
+            print("app-sent push: the caller saw the callee's BYE after \(ContinuousClock.now - hangingUp)")
             #expect(await call.details.endCause == .hungUp)
             await alice.terminate()
             await bob.terminate()
