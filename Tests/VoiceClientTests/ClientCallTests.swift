@@ -58,6 +58,9 @@ struct ClientSIPCallTests {
             #expect(callerDetails.progressedAt != nil && callerDetails.establishedAt != nil)
             #expect(callerDetails.duration > .seconds(5), "duration \(callerDetails.duration)")
             #expect(callerDetails.report != nil && calleeDetails.report != nil)
+            // The callee saw the BYE after its media stopped; the caller's media stops just after its hang-up.
+            let calleeMedia = try #require(await incoming.call.mediaReport, "no media report on the callee's call")
+            #expect(calleeMedia.rtp.received > 200, "the callee received \(calleeMedia.rtp.received) RTP packets in 6 s")
             #expect(await alice.audioSession.state.phase.call == nil, "alice's audio session still holds a call")
             #expect(await bob.audioSession.state.phase.call == nil, "bob's audio session still holds a call")
 

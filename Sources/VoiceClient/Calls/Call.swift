@@ -46,6 +46,12 @@ public actor Call {
         }
     }
 
+    /// The media's end-of-call report (RTP, loss, jitter, codec, quality), once the media of an established call
+    /// has stopped — just after the end (``CallDetails/report`` is the audio session's part).
+    public private(set) var mediaReport: CallReport?
+
+    func attachMedia(_ report: CallReport) { mediaReport = report }
+
     public var state: CallState { machine.state }
     public var details: CallDetails { machine.details }
     public var isMuted: Bool { machine.muted }

@@ -73,8 +73,9 @@ actor CallLink {
             // The live call keeps its first keys and direction (VoiceSIP's LiveCall cannot change them mid-call yet).
             break
         case .ended(let end):
-            if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) { _ = try? await call.dialog(event) }
+            // The media stops first, so its report is on the call when the app sees the end.
             await finish()
+            if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) { _ = try? await call.dialog(event) }
         }
     }
 
@@ -157,8 +158,9 @@ actor CallLink {
         guard !finished else { return }
         finished = true
         if let live {
-            _ = await live.stop(cause: .localHangup)
             self.live = nil
+            let result = await live.stop(cause: .localHangup)
+            await call.attachMedia(result.report)
         }
         await transport.close()
     }
