@@ -40,32 +40,41 @@ struct ClientPeerCallTests {
         }
     }
 
-    @Test func phoneNumberCallIsRoutedToTheGateway() async throws {
-        try await withService(sipPort: 26064, gateway: "sip:127.0.0.1:26065") { service in
-            try await withBaresip(port: 26065, user: "+46701234567", in: service.directory) { _, baresip in
-                let alice = try service.client("alice")
-                await alice.start()
-                let call = try await alice.callPhoneNumber("+46 70 123 45 67", headers: ["X-Caller-Ref": "7"])
-                try await waitFor(call, .established)
-                try await call.hangup()
-                #expect(await call.details.endCause == .hungUp)
-                let log = try String(contentsOf: baresip.log, encoding: .utf8)
-                #expect(log.contains("INVITE sip:+46701234567@voiceengine.test;user=phone"), "the gateway did not get the number")
-                await alice.terminate()
+    /// Calls the service routes to a server of their own: phone numbers to the gateway, rooms to the conference
+    /// server (baresip stands in, with the number or room as its account's user).
+    enum RoutedCall: String, CaseIterable, Sendable {
+        case phoneNumber, conference
+
+        var sipPort: Int { self == .phoneNumber ? 26064 : 26066 }
+        var serverPort: Int { sipPort + 1 }
+        var serverUser: String { self == .phoneNumber ? "+46701234567" : "conf-standup-7" }
+        var requestLine: String {
+            self == .phoneNumber ? "INVITE sip:+46701234567@voiceengine.test;user=phone" : "INVITE sip:conf-standup-7@voiceengine.test"
+        }
+
+        func place(on client: VoiceClient) async throws -> Call {
+            switch self {
+            case .phoneNumber: try await client.callPhoneNumber("+46 70 123 45 67", headers: ["X-Caller-Ref": "7"])
+            case .conference: try await client.callConference("standup-7")
             }
         }
     }
 
-    @Test func conferenceCallIsRoutedToTheConferenceServer() async throws {
-        try await withService(sipPort: 26066, conferenceServer: "sip:127.0.0.1:26067") { service in
-            try await withBaresip(port: 26067, user: "conf-standup-7", in: service.directory) { _, baresip in
+    @Test(arguments: RoutedCall.allCases)
+    func callIsRoutedToItsServer(_ routed: RoutedCall) async throws {
+        let server = "sip:127.0.0.1:\(routed.serverPort)"
+        try await withService(
+            sipPort: routed.sipPort, gateway: routed == .phoneNumber ? server : nil, conferenceServer: routed == .conference ? server : nil
+        ) { service in
+            try await withBaresip(port: routed.serverPort, user: routed.serverUser, in: service.directory) { _, baresip in
                 let alice = try service.client("alice")
                 await alice.start()
-                let call = try await alice.callConference("standup-7")
+                let call = try await routed.place(on: alice)
                 try await waitFor(call, .established)
                 try await call.hangup()
+                #expect(await call.details.endCause == .hungUp)
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
-                #expect(log.contains("INVITE sip:conf-standup-7@voiceengine.test"), "the conference server did not get the room")
+                #expect(log.contains(routed.requestLine), "\(routed.serverUser)'s server did not get '\(routed.requestLine)'")
                 await alice.terminate()
             }
         }
