@@ -77,6 +77,13 @@ public actor VoiceClient {
     private var incomingReader: Task<Void, Never>?
     /// A call payload was relayed: the next incoming call came by push.
     private var expectingPushedCall = false
+    /// The microphone and speaker of the next calls (``setAudioDevices(_:)``); starts as the configuration's.
+    public private(set) lazy var audioDevices: CallAudioDevices = configuration.audio
+
+    /// Chooses the microphone and speaker (and voice processing) for calls placed or received from now on; a
+    /// live call keeps its devices. The ringtone and the tone format stay the configuration's.
+    public func setAudioDevices(_ devices: CallAudioDevices) { audioDevices = devices }
+
     /// The local address SIP uses towards the service: RTP binds there too.
     private var mediaHost = "127.0.0.1"
 
@@ -254,7 +261,7 @@ public actor VoiceClient {
         let call = Call(
             id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers, audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
-        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: configuration.audio, tones: tones)
+        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: audioDevices, tones: tones)
         if case .user(let callee) = target {
             let payload = PushPayload(kind: .call, sender: userID, id: sip.callID, sentAt: unixTime(), headers: headers)
             await link.whenPushPending { [weak self] in await self?.askForPush(recipient: callee, payload: payload) }
@@ -291,7 +298,7 @@ public actor VoiceClient {
             id: CallID(sip.callID), direction: .incoming, remote: caller, headers: headers, audioSession: audioSession, clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: configuration.audio, tones: tones))
+        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: audioDevices, tones: tones))
         emit(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 

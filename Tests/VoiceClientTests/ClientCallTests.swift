@@ -123,6 +123,29 @@ struct ClientSIPCallTests {
         }
     }
 
+    @Test func devicesChosenBeforeACallAreTheOnesItUses() async throws {
+        try await withService(sipPort: 26050) { service in
+            let alice = try service.client("alice"), bob = try service.client("bob")
+            let bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+            let heard = service.directory.appendingPathComponent("bob-speaker.wav").path
+            await bob.setAudioDevices(CallAudioDevices(microphone: "null", speaker: "file:" + heard, sampleRate: 16_000, voiceProcessing: false))
+            let call = try await alice.callUser("bob")
+            let incoming = try #require(await bobLog.incomingCall())
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await Task.sleep(for: .seconds(2))
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            try await Task.sleep(for: .milliseconds(300))
+            let file = try WAVFile.read(path: heard)
+            #expect(file.frameCount > 16_000, "bob's chosen speaker got \(file.frameCount) frames in 2 s")
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
     @Test func badTargetsAndHeadersAreRefusedBeforeAnyTraffic() async throws {
         try await withService(sipPort: 26044) { service in
             let alice = try service.client("alice")
