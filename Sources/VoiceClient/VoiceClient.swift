@@ -177,6 +177,10 @@ public actor VoiceClient {
         retryTask?.cancel()
         retryTask = nil
         for call in calls where await call.state != .ended { _ = try? await call.hangup() }
+        // The BYEs and CANCELs go out before the endpoint closes (at most a second per call).
+        for link in links {
+            for _ in 0..<50 where await !link.isFinished { try? await Task.sleep(for: .milliseconds(20)) }
+        }
         calls.removeAll()
         links.removeAll()
         await tearDownSIP(unregister: true)

@@ -146,6 +146,27 @@ struct ClientSIPCallTests {
         }
     }
 
+    @Test func stopHangsUpALiveCallWithABye() async throws {
+        try await withService(sipPort: 26052) { service in
+            let alice = try service.client("alice"), bob = try service.client("bob")
+            let bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+            let call = try await alice.callUser("bob")
+            let incoming = try #require(await bobLog.incomingCall())
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            await bob.stop()
+            #expect(await incoming.call.details.endCause == .hungUp)
+            try await waitFor(call, .ended)
+            let details = await call.details
+            #expect(details.endCause == .hungUp, "the caller did not get bob's BYE: \(details)")
+            #expect(await bob.audioSession.state.phase.call == nil)
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
     @Test func badTargetsAndHeadersAreRefusedBeforeAnyTraffic() async throws {
         try await withService(sipPort: 26044) { service in
             let alice = try service.client("alice")

@@ -165,6 +165,9 @@ actor CallLink {
         await transport.close()
     }
 
+    /// Whether the media has stopped and the RTP socket is closed (after the SIP side was carried out).
+    var isFinished: Bool { finished }
+
     /// The media's counters, while it runs.
     var mediaStatistics: LiveCallStatistics? { live?.statistics }
 }
