@@ -123,6 +123,30 @@ struct ClientSIPCallTests {
         }
     }
 
+    @Test func theCalleesNoAnswerTimeoutEndsTheCallerWithNoAnswer() async throws {
+        try await withService(sipPort: 26100) { service in
+            let calleeClock = ManualClock()
+            let alice = try service.client("alice")
+            let bob = try service.client("bob", clock: calleeClock)
+            let bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+            let call = try await alice.callUser("bob")
+            let incoming = try #require(await bobLog.incomingCall())
+            try await waitFor(call, .ringing)
+            calleeClock.advance(by: .seconds(61))
+            await bob.tickCalls()
+            try await waitFor(incoming.call, .ended)
+            #expect(await incoming.call.details.endCause == .noAnswer)
+            try await waitFor(call, .ended)
+            // The caller hears *no answer* (not a failure, no busy tone), with the callee's 480 kept.
+            #expect(await call.details.endCause == .noAnswer)
+            #expect(await call.details.error == .sip(status: 480, reason: "Temporarily Unavailable"))
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
     @Test func devicesChosenBeforeACallAreTheOnesItUses() async throws {
         try await withService(sipPort: 26050) { service in
             let alice = try service.client("alice"), bob = try service.client("bob")

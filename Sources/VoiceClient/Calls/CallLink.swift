@@ -81,7 +81,8 @@ actor CallLink {
 
     /// The call event a SIP end means; nil when the call itself ended the dialog (our hang-up, decline, cancel).
     /// No answer at all to the INVITE (Timer B before any provisional response) means the service is unreachable:
-    /// a failure in the network domain; a 408 after the service answered is a timeout.
+    /// a failure in the network domain; a 408 after the service answered is a timeout. A 480 or 408 final
+    /// response to a ringing call (the callee's no-answer timeout) is *no answer* (see ``CallEvent/remoteNoAnswer``).
     static func callEvent(for end: SIPCallEnd, direction: CallDirection, heardFromNetwork: Bool) -> CallEvent? {
         switch (end.cause, direction) {
         case (.remoteHangup, _): return .remoteHangup
@@ -92,7 +93,7 @@ actor CallLink {
         case (.rejected, .outgoing):
             let status = end.statusCode ?? 0
             if [486, 600, 603].contains(status) { return .remoteDeclined(status: status, reason: end.reasonPhrase) }
-            if status == 408 { return .networkTimeout }
+            if status == 480 || status == 408 { return .remoteNoAnswer(status: status, reason: end.reasonPhrase) }
             return .failed(.sip(status: status, reason: end.reasonPhrase))
         case (.failed, _):
             if end.statusCode == 408 {
