@@ -16,6 +16,7 @@ actor CallLink {
     private var muted = false
     private var onHold = false
     private var finished = false
+    private var finishComplete = false, endSeen = false, mediaRan = false, tonesReleased = false
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
     private var onPushPending: (@Sendable () async -> Void)?
@@ -45,6 +46,7 @@ actor CallLink {
 
     /// Follows both sides until the call ends.
     nonisolated func run() {
+        tones.callBegan(speaker: devices.speaker)
         let sipEvents = sip.events
         let effects = call.driverEffects
         Task { for await event in sipEvents { await self.handle(event) } }
@@ -107,18 +109,28 @@ actor CallLink {
     private func startMedia(_ media: NegotiatedAudio) throws {
         guard live == nil else { return }
         transport.setRemote(try UDPEndpoint(host: media.remoteAddress, port: media.remotePort))
-        let pair = try LiveDeviceName.openPair(
-            microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker), sampleRate: devices.sampleRate)
+        tones.mediaStarting()
+        let pair: (capture: any AudioDevice, playout: any AudioDevice)
         do {
+            pair = try LiveDeviceName.openPair(
+                microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker), sampleRate: devices.sampleRate)
+        } catch {
+            tones.mediaStopped()
+            throw error
+        }
+        do {
+            // The call's playout mixes the tones when it runs at their rate (a file microphone may set another).
+            let mixed = pair.playout.format == tones.controller.deviceFormat ? tones.controller : nil
             let call = try LiveCall(
                 callID: self.call.id, configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: devices.voiceProcessing),
-                transport: transport, capture: pair.capture, playout: pair.playout)
+                transport: transport, capture: pair.capture, playout: pair.playout, tones: mixed)
             try call.start()
             call.setMicrophoneMuted(muted || onHold)
             live = call
         } catch {
             pair.capture.close()
             pair.playout.close()
+            tones.mediaStopped()
             throw error
         }
     }
@@ -147,8 +159,10 @@ actor CallLink {
             tones.stopRingtone()
         case .stateChanged(.ended):
             let cause = await call.details.endCause
-            if call.direction == .outgoing, cause == .denied || cause == .failure { tones.playBusyTone() }
+            if call.direction == .outgoing, cause == .denied || cause == .failure { tones.playBusyTone(on: devices.speaker) }
+            endSeen = true
             await finish()
+            releaseTones()
         case .stateChanged:
             break
         }
@@ -161,9 +175,21 @@ actor CallLink {
         if let live {
             self.live = nil
             let result = await live.stop(cause: .localHangup)
+            mediaRan = true
             await call.attachMedia(result.report)
         }
         await transport.close()
+        finishComplete = true
+        releaseTones()
+    }
+
+    /// Tells the tones this call is over once both its media stopped and its end was carried out (the busy tone
+    /// decided), so the tone player neither stops between the two (a file speaker would be rewritten for the
+    /// busy tone) nor starts between a call's media and its end.
+    private func releaseTones() {
+        guard finishComplete, endSeen, !tonesReleased else { return }
+        tonesReleased = true
+        tones.callEnded(hadMedia: mediaRan)
     }
 
     /// Whether the media has stopped and the RTP socket is closed (after the SIP side was carried out).
