@@ -167,8 +167,8 @@ struct ClientPeerCallTests {
     "VoiceClient push for calls (managed and app-sent)", .serialized, .timeLimit(.minutes(1)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(
-        if: ["tsilo", "http_client", "htable"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },
-        "Kamailio's tsilo/http_client/htable modules are not installed (make test-deps installs kamailio-utils-modules)"))
+        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },
+        "Kamailio's tsilo/http_client/htable/jansson modules are not installed (make test-deps installs kamailio-utils-modules, kamailio-extra-modules)"))
 struct ManagedPushTests {
     @Test func offlineCalleeIsPushedRelaysThePayloadAndGetsTheHeldCall() async throws {
         let gateway = try PushGateway(port: 26091)
@@ -178,13 +178,15 @@ struct ManagedPushTests {
             let bob = try service.client("bob")
             let bobLog = EventLog(bob)
             await alice.start()
-            let call = try await alice.callUser("bob")
+            let call = try await alice.callUser("bob", headers: ["X-Topic": "dinner \"at 8\"", "x-order": "42"])
 
             let push = try #require(await gateway.request(number: 1), "the gateway got no push")
             #expect(push.target == "/push?to=bob")
             let payload = try PushPayload.parse(push.body)
             #expect(payload.kind == .call && payload.sender == "alice" && !payload.canceled)
             #expect(payload.id == call.id.rawValue)
+            // The call's custom headers ride in the push (names as sent, the quotes JSON-escaped).
+            #expect(payload.headers == ["X-Topic": "dinner \"at 8\"", "x-order": "42"], "push headers: \(payload.headers)")
 
             // The callee's app hands the payload over: its client registers and the kept INVITE arrives.
             let relayed = try await bob.relayPushPayload(push.body)
