@@ -506,7 +506,15 @@ public actor VoiceClient {
         case .success(let result) where result.succeeded:
             registrationHealthy = true
         case .success(let result):
-            if registrationHealthy { emit(.registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)"))) }
+            if registrationHealthy {
+                emit(.registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)")))
+                // The service refused credentials the client still holds valid (its clock is behind, the service's
+                // secret changed): ask the app to sign again now, once per loss, rather than sending the dead
+                // credentials until the scheduled renewal; the registration's next refresh uses the new ones.
+                if result.statusCode == 401 || result.statusCode == 403 {
+                    Task { [weak self] in await self?.renewCredentials() }
+                }
+            }
             registrationHealthy = false
         case .failure(let error):
             if registrationHealthy { emit(.registrationLost(.registrationLost("refresh not answered: \(error)"))) }
