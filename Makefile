@@ -22,6 +22,8 @@ TEST_APT_PACKAGES += chromium
 TEST_APT_PACKAGES += coturn
 # iproute2 and iptables: the NAT test's network namespaces and masquerading routers (skipped without root).
 TEST_APT_PACKAGES += iproute2 iptables
+# Kamailio's tls module: VoiceSIP's TLS tests register and call through Kamailio over `transport=tls`.
+TEST_APT_PACKAGES += kamailio-tls-modules
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)

@@ -21,6 +21,8 @@ let package = Package(
         // The MallocInterposer trait is what gives the malloc counters (mallocCountTotal) on Swift 6.3.
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // `voice-bench sip --load` runs the engine's UAS on an event loop of its own.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // A plain C loop over the same libopus / speexdsp calls the Swift wrappers make: the floor `voice-bench`
@@ -49,6 +51,8 @@ let package = Package(
                 voiceLab,
                 voiceSIP,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Sources/voice-bench"
         ),

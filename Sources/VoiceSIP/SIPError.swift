@@ -30,6 +30,9 @@ public struct SIPError: Error, Equatable, Sendable, CustomStringConvertible {
         case transport
         /// A transaction timed out (Timer B, F or H).
         case timeout
+        /// A TLS connection could not be made secure: the peer's certificate is not trusted or does not name the
+        /// server, the handshake failed, or the TLS configuration cannot be loaded. The reason says which.
+        case tls
     }
 
     public var kind: Kind

@@ -26,32 +26,64 @@ final class TraceRecorder: @unchecked Sendable {
 struct KamailioTests {
     static let domain = "voiceengine.test"
 
-    /// Starts Kamailio on `port` (UDP and TCP), runs `body`, stops Kamailio whatever happens. Skips the test when
-    /// Kamailio does not answer within 5 s.
-    func withKamailio(port: Int, sha256: Bool = false, _ body: (any EventLoop, SocketAddress) async throws -> Void) async throws {
+    /// Starts Kamailio on `port` (UDP and TCP; with `tls`, TLS on `port + 1` over IPv4 and IPv6 with its server
+    /// certificate), runs `body`, stops Kamailio whatever happens. Skips the test when Kamailio does not answer
+    /// within 5 s.
+    /// With `namespace`, Kamailio runs inside that network namespace on `host` (UDP only), and `probeSocket` makes
+    /// the UDP socket (in a namespace that reaches it) of the probe that waits for it.
+    func withKamailio(
+        port: Int, sha256: Bool = false, tls: TestCertificates? = nil, namespace: String? = nil, host: String = "127.0.0.1",
+        probeSocket: (() throws -> CInt)? = nil, _ body: (any EventLoop, SocketAddress) async throws -> Void
+    ) async throws {
         let directory = try makeTemporaryDirectory("kamailio")
         defer { try? FileManager.default.removeItem(at: directory) }
         let db = directory.appendingPathComponent("db")
         try FileManager.default.copyItem(at: peersDirectory.appendingPathComponent("kamailio/db"), to: db)
         var arguments = [
             "-f", peersDirectory.appendingPathComponent("kamailio/kamailio.cfg").path, "-DD", "-E",
-            "-l", "udp:127.0.0.1:\(port)", "-l", "tcp:127.0.0.1:\(port)", "-A", "DBURL=\"text://\(db.path)\"",
+            "-l", "udp:\(host):\(port)", "-A", "DBURL=\"text://\(db.path)\"",
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
         ]
+        if namespace == nil { arguments += ["-l", "tcp:\(host):\(port)"] }
         if sha256 { arguments += ["-A", "WITH_SHA256"] }
-        let kamailio = try PeerProcess(name: "kamailio", executable: kamailioPath, arguments: arguments, directory: directory)
+        if let tls {
+            let tlsConfig = directory.appendingPathComponent("tls.cfg")
+            try """
+                [server:default]
+                method = TLSv1.2+
+                verify_certificate = no
+                require_certificate = no
+                private_key = \(tls.serverKeyFile)
+                certificate = \(tls.serverCertificateFile)
+
+                [client:default]
+                method = TLSv1.2+
+                verify_certificate = no
+                require_certificate = no
+
+                """.write(to: tlsConfig, atomically: true, encoding: .utf8)
+            arguments += ["-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\"", "-l", "tls:127.0.0.1:\(port + 1)", "-l", "tls:[::1]:\(port + 1)"]
+        }
+        let kamailio = try namespace.map {
+            try PeerProcess(name: "kamailio", executable: "/usr/sbin/ip", arguments: ["netns", "exec", $0, kamailioPath] + arguments, directory: directory)
+        } ?? PeerProcess(name: "kamailio", executable: kamailioPath, arguments: arguments, directory: directory)
         defer { kamailio.stop() }
-        let server = try SocketAddress(ipAddress: "127.0.0.1", port: port)
+        let server = try SocketAddress(ipAddress: host, port: port)
         try await withEventLoop { loop in
-            try await waitUntilAnswering(server, on: loop, peer: kamailio)
+            try await waitUntilAnswering(server, on: loop, peer: kamailio, probeSocket: probeSocket)
             try await body(loop, server)
         }
     }
 
     /// Polls with OPTIONS until Kamailio answers (with anything: it challenges us).
-    func waitUntilAnswering(_ server: SocketAddress, on loop: any EventLoop, peer: PeerProcess) async throws {
+    func waitUntilAnswering(_ server: SocketAddress, on loop: any EventLoop, peer: PeerProcess, probeSocket: (() throws -> CInt)? = nil) async throws {
         let fast = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200)))
-        let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
+        let probe: SIPEndpoint
+        if let probeSocket {
+            probe = try await SIPEndpoint.start(on: loop, boundUDPSocket: try probeSocket(), configuration: fast)
+        } else {
+            probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
+        }
         defer { Task { try? await probe.close() } }
         for attempt in 0..<10 {
             guard peer.isRunning else { break }
@@ -63,11 +95,14 @@ struct KamailioTests {
         try Test.cancel("Kamailio did not start or answer on \(server):\n\(peer.logTail)")
     }
 
-    func register(_ user: String, password: String? = nil, on loop: any EventLoop, server: SocketAddress, transport: SIPTransportKind = .udp, expires: UInt32 = 60)
+    func register(_ user: String, password: String? = nil, on loop: any EventLoop, server: SocketAddress, transport: SIPTransportKind = .udp,
+                  expires: UInt32 = 60, tls: SIPTLSConfiguration? = nil)
         async throws -> (SIPEndpoint, SIPRegistration, TraceRecorder)
     {
-        let local = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
-        let endpoint = try await SIPEndpoint.start(on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil)
+        let local = try SocketAddress(ipAddress: server.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0)
+        let endpoint = try await SIPEndpoint.start(
+            on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil, tls: transport == .tls ? local : nil,
+            configuration: SIPEndpointConfiguration(tls: tls))
         let trace = TraceRecorder(endpoint)
         let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: password ?? "\(user)-secret"))
         let registration = SIPRegistration(

@@ -184,6 +184,33 @@ struct SIPpTests {
         }
     }
 
+    /// A forked INVITE answered by both branches (Peers/sipp/uas-forked-2xx.xml, RFC 3261 §13.2.2.4): the call
+    /// ACKs both 2xx, keeps the first dialog, ends the second with BYE; hanging up later ends the one it kept.
+    /// SIPp checks each request's To tag and fails on the wrong fork.
+    @Test func forkedAnswersAreEachAckedAndAllButOneHungUp() async throws {
+        try await withSIPp("uas-forked-2xx", port: 25121) { loop, server in
+            let (agent, trace) = try await makeAgent("alice", on: loop)
+            let call = try await agent.call(SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), offering: testCapabilities(port: 40064))
+            let log = CallEventLog(call)
+            let media = try await log.established()
+            #expect(media.remotePort == 40060)  // fork A's answer
+            let deadline = ContinuousClock.now + .seconds(5)
+            while trace.count("recv", containing: "CSeq: 2 BYE") < 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(trace.count("send", containing: "ACK sip:") == 2)
+            #expect(trace.count("send", containing: "BYE sip:forkB") == 1)
+            #expect(trace.count("recv", containing: "CSeq: 2 BYE") == 1)  // fork B's 200 to our BYE
+            #expect(await call.currentDialog?.id.remoteTag == "forkA1")
+            // Only one call, and it is still up.
+            #expect(!log.events.contains { if case .ended = $0 { true } else { false } })
+            await call.hangUp()
+            #expect(try await log.ended().cause == .localHangup)
+            #expect(trace.count("send", containing: "BYE sip:forkA") == 1)
+            try await agent.endpoint.close()
+        }
+    }
+
     /// Runs a SIPp client scenario against `target` and expects it to complete (exit status 0).
     func runSIPpClient(_ scenario: String, port: Int, target: SocketAddress) async throws {
         let directory = try makeTemporaryDirectory("sipp")

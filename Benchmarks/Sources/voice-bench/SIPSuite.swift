@@ -12,10 +12,25 @@ import VoiceSIP
 struct SIPSuite: SideBySideSuite {
     static let configuration = CommandConfiguration(
         commandName: "sip",
-        abstract: "SIP INVITE parsing: VoiceSIP's parser + validation vs libre's sip_msg_decode (libre0).")
+        abstract: "SIP INVITE parsing: VoiceSIP's parser + validation vs libre's sip_msg_decode (libre0); --load: call setups per second under SIPp.")
     static let suiteName = "sip"
 
     @OptionGroup var options: SideBySideOptions
+    @Flag(help: "Instead of parsing: call setups per second through the engine's loopback UAS under SIPp load (SIPLoad).")
+    var load = false
+    @Option(help: "--load: the call rates tried, in order, until one fails.")
+    var rates = "50,100,200,400,800,1200,1600"
+    @Option(help: "--load: seconds of calls per rate.")
+    var loadSeconds = 2.0
+    @Option(help: "--load: SIPp's local UDP port.")
+    var sippPort = 25200
+
+    mutating func run() throws {
+        guard load else { return try runSideBySide() }
+        let parsed = rates.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
+        guard !parsed.isEmpty else { throw ValidationError("--rates: comma-separated calls per second") }
+        try SIPLoad.run(rates: parsed, seconds: loadSeconds, sippPort: sippPort)
+    }
 
     func makeCases() throws -> [SideBySideCase] {
         guard cb_sip_open() == 0 else {

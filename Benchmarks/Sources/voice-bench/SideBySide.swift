@@ -62,7 +62,10 @@ protocol SideBySideSuite: ParsableCommand {
 }
 
 extension SideBySideSuite {
-    mutating func run() throws {
+    mutating func run() throws { try runSideBySide() }
+
+    /// The side-by-side run, also for a suite whose own `run()` does something else under a flag.
+    func runSideBySide() throws {
         var cases = try makeCases()
         if let filter = options.filter { cases = cases.filter { $0.name.contains(filter) } }
         guard !cases.isEmpty else { throw ValidationError("no operation matches --filter \(options.filter ?? "")") }

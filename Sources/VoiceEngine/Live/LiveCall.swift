@@ -80,6 +80,8 @@ public final class LiveCall: @unchecked Sendable {
         var interruptedDevices: Set<AudioDirection> = []
         var sessionEstablished = false
         var sessionTicking = false
+        /// The keys the media runs with (the configuration's, then the last re-key's).
+        var currentSRTP: MediaStreamSRTP?
     }
 
     /// Creates the call and everything its media path needs (the stream's buffers, codecs and SRTP contexts).
@@ -130,6 +132,7 @@ public final class LiveCall: @unchecked Sendable {
         configuration.deviceFormat = capture.format
         configuration.ntpAtZero = Self.ntpAtMonotonicZero()
         self.configuration = configuration
+        control.withLock { $0.currentSRTP = configuration.srtp }
         self.callID = callID
         self.transport = transport
         self.capture = capture
@@ -163,6 +166,42 @@ public final class LiveCall: @unchecked Sendable {
 
     /// Our SSRC (for logs and signalling).
     public var ssrc: UInt32 { stream.ssrc }
+
+    /// Applies a re-negotiation to the running call — a re-INVITE that holds, resumes or re-keys (VoiceSIP's
+    /// `SIPCall` reports it as `.mediaUpdated`). New SRTP keys (different from the current ones) take over at our
+    /// next packet, and the peer's old key stays accepted until its first packet under the new one. A direction
+    /// that does not send (`recvonly`, `inactive`) stops our RTP at the next frame, RTCP going on; one that sends
+    /// (`sendrecv`, `sendonly`) restarts it. Takes effect on the media thread's next tick (before `start()`: its
+    /// first).
+    ///
+    /// - Throws: ``LiveCallError/stream(_:)`` when libsrtp refuses the new keys.
+    public func updateMedia(srtp: MediaStreamSRTP?, direction: MediaDirection) throws(LiveCallError) {
+        let rekey: MediaStreamRekey?
+        let current = control.withLock { $0.currentSRTP }
+        if let srtp, srtp != current, configuration.srtp != nil {
+            do {
+                rekey = try MediaStreamRekey(srtp, packetCapacity: configuration.maximumDatagramBytes)
+            } catch {
+                throw .stream(.componentFailed(component: "SRTP (re-key)", reason: "\(error)"))
+            }
+        } else {
+            rekey = nil
+        }
+        control.withLock { if let rekey { $0.currentSRTP = rekey.keys } }
+        let sends = direction == .sendrecv || direction == .sendonly
+        shared.pendingUpdate.withLock { pending in
+            // A second update before the tick took the first: keys from the newest that has any.
+            pending = LiveCallMediaUpdate(rekey: rekey ?? pending?.rekey, sends: sends)
+        }
+        shared.updateRequests.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// ``updateMedia(srtp:direction:)`` with what SIP negotiated (`NegotiatedAudio.srtp` and `.direction`).
+    public func updateMedia(_ negotiated: NegotiatedAudio) throws(LiveCallError) {
+        try updateMedia(
+            srtp: negotiated.srtp.map { MediaStreamSRTP(suite: $0.suite, localKey: $0.localKey, remoteKey: $0.remoteKey) },
+            direction: negotiated.direction)
+    }
 
     /// Starts the devices, then the media thread (`voice-media`) and the monitor (on `voice-control`).
     /// - Throws: ``LiveCallError/invalidState(_:)`` when already started or ended,

@@ -10,6 +10,12 @@ import VoiceSession
 
 /// Flags and counters shared between the control plane and the media thread: atomics only, so neither side
 /// ever waits for the other.
+/// A re-INVITE's outcome for the media thread: new keys (nil: unchanged) and whether we send RTP.
+struct LiveCallMediaUpdate: Sendable {
+    var rekey: MediaStreamRekey?
+    var sends: Bool
+}
+
 final class LiveCallShared: Sendable {
     /// Cleared by the control plane to make the thread exit after its current tick.
     let running = Atomic<Bool>(false)
@@ -19,6 +25,10 @@ final class LiveCallShared: Sendable {
     let microphoneOpen = Atomic<Bool>(true)
     /// Incremented by the control plane to ask for a flush of stale buffered audio (after an interruption).
     let flushRequests = Atomic<Int>(0)
+    /// Incremented by the control plane when `pendingUpdate` holds a mid-call change (re-INVITE); the media
+    /// thread takes it the next tick (the lock only then, never in steady state).
+    let updateRequests = Atomic<Int>(0)
+    let pendingUpdate = Mutex<LiveCallMediaUpdate?>(nil)
     /// Set once by the media thread when media flows both ways.
     let established = Atomic<Bool>(false)
     /// Set once by the media thread when the peer's RTCP BYE arrived (it hung up).
@@ -115,6 +125,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var playFrame: AudioFrame
     var captureArmed = false
     var flushesSeen = 0
+    var updatesSeen = 0
     var latched: UDPEndpoint?
     var established = false
     var remoteSentBye = false
@@ -213,6 +224,14 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         if flushes != flushesSeen {
             flushesSeen = flushes
             flush()
+        }
+        let updates = shared.updateRequests.load(ordering: .acquiring)
+        if updates != updatesSeen {
+            updatesSeen = updates
+            if let update = shared.pendingUpdate.withLock({ $0.take() }) {
+                if let rekey = update.rekey { stream.rekey(rekey, now: now) }
+                stream.isOnHold = !update.sends
+            }
         }
         receive(paused: paused)
         drivenCapture?.tick()

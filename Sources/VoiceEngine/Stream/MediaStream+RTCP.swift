@@ -51,6 +51,7 @@ extension MediaStream {
         }
         packets.append(.sourceDescription(RTCPSourceDescription(ssrc: ssrc, cname: cname)))
         if bye { packets.append(.bye(RTCPBye(ssrcs: [ssrc]))) }
+        switchOutboundKeyIfDue(now: now)
         let buffer = UnsafeMutableRawBufferPointer(rtcpBuffer)
         let size = packets.reduce(0) { $0 + $1.serializedLength }
         let trailer = srtpOut?.rtcpOverhead ?? 0

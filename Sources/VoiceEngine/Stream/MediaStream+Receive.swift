@@ -66,7 +66,7 @@ extension MediaStream {
         var length = n
         if let srtp = srtpIn {
             do {
-                length = try srtp.unprotect(buffer, length: n)
+                length = try unprotectAcrossRekey(srtp, buffer, length: n)
             } catch {
                 switch error {
                 case .authenticationFailed: stats.drops.authenticationFailed += 1
@@ -116,7 +116,7 @@ extension MediaStream {
         var length = n
         if let srtp = srtpIn {
             do {
-                length = try srtp.unprotectRTCP(buffer, length: n)
+                length = try unprotectAcrossRekey(srtp, buffer, length: n, rtcp: true)
             } catch {
                 switch error {
                 case .authenticationFailed, .replayFail, .replayOld:

@@ -99,6 +99,7 @@ extension MediaStream {
             payload: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length]),
             ticks: frameTicks,
             into: buffer)
+        switchOutboundKeyIfDue(now: now)
         if let srtp = srtpOut {
             do {
                 packetLength = try srtp.protect(buffer, length: packetLength)

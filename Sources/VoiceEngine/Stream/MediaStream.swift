@@ -56,8 +56,15 @@ public final class MediaStream {
     let playoutResampler: Resampler?
     let echoCanceller: EchoCanceller?
     var packetizer: RTPPacketizer
-    let srtpOut: SRTPSession?
-    let srtpIn: SRTPSession?
+    /// Replaced by `rekey(_:)`; until the peer's first packet under its new key passes, its old key is
+    /// `retiringSRTPIn` and `rekeyBuffer`'s scratch keeps a copy of each packet for a second try with it.
+    var srtpOut: SRTPSession?
+    var srtpIn: SRTPSession?
+    var retiringSRTPIn: SRTPSession?
+    /// Our next outbound key and when it takes over at the latest (`rekey(_:now:)`).
+    var pendingSRTPOut: (session: SRTPSession, deadline: Int64)?
+    /// The last re-key (its scratch buffer) while its old inbound key is still accepted.
+    var rekeyBuffer: MediaStreamRekey?
     var receiveStatistics = ReceiveStatistics(clockRate: OpusRTP.clockRate)
     var scheduler: RTCPScheduler
     var random: SeededGenerator

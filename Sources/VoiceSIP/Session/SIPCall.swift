@@ -73,6 +73,10 @@ public final class SIPCall: @unchecked Sendable {
     private var pendingUpdateNegotiated: NegotiatedAudio?
     /// Our re-INVITE is in progress (a crossing one from the peer gets 491).
     private var reinviting = false
+    /// Outgoing: the ACK and dialog of each other fork's 2xx, by its To tag (ended with BYE, ACKed again on
+    /// retransmission), and 2xx that came before the first one was handled.
+    private var forkAcknowledgements: [String: (ack: SIPMessage, dialog: SIPDialog)] = [:]
+    private var overtakingResponses: [SIPMessage] = []
 
     init(outgoing invite: SIPMessage, offer: SessionDescription, capabilities: AudioCapabilities, peer: SIPPeer, contact: SIPURI, agent: SIPUserAgent) {
         direction = .outgoing
@@ -171,6 +175,11 @@ public final class SIPCall: @unchecked Sendable {
             self.dialog = dialog
             ackOfInvite = ack
             send(ack)
+            do {  // 2xx of other forks that came before this one
+                let overtaking = overtakingResponses
+                overtakingResponses = []
+                for response in overtaking { receivedStray(response) }
+            }
         } catch {
             end(SIPCallEnd(.failed, statusCode: code, reasonPhrase: "2xx without a dialog: \(error)"))
             return
@@ -211,10 +220,35 @@ public final class SIPCall: @unchecked Sendable {
         _ = endpoint.request(cancel, to: invitePeer!)
     }
 
-    /// A 2xx retransmitted after the INVITE transaction ended: our ACK was lost, so it is sent again (§13.2.2.4).
+    /// A 2xx after the one that made our dialog (§13.2.2.4). From the same fork (same To tag) it is a
+    /// retransmission: our ACK was lost, so it is sent again. From another fork (a proxy forked the INVITE and a
+    /// second phone answered too) it makes a dialog of its own: that one is ACKed and ended with a BYE, ours is
+    /// kept; its retransmissions get the same ACK again. One that overtakes the first 2xx on its way to
+    /// `finalResponse` waits there.
     func receivedStray(_ response: SIPMessage) {
-        guard response.cseq?.method == .invite, let code = response.statusCode, (200...299).contains(code) else { return }
-        if let ack = ackOfInvite, response.cseq?.sequence == ack.cseq?.sequence { send(ack) }
+        guard response.cseq?.method == .invite, let code = response.statusCode, (200...299).contains(code),
+            direction == .outgoing, let tag = response.to?.tag
+        else { return }
+        guard let ack = ackOfInvite, let dialog else {
+            if phase == .early { overtakingResponses.append(response) }
+            return
+        }
+        if tag == dialog.id.remoteTag {
+            if response.cseq?.sequence == ack.cseq?.sequence { send(ack) }
+            return
+        }
+        if let forkAck = forkAcknowledgements[tag] {
+            send(forkAck.ack, along: forkAck.dialog)
+            return
+        }
+        guard var fork = try? SIPDialog.uac(invite: inviteAsSent(response), response: response) else { return }
+        let forkAck = fork.makeAck(inviteSequence: response.cseq?.sequence ?? 1, contact: contact)
+        let bye = fork.makeRequest(.bye, contact: contact, headers: [("Reason", "SIP;cause=200;text=\"Call answered elsewhere\"")])
+        forkAcknowledgements[tag] = (forkAck, fork)
+        send(forkAck, along: fork)
+        guard let peer = try? SIPPeer.resolving(fork.nextHop, transport: agent.configuration.transport) else { return }
+        let sender = agent.sender
+        Task { _ = try? await sender.send(bye, to: peer) }
     }
 
     // MARK: Incoming
@@ -619,7 +653,12 @@ public final class SIPCall: @unchecked Sendable {
     // MARK: Helpers
 
     private func send(_ request: SIPMessage) {
-        guard let dialog, let peer = try? SIPPeer.resolving(dialog.nextHop, transport: agent.configuration.transport) else { return }
+        guard let dialog else { return }
+        send(request, along: dialog)
+    }
+
+    private func send(_ request: SIPMessage, along dialog: SIPDialog) {
+        guard let peer = try? SIPPeer.resolving(dialog.nextHop, transport: agent.configuration.transport) else { return }
         endpoint.sendStateless(request, to: peer)
     }
 

@@ -169,13 +169,16 @@ public final class SIPUserAgent: @unchecked Sendable {
 }
 
 extension SIPPeer {
-    /// The transport address of `uri` (an IP literal host; the `transport` parameter, else `transport`; port 5060
-    /// by default). Host names are resolved with the system resolver.
+    /// The transport address of `uri` (an IP literal host; the `transport` parameter, else TLS for a `sips:` URI,
+    /// else `transport`; port 5060, or 5061 over TLS, by default). Host names are resolved with the system resolver
+    /// and kept as the `serverName` a TLS certificate must carry (RFC 5922).
     public static func resolving(_ uri: SIPURI, transport: SIPTransportKind) throws -> SIPPeer {
-        let kind = uri.parameters[parameter: "transport"].flatMap { SIPTransportKind(rawValue: $0.uppercased()) } ?? transport
+        let named = uri.parameters[parameter: "transport"].flatMap { SIPTransportKind(rawValue: $0.uppercased()) }
+        let kind = named ?? (uri.scheme == .sips ? .tls : transport)
         let host = uri.host.hasPrefix("[") ? String(uri.host.dropFirst().dropLast()) : uri.host
         do {
-            return SIPPeer(kind, try SocketAddress.makeAddressResolvingHost(host, port: uri.port ?? 5060))
+            let address = try SocketAddress.makeAddressResolvingHost(host, port: uri.port ?? (kind == .tls ? 5061 : 5060))
+            return SIPPeer(kind, address, serverName: host.isIPAddressLiteral ? nil : host)
         } catch {
             throw SIPError(.transport, "cannot resolve \(uri.host): \(error)")
         }

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// Settings of a `SIPEndpoint`.
 public struct SIPEndpointConfiguration: Sendable {
@@ -7,19 +8,24 @@ public struct SIPEndpointConfiguration: Sendable {
     public var maximumMessageBytes: Int
     /// `User-Agent` added to requests that have none (nil: none added).
     public var userAgent: String?
-    /// When set, every open TCP connection gets an RFC 5626 CRLF CRLF ping this often, so that NATs and the
-    /// server keep it open and an incoming INVITE can come back on it.
+    /// When set, every open TCP or TLS connection, and every UDP peer named with `keepAlive(_:)` (a registrar,
+    /// as `SIPRegistration` does), gets an RFC 5626 CRLF CRLF ping this often, so that NATs and the server keep the
+    /// binding open and an incoming INVITE can come back through it.
     public var keepaliveInterval: TimeAmount?
+    /// Trust roots for TLS connections we open, and our certificate for a TLS listener. Nil: TLS peers get a
+    /// `SIPError.Kind.tls` failure (no TLS without a decision on whom to trust).
+    public var tls: SIPTLSConfiguration?
 
     public init(
         timers: SIPTimerConfiguration = SIPTimerConfiguration(),
         maximumMessageBytes: Int = SIPMessageParser.defaultMaximumMessageBytes,
-        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil
+        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil, tls: SIPTLSConfiguration? = nil
     ) {
         self.timers = timers
         self.maximumMessageBytes = maximumMessageBytes
         self.userAgent = userAgent
         self.keepaliveInterval = keepaliveInterval
+        self.tls = tls
     }
 }
 
@@ -38,13 +44,15 @@ public struct SIPTransportStatistics: Equatable, Sendable {
     /// Malformed messages counted and dropped (RFC 3261 §18.3: a UDP datagram is discarded; a stream is closed).
     public var malformedDropped = 0
     public var keepalivePongsReceived = 0
+    /// CRLF CRLF pings sent to UDP peers (`keepAlive(_:)`).
+    public var keepalivesSent = 0
     public var connectionsOpened = 0
     public var connectionsAccepted = 0
     /// Why the last message was dropped.
     public var lastDropReason: String?
 }
 
-/// A SIP user agent's transport and transaction layers on one NIO event loop: UDP and TCP listeners (IPv4 or IPv6),
+/// A SIP user agent's transport and transaction layers on one NIO event loop: UDP, TCP and TLS listeners (IPv4 or IPv6),
 /// connections reused per remote address in both directions, Via `received`/`rport` stamping (RFC 3261 §18.2.1,
 /// RFC 3581), transaction timers scheduled on the loop, CRLF keepalives.
 ///
@@ -56,7 +64,11 @@ public final class SIPEndpoint: @unchecked Sendable {
     private let origin = NIODeadline.now()
     private var udpChannel: (any Channel)?
     private var tcpListener: (any Channel)?
-    private var connections: [SocketAddress: EventLoopFuture<any Channel>] = [:]
+    private var tlsListener: (any Channel)?
+    private let tlsContexts: SIPTLSContexts?
+    /// Open stream connections, one per transport and remote address, whichever side opened them. A TLS one is
+    /// listed from the connect on but its future completes only after the handshake.
+    private var connections: [ConnectionKey: EventLoopFuture<any Channel>] = [:]
     private var pending: [SIPTransactionID: (promise: EventLoopPromise<SIPMessage>, provisional: (@Sendable (SIPMessage) -> Void)?)] = [:]
     private var requestHandler: (@Sendable (SIPIncomingRequest) -> Void)?
     private var strayResponseHandler: (@Sendable (SIPMessage) -> Void)?
@@ -64,26 +76,59 @@ public final class SIPEndpoint: @unchecked Sendable {
     private var timerTask: Scheduled<Void>?
     private var scheduledDeadline: SIPInstant?
     private var keepaliveTask: RepeatedTask?
+    /// UDP peers whose NAT binding we keep open (our registrars).
+    private var keepaliveTargets: Set<SIPPeer> = []
     private var _statistics = SIPTransportStatistics()
     private var branchCounter: UInt64 = 0
     private let branchPrefix: String
 
-    private init(eventLoop: any EventLoop, configuration: SIPEndpointConfiguration) {
+    private struct ConnectionKey: Hashable {
+        var transport: SIPTransportKind
+        var address: SocketAddress
+    }
+
+    private init(eventLoop: any EventLoop, configuration: SIPEndpointConfiguration, tlsContexts: SIPTLSContexts?) {
         self.eventLoop = eventLoop
         self.configuration = configuration
+        self.tlsContexts = tlsContexts
         self.layer = SIPTransactionLayer(configuration: configuration.timers)
         self.branchPrefix = SIPRandomToken.make()
     }
 
-    /// Binds the listeners asked for (port 0: any free port) and starts the endpoint.
+    /// Binds the listeners asked for (port 0: any free port) and starts the endpoint. A TLS listener needs
+    /// `configuration.tls` with a certificate; a bad TLS configuration throws `SIPError.Kind.tls`.
     public static func start(
-        on eventLoop: any EventLoop, udp: SocketAddress? = nil, tcp: SocketAddress? = nil,
+        on eventLoop: any EventLoop, udp: SocketAddress? = nil, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
         configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
     ) async throws -> SIPEndpoint {
-        let endpoint = SIPEndpoint(eventLoop: eventLoop, configuration: configuration)
+        try await start(on: eventLoop, udp: udp.map(UDPSocket.address), tcp: tcp, tls: tls, configuration: configuration)
+    }
+
+    /// As `start(on:udp:tcp:tls:configuration:)` with a UDP socket made and bound by the caller (one from a
+    /// socket-activation manager, or made inside another network namespace). The endpoint owns and closes it.
+    public static func start(
+        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
+        configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
+    ) async throws -> SIPEndpoint {
+        try await start(on: eventLoop, udp: .descriptor(descriptor), tcp: tcp, tls: tls, configuration: configuration)
+    }
+
+    private enum UDPSocket {
+        case address(SocketAddress)
+        case descriptor(CInt)
+    }
+
+    private static func start(
+        on eventLoop: any EventLoop, udp: UDPSocket?, tcp: SocketAddress?, tls: SocketAddress?, configuration: SIPEndpointConfiguration
+    ) async throws -> SIPEndpoint {
+        let contexts = try configuration.tls.map(SIPTLSContexts.init)
+        if tls != nil && contexts?.server == nil {
+            throw SIPError(.tls, "a TLS listener needs SIPTLSConfiguration.certificateChainFile and privateKeyFile")
+        }
+        let endpoint = SIPEndpoint(eventLoop: eventLoop, configuration: configuration, tlsContexts: contexts)
         do {
             if let udp {
-                let channel = try await DatagramBootstrap(group: eventLoop)
+                let bootstrap = DatagramBootstrap(group: eventLoop)
                     .channelOption(.socketOption(.so_reuseaddr), value: 1)
                     .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
                     .channelInitializer { channel in
@@ -91,7 +136,11 @@ public final class SIPEndpoint: @unchecked Sendable {
                             try channel.pipeline.syncOperations.addHandler(SIPDatagramHandler(sink: endpoint))
                         }
                     }
-                    .bind(to: udp).get()
+                let channel: any Channel
+                switch udp {
+                case .address(let address): channel = try await bootstrap.bind(to: address).get()
+                case .descriptor(let descriptor): channel = try await bootstrap.withBoundSocket(descriptor).get()
+                }
                 try await eventLoop.submit { endpoint.udpChannel = channel }.get()
             }
             if let tcp {
@@ -101,11 +150,27 @@ public final class SIPEndpoint: @unchecked Sendable {
                     .childChannelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true))
-                            endpoint.accepted(channel)
+                            endpoint.accepted(channel, transport: .tcp)
                         }
                     }
                     .bind(to: tcp).get()
                 try await eventLoop.submit { endpoint.tcpListener = listener }.get()
+            }
+            if let tls, let serverContext = contexts?.server {
+                let maximum = configuration.maximumMessageBytes
+                let listener = try await ServerBootstrap(group: eventLoop)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            let pipeline = channel.pipeline.syncOperations
+                            try pipeline.addHandler(NIOSSLServerHandler(context: serverContext))
+                            try pipeline.addHandler(
+                                SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true, transport: .tls))
+                            endpoint.accepted(channel, transport: .tls)
+                        }
+                    }
+                    .bind(to: tls).get()
+                try await eventLoop.submit { endpoint.tlsListener = listener }.get()
             }
         } catch {
             try? await endpoint.close()
@@ -124,15 +189,23 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// The bound address of the listener of `transport` (its port when bound to port 0).
     public func localAddress(_ transport: SIPTransportKind) async -> SocketAddress? {
         try? await eventLoop.submit {
-            (transport == .udp ? self.udpChannel : self.tcpListener)?.localAddress
+            self.listener(transport)?.localAddress
         }.get()
+    }
+
+    private func listener(_ transport: SIPTransportKind) -> (any Channel)? {
+        switch transport {
+        case .udp: udpChannel
+        case .tcp: tcpListener
+        case .tls: tlsListener
+        }
     }
 
     public func statistics() async -> SIPTransportStatistics {
         (try? await eventLoop.submit { self._statistics }.get()) ?? SIPTransportStatistics()
     }
 
-    /// Open TCP connections (accepted and initiated), one per remote address.
+    /// Open TCP and TLS connections (accepted and initiated), one per transport and remote address.
     public func connectionCount() async -> Int {
         (try? await eventLoop.submit { self.connections.count }.get()) ?? 0
     }
@@ -191,6 +264,18 @@ public final class SIPEndpoint: @unchecked Sendable {
         }
     }
 
+    /// Keeps the NAT binding towards UDP `peer` open with a CRLF CRLF ping every `keepaliveInterval` (nothing
+    /// without one; TCP and TLS connections are pinged anyway). `SIPRegistration` calls it for its registrar.
+    public func keepAlive(_ peer: SIPPeer) {
+        guard peer.transport == .udp else { return }
+        eventLoop.execute { self.keepaliveTargets.insert(peer) }
+    }
+
+    /// Stops the pings of `keepAlive(_:)` (after an unregister).
+    public func stopKeepalive(_ peer: SIPPeer) {
+        eventLoop.execute { self.keepaliveTargets.remove(peer) }
+    }
+
     /// Sends an RFC 5626 CRLF CRLF ping to `peer` (a NAT binding refresh over UDP, a liveness check over TCP).
     public func sendKeepalive(to peer: SIPPeer) {
         eventLoop.execute { self.writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil) }
@@ -200,7 +285,7 @@ public final class SIPEndpoint: @unchecked Sendable {
     public func makeVia(for transport: SIPTransportKind) -> SIPVia {
         eventLoop.preconditionInEventLoop()
         branchCounter += 1
-        let local = (transport == .udp ? udpChannel?.localAddress : tcpListener?.localAddress)
+        let local = listener(transport)?.localAddress
         return SIPVia(
             transport: transport.rawValue, host: local.map(hostText) ?? "127.0.0.1", port: local?.port,
             branch: "\(SIPVia.magicCookie)\(branchPrefix)\(branchCounter)", parameters: [SIPParameter("rport")])
@@ -212,7 +297,7 @@ public final class SIPEndpoint: @unchecked Sendable {
             self.keepaliveTask?.cancel()
             for (_, entry) in self.pending { entry.promise.fail(SIPError(.transport, "endpoint closed")) }
             self.pending.removeAll()
-            var open: [any Channel] = [self.udpChannel, self.tcpListener].compactMap { $0 }
+            var open: [any Channel] = [self.udpChannel, self.tcpListener, self.tlsListener].compactMap { $0 }
             for future in self.connections.values {
                 future.whenSuccess { $0.close(promise: nil) }
             }
@@ -304,47 +389,96 @@ public final class SIPEndpoint: @unchecked Sendable {
         switch peer.transport {
         case .udp:
             guard let udpChannel else {
-                transportFailed(id, reason: "no UDP listener")
+                transportFailed(id, error: SIPError(.transport, "no UDP listener"))
                 return
             }
             written = udpChannel.writeAndFlush(AddressedEnvelope(remoteAddress: peer.address, data: buffer))
-        case .tcp:
-            written = connection(to: peer.address).flatMap { $0.writeAndFlush(buffer) }
+        case .tcp, .tls:
+            written = connection(to: peer).flatMap { $0.writeAndFlush(buffer) }
         }
-        written.whenFailure { error in self.transportFailed(id, reason: "\(error)") }
+        written.whenFailure { error in self.transportFailed(id, error: error) }
     }
 
-    private func transportFailed(_ id: SIPTransactionID?, reason: String) {
-        _statistics.lastDropReason = "send failed: \(reason)"
+    /// A send failed. A request's transaction ends with the 503 of RFC 3261 §8.1.3.1, except when TLS refused the
+    /// peer: then its future fails with that `SIPError.Kind.tls`, so that an untrusted server is not mistaken for an
+    /// overloaded one.
+    private func transportFailed(_ id: SIPTransactionID?, error: any Error) {
+        _statistics.lastDropReason = "send failed: \(error)"
         guard let id else { return }
+        if let tlsError = error as? SIPError, tlsError.kind == .tls, let entry = pending.removeValue(forKey: id) {
+            entry.promise.fail(tlsError)
+            _ = layer.transportFailed(client: id)  // ends the transaction; its 503 has nobody left to go to
+            rescheduleTimer()
+            return
+        }
         perform(layer.transportFailed(client: id))
     }
 
-    /// The connection to `address`: an open one (ours or accepted from it) is reused (RFC 3261 §18.1.1).
-    private func connection(to address: SocketAddress) -> EventLoopFuture<any Channel> {
-        if let existing = connections[address] { return existing }
+    /// The connection to `peer`: an open one (ours or accepted from it) is reused (RFC 3261 §18.1.1). A TLS
+    /// connection is ready once its handshake has checked the server's certificate against our trust roots.
+    private func connection(to peer: SIPPeer) -> EventLoopFuture<any Channel> {
+        let key = ConnectionKey(transport: peer.transport, address: peer.address)
+        if let existing = connections[key] { return existing }
+        let tlsContext: SIPTLSContexts?
+        if peer.transport == .tls {
+            guard let tlsContexts else {
+                return eventLoop.makeFailedFuture(SIPError(.tls, "no TLS configuration (SIPEndpointConfiguration.tls) for \(peer)"))
+            }
+            tlsContext = tlsContexts
+        } else {
+            tlsContext = nil
+        }
         let maximum = configuration.maximumMessageBytes
-        let future = ClientBootstrap(group: eventLoop)
+        let handshake = eventLoop.makePromise(of: Void.self)
+        let connected = ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: self, maximumMessageBytes: maximum, accepted: false))
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tlsContext {
+                        do {
+                            try pipeline.addHandler(try tlsContext.clientHandler(for: peer))
+                        } catch {
+                            throw SIPError(.tls, "cannot start TLS to \(peer): \(error)")
+                        }
+                        try pipeline.addHandler(SIPTLSHandshakeHandler(handshake: handshake, peer: peer.description))
+                    }
+                    try pipeline.addHandler(
+                        SIPStreamHandler(sink: self, maximumMessageBytes: maximum, accepted: false, transport: peer.transport))
                 }
             }
-            .connect(to: address)
-        connections[address] = future
+            .connect(to: peer.address)
+        let future: EventLoopFuture<any Channel>
+        if tlsContext != nil {
+            connected.whenFailure { handshake.fail($0 as? SIPError ?? SIPError(.tls, "TLS connection to \(peer) failed: \($0)")) }
+            future = connected.and(handshake.futureResult).map { channel, _ in channel }
+            // A refused handshake leaves nothing to reuse.
+            future.whenFailure { _ in connected.whenSuccess { $0.close(promise: nil) } }
+        } else {
+            handshake.succeed(())
+            future = connected
+        }
+        connections[key] = future
         _statistics.connectionsOpened += 1
-        future.whenFailure { _ in self.connections[address] = nil }
+        future.whenFailure { _ in
+            if self.connections[key] === future { self.connections[key] = nil }
+        }
         return future
     }
 
-    fileprivate func accepted(_ channel: any Channel) {
+    fileprivate func accepted(_ channel: any Channel, transport: SIPTransportKind) {
         _statistics.connectionsAccepted += 1
-        if let remote = channel.remoteAddress { connections[remote] = eventLoop.makeSucceededFuture(channel) }
+        if let remote = channel.remoteAddress {
+            connections[ConnectionKey(transport: transport, address: remote)] = eventLoop.makeSucceededFuture(channel)
+        }
     }
 
     private func pingConnections() {
-        for address in connections.keys { writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: SIPPeer(.tcp, address), failing: nil) }
+        for key in connections.keys { writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: SIPPeer(key.transport, key.address), failing: nil) }
+        for peer in keepaliveTargets {
+            _statistics.keepalivesSent += 1
+            writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil)
+        }
     }
 }
 
@@ -368,7 +502,7 @@ extension SIPEndpoint: SIPTransportSink {
     }
 
     func transport(closed channel: any Channel, peer: SIPPeer) {
-        connections[peer.address] = nil
+        connections[ConnectionKey(transport: peer.transport, address: peer.address)] = nil
     }
 }
 

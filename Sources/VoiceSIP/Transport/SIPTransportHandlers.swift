@@ -4,19 +4,27 @@ import NIOCore
 public enum SIPTransportKind: String, Hashable, Sendable, CaseIterable {
     case udp = "UDP"
     case tcp = "TCP"
+    /// TCP with TLS (RFC 3261 §26.2): framed and reused like TCP; `sips:` URIs and `transport=tls` select it.
+    case tls = "TLS"
 
     /// Over TCP (and TLS) nothing is retransmitted and the absorbing timers are zero.
     public var isReliable: Bool { self != .udp }
+    /// TCP and TLS carry a byte stream that `SIPStreamFramer` cuts into messages.
+    public var isStream: Bool { self != .udp }
 }
 
 /// A peer as the transport addresses it: the transport and the remote socket address.
 public struct SIPPeer: Hashable, Sendable, CustomStringConvertible {
     public var transport: SIPTransportKind
     public var address: SocketAddress
+    /// For TLS: the host name the server's certificate must carry (RFC 5922 §7.2: the domain of the SIP or SIPS
+    /// URI), sent as SNI. Nil (or an IP literal): the certificate must name the IP address connected to.
+    public var serverName: String?
 
-    public init(_ transport: SIPTransportKind, _ address: SocketAddress) {
+    public init(_ transport: SIPTransportKind, _ address: SocketAddress, serverName: String? = nil) {
         self.transport = transport
         self.address = address
+        self.serverName = serverName
     }
 
     public var description: String { "\(transport.rawValue.lowercased()):\(address)" }
@@ -62,7 +70,7 @@ final class SIPDatagramHandler: ChannelInboundHandler {
     }
 }
 
-/// TCP: messages delimited by Content-Length (`SIPStreamFramer`); on an accepted connection a CRLF CRLF ping is
+/// TCP and TLS (under the TLS handler): messages delimited by Content-Length (`SIPStreamFramer`); on an accepted connection a CRLF CRLF ping is
 /// answered with a CRLF pong (RFC 5626 §4.4.1). On a connection we opened only pongs come back, and two pongs read
 /// together look like a ping, so there every CRLF pair counts as a pong. A framing error loses the stream's
 /// synchronization, so the connection is closed.
@@ -73,15 +81,17 @@ final class SIPStreamHandler: ChannelInboundHandler {
     private var framer: SIPStreamFramer
     private var peer: SIPPeer?
     private let answersPings: Bool
+    private let transport: SIPTransportKind
 
-    init(sink: any SIPTransportSink, maximumMessageBytes: Int, accepted: Bool) {
+    init(sink: any SIPTransportSink, maximumMessageBytes: Int, accepted: Bool, transport: SIPTransportKind = .tcp) {
         self.sink = sink
         self.framer = SIPStreamFramer(maximumMessageBytes: maximumMessageBytes)
         self.answersPings = accepted
+        self.transport = transport
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if let remote = context.channel.remoteAddress { peer = SIPPeer(.tcp, remote) }
+        if let remote = context.channel.remoteAddress { peer = SIPPeer(transport, remote) }
         context.fireChannelActive()
     }
 
@@ -93,7 +103,7 @@ final class SIPStreamHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = Self.unwrapInboundIn(data)
         framer.append(buffer.readableBytesView)
-        guard let peer = peer ?? context.channel.remoteAddress.map({ SIPPeer(.tcp, $0) }) else { return }
+        guard let peer = peer ?? context.channel.remoteAddress.map({ SIPPeer(transport, $0) }) else { return }
         do {
             while let frame = try framer.next() {
                 switch frame {
@@ -117,7 +127,7 @@ final class SIPStreamHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        sink?.transport(dropped: SIPError(.transport, "TCP error: \(error)"), from: peer)
+        sink?.transport(dropped: SIPError(transport == .tls ? .tls : .transport, "\(transport.rawValue) error: \(error)"), from: peer)
         context.close(promise: nil)
     }
 }

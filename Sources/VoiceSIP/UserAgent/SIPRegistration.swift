@@ -83,6 +83,10 @@ public actor SIPRegistration {
                 statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
                 grantedExpires: (200...299).contains(code) ? (requested == 0 ? 0 : granted) : 0, contacts: contacts)
             last = result
+            // A binding through a NAT lives only as long as the NAT's mapping: keep it warm while registered.
+            if result.succeeded {
+                if requested == 0 { sender.endpoint.stopKeepalive(configuration.server) } else { sender.endpoint.keepAlive(configuration.server) }
+            }
             return result
         }
         throw SIPError(.inconsistent, "registrar asked twice for a longer Expires")

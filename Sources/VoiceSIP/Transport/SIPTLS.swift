@@ -1,0 +1,132 @@
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// TLS settings of a `SIPEndpoint` (RFC 3261 §26.2, RFC 5922): whom we trust when we connect, and what we present
+/// when we accept. Paths are PEM files.
+public struct SIPTLSConfiguration: Sendable {
+    /// The certificate authorities a server's certificate must chain to.
+    public enum TrustRoots: Sendable, Equatable {
+        /// The system's store (what a client uses against a public SIP service).
+        case system
+        /// The certificates in one PEM file (a private CA; tests make one with openssl).
+        case pemFile(String)
+    }
+
+    public var trustRoots: TrustRoots
+    /// When false the server's certificate is not checked at all: for trying a server by hand, never a default.
+    public var verifiesServerCertificate: Bool
+    /// Our certificate chain and key, PEM: required for a TLS listener, and presented as a client certificate when
+    /// a server asks for one.
+    public var certificateChainFile: String?
+    public var privateKeyFile: String?
+
+    public init(
+        trustRoots: TrustRoots = .system, verifiesServerCertificate: Bool = true, certificateChainFile: String? = nil,
+        privateKeyFile: String? = nil
+    ) {
+        self.trustRoots = trustRoots
+        self.verifiesServerCertificate = verifiesServerCertificate
+        self.certificateChainFile = certificateChainFile
+        self.privateKeyFile = privateKeyFile
+    }
+}
+
+/// The client and server contexts made once from a `SIPTLSConfiguration` (loading the PEM files and building the
+/// trust store is the expensive part, so connections only make a handler from them).
+struct SIPTLSContexts: Sendable {
+    let client: NIOSSLContext
+    let server: NIOSSLContext?
+
+    init(_ configuration: SIPTLSConfiguration) throws {
+        do {
+            var identity: (chain: [NIOSSLCertificateSource], key: NIOSSLPrivateKeySource)?
+            if let chainFile = configuration.certificateChainFile {
+                guard let keyFile = configuration.privateKeyFile else {
+                    throw SIPError(.tls, "a TLS certificate chain needs its private key file")
+                }
+                identity = (try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) }, .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+            }
+            var client = TLSConfiguration.makeClientConfiguration()
+            client.minimumTLSVersion = .tlsv12
+            client.certificateVerification = configuration.verifiesServerCertificate ? .fullVerification : .none
+            switch configuration.trustRoots {
+            case .system: client.trustRoots = .default
+            case .pemFile(let path): client.trustRoots = .file(path)
+            }
+            if let identity {
+                client.certificateChain = identity.chain
+                client.privateKey = identity.key
+            }
+            self.client = try NIOSSLContext(configuration: client)
+            if let identity {
+                var server = TLSConfiguration.makeServerConfiguration(certificateChain: identity.chain, privateKey: identity.key)
+                server.minimumTLSVersion = .tlsv12
+                self.server = try NIOSSLContext(configuration: server)
+            } else {
+                self.server = nil
+            }
+        } catch let error as SIPError {
+            throw error
+        } catch {
+            throw SIPError(.tls, "cannot load the TLS configuration: \(error)")
+        }
+    }
+
+    /// The handler of a connection we open to `peer`: SNI and name check against `peer.serverName` when it is a
+    /// host name, else the certificate must name the IP address connected to (NIOSSL checks the IP SAN then).
+    func clientHandler(for peer: SIPPeer) throws -> NIOSSLClientHandler {
+        let name = peer.serverName.flatMap { $0.isIPAddressLiteral ? nil : $0 }
+        return try NIOSSLClientHandler(context: client, serverHostname: name)
+    }
+}
+
+/// Completes `handshake` when the TLS handshake of its channel has finished, or fails it with a `SIPError` of kind
+/// `.tls` saying why (an untrusted or misnamed certificate above all), so that a request over a connection that
+/// never became secure fails with that error rather than a bare "connection closed".
+final class SIPTLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let handshake: EventLoopPromise<Void>
+    private let peer: String
+
+    init(handshake: EventLoopPromise<Void>, peer: String) {
+        self.handshake = handshake
+        self.peer = peer
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            handshake.succeed(())
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        handshake.fail(SIPError(.tls, "TLS handshake with \(peer) failed: \(Self.describe(error))"))
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        handshake.fail(SIPError(.tls, "TLS connection to \(peer) closed before the handshake completed"))
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        handshake.fail(SIPError(.tls, "TLS connection to \(peer) closed before the handshake completed"))
+    }
+
+    /// BoringSSL's error queue (e.g. CERTIFICATE_VERIFY_FAILED) or NIOSSL's hostname failure, in words.
+    static func describe(_ error: any Error) -> String {
+        if case NIOSSLError.handshakeFailed(let reason) = error { return "\(reason)" }
+        return "\(error)"
+    }
+}
+
+extension String {
+    /// An IPv4 or IPv6 literal (brackets allowed): verified against the certificate's IP SANs, never sent as SNI.
+    var isIPAddressLiteral: Bool {
+        let bare = hasPrefix("[") && hasSuffix("]") ? String(dropFirst().dropLast()) : self
+        return (try? SocketAddress(ipAddress: bare, port: 0)) != nil
+    }
+}

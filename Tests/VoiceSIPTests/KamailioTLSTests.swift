@@ -1,0 +1,99 @@
+import Foundation
+import NIOCore
+import Testing
+import VoiceEngine
+import VoiceSIP
+
+let kamailioTLSModule = "/usr/lib/x86_64-linux-gnu/kamailio/modules/tls.so"
+
+/// Kamailio's tls module as the TLS peer (Makefile: kamailio-tls-modules): REGISTER and a call over TLS through it,
+/// and a server certificate that our trust root does not vouch for refused with `SIPError.Kind.tls`. Ports
+/// 25160–25167 (TLS on the port after each).
+extension KamailioTests {
+    static var tlsAvailable: Bool { FileManager.default.fileExists(atPath: kamailioTLSModule) && TestCertificates.isAvailable }
+
+    @Test("REGISTER over TLS with digest", .enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"),
+          arguments: [("IPv4", 25160), ("IPv6", 25162)])
+    func registerOverTLS(family: String, port: Int) async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withKamailio(port: port, tls: pki) { loop, _ in
+            let server = try SocketAddress(ipAddress: loopback(family), port: port + 1)
+            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: .tls, tls: pki.trustingConfiguration)
+            let first = try await registration.register()
+            #expect(first.statusCode == 200, "\(first)")
+            #expect(first.contacts.contains { if case .address(let a) = $0 { a.uri.parameters[parameter: "transport"] == "tls" } else { false } })
+            #expect(trace.count("send", containing: "SIP/2.0/TLS") == 2)  // challenged once, then authenticated
+            #expect(try await registration.register().statusCode == 200)
+            #expect(try await registration.unregister().statusCode == 200)
+            // One TLS connection carried all five requests.
+            #expect(await endpoint.statistics().connectionsOpened == 1)
+            try await endpoint.close()
+        }
+    }
+
+    @Test(.enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"))
+    func untrustedKamailioCertificateIsATypedError() async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withKamailio(port: 25164, tls: pki) { loop, _ in
+            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25165)
+            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: .tls, tls: pki.distrustingConfiguration)
+            let error = await #expect(throws: SIPError.self) { _ = try await registration.register() }
+            #expect(error?.kind == .tls)
+            #expect(error?.reason.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(String(describing: error))")
+            #expect(trace.count("recv", containing: "SIP/2.0") == 0)
+            try await endpoint.close()
+        }
+    }
+
+    /// alice and bob register over TLS; alice calls bob through Kamailio, which reaches bob over the TLS connection
+    /// he registered on; bob answers, alice hangs up.
+    @Test(.enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"))
+    func callOverTLSThroughKamailio() async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withKamailio(port: 25166, tls: pki) { loop, _ in
+            let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25167)
+            var agents: [(SIPUserAgent, TraceRecorder)] = []
+            for user in ["alice", "bob"] {
+                let endpoint = try await SIPEndpoint.start(
+                    on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                    configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+                let trace = TraceRecorder(endpoint)
+                let agent = SIPUserAgent(
+                    endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: "\(user)-secret"),
+                    configuration: SIPUserAgentConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: SIPPeer(.tls, server), transport: .tls))
+                let registration = SIPRegistration(
+                    configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.tls, server), expires: 60),
+                    sender: agent.sender)
+                #expect(try await registration.register().statusCode == 200)
+                agents.append((agent, trace))
+            }
+            let (alice, bob) = (agents[0].0, agents[1].0)
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40040), headers: [("X-Over", "tls")])
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            #expect(call.requestHeaders.first { $0.name == "X-Over" }?.value == "tls")
+            try await call.ring()
+            try await call.answer(with: testCapabilities(port: 40042))
+            let media = try await aliceLog.established()
+            #expect(media.remotePort == 40042 && media.srtp != nil)
+            _ = try await bobLog.established()
+            let dialog = try #require(await outgoing.currentDialog)
+            #expect(dialog.routeSet.first?.uri.parameters[parameter: "transport"]?.lowercased() == "tls")
+            await outgoing.hangUp()
+            #expect(try await aliceLog.ended().cause == .localHangup)
+            #expect(try await bobLog.ended().cause == .remoteHangup)
+            // Everything went over TLS, and Kamailio reached bob over his registration connection.
+            #expect(agents[1].1.count("recv", containing: "SIP/2.0/TLS") >= 3)  // INVITE, ACK, BYE
+            #expect(agents[1].1.count("recv", containing: "BYE sip:") == 1)
+            #expect(await bob.endpoint.statistics().connectionsAccepted == 0)
+            try await alice.endpoint.close()
+            try await bob.endpoint.close()
+        }
+    }
+}
