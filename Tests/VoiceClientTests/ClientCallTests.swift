@@ -184,6 +184,43 @@ struct ClientSIPCallTests {
         }
     }
 
+    /// Hold reaches the media both ways: held by the callee (re-INVITE sendonly, our answer recvonly), the caller's
+    /// LiveCall stops sending RTP until the resume.
+    @Test func theCalleesHoldStopsTheCallersRTPUntilResumed() async throws {
+        try await withService(sipPort: 26103) { service in
+            // A tone the whole call long, so the microphones always have something to send.
+            let tone = service.directory.appendingPathComponent("tone.wav").path
+            let samples = (0..<16_000 * 10).map { Int16(8000 * sin(2 * Double.pi * 300 * Double($0) / 16_000)) }
+            try WAVFile.write(pcm16: samples, format: AudioFormat(sampleRate: 16_000, channels: 1), to: tone)
+            let devices = CallAudioDevices(microphone: "file:" + tone, speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+            let alice = try service.client("alice", audio: devices), bob = try service.client("bob", audio: devices)
+            let bobLog = EventLog(bob)
+            await alice.start()
+            await bob.startListening()
+            let call = try await alice.callUser("bob")
+            let incoming = try #require(await bobLog.incomingCall())
+            try await waitFor(call, .ringing)
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await Task.sleep(for: .seconds(1))
+            try await incoming.call.hold(true)
+            try await Task.sleep(for: .seconds(2))
+            try await incoming.call.hold(false)
+            try await Task.sleep(for: .seconds(1))
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            try await Task.sleep(for: .milliseconds(300))
+            let sent = try #require(await call.mediaReport, "no media report on alice's call").rtp.packetsSent
+            let seconds = await call.details.duration.seconds
+            print("hold: alice sent \(sent) RTP packets in a \(seconds) s call held 2 s")
+            // 50 packets a second while not held: about half the call's worth.
+            #expect(Double(sent) < seconds * 50 * 0.75, "alice kept sending while held: \(sent) packets in \(seconds) s")
+            #expect(Double(sent) > seconds * 50 * 0.3, "alice did not send before the hold or after the resume: \(sent) packets in \(seconds) s")
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
     @Test func theCalleesNoAnswerTimeoutEndsTheCallerWithNoAnswer() async throws {
         try await withService(sipPort: 26100) { service in
             let calleeClock = ManualClock()

@@ -71,9 +71,10 @@ actor CallLink {
             } catch {
                 _ = try? await call.dialog(.failed(.media("\(error)")))
             }
-        case .mediaUpdated:
-            // The live call keeps its first keys and direction (VoiceSIP's LiveCall cannot change them mid-call yet).
-            break
+        case .mediaUpdated(let media, _):
+            // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
+            // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
+            try? live?.updateMedia(media)
         case .ended(let end):
             // The media stops first, so its report is on the call when the app sees the end.
             await finish()
