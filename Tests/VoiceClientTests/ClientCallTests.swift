@@ -344,6 +344,41 @@ struct ClientSIPCallTests {
             await alice.terminate()
         }
     }
+
+    /// Credentials the client still holds valid but the service refuses (here the device's clock is an hour
+    /// behind, the credentials live 2 s): the refused refresh raises registrationLost and asks the app to sign
+    /// again at once instead of sending the dead credentials until the scheduled renewal.
+    @Test func aRefusedRefreshAsksTheAppToSignAgain() async throws {
+        try await withService(sipPort: 26104, credentialLifetime: 2) { service in
+            var configuration = service.configuration()
+            configuration.registrationExpires = 2
+            let signatures = SignatureCount()
+            let alice = try VoiceClient(
+                userID: "alice", configuration: configuration, unixTime: { UInt64(Date().timeIntervalSince1970) - 3600 }
+            ) { id in
+                signatures.add()
+                return service.sign(id)
+            }
+            let log = EventLog(alice)
+            await alice.start()
+            #expect(await log.first { $0 == .started } != nil)
+            #expect(signatures.value == 1)
+            let lost = await log.first(timeout: .seconds(10)) { if case .registrationLost = $0 { true } else { false } }
+            #expect(lost != nil, "no registrationLost event: \(log.events)")
+            let deadline = ContinuousClock.now + .seconds(3)
+            while signatures.value < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(signatures.value == 2, "the app was asked to sign \(signatures.value) times; expected once more after the refused refresh")
+            await alice.terminate()
+        }
+    }
+}
+
+/// How often a client asked the app to sign (the test's signing closure runs on the client's tasks).
+final class SignatureCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }
 
 /// Waits until `call` is in `state` (or fails the test with the state it is in).
