@@ -126,12 +126,7 @@ struct ClientSIPCallTests {
             let bobSpeaker = service.directory.appendingPathComponent("bob-tones.wav").path
             let alice = try service.client("alice", audio: CallAudioDevices(microphone: "null", speaker: "file:" + aliceSpeaker, sampleRate: 16_000, voiceProcessing: false))
             let bob = try service.client("bob", audio: CallAudioDevices(microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
-            let bobLog = EventLog(bob)
-            await alice.start()
-            await bob.startListening()
-            let call = try await alice.callUser("bob")
-            let incoming = try #require(await bobLog.incomingCall())
-            try await waitFor(call, .ringing)
+            let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
             try await Task.sleep(for: .milliseconds(1500))
             try await incoming.call.hangup()  // declines: the caller hears the busy tone (3 s)
             try await waitFor(call, .ended)
@@ -154,13 +149,8 @@ struct ClientSIPCallTests {
             let bobSpeaker = service.directory.appendingPathComponent("bob-call.wav").path
             let alice = try service.client("alice"), carol = try service.client("carol")
             let bob = try service.client("bob", audio: CallAudioDevices(microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
-            let bobLog = EventLog(bob)
-            await alice.start()
             await carol.start()
-            await bob.startListening()
-            let call = try await alice.callUser("bob")
-            let incoming = try #require(await bobLog.incomingCall())
-            try await waitFor(call, .ringing)
+            let (call, incoming, bobLog) = try await ringingCall(from: alice, to: bob, "bob")
             try await incoming.call.answer()
             try await waitFor(incoming.call, .established)
             try await Task.sleep(for: .seconds(1))
@@ -194,12 +184,7 @@ struct ClientSIPCallTests {
             try WAVFile.write(pcm16: samples, format: AudioFormat(sampleRate: 16_000, channels: 1), to: tone)
             let devices = CallAudioDevices(microphone: "file:" + tone, speaker: "null", sampleRate: 16_000, voiceProcessing: false)
             let alice = try service.client("alice", audio: devices), bob = try service.client("bob", audio: devices)
-            let bobLog = EventLog(bob)
-            await alice.start()
-            await bob.startListening()
-            let call = try await alice.callUser("bob")
-            let incoming = try #require(await bobLog.incomingCall())
-            try await waitFor(call, .ringing)
+            let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
             try await incoming.call.answer()
             try await waitFor(call, .established)
             try await Task.sleep(for: .seconds(1))
@@ -226,12 +211,7 @@ struct ClientSIPCallTests {
             let calleeClock = ManualClock()
             let alice = try service.client("alice")
             let bob = try service.client("bob", clock: calleeClock)
-            let bobLog = EventLog(bob)
-            await alice.start()
-            await bob.startListening()
-            let call = try await alice.callUser("bob")
-            let incoming = try #require(await bobLog.incomingCall())
-            try await waitFor(call, .ringing)
+            let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
             calleeClock.advance(by: .seconds(61))
             await bob.tickCalls()
             try await waitFor(incoming.call, .ended)
@@ -379,6 +359,17 @@ final class SignatureCount: @unchecked Sendable {
     private var count = 0
     func add() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
+}
+
+/// Starts both clients, calls `calleeID` (the callee's user ID) and waits until the call rings at both ends.
+func ringingCall(from caller: VoiceClient, to callee: VoiceClient, _ calleeID: String) async throws -> (call: Call, incoming: IncomingCall, calleeLog: EventLog) {
+    let calleeLog = EventLog(callee)
+    await caller.start()
+    await callee.startListening()
+    let call = try await caller.callUser(calleeID)
+    let incoming = try #require(await calleeLog.incomingCall(), "\(calleeID) got no call: \(calleeLog.events)")
+    try await waitFor(call, .ringing)
+    return (call, incoming, calleeLog)
 }
 
 /// Waits until `call` is in `state` (or fails the test with the state it is in).
