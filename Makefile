@@ -12,6 +12,8 @@ TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-p
 # The calling client's service (VoiceClientTests, `make service`): Kamailio's auth_ephemeral, msilo on sqlite (and
 # the extra modules the service configuration grows into), sqlite3 to create the msilo database.
 TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-sqlite-modules kamailio-extra-modules sqlite3
+# Managed push for calls (VoiceClientTests' ManagedPushTests): Kamailio's tsilo, http_client and htable.
+TEST_APT_PACKAGES += kamailio-utils-modules
 # baresip for VoiceSIP's call tests (Tests/VoiceSIPTests/BaresipTests.swift: the engine calls it and it calls the engine).
 TEST_APT_PACKAGES += baresip
 # Headless Chromium: the browser peer of the WebRTC interoperability tests (VoiceWebRTCTests).
@@ -66,6 +68,15 @@ SERVICE_HTTP_PORT ?= 8080
 service: test-deps
 	$(SWIFT) build --product voice-engine
 	Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
+
+## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer,
+## phone gateway and conference server, two `voice-engine phone`s; prints a summary, fails unless all passed.
+DEMO_CALLS_STATE ?= .demo-calls-state
+DEMO_CALLS_PEER_PORT ?= 5070
+.PHONY: demo-calls
+demo-calls: test-deps
+	$(SWIFT) build --product voice-engine
+	Services/demo-calls.sh $(DEMO_CALLS_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) $(DEMO_CALLS_PEER_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Regenerates TestVectors/*.wav from TestVectors/manifest.json.
 vectors: deps

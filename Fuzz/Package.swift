@@ -30,7 +30,7 @@ let package = Package(
                     + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
                     // SIP signalling is a product of its own.
                     + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : [])
-                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage)] : [])
+                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage), .product(name: "VoiceSIP", package: rootPackage)] : [])
                     // STUN/TURN and the WebRTC port's demultiplexing live in the WebRTC transport product.
                     + (name == "stun" ? [.product(name: "VoiceWebRTC", package: rootPackage)] : []),
                 path: "targets/\(name)"

@@ -4,7 +4,8 @@
 #   Services/run-service.sh STATE_DIR SIP_PORT HTTP_PORT VOICE_ENGINE_BINARY
 # Applications (key → secret) are read from STATE_DIR/applications.json, created with a demo application the
 # first time. The secret shared by the two services is created once in STATE_DIR/shared-secret.
-# Stops both on Ctrl-C.
+# GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
+# (defaults in kamailio.cfg). Stops both on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,4 +31,4 @@ echo "registration service: http://127.0.0.1:$http_port/v1/registrations (pid $r
 echo "kamailio: sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
   -A "SECRET=\"$secret\"" -A "MSILO_DB=\"sqlite://$state/msilo.sqlite\"" \
-  -A "SELF=\"sip:127.0.0.1:$sip_port\"" -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

@@ -19,14 +19,22 @@ public struct VoiceClientConfiguration: Sendable {
     /// SIP T1, the first retransmission interval (500 ms); T2 and T4 follow it (8 and 10 × T1, at most 4 s and
     /// 5 s). Tests shorten it so a lost request times out in about a second.
     public var sipT1: Duration
-    /// How often due messages are retried while the client runs.
+    /// How often due messages are retried (and unanswered calls checked for the no-answer timeout) while the
+    /// client runs.
     public var retryCheckInterval: Duration
+    /// The devices of calls and the ringtone.
+    public var audio: CallAudioDevices
+    /// Unanswered calls end with *no answer* after this long (the SDKs' 60 s).
+    public var noAnswerTimeout: MediaTime
 
     public init(
         applicationKey: String, serviceHost: String, sipPort: Int = 5060, registrationPort: Int = 8080,
         registrationExpires: UInt32 = 600, pushData: Data? = nil, sipT1: Duration = .milliseconds(500),
-        retryCheckInterval: Duration = .seconds(1)
+        retryCheckInterval: Duration = .seconds(1), audio: CallAudioDevices = CallAudioDevices(),
+        noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout
     ) {
+        self.audio = audio
+        self.noAnswerTimeout = noAnswerTimeout
         self.applicationKey = applicationKey
         self.serviceHost = serviceHost
         self.sipPort = sipPort
@@ -49,8 +57,10 @@ public struct VoiceClientConfiguration: Sendable {
 /// await client.start()
 /// ```
 ///
-/// Calls (the call client and ``Call`` objects driven by SIP dialogs) come with the dialog layer; until then an
-/// incoming INVITE is answered 480.
+/// Calls: ``callUser(_:headers:)``, ``callSIP(_:headers:)``, ``callPhoneNumber(_:headers:)`` and
+/// ``callConference(_:headers:)`` return a ``Call`` driven by a SIP INVITE dialog through the service, with its
+/// media (Opus over SDES-SRTP) on ``CallAudioDevices``; incoming calls arrive as
+/// ``VoiceClientEvent/incomingCall(_:)`` while the client is started (``startListening()``).
 public actor VoiceClient {
     /// Everything that happens, in order. Single consumer; finished by ``terminate()``, which also releases the
     /// client's network thread (call it when done with the client).
@@ -59,6 +69,23 @@ public actor VoiceClient {
     public nonisolated let configuration: VoiceClientConfiguration
     /// The engine's audio session: its category is set once at `start()`, and a call activates it.
     public nonisolated let audioSession: AudioSession
+    /// Plays the ringtone, ringback and busy tone (the playout path mixes it in).
+    public nonisolated let audioController: AudioController
+    private nonisolated let tones: CallTones
+    private var agent: SIPUserAgent?
+    private var links: [CallLink] = []
+    private var incomingReader: Task<Void, Never>?
+    /// A call payload was relayed: the next incoming call came by push.
+    private var expectingPushedCall = false
+    /// The microphone and speaker of the next calls (``setAudioDevices(_:)``); starts as the configuration's.
+    public private(set) lazy var audioDevices: CallAudioDevices = configuration.audio
+
+    /// Chooses the microphone and speaker (and voice processing) for calls placed or received from now on; a
+    /// live call keeps its devices. The ringtone and the tone format stay the configuration's.
+    public func setAudioDevices(_ devices: CallAudioDevices) { audioDevices = devices }
+
+    /// The local address SIP uses towards the service: RTP binds there too.
+    private var mediaHost = "127.0.0.1"
 
     /// Asked for a signature when the client has no valid credentials (first registration on this device, or
     /// after they expired). The app gets it from its own server.
@@ -107,7 +134,9 @@ public actor VoiceClient {
         self.clock = clock
         self.unixTime = unixTime
         self.sign = signRegistration
-        audioSession = AudioSession(clock: clock)
+        audioController = AudioController(deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
+        tones = CallTones(controller: audioController, ringtone: configuration.audio.ringtone)
+        audioSession = AudioSession(clock: clock, controller: audioController)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         (events, continuation) = AsyncStream.makeStream(of: VoiceClientEvent.self)
         (incoming, inbox) = AsyncStream.makeStream(of: SIPMessage.self)
@@ -148,7 +177,12 @@ public actor VoiceClient {
         retryTask?.cancel()
         retryTask = nil
         for call in calls where await call.state != .ended { _ = try? await call.hangup() }
+        // The BYEs and CANCELs go out before the endpoint closes (at most a second per call).
+        for link in links {
+            for _ in 0..<50 where await !link.isFinished { try? await Task.sleep(for: .milliseconds(20)) }
+        }
         calls.removeAll()
+        links.removeAll()
         await tearDownSIP(unregister: true)
         await releaseAudioSession()
         emit(.stopped)
@@ -156,14 +190,15 @@ public actor VoiceClient {
 
     // MARK: Calls
 
-    /// A call object on this client's audio session and clock, for the dialog layer to drive (placing and
-    /// receiving calls over SIP INVITE comes with issue 18's dialogs). The client ticks it for the no-answer
-    /// timeout while started and hangs it up on `stop()`.
+    /// A call object on this client's audio session and clock, not bound to SIP (the `call…` methods bind theirs
+    /// to a dialog). The client ticks it for the no-answer timeout while started and hangs it up on `stop()`.
     public func newCall(id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:], viaPush: Bool = false)
         throws(VoiceClientError) -> Call
     {
         _ = try CustomHeaders.validate(headers)
-        let call = Call(id: id, direction: direction, remote: remote, headers: headers, audioSession: audioSession, clock: clock, viaPush: viaPush)
+        let call = Call(
+            id: id, direction: direction, remote: remote, headers: headers, audioSession: audioSession, clock: clock,
+            noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         calls.append(call)
         return call
     }
@@ -177,6 +212,98 @@ public actor VoiceClient {
             if await call.state != .ended { live.append(call) }
         }
         calls = live
+        var running: [CallLink] = []
+        for link in links where await link.call.state != .ended { running.append(link) }
+        links = running
+    }
+
+    /// Calls another user of the app through the service.
+    /// - Throws: ``VoiceClientError/invalidCall(_:)`` (user ID or headers), ``VoiceClientError/invalidState(_:)``
+    ///   (not started), ``VoiceClientError/network(_:)``; nothing was sent then.
+    public func callUser(_ userID: String, headers: [String: String] = [:]) async throws(VoiceClientError) -> Call {
+        try await place(try CallTarget.user(checking: userID), headers: headers)
+    }
+
+    /// Calls any SIP address (`user@domain[:port]`), relayed by the service; custom headers (names starting with
+    /// `x-`, at most 1024 bytes in all) reach the far side.
+    public func callSIP(_ address: String, headers: [String: String] = [:]) async throws(VoiceClientError) -> Call {
+        try await place(try CallTarget.sip(checking: address), headers: headers)
+    }
+
+    /// Calls an E.164 phone number (`+46…`); the service routes it to its gateway.
+    public func callPhoneNumber(_ number: String, headers: [String: String] = [:]) async throws(VoiceClientError) -> Call {
+        try await place(try CallTarget.phoneNumber(checking: number), headers: headers)
+    }
+
+    /// Joins the conference room `id` (at most 64 characters); the service routes it to its conference server.
+    public func callConference(_ id: String, headers: [String: String] = [:]) async throws(VoiceClientError) -> Call {
+        try await place(try CallTarget.conference(checking: id), headers: headers)
+    }
+
+    /// Incoming calls arrive while the client is started: `start()` registers a binding that the service sends
+    /// INVITEs to and keeps it refreshed, and the client's socket stays open. Starts the client if needed.
+    public func startListening() async {
+        if registration == nil { await start() }
+    }
+
+    private func place(_ target: CallTarget, headers: [String: String]) async throws(VoiceClientError) -> Call {
+        let checked: [(name: String, value: String)]
+        do { checked = try CustomHeaders.validate(headers) } catch { throw .invalidCall(Self.reason(error)) }
+        guard let agent, let grant else { throw .invalidState("the client is not started") }
+        let transport: UDPMediaTransport
+        let capabilities: AudioCapabilities
+        do { (transport, capabilities) = try await CallLink.bindMedia(host: mediaHost) } catch {
+            throw .network("cannot bind the RTP socket: \(error)")
+        }
+        let sip: SIPCall
+        do {
+            sip = try await agent.call(target.requestURI(domain: grant.domain), offering: capabilities, headers: checked.map { ($0.name, $0.value) })
+        } catch {
+            await transport.close()
+            throw .network("INVITE: \(error)")
+        }
+        let call = Call(
+            id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers, audioSession: audioSession,
+            clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
+        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: audioDevices, tones: tones)
+        if case .user(let callee) = target {
+            let payload = PushPayload(kind: .call, sender: userID, id: sip.callID, sentAt: unixTime(), headers: headers)
+            await link.whenPushPending { [weak self] in await self?.askForPush(recipient: callee, payload: payload) }
+        }
+        adopt(link)
+        return call
+    }
+
+    private func adopt(_ link: CallLink) {
+        calls.append(link.call)
+        links.append(link)
+        link.run()
+    }
+
+    private static func reason(_ error: VoiceClientError) -> String {
+        if case .invalidMessage(let reason) = error { return reason }
+        return error.description
+    }
+
+    /// An INVITE from the service: RTP socket, 180 Ringing, a ringing ``Call`` for the app.
+    private func ring(_ sip: SIPCall, mediaHost: String) async {
+        let transport: UDPMediaTransport
+        let capabilities: AudioCapabilities
+        do { (transport, capabilities) = try await CallLink.bindMedia(host: mediaHost) } catch {
+            await sip.reject(status: 500, reason: "Cannot Bind Media")
+            return
+        }
+        var headers: [String: String] = [:]
+        for field in sip.requestHeaders { headers[field.name] = field.value }
+        let caller = sip.remote.uri.user.map(SIPUserPart.unescape) ?? sip.remote.uri.description
+        let viaPush = expectingPushedCall
+        expectingPushedCall = false
+        let call = Call(
+            id: CallID(sip.callID), direction: .incoming, remote: caller, headers: headers, audioSession: audioSession, clock: clock,
+            noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
+        _ = try? await sip.ring()
+        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: audioDevices, tones: tones))
+        emit(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 
     /// `stop()`, then the client is finished: its event loop is shut down and ``events`` ends.
@@ -234,15 +361,19 @@ public actor VoiceClient {
 
     /// The recipient is offline: when their device attached push data, the app is asked to push the payload.
     private func askForPush(_ message: OutgoingMessage) async {
+        let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        await askForPush(recipient: message.recipient, payload: PushPayload(kind: .message, sender: userID, id: message.id, sentAt: unixTime(), headers: headers))
+    }
+
+    /// App-sent push for a message or a call the service keeps: the recipient's push data (when their devices
+    /// attached any) and the payload, in a ``VoiceClientEvent/shouldSendPushNotifications(recipient:payload:pushData:)``.
+    private func askForPush(recipient: String, payload: PushPayload) async {
         guard let grant else { return }
         let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
-        guard let pushData = try? await service.pushData(of: message.recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
-            !pushData.isEmpty
+        guard let pushData = try? await service.pushData(of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
+            !pushData.isEmpty, let encoded = try? payload.encoded()
         else { return }
-        let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
-        let payload = PushPayload(kind: .message, sender: userID, id: message.id, sentAt: unixTime(), headers: headers)
-        guard let encoded = try? payload.encoded() else { return }
-        emit(.shouldSendPushNotifications(recipient: message.recipient, payload: encoded, pushData: pushData))
+        emit(.shouldSendPushNotifications(recipient: recipient, payload: encoded, pushData: pushData))
     }
 
     /// The recipient's side of a push: parses the payload the app received, then connects and registers so that
@@ -252,6 +383,7 @@ public actor VoiceClient {
     @discardableResult
     public func relayPushPayload(_ payload: Data) async throws(VoiceClientError) -> PushPayload {
         let parsed = try PushPayload.parse(payload)
+        if parsed.kind == .call, !parsed.canceled { expectingPushedCall = true }
         if registration == nil { await start() }
         return parsed
     }
@@ -297,11 +429,6 @@ public actor VoiceClient {
         case .message:
             endpoint.respond(.response(to: request.message, status: 200, toTag: "m"), to: request)
             inbox.yield(request.message)
-        case .options:
-            endpoint.respond(.response(to: request.message, status: 200, toTag: "o"), to: request)
-        case .invite:
-            // Calls arrive with the dialog layer (issue 18); until then this client is not reachable for calls.
-            endpoint.respond(.response(to: request.message, status: 480, reasonPhrase: "Calls Not Available Yet", toTag: "i"), to: request)
         default:
             endpoint.respond(.response(to: request.message, status: 405, toTag: "x"), to: request)
         }
@@ -334,10 +461,22 @@ public actor VoiceClient {
         let timers = SIPTimerConfiguration(t1: t1, t2: min(.seconds(4), t1 * 8), t4: min(.seconds(5), t1 * 10))
         let endpoint = try await SIPEndpoint.start(
             on: loop, udp: local, configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
-        endpoint.onRequest { [weak self, endpoint] request in self?.receive(request, on: endpoint) }
         sipCredentials.set(grant)
-        let sender = SIPRequestSender(endpoint: endpoint, credentials: sipCredentials)
         let peer = SIPPeer(.udp, server)
+        let agent = SIPUserAgent(
+            endpoint: endpoint, credentials: sipCredentials,
+            configuration: SIPUserAgentConfiguration(
+                addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), outboundProxy: peer))
+        try await agent.onOtherRequest { [weak self, endpoint] request in self?.receive(request, on: endpoint) }
+        let sender = agent.sender
+        self.agent = agent
+        let mediaHost = local.ipAddress ?? "127.0.0.1"
+        self.mediaHost = mediaHost
+        let incomingCalls = agent.incomingCalls
+        incomingReader?.cancel()
+        incomingReader = Task { [weak self] in
+            for await call in incomingCalls { await self?.ring(call, mediaHost: mediaHost) }
+        }
         let registration = SIPRegistration(
             configuration: SIPRegistrationConfiguration(
                 addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), server: peer,
@@ -352,7 +491,35 @@ public actor VoiceClient {
             throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
         }
         self.registration = registration
+        await registration.observeRefreshes { [weak self] outcome in
+            Task { await self?.refreshed(outcome) }
+        }
         scheduleRenewal(of: grant)
+    }
+
+    /// Reports a refresh that failed after `start()` (once per loss; a later success re-arms it).
+    private var registrationHealthy = true
+
+    private func refreshed(_ outcome: Result<SIPRegistrationResult, any Error>) {
+        guard registration != nil else { return }
+        switch outcome {
+        case .success(let result) where result.succeeded:
+            registrationHealthy = true
+        case .success(let result):
+            if registrationHealthy {
+                emit(.registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)")))
+                // The service refused credentials the client still holds valid (its clock is behind, the service's
+                // secret changed): ask the app to sign again now, once per loss, rather than sending the dead
+                // credentials until the scheduled renewal; the registration's next refresh uses the new ones.
+                if result.statusCode == 401 || result.statusCode == 403 {
+                    Task { [weak self] in await self?.renewCredentials() }
+                }
+            }
+            registrationHealthy = false
+        case .failure(let error):
+            if registrationHealthy { emit(.registrationLost(.registrationLost("refresh not answered: \(error)"))) }
+            registrationHealthy = false
+        }
     }
 
     /// Renews the credentials when four fifths of their remaining lifetime have passed, asking the app to sign
@@ -410,8 +577,11 @@ public actor VoiceClient {
         if let registration {
             if unregister { _ = try? await registration.unregister() } else { await registration.stopRefreshing() }
         }
+        incomingReader?.cancel()
+        incomingReader = nil
         try? await endpoint?.close()
-        (registration, endpoint, sender, serverPeer) = (nil, nil, nil, nil)
+        (registration, endpoint, sender, serverPeer, agent) = (nil, nil, nil, nil, nil)
+        registrationHealthy = true
     }
 
     private func releaseAudioSession() async {

@@ -18,6 +18,10 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidMessage(String)
     /// Push data or a push payload breaks the rules.
     case invalidPushData(String)
+    /// A call's target or custom headers break the rules; nothing was sent.
+    case invalidCall(String)
+    /// The SIP registration was lost after `start()` (a refresh was refused or not answered).
+    case registrationLost(String)
 
     public var description: String {
         switch self {
@@ -30,6 +34,8 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         case .invalidState(let reason): "invalid state: \(reason)"
         case .invalidMessage(let reason): "invalid message: \(reason)"
         case .invalidPushData(let reason): "invalid push data: \(reason)"
+        case .invalidCall(let reason): "invalid call: \(reason)"
+        case .registrationLost(let reason): "registration lost: \(reason)"
         }
     }
 }

@@ -20,6 +20,25 @@ public enum VoiceClientEvent: Sendable, Equatable {
     /// handed to the recipient's `relayPushPayload(_:)`) to each of the recipient's devices, whose push data
     /// (what they attached to their registration) says where.
     case shouldSendPushNotifications(recipient: String, payload: Data, pushData: [Data])
+    /// A call arrived (it rings: the ringtone plays until ``Call/answer()`` or ``Call/hangup()``, which declines).
+    case incomingCall(IncomingCall)
+    /// The SIP registration was lost after `start()`: a refresh was refused or not answered. The client keeps
+    /// trying (every 30 s); `stop()` and `start()` register afresh.
+    case registrationLost(VoiceClientError)
+}
+
+/// An incoming call: the call object, who calls, the custom headers of the call and whether it came by push
+/// (``VoiceClient/relayPushPayload(_:)`` was handed a call payload just before).
+public struct IncomingCall: Sendable, Equatable {
+    public var call: Call
+    /// The caller's user ID (or the user part of their SIP address).
+    public var caller: String
+    public var headers: [String: String]
+    public var viaPush: Bool
+
+    public static func == (a: IncomingCall, b: IncomingCall) -> Bool {
+        a.call === b.call && a.caller == b.caller && a.headers == b.headers && a.viaPush == b.viaPush
+    }
 }
 
 /// A message received over SIP MESSAGE.

@@ -15,7 +15,7 @@ struct VoiceEngineCommand: ParsableCommand {
             device, the network, a file that cannot be written); `sip` adds classes of its own (see `sip --help`).
             """,
         subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self, SIPCommand.self,
-            SignRegistrationCommand.self, RegistrationServiceCommand.self, WebRTCDemoCommand.self,
+            SignRegistrationCommand.self, RegistrationServiceCommand.self, WebRTCDemoCommand.self, PhoneCommand.self,
             ConferenceServerCommand.self]
     )
 }

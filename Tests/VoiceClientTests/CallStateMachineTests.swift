@@ -42,6 +42,14 @@ struct CallStateMachineTests {
         #expect(try call.handle(.tick, at: .seconds(59.9)) == [])
         #expect(try call.handle(.tick, at: .seconds(60)) == [.sendCancel, .stateChanged(.ended)])
         #expect(call.details.endCause == .noAnswer)
+        // The callee's no-answer timeout (480, or a 408) ends a ringing call as *no answer*, the status kept; the
+        // same responses before any ringing are a failure (480: unreachable) and a timeout (408).
+        let calleeGaveUp = try ended([.ringing, .remoteNoAnswer(status: 480, reason: "Temporarily Unavailable")])
+        #expect(calleeGaveUp.endCause == .noAnswer)
+        #expect(calleeGaveUp.error == .sip(status: 480, reason: "Temporarily Unavailable"))
+        #expect(try ended([.progress, .remoteNoAnswer(status: 408, reason: "Request Timeout")]).endCause == .noAnswer)
+        #expect(try ended([.remoteNoAnswer(status: 480, reason: "Temporarily Unavailable")]).endCause == .failure)
+        #expect(try ended([.remoteNoAnswer(status: 408, reason: "Request Timeout")]).endCause == .timeout)
     }
 
     @Test func endCausesOfTheCallee() throws {

@@ -26,6 +26,18 @@ func sendGreeting(
     return outcome
 }
 
+// The call function of the GettingStarted article, copied verbatim (articleHoldsTheCallFunction checks that it is).
+func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) async throws -> CallDetails {
+    let call = try await client.callUser(friend, headers: ["X-Topic": "dinner"])
+    for await update in call.updates {
+        if case .stateChanged(.established) = update {
+            try await Task.sleep(for: .seconds(seconds))
+            try await call.hangup()
+        }
+    }
+    return await call.details
+}
+
 /// The client article's code compiles and works against the real service. Port 26016.
 @Suite("The VoiceClient getting-started article", .serialized, .timeLimit(.minutes(1)))
 struct ClientGettingStartedTests {
@@ -36,6 +48,32 @@ struct ClientGettingStartedTests {
         let function = article[start.lowerBound...]
         let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
         #expect(test.contains(body))
+    }
+
+    @Test func articleHoldsTheCallFunction() throws {
+        let article = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"), encoding: .utf8)
+        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let start = try #require(article.range(of: "func callFriend("))
+        let function = article[start.lowerBound...]
+        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
+        #expect(test.contains(body))
+    }
+
+    @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+    func articleCallFunctionTalksAndHangsUp() async throws {
+        try await withService(sipPort: 26018) { service in
+            let alice = try service.client("alice"), bob = try service.client("bob")
+            let bobEvents = bob.events
+            Task {
+                for await event in bobEvents { if case .incomingCall(let incoming) = event { try await incoming.call.answer() } }
+            }
+            await alice.start()
+            await bob.startListening()
+            let details = try await callFriend("bob", on: alice, talkFor: 1)
+            #expect(details.endCause == .hungUp && details.duration >= .seconds(1), "\(details)")
+            await alice.terminate()
+            await bob.terminate()
+        }
     }
 
     @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))

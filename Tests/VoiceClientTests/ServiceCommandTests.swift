@@ -99,3 +99,59 @@ struct ServiceCommandTests {
         #expect(sequences.values.sorted() == [1000, 1001])
     }
 }
+
+/// `voice-engine phone` against the real service: it answers a client's call by itself, then places one, driven
+/// by commands from a file, printing the events. Port 26020.
+@Suite(
+    "voice-engine phone", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+struct PhoneCommandTests {
+    @Test func phoneAnswersACallThenPlacesOneAndPrintsTheEvents() async throws {
+        try await withService(sipPort: 26020) { service in
+            let binary = try #require(BuiltExecutables.url("voice-engine"))
+            let secret = service.directory.appendingPathComponent("secret")
+            try ServiceHarness.applicationSecret.write(to: secret, atomically: true, encoding: .utf8)
+            let commands = service.directory.appendingPathComponent("commands")
+            try "wait 4\ncall alice X-From=phone\nwait 2\nhangup\nwait 1\nstatus\nquit\n".write(to: commands, atomically: true, encoding: .utf8)
+            let alice = try service.client("alice")
+            let aliceEvents = alice.events
+            Task {
+                for await event in aliceEvents { if case .incomingCall(let incoming) = event { try await incoming.call.answer() } }
+            }
+            await alice.start()
+            let log = service.directory.appendingPathComponent("phone.log")
+            let phone = try ChildProcessGroup(binary.path, [
+                "phone", "--user", "bob", "--server", "127.0.0.1", "--sip-port", "\(service.sipPort)",
+                "--registration-port", "\(service.registrationPort)", "--application-key", ServiceHarness.applicationKey,
+                "--secret-file", secret.path, "--mic", "null", "--speaker", "null", "--rate", "16000", "--auto-answer", "0.2",
+            ], log: log, stdin: commands)
+            defer { phone.stop() }
+            // The phone registers; alice calls it and hangs up once it answered.
+            var call: Call?
+            for _ in 0..<100 where call == nil {
+                call = try? await alice.callUser("bob")
+                if let placed = call, await Self.ended(placed) { call = nil }
+                if call == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            let placed = try #require(call)
+            try await waitFor(placed, .established)
+            try await placed.hangup()
+            #expect(await phone.wait(timeout: .seconds(20)) == 0, "\(phone.logTail)")
+            let output = try String(contentsOf: log, encoding: .utf8)
+            for line in [
+                "event: started", "event: incoming call from alice", "call 1: established", "call 1: ended (hungUp",
+                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (hungUp", "event: stopped",
+            ] {
+                #expect(output.contains(line), "'\(line)' missing from the phone's output:\n\(output)")
+            }
+            await alice.terminate()
+        }
+    }
+
+    /// Whether a call ended at once (bob not registered yet: 404).
+    static func ended(_ call: Call) async -> Bool {
+        try? await Task.sleep(for: .milliseconds(200))
+        return await call.state == .ended
+    }
+}

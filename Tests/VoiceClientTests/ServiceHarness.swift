@@ -40,6 +40,14 @@ final class ServiceHarness: @unchecked Sendable {
     private(set) var kamailio: ChildProcessGroup?
     private var sequence: UInt64 = 0
     private let lock = NSLock()
+    /// Where Kamailio sends phone-number and conference calls (its GATEWAY and CONFERENCE), set before `start()`.
+    var gateway = "sip:127.0.0.1:1"
+    var conferenceServer = "sip:127.0.0.1:1"
+    /// Managed push: the gateway URL Kamailio posts to and how long it keeps an INVITE (nil: no managed push).
+    var pushGateway: String?
+    var pushWaitMilliseconds = 10_000
+    /// App-sent push: Kamailio keeps INVITEs to users with no binding without posting anywhere.
+    var appPush = false
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
@@ -74,10 +82,12 @@ final class ServiceHarness: @unchecked Sendable {
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
         }
-        let process = try ChildProcessGroup(kamailioExecutable, [
+        let push = (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
+            + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
+        let process = try ChildProcessGroup(kamailioExecutable, push + [
             "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
             "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
-            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"",
+            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A", "CONFERENCE=\"\(conferenceServer)\"",
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
         ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
@@ -106,8 +116,11 @@ final class ServiceHarness: @unchecked Sendable {
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
-    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil) throws -> VoiceClient {
-        try VoiceClient(userID: userID, configuration: configuration(pushData: pushData), clock: clock) { [self] id in sign(id) }
+    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil, audio: CallAudioDevices? = nil) throws -> VoiceClient {
+        var configuration = configuration(pushData: pushData)
+        // Calls in tests run on null devices unless a test gives files (no sound card needed).
+        configuration.audio = audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+        return try VoiceClient(userID: userID, configuration: configuration, clock: clock) { [self] id in sign(id) }
     }
 
     func shutdown() async {
@@ -119,8 +132,15 @@ final class ServiceHarness: @unchecked Sendable {
 }
 
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
-func withService(sipPort: Int, credentialLifetime: UInt64 = 3600, _ body: (ServiceHarness) async throws -> Void) async throws {
+func withService(
+    sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
+    pushGateway: String? = nil, appPush: Bool = false, _ body: (ServiceHarness) async throws -> Void
+) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
+    if let gateway { harness.gateway = gateway }
+    if let conferenceServer { harness.conferenceServer = conferenceServer }
+    harness.pushGateway = pushGateway
+    harness.appPush = appPush
     do {
         try await harness.start()
         try await body(harness)

@@ -90,38 +90,8 @@ struct BaresipTests {
         let directory = try makeTemporaryDirectory("baresip")
         defer { try? FileManager.default.removeItem(at: directory) }
         // aufile plays its file once and baresip hangs up at its end: the file must outlast the call.
-        let speech = try WAVFile.read(path: Self.baresipSpeech)
-        let repeats = Int((Self.seconds + 15) * Double(speech.format.sampleRate) / Double(max(speech.int16Samples.count, 1))) + 1
-        let source = directory.appendingPathComponent("source.wav").path
-        try WAVFile.write(pcm16: Array([[Int16]](repeating: speech.int16Samples, count: repeats).joined()), format: speech.format, to: source)
-        let config = """
-            poll_method epoll
-            net_interface 127.0.0.1
-            sip_listen 127.0.0.1:\(port)
-            audio_source aufile,\(source)
-            audio_player alsa,null
-            ausrc_srate 16000
-            auplay_srate 16000
-            ausrc_channels 1
-            auplay_channels 1
-            module_path /usr/lib/baresip/modules
-            module opus.so
-            module srtp.so
-            module aufile.so
-            module alsa.so
-            module sndfile.so
-            module_app account.so
-            module_app menu.so
-            snd_path \(directory.path)
-            opus_bitrate 32000
-            opus_stereo no
-            opus_sprop_stereo no
-
-            """
-        try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-        try "<sip:b@127.0.0.1:\(port)>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
-            .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
-        var arguments = ["-f", directory.path, "-t", "40"]
+        let source = try BaresipPeer.repeated(Self.baresipSpeech, seconds: Self.seconds + 15, into: directory)
+        var arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: source)
         if let dial { arguments += ["-e", "/dial \(dial)"] }
         let baresip = try PeerProcess(name: "baresip", executable: baresipPath, arguments: arguments, directory: directory)
         defer { baresip.stop() }

@@ -18,6 +18,10 @@ public actor Call {
     public nonisolated let updates: AsyncStream<CallEffect>
 
     private let continuation: AsyncStream<CallEffect>.Continuation
+    /// The same effects for the client's dialog driver, which carries out the `send…` ones (the app keeps
+    /// ``updates`` to itself).
+    nonisolated let driverEffects: AsyncStream<CallEffect>
+    private let driverContinuation: AsyncStream<CallEffect>.Continuation
     private var machine: CallStateMachine
     private let audioSession: AudioSession
     private let clock: any MediaClock
@@ -35,8 +39,18 @@ public actor Call {
         self.clock = clock
         machine = CallStateMachine(direction: direction, startedAt: clock.now, noAnswerTimeout: noAnswerTimeout, viaPush: viaPush)
         (updates, continuation) = AsyncStream.makeStream(of: CallEffect.self)
-        for effect in machine.initialEffects { continuation.yield(effect) }
+        (driverEffects, driverContinuation) = AsyncStream.makeStream(of: CallEffect.self)
+        for effect in machine.initialEffects {
+            continuation.yield(effect)
+            driverContinuation.yield(effect)
+        }
     }
+
+    /// The media's end-of-call report (RTP, loss, jitter, codec, quality), once the media of an established call
+    /// has stopped — just after the end (``CallDetails/report`` is the audio session's part).
+    public private(set) var mediaReport: CallReport?
+
+    func attachMedia(_ report: CallReport) { mediaReport = report }
 
     public var state: CallState { machine.state }
     public var details: CallDetails { machine.details }
@@ -57,8 +71,14 @@ public actor Call {
         let before = machine.state
         var effects = try machine.handle(event, at: clock.now)
         if machine.state != before { effects += await followAudio(from: before) }
-        for effect in effects { continuation.yield(effect) }
-        if machine.state == .ended { continuation.finish() }
+        for effect in effects {
+            continuation.yield(effect)
+            driverContinuation.yield(effect)
+        }
+        if machine.state == .ended {
+            continuation.finish()
+            driverContinuation.finish()
+        }
         return effects
     }
 

@@ -19,6 +19,10 @@ public enum CallEvent: Sendable, Hashable, CustomStringConvertible {
     case remoteHangup
     /// The remote side declined (486, 600, 603) — for the caller.
     case remoteDeclined(status: Int, reason: String)
+    /// The callee's side gave up ringing (480 Temporarily Unavailable from its no-answer timeout, or 408) — for
+    /// the caller. From a ringing (or progressing) call this is *no answer*, as the SDKs report it; before any ringing a 480 is a
+    /// failure (the callee cannot be reached) and a 408 a timeout.
+    case remoteNoAnswer(status: Int, reason: String)
     /// The caller canceled (CANCEL) — for the callee.
     case remoteCanceled
     /// CANCEL with "call completed elsewhere" — for the callee.
@@ -42,6 +46,7 @@ public enum CallEvent: Sendable, Hashable, CustomStringConvertible {
         case .established: "established"
         case .remoteHangup: "remoteHangup"
         case .remoteDeclined(let status, _): "remoteDeclined(\(status))"
+        case .remoteNoAnswer(let status, _): "remoteNoAnswer(\(status))"
         case .remoteCanceled: "remoteCanceled"
         case .answeredElsewhere: "answeredElsewhere"
         case .transferred: "transferred"
@@ -117,7 +122,7 @@ public struct CallStateMachine: Sendable, Hashable {
             // Late network events after the end are dropped; the app's requests are refused.
             switch event {
             case .tick, .remoteHangup, .remoteCanceled, .answeredElsewhere, .networkTimeout, .failed, .progress, .ringing, .established,
-                .remoteDeclined, .transferred:
+                .remoteDeclined, .remoteNoAnswer, .transferred:
                 return []
             default: throw refuse
             }
@@ -160,6 +165,11 @@ public struct CallStateMachine: Sendable, Hashable {
             guard direction == .outgoing, unanswered else { throw refuse }
             details.error = .sip(status: status, reason: reason)
             return end(.denied, at: now, send: nil)
+        case .remoteNoAnswer(let status, let reason):
+            guard direction == .outgoing, unanswered else { throw refuse }
+            details.error = .sip(status: status, reason: reason)
+            if state == .ringing || state == .progressing { return end(.noAnswer, at: now, send: nil) }
+            return end(status == 408 ? .timeout : .failure, at: now, send: nil)
         case .remoteCanceled:
             guard direction == .incoming, unanswered else { throw refuse }
             return end(.canceled, at: now, send: nil)

@@ -98,11 +98,14 @@ public final class LiveCall: @unchecked Sendable {
     ///   - session: when given, the call reports `callEstablished`/`callEnded` and device events to it and follows
     ///     its effects; the microphone then stays closed (silence is sent) until the session opens it on
     ///     establishment. The engine must have been started on it (`startEngine()`).
+    ///   - tones: an ``AudioController`` in the speaker's format whose voices (ringback as early media, a
+    ///     call-waiting ringtone) are mixed over the call's audio each block; no other thread may mix it while
+    ///     the call runs (stop a ``TonePlayout`` first).
     /// - Throws: ``LiveCallError/deviceMismatch(_:)`` or ``LiveCallError/stream(_:)``.
     public init(
         callID: CallID = "call", configuration: MediaStreamConfiguration, transport: UDPMediaTransport,
         capture: any AudioDevice, playout: any AudioDevice, session: AudioSession? = nil,
-        options: LiveCallOptions = LiveCallOptions()
+        options: LiveCallOptions = LiveCallOptions(), tones: AudioController? = nil
     ) throws(LiveCallError) {
         guard capture.direction == .capture, playout.direction == .playout else {
             throw .deviceMismatch("the microphone must be a capture device and the speaker a playout device")
@@ -115,6 +118,9 @@ public final class LiveCall: @unchecked Sendable {
             throw .deviceMismatch(
                 "microphone \(capture.name) runs at \(capture.format) but speaker \(playout.name) at "
                     + "\(playout.format); open both at one rate")
+        }
+        if let tones, tones.deviceFormat != playout.format {
+            throw .deviceMismatch("the tone controller runs at \(tones.deviceFormat), the speaker at \(playout.format)")
         }
         guard options.captureCushionBlocks >= 0, options.captureHighWaterBlocks > options.captureCushionBlocks,
             options.playoutPrimeBlocks >= 0, options.playoutHighWaterBlocks > options.playoutPrimeBlocks,
@@ -148,7 +154,7 @@ public final class LiveCall: @unchecked Sendable {
         self.signals = signals
         loop = LiveCallMediaLoop(
             stream: stream, transport: transport, capture: capture, playout: playout, shared: shared,
-            options: options, signals: signalContinuation)
+            options: options, signals: signalContinuation, tones: tones)
         (events, continuation) = AsyncStream.makeStream(of: LiveCallEvent.self, bufferingPolicy: .unbounded)
     }
 

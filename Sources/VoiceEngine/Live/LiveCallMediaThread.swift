@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import VoiceCore
 import VoiceDevices
+import VoiceSession
 
 #if canImport(Glibc)
     import Glibc
@@ -105,6 +106,8 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     let transport: UDPMediaTransport
     let capture: any AudioDevice
     let playout: any AudioDevice
+    /// Tones mixed over the call's audio (early media, call waiting); mixing never allocates or waits.
+    let tones: AudioController?
     /// Manually clocked file/null devices (clocking `.manual`) that this thread drives on its own tick, so one
     /// wake-up per 10 ms serves the call and both devices instead of three.
     let drivenCapture: ClockedAudioDevice?
@@ -133,9 +136,11 @@ final class LiveCallMediaLoop: @unchecked Sendable {
 
     init(
         stream: MediaStream, transport: UDPMediaTransport, capture: any AudioDevice, playout: any AudioDevice,
-        shared: LiveCallShared, options: LiveCallOptions, signals: AsyncStream<LiveCallSignal>.Continuation
+        shared: LiveCallShared, options: LiveCallOptions, signals: AsyncStream<LiveCallSignal>.Continuation,
+        tones: AudioController? = nil
     ) {
         self.signals = signals
+        self.tones = tones
         mediaTimeoutNanoseconds = options.mediaTimeoutSeconds.map { Int64(min($0, 1e9) * 1e9) }
         self.stream = stream
         self.transport = transport
@@ -352,6 +357,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     func playoutTick(paused: Bool, now: MediaTime) {
         guard !paused else { return }
         stream.renderPlayout(into: &playFrame, now: now)
+        if let tones { playFrame.withUnsafeMutableSamples { tones.mix(into: $0) } }
         let ring = playout.ring
         if ring.availableToWrite >= block && ring.availableToRead < options.playoutHighWaterBlocks * block {
             _ = playFrame.withUnsafeSamples { ring.write($0) }

@@ -67,22 +67,22 @@ public enum LiveDeviceName: Sendable, Hashable, CustomStringConvertible {
     /// call wakes once per 10 ms rather than three times.
     static let clocking = DeviceClocking.manual(MonotonicClock())
 
-    private func open(direction: AudioDirection, format: AudioFormat, loop: Bool) throws(LiveCallError)
-        -> any AudioDevice
+    func open(direction: AudioDirection, format: AudioFormat, loop: Bool, clocking: DeviceClocking = clocking)
+        throws(LiveCallError) -> any AudioDevice
     {
         do {
             switch self {
             case .null:
-                return try NullAudioDevice(direction: direction, format: format, clocking: Self.clocking)
+                return try NullAudioDevice(direction: direction, format: format, clocking: clocking)
             case .file(let path):
                 guard !path.isEmpty else {
                     throw LiveCallError.deviceOpenFailed(device: description, reason: "no path after file:")
                 }
                 if direction == .capture {
                     return try FileCaptureDevice(
-                        path: path, clocking: Self.clocking, endOfFile: loop ? .loop : .silence)
+                        path: path, clocking: clocking, endOfFile: loop ? .loop : .silence)
                 }
-                return try FilePlayoutDevice(path: path, format: format, clocking: Self.clocking)
+                return try FilePlayoutDevice(path: path, format: format, clocking: clocking)
             case .alsa(let name):
                 return try ALSADevice(name: name, direction: direction, format: format)
             }

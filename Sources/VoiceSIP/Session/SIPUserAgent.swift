@@ -43,6 +43,8 @@ public final class SIPUserAgent: @unchecked Sendable {
     private let incomingContinuation: AsyncStream<SIPCall>.Continuation
     /// Calls by Call-ID (one dialog per call: a forked INVITE's second 2xx is ACKed and hung up).
     private var calls: [String: SIPCall] = [:]
+    /// Takes requests outside dialogs that are neither INVITE nor OPTIONS (e.g. MESSAGE); nil: 405.
+    private var otherRequests: (@Sendable (SIPIncomingRequest) -> Void)?
 
     static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS"
 
@@ -78,6 +80,12 @@ public final class SIPUserAgent: @unchecked Sendable {
         try await endpoint.eventLoop.submit { self.calls[callID] = call }.get()
         call.startOutgoing()
         return call
+    }
+
+    /// Hands requests outside dialogs other than INVITE, OPTIONS and CANCEL (a client's MESSAGEs) to `handler`,
+    /// which must respond to them, instead of refusing them with 405.
+    public func onOtherRequest(_ handler: @escaping @Sendable (SIPIncomingRequest) -> Void) async throws {
+        try await endpoint.eventLoop.submit { self.otherRequests = handler }.get()
     }
 
     /// Our Contact: the AOR's user at the listener's address for our transport.
@@ -116,6 +124,10 @@ public final class SIPUserAgent: @unchecked Sendable {
         case _ where message.to?.tag != nil, .cancel:
             endpoint.respond(.response(to: message, status: 481), to: request)
         default:
+            if let otherRequests {
+                otherRequests(request)
+                return
+            }
             var refused = SIPMessage.response(to: message, status: 405, toTag: SIPRandomToken.make())
             refused.headers.add("Allow", Self.allow)
             endpoint.respond(refused, to: request)

@@ -48,6 +48,8 @@ public actor SIPRegistration {
     public private(set) var last: SIPRegistrationResult?
     /// Successful refreshes so far (the first REGISTER not counted).
     public private(set) var refreshCount = 0
+    /// Told the outcome of every refresh: the registrar's answer, or the error when none came.
+    private var refreshObserver: (@Sendable (Result<SIPRegistrationResult, any Error>) -> Void)?
 
     public init(configuration: SIPRegistrationConfiguration, sender: SIPRequestSender) {
         self.configuration = configuration
@@ -101,8 +103,10 @@ public actor SIPRegistration {
             while !Task.isCancelled {
                 try? await Task.sleep(for: delay)
                 guard !Task.isCancelled, let self else { return }
-                let result = try? await self.register()
-                await self.countRefresh(result)
+                let outcome: Result<SIPRegistrationResult, any Error>
+                do { outcome = .success(try await self.register()) } catch { outcome = .failure(error) }
+                let result = try? outcome.get()
+                await self.countRefresh(result, outcome)
                 delay = result.map { $0.succeeded ? Self.refreshDelay(granted: $0.grantedExpires) : .seconds(30) } ?? .seconds(30)
             }
         }
@@ -121,8 +125,14 @@ public actor SIPRegistration {
         return try await register(expires: 0)
     }
 
-    private func countRefresh(_ result: SIPRegistrationResult?) {
+    /// Calls `observer` with the outcome of each refresh from now on (a client reports a lost registration).
+    public func observeRefreshes(_ observer: @escaping @Sendable (Result<SIPRegistrationResult, any Error>) -> Void) {
+        refreshObserver = observer
+    }
+
+    private func countRefresh(_ result: SIPRegistrationResult?, _ outcome: Result<SIPRegistrationResult, any Error>) {
         if result?.succeeded == true { refreshCount += 1 }
+        refreshObserver?(outcome)
     }
 
     static func refreshDelay(granted: UInt32) -> Duration {
