@@ -250,7 +250,8 @@ enum SIPCallSession {
                     established.media = media
                     stop.yield("established")
                 case .mediaUpdated(let media, _):
-                    say("sip: the live call keeps its first keys and direction; negotiated now \(media.direction)")
+                    // Hold, resume or re-key (ours or the peer's re-INVITE): into the running media.
+                    do { try established.live?.updateMedia(media) } catch { say("sip: media update failed: \(error)") }
                 case .ended(let end):
                     established.end = end
                     stop.yield("ended")
@@ -294,6 +295,7 @@ enum SIPCallSession {
                 transport: transport, capture: devices.capture, playout: devices.playout,
                 options: LiveCallOptions(mediaTimeoutSeconds: 10))
             try liveCall.start()
+            established.live = liveCall
         } catch {
             devices.capture.close()
             devices.playout.close()
@@ -343,6 +345,12 @@ enum SIPCallSession {
         var end: SIPCallEnd? {
             get { lock.withLock { _end } }
             set { lock.withLock { _end = newValue } }
+        }
+        private var _live: LiveCall?
+        /// The running media, once started, for the re-INVITEs that change it.
+        var live: LiveCall? {
+            get { lock.withLock { _live } }
+            set { lock.withLock { _live = newValue } }
         }
     }
 }

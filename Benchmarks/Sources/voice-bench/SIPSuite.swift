@@ -19,7 +19,7 @@ struct SIPSuite: SideBySideSuite {
     @Flag(help: "Instead of parsing: call setups per second through the engine's loopback UAS under SIPp load (SIPLoad).")
     var load = false
     @Option(help: "--load: the call rates tried, in order, until one fails.")
-    var rates = "50,100,200,400,800,1200,1600"
+    var rates = "50,100,150,200,300,400,600,800"
     @Option(help: "--load: seconds of calls per rate.")
     var loadSeconds = 2.0
     @Option(help: "--load: SIPp's local UDP port.")

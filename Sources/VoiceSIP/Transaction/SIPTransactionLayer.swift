@@ -61,6 +61,10 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     public var configuration: SIPTimerConfiguration
     private var clients: [SIPTransactionID: (transaction: SIPClientTransaction, peer: Destination)] = [:]
     private var servers: [SIPTransactionID: (transaction: SIPServerTransaction, peer: Destination)] = [:]
+    /// Every transaction's next deadline, soonest first, so that finding and firing due timers does not scan every
+    /// live transaction (over UDP thousands linger for Timer J/K/L under load). Entries go stale when a
+    /// transaction's deadline moves or it ends; they are dropped when they reach the top.
+    private var deadlines = SIPDeadlineQueue()
 
     public init(configuration: SIPTimerConfiguration = SIPTimerConfiguration()) {
         self.configuration = configuration
@@ -73,9 +77,7 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     public func serverState(_ id: SIPTransactionID) -> SIPServerTransaction.State? { servers[id]?.transaction.state }
 
     /// The earliest deadline of any transaction.
-    public var nextDeadline: SIPInstant? {
-        (clients.values.compactMap(\.transaction.nextDeadline) + servers.values.compactMap(\.transaction.nextDeadline)).min()
-    }
+    public var nextDeadline: SIPInstant? { deadlines.first?.deadline }
 
     /// Starts a client transaction for `request` (which must carry a top Via with a branch).
     public mutating func send(request: SIPMessage, to peer: Destination, reliable: Bool, now: SIPInstant) throws
@@ -89,8 +91,7 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
         }
         guard clients[id] == nil else { throw SIPError(.invalidState, "a client transaction \(id) already exists") }
         let (transaction, outputs) = SIPClientTransaction.start(request: request, reliable: reliable, configuration: configuration, now: now)
-        clients[id] = (transaction, peer)
-        return (id, translate(outputs, id: id, peer: peer))
+        return (id, store(client: (transaction, peer), id: id, outputs: outputs))
     }
 
     /// Sends a message outside any transaction: the ACK of a 2xx (§13.2.2.4), which the dialog owns.
@@ -134,17 +135,31 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     /// Fires every timer due at `now`.
     public mutating func advance(to now: SIPInstant) -> [SIPTransactionEvent<Destination>] {
         var events: [SIPTransactionEvent<Destination>] = []
-        for id in clients.keys {
-            guard var entry = clients[id], let deadline = entry.transaction.nextDeadline, deadline <= now else { continue }
-            let outputs = entry.transaction.advance(to: now)
-            events += store(client: entry, id: id, outputs: outputs)
+        while let due = deadlines.first, due.deadline <= now {
+            deadlines.removeFirst()
+            let id = due.id
+            switch id.role {
+            case .client:
+                guard var entry = clients[id], entry.transaction.nextDeadline == due.deadline else { continue }
+                let outputs = entry.transaction.advance(to: now)
+                events += store(client: entry, id: id, outputs: outputs)
+            case .server:
+                guard var entry = servers[id], entry.transaction.nextDeadline == due.deadline else { continue }
+                let outputs = entry.transaction.advance(to: now)
+                events += store(server: entry, id: id, outputs: outputs)
+            }
         }
-        for id in servers.keys {
-            guard var entry = servers[id], let deadline = entry.transaction.nextDeadline, deadline <= now else { continue }
-            let outputs = entry.transaction.advance(to: now)
-            events += store(server: entry, id: id, outputs: outputs)
-        }
+        dropStaleDeadlines()
         return events
+    }
+
+    /// Pops entries at the top that no longer match their transaction, so that `nextDeadline` is a live one.
+    private mutating func dropStaleDeadlines() {
+        while let top = deadlines.first {
+            let current = top.id.role == .client ? clients[top.id]?.transaction.nextDeadline : servers[top.id]?.transaction.nextDeadline
+            if current == top.deadline { return }
+            deadlines.removeFirst()
+        }
     }
 
     /// The transport failed to reach the peer of client transaction `id`.
@@ -155,13 +170,22 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     }
 
     private mutating func store(client entry: (transaction: SIPClientTransaction, peer: Destination), id: SIPTransactionID, outputs: [SIPTransactionOutput]) -> [SIPTransactionEvent<Destination>] {
+        let before = clients[id]?.transaction.nextDeadline
         clients[id] = entry.transaction.isTerminated ? nil : entry
+        noteDeadline(entry.transaction.isTerminated ? nil : entry.transaction.nextDeadline, was: before, id: id)
         return translate(outputs, id: id, peer: entry.peer)
     }
 
     private mutating func store(server entry: (transaction: SIPServerTransaction, peer: Destination), id: SIPTransactionID, outputs: [SIPTransactionOutput]) -> [SIPTransactionEvent<Destination>] {
+        let before = servers[id]?.transaction.nextDeadline
         servers[id] = entry.transaction.isTerminated ? nil : entry
+        noteDeadline(entry.transaction.isTerminated ? nil : entry.transaction.nextDeadline, was: before, id: id)
         return translate(outputs, id: id, peer: entry.peer)
+    }
+
+    private mutating func noteDeadline(_ deadline: SIPInstant?, was before: SIPInstant?, id: SIPTransactionID) {
+        if let deadline, deadline != before { deadlines.insert((deadline, id)) }
+        dropStaleDeadlines()
     }
 
     private func translate(_ outputs: [SIPTransactionOutput], id: SIPTransactionID, peer: Destination) -> [SIPTransactionEvent<Destination>] {
@@ -173,6 +197,41 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
             case .timedOut(let timer): .timedOut(id, timer)
             case .terminated: nil
             }
+        }
+    }
+}
+
+/// A binary min-heap of (deadline, transaction) for `SIPTransactionLayer`.
+struct SIPDeadlineQueue: Sendable {
+    private var heap: [(deadline: SIPInstant, id: SIPTransactionID)] = []
+
+    var first: (deadline: SIPInstant, id: SIPTransactionID)? { heap.first }
+    var count: Int { heap.count }
+
+    mutating func insert(_ entry: (deadline: SIPInstant, id: SIPTransactionID)) {
+        heap.append(entry)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].deadline < heap[parent].deadline else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() {
+        guard !heap.isEmpty else { return }
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < heap.count, heap[left].deadline < heap[smallest].deadline { smallest = left }
+            if right < heap.count, heap[right].deadline < heap[smallest].deadline { smallest = right }
+            guard smallest != parent else { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
         }
     }
 }
