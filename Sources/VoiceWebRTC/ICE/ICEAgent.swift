@@ -231,6 +231,12 @@ public final class ICEAgent {
         if selected == nil { state = .checking }
     }
 
+    /// Until when media may be sent on the selected pair (RFC 7675); nil before one is selected.
+    public var consentDeadline: MediaTime? {
+        guard selected != nil, let lastConsent else { return nil }
+        return lastConsent + consentLifetime
+    }
+
     /// Whether media may be sent now: a pair is selected and its consent is fresh.
     public func hasConsent(now: MediaTime) -> Bool {
         guard selected != nil, let lastConsent else { return false }

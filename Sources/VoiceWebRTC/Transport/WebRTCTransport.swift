@@ -6,9 +6,10 @@ import VoiceSRTP
 /// One WebRTC media transport: a UDP port on which ICE checks, the DTLS-SRTP handshake and SRTP/SRTCP travel
 /// together (RFC 7983), demultiplexed by first byte.
 ///
-/// ICE side: as ICE-lite answerer (the browser case) it answers checks through ``ICELiteAgent``; as the
-/// controlling side towards another engine it sends nominating checks to the peer's first candidate until one
-/// succeeds (a minimal controlling agent, enough for two engines; full ICE is not done yet).
+/// ICE side: as ICE-lite answerer (the browser case) it answers checks through ``ICELiteAgent``; as a full agent
+/// (``ICEAgent``, RFC 8445) it owns one socket per gathered host address plus, optionally, a TURN allocation,
+/// and sends each of the agent's datagrams from the base it names; the minimal `controlling` role (nominating
+/// checks to one known candidate) remains for the tests that predate the full agent.
 /// DTLS starts once a pair is selected (client role) or when the first DTLS record arrives (server role); when it
 /// completes, ``keys`` holds the SRTP keys and ``onConnected`` fires on the transport thread. SRTP datagrams go to
 /// ``onSRTP`` — the caller's stream unprotects them.
@@ -23,9 +24,21 @@ public final class WebRTCTransport: @unchecked Sendable {
         case liteControlled(ICELiteAgent)
         /// Sends nominating checks to `remote` with these credentials.
         case controlling(local: ICECredentials, remote: ICECredentials, candidate: TransportAddress)
+        /// A full agent whose host candidates' bases are the transport's `sockets` (and whose relay candidate's
+        /// base is ``relay``'s relayed address).
+        case full(ICEAgent)
     }
 
+    /// Which way a datagram leaves: a socket, or the TURN allocation.
+    enum Route: Equatable {
+        case socket(Int)
+        case relay
+    }
+
+    /// The first socket (the only one except for a full agent gathering on several interfaces).
     public let socket: DatagramSocket
+    public let sockets: [DatagramSocket]
+    private let pollDescriptors: UnsafeMutablePointer<pollfd>
     /// Driven on the transport thread only; read ``keys`` from elsewhere.
     public let dtls: DTLSSRTPAssociation
     private let ice: ICERole
@@ -34,6 +47,7 @@ public final class WebRTCTransport: @unchecked Sendable {
 
     // Transport thread only.
     private var selected: TransportAddress?
+    private var selectedRoute: Route?
     private var checkTransaction: [UInt8]?
     private var dtlsStarted = false
     private var consentUntil: MediaTime?
@@ -41,6 +55,7 @@ public final class WebRTCTransport: @unchecked Sendable {
     // Published for other threads (under `lock`, written on change).
     private let lock = NSLock()
     private var publishedSelected: TransportAddress?
+    private var publishedRoute: Route?
     private var publishedKeys: DTLSSRTPKeys?
     private var publishedConsentUntil: MediaTime?
 
@@ -66,13 +81,34 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// Datagrams that came through the relay as ChannelData (the rest of the relayed ones were Data indications).
     public private(set) var receivedChannelData = 0
 
-    public init(socket: DatagramSocket, ice: ICERole, dtls: DTLSSRTPAssociation) {
-        self.socket = socket
-        self.ice = ice
-        self.dtls = dtls
+    public convenience init(socket: DatagramSocket, ice: ICERole, dtls: DTLSSRTPAssociation) {
+        self.init(sockets: [socket], ice: ice, dtls: dtls)
     }
 
-    deinit { channelBuffer.deallocate() }
+    /// `sockets`: at least one; for a full agent, one per host candidate's base.
+    public init(sockets: [DatagramSocket], ice: ICERole, dtls: DTLSSRTPAssociation) {
+        precondition(!sockets.isEmpty, "a transport needs a socket")
+        self.socket = sockets[0]
+        self.sockets = sockets
+        self.ice = ice
+        self.dtls = dtls
+        pollDescriptors = .allocate(capacity: sockets.count)
+        for (i, s) in sockets.enumerated() { pollDescriptors[i] = pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0) }
+    }
+
+    deinit {
+        channelBuffer.deallocate()
+        pollDescriptors.deallocate()
+    }
+
+    /// The way the non-full roles send: everything through the relay when there is one.
+    private var defaultRoute: Route { relay == nil ? .socket(0) : .relay }
+
+    /// The route for a full agent's base: the socket bound to it, or the relay for the relayed address.
+    private func route(forBase base: TransportAddress) -> Route? {
+        if let relay, relay.relayedAddress == base { return .relay }
+        return sockets.firstIndex { $0.localAddress == base }.map { .socket($0) }
+    }
 
     /// Where media goes (the nominated pair's remote address), once ICE selected one.
     public var remoteAddress: TransportAddress? { lock.withLock { publishedSelected } }
@@ -85,22 +121,26 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// thread use ``sendOnTransportThread(_:now:)``.
     @discardableResult
     public func send(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
-        let (target, consent) = lock.withLock { (publishedSelected, publishedConsentUntil) }
-        return deliver(datagram, to: target, consentUntil: consent, now: now)
+        let (target, route, consent) = lock.withLock { (publishedSelected, publishedRoute, publishedConsentUntil) }
+        return deliver(datagram, to: target, route: route, consentUntil: consent, now: now)
     }
 
     /// The same on the transport thread (from ``onTick`` or ``onSRTP``): no lock, no allocation (without relay).
     @discardableResult
     public func sendOnTransportThread(_ datagram: UnsafeRawBufferPointer, now: MediaTime) -> Bool {
-        deliver(datagram, to: selected, consentUntil: consentUntil, now: now)
+        deliver(datagram, to: selected, route: selectedRoute, consentUntil: consentUntil, now: now)
     }
 
-    private func deliver(_ datagram: UnsafeRawBufferPointer, to target: TransportAddress?, consentUntil: MediaTime?,
-                         now: MediaTime) -> Bool {
-        guard let target else { return false }
-        if case .liteControlled = ice {
+    private func deliver(_ datagram: UnsafeRawBufferPointer, to target: TransportAddress?, route: Route?,
+                         consentUntil: MediaTime?, now: MediaTime) -> Bool {
+        guard let target, let route else { return false }
+        switch ice {
+        case .liteControlled, .full:
             guard let consentUntil, now < consentUntil else { return false }
+        case .controlling:
+            break
         }
+        if case .socket(let index) = route { return sockets[index].send(datagram, to: target) }
         if let relay {
             if let (channel, peer) = relayChannel, peer == target, datagram.count <= channelBuffer.count - 4 {
                 // ChannelData (RFC 8656 §12.4): channel, length, data; padding is optional over UDP.
@@ -114,12 +154,19 @@ public final class WebRTCTransport: @unchecked Sendable {
             relay.send(Array(datagram), to: target)
             return true
         }
-        return socket.send(datagram, to: target)
+        return false
     }
 
-    /// Sends directly, or through the relay when there is one (control traffic: checks, DTLS).
+    /// Control traffic (checks, DTLS) along a route.
+    private func transmit(_ datagram: [UInt8], to target: TransportAddress, route: Route) {
+        switch route {
+        case .socket(let index): sockets[index].send(datagram, to: target)
+        case .relay: relay?.send(datagram, to: target)
+        }
+    }
+
     private func transmit(_ datagram: [UInt8], to target: TransportAddress) {
-        if let relay { relay.send(datagram, to: target) } else { socket.send(datagram, to: target) }
+        transmit(datagram, to: target, route: defaultRoute)
     }
 
     public func start(clock: @escaping @Sendable () -> MediaTime) {
@@ -151,9 +198,13 @@ public final class WebRTCTransport: @unchecked Sendable {
                 now = clock()
             }
             let wait = onTick == nil ? 10 : max(0, min(10, Int32((nextTick - now).nanoseconds / 1_000_000)))
-            if let (count, from) = socket.receive(into: buffer, timeoutMilliseconds: wait) {
-                let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
-                handle(datagram, from: from, now: clock())
+            if poll(pollDescriptors, nfds_t(sockets.count), wait) > 0 {
+                for i in sockets.indices where pollDescriptors[i].revents != 0 {
+                    while let (count, from) = sockets[i].read(into: buffer) {
+                        let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                        handle(datagram, from: from, socket: i, now: clock())
+                    }
+                }
             }
             if !reported {
                 switch dtls.state {
@@ -173,6 +224,14 @@ public final class WebRTCTransport: @unchecked Sendable {
 
     /// Controlling checks every 50 ms until one succeeds; DTLS retransmissions when due.
     private func driveTimers(now: MediaTime, nextCheck: inout MediaTime) {
+        if case .full(let agent) = ice {
+            agent.tick(now: now)
+            flush(agent)
+            if let target = selected, let route = selectedRoute, !dtlsStarted, dtls.role == .client {
+                dtlsStarted = true
+                for d in dtls.start() { transmit(d, to: target, route: route) }
+            }
+        }
         if case .controlling(let local, let remote, let candidate) = ice, selected == nil, now >= nextCheck {
             let check = ICELiteAgent.check(from: local, to: remote,
                                            priority: ICECandidate.priority(kind: .host), nominate: true)
@@ -181,24 +240,37 @@ public final class WebRTCTransport: @unchecked Sendable {
                                      fingerprint: true), to: candidate)
             nextCheck = now + .milliseconds(50)
         }
-        if let target = selected, !dtls.isConnectedOrFailed, dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
-            for d in dtls.handleTimeout() { transmit(d, to: target) }
+        if let target = selected, let route = selectedRoute, !dtls.isConnectedOrFailed,
+           dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
+            for d in dtls.handleTimeout() { transmit(d, to: target, route: route) }
         }
     }
 
     /// Changes of the selected pair and of consent, published for other threads.
-    private func select(_ address: TransportAddress?, consentUntil: MediaTime?) {
-        guard address != selected || consentUntil != self.consentUntil else { return }
+    private func select(_ address: TransportAddress?, consentUntil: MediaTime?, route: Route?) {
+        guard address != selected || consentUntil != self.consentUntil || route != selectedRoute else { return }
         selected = address
+        selectedRoute = address == nil ? nil : route
         self.consentUntil = consentUntil
         lock.withLock {
             publishedSelected = address
+            publishedRoute = selectedRoute
             publishedConsentUntil = consentUntil
         }
     }
 
-    private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
-        if let relay, from == relay.server {
+    /// Sends what the full agent queued, each from its base, and publishes its selected pair and consent.
+    private func flush(_ agent: ICEAgent) {
+        for t in agent.takeTransmits() {
+            if let route = route(forBase: t.base) { transmit(t.datagram, to: t.destination, route: route) }
+        }
+        let pair = agent.selected
+        select(pair?.remote, consentUntil: agent.consentDeadline, route: pair.flatMap { route(forBase: $0.local) })
+    }
+
+    private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, socket index: Int,
+                        now: MediaTime) {
+        if let relay, from == relay.server, relay.socket === sockets[index] {
             // ChannelData from the bound peer: the payload is handled in place.
             if datagram.count >= 4, PacketKind(firstByte: datagram[0]) == .turnChannel {
                 // Once a channel is bound the relay sends everything from that peer this way (checks too).
@@ -209,45 +281,58 @@ public final class WebRTCTransport: @unchecked Sendable {
                 }
                 receivedChannelData += 1
                 guard 4 + length <= datagram.count else { received.dropped += 1; return }
-                handle(direct: UnsafeMutableRawBufferPointer(rebasing: datagram[4..<4 + length]), from: peer, now: now)
+                handle(direct: UnsafeMutableRawBufferPointer(rebasing: datagram[4..<4 + length]), from: peer,
+                       arrival: .relay, now: now)
                 return
             }
             // Otherwise only Data indications carry the peer's datagrams.
             guard let relayed = TURNClient.unwrapData(Array(datagram)) else { received.dropped += 1; return }
             var data = relayed.data
-            data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, now: now) }
+            data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, arrival: .relay, now: now) }
             return
         }
-        handle(direct: datagram, from: from, now: now)
+        handle(direct: datagram, from: from, arrival: .socket(index), now: now)
     }
 
-    private func handle(direct datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, now: MediaTime) {
+    /// `arrival`: the route the datagram came in on (a full agent's base, and where to answer).
+    private func handle(direct datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, arrival: Route,
+                        now: MediaTime) {
         switch PacketKind(UnsafeRawBufferPointer(datagram)) {
         case .stun:
             received.stun += 1
             let bytes = Array(datagram)
             switch ice {
             case .liteControlled(let agent):
-                if let reply = agent.handle(bytes, from: from, now: now) { transmit(reply, to: from) }
+                if let reply = agent.handle(bytes, from: from, now: now) { transmit(reply, to: from, route: arrival) }
                 let address = selected == nil || agent.nominated ? agent.selectedAddress : selected
-                select(address, consentUntil: agent.lastConsent.map { $0 + agent.consentLifetime })
+                select(address, consentUntil: agent.lastConsent.map { $0 + agent.consentLifetime }, route: arrival)
             case .controlling(_, let remote, _):
                 guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
                       m.transactionID == checkTransaction,
                       m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
                 else { received.dropped += 1; return }
-                select(from, consentUntil: nil)
+                select(from, consentUntil: nil, route: arrival)
+            case .full(let agent):
+                let base: TransportAddress? = switch arrival {
+                case .socket(let index): sockets[index].localAddress
+                case .relay: relay?.relayedAddress
+                }
+                guard let base else { received.dropped += 1; return }
+                agent.handle(bytes, from: from, base: base, now: now)
+                flush(agent)
             }
-            if let target = selected, !dtlsStarted, dtls.role == .client {
+            if let target = selected, let route = selectedRoute, !dtlsStarted, dtls.role == .client {
                 dtlsStarted = true
-                for d in dtls.start() { transmit(d, to: target) }
+                for d in dtls.start() { transmit(d, to: target, route: route) }
             }
         case .dtls:
             received.dtls += 1
             // Only from the selected address (or, before selection, whoever passed an ICE check).
             let target = selected ?? from
             dtlsStarted = true
-            for d in dtls.receive(UnsafeRawBufferPointer(datagram)) { transmit(d, to: target) }
+            for d in dtls.receive(UnsafeRawBufferPointer(datagram)) {
+                transmit(d, to: target, route: selected == nil ? arrival : selectedRoute ?? arrival)
+            }
         case .rtp:
             received.srtp += 1
             onSRTP?(datagram, now)
