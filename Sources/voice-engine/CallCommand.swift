@@ -37,6 +37,11 @@ struct CallCommand: ParsableCommand {
             The end-of-call report (JSON, the schema of CallReport) goes to --report. Exit status: 0 when media \
             flowed both ways; 1 when it never did (no answer, every packet failing authentication) or a device, \
             the network or an output file failed; 64 for bad options; 65 for a malformed key or a=crypto line.
+
+            --webrtc offer|answer instead of --listen/--connect: ICE (full agents, the offerer controls), DTLS-SRTP \
+            and Opus as a browser speaks them, signalled by pasting SDP: the offering side prints its offer on \
+            stdout and reads the answer from stdin, the answering side the other way round (each SDP ends with an \
+            empty line). Candidates are gathered on --bind (default 127.0.0.1); devices null or file: (48 kHz mono).
             """)
 
     @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))
@@ -88,7 +93,20 @@ struct CallCommand: ParsableCommand {
             + "rtp-dump and replay.", valueName: "file.pcapng"))
     var capture: String?
 
+    @Option(help: ArgumentHelp(
+        "Call another voice-engine over ICE and DTLS-SRTP, signalled by pasting SDP: 'offer' on one side, "
+            + "'answer' on the other (no --listen/--connect).", valueName: "offer|answer"))
+    var webrtc: String?
+
     func validate() throws {
+        if let webrtc {
+            guard webrtc == "offer" || webrtc == "answer" else { throw ValidationError("--webrtc takes offer or answer") }
+            guard listen == nil, connect == nil, remote == nil, localKey == nil, remoteKey == nil, remoteCrypto == nil,
+                  !noSRTP, capture == nil
+            else { throw ValidationError("--webrtc replaces --listen/--connect/--remote, the keys and --capture") }
+            try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+            return
+        }
         guard (listen == nil) != (connect == nil) else {
             throw ValidationError("give exactly one of --listen PORT and --connect HOST:PORT")
         }
@@ -109,6 +127,13 @@ struct CallCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let webrtc {
+            let status = WebRTCCallMode.run(WebRTCCallMode.Plan(
+                offering: webrtc == "offer", host: bind ?? "127.0.0.1", microphone: media.mic, speaker: media.speaker,
+                loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout))
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let plan = try makePlan()
         let status = CallRunner.runBlocking(plan)
         if status != 0 { throw ExitCode(status) }

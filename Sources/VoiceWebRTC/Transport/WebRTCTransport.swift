@@ -72,6 +72,8 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// then goes as ChannelData, framed in a preallocated buffer (no allocation per packet).
     public var relayChannel: (number: UInt16, peer: TransportAddress)?
     private let channelBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048 + 4, alignment: 16)
+    /// Where datagrams are read into (the transport thread's, or ``pump(now:timeoutMilliseconds:)``'s caller's).
+    private let receiveBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
     /// Called every 10 ms on the transport thread (the media tick: one thread per call for network and media, so
     /// the stream needs no lock or hand-off); nil for none.
     public var onTick: ((MediaTime) -> Void)?
@@ -98,6 +100,7 @@ public final class WebRTCTransport: @unchecked Sendable {
 
     deinit {
         channelBuffer.deallocate()
+        receiveBuffer.deallocate()
         pollDescriptors.deallocate()
     }
 
@@ -182,9 +185,28 @@ public final class WebRTCTransport: @unchecked Sendable {
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
     }
 
+    /// One receive turn of the transport loop, for a caller that drives a stopped transport itself (the
+    /// allocation benchmark): waits up to `timeoutMilliseconds` for datagrams on every socket and handles them
+    /// as the transport thread would. Returns how many were handled. Never while the thread runs.
+    @discardableResult
+    public func pump(now: MediaTime, timeoutMilliseconds: Int32) -> Int {
+        receiveReady(timeoutMilliseconds: timeoutMilliseconds) { now }
+    }
+
+    @discardableResult
+    private func receiveReady(timeoutMilliseconds: Int32, clock: () -> MediaTime) -> Int {
+        guard poll(pollDescriptors, nfds_t(sockets.count), timeoutMilliseconds) > 0 else { return 0 }
+        var handled = 0
+        for i in sockets.indices where pollDescriptors[i].revents != 0 {
+            while let (count, from) = sockets[i].read(into: receiveBuffer) {
+                handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
+                handled += 1
+            }
+        }
+        return handled
+    }
+
     private func run(clock: @Sendable () -> MediaTime) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
-        defer { buffer.deallocate() }
         var nextCheck = MediaTime.zero
         var nextTick = clock()
         var reported = false
@@ -198,14 +220,7 @@ public final class WebRTCTransport: @unchecked Sendable {
                 now = clock()
             }
             let wait = onTick == nil ? 10 : max(0, min(10, Int32((nextTick - now).nanoseconds / 1_000_000)))
-            if poll(pollDescriptors, nfds_t(sockets.count), wait) > 0 {
-                for i in sockets.indices where pollDescriptors[i].revents != 0 {
-                    while let (count, from) = sockets[i].read(into: buffer) {
-                        let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
-                        handle(datagram, from: from, socket: i, now: clock())
-                    }
-                }
-            }
+            receiveReady(timeoutMilliseconds: wait, clock: clock)
             if !reported {
                 switch dtls.state {
                 case .connected(let keys):
