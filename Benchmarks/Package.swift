@@ -80,6 +80,19 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
     )
 }
 
+// The WebRTC transport's media path after the ICE/DTLS handshake: 0 mallocs per packet (Thresholds/).
+package.targets.append(
+    .executableTarget(
+        name: "WebRTCBenchmarks",
+        dependencies: [
+            "AllocationSuite", "BenchmarkFixtures", voiceEngine,
+            .product(name: "VoiceWebRTC", package: rootPackage), .product(name: "Benchmark", package: "benchmark"),
+        ],
+        path: "Benchmarks/WebRTCBenchmarks",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+)
+
 // SIP message parsing and serialization: allocations per message (bounded, not zero; Thresholds/).
 package.targets.append(
     .executableTarget(

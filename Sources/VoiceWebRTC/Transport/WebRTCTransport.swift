@@ -197,8 +197,10 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func receiveReady(timeoutMilliseconds: Int32, clock: () -> MediaTime) -> Int {
         guard poll(pollDescriptors, nfds_t(sockets.count), timeoutMilliseconds) > 0 else { return 0 }
         var handled = 0
+        // One datagram per socket and wake-up (media comes one packet per 10-20 ms: a second read would mostly
+        // be an EAGAIN syscall; a burst makes the next poll return at once).
         for i in sockets.indices where pollDescriptors[i].revents != 0 {
-            while let (count, from) = sockets[i].read(into: receiveBuffer) {
+            if let (count, from) = sockets[i].read(into: receiveBuffer) {
                 handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
                 handled += 1
             }
