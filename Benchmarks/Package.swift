@@ -13,6 +13,7 @@ let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPa
 /// Simulation, scenarios and the jitter benchmark live beside the engine, not in the product a client links.
 let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
 let voiceSIP = Target.Dependency.product(name: "VoiceSIP", package: rootPackage)
+let voiceWebRTC = Target.Dependency.product(name: "VoiceWebRTC", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -37,7 +38,7 @@ let package = Package(
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [voiceEngine, voiceLab],
+            dependencies: [voiceEngine, voiceLab, voiceWebRTC],
             path: "Sources/BenchmarkFixtures"
         ),
         .executableTarget(
@@ -48,6 +49,7 @@ let package = Package(
                 voiceEngine,
                 voiceLab,
                 voiceSIP,
+                voiceWebRTC,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/voice-bench"
@@ -85,8 +87,8 @@ package.targets.append(
     .executableTarget(
         name: "WebRTCBenchmarks",
         dependencies: [
-            "AllocationSuite", "BenchmarkFixtures", voiceEngine,
-            .product(name: "VoiceWebRTC", package: rootPackage), .product(name: "Benchmark", package: "benchmark"),
+            "AllocationSuite", "BenchmarkFixtures", voiceEngine, voiceWebRTC,
+            .product(name: "Benchmark", package: "benchmark"),
         ],
         path: "Benchmarks/WebRTCBenchmarks",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
