@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import VoiceEngine
+import VoiceWebRTC
 
 #if canImport(Glibc)
     import Glibc
@@ -97,6 +98,12 @@ struct CallCommand: ParsableCommand {
         "Call another voice-engine over ICE and DTLS-SRTP, signalled by pasting SDP: 'offer' on one side, "
             + "'answer' on the other (no --listen/--connect).", valueName: "offer|answer"))
     var webrtc: String?
+    @Option(help: ArgumentHelp(
+        "With --webrtc: a TURN server (numeric IPv4 address or [IPv6]:port) for server-reflexive and relayed "
+            + "candidates.", valueName: "address:port"))
+    var turn: String?
+    @Option(help: "With --turn: the server's shared secret (coturn use-auth-secret: TURN REST API credentials).")
+    var turnSecret: String?
 
     func validate() throws {
         if let webrtc {
@@ -105,8 +112,13 @@ struct CallCommand: ParsableCommand {
                   !noSRTP, capture == nil
             else { throw ValidationError("--webrtc replaces --listen/--connect/--remote, the keys and --capture") }
             try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+            guard (turn == nil) == (turnSecret == nil) else { throw ValidationError("--turn and --turn-secret go together") }
+            if let turn, WebRTCCallMode.turnAddress(turn) == nil {
+                throw ValidationError("--turn \(turn): expected a numeric IPv4 address or [IPv6] with a port")
+            }
             return
         }
+        if turn != nil || turnSecret != nil { throw ValidationError("--turn is for --webrtc calls") }
         guard (listen == nil) != (connect == nil) else {
             throw ValidationError("give exactly one of --listen PORT and --connect HOST:PORT")
         }
@@ -130,7 +142,10 @@ struct CallCommand: ParsableCommand {
         if let webrtc {
             let status = WebRTCCallMode.run(WebRTCCallMode.Plan(
                 offering: webrtc == "offer", host: bind ?? "127.0.0.1", microphone: media.mic, speaker: media.speaker,
-                loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout))
+                loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout,
+                turn: turn.flatMap(WebRTCCallMode.turnAddress).map {
+                    TURNServer(address: $0, credentials: .restAPI(secret: turnSecret ?? "", user: "voice-engine"))
+                }))
             if status != 0 { throw ExitCode(status) }
             return
         }

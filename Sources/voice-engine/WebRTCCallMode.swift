@@ -18,6 +18,17 @@ enum WebRTCCallMode {
         var loopMicrophone: Bool
         var duration: Double
         var connectTimeout: Double
+        var turn: TURNServer?
+    }
+
+    /// "192.0.2.1:3478" or "[2001:db8::1]:3478" (numeric only: the candidates are numeric too).
+    static func turnAddress(_ text: String) -> TransportAddress? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0 else {
+            return nil
+        }
+        var host = text[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return TransportAddress(host, port: port)
     }
 
     static func run(_ plan: Plan) -> Int32 {
@@ -50,17 +61,20 @@ enum WebRTCCallMode {
             let certificate = try DTLSCertificate()
             if plan.offering {
                 call = try WebRTCAudioCall(offeringWith: certificate, host: plan.host, fullICE: true,
-                                           capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
                 emit(call.localDescription, what: "offer")
                 guard let answer = readSDP(what: "answer") else { say("error: no answer on stdin"); return 1 }
                 try call.accept(answer: answer)
             } else {
                 guard let offer = readSDP(what: "offer") else { say("error: no offer on stdin"); return 1 }
                 call = try WebRTCAudioCall(answering: offer, certificate: certificate, host: plan.host, fullICE: true,
-                                           capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
                 emit(call.localDescription, what: "answer")
                 call.start()
             }
+        } catch let error as TURNError {
+            say("error: TURN server \(plan.turn.map { "\($0.address)" } ?? ""): \(error)")
+            return 1
         } catch {
             say("error: \(error)")
             return 65
@@ -89,6 +103,13 @@ enum WebRTCCallMode {
             return 1
         }
         guard call.connectedAt != nil, (statistics?.packetsReceived ?? 0) > 0 else {
+            if let agent = call.agent {
+                for pair in agent.pairs { say("webrtc: pair \(pair.local) → \(pair.remote): \(pair.state)") }
+                for c in agent.remoteCandidates { say("webrtc: remote \(c.sdpValue)") }
+                say("webrtc: relayed \(call.turn?.relayedAddress.map { "\($0)" } ?? "-"), role \(agent.role)")
+                say("webrtc: \(agent.checksSent) checks sent, \(agent.rejectedRequests) requests refused, "
+                    + "received \(call.transport.map { "\($0.received)" } ?? "-")")
+            }
             say("error: no media from the peer (ICE \(call.agent.map { "\($0.state)" } ?? "?"))")
             return 1
         }

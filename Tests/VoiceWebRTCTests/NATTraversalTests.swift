@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceCore
 import VoiceSRTP
+import VoiceTestSupport
 @testable import VoiceWebRTC
 
 /// A mutable value a closure can capture (tests only; one thread uses it).
@@ -264,6 +265,43 @@ struct NATTraversalTests {
         let socketC = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
         let wrong = TURNClient(socket: socketC, server: server, credentials: .restAPI(secret: "wrong", user: "engine"))
         #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) { try ICEAgent(role: .controlling).gather(sockets: [socketC], turn: wrong) }
+    }
+
+    /// `voice-engine call --webrtc` in each private namespace, with coturn for srflx and relay candidates: the
+    /// two processes connect across the NATs with full ICE, speech goes both ways, and the offerer reports offer →
+    /// first decoded audio. With a wrong secret the offerer stops at gathering with the TURN server's 401.
+    @Test(.enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
+          .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
+    func callCommandAcrossTheNATs() throws {
+        let network = try NATNetwork()
+        let coturn = try startCoturn()
+        defer { stop(coturn); _ = network }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-nat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func peer(_ role: String, _ namespace: String, _ host: String, secret: String = Coturn.secret) throws
+            -> WebRTCCallCommandTests.Peer {
+            try WebRTCCallCommandTests.Peer(
+                role, in: directory, wrapper: ["/usr/sbin/ip", "netns", "exec", NATNetwork.prefix + namespace],
+                extra: ["--bind", host, "--turn", "10.17.1.1:27478", "--turn-secret", secret])
+        }
+        let offerer = try peer("offer", "hostA", "192.168.17.2"), answerer = try peer("answer", "hostB", "192.168.18.2")
+        defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
+        let sdp = WebRTCCallCommandTests.signal(offerer, answerer)
+        #expect(sdp.contains("typ srflx") && sdp.contains("typ relay"))
+        let logs = offerer.logText + answerer.logText
+        print(logs)
+        #expect(offerer.process.terminationStatus == 0 && answerer.process.terminationStatus == 0, "\(logs)")
+        // The pair each side uses is not its peer's host address (unreachable across the NATs).
+        #expect(logs.contains("ICE connected") && !logs.contains("→ 192.168."), "\(logs)")
+        try WebRTCCallCommandTests.expectSpeechBothWays([offerer, answerer])
+
+        let refused = try peer("offer", "hostA", "192.168.17.2", secret: "wrong")
+        defer { stopPeer(refused.process, grace: 1) }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, refused.process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(refused.process.terminationStatus == 1)
+        #expect(refused.logText.contains("rejected(code: 401"), "\(refused.logText)")
     }
 
     @Test func wrongTURNCredentialsFailWithATypedError() throws {
