@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import VoiceEngine
 
 /// The addresses an agent gathers host candidates on (RFC 8445 §5.1.1.1): every interface that is up, IPv4 and
 /// IPv6. Skipped: IPv6 link-local (fe80::/10, needs a scope the candidate cannot carry; browsers skip it too) and
@@ -26,16 +27,19 @@ public enum HostCandidates {
 
 extension TransportAddress {
     /// Reads an `AF_INET` or `AF_INET6` socket address (`recvfrom`, `getsockname`, `getifaddrs`); nil otherwise.
+    /// Decoded by the engine's ``UDPEndpoint`` (one sockaddr reader for both transports).
     init?(socketAddress pointer: UnsafePointer<sockaddr>) {
-        switch Int32(pointer.pointee.sa_family) {
-        case AF_INET:
-            var sa = UnsafeRawPointer(pointer).load(as: sockaddr_in.self)
-            self = withUnsafeBytes(of: &sa.sin_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin_port)) }
-        case AF_INET6:
-            var sa = UnsafeRawPointer(pointer).load(as: sockaddr_in6.self)
-            self = withUnsafeBytes(of: &sa.sin6_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin6_port)) }
-        default:
-            return nil
+        guard let endpoint = UDPEndpoint(socketAddress: pointer) else { return nil }
+        self.init(endpoint)
+    }
+
+    /// The same address and port as the engine's SDES transport writes them.
+    public init(_ endpoint: UDPEndpoint) {
+        switch endpoint.address {
+        case .v4(let address):
+            self = withUnsafeBytes(of: address.bigEndian) { TransportAddress(rawAddress: $0, port: endpoint.port) }
+        case .v6(let high, let low):
+            self = withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { TransportAddress(rawAddress: $0, port: endpoint.port) }
         }
     }
 }
