@@ -72,18 +72,24 @@ void cb_srtp_destroy(cb_srtp *s) {
     free(s);
 }
 
+// The send side of one packet: copy the template, write the sequence number, protect in place (*len: in, out).
+static inline srtp_err_status_t protect_next(cb_srtp *s, const uint8_t *packet, int32_t length, uint16_t seq,
+                                             uint8_t *buffer, int *len) {
+    memcpy(buffer, packet, (size_t)length);
+    buffer[2] = (uint8_t)(seq >> 8);
+    buffer[3] = (uint8_t)seq;
+    *len = length;
+    return srtp_protect(s->session, buffer, len);
+}
+
 int64_t cb_srtp_protect_loop(cb_srtp *s, const uint8_t *packet, int32_t length, uint16_t *sequence,
                              int64_t iterations, uint8_t *buffer, int32_t capacity) {
     if (length < 12 || length > capacity) return -2000 - (int64_t)srtp_err_status_bad_param;
     int64_t total = 0;
     uint16_t seq = *sequence;
     for (int64_t k = 0; k < iterations; k++) {
-        memcpy(buffer, packet, (size_t)length);
-        buffer[2] = (uint8_t)(seq >> 8);
-        buffer[3] = (uint8_t)seq;
-        seq++;
-        int len = length;
-        srtp_err_status_t status = srtp_protect(s->session, buffer, &len);
+        int len;
+        srtp_err_status_t status = protect_next(s, packet, length, seq++, buffer, &len);
         if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
         total += len;
     }
@@ -125,12 +131,8 @@ int64_t cb_srtp_udp_loop(cb_srtp *out, cb_srtp *in, int32_t tx, int32_t rx, uint
     int64_t total = 0;
     uint16_t seq = *sequence;
     for (int64_t k = 0; k < iterations; k++) {
-        memcpy(buffer, packet, (size_t)length);
-        buffer[2] = (uint8_t)(seq >> 8);
-        buffer[3] = (uint8_t)seq;
-        seq++;
-        int len = length;
-        srtp_err_status_t status = srtp_protect(out->session, buffer, &len);
+        int len;
+        srtp_err_status_t status = protect_next(out, packet, length, seq++, buffer, &len);
         if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
         if (sendto(tx, buffer, (size_t)len, 0, (const struct sockaddr *)&to, sizeof to) != len) return -3000;
         struct pollfd p = {rx, POLLIN, 0};
