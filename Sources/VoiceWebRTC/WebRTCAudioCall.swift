@@ -26,7 +26,8 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     private let playout: (AudioFrame) -> Void
     private let clock = MonotonicClock()
     private let certificate: DTLSCertificate
-    private let socket: DatagramSocket
+    /// The first is the one ICE-lite and the SDP's c= line use; a full agent has one per host address.
+    private let sockets: [DatagramSocket]
     private let localICE: ICECredentials
     /// The full agent (nil for ICE-lite).
     public let agent: ICEAgent?
@@ -51,16 +52,25 @@ public final class WebRTCAudioCall: @unchecked Sendable {
                  playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, turnServer: TURNServer?,
                  describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String) throws {
         startedAt = clock.now
-        guard let bind = TransportAddress(host, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
-        let socket = try DatagramSocket(bind: bind)
-        self.socket = socket
+        let first = String(host.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces)
+        guard let bind = TransportAddress(first, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
+        // A full agent gathers on every address in `host` (comma-separated); ICE-lite on the first.
+        let extra = fullICE == nil ? [] : host.split(separator: ",").dropFirst().map(String.init)
+        let sockets = try [DatagramSocket(bind: bind)] + extra.map { text throws in
+            guard let address = TransportAddress(text.trimmingCharacters(in: .whitespaces), port: 0) else {
+                throw WebRTCSDPError.badAttribute("host", reason: text)
+            }
+            return try DatagramSocket(bind: address)
+        }
+        let socket = sockets[0]
+        self.sockets = sockets
         localICE = ICECredentials.random()
         var candidates = [ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
                                        host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)]
         if let role = fullICE {
             let agent = ICEAgent(role: role, local: localICE)
             let turn = turnServer.map { TURNClient(socket: socket, server: $0.address, credentials: $0.credentials) }
-            candidates = try agent.gather(sockets: [socket], turn: turn)  // a refused allocation throws TURNError
+            candidates = try agent.gather(sockets: sockets, turn: turn)  // a refused allocation throws TURNError
             agent.localGatheringDone()
             self.agent = agent
             self.turn = turn
@@ -139,7 +149,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             ice = .liteControlled(ICELiteAgent(local: localICE, remote: remote.ice))
         }
         let transport = WebRTCTransport(
-            socket: socket, ice: ice,
+            sockets: sockets, ice: ice,
             dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remote.fingerprint))
         transport.relay = turn
         transport.onConnected = { [unowned self] result in connected(result) }

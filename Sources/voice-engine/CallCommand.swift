@@ -42,7 +42,9 @@ struct CallCommand: ParsableCommand {
             --webrtc offer|answer instead of --listen/--connect: ICE (full agents, the offerer controls), DTLS-SRTP \
             and Opus as a browser speaks them, signalled by pasting SDP: the offering side prints its offer on \
             stdout and reads the answer from stdin, the answering side the other way round (each SDP ends with an \
-            empty line). Candidates are gathered on --bind (default 127.0.0.1); devices null or file: (48 kHz mono).
+            empty line). Candidates are gathered on --bind: one address, several separated by commas, or `all` \
+            (every interface that is up, IPv4 and IPv6; default 127.0.0.1); with --turn ADDR:PORT --turn-secret S \
+            also server-reflexive and relayed ones. Devices null or file: (48 kHz mono).
             """)
 
     @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))

@@ -55,6 +55,14 @@ enum WebRTCCallMode {
             say("error: --webrtc supports only null and file: devices (--speaker \(plan.speaker))")
             return 64
         }
+        // "all": a host candidate on every interface that is up (IPv4 and IPv6, loopback only when alone).
+        var plan = plan
+        if plan.host == "all" {
+            let addresses = HostCandidates.addresses()
+            plan.host = (addresses.isEmpty ? HostCandidates.addresses(includeLoopback: true) : addresses)
+                .map(\.host).joined(separator: ",")
+            say("webrtc: gathering on \(plan.host)")
+        }
         let media = FileMedia(microphone: mic, loop: plan.loopMicrophone, seconds: plan.duration)
         let call: WebRTCAudioCall
         do {

@@ -84,7 +84,9 @@ struct WebRTCCallCommandTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-call-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let offerer = try Peer("offer", in: directory), answerer = try Peer("answer", in: directory)
+        // Host candidates on two interfaces each (IPv4 and IPv6 loopback): the IPv6 pair must win.
+        let offerer = try Peer("offer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
+        let answerer = try Peer("answer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
         defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
         let sdp = Self.signal(offerer, answerer)
         #expect(sdp.contains("a=candidate:") && sdp.contains("a=fingerprint:sha-256") && !sdp.contains("ice-lite"))
@@ -92,7 +94,8 @@ struct WebRTCCallCommandTests {
         let logs = offerer.logText + answerer.logText
         print(logs)
         #expect(offerer.process.terminationStatus == 0 && answerer.process.terminationStatus == 0, "\(logs)")
-        #expect(logs.contains("ICE connected"), "\(logs)")
+        #expect(logs.contains("ICE connected, pair [::1]"), "\(logs)")
+        #expect(sdp.contains(" 127.0.0.1 ") && sdp.contains(" ::1 "))
         try Self.expectSpeechBothWays([offerer, answerer])
     }
 }
