@@ -226,6 +226,7 @@ struct NATTraversalTests {
                                 dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
         a.relay = turnA
         b.relay = turnB
+        a.relayRefreshInterval = .milliseconds(200)  // so the refreshes of a long call happen in this short one
         final class FirstMedia: @unchecked Sendable { let lock = NSLock(); var at: MediaTime? }
         let got = WebRTCTransportTests.Received(), first = FirstMedia()
         b.onSRTP = { datagram, now in
@@ -257,6 +258,8 @@ struct NATTraversalTests {
               + "transports started → first SRTP unprotected \((firstAt - started).milliseconds) ms; "
               + "offer → first media \((firstAt - offerAt).milliseconds) ms; pair A \(String(describing: agentA.selected)) ")
         got.lock.withLock { #expect(got.payloads.count == 50 && got.failures == 0) }
+        // The transport thread refreshed A's allocation and permission without blocking; coturn accepted them.
+        #expect(turnA.refreshSuccesses >= 2 && turnA.refreshFailures == 0, "\(turnA.refreshSuccesses) / \(turnA.refreshFailures)")
         let sa = try #require(agentA.selected), sb = try #require(agentB.selected)
         let remoteKinds = answer.filter { $0.address == sa.remote }.map(\.kind) + offer.filter { $0.address == sb.remote }.map(\.kind)
         #expect(!remoteKinds.isEmpty && remoteKinds.allSatisfy { $0 == .srflx || $0 == .relay || $0 == .prflx }, "\(remoteKinds)")

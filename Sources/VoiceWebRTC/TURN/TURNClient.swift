@@ -44,6 +44,10 @@ public final class TURNClient {
     public private(set) var relayedAddress: TransportAddress?
     public private(set) var mappedAddress: TransportAddress?
     public private(set) var lifetime: UInt32 = 0
+    /// Peers with a permission (CreatePermission or ChannelBind succeeded): what ``refreshRequests()`` renews.
+    public private(set) var permittedPeers: [TransportAddress] = []
+    /// Transactions of the refreshes sent by ``refreshRequests()`` whose answers ``handleRefreshAnswer(_:)`` takes.
+    private var refreshTransactions: Set<[UInt8]> = []
 
     public init(socket: DatagramSocket, server: TransportAddress, credentials: TURNCredentials) {
         self.socket = socket
@@ -93,7 +97,50 @@ public final class TURNClient {
         _ = try authenticatedRequest(.createPermission, attributes: [
             .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)  // XORed below with the real ID
         ], timeout: timeout)
+        if !permittedPeers.contains(peer) { permittedPeers.append(peer) }
     }
+
+    /// Refresh of the allocation (§7: LIFETIME 600 s) and CreatePermission for every permitted peer (§9.2:
+    /// permissions last 300 s), signed with the nonce we hold, for a caller that must not block: the transport
+    /// thread sends them every minute and gives the server's answers to ``handleRefreshAnswer(_:)``.
+    public func refreshRequests() -> [[UInt8]] {
+        guard relayedAddress != nil, let realm, let nonce else { return [] }
+        let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        let signed: [STUNAttribute] = [
+            .string(STUNAttribute.Kind.username, credentials.username),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+        ]
+        var requests = [STUNMessage(method: .refresh, messageClass: .request,
+                                    attributes: [.uint32(STUNAttribute.Kind.lifetime, 600)] + signed)]
+        for peer in permittedPeers {
+            var m = STUNMessage(method: .createPermission, messageClass: .request)
+            m.attributes = [.address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)] + signed
+            requests.append(m)
+        }
+        refreshTransactions = Set(requests.map(\.transactionID))
+        return requests.map { $0.serialize(integrityKey: key, fingerprint: true) }
+    }
+
+    /// Takes a datagram from the server that may answer a refresh: true when it did (the caller drops it);
+    /// `resend` is set after a 438 (stale nonce, §9.2 of RFC 8489): the new nonce is learnt and the refreshes
+    /// must go again now. Refreshes that fail otherwise are counted in ``refreshFailures``.
+    public func handleRefreshAnswer(_ datagram: [UInt8], resend: inout Bool) -> Bool {
+        guard let m = try? STUNMessage(parsing: datagram), refreshTransactions.contains(m.transactionID) else { return false }
+        refreshTransactions.remove(m.transactionID)
+        if m.messageClass == .successResponse {
+            refreshSuccesses += 1
+        } else if ((try? m.errorCode()) ?? nil)?.code == 438, let n = m.string(STUNAttribute.Kind.nonce) {
+            nonce = n
+            resend = true
+        } else {
+            refreshFailures += 1
+        }
+        return true
+    }
+
+    /// Answers to refreshes: successes, and failures other than a stale nonce.
+    public private(set) var refreshSuccesses = 0
+    public private(set) var refreshFailures = 0
 
     /// Binds `channel` (0x4000…0x4FFF) to `peer` (§12): from then on data to and from that peer may travel as
     /// ChannelData, 4 bytes of header instead of a 36-byte-or-more Send/Data indication. Also installs the permission.

@@ -68,6 +68,9 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// ``socket``, its allocation made and the peer permitted. (Allocates per packet: Send indications are built
     /// as messages; ChannelData would not.)
     public var relay: TURNClient?
+    /// With ``relay``: how often its allocation and permissions are refreshed (they expire after 10 and 5 min).
+    public var relayRefreshInterval = MediaTime.seconds(60)
+    private var nextRelayRefresh: MediaTime?
     /// With ``relay``: the channel bound to the selected peer (``TURNClient/bindChannel(_:to:timeout:)``); media
     /// then goes as ChannelData, framed in a preallocated buffer (no allocation per packet).
     public var relayChannel: (number: UInt16, peer: TransportAddress)?
@@ -241,6 +244,13 @@ public final class WebRTCTransport: @unchecked Sendable {
 
     /// Controlling checks every 50 ms until one succeeds; DTLS retransmissions when due.
     private func driveTimers(now: MediaTime, nextCheck: inout MediaTime) {
+        if let relay {
+            if nextRelayRefresh == nil { nextRelayRefresh = now + relayRefreshInterval }
+            if let due = nextRelayRefresh, now >= due {
+                for d in relay.refreshRequests() { relay.socket.send(d, to: relay.server) }
+                nextRelayRefresh = now + relayRefreshInterval
+            }
+        }
         if case .full(let agent) = ice {
             agent.tick(now: now)
             flush(agent)
@@ -302,8 +312,14 @@ public final class WebRTCTransport: @unchecked Sendable {
                        arrival: .relay, now: now)
                 return
             }
-            // Otherwise only Data indications carry the peer's datagrams.
-            guard let relayed = TURNClient.unwrapData(Array(datagram)) else { received.dropped += 1; return }
+            // Otherwise Data indications carry the peer's datagrams; answers to our refreshes are the relay's.
+            let bytes = Array(datagram)
+            var resend = false
+            if relay.handleRefreshAnswer(bytes, resend: &resend) {
+                if resend { for d in relay.refreshRequests() { relay.socket.send(d, to: relay.server) } }
+                return
+            }
+            guard let relayed = TURNClient.unwrapData(bytes) else { received.dropped += 1; return }
             var data = relayed.data
             data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, arrival: .relay, now: now) }
             return
