@@ -193,14 +193,21 @@ struct NATTraversalTests {
     /// the agents check every pair and nominate one; host addresses are unreachable across the NATs, so the pair
     /// must be srflx (MASQUERADE keeps the port; both sides' checks open the way) or relayed. Measures offer →
     /// first media: gathering, ICE + DTLS, and the first SRTP packet unprotected at the other side.
-    @Test func fullICEConnectsThroughServerReflexiveOrRelayedCandidates() throws {
+    ///
+    /// With `peerInPublic`, B sits in the public namespace itself (no NAT): A's checks reach B's host address
+    /// directly and B's reach A through A's server-reflexive address, which the NAT opened — B's selected pair must
+    /// be A's srflx candidate.
+    @Test(arguments: [false, true])
+    func fullICEConnectsThroughServerReflexiveOrRelayedCandidates(peerInPublic: Bool) throws {
         let network = try NATNetwork()
         let coturn = try startCoturn()
         defer { stop(coturn); _ = network }
         let clock = MonotonicClock()
         let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "engine")
         let socketA = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
-        let socketB = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
+        let socketB = peerInPublic
+            ? try NATNetwork.socket(in: "\(NATNetwork.prefix)pub", bind: TransportAddress("10.17.1.1", port: 0)!)
+            : try NATNetwork.socket(in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
         let turnA = TURNClient(socket: socketA, server: server, credentials: credentials)
         let turnB = TURNClient(socket: socketB, server: server, credentials: credentials)
         let agentA = ICEAgent(role: .controlling), agentB = ICEAgent(role: .controlled)
@@ -208,8 +215,13 @@ struct NATTraversalTests {
         let offer = try agentA.gather(sockets: [socketA], turn: turnA)
         let answer = try agentB.gather(sockets: [socketB], turn: turnB)
         let gathered = clock.now
-        #expect(offer.map(\.kind) == [.host, .srflx, .relay] && answer.map(\.kind) == [.host, .srflx, .relay])
-        #expect(offer[1].host == "10.17.1.2" && answer[1].host == "10.17.2.2")  // the NATs' public addresses
+        #expect(offer.map(\.kind) == [.host, .srflx, .relay])
+        #expect(offer[1].host == "10.17.1.2")  // natA's public address
+        if peerInPublic {
+            #expect(answer.map(\.kind) == [.host, .relay])  // no NAT: the mapped address is the host's, not signalled
+        } else {
+            #expect(answer.map(\.kind) == [.host, .srflx, .relay] && answer[1].host == "10.17.2.2")
+        }
         agentA.setRemoteCredentials(agentB.local)
         agentB.setRemoteCredentials(agentA.local)
         for c in answer { agentA.addRemoteCandidate(c) }
@@ -254,16 +266,20 @@ struct NATTraversalTests {
         a.stop()
         b.stop()
         let firstAt = try #require(first.lock.withLock { first.at }, "no media: A \(agentA.state) \(a.dtls.state), B \(agentB.state) \(b.dtls.state)")
-        print("full ICE behind NATs: gathering (srflx + relay, both engines) \((gathered - offerAt).milliseconds) ms; "
+        print("full ICE, \(peerInPublic ? "one engine behind a NAT" : "both behind NATs"): gathering (srflx + relay, both engines) \((gathered - offerAt).milliseconds) ms; "
               + "transports started → first SRTP unprotected \((firstAt - started).milliseconds) ms; "
               + "offer → first media \((firstAt - offerAt).milliseconds) ms; pair A \(String(describing: agentA.selected)) ")
         got.lock.withLock { #expect(got.payloads.count == 50 && got.failures == 0) }
         // The transport thread refreshed A's allocation and permission without blocking; coturn accepted them.
         #expect(turnA.refreshSuccesses >= 2 && turnA.refreshFailures == 0, "\(turnA.refreshSuccesses) / \(turnA.refreshFailures)")
         let sa = try #require(agentA.selected), sb = try #require(agentB.selected)
-        let remoteKinds = answer.filter { $0.address == sa.remote }.map(\.kind) + offer.filter { $0.address == sb.remote }.map(\.kind)
-        #expect(!remoteKinds.isEmpty && remoteKinds.allSatisfy { $0 == .srflx || $0 == .relay || $0 == .prflx }, "\(remoteKinds)")
-        #expect(!remoteKinds.contains(.host))
+        if peerInPublic {
+            #expect(sb.remote == offer[1].address && sa.remote == socketB.localAddress, "\(sa) / \(sb)")
+        } else {
+            let remoteKinds = answer.filter { $0.address == sa.remote }.map(\.kind) + offer.filter { $0.address == sb.remote }.map(\.kind)
+            #expect(!remoteKinds.isEmpty && remoteKinds.allSatisfy { $0 == .srflx || $0 == .relay || $0 == .prflx }, "\(remoteKinds)")
+            #expect(!remoteKinds.contains(.host))
+        }
         // A wrong TURN secret ends gathering with a typed error.
         let socketC = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
         let wrong = TURNClient(socket: socketC, server: server, credentials: .restAPI(secret: "wrong", user: "engine"))
