@@ -137,15 +137,21 @@ int64_t cb_srtp_udp_loop(cb_srtp *out, cb_srtp *in, int32_t tx, int32_t rx, uint
         if (sendto(tx, buffer, (size_t)len, 0, (const struct sockaddr *)&to, sizeof to) != len) return -3000;
         struct pollfd p = {rx, POLLIN, 0};
         while (poll(&p, 1, 100) <= 0) {}
-        struct sockaddr_storage from;
-        socklen_t from_length = sizeof from;
-        ssize_t n = recvfrom(rx, received, (size_t)capacity, MSG_DONTWAIT, (struct sockaddr *)&from, &from_length);
-        if (n <= 0) return -3001;
-        if (received[0] < 128 || received[0] > 191) return -3002;  // RFC 7983: RTP/RTCP
-        int rlen = (int)n;
-        status = srtp_unprotect(in->session, received, &rlen);
-        if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
-        total += rlen;
+        // Drain until EAGAIN, as the transport's receive loop does.
+        int got = 0;
+        for (;;) {
+            struct sockaddr_storage from;
+            socklen_t from_length = sizeof from;
+            ssize_t n = recvfrom(rx, received, (size_t)capacity, MSG_DONTWAIT, (struct sockaddr *)&from, &from_length);
+            if (n < 0) break;
+            if (n == 0 || received[0] < 128 || received[0] > 191) return -3002;  // RFC 7983: RTP/RTCP
+            int rlen = (int)n;
+            status = srtp_unprotect(in->session, received, &rlen);
+            if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
+            total += rlen;
+            got++;
+        }
+        if (got == 0) return -3001;
     }
     *sequence = seq;
     return total;

@@ -200,12 +200,14 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func receiveReady(timeoutMilliseconds: Int32, clock: () -> MediaTime) -> Int {
         guard poll(pollDescriptors, nfds_t(sockets.count), timeoutMilliseconds) > 0 else { return 0 }
         var handled = 0
-        // One datagram per socket and wake-up (media comes one packet per 10-20 ms: a second read would mostly
-        // be an EAGAIN syscall; a burst makes the next poll return at once).
+        // Drain what is queued (a starved thread catches up at once after a stall), up to 32 per socket so one
+        // busy socket cannot hold up the media tick; the last read of a wake-up is usually an EAGAIN.
         for i in sockets.indices where pollDescriptors[i].revents != 0 {
-            if let (count, from) = sockets[i].read(into: receiveBuffer) {
+            var n = 0
+            while n < 32, let (count, from) = sockets[i].read(into: receiveBuffer) {
                 handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
                 handled += 1
+                n += 1
             }
         }
         return handled

@@ -33,7 +33,8 @@ int64_t cb_srtp_unprotect_loop(cb_srtp *session, const uint8_t *packets, int32_t
 
 /// The C floor of `voice-bench webrtc`: per packet what the WebRTC transport does after the handshake, as plain
 /// calls: copy the packet, write the sequence number, srtp_protect (`out`), sendto 127.0.0.1:`port` from `tx`,
-/// poll `rx`, one recvfrom into `received`, the RFC 7983 first-byte check, srtp_unprotect (`in`). Returns the
+/// poll `rx`, recvfrom into `received` until EAGAIN (as the transport drains), the RFC 7983 first-byte check,
+/// srtp_unprotect (`in`). Returns the
 /// total unprotected bytes, -2000 - srtp status, or -3000 (sendto), -3001 (recvfrom), -3002 (not RTP).
 int64_t cb_srtp_udp_loop(cb_srtp *out, cb_srtp *in, int32_t tx, int32_t rx, uint16_t port, const uint8_t *packet,
                          int32_t length, uint16_t *sequence, int64_t iterations, uint8_t *buffer, uint8_t *received,
