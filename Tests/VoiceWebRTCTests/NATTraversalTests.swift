@@ -273,6 +273,18 @@ struct NATTraversalTests {
         // The transport thread refreshed A's allocation and permission without blocking; coturn accepted them.
         #expect(turnA.refreshSuccesses >= 2 && turnA.refreshFailures == 0, "\(turnA.refreshSuccesses) / \(turnA.refreshFailures)")
         let sa = try #require(agentA.selected), sb = try #require(agentB.selected)
+        // A relayed pair carries media as ChannelData (no allocation per packet): the transport bound a channel to
+        // the remote when the pair was selected, confirmed before DTLS finished, so all 50 packets used it; a
+        // relayed receiver gets the peer's datagrams as ChannelData too. A direct pair sends none.
+        print("A: local \(sa.local == turnA.relayedAddress ? "relayed" : "direct"), \(a.sentChannelData) media sent as ChannelData; "
+              + "B: local \(sb.local == turnB.relayedAddress ? "relayed" : "direct"), \(b.receivedChannelData) received as ChannelData")
+        if sa.local == turnA.relayedAddress {
+            #expect(turnA.boundChannels.values.contains(sa.remote), "\(turnA.boundChannels)")
+            #expect(a.sentChannelData == 50)
+        } else {
+            #expect(a.sentChannelData == 0)
+        }
+        if sb.local == turnB.relayedAddress { #expect(b.receivedChannelData > 0) }
         if peerInPublic {
             #expect(sb.remote == offer[1].address && sa.remote == socketB.localAddress, "\(sa) / \(sb)")
         } else {

@@ -33,6 +33,9 @@ public final class WebRTCTransport: @unchecked Sendable {
     enum Route: Equatable {
         case socket(Int)
         case relay
+        /// The relay, media as ChannelData on this channel (bound to the selected remote; control stays in Send
+        /// indications).
+        case channel(UInt16)
     }
 
     /// The first socket (the only one except for a full agent gathering on several interfaces).
@@ -65,12 +68,20 @@ public final class WebRTCTransport: @unchecked Sendable {
     public var onConnected: ((Result<DTLSSRTPKeys, DTLSError>) -> Void)?
     /// When set (before ``start(clock:)``), every datagram goes through this TURN allocation (Send indications to
     /// the peer's address; Data indications from the server are unwrapped): a relay-only call. Its socket must be
-    /// ``socket``, its allocation made and the peer permitted. (Allocates per packet: Send indications are built
-    /// as messages; ChannelData would not.)
+    /// ``socket``, its allocation made and the peer permitted. (Send indications allocate per packet; ChannelData
+    /// does not: a full agent whose selected pair is relayed binds a channel to the remote without blocking and
+    /// sends media as ChannelData once the server confirms, see ``sentChannelData``.)
     public var relay: TURNClient?
     /// With ``relay``: how often its allocation and permissions are refreshed (they expire after 10 and 5 min).
     public var relayRefreshInterval = MediaTime.seconds(60)
     private var nextRelayRefresh: MediaTime?
+    /// A full agent's channel for its selected relayed pair (transport thread only): asked for when the pair is
+    /// selected, used for media once ``TURNClient/boundChannels`` confirms it.
+    private var fullChannel: (number: UInt16, peer: TransportAddress)?
+    private var nextChannelNumber: UInt16 = 0x4000
+    /// Media datagrams sent as ChannelData (the rest of the relayed ones went as Send indications).
+    public var sentChannelData: Int { sentChannelDataCount.load(ordering: .relaxed) }
+    private let sentChannelDataCount = ManagedAtomic<Int>(0)
     /// With ``relay``: the channel bound to the selected peer (``TURNClient/bindChannel(_:to:timeout:)``); media
     /// then goes as ChannelData, framed in a preallocated buffer (no allocation per packet).
     public var relayChannel: (number: UInt16, peer: TransportAddress)?
@@ -148,13 +159,18 @@ public final class WebRTCTransport: @unchecked Sendable {
         }
         if case .socket(let index) = route { return sockets[index].send(datagram, to: target) }
         if let relay {
-            if let (channel, peer) = relayChannel, peer == target, datagram.count <= channelBuffer.count - 4 {
+            let channel: (UInt16, TransportAddress)? = switch route {
+            case .channel(let number): (number, target)
+            default: relayChannel
+            }
+            if let (channel, peer) = channel, peer == target, datagram.count <= channelBuffer.count - 4 {
                 // ChannelData (RFC 8656 §12.4): channel, length, data; padding is optional over UDP.
                 channelBuffer[0] = UInt8(channel >> 8)
                 channelBuffer[1] = UInt8(channel & 0xFF)
                 channelBuffer[2] = UInt8(datagram.count >> 8)
                 channelBuffer[3] = UInt8(datagram.count & 0xFF)
                 UnsafeMutableRawBufferPointer(rebasing: channelBuffer[4..<4 + datagram.count]).copyMemory(from: datagram)
+                sentChannelDataCount.wrappingIncrement(ordering: .relaxed)
                 return socket.send(UnsafeRawBufferPointer(rebasing: channelBuffer[0..<4 + datagram.count]), to: relay.server)
             }
             relay.send(Array(datagram), to: target)
@@ -167,7 +183,7 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func transmit(_ datagram: [UInt8], to target: TransportAddress, route: Route) {
         switch route {
         case .socket(let index): sockets[index].send(datagram, to: target)
-        case .relay: relay?.send(datagram, to: target)
+        case .relay, .channel: relay?.send(datagram, to: target)
         }
     }
 
@@ -294,7 +310,19 @@ public final class WebRTCTransport: @unchecked Sendable {
             if let route = route(forBase: t.base) { transmit(t.datagram, to: t.destination, route: route) }
         }
         let pair = agent.selected
-        select(pair?.remote, consentUntil: agent.consentDeadline, route: pair.flatMap { route(forBase: $0.local) })
+        var pairRoute = pair.flatMap { route(forBase: $0.local) }
+        if let relay, let remote = pair?.remote, pairRoute == .relay {
+            // A relayed pair: bind a channel to its remote (once per remote), then media goes as ChannelData.
+            if fullChannel?.peer != remote, let request = relay.channelBindRequest(nextChannelNumber, to: remote) {
+                fullChannel = (nextChannelNumber, remote)
+                nextChannelNumber = nextChannelNumber == 0x4FFF ? 0x4000 : nextChannelNumber + 1
+                relay.socket.send(request, to: relay.server)
+            }
+            if let fullChannel, fullChannel.peer == remote, relay.boundChannels[fullChannel.number] == remote {
+                pairRoute = .channel(fullChannel.number)
+            }
+        }
+        select(pair?.remote, consentUntil: agent.consentDeadline, route: pairRoute)
     }
 
     private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, socket index: Int,
@@ -304,7 +332,8 @@ public final class WebRTCTransport: @unchecked Sendable {
             if datagram.count >= 4, PacketKind(firstByte: datagram[0]) == .turnChannel {
                 // Once a channel is bound the relay sends everything from that peer this way (checks too).
                 let length = Int(datagram[2]) << 8 | Int(datagram[3])
-                guard let (channel, peer) = relayChannel, Int(datagram[0]) << 8 | Int(datagram[1]) == Int(channel) else {
+                guard let (channel, peer) = relayChannel ?? fullChannel,
+                      Int(datagram[0]) << 8 | Int(datagram[1]) == Int(channel) else {
                     received.dropped += 1
                     return
                 }
@@ -319,6 +348,7 @@ public final class WebRTCTransport: @unchecked Sendable {
             var resend = false
             if relay.handleRefreshAnswer(bytes, resend: &resend) {
                 if resend { for d in relay.refreshRequests() { relay.socket.send(d, to: relay.server) } }
+                if case .full(let agent) = ice { flush(agent) }  // a channel just bound: media switches to it
                 return
             }
             guard let relayed = TURNClient.unwrapData(bytes) else { received.dropped += 1; return }
@@ -350,7 +380,7 @@ public final class WebRTCTransport: @unchecked Sendable {
             case .full(let agent):
                 let base: TransportAddress? = switch arrival {
                 case .socket(let index): sockets[index].localAddress
-                case .relay: relay?.relayedAddress
+                case .relay, .channel: relay?.relayedAddress
                 }
                 guard let base else { received.dropped += 1; return }
                 agent.handle(bytes, from: from, base: base, now: now)
