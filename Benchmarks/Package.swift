@@ -14,6 +14,7 @@ let voiceEngine = Target.Dependency.product(name: "VoiceEngine", package: rootPa
 let voiceLab = Target.Dependency.product(name: "VoiceLab", package: rootPackage)
 let voiceSIP = Target.Dependency.product(name: "VoiceSIP", package: rootPackage)
 let voiceConference = Target.Dependency.product(name: "VoiceConference", package: rootPackage)
+let voiceWebRTC = Target.Dependency.product(name: "VoiceWebRTC", package: rootPackage)
 
 let package = Package(
     name: "VoiceEngineBenchmarks",
@@ -40,7 +41,7 @@ let package = Package(
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [voiceEngine, voiceLab, voiceConference],
+            dependencies: [voiceEngine, voiceLab, voiceConference, voiceWebRTC],
             path: "Sources/BenchmarkFixtures"
         ),
         .executableTarget(
@@ -52,6 +53,7 @@ let package = Package(
                 voiceLab,
                 voiceSIP,
                 voiceConference,
+                voiceWebRTC,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -86,6 +88,19 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
         )
     )
 }
+
+// The WebRTC transport's media path after the ICE/DTLS handshake: 0 mallocs per packet (Thresholds/).
+package.targets.append(
+    .executableTarget(
+        name: "WebRTCBenchmarks",
+        dependencies: [
+            "AllocationSuite", "BenchmarkFixtures", voiceEngine, voiceWebRTC,
+            .product(name: "Benchmark", package: "benchmark"),
+        ],
+        path: "Benchmarks/WebRTCBenchmarks",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+)
 
 // SIP message parsing and serialization: allocations per message (bounded, not zero; Thresholds/).
 package.targets.append(

@@ -8,9 +8,11 @@ public enum WebRTCCallError: Error, Equatable, Sendable {
     case stream(String)
 }
 
-/// The engine's side of a call with a browser, answering its offer (``init(answering:certificate:host:capture:playout:)``)
-/// or offering (``init(offeringWith:host:capture:playout:)`` then ``accept(answer:)``): ICE-lite with one host
-/// candidate, DTLS-SRTP, one Opus audio line. Once DTLS is up a ``MediaStream`` keyed by DTLS runs on the
+/// The engine's side of a call with a browser or another engine, answering an offer
+/// (``init(answering:certificate:host:fullICE:capture:playout:)``) or offering
+/// (``init(offeringWith:host:fullICE:capture:playout:)`` then ``accept(answer:)``): ICE-lite with one host
+/// candidate (a browser, always a full agent, checks and nominates), or with `fullICE` a full ``ICEAgent`` (an
+/// engine on each side: the offerer controls), DTLS-SRTP, one Opus audio line. Once DTLS is up a ``MediaStream`` keyed by DTLS runs on the
 /// transport's thread: each 10 ms it takes one block from `capture` (what the engine sends) and gives one to
 /// `playout` (what it received).
 ///
@@ -24,8 +26,13 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     private let playout: (AudioFrame) -> Void
     private let clock = MonotonicClock()
     private let certificate: DTLSCertificate
-    private let socket: DatagramSocket
+    /// The first is the one ICE-lite and the SDP's c= line use; a full agent has one per host address.
+    private let sockets: [DatagramSocket]
     private let localICE: ICECredentials
+    /// The full agent (nil for ICE-lite).
+    public let agent: ICEAgent?
+    /// The TURN allocation a full agent gathered srflx and relay candidates through (nil without a server).
+    public let turn: TURNClient?
     private let capabilities: AudioCapabilities
     private var offerBase: SessionDescription?
     private var stream: MediaStream?
@@ -42,42 +49,69 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     public private(set) var firstDecodedAt: MediaTime?
 
     private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
-                 playout: @escaping (AudioFrame) -> Void, describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String,
-                 offerBase: SessionDescription? = nil) throws {
+                 playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, turnServer: TURNServer?,
+                 describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String) throws {
         startedAt = clock.now
-        guard let bind = TransportAddress(host, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
-        socket = try DatagramSocket(bind: bind)
+        let first = String(host.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces)
+        guard let bind = TransportAddress(first, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
+        // A full agent gathers on every address in `host` (comma-separated); ICE-lite on the first.
+        let extra = fullICE == nil ? [] : host.split(separator: ",").dropFirst().map(String.init)
+        let sockets = try [DatagramSocket(bind: bind)] + extra.map { text throws in
+            guard let address = TransportAddress(text.trimmingCharacters(in: .whitespaces), port: 0) else {
+                throw WebRTCSDPError.badAttribute("host", reason: text)
+            }
+            return try DatagramSocket(bind: address)
+        }
+        let socket = sockets[0]
+        self.sockets = sockets
         localICE = ICECredentials.random()
-        let candidate = ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
-                                     host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)
+        var candidates = [ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
+                                       host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)]
+        if let role = fullICE {
+            let agent = ICEAgent(role: role, local: localICE)
+            let turn = turnServer.map { TURNClient(socket: socket, server: $0.address, credentials: $0.credentials) }
+            candidates = try agent.gather(sockets: sockets, turn: turn)  // a refused allocation throws TURNError
+            agent.localGatheringDone()
+            self.agent = agent
+            self.turn = turn
+        } else {
+            agent = nil
+            turn = nil
+        }
         capabilities = AudioCapabilities(address: socket.localAddress.host, port: Int(socket.localAddress.port))
         self.certificate = certificate
         self.capture = capture
         self.playout = playout
         localDescription = try describe(
-            WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: [candidate]), capabilities)
+            WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: candidates,
+                                  iceLite: fullICE == nil), capabilities)
     }
 
     /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake.
     public convenience init(answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
+                            fullICE: Bool = false, turnServer: TURNServer? = nil,
                             capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
         let offer = try WebRTCSessionDescription(parsing: offerText)
         var outcome: (NegotiatedAudio, DTLSSRTPAssociation.Role)?
-        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+        // RFC 8445 §6.1.1: between two full agents the offerer controls; facing a lite one, we do.
+        let role: ICEAgent.Role? = fullICE ? (offer.transport.iceLite ? .controlling : .controlled) : nil
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
+                      fullICE: role, turnServer: turnServer) { local, capabilities in
             let (text, negotiated, role) = try WebRTCSessionDescription.answer(
                 to: offer, localCapabilities: capabilities, local: local)
             outcome = (negotiated, role)
             return text
         }
         negotiated = outcome!.0
-        try makeTransport(remoteICE: offer.transport.ice, remoteFingerprint: offer.transport.fingerprint, role: outcome!.1)
+        try makeTransport(remote: offer.transport, role: outcome!.1)
     }
 
     /// Makes an offer (``localDescription``) for a browser; call ``accept(answer:)`` with its answer.
-    public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1",
-                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+    public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1", fullICE: Bool = false,
+                            turnServer: TURNServer? = nil, capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
         var base: SessionDescription?
-        try self.init(certificate: certificate, host: host, capture: capture, playout: playout) { local, capabilities in
+        try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
+                      fullICE: fullICE ? .controlling : nil, turnServer: turnServer) { local, capabilities in
             let (text, b) = WebRTCSessionDescription.offer(localCapabilities: capabilities, local: local)
             base = b
             return text
@@ -91,15 +125,33 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         let (negotiated, remote, role) = try WebRTCSessionDescription.negotiate(
             offer: offerBase, answer: text, localCapabilities: capabilities)
         self.negotiated = negotiated
-        try makeTransport(remoteICE: remote.ice, remoteFingerprint: remote.fingerprint, role: role)
+        try makeTransport(remote: remote, role: role)
         start()
     }
 
-    private func makeTransport(remoteICE: ICECredentials, remoteFingerprint: DTLSFingerprint,
-                               role: DTLSSRTPAssociation.Role) throws {
+    private func makeTransport(remote: WebRTCTransportParameters, role: DTLSSRTPAssociation.Role) throws {
+        let ice: WebRTCTransport.ICERole
+        if let agent {
+            agent.setRemoteCredentials(remote.ice)
+            remote.candidates.forEach(agent.addRemoteCandidate)
+            // Without trickle the SDP holds every candidate; with it, more may come (addRemoteCandidate).
+            if !remote.trickle { agent.remoteGatheringDone() }
+            // The relay forwards only from permitted peers (RFC 8656 §9): here the peer's relayed addresses, before
+            // the checks start. (Permitting its host and srflx addresses too made coturn's relaying stop after the
+            // first exchange in NATTraversalTests — cause not found yet — so relay-to-srflx pairs are not tried.)
+            if let turn {
+                for address in Set(remote.candidates.filter { $0.kind == .relay }.compactMap(\.address)) {
+                    try? turn.createPermission(for: address, timeout: .milliseconds(500))
+                }
+            }
+            ice = .full(agent)
+        } else {
+            ice = .liteControlled(ICELiteAgent(local: localICE, remote: remote.ice))
+        }
         let transport = WebRTCTransport(
-            socket: socket, ice: .liteControlled(ICELiteAgent(local: localICE, remote: remoteICE)),
-            dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remoteFingerprint))
+            sockets: sockets, ice: ice,
+            dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remote.fingerprint))
+        transport.relay = turn
         transport.onConnected = { [unowned self] result in connected(result) }
         transport.onSRTP = { [unowned self] datagram, now in
             guard let stream else { return }
@@ -150,5 +202,15 @@ final class TransportSink: MediaPacketSink {
     init(_ transport: WebRTCTransport) { self.transport = transport }
     func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
         transport.sendOnTransportThread(datagram, now: now)
+    }
+}
+
+/// A TURN server for a full agent's srflx and relay candidates.
+public struct TURNServer: Sendable {
+    public var address: TransportAddress
+    public var credentials: TURNCredentials
+    public init(address: TransportAddress, credentials: TURNCredentials) {
+        self.address = address
+        self.credentials = credentials
     }
 }

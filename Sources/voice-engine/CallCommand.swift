@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import VoiceEngine
+import VoiceWebRTC
 
 #if canImport(Glibc)
     import Glibc
@@ -37,6 +38,13 @@ struct CallCommand: ParsableCommand {
             The end-of-call report (JSON, the schema of CallReport) goes to --report. Exit status: 0 when media \
             flowed both ways; 1 when it never did (no answer, every packet failing authentication) or a device, \
             the network or an output file failed; 64 for bad options; 65 for a malformed key or a=crypto line.
+
+            --webrtc offer|answer instead of --listen/--connect: ICE (full agents, the offerer controls), DTLS-SRTP \
+            and Opus as a browser speaks them, signalled by pasting SDP: the offering side prints its offer on \
+            stdout and reads the answer from stdin, the answering side the other way round (each SDP ends with an \
+            empty line). Candidates are gathered on --bind: one address, several separated by commas, or `all` \
+            (every interface that is up, IPv4 and IPv6; default 127.0.0.1); with --turn ADDR:PORT --turn-secret S \
+            also server-reflexive and relayed ones. Devices null or file: (48 kHz mono).
             """)
 
     @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))
@@ -88,7 +96,31 @@ struct CallCommand: ParsableCommand {
             + "rtp-dump and replay.", valueName: "file.pcapng"))
     var capture: String?
 
+    @Option(help: ArgumentHelp(
+        "Call another voice-engine over ICE and DTLS-SRTP, signalled by pasting SDP: 'offer' on one side, "
+            + "'answer' on the other (no --listen/--connect).", valueName: "offer|answer"))
+    var webrtc: String?
+    @Option(help: ArgumentHelp(
+        "With --webrtc: a TURN server (numeric IPv4 address or [IPv6]:port) for server-reflexive and relayed "
+            + "candidates.", valueName: "address:port"))
+    var turn: String?
+    @Option(help: "With --turn: the server's shared secret (coturn use-auth-secret: TURN REST API credentials).")
+    var turnSecret: String?
+
     func validate() throws {
+        if let webrtc {
+            guard webrtc == "offer" || webrtc == "answer" else { throw ValidationError("--webrtc takes offer or answer") }
+            guard listen == nil, connect == nil, remote == nil, localKey == nil, remoteKey == nil, remoteCrypto == nil,
+                  !noSRTP, capture == nil
+            else { throw ValidationError("--webrtc replaces --listen/--connect/--remote, the keys and --capture") }
+            try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+            guard (turn == nil) == (turnSecret == nil) else { throw ValidationError("--turn and --turn-secret go together") }
+            if let turn, WebRTCCallMode.turnAddress(turn) == nil {
+                throw ValidationError("--turn \(turn): expected a numeric IPv4 address or [IPv6] with a port")
+            }
+            return
+        }
+        if turn != nil || turnSecret != nil { throw ValidationError("--turn is for --webrtc calls") }
         guard (listen == nil) != (connect == nil) else {
             throw ValidationError("give exactly one of --listen PORT and --connect HOST:PORT")
         }
@@ -109,6 +141,16 @@ struct CallCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let webrtc {
+            let status = WebRTCCallMode.run(WebRTCCallMode.Plan(
+                offering: webrtc == "offer", host: bind ?? "127.0.0.1", microphone: media.mic, speaker: media.speaker,
+                loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout,
+                turn: turn.flatMap(WebRTCCallMode.turnAddress).map {
+                    TURNServer(address: $0, credentials: .restAPI(secret: turnSecret ?? "", user: "voice-engine"))
+                }))
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let plan = try makePlan()
         let status = CallRunner.runBlocking(plan)
         if status != 0 { throw ExitCode(status) }

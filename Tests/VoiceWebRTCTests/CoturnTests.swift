@@ -101,4 +101,32 @@ struct CoturnTests {
         let turn = try client(.restAPI(secret: Coturn.secret, user: "alice", validFor: -60))
         #expect(throws: TURNError.self) { try turn.allocate(timeout: .seconds(5)) }
     }
+
+    /// The non-blocking refreshes a running transport sends: Refresh of the allocation and CreatePermission for
+    /// each permitted peer, signed with the nonce held; coturn must accept every one.
+    @Test func refreshesTheAllocationAndPermissionsWithoutBlocking() throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let turn = try client(.restAPI(secret: Coturn.secret, user: "alice"))
+        try turn.allocate(timeout: .seconds(5))
+        let peer = try DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!)
+        try turn.createPermission(for: peer.localAddress)
+        let requests = turn.refreshRequests()
+        #expect(requests.count == 2)  // Refresh + one CreatePermission
+        for r in requests { turn.socket.send(r, to: server) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buffer.deallocate() }
+        var answered = 0
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline, answered < 2, let (n, _) = turn.socket.receive(into: buffer, timeoutMilliseconds: 500) {
+            var resend = false
+            if turn.handleRefreshAnswer(Array(buffer[0..<n]), resend: &resend) { answered += 1 }
+            #expect(!resend)
+        }
+        #expect(answered == 2 && turn.refreshSuccesses == 2 && turn.refreshFailures == 0, "\(coturn.log.suffix(2000))")
+        // A datagram that answers nothing of ours is left to the caller.
+        var resend = false
+        #expect(!turn.handleRefreshAnswer(requests[0], resend: &resend))
+    }
 }

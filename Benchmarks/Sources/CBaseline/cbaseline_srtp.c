@@ -1,7 +1,11 @@
 #include "cbaseline_srtp.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "CSRTP.h"  // the engine's libsrtp build (../../../Sources/CSRTP)
 
@@ -68,18 +72,24 @@ void cb_srtp_destroy(cb_srtp *s) {
     free(s);
 }
 
+// The send side of one packet: copy the template, write the sequence number, protect in place (*len: in, out).
+static inline srtp_err_status_t protect_next(cb_srtp *s, const uint8_t *packet, int32_t length, uint16_t seq,
+                                             uint8_t *buffer, int *len) {
+    memcpy(buffer, packet, (size_t)length);
+    buffer[2] = (uint8_t)(seq >> 8);
+    buffer[3] = (uint8_t)seq;
+    *len = length;
+    return srtp_protect(s->session, buffer, len);
+}
+
 int64_t cb_srtp_protect_loop(cb_srtp *s, const uint8_t *packet, int32_t length, uint16_t *sequence,
                              int64_t iterations, uint8_t *buffer, int32_t capacity) {
     if (length < 12 || length > capacity) return -2000 - (int64_t)srtp_err_status_bad_param;
     int64_t total = 0;
     uint16_t seq = *sequence;
     for (int64_t k = 0; k < iterations; k++) {
-        memcpy(buffer, packet, (size_t)length);
-        buffer[2] = (uint8_t)(seq >> 8);
-        buffer[3] = (uint8_t)seq;
-        seq++;
-        int len = length;
-        srtp_err_status_t status = srtp_protect(s->session, buffer, &len);
+        int len;
+        srtp_err_status_t status = protect_next(s, packet, length, seq++, buffer, &len);
         if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
         total += len;
     }
@@ -106,5 +116,43 @@ int64_t cb_srtp_unprotect_loop(cb_srtp *s, const uint8_t *packets, int32_t strid
         position++;
     }
     *next = position;
+    return total;
+}
+
+int64_t cb_srtp_udp_loop(cb_srtp *out, cb_srtp *in, int32_t tx, int32_t rx, uint16_t port, const uint8_t *packet,
+                         int32_t length, uint16_t *sequence, int64_t iterations, uint8_t *buffer, uint8_t *received,
+                         int32_t capacity) {
+    if (length < 12 || length > capacity) return -2000 - (int64_t)srtp_err_status_bad_param;
+    struct sockaddr_in to;
+    memset(&to, 0, sizeof to);
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int64_t total = 0;
+    uint16_t seq = *sequence;
+    for (int64_t k = 0; k < iterations; k++) {
+        int len;
+        srtp_err_status_t status = protect_next(out, packet, length, seq++, buffer, &len);
+        if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
+        if (sendto(tx, buffer, (size_t)len, 0, (const struct sockaddr *)&to, sizeof to) != len) return -3000;
+        struct pollfd p = {rx, POLLIN, 0};
+        while (poll(&p, 1, 100) <= 0) {}
+        // Drain until EAGAIN, as the transport's receive loop does.
+        int got = 0;
+        for (;;) {
+            struct sockaddr_storage from;
+            socklen_t from_length = sizeof from;
+            ssize_t n = recvfrom(rx, received, (size_t)capacity, MSG_DONTWAIT, (struct sockaddr *)&from, &from_length);
+            if (n < 0) break;
+            if (n == 0 || received[0] < 128 || received[0] > 191) return -3002;  // RFC 7983: RTP/RTCP
+            int rlen = (int)n;
+            status = srtp_unprotect(in->session, received, &rlen);
+            if (status != srtp_err_status_ok) return -2000 - (int64_t)status;
+            total += rlen;
+            got++;
+        }
+        if (got == 0) return -3001;
+    }
+    *sequence = seq;
     return total;
 }

@@ -1,8 +1,10 @@
 // libFuzzer target: one datagram on the WebRTC port. RFC 7983 classification, then STUN parsing with every typed
 // attribute reader, MESSAGE-INTEGRITY verification, re-serialization (which must parse back), TURN ChannelData
 // parsing, the ICE-lite agent answering it (its responses must parse), and — when the first byte says DTLS — a
-// fresh DTLS-SRTP server association (OpenSSL's record and handshake parsing) fed the datagram.
+// fresh DTLS-SRTP server association (OpenSSL's record and handshake parsing) fed the datagram; then the full
+// ICE agent handles it and ticks (what it sends must parse: responses, triggered checks).
 import FuzzSupport
+import VoiceEngine
 import VoiceWebRTC
 
 @main enum STUNFuzzer {
@@ -14,6 +16,14 @@ nonisolated(unsafe) private let agent = ICELiteAgent(
     local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
     remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"))
 private let source = TransportAddress("127.0.0.1", port: 27_000)!
+private let base = TransportAddress("127.0.0.1", port: 27_001)!
+nonisolated(unsafe) private var clock = MediaTime.zero
+nonisolated(unsafe) private let fullAgent: ICEAgent = {
+    let agent = ICEAgent(role: .controlling, local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
+                         remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"), tieBreaker: 7)
+    agent.addLocalCandidate(kind: .host, address: base, base: base)
+    return agent
+}()
 nonisolated(unsafe) private let certificate = try! DTLSCertificate()
 private let peerFingerprint = DTLSFingerprint(bytes: [UInt8](repeating: 0x5A, count: 32))
 
@@ -43,6 +53,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     if let reply = agent.handle(bytes, from: source, now: .zero) {
         guard (try? STUNMessage(parsing: reply)) != nil else { preconditionFailure("agent reply does not parse") }
+    }
+    clock += .milliseconds(20)  // so retransmissions, pair failures and consent run too
+    fullAgent.handle(bytes, from: source, base: base, now: clock)
+    fullAgent.tick(now: clock)
+    for t in fullAgent.takeTransmits() {
+        guard (try? STUNMessage(parsing: t.datagram)) != nil else { preconditionFailure("ICE agent output does not parse") }
     }
     return 0
 }

@@ -44,6 +44,17 @@ public final class TURNClient {
     public private(set) var relayedAddress: TransportAddress?
     public private(set) var mappedAddress: TransportAddress?
     public private(set) var lifetime: UInt32 = 0
+    /// Peers with a permission (CreatePermission or ChannelBind succeeded): what ``refreshRequests()`` renews.
+    public private(set) var permittedPeers: [TransportAddress] = []
+    /// Transactions of the refreshes sent by ``refreshRequests()`` whose answers ``handleRefreshAnswer(_:)`` takes.
+    private var refreshTransactions: Set<[UInt8]> = []
+    /// Channels asked for with ``channelBindRequest(_:to:)``: each ``refreshRequests()`` binds them again (a
+    /// binding lasts 600 s and refreshes the peer's permission, §12).
+    private var wantedChannels: [(channel: UInt16, peer: TransportAddress)] = []
+    /// Which wanted channel each outstanding ChannelBind transaction binds.
+    private var channelTransactions: [[UInt8]: UInt16] = [:]
+    /// Channels the server confirmed (ChannelBind success, non-blocking path), with their peers.
+    public private(set) var boundChannels: [UInt16: TransportAddress] = [:]
 
     public init(socket: DatagramSocket, server: TransportAddress, credentials: TURNCredentials) {
         self.socket = socket
@@ -93,7 +104,81 @@ public final class TURNClient {
         _ = try authenticatedRequest(.createPermission, attributes: [
             .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)  // XORed below with the real ID
         ], timeout: timeout)
+        if !permittedPeers.contains(peer) { permittedPeers.append(peer) }
     }
+
+    /// Refresh of the allocation (§7: LIFETIME 600 s) and CreatePermission for every permitted peer (§9.2:
+    /// permissions last 300 s), signed with the nonce we hold, for a caller that must not block: the transport
+    /// thread sends them every minute and gives the server's answers to ``handleRefreshAnswer(_:)``.
+    public func refreshRequests() -> [[UInt8]] {
+        guard relayedAddress != nil, let realm, let nonce else { return [] }
+        let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        let signed: [STUNAttribute] = [
+            .string(STUNAttribute.Kind.username, credentials.username),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+        ]
+        var requests = [STUNMessage(method: .refresh, messageClass: .request,
+                                    attributes: [.uint32(STUNAttribute.Kind.lifetime, 600)] + signed)]
+        for peer in permittedPeers {
+            var m = STUNMessage(method: .createPermission, messageClass: .request)
+            m.attributes = [.address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)] + signed
+            requests.append(m)
+        }
+        refreshTransactions = Set(requests.map(\.transactionID))
+        channelTransactions = [:]
+        for (channel, peer) in wantedChannels { requests.append(channelBind(channel, to: peer, signed: signed)) }
+        return requests.map { $0.serialize(integrityKey: key, fingerprint: true) }
+    }
+
+    /// A ChannelBind of `channel` to `peer` signed with the nonce we hold, for a caller that must not block (the
+    /// transport binds the selected relayed pair's peer so media goes as ChannelData): send it to ``server`` and
+    /// give the answers to ``handleRefreshAnswer(_:resend:)``; ``boundChannels`` shows the success, and
+    /// ``refreshRequests()`` binds it again from then on. Nil before an allocation.
+    public func channelBindRequest(_ channel: UInt16, to peer: TransportAddress) -> [UInt8]? {
+        precondition(TURNChannelData.channelRange.contains(channel), "ChannelData channels are 0x4000…0x4FFF")
+        guard relayedAddress != nil, let realm, let nonce else { return nil }
+        wantedChannels.removeAll { $0.channel == channel || $0.peer == peer }
+        wantedChannels.append((channel, peer))
+        let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        let m = channelBind(channel, to: peer, signed: [
+            .string(STUNAttribute.Kind.username, credentials.username),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+        ])
+        return m.serialize(integrityKey: key, fingerprint: true)
+    }
+
+    private func channelBind(_ channel: UInt16, to peer: TransportAddress, signed: [STUNAttribute]) -> STUNMessage {
+        var m = STUNMessage(method: .channelBind, messageClass: .request)
+        m.attributes = [.uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
+                        .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)] + signed
+        channelTransactions[m.transactionID] = channel
+        return m
+    }
+
+    /// Takes a datagram from the server that may answer a refresh: true when it did (the caller drops it);
+    /// `resend` is set after a 438 (stale nonce, §9.2 of RFC 8489): the new nonce is learnt and the refreshes
+    /// must go again now. Refreshes that fail otherwise are counted in ``refreshFailures``.
+    public func handleRefreshAnswer(_ datagram: [UInt8], resend: inout Bool) -> Bool {
+        guard let m = try? STUNMessage(parsing: datagram) else { return false }
+        let channel = channelTransactions.removeValue(forKey: m.transactionID)
+        guard channel != nil || refreshTransactions.remove(m.transactionID) != nil else { return false }
+        if m.messageClass == .successResponse {
+            refreshSuccesses += 1
+            if let channel, let wanted = wantedChannels.first(where: { $0.channel == channel }) {
+                boundChannels[channel] = wanted.peer
+            }
+        } else if ((try? m.errorCode()) ?? nil)?.code == 438, let n = m.string(STUNAttribute.Kind.nonce) {
+            nonce = n
+            resend = true
+        } else {
+            refreshFailures += 1
+        }
+        return true
+    }
+
+    /// Answers to refreshes: successes, and failures other than a stale nonce.
+    public private(set) var refreshSuccesses = 0
+    public private(set) var refreshFailures = 0
 
     /// Binds `channel` (0x4000…0x4FFF) to `peer` (§12): from then on data to and from that peer may travel as
     /// ChannelData, 4 bytes of header instead of a 36-byte-or-more Send/Data indication. Also installs the permission.

@@ -55,6 +55,19 @@ public final class DatagramSocket: @unchecked Sendable {
         bytes.withUnsafeBytes { send($0, to: address) }
     }
 
+    /// Reads a datagram that is already waiting (after `poll` said so); nil when there is none.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, from: TransportAddress)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let n = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                recvfrom(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &length)
+            }
+        }
+        guard n >= 0, let from = Self.address(from: storage) else { return nil }
+        return (n, from)
+    }
+
     /// Waits up to `timeoutMilliseconds` for a datagram and reads it into `buffer`; nil on timeout (or EINTR).
     public func receive(into buffer: UnsafeMutableRawBufferPointer, timeoutMilliseconds: Int32)
         -> (count: Int, from: TransportAddress)?
@@ -92,20 +105,8 @@ public final class DatagramSocket: @unchecked Sendable {
     }
 
     static func address(from storage: sockaddr_storage) -> TransportAddress? {
-        var storage = storage
-        switch Int32(storage.ss_family) {
-        case AF_INET:
-            return withUnsafeBytes(of: &storage) { raw in
-                var sa = raw.load(as: sockaddr_in.self)
-                return withUnsafeBytes(of: &sa.sin_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin_port)) }
-            }
-        case AF_INET6:
-            return withUnsafeBytes(of: &storage) { raw in
-                var sa = raw.load(as: sockaddr_in6.self)
-                return withUnsafeBytes(of: &sa.sin6_addr) { TransportAddress(rawAddress: $0, port: UInt16(bigEndian: sa.sin6_port)) }
-            }
-        default:
-            return nil
+        withUnsafePointer(to: storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { TransportAddress(socketAddress: $0) }
         }
     }
 }

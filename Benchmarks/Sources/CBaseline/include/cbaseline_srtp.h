@@ -30,4 +30,13 @@ int64_t cb_srtp_protect_loop(cb_srtp *session, const uint8_t *packet, int32_t le
 int64_t cb_srtp_unprotect_loop(cb_srtp *session, const uint8_t *packets, int32_t stride, const int32_t *lengths,
                                int32_t count, int64_t *next, int64_t iterations, uint8_t *buffer, int32_t capacity);
 
+
+/// The C floor of `voice-bench webrtc`: per packet what the WebRTC transport does after the handshake, as plain
+/// calls: copy the packet, write the sequence number, srtp_protect (`out`), sendto 127.0.0.1:`port` from `tx`,
+/// poll `rx`, recvfrom into `received` until EAGAIN (as the transport drains), the RFC 7983 first-byte check,
+/// srtp_unprotect (`in`). Returns the
+/// total unprotected bytes, -2000 - srtp status, or -3000 (sendto), -3001 (recvfrom), -3002 (not RTP).
+int64_t cb_srtp_udp_loop(cb_srtp *out, cb_srtp *in, int32_t tx, int32_t rx, uint16_t port, const uint8_t *packet,
+                         int32_t length, uint16_t *sequence, int64_t iterations, uint8_t *buffer, uint8_t *received,
+                         int32_t capacity);
 #endif

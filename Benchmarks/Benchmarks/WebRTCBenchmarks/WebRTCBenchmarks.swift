@@ -1,0 +1,17 @@
+import AllocationSuite
+import Benchmark
+import BenchmarkFixtures
+import VoiceEngine
+
+// `WebRTC.srtpPath.20ms` (`WebRTCPathWorkload` in BenchmarkFixtures): protect, send on the ICE-selected socket,
+// poll/read/demultiplex, unprotect — one packet per inner iteration, 1 000 per sample. Held at 0 mallocs
+// (Thresholds/).
+let benchmarks: @Sendable () -> Void = {
+    let configuration = Benchmark.Configuration.zeroAllocations(
+        warmupIterations: 1, maxDuration: .seconds(2), maxIterations: 20)
+    let workload = try! WebRTCPathWorkload()
+    blackHole(workload.run(100))  // libsrtp creates the inbound stream on the first packet
+    Benchmark("WebRTC.srtpPath.20ms", configuration: configuration) { benchmark in
+        blackHole(workload.run(benchmark.scaledIterations.count))
+    }
+}

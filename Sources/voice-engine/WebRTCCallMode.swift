@@ -1,0 +1,174 @@
+import Foundation
+import VoiceEngine
+import VoiceWebRTC
+
+/// `voice-engine call --webrtc offer|answer`: a call between two engine processes over full ICE (RFC 8445: the
+/// offerer controls), DTLS-SRTP and Opus, signalled by pasting SDP: the offering side prints its offer on
+/// stdout and reads the answer from stdin; the answering side reads the offer and prints its answer. An SDP block
+/// ends with an empty line. Status lines go to stderr, so stdout carries only SDP (pipes and scripts work).
+///
+/// Devices: `null` and `file:` (48 kHz mono WAV in, WAV out), run by the transport's 10 ms tick; ALSA devices
+/// are not wired into this mode yet.
+enum WebRTCCallMode {
+    struct Plan {
+        var offering: Bool
+        var host: String
+        var microphone: String
+        var speaker: String
+        var loopMicrophone: Bool
+        var duration: Double
+        var connectTimeout: Double
+        var turn: TURNServer?
+    }
+
+    /// "192.0.2.1:3478" or "[2001:db8::1]:3478" (numeric only: the candidates are numeric too).
+    static func turnAddress(_ text: String) -> TransportAddress? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0 else {
+            return nil
+        }
+        var host = text[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return TransportAddress(host, port: port)
+    }
+
+    static func run(_ plan: Plan) -> Int32 {
+        let mic: [Int16]?
+        if plan.microphone == "null" {
+            mic = nil
+        } else if plan.microphone.hasPrefix("file:") {
+            do {
+                let wav = try WAVFile.read(path: String(plan.microphone.dropFirst(5)))
+                guard wav.format == .mono48k else {
+                    say("error: --mic \(plan.microphone): --webrtc takes a 48 kHz mono WAV (this one is \(wav.format))")
+                    return 64
+                }
+                mic = wav.int16Samples
+            } catch {
+                say("error: --mic \(plan.microphone): \(error)")
+                return 1
+            }
+        } else {
+            say("error: --webrtc supports only null and file: devices (--mic \(plan.microphone))")
+            return 64
+        }
+        guard plan.speaker == "null" || plan.speaker.hasPrefix("file:") else {
+            say("error: --webrtc supports only null and file: devices (--speaker \(plan.speaker))")
+            return 64
+        }
+        // "all": a host candidate on every interface that is up (IPv4 and IPv6, loopback only when alone).
+        var plan = plan
+        if plan.host == "all" {
+            let addresses = HostCandidates.addresses()
+            plan.host = (addresses.isEmpty ? HostCandidates.addresses(includeLoopback: true) : addresses)
+                .map(\.host).joined(separator: ",")
+            say("webrtc: gathering on \(plan.host)")
+        }
+        let media = FileMedia(microphone: mic, loop: plan.loopMicrophone, seconds: plan.duration)
+        let call: WebRTCAudioCall
+        do {
+            let certificate = try DTLSCertificate()
+            if plan.offering {
+                call = try WebRTCAudioCall(offeringWith: certificate, host: plan.host, fullICE: true,
+                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                emit(call.localDescription, what: "offer")
+                guard let answer = readSDP(what: "answer") else { say("error: no answer on stdin"); return 1 }
+                try call.accept(answer: answer)
+            } else {
+                guard let offer = readSDP(what: "offer") else { say("error: no offer on stdin"); return 1 }
+                call = try WebRTCAudioCall(answering: offer, certificate: certificate, host: plan.host, fullICE: true,
+                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                emit(call.localDescription, what: "answer")
+                call.start()
+            }
+        } catch let error as TURNError {
+            say("error: TURN server \(plan.turn.map { "\($0.address)" } ?? ""): \(error)")
+            return 1
+        } catch {
+            say("error: \(error)")
+            return 65
+        }
+        let started = Date()
+        while Date().timeIntervalSince(started) < plan.duration {
+            Thread.sleep(forTimeInterval: 0.05)
+            if call.failure != nil { break }
+            if call.connectedAt == nil, Date().timeIntervalSince(started) > plan.connectTimeout { break }
+        }
+        call.stop()
+        let statistics = call.statistics
+        let ms = { (t: MediaTime?) in t.map { String(format: "%.0f ms", ($0 - call.startedAt).milliseconds) } ?? "never" }
+        say("webrtc: ICE \(call.agent.map { "\($0.state)" } ?? "lite"), pair \(call.agent?.selected.map { "\($0.local) → \($0.remote)" } ?? "none"); "
+            + "DTLS-SRTP after \(ms(call.connectedAt)), first packet after \(ms(call.firstAudioAt)), "
+            + "first decoded audio after \(ms(call.firstDecodedAt)) (from the \(plan.offering ? "offer" : "answer") being made); "
+            + "packets sent \(statistics?.packetsSent ?? 0), received \(statistics?.packetsReceived ?? 0)")
+        if plan.speaker.hasPrefix("file:") {
+            do { try WAVFile.write(pcm16: media.played, format: .mono48k, to: String(plan.speaker.dropFirst(5))) } catch {
+                say("error: --speaker \(plan.speaker): \(error)")
+                return 1
+            }
+        }
+        if let failure = call.failure {
+            say("error: \(failure)")
+            return 1
+        }
+        guard call.connectedAt != nil, (statistics?.packetsReceived ?? 0) > 0 else {
+            if let agent = call.agent {
+                for pair in agent.pairs { say("webrtc: pair \(pair.local) → \(pair.remote): \(pair.state)") }
+                for c in agent.remoteCandidates { say("webrtc: remote \(c.sdpValue)") }
+                say("webrtc: relayed \(call.turn?.relayedAddress.map { "\($0)" } ?? "-"), role \(agent.role)")
+                say("webrtc: \(agent.checksSent) checks sent, \(agent.rejectedRequests) requests refused, "
+                    + "received \(call.transport.map { "\($0.received)" } ?? "-")")
+            }
+            say("error: no media from the peer (ICE \(call.agent.map { "\($0.state)" } ?? "?"))")
+            return 1
+        }
+        return 0
+    }
+
+    /// Prints an SDP block on stdout, ended by an empty line.
+    private static func emit(_ sdp: String, what: String) {
+        say("webrtc: our \(what) follows on stdout (paste it into the other side, with the empty line that ends it)")
+        print(sdp.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .newlines))
+        print("")
+        fflush(nil)
+    }
+
+    /// Reads an SDP block from stdin up to an empty line (or the end); CRLF line ends as SDP wants them.
+    private static func readSDP(what: String) -> String? {
+        say("webrtc: waiting for the peer's \(what) on stdin (end it with an empty line)")
+        var lines: [String] = []
+        while let line = readLine() {
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty { if lines.isEmpty { continue } else { break } }
+            lines.append(trimmed)
+        }
+        return lines.isEmpty ? nil : lines.joined(separator: "\r\n") + "\r\n"
+    }
+}
+
+/// File devices for the transport's tick (one thread): the microphone's samples block by block, and what was
+/// played, in storage reserved for the whole call.
+private final class FileMedia: @unchecked Sendable {
+    private let microphone: [Int16]?
+    private let loop: Bool
+    private var position = 0
+    private(set) var played: [Int16] = []
+
+    init(microphone: [Int16]?, loop: Bool, seconds: Double) {
+        self.microphone = microphone
+        self.loop = loop
+        played.reserveCapacity(Int(seconds * 48_000) + 48_000)
+    }
+
+    func take(into frame: inout AudioFrame) {
+        guard let microphone, !microphone.isEmpty else { frame.silence(); return }
+        frame.withUnsafeMutableSamples { out in
+            for i in 0..<out.count {
+                if position >= microphone.count, loop { position = 0 }
+                out[i] = position < microphone.count ? microphone[position] : 0
+                position += 1
+            }
+        }
+    }
+
+    func put(_ frame: AudioFrame) { frame.withUnsafeSamples { played.append(contentsOf: $0) } }
+}

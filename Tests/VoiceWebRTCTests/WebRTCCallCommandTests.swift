@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import VoiceEngine
+import VoiceTestSupport
+
+/// `voice-engine call --webrtc offer|answer` between two processes on loopback: the test pastes the offer printed
+/// by one into the other and the answer back, both play the speech file for 6 s; full ICE, DTLS-SRTP and Opus
+/// must carry it both ways (what each side recorded follows the speech; a reversed-speech control does not).
+/// The same two processes behind NATs: `NATTraversalTests.callCommandAcrossTheNATs`.
+@Suite(
+    "voice-engine call --webrtc between two processes", .timeLimit(.minutes(1)),
+    .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
+    .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
+struct WebRTCCallCommandTests {
+    /// One `voice-engine call --webrtc` process: stdin/stdout pipes for the SDP, stderr in a log, speaker in a WAV.
+    struct Peer {
+        let process: Process
+        let input: Pipe
+        let output: Pipe
+        let heard: URL
+        let log: URL
+        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        /// `wrapper`: what runs the tool (e.g. `ip netns exec NAME`); `extra`: more options.
+        init(_ role: String, in directory: URL, wrapper: [String] = [], extra: [String] = []) throws {
+            let tool = try #require(BuiltExecutables.url("voice-engine"))
+            heard = directory.appendingPathComponent("\(role).wav")
+            log = directory.appendingPathComponent("\(role).log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let arguments = ["call", "--webrtc", role, "--mic", "file:\(speechPath)", "--loop-mic",
+                             "--speaker", "file:\(heard.path)", "--duration", "6"] + extra
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: wrapper.first ?? tool.path)
+            process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [tool.path] + arguments
+            input = Pipe()
+            output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = try FileHandle(forWritingTo: log)
+            try process.run()
+        }
+
+        /// Reads one SDP block (up to its empty line) from stdout.
+        func readBlock(timeout: TimeInterval) -> String {
+            var text = ""
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline, !text.contains("\n\n") {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
+        }
+
+        func write(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+    }
+
+    /// Pastes the offer into the answerer and the answer back, then waits for both to end; returns the offer.
+    @discardableResult
+    static func signal(_ offerer: Peer, _ answerer: Peer, timeout: TimeInterval = 20) -> String {
+        let offer = offerer.readBlock(timeout: 10)
+        answerer.write(offer)
+        let answer = answerer.readBlock(timeout: 10)
+        offerer.write(answer)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, offerer.process.isRunning || answerer.process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        return offer + answer
+    }
+
+    /// Each side's recording from 1 s on (the first second holds the handshake and the jitter buffer filling)
+    /// must follow the speech far better than the reversed speech.
+    static func expectSpeechBothWays(_ peers: [Peer]) throws {
+        let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
+        for peer in peers {
+            let tail = try WAVFile(contentsOfFile: peer.heard.path).int16Samples.dropFirst(48_000)
+            let similar = bestEnvelopeCorrelation(tail, speech)
+            let control = bestEnvelopeCorrelation(tail, speech.reversed())
+            print("\(peer.heard.lastPathComponent): envelope correlation \(similar), reversed-speech control \(control)")
+            #expect(similar > 0.8 && similar > control + 0.15, "envelope correlation \(similar) vs reversed control \(control)")
+        }
+    }
+
+    @Test func twoEnginesCallEachOtherOverICEAndDTLS() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-call-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Host candidates on two interfaces each (IPv4 and IPv6 loopback): the IPv6 pair must win.
+        let offerer = try Peer("offer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
+        let answerer = try Peer("answer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
+        defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
+        let sdp = Self.signal(offerer, answerer)
+        #expect(sdp.contains("a=candidate:") && sdp.contains("a=fingerprint:sha-256") && !sdp.contains("ice-lite"))
+        #expect(sdp.contains("a=setup:actpass") && (sdp.contains("a=setup:active") || sdp.contains("a=setup:passive")))
+        let logs = offerer.logText + answerer.logText
+        print(logs)
+        #expect(offerer.process.terminationStatus == 0 && answerer.process.terminationStatus == 0, "\(logs)")
+        #expect(logs.contains("ICE connected, pair [::1]"), "\(logs)")
+        #expect(sdp.contains(" 127.0.0.1 ") && sdp.contains(" ::1 "))
+        try Self.expectSpeechBothWays([offerer, answerer])
+    }
+}
