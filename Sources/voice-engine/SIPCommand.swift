@@ -44,6 +44,12 @@ struct SIPCommand: ParsableCommand {
             guard let kind = SIPTransportKind(rawValue: transport.uppercased()) else {
                 throw CommandFailure.usage("--transport \(transport): use udp or tcp")
             }
+            // VoiceSIP speaks TLS (SIPTLS), but a TLS user agent needs a trust root and a certificate of its own for
+            // its Contact listener, which these commands do not take yet: say so before any traffic.
+            if kind == .tls {
+                throw CommandFailure.usage(
+                    "--transport tls: the sip commands take no TLS settings yet (trust root, certificate); use udp or tcp")
+            }
             return kind
         }
 

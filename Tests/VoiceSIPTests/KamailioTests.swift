@@ -379,6 +379,10 @@ struct KamailioTests {
         #expect(silent.status == 69, "\(silent.output)")
         let usage = try runTool(binary, ["sip", "options", "sip:x@127.0.0.1", "--transport", "sctp"])
         #expect(usage.status == 64)
+        // TLS exists in VoiceSIP, but the commands take no trust root or certificate yet: refused with the reason.
+        let tls = try runTool(binary, ["sip", "options", "sip:x@127.0.0.1", "--transport", "tls"])
+        #expect(tls.status == 64, "\(tls.output)")
+        #expect(tls.output.contains("no TLS settings"), "\(tls.output)")
     }
 
     /// Runs the tool to its end with stdout and stderr into one file (a `ChildProcessGroup`).
