@@ -72,6 +72,11 @@ struct CallStateMachineTests {
         // The callee does not get provisional responses, and cannot be established before answering.
         #expect(throws: CallRefusal.self) { try answered.handle(.progress, at: .seconds(2)) }
         #expect(try answered.handle(.established, at: .seconds(2.1)) == [.stateChanged(.established)])
+        // Hanging up between the answer and its ACK: a BYE (the caller may be established already), not a 603.
+        var answering = CallStateMachine(direction: .incoming, startedAt: .zero)
+        _ = try answering.handle(.answer, at: .seconds(2))
+        #expect(try answering.handle(.hangup, at: .seconds(2.01)) == [.sendBye, .stateChanged(.ended)])
+        #expect(answering.details.endCause == .hungUp)
         var early = CallStateMachine(direction: .incoming, startedAt: .zero)
         #expect(throws: CallRefusal(event: .established, state: .initiating)) { try early.handle(.established, at: .seconds(1)) }
         #expect(throws: CallRefusal.self) { try early.handle(.mute(true), at: .seconds(1)) }

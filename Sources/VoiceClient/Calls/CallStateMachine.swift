@@ -138,6 +138,9 @@ public struct CallStateMachine: Sendable, Hashable {
             return [.stopRingtone, .sendAnswer]
         case .hangup:
             if !unanswered { return end(.hungUp, at: now, send: .sendBye) }
+            // The callee answered (its 2xx is out, the ACK not yet in): the INVITE can no longer be declined, so the
+            // call is hung up with a BYE — the caller may already be established.
+            if direction == .incoming && answered { return end(.hungUp, at: now, send: .sendBye) }
             // The callee hanging up before answering declines: both sides see *denied*.
             return direction == .outgoing ? end(.canceled, at: now, send: .sendCancel) : end(.denied, at: now, send: .sendDecline(status: 603))
         case .mute(let on):
