@@ -2,75 +2,31 @@ import Foundation
 import Testing
 @testable import VoiceDSP
 
+/// The radix-2 transform the echo canceller's delay search and the suppressors run on. (An eight-lane SIMD version
+/// was tried for issue 21: 10 % of the processing-on block in release, but three times slower in debug builds,
+/// where the live-call tests run the same path — the real-time tests under load then concealed more than 5 %.)
 @Suite("FFT")
 struct FFTTests {
-    /// The radix-2 transform as it was written before its butterflies ran eight at a time (one strided cos/sin table,
-    /// one butterfly per iteration): the reference the vectorised transform must match bit for bit, so the echo
-    /// canceller's delay estimates and the suppressor's output do not move.
-    private func stridedReference(re: inout [Float], im: inout [Float], inverse: Bool) {
-        let n = re.count
-        let bits = n.trailingZeroBitCount
-        var cosT = [Float](repeating: 0, count: n / 2)
-        var sinT = [Float](repeating: 0, count: n / 2)
-        for k in 0..<n / 2 {
-            let angle = 2 * Double.pi * Double(k) / Double(n)
-            let s = Float(-sin(angle))
-            cosT[k] = Float(cos(angle))
-            sinT[k] = inverse ? -s : s
-        }
-        for i in 0..<n {
-            var r = 0
-            var v = i
-            for _ in 0..<bits {
-                r = (r << 1) | (v & 1)
-                v >>= 1
-            }
-            if r > i {
-                re.swapAt(i, r)
-                im.swapAt(i, r)
-            }
-        }
-        var half = 1
-        while half < n {
-            let step = n / (half * 2)
-            for start in stride(from: 0, to: n, by: half * 2) {
-                for k in 0..<half {
-                    let j = start + k, l = j + half
-                    let wr = cosT[k * step], wi = sinT[k * step]
-                    let tr = wr * re[l] - wi * im[l]
-                    let ti = wr * im[l] + wi * re[l]
-                    re[l] = re[j] - tr
-                    im[l] = im[j] - ti
-                    re[j] += tr
-                    im[j] += ti
-                }
-            }
-            half *= 2
-        }
-        if inverse {
-            let scale = 1 / Float(n)
-            for i in 0..<n {
-                re[i] *= scale
-                im[i] *= scale
-            }
-        }
-    }
-
-    @Test(arguments: [2, 4, 8, 16, 32, 64, 256, 1024, 8192])
-    func matchesTheStridedTransformBitForBit(size: Int) {
+    /// Against the DFT computed directly in Double.
+    @Test(arguments: [8, 64, 256])
+    func matchesTheDirectTransform(size n: Int) {
         var random = SystemRandomNumberGenerator()
-        let fft = FFT(size: size)
-        for inverse in [false, true] {
-            let re0 = (0..<size).map { _ in Float.random(in: -32768...32767, using: &random) }
-            let im0 = (0..<size).map { _ in Float.random(in: -32768...32767, using: &random) }
-            var re = re0, im = im0
-            re.withUnsafeMutableBufferPointer { r in
-                im.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: inverse) }
+        let input = (0..<n).map { _ in Double.random(in: -1...1, using: &random) }
+        var re = input.map(Float.init)
+        var im = [Float](repeating: 0, count: n)
+        let fft = FFT(size: n)
+        re.withUnsafeMutableBufferPointer { r in
+            im.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false) }
+        }
+        for k in 0..<n {
+            var sumRe = 0.0, sumIm = 0.0
+            for (t, x) in input.enumerated() {
+                let angle = -2 * Double.pi * Double(k * t) / Double(n)
+                sumRe += x * cos(angle)
+                sumIm += x * sin(angle)
             }
-            var expectedRe = re0, expectedIm = im0
-            stridedReference(re: &expectedRe, im: &expectedIm, inverse: inverse)
-            #expect(re.map(\.bitPattern) == expectedRe.map(\.bitPattern), "re, size \(size), inverse \(inverse)")
-            #expect(im.map(\.bitPattern) == expectedIm.map(\.bitPattern), "im, size \(size), inverse \(inverse)")
+            #expect(abs(Double(re[k]) - sumRe) < 1e-3 * Double(n), "bin \(k) of \(n): re \(re[k]) vs \(sumRe)")
+            #expect(abs(Double(im[k]) - sumIm) < 1e-3 * Double(n), "bin \(k) of \(n): im \(im[k]) vs \(sumIm)")
         }
     }
 
