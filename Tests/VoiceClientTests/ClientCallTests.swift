@@ -118,6 +118,43 @@ struct ClientSIPCallTests {
         }
     }
 
+    /// Bob on two devices: Kamailio forks alice's INVITE to both; when the first answers, it CANCELs the other
+    /// branch with `Reason: SIP;cause=200` (RFC 3326), which the second device reports as answered elsewhere.
+    @Test func theDeviceThatDidNotAnswerEndsWithOtherDeviceAnswered() async throws {
+        try await withService(sipPort: 26150) { service in
+            let alice = try service.client("alice")
+            let phone = try service.client("bob"), laptop = try service.client("bob")
+            let phoneLog = EventLog(phone), laptopLog = EventLog(laptop)
+            await alice.start()
+            await phone.startListening()
+            await laptop.startListening()
+            let phoneStarted = await phoneLog.first { $0 == .started }, laptopStarted = await laptopLog.first { $0 == .started }
+            #expect(phoneStarted != nil && laptopStarted != nil)
+
+            let call = try await alice.callUser("bob")
+            let onPhone = try #require(await phoneLog.incomingCall(), "bob's first device got no call: \(phoneLog.events)")
+            let onLaptop = try #require(await laptopLog.incomingCall(), "bob's second device got no call: \(laptopLog.events)")
+            try await waitFor(call, .ringing)
+
+            try await onPhone.call.answer()
+            try await waitFor(call, .established)
+            try await waitFor(onPhone.call, .established)
+            try await waitFor(onLaptop.call, .ended)
+            let laptopDetails = await onLaptop.call.details
+            #expect(laptopDetails.endCause == .otherDeviceAnswered, "\(laptopDetails)")
+            #expect(await laptop.audioSession.state.phase.call == nil, "the second device's audio session still holds the call")
+            let callerState = await call.state, phoneState = await onPhone.call.state
+            #expect(callerState == .established && phoneState == .established)
+
+            try await call.hangup()
+            try await waitFor(onPhone.call, .ended)
+            #expect(await onPhone.call.details.endCause == .hungUp)
+            await alice.terminate()
+            await phone.terminate()
+            await laptop.terminate()
+        }
+    }
+
     /// Tones outside call media are rendered on the chosen speaker: the callee's ringtone while it rings, the
     /// caller's ringback while it rings and then the busy tone after the decline (files read back).
     @Test func ringtoneRingbackAndBusyToneAreHeardOnTheSpeaker() async throws {

@@ -90,7 +90,9 @@ actor CallLink {
         switch (end.cause, direction) {
         case (.remoteHangup, _): return .remoteHangup
         case (.localHangup, _): return nil
-        case (.cancelled, .incoming): return .remoteCanceled
+        case (.cancelled, .incoming):
+            // A forking proxy cancels the devices that did not answer with `Reason: SIP;cause=200` (RFC 3326).
+            return end.cancelReasonSIPCause == 200 ? .answeredElsewhere : .remoteCanceled
         case (.cancelled, .outgoing): return nil
         case (.rejected, .incoming): return nil
         case (.rejected, .outgoing):

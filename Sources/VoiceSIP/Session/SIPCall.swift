@@ -434,7 +434,9 @@ public final class SIPCall: @unchecked Sendable {
         endpoint.respond(.response(to: message, status: 200), to: request)
         guard phase == .early else { return }  // already answered: the CANCEL has no effect (§9.2)
         endpoint.respond(makeResponse(to: inviteRequest.message, status: 487), to: inviteRequest)
-        end(SIPCallEnd(.cancelled, statusCode: 487, reasonPhrase: "cancelled by the caller", headers: message.customHeaders))
+        end(SIPCallEnd(
+            .cancelled, statusCode: 487, reasonPhrase: "cancelled by the caller", headers: message.customHeaders,
+            cancelReason: message.headers.first("Reason")))
     }
 
     private func receivedAck(_ ack: SIPMessage) {

@@ -46,16 +46,59 @@ public struct SIPCallEnd: Sendable, Equatable, CustomStringConvertible {
     public var statusCode: Int?
     public var reasonPhrase: String
     public var headers: [SIPHeaders.Field]
+    /// The peer's CANCEL's Reason header (RFC 3326), as sent; nil when it had none or the call did not end by one.
+    /// A forking proxy cancels the other branches with `SIP;cause=200` when one device answered.
+    public var cancelReason: String?
 
-    public init(_ cause: Cause, statusCode: Int? = nil, reasonPhrase: String, headers: [SIPHeaders.Field] = []) {
+    public init(_ cause: Cause, statusCode: Int? = nil, reasonPhrase: String, headers: [SIPHeaders.Field] = [], cancelReason: String? = nil) {
         self.cause = cause
         self.statusCode = statusCode
         self.reasonPhrase = reasonPhrase
         self.headers = headers
+        self.cancelReason = cancelReason
+    }
+
+    /// The SIP status in `cancelReason`'s `SIP` value (`SIP;cause=200;text="Call completed elsewhere"` → 200); nil
+    /// when there is none, or only other protocols' causes (`Q.850;cause=16`).
+    public var cancelReasonSIPCause: Int? { cancelReason.flatMap(Self.sipCause(inReason:)) }
+
+    /// The `cause` of the first `SIP` value of a Reason header's comma-separated values (commas inside quoted text
+    /// do not split); nil for anything malformed.
+    static func sipCause(inReason header: String) -> Int? {
+        var values: [Substring] = [], start = header.startIndex, quoted = false
+        for index in header.indices {
+            let character = header[index]
+            if character == "\"" { quoted.toggle() } else if character == ",", !quoted {
+                values.append(header[start..<index])
+                start = header.index(after: index)
+            }
+        }
+        values.append(header[start...])
+        for value in values {
+            let parts = value.split(separator: ";", omittingEmptySubsequences: false)
+            guard let proto = parts.first, proto.trimmingBlanks.uppercased() == "SIP" else { continue }
+            for parameter in parts.dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, pair[0].trimmingBlanks.lowercased() == "cause" else { continue }
+                guard let code = Int(pair[1].trimmingBlanks), (100...699).contains(code) else { return nil }
+                return code
+            }
+        }
+        return nil
     }
 
     public var description: String {
         "\(cause.rawValue)" + (statusCode.map { " \($0)" } ?? "") + (reasonPhrase.isEmpty ? "" : " \(reasonPhrase)")
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (SIP's linear white space once lines are unfolded).
+    fileprivate var trimmingBlanks: Substring {
+        var trimmed = self
+        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
+        while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
+        return trimmed
     }
 }
 
