@@ -16,8 +16,16 @@ memoryless sigmoid), a bulk device delay, stationary coloured noise at 0-40 dB S
   move  far-end single talk; the device moves at half time (a second room response, 100 ms crossfade)
 
 Each clip is drawn from its own seed (BASE_SEED + index), so a clip never changes when the set grows. Writes
-<name>_far.wav, <name>_mic.wav, <name>_near.wav and manifest.json (every clip's seed and drawn parameters, the
-far-end onset and the double-talk start in samples). Needs numpy, scipy and pyroomacoustics (PyPI).
+<name>_far.wav, <name>_mic.wav, the two near-end references and manifest.json (every clip's seed and drawn
+parameters, the far-end onset and the double-talk start in samples). Needs numpy, scipy and pyroomacoustics (PyPI).
+
+Near-end references. As in the AEC-Challenge synthetic set (its datasets/synthetic/README.md: `nearend_speech` times
+`nearend_scale` is the near end exactly as it is in `nearend_mic_signal`, clean, without the near-end noise), the
+near talker reaches the microphone without a room response of its own; only the echo goes through the room. So:
+  <name>_near.wav        the near talker as it is in the microphone, without echo and without noise (the
+                         challenge's target; "near" in the manifest)
+  <name>_near_noisy.wav  the microphone without the echo: near talker plus the background noise, what a perfect
+                         echo canceller with no noise suppression would output ("near_with_noise")
 
 --snr-min draws the SNR from DB...40 dB instead of 0...40 (the same draws, so every other parameter of a seed is
 unchanged): a low-noise set, where the microphone itself can score PESQ-WB 4 against the clean near end. --only keeps
@@ -146,12 +154,13 @@ def clip(index, sources, seconds, snr_min=0.0):
     peak = np.max(np.abs(mic))
     if peak > 0.99:
         scale = 0.99 / peak
-        mic, near, echo = mic * scale, near * scale, echo * scale
+        mic, near, echo, background = mic * scale, near * scale, echo * scale, background * scale
+    near_noisy = near + background
     onset = int(np.argmax(np.abs(far) > 0.01)) if np.any(np.abs(far) > 0.01) else None
     params.update({"far_onset_sample": onset, "double_talk_from_sample": dt_start if group == "dt" else None,
                    "far": params["name"] + "_far.wav", "mic": params["name"] + "_mic.wav",
-                   "near": params["name"] + "_near.wav"})
-    return params, far, mic, near
+                   "near": params["name"] + "_near.wav", "near_with_noise": params["name"] + "_near_noisy.wav"})
+    return params, far, mic, near, near_noisy
 
 
 def main(argv):
@@ -184,8 +193,8 @@ def main(argv):
     for i in range(count):
         if only is not None and GROUPS[i % len(GROUPS)] != only:
             continue
-        params, far, mic, near = clip(i, sources, seconds, snr_min)
-        for key, signal in (("far", far), ("mic", mic), ("near", near)):
+        params, far, mic, near, near_noisy = clip(i, sources, seconds, snr_min)
+        for key, signal in (("far", far), ("mic", mic), ("near", near), ("near_with_noise", near_noisy)):
             write(os.path.join(out, params[key]), signal)
         clips.append(params)
         print(f"{params['name']}: T60 {params['t60_s']} s, SER {params['ser_db']} dB, SNR {params['snr_db']} dB",

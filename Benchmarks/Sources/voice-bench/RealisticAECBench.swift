@@ -13,16 +13,24 @@ import VoiceLab
 ///   loudest block; the clean near end below -50 dBFS in the block and its neighbours), whole clip;
 /// - ERLE over the same blocks in the first 2 s after the echo's onset (what a user hears first);
 /// - after a device move, ERLE over the 2 s after it;
-/// - PESQ-WB (P.862.2, `Benchmarks/scripts/pesq-wb.py`) of the output against the clean near end, over the double
-///   talk and over near-end single talk (and the microphone's own score, the ceiling noise leaves).
+/// - PESQ-WB (P.862.2, `Benchmarks/scripts/pesq-wb.py`) of the output over the double talk and over near-end single
+///   talk, against two references (and the microphone's own score against each): the near talker as it is in the
+///   microphone without noise (the AEC-Challenge's target; the noise caps every score against it) and the
+///   microphone without the echo, near talker plus noise (what a perfect echo canceller that leaves the noise
+///   alone would output; in near-end single talk that is the microphone itself, so the score shows what the
+///   processing changed, noise suppression included).
 struct RealisticAECClip {
     var name: String
     var group: String
     var parameters: String
     var far: URL
     var mic: URL
-    /// The clean near end (nil when none is known).
+    /// The near talker as it is in the microphone, without echo and without noise (nil when none is known).
     var near: URL?
+    /// The microphone without the echo: the near talker plus the background noise (nil when not known).
+    var nearWithNoise: URL?
+    /// Background SNR the generator drew (nil for recordings).
+    var snr: Double?
     /// Samples from the far end to its echo (the generator's device delay; 0 for recordings).
     var echoDelay: Int
     /// Sample where the far end first speaks (nil: silent far end).
@@ -55,7 +63,9 @@ struct RealisticAECClip {
                 name: name, group: group,
                 parameters: String(format: "T60 %.2f SER %+.0f SNR %.0f", t60, ser, snr),
                 far: folder.appendingPathComponent(far), mic: folder.appendingPathComponent(mic),
-                near: folder.appendingPathComponent(near), echoDelay: Int(delayMS * 16),
+                near: folder.appendingPathComponent(near),
+                nearWithNoise: (c["near_with_noise"] as? String).map { folder.appendingPathComponent($0) },
+                snr: c["snr_db"] as? Double, echoDelay: Int(delayMS * 16),
                 farOnset: c["far_onset_sample"] as? Int, doubleTalkFrom: c["double_talk_from_sample"] as? Int,
                 nearSingleTalk: group == "nst", moveAt: c["move_at_sample"] as? Int)
         }
@@ -90,11 +100,12 @@ struct RealisticAECClip {
             RealisticAECClip(
                 name: "challenge_double_talk", group: "real", parameters: "AEC-Challenge synthetic",
                 far: challenge.far, mic: challenge.mic,
-                near: folder.appendingPathComponent("nearend_double_talk.wav"), echoDelay: 0, farOnset: 0,
+                near: folder.appendingPathComponent("nearend_double_talk.wav"),
+                nearWithNoise: folder.appendingPathComponent("nearend_double_talk.wav"), echoDelay: 0, farOnset: 0,
                 doubleTalkFrom: 0, nearSingleTalk: false),
             RealisticAECClip(
                 name: "device_near_single_talk", group: "real", parameters: "real device",
-                far: pair1.far, mic: pair1.mic, near: pair1.mic, echoDelay: 0, farOnset: nil,
+                far: pair1.far, mic: pair1.mic, near: pair1.mic, nearWithNoise: pair1.mic, echoDelay: 0, farOnset: nil,
                 nearSingleTalk: true, nearIsMicrophone: true),
             RealisticAECClip(
                 name: "device_double_talk", group: "real", parameters: "real device",
@@ -113,8 +124,12 @@ struct RealisticAECScores {
     var erle: Double?
     var erleFirst2s: Double?
     var erleAfterMove: Double?
+    /// Against the near talker without noise.
     var pesqDoubleTalk: Double?
     var pesqNearSingleTalk: Double?
+    /// Against the microphone without the echo (near talker plus noise).
+    var pesqDoubleTalkWithNoise: Double?
+    var pesqNearSingleTalkWithNoise: Double?
 }
 
 enum RealisticAECScoring {
@@ -156,19 +171,24 @@ enum RealisticAECScoring {
         return scores
     }
 
-    /// PESQ-WB of `output` against the clean near end over the clip's double talk or near-end single talk.
+    /// PESQ-WB of `output` against both near-end references over the clip's double talk or near-end single talk.
     static func pesq(clip: RealisticAECClip, output: [Int16], scratch: URL, into scores: inout RealisticAECScores) {
-        guard let near = clip.near else { return }
+        guard clip.near != nil || clip.nearWithNoise != nil else { return }
         let degraded = scratch.appendingPathComponent("voice-bench-realistic-\(getpid()).wav")
         defer { try? FileManager.default.removeItem(at: degraded) }
         guard (try? WAVFile.write(pcm16: output, format: AudioFormat(sampleRate: 16_000, channels: 1), to: degraded.path))
             != nil
         else { return }
+        func score(_ reference: URL?, from start: Int) -> Double? {
+            reference.flatMap { PESQWideband.score(reference: $0, degraded: degraded, startSeconds: Double(start) / 16_000) }
+        }
         if let from = clip.doubleTalkFrom {
-            scores.pesqDoubleTalk = PESQWideband.score(reference: near, degraded: degraded, startSeconds: Double(from) / 16_000)
+            scores.pesqDoubleTalk = score(clip.near, from: from)
+            scores.pesqDoubleTalkWithNoise = score(clip.nearWithNoise, from: from)
         }
         if clip.nearSingleTalk {
-            scores.pesqNearSingleTalk = PESQWideband.score(reference: near, degraded: degraded, startSeconds: 0)
+            scores.pesqNearSingleTalk = score(clip.near, from: 0)
+            scores.pesqNearSingleTalkWithNoise = score(clip.nearWithNoise, from: 0)
         }
     }
 }
@@ -222,13 +242,15 @@ extension AECBench {
         let webrtcSkipped = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
         if let webrtcSkipped { print("note: WebRTC figures are null: \(webrtcSkipped)") }
         print("voice-bench aec realistic: ERLE (dB) over far-end single talk, whole clip / first 2 s of echo / 2 s "
-            + "after a device move; PESQ-WB against the clean near end (dt: double talk, nst: near-end single talk, "
-            + "in: the microphone's own); e engine, w WebRTC (moderate NS)")
-        let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "PESQdt e/w/in", "PESQnst e/w/in",
-            "µs e/raw"]
-        let widths = [24, 22, 12, 12, 12, 17, 17, 10]
+            + "after a device move; PESQ-WB (dt: double talk, nst: near-end single talk; in: the microphone's own) "
+            + "against the near talker without noise (dt, nst) and against the microphone without echo, near talker "
+            + "plus noise (dt+n, nst+n); e engine, w WebRTC (moderate NS)")
+        let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "dt e/w/in", "nst e/w/in",
+            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw"]
+        let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10]
         print(zip(header, widths).map { pad($0, $1) }.joined())
         var groups: [String: [[Double?]]] = [:]
+        var bands: [String: [[Double?]]] = [:]
         var order: [String] = []
         var rows: [String] = []
         for clip in clips {
@@ -263,10 +285,15 @@ extension AECBench {
             let figures: [Double?] = [
                 e.erle, w.erle, e.erleFirst2s, w.erleFirst2s, e.erleAfterMove, w.erleAfterMove, e.pesqDoubleTalk,
                 w.pesqDoubleTalk, input.pesqDoubleTalk, e.pesqNearSingleTalk, w.pesqNearSingleTalk,
-                input.pesqNearSingleTalk, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
+                input.pesqNearSingleTalk, e.pesqDoubleTalkWithNoise, w.pesqDoubleTalkWithNoise,
+                input.pesqDoubleTalkWithNoise, e.pesqNearSingleTalkWithNoise, w.pesqNearSingleTalkWithNoise,
+                input.pesqNearSingleTalkWithNoise, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
             ]
             if groups[clip.group] == nil { order.append(clip.group) }
             groups[clip.group, default: []].append(figures)
+            if let snr = clip.snr, clip.doubleTalkFrom != nil || clip.nearSingleTalk {
+                bands[Self.snrBand(group: clip.group, snr: snr), default: []].append(figures)
+            }
             print(line(clip.name, clip.parameters, figures, widths))
             fflush(nil)
             rows.append(
@@ -278,6 +305,11 @@ extension AECBench {
                     + "\"microphone\":\(j(input.pesqDoubleTalk))},"
                     + "\"pesq_wb_near_single_talk\":{\"engine\":\(j(e.pesqNearSingleTalk)),"
                     + "\"webrtc\":\(j(w.pesqNearSingleTalk)),\"microphone\":\(j(input.pesqNearSingleTalk))},"
+                    + "\"pesq_wb_double_talk_with_noise\":{\"engine\":\(j(e.pesqDoubleTalkWithNoise)),"
+                    + "\"webrtc\":\(j(w.pesqDoubleTalkWithNoise)),\"microphone\":\(j(input.pesqDoubleTalkWithNoise))},"
+                    + "\"pesq_wb_near_single_talk_with_noise\":{\"engine\":\(j(e.pesqNearSingleTalkWithNoise)),"
+                    + "\"webrtc\":\(j(w.pesqNearSingleTalkWithNoise)),"
+                    + "\"microphone\":\(j(input.pesqNearSingleTalkWithNoise))},"
                     + "\"us_per_10ms\":{\"engine\":\(j(engine.microsecondsPerBlock)),"
                     + "\"speex_raw\":\(j(raw.microsecondsPerBlock))}}")
         }
@@ -290,7 +322,18 @@ extension AECBench {
             print(line("mean \(group)", "\(members.count) clips", Self.means(members), widths))
         }
         if !all.isEmpty { print(line("mean generated", "\(all.count) clips", Self.means(all), widths)) }
+        if !bands.isEmpty { print("means per background SNR band (generated double talk and near-end single talk):") }
+        for band in bands.keys.sorted() {
+            let members = bands[band] ?? []
+            print(line("mean \(band)", "\(members.count) clips", Self.means(members), widths))
+        }
         if json { print("{\"suite\":\"aec-realistic\",\"clips\":[\(rows.joined(separator: ","))]}") }
+    }
+
+    /// "nst SNR 30-40" for a clip of group nst drawn at 30...40 dB.
+    static func snrBand(group: String, snr: Double) -> String {
+        let low = min(30, max(0, Int(snr / 10) * 10))
+        return "\(group) SNR \(low)-\(low + 10)"
     }
 
     /// Column-wise mean of the non-nil figures.
@@ -308,6 +351,8 @@ extension AECBench {
             + pad("\(f(v[4]))/\(f(v[5]))", widths[4])
             + pad("\(f(v[6], 2))/\(f(v[7], 2))/\(f(v[8], 2))", widths[5])
             + pad("\(f(v[9], 2))/\(f(v[10], 2))/\(f(v[11], 2))", widths[6])
-            + pad("\(f(v[12], 0))/\(f(v[13], 0))", widths[7])
+            + pad("\(f(v[12], 2))/\(f(v[13], 2))/\(f(v[14], 2))", widths[7])
+            + pad("\(f(v[15], 2))/\(f(v[16], 2))/\(f(v[17], 2))", widths[8])
+            + pad("\(f(v[18], 0))/\(f(v[19], 0))", widths[9])
     }
 }
