@@ -58,6 +58,13 @@ struct AECBench: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Score near-end PESQ-WB in the realistic mode (--no-pesq: figures null).")
     var pesq = true
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "The engine's noise suppression in the realistic mode (--no-noise-suppression: the canceller and its "
+                + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
+    var noiseSuppression = true
+
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
     }

@@ -234,6 +234,7 @@ extension AECBench {
             }
             engineConfiguration.residualEchoSuppressorFloorDB = Double(floor)
         }
+        if !noiseSuppression { engineConfiguration.preprocessor.noiseSuppressionDB = nil }
         var clips: [RealisticAECClip] = []
         if let realistic { clips += try RealisticAECClip.realistic(in: URL(fileURLWithPath: realistic)) }
         if let real { clips += try RealisticAECClip.realRecordings(in: URL(fileURLWithPath: real), scratch: scratch) }
