@@ -78,9 +78,13 @@ struct AECCommand: ParsableCommand {
             notes.append(
                 "inputs differ in length (far \(farSamples.count), mic \(micSamples.count) samples); processing the common \(common) samples (\(String(format: "%.2f", Double(common) / Double(rate))) s)")
         }
-        farSamples = Array(farSamples.prefix(common))
-        micSamples = Array(micSamples.prefix(common))
-        nearSamples = nearSamples.map { Array($0.prefix(common)) }
+        // The canceller works in whole 10 ms blocks: the last partial block is completed with silence so that its
+        // samples are processed too (they used to be written as zeros), and the output is cut back to `common`.
+        let padded = (common + rate / 100 - 1) / (rate / 100) * (rate / 100)
+        func cut(_ x: [Int16]) -> [Int16] { Array(x.prefix(common)) + [Int16](repeating: 0, count: padded - common) }
+        farSamples = cut(farSamples)
+        micSamples = cut(micSamples)
+        nearSamples = nearSamples.map(cut)
         for note in notes { print("note: \(note)") }
 
         var configuration = EchoCancellerConfiguration(sampleRate: rate, tailMilliseconds: tailMs)
@@ -99,9 +103,7 @@ struct AECCommand: ParsableCommand {
         let run = try AECRunner.runEngine(far: farSamples, mic: micSamples, configuration: configuration)
         let raw = try AECRunner.runRawMDF(
             far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
-        var output = run.output
-        output += [Int16](repeating: 0, count: micSamples.count - output.count)  // the last partial block
-        do { try WAVFile.write(pcm16: output, format: micFile.format, to: out) } catch {
+        do { try WAVFile.write(pcm16: Array(run.output.prefix(common)), format: micFile.format, to: out) } catch {
             throw CommandFailure.runtime(error.description)
         }
 
@@ -122,7 +124,7 @@ struct AECCommand: ParsableCommand {
         func blocks(from: Int, to: Int = .max) -> Int { mask.indices.filter { $0 >= from && $0 < to && mask[$0] }.count }
         let stats = run.statistics
         func f(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "n/a" }
-        print("processed \(String(format: "%.2f", Double(run.output.count) / Double(rate))) s at \(rate) Hz -> \(out)")
+        print("processed \(String(format: "%.2f", Double(common) / Double(rate))) s at \(rate) Hz -> \(out)")
         print("single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
               + (nearSamples == nil ? " (far end active; no --near given, so double talk is not excluded)" : ""))
         print("ERLE engine: \(f(erleAll)) dB overall (\(blocks(from: 0)) blocks), \(f(erleSteady)) dB from "
@@ -151,7 +153,7 @@ struct AECCommand: ParsableCommand {
         }
         if let report {
             let body = Report(
-                far: far, mic: mic, out: out, sampleRate: rate, processedSeconds: Double(run.output.count) / Double(rate),
+                far: far, mic: mic, out: out, sampleRate: rate, processedSeconds: Double(common) / Double(rate),
                 notes: notes, singleTalkBlocks: mask.filter { $0 }.count, nearEndGiven: nearSamples != nil,
                 erleDB: erleAll, erleSteadyStateDB: erleSteady, steadyStateFromSeconds: steadyStateFrom,
                 erleRawMDFDB: rawAll, erleRawMDFSteadyStateDB: rawSteady, erlePerSecondDB: perSecond,
