@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import VoiceCore
+import VoiceDSP
+import VoiceLab
+import VoiceTestSupport
+
+/// Whether `Benchmarks/scripts/aec-realistic.py` can run here.
+enum RealisticSetGenerator {
+    /// Why the generator cannot run here (nil: it can).
+    static let unavailableReason: String? = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import numpy, scipy, pyroomacoustics, pesq"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return "python3 not runnable: \(error)" }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+            ? nil : "python3 lacks numpy, scipy, pyroomacoustics or pesq (pip install pyroomacoustics pesq)"
+    }()
+}
+
+/// Issue 15, near-end single talk on the realistic set: "the suppressor must leave a lone near-end talker
+/// untouched". The ten `nst` clips of `Benchmarks/scripts/aec-realistic.py` (seeds 15001, 15005, ..., 15037; real
+/// speech, background noise at 0-40 dB SNR, the far end silent) are generated at test time and scored with PESQ-WB
+/// against both of the generator's references:
+/// - the microphone without the echo (in near-end single talk: the microphone itself, near talker plus noise) —
+///   what a perfect echo canceller would output. With noise suppression off, the canceller and its residual-echo
+///   suppressor must keep it (≥ 4.0 on every clip; measured 4.64, the score of a file against itself); with the
+///   default noise suppression it must too where the background is under the suppressor's threshold (SNR ≥ 30 dB;
+///   measured 4.63-4.64), since below that the suppressor is meant to change the noise;
+/// - the near talker without noise (the AEC-Challenge's target): the output must never score below the microphone
+///   (0.1 tolerance), whatever the noise (measured by band: +0.00 at 30-40 dB SNR, +0.16 to +0.46 below).
+/// Needs python3 with numpy, scipy, pyroomacoustics and pesq (PyPI), and ../shared/testdata/speech.
+@Suite(
+    "Near-end single talk on the realistic set",
+    .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"),
+    .enabled(
+        if: RealisticSetGenerator.unavailableReason == nil,
+        "needs python3 with numpy, scipy, pyroomacoustics and pesq (pip install pyroomacoustics pesq)"))
+struct RealisticNearEndTests {
+
+    struct Clip {
+        var name: String
+        var snr: Double
+        var mic: [Int16]
+        var near: [Int16]
+        var nearWithNoise: [Int16]
+    }
+
+    /// The generator's nst clips, written into `folder`.
+    static func generate(into folder: URL) throws -> [Clip] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "Benchmarks/scripts/aec-realistic.py", folder.path, "--speech", SharedTestData.speech, "--only",
+            "nst",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "aec-realistic.py exited \(process.terminationStatus)")
+        let data = try Data(contentsOf: folder.appendingPathComponent("manifest.json"))
+        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let clips = try #require(root["clips"] as? [[String: Any]])
+        func read(_ entry: [String: Any], _ key: String) throws -> [Int16] {
+            let name = try #require(entry[key] as? String, "manifest: no \(key)")
+            return try WAVFile.read(path: folder.appendingPathComponent(name).path).int16Samples
+        }
+        return try clips.map { c in
+            Clip(
+                name: try #require(c["name"] as? String), snr: try #require(c["snr_db"] as? Double),
+                mic: try read(c, "mic"), near: try read(c, "near"), nearWithNoise: try read(c, "near_with_noise"))
+        }
+    }
+
+    @Test func aLoneNearEndTalkerIsLeftAlone() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("realistic-nst-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let clips = try Self.generate(into: folder)
+        #expect(clips.count == 10)
+        var withoutNoiseSuppression = EchoCancellerConfiguration()
+        withoutNoiseSuppression.preprocessor.noiseSuppressionDB = nil
+        func pesq(_ reference: [Int16], _ degraded: [Int16], _ name: String) throws -> Double? {
+            try VoiceProcessingTransparencyTests.pesq(reference: reference, degraded: degraded, folder: folder, name: name).0
+        }
+        for clip in clips {
+            let out = try VoiceProcessingTransparencyTests.processed(clip.mic)
+            let bare = try VoiceProcessingTransparencyTests.processed(clip.mic, withoutNoiseSuppression)
+            let mic = try #require(try pesq(clip.near, clip.mic, clip.name + "_mic"))
+            let outClean = try #require(try pesq(clip.near, out, clip.name + "_out"))
+            let outNoisy = try #require(try pesq(clip.nearWithNoise, out, clip.name + "_out_n"))
+            let bareNoisy = try #require(try pesq(clip.nearWithNoise, bare, clip.name + "_bare_n"))
+            func f(_ v: Double) -> String { String(format: "%.2f", v) }
+            print("\(clip.name) SNR \(f(clip.snr)) dB: against the clean talker mic \(f(mic)), out \(f(outClean)); "
+                + "against the microphone without echo out \(f(outNoisy)), without noise suppression \(f(bareNoisy))")
+            #expect(outClean >= mic - 0.1, "\(clip.name): the output scores \(outClean) against the talker, the microphone \(mic)")
+            #expect(bareNoisy >= 4.0, "\(clip.name): without noise suppression \(bareNoisy) against the microphone without echo")
+            if clip.snr >= 30 {
+                #expect(outNoisy >= 4.0, "\(clip.name) at \(clip.snr) dB SNR: \(outNoisy) against the microphone without echo")
+            }
+        }
+    }
+}
