@@ -47,7 +47,8 @@ struct PhoneCommand: ParsableCommand {
         try OptionRange("--registration-port", 1...65_535, "").check(registrationPort)
         try OptionRange("--no-answer-timeout", 1...3_600, "s").check(noAnswerTimeout)
         try OptionRange("--auto-answer", 0...3_600, "s").check(autoAnswer)
-        guard rate % 100 == 0, (8_000...48_000).contains(rate) else { throw ValidationError("--rate \(rate): 8000–48000, a multiple of 100") }
+        try OptionRange("--rate", 8_000...48_000, "Hz, a multiple of 100").check(rate)
+        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be within 8000...48000 Hz, a multiple of 100") }
     }
 
     func run() throws {
