@@ -136,11 +136,11 @@ public final class SIPCall: @unchecked Sendable {
         Task {
             do {
                 let response = try await agent.sender.send(invite, to: invitePeer!) { [self] provisional in
-                    eventLoop.execute { self.provisional(provisional) }
+                    endpoint.executeIfOpen { self.provisional(provisional) }
                 }
-                eventLoop.execute { self.finalResponse(response) }
+                endpoint.executeIfOpen { self.finalResponse(response) }
             } catch {
-                eventLoop.execute {
+                endpoint.executeIfOpen {
                     let timeout = (error as? SIPError)?.kind == .timeout
                     self.end(SIPCallEnd(.failed, statusCode: timeout ? 408 : nil, reasonPhrase: timeout ? "Request Timeout (no final response)" : "\(error)"))
                 }
@@ -643,6 +643,8 @@ public final class SIPCall: @unchecked Sendable {
     }
 
     private var endWaiters: [EventLoopPromise<Void>] = []
+    /// How the call ends once the BYE we sent is answered.
+    private var byeCause: SIPCallEnd?
 
     /// Hang-up of an answered call whose 2xx is not ACKed yet: the BYE goes out when the ACK comes
     /// (`acknowledged`), or at the 2xx's transaction timeout (64·T1 after it was first sent) without one.
@@ -667,7 +669,14 @@ public final class SIPCall: @unchecked Sendable {
         sendBye(headers: held.headers, cause: held.cause)
     }
 
+    /// Our endpoint is closing: the call ends now (as the hang-up it was ending with, if any), since no BYE,
+    /// retransmission or response can pass any more.
+    func endpointClosed() {
+        end(byeCause ?? heldBye?.cause ?? SIPCallEnd(.failed, reasonPhrase: "the SIP endpoint closed"))
+    }
+
     private func sendBye(headers: [(String, String)], cause: SIPCallEnd) {
+        byeCause = cause
         guard var dialog else {
             end(cause)
             return
@@ -683,7 +692,7 @@ public final class SIPCall: @unchecked Sendable {
         let sender = agent.sender
         Task {
             let response = try? await sender.send(bye, to: peer)
-            eventLoop.execute {
+            endpoint.executeIfOpen {
                 var cause = cause
                 if let code = response?.statusCode, !(200...299).contains(code) { cause.statusCode = code }
                 self.end(cause)
