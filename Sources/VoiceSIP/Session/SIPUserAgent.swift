@@ -96,7 +96,7 @@ public final class SIPUserAgent: @unchecked Sendable {
     /// Our Contact: the AOR's user at the listener's address for our transport.
     func contactURI() async throws -> SIPURI {
         let transport = configuration.transport
-        guard let local = await endpoint.localAddress(transport) else {
+        guard let local = try await endpoint.contactAddress(transport, toward: configuration.outboundProxy) else {
             throw SIPError(.transport, "the endpoint has no \(transport.rawValue) listener for the Contact")
         }
         return SIPURI(

@@ -211,6 +211,24 @@ public final class SIPEndpoint: @unchecked Sendable {
         (try? await eventLoop.submit { self._statistics }.get()) ?? SIPTransportStatistics()
     }
 
+    /// The local address of our TCP or TLS connection to `peer`, opened now when there is none (a TLS one after
+    /// its handshake). A client without a listener for the transport names it in Contact: the server reaches the
+    /// client back over that very connection (RFC 5923-style reuse; Kamailio looks its connections up by address).
+    public func connectionAddress(toward peer: SIPPeer) async throws -> SocketAddress {
+        guard peer.transport != .udp else { throw SIPError(.transport, "UDP has no connection to \(peer)") }
+        let channel = try await eventLoop.flatSubmit { self.connection(to: peer) }.get()
+        guard let local = channel.localAddress else { throw SIPError(.transport, "the connection to \(peer) has no local address") }
+        return local
+    }
+
+    /// The address a Contact names for `transport`: its listener's, or — for TCP and TLS without a listener — the
+    /// connection's to `peer` (`connectionAddress(toward:)`); nil when there is neither.
+    public func contactAddress(_ transport: SIPTransportKind, toward peer: SIPPeer?) async throws -> SocketAddress? {
+        if let listening = await localAddress(transport) { return listening }
+        guard transport != .udp, let peer, peer.transport == transport else { return nil }
+        return try await connectionAddress(toward: peer)
+    }
+
     /// Open TCP and TLS connections (accepted and initiated), one per transport and remote address.
     public func connectionCount() async -> Int {
         (try? await eventLoop.submit { self.connections.count }.get()) ?? 0
