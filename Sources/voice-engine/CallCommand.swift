@@ -546,9 +546,15 @@ struct CallMediaOptions: ParsableArguments {
     var bitrate: Int = 32_000
 
     func validate() throws {
-        try OptionRange("--rate", 8_000...192_000, "Hz").check(rate)
-        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
+        try Self.checkRate(rate, within: 8_000...192_000)
         try SimulateCommand.bitrateRange.check(bitrate)
+    }
+
+    /// A device rate: within `range` and a multiple of 100 Hz (10 ms frames). `phone` declares its own device
+    /// options (other help, at most 48 kHz) and shares the checks.
+    static func checkRate(_ rate: Int, within range: ClosedRange<Double>) throws {
+        try OptionRange("--rate", range, "Hz").check(rate)
+        guard rate % 100 == 0 else { throw ValidationError("--rate \(rate): must be a multiple of 100 Hz") }
     }
 
     /// `configuration` with `--no-echo-canceller` applied.
@@ -559,7 +565,9 @@ struct CallMediaOptions: ParsableArguments {
     }
 
     /// A `file:` speaker's path is checked before the call, not after it.
-    func checkOutputs() throws {
+    func checkOutputs() throws { try Self.checkSpeakerFile(speaker) }
+
+    static func checkSpeakerFile(_ speaker: String) throws {
         if speaker.hasPrefix("file:") { try OutputPaths.checkFile(String(speaker.dropFirst(5)), option: "--speaker") }
     }
 }

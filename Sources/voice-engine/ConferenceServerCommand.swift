@@ -52,6 +52,10 @@ struct ConferenceServerCommand: ParsableCommand {
         try OptionRange("--talkers", 1...16, "talkers").check(talkers)
         try OptionRange("--media-threads", 1...256, "threads").check(mediaThreads)
         _ = try portRange()
+        // Bound for every participant's media and announced in SDP's c= line: an address, not a name.
+        if let mediaAddress, (try? SocketAddress(ipAddress: mediaAddress, port: 0)) == nil {
+            throw ValidationError("--media-address \(mediaAddress): must be an IPv4 or IPv6 address")
+        }
     }
 
     func portRange() throws -> ClosedRange<Int> {
@@ -63,6 +67,8 @@ struct ConferenceServerCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Checked before listening: room reports would otherwise be lost silently when the first room closes.
+        try OutputPaths.checkFolder(statsDir, option: "--stats-dir")
         let address = try socketAddress(bind, option: "--bind")
         let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
         let configuration = ConferenceServerConfiguration(

@@ -28,6 +28,7 @@ struct OptionRange {
 
     private func message(_ value: String) -> String {
         func number(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x) }
-        return "\(option) \(value): must be within \(number(range.lowerBound))...\(number(range.upperBound)) \(unit)"
+        let bounds = "\(number(range.lowerBound))...\(number(range.upperBound))"
+        return "\(option) \(value): must be within \(bounds)" + (unit.isEmpty ? "" : " \(unit)")
     }
 }

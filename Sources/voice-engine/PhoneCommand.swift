@@ -47,10 +47,12 @@ struct PhoneCommand: ParsableCommand {
         try OptionRange("--registration-port", 1...65_535, "").check(registrationPort)
         try OptionRange("--no-answer-timeout", 1...3_600, "s").check(noAnswerTimeout)
         try OptionRange("--auto-answer", 0...3_600, "s").check(autoAnswer)
-        guard rate % 100 == 0, (8_000...48_000).contains(rate) else { throw ValidationError("--rate \(rate): 8000–48000, a multiple of 100") }
+        try CallMediaOptions.checkRate(rate, within: 8_000...48_000)
     }
 
     func run() throws {
+        // A speaker file that cannot be written fails now, not when the first call is answered.
+        try CallMediaOptions.checkSpeakerFile(speaker)
         let secret: String
         do { secret = try String(contentsOfFile: secretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
             throw CommandFailure.dataError("\(secretFile): cannot read it")

@@ -41,6 +41,16 @@ import VoiceCore
                 NumericOption(command: ["sip", "call", "sip:a@127.0.0.1:9", "--transport", "tcp", "--answer-timeout", "2", "--mic", "null", "--speaker", "null"], option: $0)
             }
             + [NumericOption(command: ["sip", "listen", "--listen", "127.0.0.1:0", "--answer-timeout", "1"], option: "--answer-after")]
+            // A missing secret file: a valid value ends in 65 before the client starts.
+            + ["--sip-port", "--registration-port", "--rate", "--no-answer-timeout", "--auto-answer"].map {
+                NumericOption(command: ["phone", "--user", "alice", "--secret-file", missingWAV], option: $0)
+            }
+            // A --stats-dir that cannot be created: a valid value ends in 1 before the server listens.
+            + ["--t1", "--talkers", "--media-threads"].map {
+                NumericOption(
+                    command: ["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", "/nonexistent-\(UUID().uuidString)/rooms"],
+                    option: $0)
+            }
     }
 
     /// Special values every option gets, and seeded random ones over twenty decades, both signs.
@@ -101,6 +111,12 @@ import VoiceCore
             (["call", "--connect", "127.0.0.1:9", "--duration", "inf"], "--duration inf: must be within 0.1...86400 seconds"),
             (["call", "--connect", "127.0.0.1:9", "--duration", "1e300"], "--duration 1e+300: must be within 0.1...86400 seconds"),
             (["sip", "options", "sip:a@127.0.0.1", "--t1", "9223372036854775807"], "--t1 9223372036854775807: must be within 1...60000 ms"),
+            (["phone", "--user", "alice", "--secret-file", "s", "--rate", "44101"], "--rate 44101: must be a multiple of 100 Hz"),
+            (["phone", "--user", "alice", "--secret-file", "s", "--rate", "96000"], "--rate 96000: must be within 8000...48000 Hz"),
+            (["phone", "--user", "alice", "--secret-file", "s", "--sip-port", "0"], "--sip-port 0: must be within 1...65535\n"),
+            (["phone", "--user", "alice", "--secret-file", "s", "--auto-answer", "nan"], "--auto-answer nan: must be within 0...3600 s"),
+            (["conference-server", "--bind", "127.0.0.1:0", "--talkers", "17"], "--talkers 17: must be within 1...16 talkers"),
+            (["conference-server", "--bind", "127.0.0.1:0", "--media-address", "media.invalid"], "--media-address media.invalid: must be an IPv4 or IPv6 address"),
         ] as [([String], String)])
     func badValuesFromTheIssueAreRefusedNamingOptionAndRange(arguments: [String], message: String) throws {
         let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
@@ -114,7 +130,8 @@ import VoiceCore
         .enabled(if: binary != nil, "voice-engine binary missing"))
     func helpOfEveryCommandExitsZero() throws {
         for command in [[], ["demo"], ["simulate"], ["replay"], ["rtp-dump"], ["call"], ["aec"], ["play"], ["devices"],
-                        ["vectors"], ["vectors", "check"], ["aec-vectors"]] {
+                        ["vectors"], ["vectors", "check"], ["aec-vectors"],
+                        ["phone"], ["conference-server"]] {
             let end = try CallCommandTests.Child(command + ["--help"]).wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 0 && end.output.contains("USAGE: voice-engine"), "\(command): \(end.output)")
             #expect(!end.output.split(separator: "\n").contains { $0.hasPrefix("error:") }, "\(command): \(end.output)")
@@ -138,7 +155,7 @@ import VoiceCore
     }
 
     @Test(
-        "output paths are checked before any work: --out, --report, --write-trace of simulate; --out of aec and replay",
+        "output paths are checked before any work: --out, --report, --write-trace of simulate; --out of aec and replay; --stats-dir of conference-server; --speaker file: of phone",
         .enabled(if: binary != nil, "voice-engine binary missing"))
     func unwritableOutputPathsFailBeforeWork() throws {
         let bad = "/nonexistent-\(UUID().uuidString)/file"
@@ -150,12 +167,14 @@ import VoiceCore
             ["aec", "--far", speech, "--mic", speech, "--out", bad],
             ["replay", "missing.pcap", "--out", bad],
             ["vectors", "generate", "--directory", bad + "/deeper"],
+            ["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", bad + "/deeper"],
+            ["phone", "--user", "alice", "--secret-file", "/nonexistent-secret", "--speaker", "file:" + bad],
         ] {
             let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 1, "\(arguments): \(end.output)")
             #expect(end.output.hasPrefix("error: ") && end.output.contains(bad), "\(end.output)")
             #expect(end.output.contains("No such file or directory"), "\(end.output)")
-            #expect(!end.output.contains("packets:"), "worked before failing: \(end.output)")
+            #expect(!end.output.contains("packets:") && !end.output.contains("event:"), "worked before failing: \(end.output)")
         }
     }
 }

@@ -96,4 +96,49 @@ extension KamailioTests {
             try await bob.endpoint.close()
         }
     }
+
+    /// bob is a TLS client only: a trust root, no certificate, no listener. His Contact names his connection to
+    /// Kamailio (`;transport=tls`), and the call reaches him over that connection; his 200's Contact is the same.
+    @Test(.enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"))
+    func clientOnlyTLSEndpointRegistersAndIsCalledOverItsConnection() async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withKamailio(port: 25172, tls: pki) { loop, _ in
+            let server = SIPPeer(.tls, try SocketAddress(ipAddress: "127.0.0.1", port: 25173))
+            let aliceEndpoint = try await SIPEndpoint.start(
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+            let bobEndpoint = try await SIPEndpoint.start(
+                on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
+            let bobTrace = TraceRecorder(bobEndpoint)
+            var agents: [SIPUserAgent] = []
+            for (user, endpoint) in [("alice", aliceEndpoint), ("bob", bobEndpoint)] {
+                let agent = SIPUserAgent(
+                    endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: "\(user)-secret"),
+                    configuration: SIPUserAgentConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: server, transport: .tls))
+                let registration = SIPRegistration(
+                    configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: server, expires: 60),
+                    sender: agent.sender)
+                #expect(try await registration.register().statusCode == 200, "\(user)")
+                agents.append(agent)
+            }
+            let (alice, bob) = (agents[0], agents[1])
+            let connection = try await bobEndpoint.connectionAddress(toward: server)
+            #expect(bobTrace.count("send", containing: "Contact: <sip:bob@127.0.0.1:\(connection.port ?? 0);transport=tls>") >= 1, "\(bobTrace.all)")
+            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40044))
+            let aliceLog = CallEventLog(outgoing)
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.answer(with: testCapabilities(port: 40046))
+            #expect(try await aliceLog.established().remotePort == 40046)
+            _ = try await bobLog.established()
+            await outgoing.hangUp()
+            #expect(try await bobLog.ended().cause == .remoteHangup)
+            #expect(await bobEndpoint.statistics().connectionsAccepted == 0)
+            #expect(await bobEndpoint.statistics().connectionsOpened == 1)
+            try await aliceEndpoint.close()
+            try await bobEndpoint.close()
+        }
+    }
 }

@@ -294,6 +294,8 @@ struct KamailioTests {
             #expect(status == 0, "\(log)")
             #expect(log.contains("X-Side: alice"))
             #expect(log.contains("ended: remoteHangup"))
+            // Each process closes its endpoint before its event loop shuts down: nothing left to run on the loop.
+            for output in [caller.output, log] { #expect(!output.contains("Cannot schedule tasks"), "\(output)") }
             // Nobody registered as carol: the call is rejected with Kamailio's status, exit 1.
             let rejected = try runTool(binary, ["sip", "call", "sip:carol@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
                 "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret", "--mic", "null", "--speaker", "null"])

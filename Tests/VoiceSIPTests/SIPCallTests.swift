@@ -270,4 +270,53 @@ struct SIPCallTests {
             try await bob.endpoint.close()
         }
     }
+
+    /// Shutdown order: closing an endpoint ends its calls there and then (on its loop, before `close()` returns),
+    /// so that nothing of theirs — a 2xx retransmission, a held BYE, a response awaited in a task — is left to run
+    /// on an event loop its owner shuts down right after `close()` (NIO prints "Cannot schedule tasks on an
+    /// EventLoop that has already shut down" for work that arrives then). An established call ends `failed`; a
+    /// callee's BYE held for the ACK ends as its hang-up, at once rather than at 64·T1.
+    @Test func closingTheEndpointEndsItsCallsBeforeCloseReturns() async throws {
+        try await withEventLoop { loop in
+            let (alice, _) = try await makeAgent("alice", on: loop)
+            let (bob, _) = try await makeAgent("bob", on: loop)
+            let aliceLog = CallEventLog(try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000)))
+            var incoming = bob.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let bobLog = CallEventLog(call)
+            try await call.answer(with: testCapabilities(port: 40002))
+            _ = try await aliceLog.established()
+            _ = try await bobLog.established()
+            try await bob.endpoint.close()
+            let end = try await bobLog.ended()
+            #expect(end.cause == .failed && end.reasonPhrase == "the SIP endpoint closed", "\(end)")
+            try await alice.endpoint.close()
+            #expect(try await aliceLog.ended().reasonPhrase == "the SIP endpoint closed")
+
+            // A caller that never ACKs (a bare endpoint): the callee's hang-up holds its BYE until its endpoint closes.
+            let (carol, _) = try await makeAgent("carol", on: loop)
+            let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let target = try await directURI("carol", carol)
+            var invite = makeOutgoing(.invite, to: target, callID: "never-acked")
+            invite.headers.add("Contact", "<sip:probe@127.0.0.1>")
+            invite.headers.add("Content-Type", "application/sdp")
+            invite.body = Array(SessionDescription.makeOffer(testCapabilities(port: 40004)).serialize().utf8)
+            let carolAddress = try #require(await carol.endpoint.localAddress(.udp))
+            async let answered = probe.request(invite, to: SIPPeer(.udp, carolAddress)).get()
+            var carolIncoming = carol.incomingCalls.makeAsyncIterator()
+            let carolCall = try #require(await carolIncoming.next())
+            let carolLog = CallEventLog(carolCall)
+            try await carolCall.answer(with: testCapabilities(port: 40006))
+            #expect(try await answered.statusCode == 200)
+            let hangingUp = Task { await carolCall.hangUp() }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(carolLog.events.isEmpty, "\(carolLog.events)")  // the BYE is held: no ACK
+            let closing = ContinuousClock.now
+            try await carol.endpoint.close()
+            await hangingUp.value
+            #expect(ContinuousClock.now - closing < .seconds(2), "the held hang-up outlived the endpoint")
+            #expect(try await carolLog.ended().cause == .localHangup)
+            try await probe.close()
+        }
+    }
 }

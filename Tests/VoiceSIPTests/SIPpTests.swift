@@ -211,6 +211,57 @@ struct SIPpTests {
         }
     }
 
+    /// RFC 3261 §15: a callee hanging up right after its 200 must hold the BYE until the ACK has come
+    /// (Peers/sipp/uac-ack-delayed.xml: SIPp ACKs 1.5 s late and fails on a BYE before that). The 200 is
+    /// retransmitted meanwhile; the BYE follows the ACK; the call ends as our hang-up, never established.
+    @Test func calleeHoldsItsByeUntilTheAckOfIts2xx() async throws {
+        try await withEventLoop { loop in
+            let (agent, trace) = try await makeAgent("voiceengine", on: loop)
+            let local = try #require(await agent.endpoint.localAddress(.udp))
+            async let sipp: Void = runSIPpClient("uac-ack-delayed", port: 25122, target: local)
+            var incoming = agent.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let log = CallEventLog(call)
+            _ = try await call.answer(with: testCapabilities(port: 40072))
+            await call.hangUp()
+            let end = try await log.ended()
+            #expect(end.cause == .localHangup && end.statusCode == nil, "\(end)")
+            try await sipp
+            let lines = trace.all
+            let ack = lines.firstIndex { $0.hasPrefix("recv") && $0.contains("\nACK sip:") }
+            let bye = lines.firstIndex { $0.hasPrefix("send") && $0.contains("\nBYE sip:") }
+            #expect(ack != nil && bye != nil && ack! < bye!, "BYE before the ACK:\n\(lines.joined(separator: "\n"))")
+            #expect(trace.count("send", containing: "SIP/2.0 200 OK") >= 2)  // the 2xx retransmitted meanwhile
+            #expect(trace.count("send", containing: "\nBYE sip:") == 1)
+            #expect(!log.events.contains { if case .established = $0 { true } else { false } })
+            try await agent.endpoint.close()
+        }
+    }
+
+    /// The ACK never comes (Peers/sipp/uac-ack-never.xml): the held BYE goes out when the 2xx's retransmissions
+    /// end, 64·T1 after it was first sent (6.4 s with the test's T1 of 100 ms), not before.
+    @Test func calleeSendsItsHeldByeWhenTheAckNeverComes() async throws {
+        try await withEventLoop { loop in
+            let (agent, trace) = try await makeAgent("voiceengine", on: loop)
+            let local = try #require(await agent.endpoint.localAddress(.udp))
+            async let sipp: Void = runSIPpClient("uac-ack-never", port: 25123, target: local)
+            var incoming = agent.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let log = CallEventLog(call)
+            let answered = ContinuousClock.now
+            _ = try await call.answer(with: testCapabilities(port: 40074))
+            await call.hangUp()
+            let ended = ContinuousClock.now - answered
+            let end = try await log.ended()
+            #expect(end.cause == .localHangup && end.reasonPhrase.contains("64·T1"), "\(end)")
+            #expect(ended >= .milliseconds(6_300) && ended < .seconds(12), "the BYE went out \(ended) after the 200")
+            try await sipp
+            #expect(trace.count("recv", containing: "\nACK sip:") == 0)
+            #expect(trace.count("send", containing: "\nBYE sip:") == 1)
+            try await agent.endpoint.close()
+        }
+    }
+
     /// Runs a SIPp client scenario against `target` and expects it to complete (exit status 0).
     func runSIPpClient(_ scenario: String, port: Int, target: SocketAddress) async throws {
         let directory = try makeTemporaryDirectory("sipp")

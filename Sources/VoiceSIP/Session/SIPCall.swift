@@ -73,6 +73,10 @@ public final class SIPCall: @unchecked Sendable {
     /// A 2xx we retransmit until its ACK (§13.3.1.4), and the peer re-INVITE it answers (nil for the first).
     private var unacknowledged: (response: SIPMessage, request: SIPIncomingRequest, interval: Duration, since: NIODeadline)?
     private var retransmission: Scheduled<Void>?
+    /// Incoming: a hang-up asked for before the ACK of our 2xx came. RFC 3261 §15 forbids the BYE until that ACK
+    /// (or the end of the 2xx's retransmissions, 64·T1 after it was first sent): the BYE waits here, and the 2xx is
+    /// still retransmitted meanwhile.
+    private var heldBye: (headers: [(String, String)], cause: SIPCallEnd, deadline: Scheduled<Void>)?
     private var pendingUpdateNegotiated: NegotiatedAudio?
     /// Our re-INVITE is in progress (a crossing one from the peer gets 491).
     private var reinviting = false
@@ -132,11 +136,11 @@ public final class SIPCall: @unchecked Sendable {
         Task {
             do {
                 let response = try await agent.sender.send(invite, to: invitePeer!) { [self] provisional in
-                    eventLoop.execute { self.provisional(provisional) }
+                    endpoint.executeIfOpen { self.provisional(provisional) }
                 }
-                eventLoop.execute { self.finalResponse(response) }
+                endpoint.executeIfOpen { self.finalResponse(response) }
             } catch {
-                eventLoop.execute {
+                endpoint.executeIfOpen {
                     let timeout = (error as? SIPError)?.kind == .timeout
                     self.end(SIPCallEnd(.failed, statusCode: timeout ? 408 : nil, reasonPhrase: timeout ? "Request Timeout (no final response)" : "\(error)"))
                 }
@@ -447,6 +451,10 @@ public final class SIPCall: @unchecked Sendable {
     /// Our 2xx got through: its ACK came, or a later request of the peer's shows it arrived.
     private func acknowledged() {
         cancelRetransmission()
+        if heldBye != nil {
+            sendHeldBye()
+            return
+        }
         if phase == .answered, let media = negotiated {
             phase = .confirmed
             yield(.established(media, headers: []))
@@ -619,6 +627,8 @@ public final class SIPCall: @unchecked Sendable {
                 }
                 end(SIPCallEnd(.rejected, statusCode: 603, reasonPhrase: "Decline"))
                 return nil
+            case (.answered, .incoming) where unacknowledged != nil:
+                holdByeUntilAcknowledged(headers: headers)
             case (.answered, _), (.confirmed, _):
                 cancelRetransmission()
                 sendBye(headers: headers, cause: SIPCallEnd(.localHangup, reasonPhrase: "BYE"))
@@ -633,8 +643,40 @@ public final class SIPCall: @unchecked Sendable {
     }
 
     private var endWaiters: [EventLoopPromise<Void>] = []
+    /// How the call ends once the BYE we sent is answered.
+    private var byeCause: SIPCallEnd?
+
+    /// Hang-up of an answered call whose 2xx is not ACKed yet: the BYE goes out when the ACK comes
+    /// (`acknowledged`), or at the 2xx's transaction timeout (64·T1 after it was first sent) without one.
+    private func holdByeUntilAcknowledged(headers: [(String, String)]) {
+        phase = .ending
+        let since = unacknowledged?.since ?? .now()
+        let timeout = TimeAmount.nanoseconds(SIPInstant(endpoint.configuration.timers.transactionTimeout).nanoseconds)
+        let deadline = eventLoop.scheduleTask(deadline: since + timeout) { [self] in
+            guard var held = heldBye else { return }
+            held.cause.reasonPhrase = "BYE (no ACK for our 2xx within 64·T1)"
+            heldBye = held
+            sendHeldBye()
+        }
+        heldBye = (headers, SIPCallEnd(.localHangup, reasonPhrase: "BYE"), deadline)
+    }
+
+    private func sendHeldBye() {
+        guard let held = heldBye else { return }
+        heldBye = nil
+        held.deadline.cancel()
+        cancelRetransmission()
+        sendBye(headers: held.headers, cause: held.cause)
+    }
+
+    /// Our endpoint is closing: the call ends now (as the hang-up it was ending with, if any), since no BYE,
+    /// retransmission or response can pass any more.
+    func endpointClosed() {
+        end(byeCause ?? heldBye?.cause ?? SIPCallEnd(.failed, reasonPhrase: "the SIP endpoint closed"))
+    }
 
     private func sendBye(headers: [(String, String)], cause: SIPCallEnd) {
+        byeCause = cause
         guard var dialog else {
             end(cause)
             return
@@ -650,7 +692,7 @@ public final class SIPCall: @unchecked Sendable {
         let sender = agent.sender
         Task {
             let response = try? await sender.send(bye, to: peer)
-            eventLoop.execute {
+            endpoint.executeIfOpen {
                 var cause = cause
                 if let code = response?.statusCode, !(200...299).contains(code) { cause.statusCode = code }
                 self.end(cause)
@@ -674,6 +716,8 @@ public final class SIPCall: @unchecked Sendable {
         guard phase != .ended else { return }
         phase = .ended
         cancelRetransmission()
+        heldBye?.deadline.cancel()
+        heldBye = nil
         yield(.ended(reason))
         continuation.finish()
         agent.forget(self)

@@ -55,6 +55,11 @@ public final class SIPUserAgent: @unchecked Sendable {
         (incomingCalls, incomingContinuation) = AsyncStream.makeStream(of: SIPCall.self, bufferingPolicy: .unbounded)
         endpoint.onRequest { [self] request in received(request) }
         endpoint.onStrayResponse { [self] response in strayResponse(response) }
+        // Calls end with their endpoint, on its loop, before its pending requests fail: nothing of theirs (a
+        // retransmission, a held BYE, a response awaited in a task) reaches the loop once `close()` returned.
+        endpoint.onClosing { [self] in
+            for call in Array(calls.values) { call.endpointClosed() }
+        }
     }
 
     /// Calls `target`: sends an INVITE with an SDP offer made from `capabilities` (and the custom `headers`, e.g.
@@ -91,7 +96,7 @@ public final class SIPUserAgent: @unchecked Sendable {
     /// Our Contact: the AOR's user at the listener's address for our transport.
     func contactURI() async throws -> SIPURI {
         let transport = configuration.transport
-        guard let local = await endpoint.localAddress(transport) else {
+        guard let local = try await endpoint.contactAddress(transport, toward: configuration.outboundProxy) else {
             throw SIPError(.transport, "the endpoint has no \(transport.rawValue) listener for the Contact")
         }
         return SIPURI(

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -76,6 +77,11 @@ public final class SIPEndpoint: @unchecked Sendable {
     private var timerTask: Scheduled<Void>?
     private var scheduledDeadline: SIPInstant?
     private var keepaliveTask: RepeatedTask?
+    /// False from the start of `close()` on: work coming back from other threads (`executeIfOpen`) is dropped
+    /// then, since the owner may shut the event loop down as soon as `close()` returns.
+    private let open = NIOLockedValueBox(true)
+    /// Told on the event loop when `close()` begins, before pending requests fail (the user agent ends its calls).
+    private var closingHandlers: [@Sendable () -> Void] = []
     /// UDP peers whose NAT binding we keep open (our registrars).
     private var keepaliveTargets: Set<SIPPeer> = []
     private var _statistics = SIPTransportStatistics()
@@ -205,24 +211,53 @@ public final class SIPEndpoint: @unchecked Sendable {
         (try? await eventLoop.submit { self._statistics }.get()) ?? SIPTransportStatistics()
     }
 
+    /// The local address of our TCP or TLS connection to `peer`, opened now when there is none (a TLS one after
+    /// its handshake). A client without a listener for the transport names it in Contact: the server reaches the
+    /// client back over that very connection (RFC 5923-style reuse; Kamailio looks its connections up by address).
+    public func connectionAddress(toward peer: SIPPeer) async throws -> SocketAddress {
+        guard peer.transport != .udp else { throw SIPError(.transport, "UDP has no connection to \(peer)") }
+        let channel = try await eventLoop.flatSubmit { self.connection(to: peer) }.get()
+        guard let local = channel.localAddress else { throw SIPError(.transport, "the connection to \(peer) has no local address") }
+        return local
+    }
+
+    /// The address a Contact names for `transport`: its listener's, or — for TCP and TLS without a listener — the
+    /// connection's to `peer` (`connectionAddress(toward:)`); nil when there is neither.
+    public func contactAddress(_ transport: SIPTransportKind, toward peer: SIPPeer?) async throws -> SocketAddress? {
+        if let listening = await localAddress(transport) { return listening }
+        guard transport != .udp, let peer, peer.transport == transport else { return nil }
+        return try await connectionAddress(toward: peer)
+    }
+
     /// Open TCP and TLS connections (accepted and initiated), one per transport and remote address.
     public func connectionCount() async -> Int {
         (try? await eventLoop.submit { self.connections.count }.get()) ?? 0
     }
 
+    /// Runs `task` on the event loop unless `close()` has begun. For work that comes back from a task awaiting a
+    /// response off the loop: after `close()` the loop may be shut down, and scheduling on it then is an error.
+    public func executeIfOpen(_ task: @escaping @Sendable () -> Void) {
+        open.withLockedValue { isOpen in if isOpen { eventLoop.execute(task) } }
+    }
+
+    /// `handler` runs on the event loop when `close()` begins, before pending requests fail.
+    public func onClosing(_ handler: @escaping @Sendable () -> Void) {
+        executeIfOpen { self.closingHandlers.append(handler) }
+    }
+
     /// Receives every new request (and every ACK of a 2xx). Set before peers start sending.
     public func onRequest(_ handler: @escaping @Sendable (SIPIncomingRequest) -> Void) {
-        eventLoop.execute { self.requestHandler = handler }
+        executeIfOpen { self.requestHandler = handler }
     }
 
     /// Receives responses no transaction claims (a 2xx retransmitted after the INVITE transaction ended).
     public func onStrayResponse(_ handler: @escaping @Sendable (SIPMessage) -> Void) {
-        eventLoop.execute { self.strayResponseHandler = handler }
+        executeIfOpen { self.strayResponseHandler = handler }
     }
 
     /// Receives every message sent and received, as text with a direction line (for `--trace`).
     public func onTrace(_ handler: @escaping @Sendable (String) -> Void) {
-        eventLoop.execute { self.traceHandler = handler }
+        executeIfOpen { self.traceHandler = handler }
     }
 
     /// Sends `request` in a new client transaction and returns its final response. Provisional responses go to
@@ -259,7 +294,7 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// Sends a message outside any transaction: the ACK of a 2xx, which belongs to the dialog (§13.2.2.4). A
     /// request without a Via gets ours (a fresh branch) and Max-Forwards, as in `request(_:to:onProvisional:)`.
     public func sendStateless(_ message: SIPMessage, to peer: SIPPeer) {
-        eventLoop.execute {
+        executeIfOpen {
             self.write(message.isRequest ? self.prepare(message, for: peer) : self.message(message, preparedFor: peer), to: peer)
         }
     }
@@ -268,17 +303,17 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// without one; TCP and TLS connections are pinged anyway). `SIPRegistration` calls it for its registrar.
     public func keepAlive(_ peer: SIPPeer) {
         guard peer.transport == .udp else { return }
-        eventLoop.execute { self.keepaliveTargets.insert(peer) }
+        executeIfOpen { self.keepaliveTargets.insert(peer) }
     }
 
     /// Stops the pings of `keepAlive(_:)` (after an unregister).
     public func stopKeepalive(_ peer: SIPPeer) {
-        eventLoop.execute { self.keepaliveTargets.remove(peer) }
+        executeIfOpen { self.keepaliveTargets.remove(peer) }
     }
 
     /// Sends an RFC 5626 CRLF CRLF ping to `peer` (a NAT binding refresh over UDP, a liveness check over TCP).
     public func sendKeepalive(to peer: SIPPeer) {
-        eventLoop.execute { self.writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil) }
+        executeIfOpen { self.writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil) }
     }
 
     /// A top Via for this endpoint on `transport` with a fresh RFC 3261 branch.
@@ -293,6 +328,9 @@ public final class SIPEndpoint: @unchecked Sendable {
 
     public func close() async throws {
         let channels: [any Channel] = try await eventLoop.submit {
+            self.open.withLockedValue { $0 = false }
+            for handler in self.closingHandlers { handler() }
+            self.closingHandlers.removeAll()
             self.timerTask?.cancel()
             self.keepaliveTask?.cancel()
             for (_, entry) in self.pending { entry.promise.fail(SIPError(.transport, "endpoint closed")) }

@@ -141,7 +141,7 @@ public actor SIPRegistration {
 
     private func contactURI() async throws -> SIPURI {
         let transport = configuration.server.transport
-        guard let local = await sender.endpoint.localAddress(transport) else {
+        guard let local = try await sender.endpoint.contactAddress(transport, toward: configuration.server) else {
             throw SIPError(.transport, "the endpoint has no \(transport.rawValue) listener for the Contact")
         }
         return SIPURI(
