@@ -96,7 +96,7 @@ struct ConferenceDTLSTests {
                 log: directory.appendingPathComponent("baresip.log"))
             defer { baresip.stop() }
             // baresip dials, gets our fingerprint and setup:passive, sends its ClientHello to the room's port.
-            let joined = try await eventually(.seconds(15)) { await server.openRoomReports().first?.participants.count == 1 }
+            let joined = await eventually(.seconds(15)) { await server.openRoomReports().first?.participants.count == 1 }
             try #require(joined, "baresip did not join the room:\n\(baresip.logTail)\nclosed: \(server.closedRoomReports().map(\.text))")
             let engine = try await makeParticipant("engine", on: loop)
             let (call, media) = try await ConferenceRekeyTests.join(
