@@ -40,12 +40,16 @@ public enum SpeechMatch {
         sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15, maximumOffsetSeconds: Double = 5
     ) -> Double {
         let window = 4_000, piece = Int(pieceSeconds * 16_000), reach = Int(fineSearchSeconds * 16_000)
+        // One alignment for the whole recording, then each piece's within ±0.5 s of it (a short piece alone can
+        // line up with the wrong stretch of a looped talker).
+        let overall = envelopeOffset(sent: sent, heard: heard, maxFrames: Int(maximumOffsetSeconds * 100))
         var results: [Double] = []
         var pieceStart = 0
         while pieceStart + piece <= heard.count {
             let part = Array(heard[pieceStart..<(pieceStart + piece)])
             // heard index = sent index + offset (as in median).
-            let offset = envelopeOffset(sent: sent, heard: part, maxFrames: Int(maximumOffsetSeconds * 100)) * 160
+            // The piece starts `pieceStart` into the recording: its own lag (piece index − sent index) is that less.
+            let offset = envelopeOffset(sent: sent, heard: part, maxFrames: 50, around: overall - pieceStart / 160) * 160
             var at = 0
             while at + window <= part.count {
                 let observed = part[at..<(at + window)]
@@ -88,15 +92,16 @@ public enum SpeechMatch {
         (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
     }
 
-    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes.
-    public static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int) -> Int {
+    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes, within
+    /// `maxFrames` of `around`.
+    public static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int, around: Int = 0) -> Int {
         func envelope(_ x: [Int16]) -> [Double] {
             stride(from: 0, to: x.count - 160, by: 160).map { log10(level(x[$0..<($0 + 160)]) + 1) }
         }
         let s = envelope(sent), h = envelope(heard)
         let ms = s.reduce(0, +) / Double(max(s.count, 1)), mh = h.reduce(0, +) / Double(max(h.count, 1))
         var best = (score: -Double.infinity, lag: 0)
-        for lag in -maxFrames...maxFrames {
+        for lag in (around - maxFrames)...(around + maxFrames) {
             var sum = 0.0, n = 0
             for i in s.indices where i + lag >= 0 && i + lag < h.count {
                 sum += (s[i] - ms) * (h[i + lag] - mh)
