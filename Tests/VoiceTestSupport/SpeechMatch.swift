@@ -40,16 +40,15 @@ public enum SpeechMatch {
         sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15, maximumOffsetSeconds: Double = 5
     ) -> Double {
         let window = 4_000, piece = Int(pieceSeconds * 16_000), reach = Int(fineSearchSeconds * 16_000)
-        // One alignment for the whole recording, then each piece's within ±0.5 s of it (a short piece alone can
-        // line up with the wrong stretch of a looped talker).
-        let overall = envelopeOffset(sent: sent, heard: heard, maxFrames: Int(maximumOffsetSeconds * 100))
         var results: [Double] = []
         var pieceStart = 0
         while pieceStart + piece <= heard.count {
             let part = Array(heard[pieceStart..<(pieceStart + piece)])
             // heard index = sent index + offset (as in median).
-            // The piece starts `pieceStart` into the recording: its own lag (piece index − sent index) is that less.
-            let offset = envelopeOffset(sent: sent, heard: part, maxFrames: 50, around: overall - pieceStart / 160) * 160
+            // The piece starts `pieceStart` into the recording: its lag (piece index − sent index) is searched
+            // around minus that, as far either way as the whole recording's would be.
+            let offset = envelopeOffset(
+                sent: sent, heard: part, maxFrames: Int(maximumOffsetSeconds * 100), around: -pieceStart / 160) * 160
             var at = 0
             while at + window <= part.count {
                 let observed = part[at..<(at + window)]
