@@ -128,10 +128,10 @@ struct ConferenceDTLSTests {
             let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
             let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
             print("baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)")
-            // Measured under load 18–24 (other builds beside it): 0.28–0.97 into the engine, 0.52–0.97 into baresip,
-            // the control 0.12–0.17; the room's adaptive jitter buffer for baresip's bursty leg stretches the audio.
-            #expect(toEngine > 0.3 && toEngine > control + 0.15, "the engine did not hear baresip through the room (\(toEngine))")
-            #expect(toBaresip > 0.3 && toBaresip > control + 0.15, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
+            // Measured under load 18–24 (other builds beside it): 0.83–0.96 into the engine, 0.95–0.96 into baresip,
+            // the control 0.09–0.15 (real speech and the speech-like talkers alike).
+            #expect(toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
+            #expect(toBaresip > 0.5 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
             #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
         }
     }
