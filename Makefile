@@ -69,8 +69,9 @@ service: test-deps
 	$(SWIFT) build --product voice-engine
 	Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
-## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer,
-## phone gateway and conference server, two `voice-engine phone`s; prints a summary, fails unless all passed.
+## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer and
+## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s; prints a summary, fails
+## unless all passed.
 DEMO_CALLS_STATE ?= .demo-calls-state
 DEMO_CALLS_PEER_PORT ?= 5070
 .PHONY: demo-calls

@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "VoiceConferenceServer",
             dependencies: [
-                "VoiceEngine", "VoiceSIP", "VoiceConference", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceEngine", "VoiceSIP", "VoiceConference", "VoiceWebRTC", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -157,7 +157,8 @@ let package = Package(
         .testTarget(
             name: "VoiceClientTests",
             dependencies: [
-                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -166,7 +167,7 @@ let package = Package(
         .testTarget(
             name: "VoiceConferenceServerTests",
             dependencies: [
-                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceLab", "VoiceTestSupport",
+                "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceLab", "VoiceTestSupport", "VoiceWebRTC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

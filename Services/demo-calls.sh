@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every call type of the calling client end to end, on loopback: the service (Services/run-service.sh), baresip
-# standing in for a SIP peer, the phone gateway and the conference server (one account each), and two softphones
+# standing in for a SIP peer and the phone gateway (one account each), the real conference server
+# (`voice-engine conference-server` on BARESIP_PORT+1, media ports BARESIP_PORT+30…+49), and two softphones
 # (`voice-engine phone`): bob answers by himself, alice calls bob, baresip's SIP address (with custom headers), a
 # phone number and a conference room, hangs up each after a few seconds, messages bob, then a summary.
 #   Services/demo-calls.sh STATE_DIR SIP_PORT HTTP_PORT BARESIP_PORT VOICE_ENGINE_BINARY
@@ -19,7 +20,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-GATEWAY="sip:127.0.0.1:$peer_port" CONFERENCE="sip:127.0.0.1:$peer_port" \
+conference_port=$((peer_port + 1))
+"$voice_engine" conference-server --bind "127.0.0.1:$conference_port" \
+  --rtp-ports "$((peer_port + 30))-$((peer_port + 49))" --stats-dir "$logs/rooms" > "$logs/conference-server.log" 2>&1 &
+pids="$pids $!"
+
+GATEWAY="sip:127.0.0.1:$peer_port" CONFERENCE="sip:127.0.0.1:$conference_port" \
   "$here/run-service.sh" "$state" "$sip_port" "$http_port" "$voice_engine" > "$logs/service.log" 2>&1 &
 pids="$pids $!"
 
@@ -39,7 +45,7 @@ module_app account.so
 module_app menu.so
 CONFIG
 : > "$logs/baresip/accounts"
-for user in b +46701234567 conf-demo; do
+for user in b +46701234567; do
   echo "<sip:$user@127.0.0.1:$peer_port>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto" >> "$logs/baresip/accounts"
 done
 baresip -f "$logs/baresip" -s > "$logs/baresip.log" 2>&1 &
@@ -90,5 +96,11 @@ else
 fi
 grep -q "X-Demo: app-to-sip" "$logs/baresip.log" && echo "  baresip saw the custom header X-Demo: app-to-sip" && ok=$((ok + 1)) \
   || echo "  baresip did not see the custom header"
-echo "$ok of 6 passed (logs in $logs)"
-[ "$ok" -eq 6 ]
+if [ -f "$logs/rooms/demo.json" ] && grep -q '"name" : "sip:alice@' "$logs/rooms/demo.json"; then
+  echo "  the conference server's report of room demo names alice:"; sed -n 's/^\(  [^ ]\)/    \1/p' "$logs/conference-server.log" | head -3
+  ok=$((ok + 1))
+else
+  echo "  the conference server wrote no report of room demo naming alice"
+fi
+echo "$ok of 7 passed (logs in $logs)"
+[ "$ok" -eq 7 ]

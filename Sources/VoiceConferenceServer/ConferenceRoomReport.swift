@@ -8,6 +8,8 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
     public struct Event: Codable, Sendable, Equatable {
         public enum Kind: String, Codable, Sendable {
             case joined, left, muted, unmuted
+            /// Answered but never mixed: its DTLS-SRTP handshake failed (the participant's `failure` says why).
+            case refused
         }
         public var at: Double
         public var kind: Kind
@@ -41,6 +43,11 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
         public var dropped: Int
         /// SRTP re-keys (re-INVITEs with new keys) applied to its leg.
         public var rekeys: Int
+        /// How its media is keyed: "SDES-SRTP <suite>", "DTLS-SRTP <suite>" (RFC 5764, the suite its handshake
+        /// chose) or "RTP".
+        public var keying: String?
+        /// Why it was removed without being mixed (a failed DTLS-SRTP handshake, a fingerprint mismatch).
+        public var failure: String?
     }
 
     public var room: String
@@ -61,7 +68,8 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
             let stay = p.leftAt.map { "\(f(p.joinedAt))-\(f($0)) s" } ?? "since \(f(p.joinedAt)) s"
             lines.append(
                 "  \(p.name) [\(stay)\(p.muted ? ", muted" : "")]: talker \(f(p.talkerSeconds)) s, received \(p.packetsReceived), "
-                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent), dropped \(p.dropped), re-keyed \(p.rekeys)×")
+                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent), dropped \(p.dropped), re-keyed \(p.rekeys)×"
+                    + (p.keying.map { ", \($0)" } ?? "") + (p.failure.map { ", removed: \($0)" } ?? ""))
         }
         return lines.joined(separator: "\n")
     }

@@ -4,6 +4,7 @@ import NIOPosix
 import VoiceConference
 import VoiceEngine
 import VoiceSIP
+import VoiceWebRTC
 
 /// How a conference server listens and what it offers its participants.
 public struct ConferenceServerConfiguration: Sendable {
@@ -27,14 +28,26 @@ public struct ConferenceServerConfiguration: Sendable {
     public var room: ConferenceRoomConfiguration
     /// Media threads that tick the rooms (a fixed pool: one per core by default).
     public var mediaThreads: Int
+    /// Whether offers keyed by DTLS-SRTP (RFC 5763/5764: `UDP/TLS/RTP/SAVP(F)`, `a=fingerprint`, no `a=crypto`)
+    /// are accepted: answered with our fingerprint and `a=setup:passive`, the handshake run on the participant's
+    /// media port. On by default; SDES offers are answered as before either way.
+    public var acceptsDTLSSRTP: Bool
+    /// The certificate our fingerprint names; a fresh self-signed one per server when nil.
+    public var dtlsCertificate: DTLSCertificate?
+    /// How long a DTLS-SRTP participant has to finish its handshake after our answer.
+    public var dtlsHandshakeTimeout: Duration
 
     public init(
         sipAddress: SocketAddress, domain: String, mediaHost: String? = nil, rtpPorts: ClosedRange<Int> = 28_500...28_799,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), send: OpusEncoderConfiguration? = nil,
         timers: SIPTimerConfiguration = SIPTimerConfiguration(), statisticsDirectory: URL? = nil,
         room: ConferenceRoomConfiguration = ConferenceRoomConfiguration(),
-        mediaThreads: Int = ProcessInfo.processInfo.activeProcessorCount
+        mediaThreads: Int = ProcessInfo.processInfo.activeProcessorCount, acceptsDTLSSRTP: Bool = true,
+        dtlsCertificate: DTLSCertificate? = nil, dtlsHandshakeTimeout: Duration = .seconds(10)
     ) {
+        self.acceptsDTLSSRTP = acceptsDTLSSRTP
+        self.dtlsCertificate = dtlsCertificate
+        self.dtlsHandshakeTimeout = dtlsHandshakeTimeout
         self.sipAddress = sipAddress
         self.domain = domain
         let host = sipAddress.ipAddress ?? "127.0.0.1"
@@ -62,8 +75,9 @@ public struct ConferenceServerConfiguration: Sendable {
 /// `voice-engine conference-server`: a SIP user agent whose every INVITE for `sip:conf-<id>@…` joins room `<id>`.
 ///
 /// A room is created by its first participant and closed after its last one leaves (its report printed and
-/// written). Each participant gets a media port of its own from `rtpPorts`, an SDES-SRTP answer, and a leg in the
-/// room's mixer; the room plays a join tone and a leave tone to everyone. A participant mutes itself with a
+/// written). Each participant gets a media port of its own from `rtpPorts`, an SDES-SRTP answer (or, to a DTLS-SRTP
+/// offer, our fingerprint and `a=setup:passive`, then the handshake on that port whose keys its leg runs with; a
+/// failed handshake hangs it up and the room's report names the reason), and a leg in the room's mixer; the room plays a join tone and a leave tone to everyone. A participant mutes itself with a
 /// re-INVITE that takes away our receive direction (`a=sendonly` from it, which the engine's `hold()` sends, or
 /// `inactive`): it is then neither mixed nor, with `sendonly`, sent to; `sendrecv` brings it back. OPTIONS outside
 /// a dialog are answered 200 (the dispatcher's liveness probe). Other request URIs are refused: 404 when the user is
@@ -74,6 +88,8 @@ public final class ConferenceServer: @unchecked Sendable {
     public let agent: SIPUserAgent
     let ports: RTPPortRange
     let threads: ConferenceMediaThreads
+    /// Our DTLS identity (nil when DTLS-SRTP is not accepted).
+    public let dtlsCertificate: DTLSCertificate?
     private let lock = NSLock()
     private var rooms: [String: ConferenceServerRoom] = [:]
     private var closedReports: [ConferenceRoomReport] = []
@@ -91,16 +107,19 @@ public final class ConferenceServer: @unchecked Sendable {
         let agent = SIPUserAgent(
             endpoint: endpoint, credentials: nil,
             configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "conference", host: configuration.domain), transport: .udp))
-        let server = ConferenceServer(configuration: configuration, endpoint: endpoint, agent: agent, onRoomClosed: onRoomClosed)
+        let certificate = configuration.acceptsDTLSSRTP ? try configuration.dtlsCertificate ?? DTLSCertificate(commonName: "voice-engine conference-server") : nil
+        let server = ConferenceServer(
+            configuration: configuration, endpoint: endpoint, agent: agent, certificate: certificate, onRoomClosed: onRoomClosed)
         server.accepting = Task { await server.acceptCalls() }
         return server
     }
 
     private init(
-        configuration: ConferenceServerConfiguration, endpoint: SIPEndpoint, agent: SIPUserAgent,
+        configuration: ConferenceServerConfiguration, endpoint: SIPEndpoint, agent: SIPUserAgent, certificate: DTLSCertificate?,
         onRoomClosed: @escaping @Sendable (ConferenceRoomReport) -> Void
     ) {
         self.configuration = configuration
+        dtlsCertificate = certificate
         self.endpoint = endpoint
         self.agent = agent
         self.onRoomClosed = onRoomClosed
@@ -172,7 +191,7 @@ public final class ConferenceServer: @unchecked Sendable {
         }
         let capabilities = AudioCapabilities(
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
-            maxPlaybackRate: 16_000, srtp: configuration.srtp)
+            maxPlaybackRate: 16_000, srtp: configuration.srtp, dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
         var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.
@@ -188,12 +207,38 @@ public final class ConferenceServer: @unchecked Sendable {
         if let remote = try? UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort) {
             media.transport.setRemote(remote)  // until the room latches onto its authenticated packets
         }
+        // DTLS-SRTP: the handshake on the media port (the peer starts it once it has our answer, maybe before its
+        // ACK arrives); the room gets the participant only with the keys it produced.
+        var handshake: DTLSSRTPMediaPortHandshake?
+        var dtlsKeys: MediaStreamSRTP?
+        if let dtls = negotiated.dtls, let certificate = dtlsCertificate {
+            let outcome: Result<DTLSSRTPKeys, DTLSError>
+            do {
+                let running = try DTLSSRTPMediaPortHandshake(certificate: certificate, negotiated: dtls, transport: media.transport)
+                handshake = running
+                outcome = await running.run(timeout: configuration.dtlsHandshakeTimeout)
+            } catch {
+                outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let keys):
+                dtlsKeys = keys.mediaStreamKeys
+            case .failure(let error):
+                let reason = "DTLS-SRTP handshake failed: \(error)"
+                await call.hangUp(headers: [("Reason", "SIP;cause=488;text=\"\(reason)\"")])
+                await refuse(address, call: call, reason: reason)
+                handshake?.stop()
+                for await _ in call.events {}
+                await releaseMedia(media)
+                return
+            }
+        }
         var participant: ConferenceServerRoom.Member?
         for await event in call.events {
             switch event {
             case .established:
                 do {
-                    participant = try await join(address, call: call, negotiated: negotiated, transport: media.transport)
+                    participant = try await join(address, call: call, negotiated: negotiated, transport: media.transport, dtlsKeys: dtlsKeys)
                 } catch {
                     await call.hangUp(headers: [("Reason", "SIP;cause=503;text=\"\(error)\"")])
                 }
@@ -204,6 +249,7 @@ public final class ConferenceServer: @unchecked Sendable {
             }
         }
         if let participant { await leave(participant) }
+        handshake?.stop()
         await releaseMedia(media)
     }
 
@@ -213,21 +259,34 @@ public final class ConferenceServer: @unchecked Sendable {
     }
 
     /// Adds the participant to its room, opening the room for the first one.
-    private func join(_ address: ConferenceRoomAddress, call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport) async throws
-        -> ConferenceServerRoom.Member
-    {
-        let room: ConferenceServerRoom = try lock.withLock {
+    private func join(
+        _ address: ConferenceRoomAddress, call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport,
+        dtlsKeys: MediaStreamSRTP?
+    ) async throws -> ConferenceServerRoom.Member {
+        let room = try reserve(address)
+        do {
+            return try await room.add(call: call, negotiated: negotiated, transport: transport, dtlsKeys: dtlsKeys)
+        } catch {
+            await closeIfEmpty(room)
+            throw error
+        }
+    }
+
+    /// The room (opened if needed) with a place reserved, so that it cannot close before the caller is in.
+    private func reserve(_ address: ConferenceRoomAddress) throws -> ConferenceServerRoom {
+        try lock.withLock {
             let room = try rooms[address.id] ?? ConferenceServerRoom(address: address, configuration: configuration.room, threads: threads)
             rooms[address.id] = room
             room.reserve()
             return room
         }
-        do {
-            return try await room.add(call: call, negotiated: negotiated, transport: transport)
-        } catch {
-            await closeIfEmpty(room)
-            throw error
-        }
+    }
+
+    /// Notes a participant whose DTLS-SRTP handshake failed in its room's report (a room it opened closes again).
+    private func refuse(_ address: ConferenceRoomAddress, call: SIPCall, reason: String) async {
+        guard let room = try? reserve(address) else { return }
+        room.refuse(call: call, reason: reason)
+        await closeIfEmpty(room)
     }
 
     /// Takes the participant out; the room closes (report written) when it was the last one.

@@ -23,6 +23,10 @@ final class ConferenceServerRoom: @unchecked Sendable {
         var srtp: MediaStreamSRTP?
         /// Re-keys applied to its leg.
         var rekeys = 0
+        /// How its media is keyed (the report's `keying`).
+        var keying: String?
+        /// Why it was removed without being mixed (the report's `failure`).
+        var failure: String?
 
         init(room: ConferenceServerRoom, call: SIPCall, name: String, joinedAt: Double) {
             self.room = room
@@ -70,16 +74,22 @@ final class ConferenceServerRoom: @unchecked Sendable {
 
     /// Counts the participant in at once (so the room cannot close under it), then adds its leg to the mixer and
     /// plays the join tone. Throws (and counts it out again) when the mixer refuses the negotiated media.
-    func add(call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport) async throws -> Member {
+    /// - Parameter dtlsKeys: the keys a DTLS-SRTP handshake produced, for a participant keyed that way (its
+    ///   negotiated media then has no SDES keys).
+    func add(call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport, dtlsKeys: MediaStreamSRTP? = nil) async throws
+        -> Member
+    {
+        var configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
+        if let dtlsKeys { configuration.srtp = dtlsKeys }
         let member = lock.withLock {
             let member = Member(room: self, call: call, name: call.remote.uri.description, joinedAt: now)
+            member.keying = configuration.srtp.map { (dtlsKeys == nil ? "SDES-SRTP " : "DTLS-SRTP ") + $0.suite.rawValue } ?? "RTP"
             reservations -= 1
             members.append(member)
             peak = max(peak, members.count)
             timeline.append(.init(at: member.joinedAt, kind: .joined, participant: member.name, participants: members.count))
             return member
         }
-        let configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
         lock.withLock { member.srtp = configuration.srtp }
         let clock = self.clock
         let result: Result<Void, ConferenceError> = await withCheckedContinuation { continuation in
@@ -104,6 +114,20 @@ final class ConferenceServerRoom: @unchecked Sendable {
                 timeline.removeAll { $0.kind == .joined && $0.participant == member.name && $0.at == member.joinedAt }
             }
             throw error
+        }
+    }
+
+    /// Notes a participant that was answered but is not let in (its DTLS-SRTP handshake failed): it appears in
+    /// the report, joined and left at once, with the reason. Takes back the reservation made for it.
+    func refuse(call: SIPCall, reason: String) {
+        lock.withLock {
+            reservations -= 1
+            let member = Member(room: self, call: call, name: call.remote.uri.description, joinedAt: now)
+            member.leftAt = member.joinedAt
+            member.keying = "DTLS-SRTP"
+            member.failure = reason
+            departed.append(member)
+            timeline.append(.init(at: member.joinedAt, kind: .refused, participant: member.name, participants: members.count))
         }
     }
 
@@ -216,7 +240,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000, packetsReceived: s.packetsReceived,
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
             concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
-            packetsSent: s.packetsSent, dropped: s.drops, rekeys: member.rekeys)
+            packetsSent: s.packetsSent, dropped: s.drops, rekeys: member.rekeys, keying: member.keying,
+            failure: member.failure)
     }
 
     private static func pair(_ first: Double, _ second: Double) -> ConferenceClip {

@@ -7,6 +7,7 @@ import VoiceConference
 import VoiceConferenceServer
 import VoiceEngine
 import VoiceSIP
+import VoiceWebRTC
 
 #if canImport(Glibc)
     import Glibc
@@ -16,7 +17,7 @@ import VoiceSIP
 struct ConferenceServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conference-server",
-        abstract: "Conference rooms over SIP: INVITE sip:conf-<id>@host joins room <id> (Opus, SDES-SRTP, mix-minus).",
+        abstract: "Conference rooms over SIP: INVITE sip:conf-<id>@host joins room <id> (Opus, SDES- or DTLS-SRTP, mix-minus).",
         discussion: """
             A room opens with its first participant and closes after the last one leaves; its report (participants \
             over time, talkers, loss and concealment per participant) is printed then, and for every open room on \
@@ -47,6 +48,9 @@ struct ConferenceServerCommand: ParsableCommand {
     @Flag(help: "Print every SIP message sent and received on stderr.")
     var trace = false
 
+    @Flag(help: "Refuse DTLS-SRTP offers (default: UDP/TLS/RTP/SAVP(F) offers with a=fingerprint are answered with ours and a=setup:passive).")
+    var noDtls = false
+
     func validate() throws {
         try OptionRange("--t1", 1...60_000, "ms").check(t1)
         try OptionRange("--talkers", 1...16, "talkers").check(talkers)
@@ -76,7 +80,7 @@ struct ConferenceServerCommand: ParsableCommand {
             srtp: optionalSRTP ? .optional(suites) : .required(suites),
             timers: SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10))),
             statisticsDirectory: statsDir.map { URL(fileURLWithPath: $0) },
-            room: ConferenceRoomConfiguration(maximumTalkers: talkers), mediaThreads: mediaThreads)
+            room: ConferenceRoomConfiguration(maximumTalkers: talkers), mediaThreads: mediaThreads, acceptsDTLSSRTP: !noDtls)
         let traced = trace
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
@@ -90,7 +94,8 @@ struct ConferenceServerCommand: ParsableCommand {
             }
             if traced { server.endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
             let listening = await server.sipAddress.map { "\($0)" } ?? "?"
-            say("conference server: sip udp \(listening), media \(configuration.mediaHost) ports \(configuration.rtpPorts.lowerBound)-\(configuration.rtpPorts.upperBound)")
+            say("conference server: sip udp \(listening), media \(configuration.mediaHost) ports \(configuration.rtpPorts.lowerBound)-\(configuration.rtpPorts.upperBound)"
+                + (server.dtlsCertificate.map { ", DTLS-SRTP fingerprint \($0.fingerprint)" } ?? ", DTLS-SRTP refused"))
             let (stops, stop) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
             var sources: [any DispatchSourceSignal] = []
             for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {

@@ -23,41 +23,20 @@ import VoiceTestSupport
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ConferenceCallTests {
-    static let talkers = ["jfk_16k_mono.wav", "pjsip_input_16k.wav", "pystoi_clean_16k.wav"]
-    /// Speech that nobody in the room played.
-    static let unrelated = "mediastreamer2_hello_16k.wav"
+    static let talkers = ConferenceTalkers.files
     static let seconds = 8.0
 
-    /// Whether the talkers are real speech from ../shared (else the repository's speech-like signals).
-    static var usesRealSpeech: Bool {
-        SharedTestData.isPresent && ProcessInfo.processInfo.environment["CONFERENCE_SYNTHETIC_SPEECH"] == nil
-    }
+    static var usesRealSpeech: Bool { ConferenceTalkers.usesRealSpeech }
 
-    /// The three talkers' microphones and the control nobody played, as 16 kHz samples (not yet normalised).
+    /// The three talkers' microphones and the control nobody played (``ConferenceTalkers``), as 16 kHz samples
+    /// (not yet normalised). Seeds 7 and 23 are the repository's two vectors; 41 and 59 are two more of that kind.
     static func material() throws -> (talkers: [[Int16]], unrelated: [Int16]) {
-        if usesRealSpeech {
-            let talkers = try Self.talkers.map { try WAVFile.read(path: SharedTestData.speech + "/" + $0).int16Samples }
-            return (talkers, try WAVFile.read(path: SharedTestData.speech + "/" + Self.unrelated).int16Samples)
-        }
-        let vectors = SharedTestData.repository.appendingPathComponent("TestVectors")
-        // Seeds 7 and 23 are the repository's two vectors; 41 and 59 are two more talkers of the same kind.
-        func generated(_ seed: UInt64) -> [Int16] {
+        try ConferenceTalkers.material { seed in
             SignalGenerator.toInt16(SignalGenerator.speechLike(sampleRate: 16_000, seconds: 10, seed: seed))
         }
-        let talkers = [
-            try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k.wav").path).int16Samples,
-            try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k_b.wav").path).int16Samples,
-            generated(41),
-        ]
-        return (talkers, generated(59))
     }
 
-    /// `samples` scaled to an RMS of 3000 (−21 dBFS).
-    static func normalised(_ samples: [Int16]) -> [Int16] {
-        let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
-        let gain = rms > 0 ? 3_000 / rms : 1
-        return samples.map { Int16(max(-32_768, min(32_767, (Double($0) * gain).rounded()))) }
-    }
+    static func normalised(_ samples: [Int16]) -> [Int16] { ConferenceTalkers.normalised(samples) }
 
     @Test func threeEnginesHearEachOtherButNotThemselves() async throws {
         let directory = try makeTemporaryDirectory("conference-call")

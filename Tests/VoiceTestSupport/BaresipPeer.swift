@@ -14,7 +14,12 @@ public enum BaresipPeer {
     /// - Parameters:
     ///   - user: the account's user, `sip:<user>@127.0.0.1:<port>`.
     ///   - microphone: a 16-bit mono WAV already long enough for the call (``repeated(_:seconds:into:)``).
-    public static func configure(directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40) throws -> [String] {
+    ///   - mediaEncryption: the account's `mediaenc`: `srtp-mand` (SDES) or `dtls_srtp` (RFC 5763/5764, baresip's
+    ///     `dtls_srtp` module, with rtcp-mux so that one handshake on the RTP port keys the call).
+    public static func configure(
+        directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40, mediaEncryption: String = "srtp-mand"
+    ) throws -> [String] {
+        let dtls = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : ""
         let config = """
             poll_method epoll
             net_interface 127.0.0.1
@@ -37,10 +42,10 @@ public enum BaresipPeer {
             opus_bitrate 32000
             opus_stereo no
             opus_sprop_stereo no
-
+            \(dtls)
             """
         try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-        try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
+        try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=opus;answermode=auto\n"
             .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
         return ["-f", directory.path, "-s", "-t", "\(seconds)"]
     }

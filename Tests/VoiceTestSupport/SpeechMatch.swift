@@ -31,6 +31,44 @@ public enum SpeechMatch {
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
     }
 
+    /// Like ``median(sent:heard:maximumOffsetSeconds:)``, with the coarse alignment found again for every
+    /// `pieceSeconds` of `heard`, the windows taken from `heard`, and each window searched `fineSearchSeconds`
+    /// either side of its piece's alignment (instead of ±30 ms): for a path whose delay moves while it is
+    /// recorded — a room's adaptive jitter buffer growing in steps of 100+ ms under a bursty sender (baresip on a
+    /// loaded machine: 1.24 → 1.33 → 1.46 s within 2 s) — which a single alignment would score as not heard.
+    public static func piecewiseMedian(
+        sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15, maximumOffsetSeconds: Double = 5
+    ) -> Double {
+        let window = 4_000, piece = Int(pieceSeconds * 16_000), reach = Int(fineSearchSeconds * 16_000)
+        var results: [Double] = []
+        var pieceStart = 0
+        while pieceStart + piece <= heard.count {
+            let part = Array(heard[pieceStart..<(pieceStart + piece)])
+            // heard index = sent index + offset (as in median).
+            // The piece starts `pieceStart` into the recording: its lag (piece index − sent index) is searched
+            // around minus that, as far either way as the whole recording's would be.
+            let offset = envelopeOffset(
+                sent: sent, heard: part, maxFrames: Int(maximumOffsetSeconds * 100), around: -pieceStart / 160) * 160
+            var at = 0
+            while at + window <= part.count {
+                let observed = part[at..<(at + window)]
+                if level(observed) > 300 {
+                    var best = -1.0
+                    for fine in -reach...reach {
+                        let from = at - offset + fine
+                        guard from >= 0, from + window <= sent.count else { continue }
+                        best = max(best, correlation(sent[from..<(from + window)], observed))
+                    }
+                    if best > -1 { results.append(best) }
+                }
+                at += window
+            }
+            pieceStart += piece
+        }
+        let sorted = results.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
     /// Normalised cross-correlation of two equally long runs. Through unsafe buffers: the search calls it about a
     /// million times per measure, which takes minutes with checked slice indexing in a debug build.
     public static func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
@@ -53,15 +91,16 @@ public enum SpeechMatch {
         (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
     }
 
-    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes.
-    public static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int) -> Int {
+    /// The shift (in 10 ms frames) of `heard` against `sent` that best lines up their log-energy envelopes, within
+    /// `maxFrames` of `around`.
+    public static func envelopeOffset(sent: [Int16], heard: [Int16], maxFrames: Int, around: Int = 0) -> Int {
         func envelope(_ x: [Int16]) -> [Double] {
             stride(from: 0, to: x.count - 160, by: 160).map { log10(level(x[$0..<($0 + 160)]) + 1) }
         }
         let s = envelope(sent), h = envelope(heard)
         let ms = s.reduce(0, +) / Double(max(s.count, 1)), mh = h.reduce(0, +) / Double(max(h.count, 1))
         var best = (score: -Double.infinity, lag: 0)
-        for lag in -maxFrames...maxFrames {
+        for lag in (around - maxFrames)...(around + maxFrames) {
             var sum = 0.0, n = 0
             for i in s.indices where i + lag >= 0 && i + lag < h.count {
                 sum += (s[i] - ms) * (h[i + lag] - mh)

@@ -1,5 +1,5 @@
 // libFuzzer target: SDP offer parsing (SessionDescription(parsing:)) and answering it
-// (SessionDescription.makeAnswer(to:localCapabilities:)) under each SRTP policy; the answer must serialize and parse
+// (SessionDescription.makeAnswer(to:localCapabilities:)) under each SRTP policy and with DTLS-SRTP keying; the answer must serialize and parse
 // back, and the offerer's side (negotiate(answer:)) must accept the parsed text as an answer without trapping.
 import FuzzSupport
 import VoiceEngine
@@ -15,6 +15,10 @@ private let capabilities: [AudioCapabilities] = [
         maxPlaybackRate: 16_000, maxptime: 60, srtp: .optional(SRTPCryptoSuite.allCases), rtcpMux: false,
         direction: .recvonly),
     AudioCapabilities(address: "192.0.2.1", port: 6000, srtp: .disabled, direction: .sendonly),
+    // DTLS-SRTP keying (a=fingerprint/a=setup offers, RFC 5763), as the conference server answers.
+    AudioCapabilities(
+        address: "127.0.0.1", port: 7000,
+        dtlsFingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")),
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")

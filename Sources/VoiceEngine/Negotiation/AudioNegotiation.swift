@@ -40,15 +40,21 @@ public struct AudioCapabilities: Equatable, Sendable {
     public var srtp: SRTPPolicy
     public var rtcpMux: Bool
     public var direction: MediaDirection
+    /// Our DTLS certificate's fingerprint as `a=fingerprint` carries it ("sha-256 AB:CD:…"): when set, offers use
+    /// DTLS-SRTP (RFC 5763/5764: `UDP/TLS/RTP/SAVP`, `a=setup:actpass`, no `a=crypto`) and answers accept an offer
+    /// that keys that way; the handshake itself runs elsewhere (VoiceWebRTC's `DTLSSRTPAssociation`), on the
+    /// media port. nil: SDES only.
+    public var dtlsFingerprint: String?
 
     public init(
         payloadType: UInt8 = 111, address: String, port: Int, send: OpusEncoderConfiguration = .init(),
         receiveFEC: Bool = true, receiveDTX: Bool = false, receiveStereo: Bool = false, receiveCBR: Bool = false,
         maxReceiveBitrate: Int? = nil, maxPlaybackRate: Int = 48_000, maxptime: Int? = 120,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), rtcpMux: Bool = true,
-        direction: MediaDirection = .sendrecv
+        direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil
     ) {
         precondition((96...127).contains(payloadType), "Opus needs a dynamic payload type (96…127)")
+        self.dtlsFingerprint = dtlsFingerprint
         self.payloadType = payloadType
         self.address = address
         self.port = port
@@ -89,6 +95,20 @@ public struct NegotiatedSRTP: Equatable, Sendable, CustomStringConvertible {
     public var description: String { "SRTP \(suite) tag \(tag) (keys redacted)" }
 }
 
+/// A stream keyed by DTLS-SRTP (RFC 5763): whom the handshake must authenticate and which side starts it. The keys
+/// come from the handshake, so ``NegotiatedAudio/srtp`` is nil until the caller has run it and put them in.
+public struct NegotiatedDTLS: Equatable, Sendable {
+    /// The peer's `a=fingerprint` value ("sha-256 AB:CD:…"), which its certificate must match.
+    public var remoteFingerprint: String
+    /// Whether we are the DTLS client (`a=setup:active`, we send the ClientHello) or the server (`passive`).
+    public var isClient: Bool
+
+    public init(remoteFingerprint: String, isClient: Bool) {
+        self.remoteFingerprint = remoteFingerprint
+        self.isClient = isClient
+    }
+}
+
 /// The outcome of offer/answer for one audio stream: everything a media stream is configured with.
 public struct NegotiatedAudio: Equatable, Sendable {
     /// The Opus payload type both sides use (the offer's).
@@ -110,6 +130,9 @@ public struct NegotiatedAudio: Equatable, Sendable {
     public var remoteRTCPPort: Int
     /// Our direction after negotiation.
     public var direction: MediaDirection
+    /// Set when the stream is keyed by DTLS-SRTP instead of SDES: ``srtp`` is then nil and the media must not
+    /// flow until the handshake has produced the keys.
+    public var dtls: NegotiatedDTLS? = nil
 }
 
 extension SessionDescription {
@@ -119,12 +142,19 @@ extension SessionDescription {
     public static func makeOffer(_ local: AudioCapabilities, sessionID: UInt64 = .random(in: 1...(1 << 62)))
         -> SessionDescription
     {
-        let crypto = local.srtp.suites.enumerated().map { index, suite in
+        var crypto = local.srtp.suites.enumerated().map { index, suite in
             SDESCryptoAttribute.generate(tag: UInt32(index + 1), suite: suite)
         }
-        let proto: String
+        var proto: String
         if case .required = local.srtp { proto = "RTP/SAVP" } else { proto = "RTP/AVP" }
-        let audio = AudioMediaDescription(
+        var dtlsAttributes: [String] = []
+        if let fingerprint = local.dtlsFingerprint {
+            // RFC 5763 §5: the offerer says actpass and lets the answerer pick the DTLS roles; no SDES keys.
+            crypto = []
+            proto = "UDP/TLS/RTP/SAVP"
+            dtlsAttributes = ["fingerprint:" + fingerprint, "setup:actpass"]
+        }
+        var audio = AudioMediaDescription(
             port: local.port, transportProtocol: proto,
             formats: [
                 RTPFormat(
@@ -133,6 +163,7 @@ extension SessionDescription {
             ],
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux)
+        audio.otherAttributes = dtlsAttributes
         return SessionDescription(
             origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
                               address: local.address),
@@ -157,7 +188,19 @@ extension SessionDescription {
         var localCrypto: SDESCryptoAttribute?
         var srtp: NegotiatedSRTP?
         let supported = local.srtp.suites
-        if !remote.crypto.isEmpty || !remote.unsupportedCrypto.isEmpty, !supported.isEmpty {
+        // DTLS-SRTP (RFC 5763): a fingerprint and no crypto lines; we answer with ours and take the role the
+        // offer leaves us (passive for actpass/active, so the offerer sends the ClientHello).
+        var dtls: NegotiatedDTLS?
+        var dtlsAttributes: [String] = []
+        if remote.crypto.isEmpty, remote.unsupportedCrypto.isEmpty, let ours = local.dtlsFingerprint,
+           let theirs = offer.dtlsAttribute("fingerprint")
+        {
+            let setup = offer.dtlsAttribute("setup")?.lowercased() ?? "active"  // RFC 4145 §4: active when absent
+            guard ["actpass", "active", "passive"].contains(setup) else { throw .unsupportedDTLSSetup(setup) }
+            dtls = NegotiatedDTLS(remoteFingerprint: theirs, isClient: setup == "passive")
+            dtlsAttributes = ["fingerprint:" + ours, "setup:" + (setup == "passive" ? "active" : "passive")]
+        }
+        if dtls == nil, !remote.crypto.isEmpty || !remote.unsupportedCrypto.isEmpty, !supported.isEmpty {
             // The offerer lists lines in its preference order; take the first we support. Lines with several keys,
             // MKIs or session parameters (KDR, UNENCRYPTED_SRTP…) are not supported by our sessions: skip them.
             let chosen = remote.crypto.first(where: {
@@ -176,7 +219,7 @@ extension SessionDescription {
                     offered: remote.crypto.map(\.suite.rawValue) + remote.unsupportedCrypto.map(Self.suiteName))
             }
         }
-        if srtp == nil {
+        if srtp == nil, dtls == nil {
             if case .required = local.srtp { throw .srtpRequired }
             if remote.isSecureProfile { throw .srtpNotSupported }
         }
@@ -187,7 +230,7 @@ extension SessionDescription {
             receives: remote.direction.sends && local.direction.receives)
         let encoder = negotiateSendSide(local: local, remote: remote, opus: opus)
 
-        let answerAudio = AudioMediaDescription(
+        var answerAudio = AudioMediaDescription(
             port: local.port, transportProtocol: remote.transportProtocol,
             formats: [
                 RTPFormat(
@@ -197,14 +240,16 @@ extension SessionDescription {
             ],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux)
+        answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
             origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
                               address: local.address),
             connection: local.connection, audio: answerAudio, audioIndex: offer.audioIndex,
             otherMedia: offer.otherMedia.map { var m = $0; m.port = 0; return m })
-        let negotiated = try makeNegotiated(
+        var negotiated = try makeNegotiated(
             remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
+        negotiated.dtls = dtls
         return (answer, negotiated)
     }
 
@@ -223,7 +268,16 @@ extension SessionDescription {
             throw .answerDoesNotMatchOffer("Opus payload type \(opus.payloadType) was not offered")
         }
         var srtp: NegotiatedSRTP?
-        if let theirs = remote.crypto.first {
+        var dtls: NegotiatedDTLS?
+        if local.dtlsFingerprint != nil, audio.crypto.isEmpty {
+            // We offered DTLS-SRTP (actpass): the answer names its fingerprint and the role it took.
+            guard let theirs = answer.dtlsAttribute("fingerprint") else {
+                throw .answerDoesNotMatchOffer("DTLS-SRTP was offered and the answer has no a=fingerprint")
+            }
+            let setup = answer.dtlsAttribute("setup")?.lowercased() ?? "active"
+            guard setup == "active" || setup == "passive" else { throw .unsupportedDTLSSetup(setup) }
+            dtls = NegotiatedDTLS(remoteFingerprint: theirs, isClient: setup == "passive")
+        } else if let theirs = remote.crypto.first {
             guard let ours = audio.crypto.first(where: { $0.tag == theirs.tag }) else {
                 throw .answerDoesNotMatchOffer("crypto tag \(theirs.tag) was not offered")
             }
@@ -239,9 +293,21 @@ extension SessionDescription {
             sends: remote.direction.receives && audio.direction.sends,
             receives: remote.direction.sends && audio.direction.receives)
         let encoder = Self.negotiateSendSide(local: local, remote: remote, opus: opus)
-        return try Self.makeNegotiated(
+        var negotiated = try Self.makeNegotiated(
             remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
+        negotiated.dtls = dtls
+        return negotiated
+    }
+
+    /// A DTLS attribute's value (`fingerprint`, `setup`) from the audio section, else from the session level
+    /// (baresip puts both there; RFC 8122 §5 allows either).
+    func dtlsAttribute(_ name: String) -> String? {
+        let prefix = name + ":"
+        for attribute in audio.otherAttributes + sessionAttributes where attribute.lowercased().hasPrefix(prefix) {
+            return attribute.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+        }
+        return nil
     }
 
     /// Our encoder settings given the peer's description (RFC 7587 §7.1: the peer's fmtp states what it wants to

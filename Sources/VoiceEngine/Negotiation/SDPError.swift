@@ -21,6 +21,8 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     case srtpNotSupported
     /// The answer selects a crypto tag the offer never offered, or a different suite than the offer's tag.
     case answerDoesNotMatchOffer(String)
+    /// DTLS-SRTP with an `a=setup` value we cannot act on (`holdconn`, or unknown).
+    case unsupportedDTLSSetup(String)
 
     public var description: String {
         switch self {
@@ -34,6 +36,7 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .srtpRequired: "SRTP is required but the peer offers no usable a=crypto line"
         case .srtpNotSupported: "the peer requires SRTP but SRTP is disabled locally"
         case .answerDoesNotMatchOffer(let reason): "the answer does not match the offer: \(reason)"
+        case .unsupportedDTLSSetup(let setup): "DTLS-SRTP with a=setup:\(setup) is not supported"
         }
     }
 }

@@ -299,6 +299,14 @@ public final class UDPMediaTransport: Sendable {
     @discardableResult
     public func latchRemote(to source: UDPEndpoint) -> Bool { state.latch(to: source) }
 
+    /// A datagram that is not RTP/RTCP and not STUN or ZRTP (first byte 20…63: a DTLS record, RFC 7983 §7).
+    public typealias DTLSRecordHandler = @Sendable (UnsafeRawBufferPointer, UDPEndpoint) -> Void
+
+    /// Hands DTLS records arriving on this socket to `handler` (still counted in `droppedNotRTP`), on the thread
+    /// that reads the socket; nil stops it. For a DTLS-SRTP handshake on the media port (RFC 5764 §5.1.2): the
+    /// records are rare control traffic, so the RTP path is untouched (one relaxed check per non-RTP datagram).
+    public func setDTLSRecordHandler(_ handler: DTLSRecordHandler?) { state.dtlsHandler.withLock { $0 = handler } }
+
     // MARK: Sending (any thread)
 
     /// Sends one datagram to ``remote`` without blocking: one `sendto(2)`, no allocation, no lock.
@@ -354,6 +362,8 @@ final class TransportState: Sendable {
     /// Senders in `sendto` plus `closedBit` once closing began.
     private let sendGate = Atomic<Int>(0)
     let counters = AtomicCounters()
+    /// ``UDPMediaTransport/setDTLSRecordHandler(_:)``; consulted only for datagrams that are not RTP.
+    let dtlsHandler = Mutex<UDPMediaTransport.DTLSRecordHandler?>(nil)
 
     init(fd: Int32, family: Int32, configuration: UDPMediaTransport.Configuration) {
         self.fd = fd
@@ -455,6 +465,7 @@ final class TransportState: Sendable {
         }
         if bytes[0] >> 6 != 2 {
             counters.droppedNotRTP.wrappingAdd(1, ordering: .relaxed)
+            if (20...63).contains(bytes[0]), let handler = dtlsHandler.withLock({ $0 }) { handler(bytes, source) }
             return
         }
         let isRTCP = count >= 2 && (192...223).contains(bytes[1])
