@@ -119,6 +119,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// `outage3s` / `loss2_normal20` it lands 0.3 / 6 ms above speexdsp. ``PlayoutTargetCost/recommended``
         /// holds the weights measured under 30 ms jitter.
         public var targetCost: PlayoutTargetCost.Weights? = nil
+        /// The stretcher's splice settings (``TimeStretcher/spliceCorrelationThreshold``,
+        /// ``TimeStretcher/overlapRatio``), so that what a splice costs a listener can be measured end to end.
+        public var spliceCorrelationThreshold: Double = 0.4
+        public var spliceOverlapRatio: Double = 0.5
 
         public init() {}
     }
@@ -183,7 +187,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         self.configuration = configuration
         format = AudioFormat(sampleRate: configuration.sampleRate, channels: 1)
         decoder = try OpusDecoder(sampleRate: configuration.sampleRate, channels: 1)
-        stretcher = TimeStretcher(sampleRate: configuration.sampleRate)
+        var stretcher = TimeStretcher(sampleRate: configuration.sampleRate)
+        stretcher.spliceCorrelationThreshold = configuration.spliceCorrelationThreshold
+        stretcher.overlapRatio = configuration.spliceOverlapRatio
+        self.stretcher = stretcher
         packets = PacketBuffer(capacity: configuration.packetCapacity, maxPayloadBytes: configuration.maxPayloadBytes)
         estimator = DelayEstimator(configuration: configuration.estimator)
         block = format.samplesPerBlock

@@ -53,3 +53,23 @@ private func estimator(count: Int, extra: (Int) -> Double) -> DelayEstimator {
     // From far below it, the saving pays: move.
     #expect(spread.cheapestTarget(sticky, situation: situation, current: 20) == best)
 }
+
+@Test func eachTickMovedIsPricedSoTheTargetDoesNotChaseWhatDoesNotPay() {
+    // Evenly spread 0..<100 ms, late packets worth 6 ms a percent: each ms of delay up to 100 saves 5 ms of cost.
+    let spread = estimator(count: 3_000) { i in Double((i * 37) % 100) }
+    let situation = PlayoutTargetCost.Situation(lossShare: 0, fecPacketMilliseconds: nil)
+    func weights(perTick: Double) -> PlayoutTargetCost.Weights {
+        PlayoutTargetCost.Weights(
+            lateWorthMilliseconds: 6, unrecoveredWorthMilliseconds: 40, stretchWorthMilliseconds: 2,
+            moveWorthMillisecondsPerTick: perTick)
+    }
+    let free = spread.cheapestTarget(weights(perTick: 0), situation: situation, current: 60)
+    #expect(free >= 95)
+    // 20 ms a tick: four ticks up cost 80 and save 200 — it still moves, to within a tick of the free optimum.
+    let priced = spread.cheapestTarget(weights(perTick: 20), situation: situation, current: 60)
+    #expect(priced >= free - 10 && priced <= free)
+    // 100 ms a tick: every tick saves 50 and costs 100 — it moves no further than the half tick that rounds to
+    // no tick at all (priced by `stretchWorthMilliseconds` alone).
+    let held = spread.cheapestTarget(weights(perTick: 100), situation: situation, current: 60)
+    #expect(held >= 60 && held < 65)
+}
