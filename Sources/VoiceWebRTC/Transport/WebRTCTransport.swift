@@ -97,6 +97,9 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// With ``trickleLocalCandidates``: each local candidate as gathered, nil once there are no more (transport
     /// thread; signal them to the peer).
     public var onLocalCandidate: ((ICECandidate?) -> Void)?
+    /// With ``trickleLocalCandidates``: how long the TURN server may take to answer the Binding and the Allocate
+    /// (media on host pairs does not wait for it, so longer than a blocking gathering's 3 s).
+    public var gatheringTimeout = MediaTime.seconds(10)
     /// Why srflx or relay gathering failed (no answer, refused credentials), published when it happens.
     public var gatheringErrors: [TURNError] { lock.withLock { publishedGatheringErrors } }
     private var publishedGatheringErrors: [TURNError] = []
@@ -324,7 +327,7 @@ public final class WebRTCTransport: @unchecked Sendable {
         if !trickleStarted {
             trickleStarted = true
             agent.localCandidates.forEach { onLocalCandidate?($0.candidate) }
-            if let relay { for d in relay.startGathering(now: now) { relay.socket.send(d, to: relay.server) } }
+            if let relay { for d in relay.startGathering(now: now, timeout: gatheringTimeout) { relay.socket.send(d, to: relay.server) } }
         }
         if let relay, relay.isGathering {
             let (send, events) = relay.gatheringTimers(now: now)
