@@ -53,6 +53,7 @@ public final class WebRTCTransport: @unchecked Sendable {
     private var selectedRoute: Route?
     private var checkTransaction: [UInt8]?
     private var dtlsStarted = false
+    private var handshakeReported = false
     private var consentUntil: MediaTime?
 
     // Published for other threads (under `lock`, written on change).
@@ -260,7 +261,6 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func run(clock: @Sendable () -> MediaTime) {
         var nextCheck = MediaTime.zero
         var nextTick = clock()
-        var reported = false
         while running.load(ordering: .acquiring) {
             var now = clock()
             driveTimers(now: now, nextCheck: &nextCheck)
@@ -272,19 +272,24 @@ public final class WebRTCTransport: @unchecked Sendable {
             }
             let wait = onTick == nil ? 10 : max(0, min(10, Int32((nextTick - now).nanoseconds / 1_000_000)))
             receiveReady(timeoutMilliseconds: wait, clock: clock)
-            if !reported {
-                switch dtls.state {
-                case .connected(let keys):
-                    reported = true
-                    lock.withLock { publishedKeys = keys }
-                    onConnected?(.success(keys))
-                case .failed(let error):
-                    reported = true
-                    onConnected?(.failure(error))
-                case .handshaking:
-                    break
-                }
-            }
+            reportHandshakeEnd()
+        }
+    }
+
+    /// Publishes the keys and calls ``onConnected`` once DTLS completed or failed: right after the record that
+    /// ended it, so SRTP the peer sent just behind its last flight (read in the same wake-up) finds the keys.
+    private func reportHandshakeEnd() {
+        guard !handshakeReported else { return }
+        switch dtls.state {
+        case .connected(let keys):
+            handshakeReported = true
+            lock.withLock { publishedKeys = keys }
+            onConnected?(.success(keys))
+        case .failed(let error):
+            handshakeReported = true
+            onConnected?(.failure(error))
+        case .handshaking:
+            break
         }
     }
 
@@ -496,6 +501,7 @@ public final class WebRTCTransport: @unchecked Sendable {
             for d in dtls.receive(UnsafeRawBufferPointer(datagram)) {
                 transmit(d, to: target, route: selected == nil ? arrival : selectedRoute ?? arrival)
             }
+            reportHandshakeEnd()
         case .rtp:
             received.srtp += 1
             onSRTP?(datagram, now)
