@@ -194,14 +194,17 @@ private final class FileMedia: @unchecked Sendable {
 }
 
 /// An ALSA microphone or speaker for the transport's tick (one thread): the device's own thread moves periods
-/// through its ring; the tick reads or writes one 10 ms block. A microphone block the ring cannot fill is padded
-/// with silence, a speaker block the ring cannot take is cut, both counted (``shortBlocks``); a microphone ring
-/// holding more than three blocks (the tick fell behind, or the device started before the call connected) is
-/// trimmed to one so delay does not build up.
+/// through its ring; the tick reads or writes one 10 ms block. The microphone side starts reading once the ring
+/// holds a device period plus a block (the device delivers whole periods, often 20 ms, while the tick takes 10 ms:
+/// without that cushion every other tick would find the ring empty whenever the period came a little late), and
+/// trims it back to that level when it grew by more than three blocks (the tick fell behind), so delay does not
+/// build up. A microphone block the ring cannot fill after that is padded with silence, a speaker block the ring
+/// cannot take is cut; both are counted (``shortBlocks``).
 final class ALSAMedia: @unchecked Sendable {
     let name: String
     private let device: ALSADevice
     private(set) var shortBlocks = 0
+    private var primed = false
 
     struct OpenError: Error, CustomStringConvertible {
         var description: String
@@ -229,8 +232,13 @@ final class ALSAMedia: @unchecked Sendable {
 
     func take(into frame: inout AudioFrame) {
         let block = frame.samplesPerChannel
+        let cushion = device.periodFrames + block
         let waiting = device.ring.availableToRead
-        if waiting > 3 * block { device.ring.discard(upTo: waiting - block) }
+        if !primed {
+            guard waiting >= cushion else { frame.silence(); return }
+            primed = true
+        }
+        if waiting > cushion + 3 * block { device.ring.discard(upTo: waiting - cushion) }
         let read = frame.withUnsafeMutableSamples { device.ring.read(into: $0) }
         if read < block {
             shortBlocks += 1

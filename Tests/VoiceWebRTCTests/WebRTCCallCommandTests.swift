@@ -102,8 +102,8 @@ struct WebRTCCallCommandTests {
     /// A call on ALSA devices: the offerer's microphone and speaker are ALSA PCMs (alsa-lib's `null` plugin, defined
     /// in an asoundrc of the test's own, so no sound card is needed; timer-paced like a card), the answerer plays
     /// the speech file. Both must connect and carry packets both ways at 50 per second, the ALSA microphone
-    /// delivering most 10 ms blocks in time (54 of ~400 came short with the machine at load 20: the device's timer
-    /// thread and the transport's tick each wake late; bound set at a quarter).
+    /// delivering at least 90 % of the 10 ms blocks in time (3 of ~400 short at load 25; 54–107 before the
+    /// microphone kept a period's cushion in its ring).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/env"), "no /usr/bin/env"))
     func aCallRunsOnALSADevices() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-alsa-\(UUID().uuidString)")
@@ -121,7 +121,7 @@ struct WebRTCCallCommandTests {
         #expect(offerer.process.terminationStatus == 0 && answerer.process.terminationStatus == 0, "\(logs)")
         #expect(offerer.logText.contains("webrtc: microphone vetestnull, speaker vetestnull, 48 kHz mono"), "\(logs)")
         let short = offerer.logText.firstMatch(of: /microphone vetestnull: (\d+) short blocks/).flatMap { Int($0.1) }
-        #expect(short.map { $0 < 100 } == true, "the ALSA microphone missed \(short.map(String.init) ?? "?") of ~400 blocks")
+        #expect(short.map { $0 < 40 } == true, "the ALSA microphone missed \(short.map(String.init) ?? "?") of ~400 blocks")
         let received = offerer.logText.firstMatch(of: /packets sent (\d+), received (\d+)/).flatMap { (Int($0.1), Int($0.2)) }
         #expect((received?.0 ?? 0) > 120 && (received?.1 ?? 0) > 120, "\(String(describing: received))")
     }
