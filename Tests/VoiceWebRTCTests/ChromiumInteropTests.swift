@@ -337,7 +337,7 @@ struct ChromiumInteropTests {
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
         let firstAudio = try #require(c.firstAudioAt)
         let decoded = c.firstDecodedAt.map { "\(($0 - c.startedAt).milliseconds) ms" } ?? "none"
-        print(engineOffers ? "engine offered:" : "engine answered:",
+        print(engineOffers ? "engine offered:" : "engine answered:", trickleTURN != nil ? "(trickling its candidates)" : extraQuery.isEmpty ? "" : "(?\(extraQuery.prefix(12))…)",
               "engine-side from the offer/answer exchange: DTLS up \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms,",
               "first packet \((firstAudio - c.startedAt).milliseconds) ms, first decoded frame \(decoded);",
               "page-side: \(record.lock.withLock { record.timing })")
