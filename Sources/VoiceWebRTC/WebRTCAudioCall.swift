@@ -47,9 +47,16 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     public private(set) var firstAudioAt: MediaTime?
     /// When the first block with sound (a decoded frame, not silence) left the stream's playout.
     public private(set) var firstDecodedAt: MediaTime?
+    /// Trickle ICE of our candidates (``init(answering:certificate:host:fullICE:trickle:turnServer:capture:playout:)``
+    /// with `trickle`): each candidate as gathered, nil for end-of-candidates, on the transport thread — signal
+    /// them (`a=candidate` lines without `a=`, RFC 8840). Set before ``start()``.
+    public var onLocalCandidate: ((ICECandidate?) -> Void)?
+    /// What was trickled and when (transport thread; read after ``stop()``): nil is end-of-candidates.
+    public private(set) var trickled: [(candidate: ICECandidate?, at: MediaTime)] = []
+    private let trickle: Bool
 
     private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
-                 playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, turnServer: TURNServer?,
+                 playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, trickle: Bool, turnServer: TURNServer?,
                  describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String) throws {
         startedAt = clock.now
         let first = String(host.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces)
@@ -70,33 +77,41 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         if let role = fullICE {
             let agent = ICEAgent(role: role, local: localICE)
             let turn = turnServer.map { TURNClient(socket: socket, server: $0.address, credentials: $0.credentials) }
-            candidates = try agent.gather(sockets: sockets, turn: turn)  // a refused allocation throws TURNError
-            agent.localGatheringDone()
+            if trickle {
+                // Host candidates now, trickled once the transport runs; srflx/relay gathered by the transport.
+                candidates = []
+                sockets.forEach { agent.addLocalCandidate(kind: .host, address: $0.localAddress, base: $0.localAddress) }
+            } else {
+                candidates = try agent.gather(sockets: sockets, turn: turn)  // a refused allocation throws TURNError
+                agent.localGatheringDone()
+            }
             self.agent = agent
             self.turn = turn
         } else {
             agent = nil
             turn = nil
         }
+        self.trickle = trickle && fullICE != nil
         capabilities = AudioCapabilities(address: socket.localAddress.host, port: Int(socket.localAddress.port))
         self.certificate = certificate
         self.capture = capture
         self.playout = playout
         localDescription = try describe(
             WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: candidates,
-                                  iceLite: fullICE == nil), capabilities)
+                                  iceLite: fullICE == nil, trickle: self.trickle), capabilities)
     }
 
-    /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake.
+    /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake. With `trickle`
+    /// (a full agent only) the answer carries no candidates: they go to ``onLocalCandidate`` as gathered.
     public convenience init(answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
-                            fullICE: Bool = false, turnServer: TURNServer? = nil,
+                            fullICE: Bool = false, trickle: Bool = false, turnServer: TURNServer? = nil,
                             capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
         let offer = try WebRTCSessionDescription(parsing: offerText)
         var outcome: (NegotiatedAudio, DTLSSRTPAssociation.Role)?
         // RFC 8445 §6.1.1: between two full agents the offerer controls; facing a lite one, we do.
         let role: ICEAgent.Role? = fullICE ? (offer.transport.iceLite ? .controlling : .controlled) : nil
         try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
-                      fullICE: role, turnServer: turnServer) { local, capabilities in
+                      fullICE: role, trickle: trickle, turnServer: turnServer) { local, capabilities in
             let (text, negotiated, role) = try WebRTCSessionDescription.answer(
                 to: offer, localCapabilities: capabilities, local: local)
             outcome = (negotiated, role)
@@ -108,10 +123,10 @@ public final class WebRTCAudioCall: @unchecked Sendable {
 
     /// Makes an offer (``localDescription``) for a browser; call ``accept(answer:)`` with its answer.
     public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1", fullICE: Bool = false,
-                            turnServer: TURNServer? = nil, capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+                            trickle: Bool = false, turnServer: TURNServer? = nil, capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
         var base: SessionDescription?
         try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
-                      fullICE: fullICE ? .controlling : nil, turnServer: turnServer) { local, capabilities in
+                      fullICE: fullICE ? .controlling : nil, trickle: trickle, turnServer: turnServer) { local, capabilities in
             let (text, b) = WebRTCSessionDescription.offer(localCapabilities: capabilities, local: local)
             base = b
             return text
@@ -139,7 +154,7 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             // The relay forwards only from permitted peers (RFC 8656 §9): here the peer's relayed addresses, before
             // the checks start. (Permitting its host and srflx addresses too made coturn's relaying stop after the
             // first exchange in NATTraversalTests — cause not found yet — so relay-to-srflx pairs are not tried.)
-            if let turn {
+            if let turn, !trickle {
                 for address in Set(remote.candidates.filter { $0.kind == .relay }.compactMap(\.address)) {
                     try? turn.createPermission(for: address, timeout: .milliseconds(500))
                 }
@@ -152,6 +167,13 @@ public final class WebRTCAudioCall: @unchecked Sendable {
             sockets: sockets, ice: ice,
             dtls: try DTLSSRTPAssociation(certificate: certificate, role: role, remoteFingerprint: remote.fingerprint))
         transport.relay = turn
+        if trickle {
+            transport.trickleLocalCandidates = true
+            transport.onLocalCandidate = { [unowned self, clock] candidate in
+                trickled.append((candidate, clock.now))
+                onLocalCandidate?(candidate)
+            }
+        }
         transport.onConnected = { [unowned self] result in connected(result) }
         transport.onSRTP = { [unowned self] datagram, now in
             guard let stream else { return }
@@ -161,6 +183,12 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         transport.onTick = { [unowned self] now in tick(now) }
         self.transport = transport
     }
+
+    /// A candidate the peer trickled (nil: its end-of-candidates), from any thread; taken by a full agent.
+    public func addRemoteCandidate(_ candidate: ICECandidate?) { transport?.addRemoteCandidate(candidate) }
+
+    /// Why srflx/relay gathering failed in a trickling call (the call goes on with what was gathered).
+    public var gatheringErrors: [TURNError] { transport?.gatheringErrors ?? [] }
 
     /// Starts the transport's thread (an answerer calls this after sending its answer).
     public func start() { transport?.start { [clock] in clock.now } }

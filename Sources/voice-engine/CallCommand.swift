@@ -44,7 +44,8 @@ struct CallCommand: ParsableCommand {
             stdout and reads the answer from stdin, the answering side the other way round (each SDP ends with an \
             empty line). Candidates are gathered on --bind: one address, several separated by commas, or `all` \
             (every interface that is up, IPv4 and IPv6; default 127.0.0.1); with --turn ADDR:PORT --turn-secret S \
-            also server-reflexive and relayed ones. Devices null or file: (48 kHz mono).
+            also server-reflexive and relayed ones. Devices as above (null, file: or ALSA) at 48 kHz mono, without \
+            echo cancellation (use a headset).
             """)
 
     @Option(help: ArgumentHelp("Wait for the peer on this UDP port (0: any free port).", valueName: "port"))
@@ -114,6 +115,7 @@ struct CallCommand: ParsableCommand {
                   !noSRTP, capture == nil
             else { throw ValidationError("--webrtc replaces --listen/--connect/--remote, the keys and --capture") }
             try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
+            guard media.rate == 48_000 else { throw ValidationError("--webrtc runs at 48 kHz: --rate \(media.rate) is not taken") }
             guard (turn == nil) == (turnSecret == nil) else { throw ValidationError("--turn and --turn-secret go together") }
             if let turn, WebRTCCallMode.turnAddress(turn) == nil {
                 throw ValidationError("--turn \(turn): expected a numeric IPv4 address or [IPv6] with a port")

@@ -7,8 +7,9 @@ import VoiceWebRTC
 /// stdout and reads the answer from stdin; the answering side reads the offer and prints its answer. An SDP block
 /// ends with an empty line. Status lines go to stderr, so stdout carries only SDP (pipes and scripts work).
 ///
-/// Devices: `null` and `file:` (48 kHz mono WAV in, WAV out), run by the transport's 10 ms tick; ALSA devices
-/// are not wired into this mode yet.
+/// Devices: `null` and `file:` (48 kHz mono WAV in, WAV out), run by the transport's 10 ms tick, or an ALSA PCM
+/// name (`default`, `hw:0,0`, `plughw:1,0`) at 48 kHz mono, whose own thread moves periods through its ring while
+/// the tick takes and gives 10 ms blocks (``ALSAMedia``). No echo canceller in this mode: use a headset.
 enum WebRTCCallMode {
     struct Plan {
         var offering: Bool
@@ -48,12 +49,7 @@ enum WebRTCCallMode {
                 return 1
             }
         } else {
-            say("error: --webrtc supports only null and file: devices (--mic \(plan.microphone))")
-            return 64
-        }
-        guard plan.speaker == "null" || plan.speaker.hasPrefix("file:") else {
-            say("error: --webrtc supports only null and file: devices (--speaker \(plan.speaker))")
-            return 64
+            mic = nil  // an ALSA microphone, opened below
         }
         // "all": a host candidate on every interface that is up (IPv4 and IPv6, loopback only when alone).
         var plan = plan
@@ -63,20 +59,41 @@ enum WebRTCCallMode {
                 .map(\.host).joined(separator: ",")
             say("webrtc: gathering on \(plan.host)")
         }
-        let media = FileMedia(microphone: mic, loop: plan.loopMicrophone, seconds: plan.duration)
+        let media = FileMedia(microphone: mic, loop: plan.loopMicrophone,
+                              seconds: plan.speaker.hasPrefix("file:") ? plan.duration : 0)
+        // ALSA devices for what is neither null nor file: (each opened at 48 kHz mono and started now).
+        var alsaMicrophone: ALSAMedia?, alsaSpeaker: ALSAMedia?
+        do {
+            if case .alsa(let name) = LiveDeviceName(plan.microphone) { alsaMicrophone = try ALSAMedia(name, .capture) }
+            if case .alsa(let name) = LiveDeviceName(plan.speaker) { alsaSpeaker = try ALSAMedia(name, .playout) }
+        } catch {
+            alsaMicrophone?.close()
+            say("error: \(error)")
+            return 1
+        }
+        defer {
+            alsaMicrophone?.close()
+            alsaSpeaker?.close()
+        }
+        if alsaMicrophone != nil || alsaSpeaker != nil {
+            say("webrtc: microphone \(plan.microphone), speaker \(plan.speaker), 48 kHz mono")
+        }
+        let capture: (inout AudioFrame) -> Void = alsaMicrophone.map { m in { m.take(into: &$0) } } ?? { media.take(into: &$0) }
+        let recordsFile = plan.speaker.hasPrefix("file:")
+        let playout: (AudioFrame) -> Void = alsaSpeaker.map { s in { s.put($0) } } ?? { if recordsFile { media.put($0) } }
         let call: WebRTCAudioCall
         do {
             let certificate = try DTLSCertificate()
             if plan.offering {
                 call = try WebRTCAudioCall(offeringWith: certificate, host: plan.host, fullICE: true,
-                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                                           turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "offer")
                 guard let answer = readSDP(what: "answer") else { say("error: no answer on stdin"); return 1 }
                 try call.accept(answer: answer)
             } else {
                 guard let offer = readSDP(what: "offer") else { say("error: no offer on stdin"); return 1 }
                 call = try WebRTCAudioCall(answering: offer, certificate: certificate, host: plan.host, fullICE: true,
-                                           turnServer: plan.turn, capture: { media.take(into: &$0) }, playout: { media.put($0) })
+                                           turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "answer")
                 call.start()
             }
@@ -100,6 +117,9 @@ enum WebRTCCallMode {
             + "DTLS-SRTP after \(ms(call.connectedAt)), first packet after \(ms(call.firstAudioAt)), "
             + "first decoded audio after \(ms(call.firstDecodedAt)) (from the \(plan.offering ? "offer" : "answer") being made); "
             + "packets sent \(statistics?.packetsSent ?? 0), received \(statistics?.packetsReceived ?? 0)")
+        for (side, device) in [("microphone", alsaMicrophone), ("speaker", alsaSpeaker)] {
+            if let device { say("webrtc: \(side) \(device.name): \(device.shortBlocks) short blocks, \(device.xruns) xruns") }
+        }
         if plan.speaker.hasPrefix("file:") {
             do { try WAVFile.write(pcm16: media.played, format: .mono48k, to: String(plan.speaker.dropFirst(5))) } catch {
                 say("error: --speaker \(plan.speaker): \(error)")
@@ -171,4 +191,64 @@ private final class FileMedia: @unchecked Sendable {
     }
 
     func put(_ frame: AudioFrame) { frame.withUnsafeSamples { played.append(contentsOf: $0) } }
+}
+
+/// An ALSA microphone or speaker for the transport's tick (one thread): the device's own thread moves periods
+/// through its ring; the tick reads or writes one 10 ms block. The microphone side starts reading once the ring
+/// holds a device period plus a block (the device delivers whole periods, often 20 ms, while the tick takes 10 ms:
+/// without that cushion every other tick would find the ring empty whenever the period came a little late), and
+/// trims it back to that level when it grew by more than three blocks (the tick fell behind), so delay does not
+/// build up. A microphone block the ring cannot fill after that is padded with silence, a speaker block the ring
+/// cannot take is cut; both are counted (``shortBlocks``).
+final class ALSAMedia: @unchecked Sendable {
+    let name: String
+    private let device: ALSADevice
+    private(set) var shortBlocks = 0
+    private var primed = false
+
+    struct OpenError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(_ name: String, _ direction: AudioDirection) throws {
+        self.name = name
+        let option = direction == .capture ? "--mic" : "--speaker"
+        do {
+            device = try ALSADevice(name: name, direction: direction, format: .mono48k)
+        } catch {
+            throw OpenError(description: "\(option) \(name): \(error)")
+        }
+        guard device.format == .mono48k else {
+            device.close()
+            throw OpenError(description: "\(option) \(name) settled on \(device.format); --webrtc needs 48 kHz mono")
+        }
+        do { try device.start() } catch {
+            device.close()
+            throw OpenError(description: "\(option) \(name): \(error)")
+        }
+    }
+
+    var xruns: Int { device.statistics.xruns }
+
+    func take(into frame: inout AudioFrame) {
+        let block = frame.samplesPerChannel
+        let cushion = device.periodFrames + block
+        let waiting = device.ring.availableToRead
+        if !primed {
+            guard waiting >= cushion else { frame.silence(); return }
+            primed = true
+        }
+        if waiting > cushion + 3 * block { device.ring.discard(upTo: waiting - cushion) }
+        let read = frame.withUnsafeMutableSamples { device.ring.read(into: $0) }
+        if read < block {
+            shortBlocks += 1
+            frame.withUnsafeMutableSamples { UnsafeMutableBufferPointer(rebasing: $0[read...]).update(repeating: 0) }
+        }
+    }
+
+    func put(_ frame: AudioFrame) {
+        if frame.withUnsafeSamples({ device.ring.write($0) }) < frame.samplesPerChannel { shortBlocks += 1 }
+    }
+
+    func close() { device.close() }
 }

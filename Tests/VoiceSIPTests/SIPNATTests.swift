@@ -20,16 +20,9 @@ enum SIPNATNetwork {
     static let names = ["pub", "nat", "host"].map { prefix + $0 }
     static let udpTimeoutSeconds = 2
 
-    /// Runs a shell script to its end (posix_spawn and waitpid: Foundation's `Process` does not see a child exit
-    /// while another `Process`, Kamailio, runs); its status and output.
+    /// Runs a shell script to its end (``ChildProcessGroup/shell(_:)``); its status and output.
     @discardableResult
-    static func sh(_ script: String) -> (Int32, String) {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("ve18-sh-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: log) }
-        guard let child = try? ChildProcessGroup("/bin/sh", ["-c", script], log: log) else { return (-1, "cannot run /bin/sh") }
-        let status = child.waitForExit()
-        return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
-    }
+    static func sh(_ script: String) -> (Int32, String) { ChildProcessGroup.shell(script) }
 
     /// Root, `ip` and `iptables` with NAT in a namespace.
     static let available: Bool = {

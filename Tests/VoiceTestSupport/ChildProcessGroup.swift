@@ -79,6 +79,17 @@ public final class ChildProcessGroup: @unchecked Sendable {
         _ = reap(0)
     }
 
+    /// Runs a shell script to its end (posix_spawn and waitpid, so it works while other children run: Foundation's
+    /// `Process` misses a child's exit while another `Process` runs); its exit status and output.
+    @discardableResult
+    public static func shell(_ script: String) -> (status: Int32, output: String) {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("voiceengine-sh-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        guard let child = try? ChildProcessGroup("/bin/sh", ["-c", script], log: log) else { return (-1, "cannot run /bin/sh") }
+        let status = child.waitForExit()
+        return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+
     /// The last lines of the log, for failure messages.
     public var logTail: String {
         ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")

@@ -64,6 +64,10 @@ final class BrowserCallRecord: @unchecked Sendable {
     var timing: [String: Double] = [:]
     var pageErrors: [String] = []
     var offerAt: Date?
+    /// Trickle ICE: the server (to push the engine's candidates) and the candidates the page applied ("" is
+    /// end-of-candidates).
+    var server: WebRTCSignallingServer?
+    var candidatesAdded: [String] = []
     /// Where the engine's speech source is (the call's thread only).
     var cursor = 0
 }
@@ -159,6 +163,33 @@ struct ChromiumInteropTests {
     /// The browser sends its offer before gathering (trickle): the ICE-lite engine needs no candidates from it.
     @Test func engineAnswersATrickledOffer() async throws { try await call(engineOffers: false, extraQuery: "trickle") }
 
+    /// Trickle ICE of the engine's own candidates (RFC 8838/8840): the engine, a full agent, answers with no
+    /// candidates, then sends its host candidate at once over the WebSocket and its srflx and relay candidates as a
+    /// slow TURN server (coturn behind a proxy that delays every request by 1 s) answers, then end-of-candidates;
+    /// Chromium trickles its own. The call must connect and carry speech on the host pair while relay gathering is
+    /// still pending, and Chromium's `addIceCandidate` must take every candidate and the end.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed"))
+    func engineTricklesItsCandidatesAndConnectsBeforeRelayGatheringEnds() async throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        let proxy = try DelayingUDPProxy(to: TransportAddress("127.0.0.1", port: Coturn.port)!, delay: .milliseconds(1000))
+        defer { proxy.stop() }
+        let call = try await call(engineOffers: false, extraQuery: "trickle", trickleTURN: proxy.address)
+        let trickled = call.trickled
+        print("engine trickled:", trickled.map { "\($0.candidate.map { "\($0.kind) \($0.host):\($0.port)" } ?? "end-of-candidates") at \(($0.at - call.startedAt).milliseconds) ms" },
+              "gathering errors:", call.gatheringErrors)
+        #expect(call.gatheringErrors.isEmpty, "\(call.gatheringErrors)")
+        #expect(trickled.first?.candidate?.kind == .host, "the host candidate goes first, at once")
+        #expect(trickled.last.map { $0.candidate == nil } == true, "end-of-candidates last")
+        #expect(trickled.contains { $0.candidate?.kind == .srflx }, "the proxy's mapping is a srflx candidate")
+        let relay = try #require(trickled.first { $0.candidate?.kind == .relay }, "no relay candidate trickled")
+        let firstAudio = try #require(call.firstAudioAt)
+        let firstMs = (firstAudio - call.startedAt).milliseconds, relayMs = (relay.at - call.startedAt).milliseconds
+        #expect(firstAudio < relay.at,
+                "media must flow on the host pair before the relay candidate was gathered (first packet \(firstMs) ms, relay \(relayMs) ms)")
+        #expect(call.transport?.remoteAddress.map { !(27500...27599).contains($0.port) } == true, "host pair selected")
+    }
+
     /// Chromium allowed relayed candidates only, through coturn with TURN REST credentials: the engine must see
     /// every check and packet come from coturn's relay ports, and speech must still pass both ways.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed"))
@@ -177,11 +208,14 @@ struct ChromiumInteropTests {
     /// One call: Chromium loads the page, the engine answers its offer (or offers), both send the speech file for
     /// 8 s; the engine's received audio must follow the file, the page must report the engine's audio.
     @discardableResult
-    func call(engineOffers: Bool, extraQuery: String = "", tamperFingerprint: Bool = false) async throws -> WebRTCAudioCall {
+    /// `trickleTURN`: the engine answers as a full agent trickling its candidates, gathered through this TURN
+    /// server (coturn's secret); the page must apply all of them and the end.
+    func call(engineOffers: Bool, extraQuery: String = "", tamperFingerprint: Bool = false,
+              trickleTURN: TransportAddress? = nil) async throws -> WebRTCAudioCall {
         let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
         let certificate = try DTLSCertificate()
         let record = BrowserCallRecord()
-        let server = try await WebRTCSignallingServer(page: WebRTCDemoPage.html) { text, _ in
+        let server = try await WebRTCSignallingServer(page: WebRTCDemoPage.html) { text, connection in
             guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                   let type = json["type"] as? String else { return [] }
             switch type {
@@ -202,9 +236,28 @@ struct ChromiumInteropTests {
                     let playout: (AudioFrame) -> Void = { frame in
                         frame.withUnsafeSamples { s in record.lock.withLock { record.received += s } }
                     }
+                    let turn = trickleTURN.map {
+                        TURNServer(address: $0, credentials: .restAPI(secret: Coturn.secret, user: "engine"))
+                    }
                     let call = type == "ready"
                         ? try WebRTCAudioCall(offeringWith: certificate, capture: capture, playout: playout)
-                        : try WebRTCAudioCall(answering: sdp, certificate: certificate, capture: capture, playout: playout)
+                        : try WebRTCAudioCall(answering: sdp, certificate: certificate, fullICE: turn != nil,
+                                              trickle: turn != nil, turnServer: turn, capture: capture, playout: playout)
+                    if turn != nil {
+                        // In gathering order: one task sends what the transport thread yields.
+                        let (messages, continuation) = AsyncStream.makeStream(of: String.self)
+                        call.onLocalCandidate = { candidate in
+                            let json = try! JSONSerialization.data(
+                                withJSONObject: ["type": "candidate", "candidate": candidate?.sdpValue ?? ""])
+                            continuation.yield(String(decoding: json, as: UTF8.self))
+                            if candidate == nil { continuation.finish() }
+                        }
+                        Task {
+                            for await message in messages {
+                                await record.lock.withLock { record.server }?.send(message, to: connection)
+                            }
+                        }
+                    }
                     record.lock.withLock { record.call = call; record.offerAt = Date() }
                     if type == "offer" { call.start() }
                     let reply = try JSONSerialization.data(
@@ -220,6 +273,13 @@ struct ChromiumInteropTests {
                 } catch {
                     record.lock.withLock { record.pageErrors.append("engine refused the answer: \(error)") }
                 }
+            case "candidate":
+                // Chromium's trickled candidates (an empty one is its end-of-candidates).
+                let line = json["candidate"] as? String ?? ""
+                let call = record.lock.withLock { record.call }
+                if line.isEmpty { call?.addRemoteCandidate(nil) } else if let c = ICECandidate(sdpValue: line) { call?.addRemoteCandidate(c) }
+            case "candidate-added":
+                record.lock.withLock { record.candidatesAdded.append(json["candidate"] as? String ?? "?") }
             case "timing":
                 record.lock.withLock {
                     for (k, v) in json { if let d = v as? Double { record.timing[k] = d } }
@@ -234,6 +294,7 @@ struct ChromiumInteropTests {
             }
             return []
         }
+        record.lock.withLock { record.server = server }
         let chromium = try ChromiumPeer(
             url: "http://127.0.0.1:\(server.port)/?autocall&raw" + (engineOffers ? "&engineOffers" : "")
                 + (extraQuery.isEmpty ? "" : "&" + extraQuery), audioFile: speechPath)
@@ -244,6 +305,7 @@ struct ChromiumInteropTests {
         while Date() < deadline {
             let done = record.lock.withLock {
                 record.received.count > 48_000 * 8 && (record.browserStats["packetsReceived"] ?? 0) > 300
+                    && (trickleTURN == nil || record.candidatesAdded.contains(""))
                     || !record.pageErrors.isEmpty || record.call?.failure != nil
             }
             if done { break }
@@ -255,6 +317,11 @@ struct ChromiumInteropTests {
         let log = (try? String(contentsOf: chromium.log, encoding: .utf8)) ?? ""
         let (received, stats, errors) = record.lock.withLock { (record.received, record.browserStats, record.pageErrors) }
         #expect(errors.isEmpty, "page: \(errors)")
+        if trickleTURN != nil, let c = call {
+            let added = record.lock.withLock { record.candidatesAdded }
+            #expect(added == c.trickled.map { $0.candidate?.sdpValue ?? "" },
+                    "Chromium applied \(added), the engine trickled \(c.trickled.map { $0.candidate?.sdpValue ?? "" })")
+        }
         let c = try #require(call, "Chromium sent no offer; its log ends:\n\(log.suffix(2000))")
         if tamperFingerprint {
             guard case .dtls(.fingerprintMismatch) = c.failure else {
@@ -270,7 +337,7 @@ struct ChromiumInteropTests {
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
         let firstAudio = try #require(c.firstAudioAt)
         let decoded = c.firstDecodedAt.map { "\(($0 - c.startedAt).milliseconds) ms" } ?? "none"
-        print(engineOffers ? "engine offered:" : "engine answered:",
+        print(engineOffers ? "engine offered:" : "engine answered:", trickleTURN != nil ? "(trickling its candidates)" : extraQuery.isEmpty ? "" : "(?\(extraQuery.prefix(12))…)",
               "engine-side from the offer/answer exchange: DTLS up \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms,",
               "first packet \((firstAudio - c.startedAt).milliseconds) ms, first decoded frame \(decoded);",
               "page-side: \(record.lock.withLock { record.timing })")
@@ -314,5 +381,53 @@ struct ChromiumInteropTests {
         #expect(errors.isEmpty, "page: \(errors)")
         print("Chromium to Chromium (one tab, loopback candidates): \(timing)")
         #expect((timing["offerToFirstAudioMs"] ?? 0) > 0, "no first audio reported")
+    }
+}
+
+/// A UDP relay between the engine and a server that holds every datagram towards the server for `delay` (answers
+/// pass at once): a slow TURN server. One client; runs on its own thread until ``stop()``.
+final class DelayingUDPProxy: @unchecked Sendable {
+    let front: DatagramSocket
+    private let back: DatagramSocket
+    private let server: TransportAddress
+    private let delay: Duration
+    private let lock = NSLock()
+    private var running = true
+    private var thread: Thread?
+    var address: TransportAddress { front.localAddress }
+
+    init(to server: TransportAddress, delay: Duration) throws {
+        front = try DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!)
+        back = try DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!)
+        self.server = server
+        self.delay = delay
+        let thread = Thread { [self] in run() }
+        self.thread = thread
+        thread.start()
+    }
+
+    private func run() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buffer.deallocate() }
+        var client: TransportAddress?
+        var held: [(due: ContinuousClock.Instant, bytes: [UInt8])] = []
+        while lock.withLock({ running }) {
+            if let (n, from) = front.receive(into: buffer, timeoutMilliseconds: 2) {
+                client = from
+                held.append((.now + delay, Array(buffer[0..<n])))
+            }
+            if let (n, from) = back.receive(into: buffer, timeoutMilliseconds: 2), from == server, let client {
+                front.send(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), to: client)
+            }
+            while let first = held.first, first.due <= .now {
+                held.removeFirst()
+                back.send(first.bytes, to: server)
+            }
+        }
+    }
+
+    func stop() {
+        lock.withLock { running = false }
+        while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
     }
 }

@@ -21,20 +21,10 @@ final class NATNetwork: @unchecked Sendable {
     static let prefix = "ve17"
     static var names: [String] { ["pub", "natA", "hostA", "natB", "hostB"].map { prefix + $0 } }
 
-    /// Runs a shell script; returns its status and output.
+    /// Runs a shell script to its end; its status and output (``ChildProcessGroup/shell(_:)``: Foundation's
+    /// `Process` misses a child's exit while another `Process`, coturn, runs).
     @discardableResult
-    static func sh(_ script: String) -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", script]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        guard (try? p.run()) != nil else { return (-1, "cannot run /bin/sh") }
-        let out = pipe.fileHandleForReading.readDataToEndOfFile()
-        while p.isRunning { Thread.sleep(forTimeInterval: 0.01) }
-        return (p.terminationStatus, String(decoding: out, as: UTF8.self))
-    }
+    static func sh(_ script: String) -> (Int32, String) { ChildProcessGroup.shell(script) }
 
     /// Whether this machine lets us make namespaces and NAT rules (root, `ip`, `iptables`).
     static let available: Bool = {
@@ -113,25 +103,27 @@ final class NATNetwork: @unchecked Sendable {
 struct NATTraversalTests {
     let server = TransportAddress("10.17.1.1", port: 27478)!
 
-    /// coturn in the public namespace (relay on 10.17.1.1, ports 27500–27599).
-    func startCoturn() throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        p.arguments = ["netns", "exec", "\(NATNetwork.prefix)pub", turnserverPath, "-n", "--listening-ip=10.17.1.1",
-                       "--listening-port=27478", "--relay-ip=10.17.1.1", "--min-port=27500", "--max-port=27599",
-                       "--use-auth-secret", "--static-auth-secret=\(Coturn.secret)", "--realm=voiceengine.test",
-                       "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint", "--log-file=stdout",
-                       "--simple-log", "--pidfile=/tmp/ve17-coturn-\(UUID().uuidString).pid",
-                       // Peers are relay addresses on the server itself (both engines' allocations).
-                       "--allowed-peer-ip=10.17.1.1"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+    /// coturn in the public namespace (relay on 10.17.1.1, ports 27500–27599), in a process group of its own
+    /// (``ChildProcessGroup``: stopped and reaped whatever else runs).
+    func startCoturn() throws -> ChildProcessGroup {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("ve17-coturn-\(UUID().uuidString).log")
+        let p = try ChildProcessGroup("/usr/sbin/ip", [
+            "netns", "exec", "\(NATNetwork.prefix)pub", turnserverPath, "-n", "--listening-ip=10.17.1.1",
+            "--listening-port=27478", "--relay-ip=10.17.1.1", "--min-port=27500", "--max-port=27599",
+            "--use-auth-secret", "--static-auth-secret=\(Coturn.secret)", "--realm=voiceengine.test",
+            "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint", "--log-file=stdout",
+            "--simple-log", "--pidfile=/tmp/ve17-coturn-\(UUID().uuidString).pid",
+            // Peers are relay addresses on the server itself (both engines' allocations).
+            "--allowed-peer-ip=10.17.1.1",
+        ], log: log)
         Thread.sleep(forTimeInterval: 0.7)
         return p
     }
 
-    func stop(_ p: Process) { stopPeer(p, grace: 0.5) }
+    func stop(_ p: ChildProcessGroup) {
+        p.stop()
+        try? FileManager.default.removeItem(at: p.log)
+    }
 
     @Test func callConnectsThroughRelayedCandidatesOnly() throws {
         let network = try NATNetwork()
@@ -322,7 +314,7 @@ struct NATTraversalTests {
         #expect(sdp.contains("typ srflx") && sdp.contains("typ relay"))
         let logs = offerer.logText + answerer.logText
         print(logs)
-        #expect(offerer.process.terminationStatus == 0 && answerer.process.terminationStatus == 0, "\(logs)")
+        #expect(offerer.exitStatus == 0 && answerer.exitStatus == 0, "\(logs)")
         // The pair each side uses is not its peer's host address (unreachable across the NATs).
         #expect(logs.contains("ICE connected") && !logs.contains("→ 192.168."), "\(logs)")
         try WebRTCCallCommandTests.expectSpeechBothWays([offerer, answerer])
@@ -331,7 +323,7 @@ struct NATTraversalTests {
         defer { stopPeer(refused.process, grace: 1) }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, refused.process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
-        #expect(refused.process.terminationStatus == 1)
+        #expect(refused.exitStatus == 1)
         #expect(refused.logText.contains("rejected(code: 401"), "\(refused.logText)")
     }
 

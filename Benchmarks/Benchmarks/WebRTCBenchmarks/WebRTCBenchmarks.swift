@@ -14,4 +14,16 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("WebRTC.srtpPath.20ms", configuration: configuration) { benchmark in
         blackHole(workload.run(benchmark.scaledIterations.count))
     }
+    // `WebRTC.relayPath.20ms`: the same through coturn on loopback (BenchmarkTURNServer), both engines relay-only,
+    // so the selected pair is relayed and media goes as TURN ChannelData each way (not Send/Data indications).
+    if let server = try! BenchmarkTURNServer.start() {
+        let relayed = try! WebRTCPathWorkload(relay: (server, BenchmarkTURNServer.secret))
+        blackHole(relayed.run(100))
+        precondition(relayed.sentChannelData == 100, "the relayed pair must send ChannelData, sent \(relayed.sentChannelData)")
+        Benchmark("WebRTC.relayPath.20ms", configuration: configuration) { benchmark in
+            blackHole(relayed.run(benchmark.scaledIterations.count))
+        }
+    } else {
+        print("WebRTC.relayPath.20ms skipped: coturn (/usr/bin/turnserver) is not installed")
+    }
 }

@@ -2,7 +2,9 @@
 // attribute reader, MESSAGE-INTEGRITY verification, re-serialization (which must parse back), TURN ChannelData
 // parsing, the ICE-lite agent answering it (its responses must parse), and — when the first byte says DTLS — a
 // fresh DTLS-SRTP server association (OpenSSL's record and handshake parsing) fed the datagram; then the full
-// ICE agent handles it and ticks (what it sends must parse: responses, triggered checks).
+// ICE agent handles it and ticks (what it sends must parse: responses, triggered checks); last, a TURN client's
+// non-blocking gathering takes it as the answer to its Binding or Allocate (the input's transaction ID replaced by
+// the pending request's, so the answer handling runs, not only the ID lookup; what it sends must parse).
 import FuzzSupport
 import VoiceEngine
 import VoiceWebRTC
@@ -25,6 +27,9 @@ nonisolated(unsafe) private let fullAgent: ICEAgent = {
     return agent
 }()
 nonisolated(unsafe) private let certificate = try! DTLSCertificate()
+nonisolated(unsafe) private let turn = TURNClient(
+    socket: try! DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!),
+    server: TransportAddress("127.0.0.1", port: 27_002)!, credentials: TURNCredentials(username: "u", password: "p"))
 private let peerFingerprint = DTLSFingerprint(bytes: [UInt8](repeating: 0x5A, count: 32))
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -59,6 +64,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     fullAgent.tick(now: clock)
     for t in fullAgent.takeTransmits() {
         guard (try? STUNMessage(parsing: t.datagram)) != nil else { preconditionFailure("ICE agent output does not parse") }
+    }
+    // Binding (even last byte) or Allocate (odd): the two requests startGathering sends, in that order.
+    let requests = turn.startGathering(now: clock)
+    if bytes.count >= 20 {
+        var answer = bytes
+        let request = requests[Int(bytes[bytes.count - 1] & 1)]
+        answer.replaceSubrange(8..<20, with: request[8..<20])
+        if let (send, _) = turn.handleGatheringAnswer(answer, now: clock) {
+            for d in send {
+                guard (try? STUNMessage(parsing: d)) != nil else { preconditionFailure("TURN gathering output does not parse") }
+            }
+        }
+        _ = turn.gatheringTimers(now: clock + .seconds(20))
     }
     return 0
 }

@@ -134,12 +134,22 @@ public struct WebRTCLocalParameters: Sendable {
     public var candidates: [ICECandidate]
     /// The engine answers as an ICE-lite agent (RFC 8445 §2.5): it only answers checks, the browser controls.
     public var iceLite: Bool
+    /// Trickle ICE (RFC 8840): `a=ice-options:trickle`, and no end-of-candidates — more candidates follow in
+    /// signalling messages.
+    public var trickle: Bool
 
-    public init(ice: ICECredentials, fingerprint: DTLSFingerprint, candidates: [ICECandidate], iceLite: Bool = true) {
+    public init(ice: ICECredentials, fingerprint: DTLSFingerprint, candidates: [ICECandidate], iceLite: Bool = true,
+                trickle: Bool = false) {
         self.ice = ice
         self.fingerprint = fingerprint
         self.candidates = candidates
         self.iceLite = iceLite
+        self.trickle = trickle
+    }
+
+    /// The ICE attributes after the credentials: trickle's option, the candidates, end-of-candidates unless trickling.
+    var candidateAttributes: [String] {
+        (trickle ? ["ice-options:trickle"] : []) + candidates.map(\.sdpValue) + (trickle ? [] : ["end-of-candidates"])
     }
 }
 
@@ -186,8 +196,7 @@ extension WebRTCSessionDescription {
             "fingerprint:\(local.fingerprint.sdpValue)", "setup:\(setup.rawValue)",
         ]
         if let id = offer.transport.audioLevelExtensionID { audio.otherAttributes.append("extmap:\(id) \(audioLevelURI)") }
-        audio.otherAttributes += local.candidates.map(\.sdpValue)
-        audio.otherAttributes.append("end-of-candidates")
+        audio.otherAttributes += local.candidateAttributes
         var audioOnly = answer
         audioOnly.audio = audio
         audioOnly.otherMedia = []
@@ -227,7 +236,7 @@ extension WebRTCSessionDescription {
         base.audio.otherAttributes = [
             "mid:0", "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
             "fingerprint:\(local.fingerprint.sdpValue)", "setup:actpass",
-        ] + local.candidates.map(\.sdpValue) + ["end-of-candidates"]
+        ] + local.candidateAttributes
         base.sessionAttributes = ["group:BUNDLE 0"] + (local.iceLite ? ["ice-lite"] : []) + ["msid-semantic: WMS"]
         return (base.serialize(), base)
     }

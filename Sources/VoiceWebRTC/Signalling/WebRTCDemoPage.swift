@@ -4,8 +4,11 @@
 /// so a test can check what the browser received. `?autocall` calls at load (headless use); `?engineOffers` makes
 /// the engine the offerer (the page sends "ready", answers the engine's offer); `?turn=HOST:PORT&user=U&pass=P`
 /// sends everything through that TURN server (`iceTransportPolicy: "relay"`: relayed candidates only);
-/// `?raw` turns the browser's microphone processing off; `?trickle` sends the offer at once instead of after ICE gathering (the engine, an ICE-lite agent, learns the
-/// browser's addresses from its checks and needs no candidates in the offer).
+/// `?raw` turns the browser's microphone processing off; `?trickle` sends the offer at once instead of after ICE
+/// gathering and then each of the browser's candidates as `{"type":"candidate","candidate":"candidate:…"}` (an
+/// empty `candidate` is end-of-candidates; an ICE-lite engine ignores them, it learns the browser's addresses from
+/// its checks). The engine's candidates may arrive the same way (trickle ICE, RFC 8838/8840): the page gives each
+/// to `addIceCandidate` once the remote description is set, and reports `{"type":"candidate-added"}` (or an error).
 public enum WebRTCDemoPage {
     public static let html = #"""
 <!doctype html>
@@ -57,14 +60,32 @@ async function call() {
   stream.getTracks().forEach((t) => pc.addTrack(t, stream));
   pc.ontrack = (e) => { document.getElementById("remote").srcObject = e.streams[0] || new MediaStream([e.track]); };
   pc.onconnectionstatechange = () => { log("connection " + pc.connectionState); send({type: "state", state: pc.connectionState}); };
+  if (query.has("trickle")) {
+    pc.onicecandidate = (e) => send({type: "candidate", candidate: e.candidate ? e.candidate.candidate : ""});
+  }
+  // The engine's trickled candidates (an empty one is end-of-candidates), applied in order once the remote
+  // description is set (addIceCandidate refuses them before): a promise chain that starts when it is.
+  let remoteDescriptionSet;
+  let candidates = new Promise((resolve) => { remoteDescriptionSet = resolve; });
+  const addRemote = async (c) => {
+    try {
+      await pc.addIceCandidate({candidate: c, sdpMLineIndex: 0});
+      log("remote candidate " + (c || "end-of-candidates"));
+      send({type: "candidate-added", candidate: c});
+    } catch (e) { send({type: "error", message: "addIceCandidate(" + c + "): " + e}); }
+  };
   ws.onmessage = async (m) => {
     const msg = JSON.parse(m.data);
     try {
-      if (msg.type === "answer") {
+      if (msg.type === "candidate") {
+        candidates = candidates.then(() => addRemote(msg.candidate));
+      } else if (msg.type === "answer") {
         await pc.setRemoteDescription({type: "answer", sdp: msg.sdp});
+        remoteDescriptionSet();
         log("answer applied");
       } else if (msg.type === "offer") {
         await pc.setRemoteDescription({type: "offer", sdp: msg.sdp});
+        remoteDescriptionSet();
         await pc.setLocalDescription(await pc.createAnswer());
         await gathered(pc);
         send({type: "answer", sdp: pc.localDescription.sdp});

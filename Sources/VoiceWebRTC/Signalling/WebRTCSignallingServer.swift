@@ -1,10 +1,12 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 
 /// A small HTTP + WebSocket server for trying the engine from a browser: `GET /` serves one page, `/ws` upgrades
-/// to a WebSocket whose text messages go to `handler`; each reply it returns is sent back on the same socket.
+/// to a WebSocket whose text messages go to `handler`; each reply it returns is sent back on the same socket, and
+/// ``send(_:to:)`` pushes a message at any time (trickled candidates as they are gathered).
 /// Signalling only — media never touches it.
 public final class WebRTCSignallingServer: Sendable {
     public typealias Handler = @Sendable (_ message: String, _ connection: Int) async -> [String]
@@ -16,6 +18,7 @@ public final class WebRTCSignallingServer: Sendable {
 
     private let channel: NIOAsyncChannel<EventLoopFuture<Upgrade>, Never>
     private let serveTask: Task<Void, Never>
+    private let sockets = OpenSockets()
     /// The bound address (port 0 picks one).
     public let port: Int
 
@@ -50,6 +53,7 @@ public final class WebRTCSignallingServer: Sendable {
         self.channel = channel
         self.port = channel.channel.localAddress?.port ?? port
         let body = ByteBuffer(string: page)
+        let sockets = sockets
         serveTask = Task {
             var connection = 0
             await withDiscardingTaskGroup { group in
@@ -57,10 +61,23 @@ public final class WebRTCSignallingServer: Sendable {
                     for try await upgrade in channel.inbound {
                         connection += 1
                         let id = connection
-                        group.addTask { await Self.serve(upgrade, id: id, page: body, handler: handler) }
+                        group.addTask { await Self.serve(upgrade, id: id, page: body, sockets: sockets, handler: handler) }
                     }
                 } catch {}
             }
+        }
+    }
+
+    /// Sends a text message on connection `connection`'s WebSocket (the id the handler was given); false when that
+    /// socket is closed or gone.
+    @discardableResult
+    public func send(_ message: String, to connection: Int) async -> Bool {
+        guard let outbound = sockets.writer(connection) else { return false }
+        do {
+            try await outbound.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: message)))
+            return true
+        } catch {
+            return false
         }
     }
 
@@ -70,7 +87,8 @@ public final class WebRTCSignallingServer: Sendable {
         serveTask.cancel()
     }
 
-    private static func serve(_ upgrade: EventLoopFuture<Upgrade>, id: Int, page: ByteBuffer, handler: Handler) async {
+    private static func serve(_ upgrade: EventLoopFuture<Upgrade>, id: Int, page: ByteBuffer, sockets: OpenSockets,
+                              handler: Handler) async {
         do {
             switch try await upgrade.get() {
             case .http(let http):
@@ -90,6 +108,8 @@ public final class WebRTCSignallingServer: Sendable {
                 }
             case .websocket(let ws):
                 try await ws.executeThenClose { inbound, outbound in
+                    sockets.open(id, outbound)
+                    defer { sockets.close(id) }
                     var text = ""
                     for try await frame in inbound {
                         switch frame.opcode {
@@ -117,4 +137,14 @@ public final class WebRTCSignallingServer: Sendable {
             // One connection's failure (the browser went away) does not stop the server.
         }
     }
+}
+
+/// The open WebSockets' writers by connection id, for ``WebRTCSignallingServer/send(_:to:)``.
+private final class OpenSockets: @unchecked Sendable {
+    typealias Writer = NIOAsyncChannelOutboundWriter<WebSocketFrame>
+    private let lock = NSLock()
+    private var writers: [Int: Writer] = [:]
+    func open(_ id: Int, _ writer: Writer) { lock.withLock { writers[id] = writer } }
+    func close(_ id: Int) { _ = lock.withLock { writers.removeValue(forKey: id) } }
+    func writer(_ id: Int) -> Writer? { lock.withLock { writers[id] } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import VoiceCore
 
 /// Long-term TURN credentials (RFC 8656 §9.2).
 public struct TURNCredentials: Equatable, Sendable {
@@ -80,23 +81,8 @@ public final class TURNClient {
     /// Allocates a UDP relay; returns the relayed transport address.
     @discardableResult
     public func allocate(timeout: Duration = .seconds(3)) throws(TURNError) -> TransportAddress {
-        let response = try authenticatedRequest(.allocate, attributes: [
-            .uint32(STUNAttribute.Kind.requestedTransport, 17 << 24),  // UDP (RFC 8656 §18.7)
-            .uint32(STUNAttribute.Kind.lifetime, 600),
-        ], timeout: timeout)
-        do {
-            guard let relayed = try response.xorAddress(STUNAttribute.Kind.xorRelayedAddress) else {
-                throw TURNError.badResponse("Allocate success without XOR-RELAYED-ADDRESS")
-            }
-            relayedAddress = relayed
-            mappedAddress = try response.xorAddress()
-            lifetime = try response.uint32(STUNAttribute.Kind.lifetime) ?? 0
-            return relayed
-        } catch let error as TURNError {
-            throw error
-        } catch {
-            throw .badResponse("\(error)")
-        }
+        let response = try authenticatedRequest(.allocate, attributes: Self.allocateAttributes, timeout: timeout)
+        return try acceptAllocation(response)
     }
 
     /// Installs a permission for `peer`'s address (RFC 8656 §9): the relay forwards only from permitted peers.
@@ -231,42 +217,192 @@ public final class TURNClient {
         throws(TURNError) -> STUNMessage
     {
         for _ in 0..<3 {
-            var request = STUNMessage(method: method, messageClass: .request)
-            // Address attributes are XORed with this request's own transaction ID.
-            request.attributes = attributes.map { a in
-                if a.type == STUNAttribute.Kind.xorPeerAddress, let plain = try? a.decodeAddress(xorWith: nil) {
-                    return .address(a.type, plain, transactionID: request.transactionID)
-                }
-                return a
-            }
-            var key: [UInt8]?
-            if let realm, let nonce {
-                request.attributes += [
-                    .string(STUNAttribute.Kind.username, credentials.username),
-                    .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
-                ]
-                key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
-            }
+            let (request, key) = signedRequest(method, attributes: attributes)
             let response = try transact(request.serialize(integrityKey: key, fingerprint: true),
                                         id: request.transactionID, timeout: timeout)
-            if response.messageClass == .successResponse {
-                if let key, !response.verifyIntegrity(key: key) {
-                    throw .badResponse("success response failed MESSAGE-INTEGRITY")
-                }
-                return response
+            switch authenticationOutcome(response, key: key) {
+            case .success: return response
+            case .retry: continue
+            case .failure(let error): throw error
             }
-            let (code, reason) = ((try? response.errorCode()) ?? nil) ?? (0, "error response without ERROR-CODE")
-            let hadCredentials = key != nil
-            if code == 401 && !hadCredentials || code == 438 {
-                guard let r = response.string(STUNAttribute.Kind.realm), let n = response.string(STUNAttribute.Kind.nonce)
-                else { throw .badResponse("\(code) without REALM/NONCE") }
-                realm = r
-                nonce = n
-                continue
-            }
-            throw .rejected(code: code, reason: reason)
         }
         throw .rejected(code: 401, reason: "still unauthorized after a fresh nonce")
+    }
+
+    /// A request of `method` carrying `attributes` (peer addresses XORed with its own transaction ID), signed with
+    /// the realm and nonce when we hold them; the key to sign it with (nil before the first 401).
+    private func signedRequest(_ method: STUNMethod, attributes: [STUNAttribute]) -> (STUNMessage, [UInt8]?) {
+        var request = STUNMessage(method: method, messageClass: .request)
+        request.attributes = attributes.map { a in
+            if a.type == STUNAttribute.Kind.xorPeerAddress, let plain = try? a.decodeAddress(xorWith: nil) {
+                return .address(a.type, plain, transactionID: request.transactionID)
+            }
+            return a
+        }
+        guard let realm, let nonce else { return (request, nil) }
+        request.attributes += [
+            .string(STUNAttribute.Kind.username, credentials.username),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+        ]
+        return (request, STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password))
+    }
+
+    private enum AuthenticationOutcome { case success, retry, failure(TURNError) }
+
+    /// What an answer to a ``signedRequest(_:attributes:)`` means: success (integrity checked when signed), try
+    /// again (a 401 taught us realm and nonce, or a 438 a fresh nonce), or the server's refusal.
+    private func authenticationOutcome(_ response: STUNMessage, key: [UInt8]?) -> AuthenticationOutcome {
+        if response.messageClass == .successResponse {
+            if let key, !response.verifyIntegrity(key: key) {
+                return .failure(.badResponse("success response failed MESSAGE-INTEGRITY"))
+            }
+            return .success
+        }
+        let (code, reason) = ((try? response.errorCode()) ?? nil) ?? (0, "error response without ERROR-CODE")
+        guard code == 401 && key == nil || code == 438 else { return .failure(.rejected(code: code, reason: reason)) }
+        guard let r = response.string(STUNAttribute.Kind.realm), let n = response.string(STUNAttribute.Kind.nonce)
+        else { return .failure(.badResponse("\(code) without REALM/NONCE")) }
+        realm = r
+        nonce = n
+        return .retry
+    }
+
+    // MARK: Gathering without blocking (trickle ICE)
+
+    /// What a step of non-blocking gathering found.
+    public enum GatheringEvent: Equatable, Sendable {
+        /// The Binding answer: our address as the server sees it (the srflx candidate's address).
+        case mapped(TransportAddress)
+        /// The Allocate succeeded: the relayed address (``relayedAddress``; ``mappedAddress`` is set too).
+        case relayed(TransportAddress)
+        /// The Binding (`allocate` false) or the Allocate (`allocate` true) failed: no answer, or refused.
+        case failed(allocate: Bool, TURNError)
+    }
+
+    /// One outstanding request of non-blocking gathering, retransmitted by ``gatheringTimers(now:)``.
+    private struct GatheringRequest {
+        var id: [UInt8]
+        var datagram: [UInt8]
+        var key: [UInt8]?
+        var allocate: Bool
+        var attempts: Int
+        var rto: MediaTime
+        var due: MediaTime
+        var deadline: MediaTime
+    }
+    private var gatheringRequests: [GatheringRequest] = []
+
+    /// Whether a Binding or Allocate of ``startGathering(now:timeout:)`` is still unanswered.
+    public var isGathering: Bool { !gatheringRequests.isEmpty }
+
+    /// Starts what ``bindingAddress(timeout:)`` and ``allocate(timeout:)`` do, for a caller that must not block (the
+    /// transport thread, gathering while host candidates already connect): returns the Binding and Allocate requests
+    /// to send to ``server``. Give every datagram from the server to ``handleGatheringAnswer(_:now:)``
+    /// and call ``gatheringTimers(now:)`` for the retransmissions (500 ms doubling, RFC 8489 §6.2.1),
+    /// until ``isGathering`` is false; each ends with a ``GatheringEvent``.
+    public func startGathering(now: MediaTime, timeout: MediaTime = .seconds(3)) -> [[UInt8]] {
+        let deadline = now + timeout
+        let binding = STUNMessage(method: .binding, messageClass: .request)
+        let bytes = binding.serialize(fingerprint: true)
+        gatheringRequests = [GatheringRequest(id: binding.transactionID, datagram: bytes, key: nil, allocate: false,
+                                              attempts: 0, rto: .milliseconds(500), due: now + .milliseconds(500), deadline: deadline)]
+        return [bytes, allocateRequest(now: now, deadline: deadline, attempts: 0)]
+    }
+
+    private static let allocateAttributes: [STUNAttribute] = [
+        .uint32(STUNAttribute.Kind.requestedTransport, 17 << 24),  // UDP (RFC 8656 §18.7)
+        .uint32(STUNAttribute.Kind.lifetime, 600),
+    ]
+
+    private func allocateRequest(now: MediaTime, deadline: MediaTime, attempts: Int) -> [UInt8] {
+        let (request, key) = signedRequest(.allocate, attributes: Self.allocateAttributes)
+        let bytes = request.serialize(integrityKey: key, fingerprint: true)
+        gatheringRequests.append(GatheringRequest(id: request.transactionID, datagram: bytes, key: key, allocate: true,
+                                                  attempts: attempts, rto: .milliseconds(500), due: now + .milliseconds(500),
+                                                  deadline: deadline))
+        return bytes
+    }
+
+    /// Takes a datagram from the server: nil when it answers no gathering request (the caller goes on with it),
+    /// else what to send now (an authenticated Allocate after the 401) and what was found.
+    public func handleGatheringAnswer(_ datagram: [UInt8], now: MediaTime)
+        -> (send: [[UInt8]], event: GatheringEvent?)?
+    {
+        guard !gatheringRequests.isEmpty, let m = try? STUNMessage(parsing: datagram),
+              m.messageClass == .successResponse || m.messageClass == .errorResponse,
+              let index = gatheringRequests.firstIndex(where: { $0.id == m.transactionID })
+        else { return nil }
+        let request = gatheringRequests.remove(at: index)
+        guard request.allocate else {
+            guard m.messageClass == .successResponse else {
+                let (code, reason) = ((try? m.errorCode()) ?? nil) ?? (0, "error response without ERROR-CODE")
+                return ([], .failed(allocate: false, .rejected(code: code, reason: reason)))
+            }
+            guard let mapped = (try? m.xorAddress()) ?? nil else {
+                return ([], .failed(allocate: false, .badResponse("Binding success without XOR-MAPPED-ADDRESS")))
+            }
+            return ([], .mapped(mapped))
+        }
+        switch authenticationOutcome(m, key: request.key) {
+        case .retry where request.attempts < 2:
+            return ([allocateRequest(now: now, deadline: request.deadline, attempts: request.attempts + 1)], nil)
+        case .retry:
+            return ([], .failed(allocate: true, .rejected(code: 401, reason: "still unauthorized after a fresh nonce")))
+        case .failure(let error):
+            return ([], .failed(allocate: true, error))
+        case .success:
+            do {
+                return ([], .relayed(try acceptAllocation(m)))
+            } catch {
+                return ([], .failed(allocate: true, error))
+            }
+        }
+    }
+
+    /// Retransmissions that are due, and the requests that ran out of time (``TURNError/timedOut``).
+    public func gatheringTimers(now: MediaTime) -> (send: [[UInt8]], events: [GatheringEvent]) {
+        var send: [[UInt8]] = [], events: [GatheringEvent] = []
+        gatheringRequests.removeAll { r in
+            guard now >= r.deadline else { return false }
+            events.append(.failed(allocate: r.allocate, .timedOut))
+            return true
+        }
+        for i in gatheringRequests.indices where now >= gatheringRequests[i].due {
+            send.append(gatheringRequests[i].datagram)
+            gatheringRequests[i].rto += gatheringRequests[i].rto
+            gatheringRequests[i].due = now + gatheringRequests[i].rto
+        }
+        return (send, events)
+    }
+
+    /// Takes an Allocate success: the relayed and mapped addresses and the lifetime.
+    private func acceptAllocation(_ response: STUNMessage) throws(TURNError) -> TransportAddress {
+        do {
+            guard let relayed = try response.xorAddress(STUNAttribute.Kind.xorRelayedAddress) else {
+                throw TURNError.badResponse("Allocate success without XOR-RELAYED-ADDRESS")
+            }
+            relayedAddress = relayed
+            mappedAddress = try response.xorAddress()
+            lifetime = try response.uint32(STUNAttribute.Kind.lifetime) ?? 0
+            return relayed
+        } catch let error as TURNError {
+            throw error
+        } catch {
+            throw .badResponse("\(error)")
+        }
+    }
+
+    /// CreatePermission requests for `peers` signed with the nonce we hold, for a caller that must not block
+    /// (answers go to ``handleRefreshAnswer(_:resend:)``; the peers are renewed with the other permissions).
+    public func permissionRequests(for peers: [TransportAddress]) -> [[UInt8]] {
+        guard relayedAddress != nil, realm != nil, nonce != nil else { return [] }
+        return peers.map { peer in
+            if !permittedPeers.contains(peer) { permittedPeers.append(peer) }
+            let (request, key) = signedRequest(.createPermission, attributes: [
+                .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)])
+            refreshTransactions.insert(request.transactionID)
+            return request.serialize(integrityKey: key, fingerprint: true)
+        }
     }
 
     /// Sends and retransmits (500 ms, doubling) until the response with `id` arrives or `timeout` passes.

@@ -53,6 +53,7 @@ public final class WebRTCTransport: @unchecked Sendable {
     private var selectedRoute: Route?
     private var checkTransaction: [UInt8]?
     private var dtlsStarted = false
+    private var handshakeReported = false
     private var consentUntil: MediaTime?
 
     // Published for other threads (under `lock`, written on change).
@@ -88,6 +89,27 @@ public final class WebRTCTransport: @unchecked Sendable {
     private let channelBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048 + 4, alignment: 16)
     /// Where datagrams are read into (the transport thread's, or ``pump(now:timeoutMilliseconds:)``'s caller's).
     private let receiveBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    /// Trickle ICE of our own candidates (RFC 8838), for a full agent: set before ``start(clock:)``. The transport
+    /// then announces the agent's host candidates through ``onLocalCandidate`` at once and, with ``relay`` (a
+    /// TURN client without an allocation yet), gathers the srflx and relay candidates on its own thread without
+    /// blocking — checks on the host pairs (and media, once one is selected) go on meanwhile — announcing each as
+    /// its answer arrives, then end-of-candidates (nil) when gathering finished or failed (``gatheringErrors``).
+    public var trickleLocalCandidates = false
+    /// With ``trickleLocalCandidates``: each local candidate as gathered, nil once there are no more (transport
+    /// thread; signal them to the peer).
+    public var onLocalCandidate: ((ICECandidate?) -> Void)?
+    /// With ``trickleLocalCandidates``: how long the TURN server may take to answer the Binding and the Allocate
+    /// (media on host pairs does not wait for it, so longer than a blocking gathering's 3 s).
+    public var gatheringTimeout = MediaTime.seconds(10)
+    /// Why srflx or relay gathering failed (no answer, refused credentials), published when it happens.
+    public var gatheringErrors: [TURNError] { lock.withLock { publishedGatheringErrors } }
+    private var publishedGatheringErrors: [TURNError] = []
+    private var trickleStarted = false
+    private var trickleEnded = false
+    /// Remote candidates trickled in from another thread (signalling), taken by the transport thread; the count
+    /// lets the thread skip the lock when nothing waits.
+    private var pendingRemote: [ICECandidate?] = []
+    private let pendingRemoteCount = ManagedAtomic<Int>(0)
     /// Called every 10 ms on the transport thread (the media tick: one thread per call for network and media, so
     /// the stream needs no lock or hand-off); nil for none.
     public var onTick: ((MediaTime) -> Void)?
@@ -191,6 +213,13 @@ public final class WebRTCTransport: @unchecked Sendable {
         transmit(datagram, to: target, route: defaultRoute)
     }
 
+    /// A candidate the peer trickled (nil: its end-of-candidates), from any thread; a full agent takes it on the
+    /// transport thread (others ignore it: an ICE-lite agent learns the peer's addresses from its checks).
+    public func addRemoteCandidate(_ candidate: ICECandidate?) {
+        lock.withLock { pendingRemote.append(candidate) }
+        pendingRemoteCount.wrappingIncrement(ordering: .releasing)
+    }
+
     public func start(clock: @escaping @Sendable () -> MediaTime) {
         running.store(true, ordering: .releasing)
         let thread = Thread { [self] in run(clock: clock) }
@@ -216,15 +245,13 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func receiveReady(timeoutMilliseconds: Int32, clock: () -> MediaTime) -> Int {
         guard poll(pollDescriptors, nfds_t(sockets.count), timeoutMilliseconds) > 0 else { return 0 }
         var handled = 0
-        // Drain what is queued (a starved thread catches up at once after a stall), up to 32 per socket so one
-        // busy socket cannot hold up the media tick; the last read of a wake-up is usually an EAGAIN.
+        // One datagram per ready socket per wake-up: what else is queued makes the next poll return at once (a
+        // starved thread still catches up, the media tick running between reads). Draining until EAGAIN cost a
+        // third syscall per packet in steady state, where each wake-up finds one datagram.
         for i in sockets.indices where pollDescriptors[i].revents != 0 {
-            var n = 0
-            while n < 32, let (count, from) = sockets[i].read(into: receiveBuffer) {
-                handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
-                handled += 1
-                n += 1
-            }
+            guard let (count, from) = sockets[i].read(into: receiveBuffer) else { continue }
+            handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
+            handled += 1
         }
         return handled
     }
@@ -232,7 +259,6 @@ public final class WebRTCTransport: @unchecked Sendable {
     private func run(clock: @Sendable () -> MediaTime) {
         var nextCheck = MediaTime.zero
         var nextTick = clock()
-        var reported = false
         while running.load(ordering: .acquiring) {
             var now = clock()
             driveTimers(now: now, nextCheck: &nextCheck)
@@ -244,19 +270,24 @@ public final class WebRTCTransport: @unchecked Sendable {
             }
             let wait = onTick == nil ? 10 : max(0, min(10, Int32((nextTick - now).nanoseconds / 1_000_000)))
             receiveReady(timeoutMilliseconds: wait, clock: clock)
-            if !reported {
-                switch dtls.state {
-                case .connected(let keys):
-                    reported = true
-                    lock.withLock { publishedKeys = keys }
-                    onConnected?(.success(keys))
-                case .failed(let error):
-                    reported = true
-                    onConnected?(.failure(error))
-                case .handshaking:
-                    break
-                }
-            }
+            reportHandshakeEnd()
+        }
+    }
+
+    /// Publishes the keys and calls ``onConnected`` once DTLS completed or failed: right after the record that
+    /// ended it, so SRTP the peer sent just behind its last flight (read in the same wake-up) finds the keys.
+    private func reportHandshakeEnd() {
+        guard !handshakeReported else { return }
+        switch dtls.state {
+        case .connected(let keys):
+            handshakeReported = true
+            lock.withLock { publishedKeys = keys }
+            onConnected?(.success(keys))
+        case .failed(let error):
+            handshakeReported = true
+            onConnected?(.failure(error))
+        case .handshaking:
+            break
         }
     }
 
@@ -270,6 +301,8 @@ public final class WebRTCTransport: @unchecked Sendable {
             }
         }
         if case .full(let agent) = ice {
+            if trickleLocalCandidates { trickle(agent, now: now) }
+            if pendingRemoteCount.load(ordering: .acquiring) > 0 { takeRemoteCandidates(agent) }
             agent.tick(now: now)
             flush(agent)
             if let target = selected, let route = selectedRoute, !dtlsStarted, dtls.role == .client {
@@ -289,6 +322,66 @@ public final class WebRTCTransport: @unchecked Sendable {
            dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
             for d in dtls.handleTimeout() { transmit(d, to: target, route: route) }
         }
+    }
+
+    /// Trickle ICE of our candidates: the host ones at once, then the TURN gathering's retransmissions and
+    /// timeouts; end-of-candidates when nothing is pending.
+    private func trickle(_ agent: ICEAgent, now: MediaTime) {
+        if !trickleStarted {
+            trickleStarted = true
+            agent.localCandidates.forEach { onLocalCandidate?($0.candidate) }
+            if let relay { for d in relay.startGathering(now: now, timeout: gatheringTimeout) { relay.socket.send(d, to: relay.server) } }
+        }
+        if let relay, relay.isGathering {
+            let (send, events) = relay.gatheringTimers(now: now)
+            for d in send { relay.socket.send(d, to: relay.server) }
+            for e in events { gathered(e, agent: agent, relay: relay) }
+        }
+        endGatheringIfDone(agent)
+    }
+
+    private func endGatheringIfDone(_ agent: ICEAgent) {
+        guard trickleStarted, !trickleEnded, relay?.isGathering != true else { return }
+        trickleEnded = true
+        agent.localGatheringDone()
+        onLocalCandidate?(nil)
+    }
+
+    /// One answer of the TURN gathering: a srflx candidate (when the mapping differs from the base, i.e. behind
+    /// a NAT), a relay candidate (then the permissions for the peer's relay candidates known so far), or a failure.
+    private func gathered(_ event: TURNClient.GatheringEvent, agent: ICEAgent, relay: TURNClient) {
+        let server = relay.server.description
+        switch event {
+        case .mapped(let mapped):
+            let base = relay.socket.localAddress
+            guard mapped != base else { return }
+            onLocalCandidate?(agent.addLocalCandidate(kind: .srflx, address: mapped, base: base, related: base, server: server))
+        case .relayed(let relayed):
+            onLocalCandidate?(agent.addLocalCandidate(kind: .relay, address: relayed, base: relayed,
+                                                      related: relay.mappedAddress, server: server))
+            permit(agent.remoteCandidates, relay: relay)
+        case .failed(_, let error):
+            lock.withLock { publishedGatheringErrors.append(error) }
+        }
+    }
+
+    /// The relay forwards only from permitted peers (RFC 8656 §9): the peer's relayed addresses, as in the
+    /// non-trickle call (see ``WebRTCAudioCall``).
+    private func permit(_ candidates: [ICECandidate], relay: TURNClient) {
+        let peers = Set(candidates.filter { $0.kind == .relay }.compactMap(\.address)).filter { !relay.permittedPeers.contains($0) }
+        for d in relay.permissionRequests(for: Array(peers)) { relay.socket.send(d, to: relay.server) }
+    }
+
+    private func takeRemoteCandidates(_ agent: ICEAgent) {
+        let taken = lock.withLock {
+            defer { pendingRemote.removeAll() }
+            return pendingRemote
+        }
+        pendingRemoteCount.wrappingDecrement(by: taken.count, ordering: .releasing)
+        for candidate in taken {
+            if let candidate { agent.addRemoteCandidate(candidate) } else { agent.remoteGatheringDone() }
+        }
+        if let relay, relay.relayedAddress != nil { permit(taken.compactMap { $0 }, relay: relay) }
     }
 
     /// Changes of the selected pair and of consent, published for other threads.
@@ -343,8 +436,16 @@ public final class WebRTCTransport: @unchecked Sendable {
                        arrival: .relay, now: now)
                 return
             }
-            // Otherwise Data indications carry the peer's datagrams; answers to our refreshes are the relay's.
+            // Otherwise Data indications carry the peer's datagrams; answers to our gathering and refreshes are
+            // the relay's.
             let bytes = Array(datagram)
+            if case .full(let agent) = ice, relay.isGathering,
+               let (send, event) = relay.handleGatheringAnswer(bytes, now: now) {
+                for d in send { relay.socket.send(d, to: relay.server) }
+                if let event { gathered(event, agent: agent, relay: relay) }
+                endGatheringIfDone(agent)
+                return
+            }
             var resend = false
             if relay.handleRefreshAnswer(bytes, resend: &resend) {
                 if resend { for d in relay.refreshRequests() { relay.socket.send(d, to: relay.server) } }
@@ -398,6 +499,7 @@ public final class WebRTCTransport: @unchecked Sendable {
             for d in dtls.receive(UnsafeRawBufferPointer(datagram)) {
                 transmit(d, to: target, route: selected == nil ? arrival : selectedRoute ?? arrival)
             }
+            reportHandshakeEnd()
         case .rtp:
             received.srtp += 1
             onSRTP?(datagram, now)
