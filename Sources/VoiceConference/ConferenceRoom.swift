@@ -37,6 +37,11 @@ public struct ConferenceRoomConfiguration: Sendable, Hashable {
     /// Each participant's stream sends RTCP (SR/RR + SDES on the RFC 3550 schedule; loss and RTT for the report).
     /// On by default; the reports are written in place (no allocation), so the allocation benchmark keeps it on.
     public var sendsRTCP = true
+    /// A participant waking from dormancy (a new talk spurt) resumes at its jitter buffer's target playout delay
+    /// (`AdaptiveJitterBuffer.Configuration.restartAtTargetDelay`). On by default; off plays the spurt's first
+    /// packet at once, so each spurt starts at whatever delay that packet had (late packets and stretched speech
+    /// under jitter, and talkers drifting against each other in the mix).
+    public var restartsTalkSpurtsAtTargetDelay = true
 
     public init(
         sampleRate: Int = 16_000, maximumTalkers: Int = 3, speechThresholdDBFS: Double = -45,
@@ -199,6 +204,8 @@ public final class ConferenceRoom {
             j.maximumDTXGapMilliseconds = min(j.maximumDTXGapMilliseconds, configuration.dormantJitterGapMilliseconds)
             // A dormant participant's concealment was never mixed: nothing to cross-fade from when it wakes.
             j.mergeAfterDTXRestart = false
+            // Each talk spurt after dormancy starts at the buffer's target delay, not at the first packet's.
+            j.restartAtTargetDelay = configuration.restartsTalkSpurtsAtTargetDelay
             c.jitterBuffer = .adaptive(j)
         }
         return c

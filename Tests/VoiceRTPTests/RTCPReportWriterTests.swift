@@ -8,7 +8,7 @@ import VoiceRTP
         ssrc: 0xCAFE_BABE, fractionLost: 25, cumulativeLost: -3, extendedHighestSequence: 0x1_0203,
         jitter: 77, lastSenderReport: 0x1234_5678, delaySinceLastSenderReport: 0x9ABC)
 
-    private func written(_ capacity: Int = 256, _ body: (inout RTCPReportWriter) -> Bool) -> [UInt8]? {
+    private func written(_ capacity: Int = 512, _ body: (inout RTCPReportWriter) -> Bool) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0xEE, count: capacity)
         return bytes.withUnsafeMutableBytes { raw -> [UInt8]? in
             var writer = RTCPReportWriter(raw)
@@ -59,20 +59,22 @@ import VoiceRTP
     }
 
     @Test func whatDoesNotFitIsRefusedAndNothingIsWritten() {
-        // 52 bytes: the SR with a block; its SDES (12 bytes for a 1-byte CNAME) does not fit in 56.
-        var bytes = [UInt8](repeating: 0xEE, count: 56)
+        // 60 bytes: the SR with a block (52) fits, then its SDES (12 bytes for a 1-byte CNAME) does not, a BYE
+        // (8) does, and a second BYE does not.
+        var bytes = [UInt8](repeating: 0xEE, count: 60)
         bytes.withUnsafeMutableBytes { raw in
             var w = RTCPReportWriter(raw)
-            #expect(
-                w.senderReport(
-                    ssrc: 1, ntpTimestamp: NTPTimestamp(seconds: 1, fraction: 0), rtpTimestamp: 0, packetCount: 0,
-                    octetCount: 0, block: Self.block))
+            let report = w.senderReport(
+                ssrc: 1, ntpTimestamp: NTPTimestamp(seconds: 1, fraction: 0), rtpTimestamp: 0, packetCount: 0,
+                octetCount: 0, block: Self.block)
+            #expect(report)
             #expect(w.length == 52)
             let fits = [UInt8(ascii: "x")].withUnsafeBytes { w.sourceDescription(ssrc: 1, cname: $0) }
             #expect(!fits)
             #expect(w.length == 52)
-            #expect(w.bye(ssrc: 1))
-            #expect(!w.bye(ssrc: 1))
+            let bye = w.bye(ssrc: 1)
+            let secondBye = w.bye(ssrc: 1)
+            #expect(bye && !secondBye)
         }
         #expect(bytes[52] == 0x81 && bytes[53] == 203)
         // A CNAME longer than 255 bytes cannot be encoded.

@@ -55,6 +55,9 @@ struct ConferenceBench: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "In-band FEC on every encoder of the quality run (clients, talkers, shared), as the server negotiates it.")
     var qualityFec = true
 
+    @Flag(inversion: .prefixedNo, help: "Talk spurts after dormancy resume at the jitter buffer's target delay (ConferenceRoomConfiguration.restartsTalkSpurtsAtTargetDelay).")
+    var qualityTargetRestart = true
+
     @Option(help: "Directions the quality run's loss and jitter apply to: both, up (to the room) or down (from it).")
     var qualityImpaired = "both"
 
@@ -316,12 +319,15 @@ struct ConferenceBench: ParsableCommand {
         }
         var opus = ConferenceSimulation.defaultOpus
         opus.inbandFEC = qualityFec
+        var roomConfiguration = ConferenceRoomConfiguration()
+        roomConfiguration.restartsTalkSpurtsAtTargetDelay = qualityTargetRestart
         let sim = try ConferenceSimulation(
-            configuration: .init(members: members, opus: opus, durationMilliseconds: durationMs))
+            configuration: .init(members: members, room: roomConfiguration, opus: opus, durationMilliseconds: durationMs))
         let result = sim.run()
         print(
             "Quality: 5 participants, 3 talkers (real speech), legs impaired \(impaired.rawValue): \(fixed(lossPercent, 0)) % loss,"
-                + " normal jitter mean/sd \(fixed(jitterMilliseconds, 0)) ms, 30 ms base delay; FEC \(qualityFec ? "on" : "off");"
+                + " normal jitter mean/sd \(fixed(jitterMilliseconds, 0)) ms, 30 ms base delay; FEC \(qualityFec ? "on" : "off"),"
+                + " spurts restart at \(qualityTargetRestart ? "the target delay" : "once");"
                 + " \(fixed(qualitySeconds, 0)) s. Received mix vs the ideal mix of the other talkers' clean speech,"
                 + " sample-aligned (ideal) and with each talker at the delay it reached this listener with (aligned, 1 s windows)")
         print(column("participant", 14) + column("PESQ ideal", 11, right: true) + column("PESQ aligned", 13, right: true)

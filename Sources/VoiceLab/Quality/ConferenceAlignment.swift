@@ -1,4 +1,4 @@
-/// The ideal mix rebuilt with the delays each talker actually reached a listener with.
+/// The ideal mix of a conference room rebuilt with the delays each talker actually reached a listener with.
 ///
 /// Why: in a room every talker has its own jitter buffer, which sets its own delay and moves it on its own (at
 /// each talk spurt after DTX, or by stretching under jitter), so in a received mix talker A may lag 80 ms and
@@ -11,18 +11,21 @@
 /// that maximises the normalised cross-correlation of the received mix with that talker's clean speech, first on
 /// 4-sample sums (4 kHz), then refined to the sample (±4); a window where the talker is silent keeps the previous
 /// lag. The aligned ideal is then each talker's clean speech shifted by its window's lag, summed.
-struct ConferenceAlignment {
+public struct ConferenceAlignment: Sendable {
     /// Lags (samples) per talker per window.
-    var lags: [[Int]]
+    public var lags: [[Int]]
     /// Whether the talker was active in that window (its lag measured, not carried over).
-    var active: [[Bool]]
-    let window: Int
+    public var active: [[Bool]]
+    public let window: Int
 
-    static let windowSamples = 16_000
-    static let maximumLagMilliseconds = 600
+    public static let windowSamples = 16_000
+    public static let maximumLagMilliseconds = 600
 
-    init(received: [Int16], talkers: [[Int16]], sampleRate: Int = 16_000) {
-        window = Self.windowSamples
+    /// - Parameters: `received` and `talkers` are 16 kHz mono, from the same start.
+    public init(received: [Int16], talkers: [[Int16]]) {
+        let sampleRate = 16_000
+        let window = Self.windowSamples
+        self.window = window
         let maxLag = Self.maximumLagMilliseconds * sampleRate / 1000
         let r = received.map(Float.init)
         let windows = received.count / window
@@ -81,7 +84,7 @@ struct ConferenceAlignment {
     }
 
     /// The ideal mix with each talker delayed by its measured lag, window by window (as long as `received`).
-    func alignedIdeal(talkers: [[Int16]], samples: Int) -> [Int16] {
+    public func alignedIdeal(talkers: [[Int16]], samples: Int) -> [Int16] {
         var mix = [Int32](repeating: 0, count: samples)
         for (j, talker) in talkers.enumerated() {
             for t in 0..<samples {
@@ -94,7 +97,7 @@ struct ConferenceAlignment {
     }
 
     /// Range (ms) of a talker's lag over the windows it was active in: how far its delay moved.
-    func lagRangeMilliseconds(_ j: Int) -> (min: Double, max: Double) {
+    public func lagRangeMilliseconds(_ j: Int) -> (min: Double, max: Double) {
         let measured = zip(lags[j], active[j]).filter(\.1).map(\.0)
         guard let lo = measured.min(), let hi = measured.max() else { return (0, 0) }
         return (Double(lo) / 16, Double(hi) / 16)
@@ -102,7 +105,7 @@ struct ConferenceAlignment {
 
     /// Mean absolute difference (ms) between two talkers' lags over windows where both were active: how far they
     /// sit apart in the received mix (0 in the sample-aligned ideal).
-    func meanLagDifferenceMilliseconds(_ a: Int, _ b: Int) -> Double {
+    public func meanLagDifferenceMilliseconds(_ a: Int, _ b: Int) -> Double {
         var sum = 0.0
         var n = 0
         for w in lags[a].indices where active[a][w] && active[b][w] {
