@@ -7,10 +7,10 @@
 /// distortion although each voice is intact. Scoring against this delay-matched ideal separates the two: what is
 /// left is damage to the voices (loss, concealment, coding).
 ///
-/// Method: per window of 1 s of the received mix, each talker's delay is the lag (0…`maximumLagMilliseconds`)
-/// that maximises the normalised cross-correlation of the received mix with that talker's clean speech, first on
-/// 4-sample sums (4 kHz), then refined to the sample (±4); a window where the talker is silent keeps the previous
-/// lag. The aligned ideal is then each talker's clean speech shifted by its window's lag, summed.
+/// Method: per window of 1 s of the received mix, each talker's delay is the lag (20…600 ms) that maximises the
+/// normalised cross-correlation of the received mix with that talker's clean speech, first on 4-sample sums
+/// (4 kHz), then refined to the sample (±4); a window where the talker is silent or the peak weak (correlation
+/// coefficient under 0.2) keeps the previous lag. The aligned ideal is then each talker's clean speech shifted by its window's lag, summed.
 public struct ConferenceAlignment: Sendable {
     /// Lags (samples) per talker per window.
     public var lags: [[Int]]
@@ -20,6 +20,9 @@ public struct ConferenceAlignment: Sendable {
 
     public static let windowSamples = 16_000
     public static let maximumLagMilliseconds = 600
+    /// No path is faster than this (the simulated legs' base delays plus a jitter buffer's minimum).
+    public static let minimumLagMilliseconds = 20
+    static let minimumCorrelation = 0.2
 
     /// - Parameters: `received` and `talkers` are 16 kHz mono, from the same start.
     public init(received: [Int16], talkers: [[Int16]]) {
@@ -27,6 +30,7 @@ public struct ConferenceAlignment: Sendable {
         let window = Self.windowSamples
         self.window = window
         let maxLag = Self.maximumLagMilliseconds * sampleRate / 1000
+        let minLag = Self.minimumLagMilliseconds * sampleRate / 1000
         let r = received.map(Float.init)
         let windows = received.count / window
         var lags: [[Int]] = []
@@ -49,9 +53,11 @@ public struct ConferenceAlignment: Sendable {
                 let count4 = window / 4
                 var best = -Double.infinity
                 var bestLag = -1
+                var received = 0.0
+                for n in 0..<count4 where start4 + n < r4.count { received += Double(r4[start4 + n] * r4[start4 + n]) }
                 s4.withUnsafeBufferPointer { s4p in
                     r4.withUnsafeBufferPointer { r4p in
-                        for lag4 in 0...(maxLag / 4) {
+                        for lag4 in (minLag / 4)...(maxLag / 4) {
                             let from = start4 - lag4
                             guard from >= 0, from + count4 <= s4p.count else { continue }
                             let energy = prefix[from + count4] - prefix[from]
@@ -67,6 +73,9 @@ public struct ConferenceAlignment: Sendable {
                         }
                     }
                 }
+                // A weak peak (correlation coefficient under 0.2: the talker barely present in this second of the
+                // mix) is not a measurement.
+                if bestLag >= 0 && best / max(received, 1).squareRoot() < Self.minimumCorrelation { bestLag = -1 }
                 if bestLag >= 0 {
                     bestLag = Self.refine(r, s, start: w * window, count: window, around: bestLag, maxLag: maxLag)
                     previous = bestLag
@@ -75,6 +84,10 @@ public struct ConferenceAlignment: Sendable {
                     talkerActive.append(false)
                 }
                 talkerLags.append(previous)
+            }
+            // Windows before the first measurement take the first measured lag.
+            if let first = talkerActive.firstIndex(of: true) {
+                for w in 0..<first { talkerLags[w] = talkerLags[first] }
             }
             lags.append(talkerLags)
             active.append(talkerActive)
