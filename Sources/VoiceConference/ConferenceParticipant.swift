@@ -144,12 +144,19 @@ final class ConferenceEncoderGroup {
     let encoder: OpusEncoder
     let packet: UnsafeMutableBufferPointer<UInt8>
     var limiter: ConferenceLimiter
+    /// The members' loss adaptation policy (that of the participant that opened the group).
+    let lossAdaptation: LossAdaptationPolicy
     var members = 0
     var encodedFrames = 0
     var encodeErrors = 0
+    /// Times FEC or the expected loss of the shared encoder was changed.
+    var fecAdaptations = 0
 
-    init(opus: OpusEncoderConfiguration, limiterThreshold: Int16) throws(OpusError) {
+    init(opus: OpusEncoderConfiguration, lossAdaptation: LossAdaptationPolicy, limiterThreshold: Int16)
+        throws(OpusError)
+    {
         self.opus = opus
+        self.lossAdaptation = lossAdaptation
         limiter = ConferenceLimiter(threshold: limiterThreshold)
         encoder = try OpusEncoder(configuration: opus)
         packet = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1_500)
@@ -157,4 +164,21 @@ final class ConferenceEncoderGroup {
     }
 
     deinit { packet.deallocate() }
+
+    /// Sets FEC and the expected loss for a (smoothed) listener loss of `percent`, as a call's own encoder would
+    /// be set for its peer's (``LossAdaptationPolicy/setting(forLossPercent:fecOn:)``); no-op when nothing changes.
+    func adapt(toLossPercent percent: Double) {
+        guard lossAdaptation.enabled else { return }
+        let (fec, expected) = lossAdaptation.setting(forLossPercent: percent, fecOn: encoder.configuration.inbandFEC)
+        guard fec != encoder.configuration.inbandFEC || expected != encoder.configuration.expectedLossPercent else {
+            return
+        }
+        do {
+            try encoder.setInbandFEC(fec)
+            try encoder.setExpectedLossPercent(expected)
+            fecAdaptations += 1
+        } catch {
+            encodeErrors += 1
+        }
+    }
 }

@@ -35,9 +35,13 @@ public struct ConferenceRoomConfiguration: Sendable, Hashable {
     /// Participants the room is built for (storage reserved up front; more are accepted, with a reallocation).
     public var expectedParticipants: Int
     /// Each participant's stream sends RTCP (SR/RR + SDES on the RFC 3550 schedule; loss and RTT for the report).
-    /// On by default. Building a compound RTCP packet allocates a few arrays inside the engine (MediaStream's
-    /// documented exception, a few times per 5 s per participant), so the allocation benchmark turns it off.
+    /// On by default; the reports are written in place (no allocation), so the allocation benchmark keeps it on.
     public var sendsRTCP = true
+    /// A participant waking from dormancy (a new talk spurt) resumes at its jitter buffer's target playout delay
+    /// (`AdaptiveJitterBuffer.Configuration.restartAtTargetDelay`). On by default; off plays the spurt's first
+    /// packet at once, so each spurt starts at whatever delay that packet had (late packets and stretched speech
+    /// under jitter, and talkers drifting against each other in the mix).
+    public var restartsTalkSpurtsAtTargetDelay = true
 
     public init(
         sampleRate: Int = 16_000, maximumTalkers: Int = 3, speechThresholdDBFS: Double = -45,
@@ -113,8 +117,8 @@ public final class ConferenceClip: Sendable {
 ///
 /// Threads: not thread-safe. Every call — adding, removing, receiving, muting, playing, ticking, reading
 /// statistics — happens on the one thread that ticks the room (``ConferenceMediaThreads`` runs control-plane
-/// requests there through ``ConferenceMediaThreads/perform(on:_:)``). The tick never allocates, locks or logs —
-/// except RTCP reports, which the engine's `MediaStream` builds with a few arrays a few times per 5 s.
+/// requests there through ``ConferenceMediaThreads/perform(on:_:)``). The tick never allocates, locks or logs,
+/// RTCP reports included.
 public final class ConferenceRoom {
     public let id: String
     public let configuration: ConferenceRoomConfiguration
@@ -200,6 +204,8 @@ public final class ConferenceRoom {
             j.maximumDTXGapMilliseconds = min(j.maximumDTXGapMilliseconds, configuration.dormantJitterGapMilliseconds)
             // A dormant participant's concealment was never mixed: nothing to cross-fade from when it wakes.
             j.mergeAfterDTXRestart = false
+            // Each talk spurt after dormancy starts at the buffer's target delay, not at the first packet's.
+            j.restartAtTargetDelay = configuration.restartsTalkSpurtsAtTargetDelay
             c.jitterBuffer = .adaptive(j)
         }
         return c
@@ -233,7 +239,10 @@ public final class ConferenceRoom {
         if let g = groups.first(where: { $0.opus == opus }) {
             group = g
         } else {
-            do { group = try ConferenceEncoderGroup(opus: opus, limiterThreshold: configuration.limiterThreshold) } catch {
+            do {
+                group = try ConferenceEncoderGroup(
+                    opus: opus, lossAdaptation: c.lossAdaptation, limiterThreshold: configuration.limiterThreshold)
+            } catch {
                 throw .participantRejected("shared encoder: \(error)")
             }
             groups.append(group)
@@ -300,6 +309,22 @@ public final class ConferenceRoom {
         sendSharedMix(now: now)
         if configuration.sendsRTCP {
             for p in participants { _ = p.stream.pollRTCP(now: now) }
+        }
+        adaptSharedEncoders()
+    }
+
+    /// Each shared encoder follows the worst loss its members report (RTCP receiver reports, smoothed per stream
+    /// by `MediaStream`): one packet goes to every listener, so it carries the FEC the lossiest one needs (the
+    /// others only pay some bits of the primary encoding for it). A talker's own encoder already follows its own
+    /// listener's reports inside its stream. Cheap per tick: a comparison per participant; the encoder is touched
+    /// only when the setting changes.
+    private func adaptSharedEncoders() {
+        for g in groups {
+            var worst = -1.0
+            for p in participants where p.group === g {
+                if let loss = p.stream.remoteLossPercent, loss > worst { worst = loss }
+            }
+            if worst >= 0 { g.adapt(toLossPercent: worst) }
         }
     }
 
@@ -482,6 +507,9 @@ public final class ConferenceRoom {
         s.sharedEncodedFrames = groups.reduce(0) { $0 + $1.encodedFrames } + retiredSharedEncodes
         s.sharedFramesSent = sharedSends
         s.encoderGroups = groups.count
+        s.sharedEncoderFEC = groups.contains { $0.encoder.configuration.inbandFEC }
+        s.sharedExpectedLossPercent = groups.map(\.encoder.configuration.expectedLossPercent).max() ?? 0
+        s.sharedFECAdaptations = groups.reduce(0) { $0 + $1.fecAdaptations }
         s.limitedBlocks = participants.reduce(0) { $0 + $1.limiter.limitedBlocks } + groups.reduce(0) { $0 + $1.limiter.limitedBlocks }
         s.clippedSamples = participants.reduce(0) { $0 + $1.limiter.clippedSamples } + groups.reduce(0) { $0 + $1.limiter.clippedSamples }
         s.datagramsReceived = datagramsReceived
@@ -509,6 +537,11 @@ public struct ConferenceRoomStatistics: Sendable, Hashable {
     public var sharedFramesSent = 0
     /// Codec configurations with a shared encoder.
     public var encoderGroups = 0
+    /// Whether any shared encoder has in-band FEC on now, the highest expected loss (%) one is set to, and how
+    /// often their setting changed (they follow the worst loss their listeners report).
+    public var sharedEncoderFEC = false
+    public var sharedExpectedLossPercent = 0
+    public var sharedFECAdaptations = 0
     /// Blocks any limiter reduced the gain in, and samples one had to clamp (must be 0).
     public var limitedBlocks = 0
     public var clippedSamples = 0

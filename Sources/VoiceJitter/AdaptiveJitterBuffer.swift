@@ -66,6 +66,13 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         /// jump in a call, at one 2.5 ms concealment) or start it clean (false: for a conference mixer, which does
         /// not play a silent participant's output during the gap, so there is nothing to fade from).
         public var mergeAfterDTXRestart = true
+        /// After such a restart, resume playout early enough (comfort noise first) that the new packet plays at
+        /// the target playout delay, instead of at once at whatever delay it happened to arrive with. Off for a
+        /// call (its DTX pauses are played out, so a restart is rare); on for a conference mixer, which stops
+        /// ticking a silent participant's buffer and so restarts it at every talk spurt — at once, each spurt
+        /// would start below the target (late packets, then slowed-down speech) and each talker sit at a
+        /// different delay in the mix.
+        public var restartAtTargetDelay = false
         /// Time-stretching waits for audio this much quieter (power ratio) than the recent speech level: 0.01,
         /// 20 dB below — pauses and soft unvoiced sounds, where a splice is least audible.
         public var quietStretchRatio: Double = 0.01
@@ -597,11 +604,25 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
     }
 
+    /// With ``Configuration/restartAtTargetDelay``: how far (timestamp units, whole 2.5 ms steps) before a
+    /// restarting packet playout resumes so that the packet plays at the target playout delay; the lead is played
+    /// as comfort noise, and stays below the restart gap so it is not taken for another restart.
+    private func restartLead(before timestamp: Int64) -> Int64 {
+        guard configuration.restartAtTargetDelay, let zero = tickZeroMilliseconds,
+            let fastest = estimator.minimumTransitMilliseconds
+        else { return 0 }
+        let delayIfPlayedNow = zero + Double(tickCount) * 10 - fastest - Double(timestamp) / tsPerMs
+        let lead = min(
+            max(0, targetPlayoutDelayMilliseconds - delayIfPlayedNow), 0.9 * configuration.maximumDTXGapMilliseconds)
+        let step = Double(format.sampleRate / 400)
+        return Int64((lead * Double(format.sampleRate) / 1000 / step).rounded(.down)) * Int64(step) * tsPerSample
+    }
+
     private func comfortNoise() {
         let first = packets.entry(at: 0)
         var gap = first.timestamp - position
         if Double(gap) / tsPerMs > configuration.maximumDTXGapMilliseconds {
-            position = first.timestamp  // a restart, not a pause: jump
+            position = first.timestamp - restartLead(before: first.timestamp)  // a restart, not a pause: jump
             holding = false
             heldSamples = 0
             lastOperation = configuration.mergeAfterDTXRestart ? .expand : .comfortNoise

@@ -17,14 +17,24 @@ enum {
     CC_DORMANT_TICKS = 10,
     CC_WAKE_TICKS = 1,
     CC_MAX_TALKERS = 16,
-    CC_RTP_TICKS = 960
+    CC_RTP_TICKS = 960,
+    CC_RTCP_MIN_TICKS = 250  // RFC 3550's 5 s minimum interval, in 20 ms ticks
 };
 
 typedef struct {
     uint32_t ssrc, timestamp;
     uint16_t sequence;
     srtp_t srtp_out;
+    uint32_t packets, octets;  // for the SR
+    int32_t sent_since_report;
 } cc_sender;
+
+/// What a receiver reports about its source (RFC 3550 report block), kept as cheaply as the fields allow.
+typedef struct {
+    uint32_t ssrc, cycles, received, expected_prior, received_prior;
+    uint16_t base, highest;
+    int32_t valid;
+} cc_reception;
 
 typedef struct {
     OpusDecoder *decoder;
@@ -37,6 +47,8 @@ typedef struct {
     int16_t decoded[CC_TICK];
     double level, score, gain;
     int32_t quiet, dormant, talker;
+    cc_reception in;
+    int64_t next_rtcp_tick;
 } cc_participant;
 
 struct cb_conference {
@@ -54,6 +66,8 @@ struct cb_conference {
     uint8_t opus[CC_MAX_DATAGRAM];
     uint8_t send[CC_CAPACITY];
     cb_conference_counts counts;
+    int32_t rtcp;
+    uint64_t random;
 };
 
 static OpusEncoder *cc_encoder(int32_t bitrate, int32_t complexity, int32_t dtx) {
@@ -122,6 +136,19 @@ void cb_conference_destroy(cb_conference *room) {
     free(room);
 }
 
+/// The sequence bookkeeping a report block needs (highest extended sequence, packets received).
+static void cc_note_sequence(cc_reception *r, uint16_t sequence, uint32_t ssrc) {
+    if (!r->valid) {
+        r->valid = 1;
+        r->ssrc = ssrc;
+        r->base = r->highest = sequence;
+    } else if ((uint16_t)(sequence - r->highest) < 0x8000) {
+        if (sequence < r->highest) r->cycles += 0x10000;
+        r->highest = sequence;
+    }
+    r->received++;
+}
+
 /// srtp_unprotect, RTP header, payload into the participant's pending FIFO.
 static void cc_receive(cb_conference *room, cc_participant *p, const uint8_t *datagram, int32_t length) {
     if (length < 12 || length > CC_MAX_DATAGRAM) return;
@@ -130,6 +157,7 @@ static void cc_receive(cb_conference *room, cc_participant *p, const uint8_t *da
     room->counts.unprotects++;
     if (srtp_unprotect(p->srtp_in, room->receive, &len) != srtp_err_status_ok) return;
     const uint8_t *b = room->receive;
+    cc_note_sequence(&p->in, (uint16_t)((b[2] << 8) | b[3]), ((uint32_t)b[8] << 24) | ((uint32_t)b[9] << 16) | ((uint32_t)b[10] << 8) | b[11]);
     int32_t header = 12 + 4 * (b[0] & 0x0F);
     if (b[0] & 0x10) {
         if (len < header + 4) return;
@@ -185,10 +213,96 @@ static int64_t cc_send(cb_conference *room, cc_sender *s, const uint8_t *payload
     memcpy(b + 12, payload, (size_t)bytes);
     s->sequence++;
     s->timestamp += CC_RTP_TICKS;
+    s->packets++;
+    s->octets += (uint32_t)bytes;
+    s->sent_since_report = 1;
     int length = 12 + bytes;
     room->counts.protects++;
     if (srtp_protect(s->srtp_out, b, &length) != srtp_err_status_ok) return -1;
     return length;
+}
+
+static void cc_put32(uint8_t *b, uint32_t v) {
+    b[0] = (uint8_t)(v >> 24);
+    b[1] = (uint8_t)(v >> 16);
+    b[2] = (uint8_t)(v >> 8);
+    b[3] = (uint8_t)v;
+}
+
+/// RFC 3550's randomized interval for a two-member session whose computed interval is below the 5 s minimum
+/// (as every leg here is): minimum (half of it before the first report) × U[0.5, 1.5] ÷ (e − 3/2), in ticks.
+static int64_t cc_rtcp_interval(cb_conference *room, int initial) {
+    room->random ^= room->random << 13;
+    room->random ^= room->random >> 7;
+    room->random ^= room->random << 17;
+    double u = (double)(room->random >> 11) / 9007199254740992.0;
+    double minimum = initial ? CC_RTCP_MIN_TICKS / 2.0 : CC_RTCP_MIN_TICKS;
+    return (int64_t)(minimum * (0.5 + u) / (2.718281828459045 - 1.5) + 0.5);
+}
+
+/// The report the engine's MediaStream sends: SR (if it sent RTP since the last report, else RR) with one report
+/// block once the source is known, SDES with a 21-byte CNAME; srtp_protect_rtcp; dropped like the RTP.
+static int64_t cc_send_report(cb_conference *room, cc_participant *p) {
+    uint8_t *b = room->send;
+    cc_sender *s = &p->out;
+    int sr = s->sent_since_report, blocks = p->in.valid ? 1 : 0;
+    int size = (sr ? 28 : 8) + 24 * blocks;
+    b[0] = (uint8_t)(0x80 | blocks);
+    b[1] = sr ? 200 : 201;
+    b[2] = 0;
+    b[3] = (uint8_t)(size / 4 - 1);
+    cc_put32(b + 4, s->ssrc);
+    int o = 8;
+    if (sr) {
+        uint64_t ms = (uint64_t)room->counts.ticks * 20;
+        cc_put32(b + 8, (uint32_t)(2208988800u + ms / 1000));
+        cc_put32(b + 12, (uint32_t)(((ms % 1000) << 32) / 1000));
+        cc_put32(b + 16, s->timestamp);
+        cc_put32(b + 20, s->packets);
+        cc_put32(b + 24, s->octets);
+        o = 28;
+    }
+    if (blocks) {
+        cc_reception *r = &p->in;
+        uint32_t extended = r->cycles + r->highest;
+        uint32_t expected = extended - r->base + 1;
+        int32_t lost = (int32_t)(expected - r->received);
+        uint32_t expected_interval = expected - r->expected_prior, received_interval = r->received - r->received_prior;
+        int32_t lost_interval = (int32_t)(expected_interval - received_interval);
+        r->expected_prior = expected;
+        r->received_prior = r->received;
+        uint8_t fraction = expected_interval == 0 || lost_interval <= 0 ? 0 : (uint8_t)((lost_interval << 8) / expected_interval);
+        cc_put32(b + o, r->ssrc);
+        cc_put32(b + o + 4, ((uint32_t)fraction << 24) | ((uint32_t)lost & 0xFFFFFF));
+        cc_put32(b + o + 8, extended);
+        cc_put32(b + o + 12, 0);  // jitter (the C loop has no arrival times)
+        cc_put32(b + o + 16, 0);
+        cc_put32(b + o + 20, 0);
+        o += 24;
+    }
+    static const char cname[] = "voice-engine-0123abcd";
+    int cname_length = (int)sizeof cname - 1;
+    int chunk = (4 + 2 + cname_length + 1 + 3) / 4 * 4;
+    b[o] = 0x81;
+    b[o + 1] = 202;
+    b[o + 2] = 0;
+    b[o + 3] = (uint8_t)(chunk / 4);
+    cc_put32(b + o + 4, s->ssrc);
+    b[o + 8] = 1;
+    b[o + 9] = (uint8_t)cname_length;
+    memcpy(b + o + 10, cname, (size_t)cname_length);
+    memset(b + o + 10 + cname_length, 0, (size_t)(chunk - 6 - cname_length));
+    int length = o + 4 + chunk;
+    s->sent_since_report = 0;
+    room->counts.rtcp_protects++;
+    if (srtp_protect_rtcp(s->srtp_out, b, &length) != srtp_err_status_ok) return -1;
+    return length;
+}
+
+void cb_conference_enable_rtcp(cb_conference *room) {
+    room->rtcp = 1;
+    room->random = 0x9E3779B97F4A7C15ull;
+    for (int32_t i = 0; i < room->count; i++) room->p[i].next_rtcp_tick = cc_rtcp_interval(room, 1);
 }
 
 int64_t cb_conference_tick(cb_conference *room, const uint8_t *data, const int32_t *offsets, const int32_t *lengths,
@@ -274,6 +388,14 @@ int64_t cb_conference_tick(cb_conference *room, const uint8_t *data, const int32
             for (int32_t i = 0; i < room->count; i++)
                 if (!room->p[i].talker) checksum += cc_send(room, &room->p[i].out, room->opus, bytes);
     }
+    // RTCP: each leg's report on its own schedule.
+    if (room->rtcp)
+        for (int32_t i = 0; i < room->count; i++) {
+            cc_participant *p = &room->p[i];
+            if (room->counts.ticks < p->next_rtcp_tick) continue;
+            checksum += cc_send_report(room, p);
+            p->next_rtcp_tick = room->counts.ticks + cc_rtcp_interval(room, 0);
+        }
     return checksum;
 }
 

@@ -52,10 +52,19 @@ struct ConferenceBench: ParsableCommand {
     @Option(help: "Jitter (ms): normal extra delay with this mean and standard deviation (clipped at 0) on every leg of the quality run.")
     var jitterMilliseconds = 20.0
 
+    @Flag(inversion: .prefixedNo, help: "In-band FEC on every encoder of the quality run (clients, talkers, shared), as the server negotiates it.")
+    var qualityFec = true
+
+    @Flag(inversion: .prefixedNo, help: "Talk spurts after dormancy resume at the jitter buffer's target delay (ConferenceRoomConfiguration.restartsTalkSpurtsAtTargetDelay).")
+    var qualityTargetRestart = true
+
+    @Option(help: "Directions the quality run's loss and jitter apply to: both, up (to the room) or down (from it).")
+    var qualityImpaired = "both"
+
     @Flag(help: "End with one JSON line.")
     var json = false
 
-    @Flag(inversion: .prefixedNo, help: "The Swift room sends RTCP (the C loop has none; --no-rtcp compares the mixing alone).")
+    @Flag(inversion: .prefixedNo, help: "Both sides send RTCP (SR/RR + SDES, SRTCP-protected, RFC 3550 schedule); --no-rtcp compares the mixing alone.")
     var rtcp = true
 
     @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
@@ -69,6 +78,9 @@ struct ConferenceBench: ParsableCommand {
         try requireOption("--loss-percent", lossPercent, within: 0...50, "%")
         try requireOption("--jitter-milliseconds", jitterMilliseconds, within: 0...500, "ms")
         try requireOption("--janus-seconds", janusSeconds, within: 0...600, "s")
+        guard ConferenceSimulation.Directions(rawValue: qualityImpaired) != nil else {
+            throw ValidationError("--quality-impaired: both, up or down (got \(qualityImpaired))")
+        }
     }
 
     mutating func run() throws {
@@ -88,7 +100,7 @@ struct ConferenceBench: ParsableCommand {
         print(
             "voice-bench conference: Swift ConferenceRoom vs plain C loop (same libsrtp/libopus calls), \(talkers) talkers"
                 + " (real speech), the rest silent with DTX, Opus 16 kHz 24 kb/s c5, SRTP; CPU per 20 ms tick, median of"
-                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s" + (rtcp ? "" : "; Swift room without RTCP"))
+                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s" + (rtcp ? "; RTCP on both sides" : "; no RTCP on either side"))
         print(
             column("room", 6) + column("Swift µs/tick", 15, right: true) + column("C µs/tick", 12, right: true)
                 + column("ratio", 8, right: true) + column("paired", 8, right: true) + column("part./core", 12, right: true)
@@ -105,15 +117,16 @@ struct ConferenceBench: ParsableCommand {
             var ratios: [Double] = []
             var swiftStats: ConferenceRoomStatistics?
             var cCounts = cb_conference_counts()
+            var lastSwiftRTCP = 0
             for round in 0..<(rounds + 1) {  // round 0 warms caches and is discarded
                 var s = 0.0
                 var c = 0.0
                 if round % 2 == 0 {
-                    s = try runSwift(workload, &swiftStats)
+                    s = try runSwift(workload, &swiftStats, &lastSwiftRTCP)
                     c = try runC(workload, &cCounts)
                 } else {
                     c = try runC(workload, &cCounts)
-                    s = try runSwift(workload, &swiftStats)
+                    s = try runSwift(workload, &swiftStats, &lastSwiftRTCP)
                 }
                 guard round > 0 else { continue }
                 swiftTimes.append(s / Double(ticks))
@@ -148,16 +161,18 @@ struct ConferenceBench: ParsableCommand {
                         + "  encodes \(fixed(Double(st.ownEncodedFrames + st.sharedEncodedFrames) / k, 2))"
                         + " (own \(fixed(Double(st.ownEncodedFrames) / k, 2)) + shared \(fixed(Double(st.sharedEncodedFrames) / k, 2)))"
                         + "  protects \(fixed(Double(sent) / k, 2))  unprotects \(fixed(Double(st.datagramsReceived) / k, 2))"
-                        + "  talkers \(fixed(st.meanTalkers, 2))  clipped \(st.clippedSamples)")
+                        + "  talkers \(fixed(st.meanTalkers, 2))  clipped \(st.clippedSamples)"
+                        + "  RTCP \(fixed(Double(lastSwiftRTCP) / k, 3))")
                 costLines.append(
                     "  \(column("", 4)) C:     decoded \(fixed(Double(cCounts.decodes + cCounts.concealments) / k, 2)) (packets \(fixed(Double(cCounts.decodes) / k, 2)))"
                         + "  encodes \(fixed(Double(cCounts.own_encodes + cCounts.shared_encodes) / k, 2))"
                         + " (own \(fixed(Double(cCounts.own_encodes) / k, 2)) + shared \(fixed(Double(cCounts.shared_encodes) / k, 2)))"
                         + "  protects \(fixed(Double(cCounts.protects) / k, 2))  unprotects \(fixed(Double(cCounts.unprotects) / k, 2))"
-                        + "  talkers \(fixed(Double(cCounts.talker_ticks) / k, 2))  clipped \(cCounts.clipped_samples)")
+                        + "  talkers \(fixed(Double(cCounts.talker_ticks) / k, 2))  clipped \(cCounts.clipped_samples)"
+                        + "  RTCP \(fixed(Double(cCounts.rtcp_protects) / k, 3))")
                 costLines.append(
                     "  \(column("", 4)) model: decodes ≈ talkers (+ DTX updates), encodes = talkers + 1 (shared, when"
-                        + " anyone listens), protects = participants sent to, per tick")
+                        + " anyone listens), protects = participants sent to, RTCP = participants ÷ (4.1 s ÷ 20 ms) per tick")
             }
         }
         print("Library calls per 20 ms tick (participant-ticks decoded incl. PLC; packets = payloads decoded):")
@@ -178,7 +193,9 @@ struct ConferenceBench: ParsableCommand {
         }
     }
 
-    private func runSwift(_ w: ConferenceWorkload, _ stats: inout ConferenceRoomStatistics?) throws -> Double {
+    private func runSwift(
+        _ w: ConferenceWorkload, _ stats: inout ConferenceRoomStatistics?, _ rtcpSent: inout Int
+    ) throws -> Double {
         var configuration = ConferenceWorkload.room
         configuration.sendsRTCP = rtcp
         let (room, members) = try w.makeRoom(configuration: configuration)
@@ -187,6 +204,7 @@ struct ConferenceBench: ParsableCommand {
         let elapsed = Double(cb_thread_cpu_ns() - start)
         if handed < 0 { print("") }
         stats = room.statistics
+        rtcpSent = members.reduce(0) { $0 + $1.stream.statistics.rtcpSent }
         return elapsed
     }
 
@@ -201,6 +219,7 @@ struct ConferenceBench: ParsableCommand {
                 Int32(ConferenceWorkload.room.limiterThreshold))
         else { throw ValidationError("cb_conference_create failed") }
         defer { cb_conference_destroy(room) }
+        if rtcp { cb_conference_enable_rtcp(room) }
         var checksum: Int64 = 0
         let start = cb_thread_cpu_ns()
         w.data.withUnsafeBufferPointer { data in
@@ -243,8 +262,9 @@ struct ConferenceBench: ParsableCommand {
             try w.write(to: file)
             defer { try? FileManager.default.removeItem(atPath: file) }
             var stats: ConferenceRoomStatistics?
+            var rtcpSent = 0
             var swiftTimes: [Double] = []
-            for _ in 0..<3 { swiftTimes.append(try runSwift(w, &stats) / Double(ticks)) }
+            for _ in 0..<3 { swiftTimes.append(try runSwift(w, &stats, &rtcpSent) / Double(ticks)) }
             let swiftPerCore = Double(n) * 20e6 / SideBySideRunner.median(swiftTimes)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -286,39 +306,81 @@ struct ConferenceBench: ParsableCommand {
         let network = NetworkConditions(
             baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: jitterMilliseconds, standardDeviationMilliseconds: jitterMilliseconds),
             loss: .bernoulli(probability: lossPercent / 100))
-        var members = (0..<3).map { ConferenceSimulation.Member(label: "talker\($0)", input: inputs[$0], network: network) }
-        members += (0..<2).map { ConferenceSimulation.Member(label: "listener\($0)", network: network) }
-        let sim = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: durationMs))
+        let impaired = ConferenceSimulation.Directions(rawValue: qualityImpaired) ?? .both
+        var members = (0..<3).map {
+            var m = ConferenceSimulation.Member(label: "talker\($0)", input: inputs[$0], network: network)
+            m.impaired = impaired
+            return m
+        }
+        members += (0..<2).map {
+            var m = ConferenceSimulation.Member(label: "listener\($0)", network: network)
+            m.impaired = impaired
+            return m
+        }
+        var opus = ConferenceSimulation.defaultOpus
+        opus.inbandFEC = qualityFec
+        var roomConfiguration = ConferenceRoomConfiguration()
+        roomConfiguration.restartsTalkSpurtsAtTargetDelay = qualityTargetRestart
+        let sim = try ConferenceSimulation(
+            configuration: .init(members: members, room: roomConfiguration, opus: opus, durationMilliseconds: durationMs))
         let result = sim.run()
         print(
-            "Quality: 5 participants, 3 talkers (real speech), every leg \(fixed(lossPercent, 0)) % loss, normal jitter"
-                + " mean/sd \(fixed(jitterMilliseconds, 0)) ms, 30 ms base delay; \(fixed(qualitySeconds, 0)) s; received mix vs ideal"
-                + " mix of the other talkers' clean speech")
-        print(column("participant", 14) + column("PESQ-WB", 9, right: true) + column("spectral dB", 13, right: true)
-            + column("lag ms", 8, right: true) + column("loss %", 8, right: true) + column("conceal %", 11, right: true))
+            "Quality: 5 participants, 3 talkers (real speech), legs impaired \(impaired.rawValue): \(fixed(lossPercent, 0)) % loss,"
+                + " normal jitter mean/sd \(fixed(jitterMilliseconds, 0)) ms, 30 ms base delay; FEC \(qualityFec ? "on" : "off"),"
+                + " spurts restart at \(qualityTargetRestart ? "the target delay" : "once");"
+                + " \(fixed(qualitySeconds, 0)) s. Received mix vs the ideal mix of the other talkers' clean speech,"
+                + " sample-aligned (ideal) and with each talker at the delay it reached this listener with (aligned, 1 s windows)")
+        print(column("participant", 14) + column("PESQ ideal", 11, right: true) + column("PESQ aligned", 13, right: true)
+            + column("spec. dB", 9, right: true) + column("aligned dB", 11, right: true) + column("lag ms", 8, right: true)
+            + column("loss %", 8, right: true) + column("conceal %", 11, right: true) + "   talkers' lags in this mix (ms, min–max)")
         var items: [String] = []
         for (i, m) in members.enumerated() {
+            let others = (0..<3).filter { $0 != i }
             var ideal = [Int16](repeating: 0, count: samples)
-            for j in 0..<3 where j != i {
+            for j in others {
                 for k in 0..<samples { ideal[k] = Int16(clamping: Int32(ideal[k]) + Int32(inputs[j][k])) }
             }
             let received = Array(result.received[i].prefix(samples))
+            let alignment = ConferenceAlignment(received: received, talkers: others.map { inputs[$0] })
+            let alignedIdeal = alignment.alignedIdeal(talkers: others.map { inputs[$0] }, samples: received.count)
             // Skip the first second (joining, jitter buffer start).
             let reference = Array(ideal[16_000...])
             let degraded = Array(received[16_000...])
+            let alignedReference = Array(alignedIdeal[16_000...])
             let pesq = PESQ.wideband(reference: reference, degraded: degraded)
+            let pesqAligned = PESQ.wideband(reference: alignedReference, degraded: degraded)
             let distance = SpectralDistance.measure(reference: reference, degraded: degraded, sampleRate: 16_000)
+            let alignedDistance = SpectralDistance.measure(
+                reference: alignedReference, degraded: degraded, sampleRate: 16_000)
             let client = result.clients[i]
             let lossPercent = client.expectedPackets == 0 ? 0 : 100 * Double(client.lostPackets) / Double(client.expectedPackets)
             let conceal = 100 * client.jitterBuffer.concealmentRatio
+            let lagText = others.indices.map { k in
+                let r = alignment.lagRangeMilliseconds(k)
+                return "t\(others[k]) \(fixed(r.min, 0))–\(fixed(r.max, 0))"
+            }.joined(separator: ", ") + "; apart \(fixed(alignment.meanLagDifferenceMilliseconds(0, 1), 0)) ms"
             print(
-                column(m.label, 14) + column(pesq.map { fixed($0, 2) } ?? "n/a", 9, right: true)
-                    + column(fixed(distance.decibels, 2), 13, right: true) + column(fixed(distance.lagMilliseconds, 0), 8, right: true)
-                    + column(fixed(lossPercent, 1), 8, right: true) + column(fixed(conceal, 1), 11, right: true))
+                column(m.label, 14) + column(pesq.map { fixed($0, 2) } ?? "n/a", 11, right: true)
+                    + column(pesqAligned.map { fixed($0, 2) } ?? "n/a", 13, right: true)
+                    + column(fixed(distance.decibels, 2), 9, right: true)
+                    + column(fixed(alignedDistance.decibels, 2), 11, right: true)
+                    + column(fixed(distance.lagMilliseconds, 0), 8, right: true)
+                    + column(fixed(lossPercent, 1), 8, right: true) + column(fixed(conceal, 1), 11, right: true)
+                    + "   " + lagText)
             items.append(
                 "{\"participant\":\"\(m.label)\",\"pesq_wb\":\(pesq.map { fixed($0, 3) } ?? "null"),"
-                    + "\"spectral_db\":\(fixed(distance.decibels, 3))}")
+                    + "\"pesq_wb_aligned\":\(pesqAligned.map { fixed($0, 3) } ?? "null"),"
+                    + "\"spectral_db\":\(fixed(distance.decibels, 3)),\"spectral_db_aligned\":\(fixed(alignedDistance.decibels, 3))}")
         }
+        print("Room side (what the mixer decoded from each talker):")
+        for p in result.participants.prefix(3) {
+            print(
+                "  \(p.label): uplink loss \(fixed(100 * p.lossRatio, 1)) %, concealed \(fixed(100 * p.concealmentRatio, 1)) %,"
+                    + " FEC-recovered frames \(p.fecRecoveredFrames)")
+        }
+        print(
+            "Shared encoder: FEC \(result.room.sharedEncoderFEC ? "on" : "off"), expected loss"
+                + " \(result.room.sharedExpectedLossPercent) %, \(result.room.sharedFECAdaptations) adaptations")
         print("Mixer clipped samples: \(result.room.clippedSamples); limiter active in \(result.room.limitedBlocks) blocks")
         fflush(nil)
         return ",\"quality\":[\(items.joined(separator: ","))],\"clipped_samples\":\(result.room.clippedSamples)"

@@ -3,6 +3,10 @@ import VoiceRTP
 import VoiceSRTP
 
 extension MediaStream {
+    /// The peer's reported loss (%), smoothed as ``LossAdaptationPolicy`` does (from its RTCP report blocks about
+    /// our stream); nil before the first report. A cheap read, for a mixer steering a shared encoder by it.
+    public var remoteLossPercent: Double? { haveRemoteLoss ? stats.smoothedRemoteLossPercent : nil }
+
     /// Sends an RTCP compound packet when the RFC 3550 timer (with reconsideration) says so: an SR if we sent RTP
     /// since the last report, else an RR, with a report block about the peer once its stream is valid, and an
     /// SDES CNAME. Call it regularly (every tick is fine: it returns at once until the scheduled time).
@@ -29,37 +33,41 @@ extension MediaStream {
     }
 
     /// Builds, protects and sends one compound packet; returns its length on the wire (0 if it could not be sent).
+    /// Written in place by ``RTCPReportWriter`` into the stream's RTCP buffer: no allocation, as on the rest of the
+    /// audio path (a conference room calls this for every participant on its media thread).
     private func sendReport(now: MediaTime, bye: Bool) -> Int {
-        var blocks: [RTCPReportBlock] = []
+        var block: RTCPReportBlock?
         if let remote = remoteSSRC, receiveStatistics.isValid {
-            blocks.append(receiveStatistics.makeReportBlock(ssrc: remote, now: now))
+            block = receiveStatistics.makeReportBlock(ssrc: remote, now: now)
         }
-        var packets: [RTCPPacket] = []
+        switchOutboundKeyIfDue(now: now)
+        let buffer = UnsafeMutableRawBufferPointer(rtcpBuffer)
+        let trailer = srtpOut?.rtcpOverhead ?? 0
+        let space = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<max(0, buffer.count - trailer)])
+        var writer = RTCPReportWriter(space)
+        var written: Bool
         if sentSinceLastReport {
             let elapsed = max(0, (now - anchorTime).nanoseconds)
             let rtp =
                 anchorTimestamp
                 &+ UInt32(truncatingIfNeeded: elapsed * Int64(OpusRTP.clockRate) / 1_000_000_000)
-            packets.append(
-                .senderReport(
-                    RTCPSenderReport(
-                        ssrc: ssrc, ntpTimestamp: ntp(at: now), rtpTimestamp: rtp,
-                        packetCount: packetizer.packetCount,
-                        octetCount: packetizer.octetCount, reportBlocks: blocks)))
+            written = writer.senderReport(
+                ssrc: ssrc, ntpTimestamp: ntp(at: now), rtpTimestamp: rtp, packetCount: packetizer.packetCount,
+                octetCount: packetizer.octetCount, block: block)
         } else {
-            packets.append(.receiverReport(RTCPReceiverReport(ssrc: ssrc, reportBlocks: blocks)))
+            written = writer.receiverReport(ssrc: ssrc, block: block)
         }
-        packets.append(.sourceDescription(RTCPSourceDescription(ssrc: ssrc, cname: cname)))
-        if bye { packets.append(.bye(RTCPBye(ssrcs: [ssrc]))) }
-        switchOutboundKeyIfDue(now: now)
-        let buffer = UnsafeMutableRawBufferPointer(rtcpBuffer)
-        let size = packets.reduce(0) { $0 + $1.serializedLength }
-        let trailer = srtpOut?.rtcpOverhead ?? 0
-        guard size + trailer <= buffer.count else {
+        // The CNAME is made contiguous UTF-8 at init, so this reads it in place.
+        let sdes = cname.utf8.withContiguousStorageIfAvailable {
+            writer.sourceDescription(ssrc: ssrc, cname: UnsafeRawBufferPointer($0))
+        }
+        written = written && sdes == true
+        if bye { written = written && writer.bye(ssrc: ssrc) }
+        guard written else {
             stats.processingErrors += 1
             return 0
         }
-        var length = RTCPPacket.serialize(compound: packets, into: buffer)
+        var length = writer.length
         if let srtp = srtpOut {
             do { length = try srtp.protectRTCP(buffer, length: length) } catch {
                 stats.processingErrors += 1

@@ -184,9 +184,8 @@ extension MediaStream {
         }
         guard policy.enabled else { return }
         let s = stats.smoothedRemoteLossPercent
+        let (wantFEC, expected) = policy.setting(forLossPercent: s, fecOn: encoder.configuration.inbandFEC)
         let fecOn = encoder.configuration.inbandFEC
-        let wantFEC = fecOn ? s >= policy.disableBelowPercent : s > policy.enableAbovePercent
-        let expected = wantFEC ? min(max(Int(s.rounded(.up)), 0), policy.maximumExpectedLossPercent) : 0
         guard wantFEC != fecOn || expected != encoder.configuration.expectedLossPercent else { return }
         do {
             try encoder.setInbandFEC(wantFEC)

@@ -179,9 +179,11 @@ public final class MediaStream {
             initialTimestamp: UInt32.random(in: .min ... .max, using: &random))
         anchorTimestamp = packetizer.nextTimestamp
         anchorTime = now
-        cname =
+        var cname =
             configuration.rtcp.cname ?? "voice-engine-"
             + String(UInt32.random(in: .min ... .max, using: &random), radix: 16)
+        cname.makeContiguousUTF8()  // RTCP reports read it in place (no copy on the audio thread)
+        self.cname = cname
         let packetsPerSecond = 1000.0 / Double(opus.frameDuration.milliseconds)
         let bandwidth =
             configuration.rtcp.sessionBandwidth ?? Double(opus.bitrate) + 40 * 8 * packetsPerSecond

@@ -81,6 +81,16 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
         self.disableBelowPercent = disableBelowPercent
         self.maximumExpectedLossPercent = maximumExpectedLossPercent
     }
+
+    /// What an encoder should be set to for a smoothed loss of `percent`: FEC on above ``enableAbovePercent``,
+    /// off below ``disableBelowPercent`` (hysteresis: `fecOn` is the encoder's state now), and the expected loss
+    /// (the loss rounded up, at most ``maximumExpectedLossPercent``; 0 with FEC off). Shared by a call's own
+    /// encoder and a conference room's shared encoder.
+    public func setting(forLossPercent percent: Double, fecOn: Bool) -> (fec: Bool, expectedLossPercent: Int) {
+        let wantFEC = fecOn ? percent >= disableBelowPercent : percent > enableAbovePercent
+        let expected = wantFEC ? min(max(Int(percent.rounded(.up)), 0), maximumExpectedLossPercent) : 0
+        return (wantFEC, expected)
+    }
 }
 
 /// Everything one call's audio stream is created with: codec, timing, processing, jitter buffer, SRTP and RTP

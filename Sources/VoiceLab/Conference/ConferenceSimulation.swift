@@ -23,6 +23,9 @@ public final class ConferenceSimulation {
         public var inputOffsetMilliseconds: Int
         /// Network between this member and the room (both directions, independent draws); nil: direct.
         public var network: NetworkConditions?
+        /// Which directions `network`'s loss and jitter apply to; the other keeps only its base delay. Both by
+        /// default; one alone tells the room's receive side (up) from a one-stream downlink (down).
+        public var impaired: Directions = .both
         /// Join and leave times (ms of media time); nil: from the start, until the end.
         public var joinMilliseconds: Int?
         public var leaveMilliseconds: Int?
@@ -45,6 +48,11 @@ public final class ConferenceSimulation {
             self.leaveMilliseconds = leaveMilliseconds
             self.muted = muted
         }
+    }
+
+    /// Directions of a member's leg: to the room (up), from it (down).
+    public enum Directions: String, Sendable, CaseIterable {
+        case both, up, down
     }
 
     public struct Configuration: Sendable {
@@ -71,10 +79,12 @@ public final class ConferenceSimulation {
         }
     }
 
-    /// VoIP Opus at 16 kHz, 20 ms, 24 kb/s, complexity 5, DTX on (silent members send nothing).
+    /// VoIP Opus at 16 kHz, 20 ms, 24 kb/s, complexity 5, DTX on (silent members send nothing), in-band FEC on as
+    /// the conference server negotiates it (`useinbandfec=1`): every encoder — clients', talkers' own, the room's
+    /// shared one — starts at the policy's initial expected loss and then follows the RTCP reports.
     public static let defaultOpus = OpusEncoderConfiguration(
         sampleRate: 16_000, channels: 1, application: .voip, frameDuration: .ms20, bitrate: 24_000,
-        complexity: 5, variableBitrate: true, inbandFEC: false, expectedLossPercent: 0, dtx: true)
+        complexity: 5, variableBitrate: true, inbandFEC: true, expectedLossPercent: 0, dtx: true)
 
     public struct Result: Sendable {
         /// What each member's client played (room rate), from the start of the simulation.
@@ -179,9 +189,12 @@ public final class ConferenceSimulation {
                 voiceProcessing: false, seed: configuration.seed &+ UInt64(2 * i + 2))
             let up: any MediaPacketSink
             let down: any MediaPacketSink
-            if var n = m.network {
+            if let network = m.network {
+                let clean = NetworkConditions(baseDelayMilliseconds: network.baseDelayMilliseconds)
+                var n = m.impaired == .down ? clean : network
                 n.seed = configuration.seed &+ UInt64(100 + 2 * i)
                 up = try SimulatedQueue(conditions: n)
+                n = m.impaired == .up ? clean : network
                 n.seed = configuration.seed &+ UInt64(101 + 2 * i)
                 down = try SimulatedQueue(conditions: n)
             } else {

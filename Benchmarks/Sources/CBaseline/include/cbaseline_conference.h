@@ -8,8 +8,9 @@
 // nothing pending: not decoded until a packet arrives, then 3 ticks). Opus 16 kHz mono, 20 ms, VoIP.
 //
 // What it does NOT have, by design: a jitter buffer (payloads are decoded in arrival order, PLC when none is
-// pending), RTCP, statistics beyond the call counts. The ratio against the Swift room therefore includes the
-// adaptive jitter buffer's logic and MediaStream's bookkeeping.
+// pending), RTCP reception, statistics beyond the call counts. The ratio against the Swift room therefore includes
+// the adaptive jitter buffer's logic and MediaStream's bookkeeping. RTCP sending is optional
+// (cb_conference_enable_rtcp), so that the Swift room with RTCP on is compared with a loop doing the same reports.
 #include <stdint.h>
 
 typedef struct cb_conference cb_conference;
@@ -18,6 +19,8 @@ typedef struct cb_conference cb_conference;
 typedef struct {
     int64_t ticks, decodes, concealments, own_encodes, shared_encodes, protects, unprotects, talker_ticks;
     int64_t dormant_ticks, clipped_samples;
+    /// srtp_protect_rtcp calls (one per report: SR/RR + SDES, on RFC 3550's randomized 5 s schedule).
+    int64_t rtcp_protects;
 } cb_conference_counts;
 
 /// A room of `participants`, each with its own decoder, encoder and two srtp_t (AES_CM_128_HMAC_SHA1_80;
@@ -27,6 +30,10 @@ cb_conference *cb_conference_create(int32_t participants, int32_t max_talkers, c
                                     const uint8_t *remote_keys, int32_t bitrate, int32_t complexity, int32_t dtx,
                                     double speech_threshold_mean_square, int32_t limiter_threshold);
 void cb_conference_destroy(cb_conference *room);
+
+/// Each leg sends RTCP as the engine's MediaStream does: SR/RR with a report block + SDES CNAME, built in place and
+/// protected with srtp_protect_rtcp, on RFC 3550's randomized interval (5 s minimum, half before the first).
+void cb_conference_enable_rtcp(cb_conference *room);
 
 /// One 20 ms tick: the `count` datagrams that arrived (datagram k from participant owners[k], `lengths[k]` bytes
 /// at `data + offsets[k]`), then decode, select, mix, encode, protect. Returns a checksum (bytes protected).
