@@ -713,6 +713,9 @@ public final class EchoCanceller {
         }
     }
 
+    /// Blocks between GCC-PHAT delay measurements now: 20 while acquiring, 80 while idle (for tests).
+    var delayMeasurementIntervalBlocks: Int { estimateSpacing }
+
     /// Counts measurements that found no clear echo and sets the spacing of the next (see ``estimateSpacing``).
     private func spaceEstimates(afterConfident confident: Bool) {
         unclearEstimates = confident ? 0 : unclearEstimates + 1
