@@ -34,7 +34,8 @@ rep=[json.load(open(f"{d}/{x}.json")) for x in "ab"]
 def r(j):
     rtp=j.get("rtp",{}); jb=j.get("jitterBuffer",{})
     return f"recv {rtp.get('received')}/{rtp.get('expected')} lost {rtp.get('lost')} concealed {jb.get('concealmentRatio',0):.4f}"
-print(f"{mode}: CPU s per 30 s  A {a:.3f}  B {b:.3f}  mean {(a+b)/2:.3f}  exit {ra}/{rb}  threads {na}  | A {r(rep[0])} | B {r(rep[1])}")
+load=open("/proc/loadavg").read().split()[0]
+print(f"{mode}: CPU s per 30 s  A {a:.3f}  B {b:.3f}  mean {(a+b)/2:.3f}  exit {ra}/{rb}  threads {na}  load {load}  | A {r(rep[0])} | B {r(rep[1])}")
 PY
   rm -rf $D
 done

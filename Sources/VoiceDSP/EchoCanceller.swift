@@ -234,6 +234,15 @@ public final class EchoCanceller {
     private let margin: Int
     private let realignThreshold: Double
     private let estimateInterval = 20
+    /// Blocks between GCC-PHAT measurements now: `estimateInterval` (200 ms) while acquiring, `idleEstimateInterval`
+    /// once `unclearEstimatesBeforeIdle` measurements in a row over an active far end found no clear echo (a headset
+    /// or a muted speaker: nothing to find, yet two 8192-point FFTs ran every 200 ms for the whole call — a tenth of a
+    /// live processing-on call's media thread, and their 200 kB of scratch evicting the filters' state); back to
+    /// 200 ms at the first confident one. A silent far end (no measurement) neither counts nor resets.
+    private var estimateSpacing = 20
+    private var unclearEstimates = 0
+    private static let unclearEstimatesBeforeIdle = 10
+    private static let idleEstimateInterval = 80
     private static let stableBlocksBeforeSegmentPause = 500
     private let peakInterval = 25
     /// Aligned-reference mean square under which the far end counts as silent: -60 dBFS (its echo would lie under
@@ -399,10 +408,11 @@ public final class EchoCanceller {
             // GCC-PHAT acquires the delay; while the adapted filter shows a stable echo path it is not needed (the
             // filter's peak tracks small moves and DelayJumpSearch re-aligns on jumps), and skipping its three
             // 8192-point FFTs per 200 ms is most of the canceller's cost beyond speexdsp's own.
-            if blocksSinceEstimate >= estimateInterval && !(aligned && peakStable >= 2) {
+            if blocksSinceEstimate >= estimateSpacing && !(aligned && peakStable >= 2) {
                 blocksSinceEstimate = 0
                 if let estimate = estimator.estimate() {
                     stats.lastConfidence = estimate.confidence
+                    spaceEstimates(afterConfident: estimate.confidence >= configuration.minimumConfidence)
                     if estimate.confidence >= configuration.minimumConfidence && gccHoldOff == 0 { use(estimate) }
                 }
             }
@@ -703,6 +713,15 @@ public final class EchoCanceller {
         }
     }
 
+    /// Blocks between GCC-PHAT delay measurements now: 20 while acquiring, 80 while idle (for tests).
+    var delayMeasurementIntervalBlocks: Int { estimateSpacing }
+
+    /// Counts measurements that found no clear echo and sets the spacing of the next (see ``estimateSpacing``).
+    private func spaceEstimates(afterConfident confident: Bool) {
+        unclearEstimates = confident ? 0 : unclearEstimates + 1
+        estimateSpacing = unclearEstimates >= Self.unclearEstimatesBeforeIdle ? Self.idleEstimateInterval : estimateInterval
+    }
+
     /// Coarse alignment with hysteresis from a confident GCC-PHAT measurement.
     private func use(_ estimate: EchoDelayEstimator.Estimate) {
         let rate = Double(configuration.sampleRate)
@@ -846,6 +865,8 @@ public final class EchoCanceller {
         peakStable = 0
         recentCount = 0
         blocksSinceEstimate = 0
+        estimateSpacing = estimateInterval
+        unclearEstimates = 0
         blocksSincePeak = 0
         blocksSinceReset = 0
         lastDriftUpdate = 0

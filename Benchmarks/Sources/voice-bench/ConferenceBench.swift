@@ -386,10 +386,6 @@ struct ConferenceBench: ParsableCommand {
         return ",\"quality\":[\(items.joined(separator: ","))],\"clipped_samples\":\(result.room.clippedSamples)"
     }
 
-    private func loadAverage() -> String {
-        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
-            .joined(separator: " ") ?? "?"
-    }
 }
 
 /// `text` padded to `width` (right-aligned when `right`).

@@ -88,6 +88,7 @@ struct LiveBench: ParsableCommand {
             "voice-bench live: real-time calls in one process (two LiveCalls each, looping WAV microphone, null "
                 + "speaker, loopback UDP, SRTP, Opus 16 kHz 32 kb/s c5), voice processing \(processing); "
                 + "\(fixed(seconds, 0)) s measured after \(fixed(warmUp, 0)) s, median of \(repeats) runs")
+        print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) at the start — CPU time, not wall time")
         if baresip == nil && !noBaresip { print("baresip column skipped: baresip is not installed") }
         print(
             "calls  CPU ms/call-s  fast ms/call-s  overhead  threads  wake-ups/call-s"
@@ -115,17 +116,17 @@ struct LiveBench: ParsableCommand {
             if !reference.isEmpty {
                 let bCPU = SideBySideRunner.median(reference.map(\.cpuMillisecondsPerCallSecond))
                 let bWake = SideBySideRunner.median(reference.map(\.wakeupsPerCallSecond))
-                let ratio = SideBySideRunner.median(zip(engine, reference).map {
-                    $0.cpuMillisecondsPerCallSecond / $1.cpuMillisecondsPerCallSecond
-                })
+                let ratios = zip(engine, reference).map { $0.cpuMillisecondsPerCallSecond / $1.cpuMillisecondsPerCallSecond }
+                let ratio = SideBySideRunner.median(ratios)
                 line += pad(fixed(bCPU, 2), 19) + pad(fixed(bWake, 0), 25) + fixed(ratio, 2) + "×"
+                    + " (runs \(fixed(ratios.min()!, 2))–\(fixed(ratios.max()!, 2)))"
                 jsonExtra = ",\"baresip_cpu_ms_per_call_s\":\(fixed(bCPU, 3)),\"baresip_wakeups_per_call_s\":"
                     + "\(fixed(bWake, 1)),\"ratio_to_baresip\":\(fixed(ratio, 3))"
             }
             let damaged = engine.compactMap(\.damage)
             if !damaged.isEmpty { line += "  NOT INTACT in \(damaged.count)/\(repeats) runs: \(damaged[0])" }
             failures += damaged.isEmpty ? [] : ["\(count) calls: \(damaged[0])"]
-            print(line)
+            print(line + "  load \(loadAverage())")
             fflush(nil)
             if threads, let last = engine.last {
                 for group in last.threads.byName {

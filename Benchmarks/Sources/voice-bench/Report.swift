@@ -70,6 +70,12 @@ struct Report {
 }
 
 /// `value` with exactly `decimals` digits after the point (no Foundation needed); `null` when not finite.
+/// The machine's 1, 5 and 15 minute load averages ("?" where /proc is absent): speed figures say how loaded it was.
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
+        .joined(separator: " ") ?? "?"
+}
+
 func fixed(_ value: Double, _ decimals: Int) -> String {
     guard value.isFinite else { return "null" }
     var scale = 1.0
