@@ -52,8 +52,11 @@ struct DispatcherFailoverTests {
                 var ports: [Int] = []
                 for agent in [first, second] {
                     let call = try await agent.call(roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
-                    guard case .success = await outcome(of: call) else {
-                        Issue.record("\(agent.configuration.addressOfRecord) could not join \(room)")
+                    let result = await outcome(of: call)
+                    guard case .success = result else {
+                        // The end (status and reason) and both nodes' logs: a failure seen once on a fresh CI machine
+                        // gave no clue which side refused.
+                        Issue.record("\(agent.configuration.addressOfRecord) could not join \(room): \(result)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)")
                         continue
                     }
                     let port = try #require(await call.currentDialog?.remoteTarget.port)
