@@ -262,8 +262,41 @@ struct SIPpTests {
         }
     }
 
-    /// Runs a SIPp client scenario against `target` and expects it to complete (exit status 0).
-    func runSIPpClient(_ scenario: String, port: Int, target: SocketAddress) async throws {
+    /// An answered call over TCP whose ACK never comes: the 2xx is retransmitted over the connection too (it travels
+    /// end to end, and a later hop may be UDP) and the call is ended with a BYE 64·T1 after it (RFC 3261 §13.3.1.4).
+    /// Before, a reliable transport sent the 2xx once and the call stayed answered for ever.
+    @Test func answeredCallOverTCPWithoutAckEndsAfter64T1() async throws {
+        try await withEventLoop { loop in
+            let endpoint = try await SIPEndpoint.start(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
+            let trace = TraceRecorder(endpoint)
+            let agent = SIPUserAgent(
+                endpoint: endpoint, credentials: nil,
+                configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "voiceengine", host: "127.0.0.1"), transport: .tcp))
+            let local = try #require(await endpoint.localAddress(.tcp))
+            async let sipp: Void = runSIPpClient("uac-ack-never", port: 25124, target: local, transport: "t1")
+            var incoming = agent.incomingCalls.makeAsyncIterator()
+            let call = try #require(await incoming.next())
+            let log = CallEventLog(call)
+            let answered = ContinuousClock.now
+            _ = try await call.answer(with: testCapabilities(port: 40076))
+            let end = try await log.ended()
+            let ended = ContinuousClock.now - answered
+            #expect(end.cause == .failed && end.reasonPhrase.contains("64·T1"), "\(end)")
+            #expect(ended >= .milliseconds(6_300) && ended < .seconds(12), "the call ended \(ended) after the 200")
+            try await sipp
+            #expect(trace.count("recv", containing: "\nACK sip:") == 0)
+            // T1 doubling to T2 within 64·T1: 0.1, 0.3, 0.7, 1.5, 2.3, … — at least five retransmissions.
+            #expect(trace.count("send", containing: "SIP/2.0 200 OK") >= 6, "\(trace.count("send", containing: "SIP/2.0 200 OK")) 200s sent")
+            #expect(trace.count("send", containing: "\nBYE sip:") == 1)
+            try await endpoint.close()
+        }
+    }
+
+    /// Runs a SIPp client scenario against `target` and expects it to complete (exit status 0). `transport` is
+    /// SIPp's `-t` mode (`u1`: UDP, `t1`: one TCP connection).
+    func runSIPpClient(_ scenario: String, port: Int, target: SocketAddress, transport: String = "u1") async throws {
         let directory = try makeTemporaryDirectory("sipp")
         defer { try? FileManager.default.removeItem(at: directory) }
         let sipp = try PeerProcess(
@@ -271,7 +304,7 @@ struct SIPpTests {
             arguments: [
                 "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p", "\(port)",
                 "-m", "1", "-timeout", "15s", "-timeout_error", "-nostdin", "-s", "voiceengine", "-trace_err",
-                "-error_file", directory.appendingPathComponent("errors.log").path, "127.0.0.1:\(target.port ?? 0)",
+                "-error_file", directory.appendingPathComponent("errors.log").path, "-t", transport, "127.0.0.1:\(target.port ?? 0)",
             ],
             directory: directory)
         defer { sipp.stop() }

@@ -354,13 +354,10 @@ public final class SIPCall: @unchecked Sendable {
     }
 
     /// Sends a 2xx to an INVITE and retransmits it (T1 doubling to T2) until the ACK comes; after 64·T1 without
-    /// one the dialog is ended with BYE (§13.3.1.4).
+    /// one the dialog is ended with BYE (§13.3.1.4). Over TCP and TLS too: the 2xx is retransmitted end to end, and
+    /// a hop between us and the caller may be UDP, so the RFC retransmits it whatever our own transport is.
     private func sendReliably(_ response: SIPMessage, on request: SIPIncomingRequest) {
         endpoint.respond(response, to: request)
-        guard !request.peer.transport.isReliable else {
-            unacknowledged = (response, request, .zero, .now())
-            return
-        }
         unacknowledged = (response, request, endpoint.configuration.timers.t1, .now())
         scheduleRetransmission()
     }
