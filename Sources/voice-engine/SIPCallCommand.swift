@@ -94,8 +94,11 @@ extension SIPCommand {
             let delay = answerAfter
             let headers = call.headerPairs
             let kind = try connection.transportKind()
+            if kind == .tls && !call.register {
+                throw CommandFailure.usage("--transport tls: listen takes no certificate of its own, so it needs --register (calls then come over that connection)")
+            }
             let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: nil) { agent, capabilities in
-                say("listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "?")")
+                say("listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "the registration's connection")")
                 var incoming = agent.incomingCalls.makeAsyncIterator()
                 guard let call = await incoming.next() else { throw CommandFailure.runtime("no call") }
                 say("incoming call from \(call.remote)" + call.requestHeaders.map { " \($0.name): \($0.value)" }.joined())
@@ -133,12 +136,13 @@ enum SIPCallSession {
             ?? routedAddress(to: server ?? SocketAddress(ipAddress: "127.0.0.1", port: 5060), on: loop)
         let traced = connection.trace
         let useProxy = connection.server != nil
+        let tls = try connection.tlsConfiguration()
         return try runBlocking { () -> Int32 in
             let endpoint: SIPEndpoint
             do {
                 endpoint = try await SIPEndpoint.start(
                     on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
-                    configuration: SIPEndpointConfiguration(timers: timers))
+                    configuration: SIPEndpointConfiguration(timers: timers, tls: tls))
             } catch {
                 throw CommandFailure(description: "\(error)", status: 69)
             }
@@ -167,6 +171,9 @@ enum SIPCallSession {
                 if let registration { _ = try? await registration.unregister() }
                 try? await endpoint.close()
                 return status
+            } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
+                try? await endpoint.close()
+                throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
             } catch {
                 try? await endpoint.close()
                 throw error
@@ -229,7 +236,7 @@ enum SIPCallSession {
         let call: SIPCall
         do {
             call = try await starting.value
-        } catch let error as SIPError where error.kind == .timeout || error.kind == .transport {
+        } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
             timeoutTask.cancel()
             await transport.close()
             throw CommandFailure(description: "no answer: \(error.reason)", status: 69)

@@ -5,6 +5,10 @@ import NIOCore
 import NIOPosix
 import VoiceSIP
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `voice-engine sip …`: try VoiceSIP against a server by hand. Exit status by failure class: 0 a 2xx final
 /// response; 1 any other final response (its status is printed); 64 bad arguments; 69 no answer (Timer B/F) or
 /// the transport failed; 77 the server refused our credentials.
@@ -23,8 +27,10 @@ struct SIPCommand: ParsableCommand {
     struct Connection: ParsableArguments {
         @Option(help: "Server (registrar, proxy or UA) as host:port; by default the target URI's host and port (5060).")
         var server: String?
-        @Option(help: "udp or tcp.")
+        @Option(help: "udp, tcp or tls (TLS: client only, the server's certificate checked against --ca-file).")
         var transport: String = "udp"
+        @Option(help: "With --transport tls: PEM file of the certificate authorities the server's certificate must chain to (default: the system's store).")
+        var caFile: String?
         @Option(help: "Username for digest authentication (RFC 8760: MD5 or SHA-256, as the server asks).")
         var user: String?
         @Option(help: "Password for digest authentication.")
@@ -42,15 +48,31 @@ struct SIPCommand: ParsableCommand {
 
         func transportKind() throws -> SIPTransportKind {
             guard let kind = SIPTransportKind(rawValue: transport.uppercased()) else {
-                throw CommandFailure.usage("--transport \(transport): use udp or tcp")
-            }
-            // VoiceSIP speaks TLS (SIPTLS), but a TLS user agent needs a trust root and a certificate of its own for
-            // its Contact listener, which these commands do not take yet: say so before any traffic.
-            if kind == .tls {
-                throw CommandFailure.usage(
-                    "--transport tls: the sip commands take no TLS settings yet (trust root, certificate); use udp or tcp")
+                throw CommandFailure.usage("--transport \(transport): use udp, tcp or tls")
             }
             return kind
+        }
+
+        /// The TLS settings of `--transport tls`: the trust root only. The commands take no certificate of their
+        /// own, so over TLS they listen on nothing and are reached over the connection they open (a registered
+        /// `sip listen` too, as a client behind a NAT is). A `--ca-file` that cannot be read or holds no
+        /// certificate is refused here, naming the file and why, before any traffic.
+        func tlsConfiguration() throws -> SIPTLSConfiguration? {
+            guard try transportKind() == .tls else {
+                if let caFile { throw CommandFailure.usage("--ca-file \(caFile): only for --transport tls") }
+                return nil
+            }
+            guard let caFile else { return SIPTLSConfiguration(trustRoots: .system) }
+            guard access(caFile, R_OK) == 0 else {
+                throw CommandFailure.usage("--ca-file \(caFile): \(String(cString: strerror(errno)))")
+            }
+            let configuration = SIPTLSConfiguration(trustRoots: .pemFile(caFile))
+            do {
+                try configuration.check()
+            } catch let error as SIPError {
+                throw CommandFailure.usage("--ca-file \(caFile): \(error.reason)")
+            }
+            return configuration
         }
 
         func credentials() throws -> (any SIPCredentialsDelegate)? {
@@ -76,16 +98,17 @@ struct SIPCommand: ParsableCommand {
             defer { try? group.syncShutdownGracefully() }
             let loop = group.next()
             let local = try bind.map { try socketAddress($0, option: "--bind") } ?? routedAddress(to: server, on: loop)
+            let tls = try tlsConfiguration()
             let response = try runBlocking { () -> SIPMessage? in
                 let endpoint = try await SIPEndpoint.start(
                     on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
-                    configuration: SIPEndpointConfiguration(timers: timers))
+                    configuration: SIPEndpointConfiguration(timers: timers, tls: tls))
                 if traced { endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
                 do {
                     let response = try await body(endpoint, SIPRequestSender(endpoint: endpoint, credentials: credentials))
                     try? await endpoint.close()
                     return response
-                } catch let error as SIPError where error.kind == .timeout || error.kind == .transport {
+                } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
                     try? await endpoint.close()
                     throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
                 } catch {

@@ -125,6 +125,36 @@ import VoiceCore
         #expect(end.output.contains("Usage: voice-engine \(arguments[0])"), "\(end.output)")
     }
 
+    /// `sip --ca-file` (the trust root of `--transport tls`) is checked before any traffic: a file that cannot be
+    /// read, one without a PEM certificate, or the option without TLS is a usage error (64) naming the file and
+    /// why; a readable CA bundle passes, and the command then fails on the transport (69: nobody on port 9).
+    @Test(.enabled(if: binary != nil, "voice-engine binary missing"))
+    func caFileIsCheckedBeforeAnyTraffic() throws {
+        let dir = StreamTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let notPEM = dir.appendingPathComponent("not-a-ca.pem").path
+        try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        let options = ["sip", "options", "sip:a@127.0.0.1:9", "--t1", "50"]
+        for (extra, message) in [
+            (["--transport", "tls", "--ca-file", "/nonexistent-ca.pem"], "--ca-file /nonexistent-ca.pem: No such file or directory"),
+            (["--transport", "tls", "--ca-file", notPEM], "--ca-file \(notPEM): "),
+            (["--transport", "tcp", "--ca-file", notPEM], "--ca-file \(notPEM): only for --transport tls"),
+        ] {
+            let end = try CallCommandTests.Child(options + extra).wait(until: Date().addingTimeInterval(30))
+            #expect(end.status == 64, "\(extra): \(end.output)")
+            #expect(end.output.hasPrefix("error: \(message)"), "\(end.output)")
+            #expect(end.output.contains("Usage: voice-engine sip"), "\(end.output)")
+            #expect(end.output.split(separator: "\n").filter { $0.hasPrefix("error:") }.count == 1, "\(end.output)")
+        }
+        let notPEMEnd = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", notPEM]).wait(until: Date().addingTimeInterval(30))
+        #expect(notPEMEnd.output.contains("PEM"), "the reason is not given: \(notPEMEnd.output)")
+        let bundle = "/etc/ssl/certs/ca-certificates.crt"
+        if FileManager.default.isReadableFile(atPath: bundle) {
+            let end = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", bundle]).wait(until: Date().addingTimeInterval(30))
+            #expect(end.status == 69, "\(end.output)")
+        }
+    }
+
     @Test(
         "--help of the tool and of every command prints its help and exits 0",
         .enabled(if: binary != nil, "voice-engine binary missing"))

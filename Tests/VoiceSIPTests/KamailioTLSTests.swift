@@ -3,12 +3,13 @@ import NIOCore
 import Testing
 import VoiceEngine
 import VoiceSIP
+import VoiceTestSupport
 
 let kamailioTLSModule = "/usr/lib/x86_64-linux-gnu/kamailio/modules/tls.so"
 
 /// Kamailio's tls module as the TLS peer (Makefile: kamailio-tls-modules): REGISTER and a call over TLS through it,
-/// and a server certificate that our trust root does not vouch for refused with `SIPError.Kind.tls`. Ports
-/// 25160–25167 (TLS on the port after each).
+/// and a server certificate that our trust root does not vouch for refused with `SIPError.Kind.tls`; `voice-engine
+/// sip` over TLS with `--ca-file`. Ports 25160–25175 (TLS on the port after each).
 extension KamailioTests {
     static var tlsAvailable: Bool { FileManager.default.fileExists(atPath: kamailioTLSModule) && TestCertificates.isAvailable }
 
@@ -139,6 +140,56 @@ extension KamailioTests {
             #expect(await bobEndpoint.statistics().connectionsOpened == 1)
             try await aliceEndpoint.close()
             try await bobEndpoint.close()
+        }
+    }
+
+    /// `voice-engine sip` over TLS with the test CA as `--ca-file`: REGISTER, then bob's `sip listen --register` is
+    /// called by alice's `sip call` through Kamailio, both over TLS (bob reached over his registration's connection,
+    /// having no certificate to listen with), with media both ways. The other CA's file gets the handshake's
+    /// refusal (69, CERTIFICATE_VERIFY_FAILED).
+    @Test(
+        .enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"),
+        .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
+    func commandLineRegistersAndCallsOverTLS() async throws {
+        let binary = try #require(BuiltExecutables.url("voice-engine"))
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("TestVectors/speech_like_16k.wav").path
+        try await withKamailio(port: 25174, tls: pki) { _, _ in
+            let server = "127.0.0.1:25175"
+            func account(_ user: String) -> [String] {
+                ["--from", "sip:\(user)@\(Self.domain)", "--server", server, "--transport", "tls", "--ca-file", pki.caFile,
+                 "--user", user, "--password", "\(user)-secret"]
+            }
+            let registered = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
+                "--ca-file", pki.caFile, "--user", "alice", "--password", "alice-secret", "--expires", "60", "--trace"])
+            #expect(registered.status == 0, "\(registered.output)")
+            #expect(registered.output.contains("registered for"), "\(registered.output)")
+            #expect(registered.output.contains("REGISTER sip:\(Self.domain) SIP/2.0") && registered.output.contains("SIP/2.0/TLS"), "\(registered.output)")
+            let refused = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
+                "--ca-file", pki.otherCAFile, "--user", "alice", "--password", "alice-secret"])
+            #expect(refused.status == 69, "\(refused.output)")
+            #expect(refused.output.contains("CERTIFICATE_VERIFY_FAILED"), "\(refused.output)")
+
+            let directory = try makeTemporaryDirectory("sip-tls-call")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let listenerLog = directory.appendingPathComponent("listen.log")
+            let listener = try ChildProcessGroup(binary.path, ["sip", "listen", "--register"] + account("bob")
+                + ["--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--answer-timeout", "20"], log: listenerLog)
+            defer { listener.stop() }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let caller = try runTool(binary, ["sip", "call", "sip:bob@\(Self.domain)"] + account("alice")
+                + ["--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "2"])
+            #expect(caller.status == 0, "\(caller.output)")
+            #expect(caller.output.contains("sip: established"), "\(caller.output)")
+            let status = await listener.wait(timeout: .seconds(10))
+            let log = (try? String(contentsOf: listenerLog, encoding: .utf8)) ?? ""
+            #expect(status == 0, "\(log)")
+            #expect(log.contains("ended: remoteHangup"), "\(log)")
         }
     }
 }

@@ -32,6 +32,21 @@ public struct SIPTLSConfiguration: Sendable {
     }
 }
 
+extension SIPTLSConfiguration {
+    /// Loads the files as an endpoint would and throws the `SIPError` (kind `.tls`) it would throw at start: for a
+    /// command line to refuse a bad trust root or certificate before any traffic.
+    public func check() throws {
+        if case .pemFile(let path) = trustRoots {
+            let certificates: [NIOSSLCertificate]
+            do { certificates = try NIOSSLCertificate.fromPEMFile(path) } catch {
+                throw SIPError(.tls, "not a PEM certificate file (\(error))")
+            }
+            guard !certificates.isEmpty else { throw SIPError(.tls, "no PEM certificate in it") }
+        }
+        _ = try SIPTLSContexts(self)
+    }
+}
+
 /// The client and server contexts made once from a `SIPTLSConfiguration` (loading the PEM files and building the
 /// trust store is the expensive part, so connections only make a handler from them).
 struct SIPTLSContexts: Sendable {
