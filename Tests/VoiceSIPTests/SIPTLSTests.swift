@@ -17,8 +17,8 @@ struct SIPTLSTests {
         try await withEventLoop { loop in
             let host = loopback(family)
             let configuration = SIPEndpointConfiguration(tls: pki.trustingConfiguration)
-            let server = try await SIPEndpoint.start(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
-            let client = try await SIPEndpoint.start(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
             let answering = AnsweringServer(server)
             let clientSide = AnsweringServer(client)
             let serverAddress = try #require(await server.localAddress(.tls))
@@ -63,13 +63,13 @@ struct SIPTLSTests {
         defer { pki.remove() }
         try await withEventLoop { loop in
             let named = SIPTLSConfiguration(certificateChainFile: pki.namedOnlyCertificateFile, privateKeyFile: pki.serverKeyFile)
-            let server = try await SIPEndpoint.start(
+            let server = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: named))
             let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
             let trusting = SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile)))
             // Known by the name the certificate carries: accepted (SNI sent, checked against the DNS SAN).
-            let client = try await SIPEndpoint.start(on: loop, configuration: trusting)
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: trusting)
             let accepted = try await client.request(
                 makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "voiceengine.test"), callID: "named"),
                 to: SIPPeer(.tls, address, serverName: "voiceengine.test")).get()
@@ -77,7 +77,7 @@ struct SIPTLSTests {
             try await client.close()
             // Known by another name, or by its address only: refused with a typed error, before any request.
             for (serverName, callID) in [("elsewhere.test", "misnamed"), (nil, "address-only")] as [(String?, String)] {
-                let other = try await SIPEndpoint.start(on: loop, configuration: trusting)
+                let other = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: trusting)
                 let error = await #expect(throws: SIPError.self) {
                     _ = try await other.request(
                         makeOutgoing(.options, to: SIPURI(scheme: .sips, host: serverName ?? "127.0.0.1"), callID: callID),
@@ -96,11 +96,11 @@ struct SIPTLSTests {
         let pki = try TestCertificates()
         defer { pki.remove() }
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.start(
+            let server = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
             let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
-            let client = try await SIPEndpoint.start(on: loop, configuration: SIPEndpointConfiguration(tls: pki.distrustingConfiguration))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: SIPEndpointConfiguration(tls: pki.distrustingConfiguration))
             let error = await #expect(throws: SIPError.self) {
                 _ = try await client.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "untrusted"), to: SIPPeer(.tls, address)).get()
             }
@@ -114,12 +114,33 @@ struct SIPTLSTests {
             #expect(await client.statistics().connectionsOpened == 2)
             #expect(await client.connectionCount() == 0)
             // Without any TLS configuration there is no TLS at all.
-            let bare = try await SIPEndpoint.start(on: loop)
+            let bare = try await SIPEndpoint.startClosedWithLoop(on: loop)
             let unconfigured = await #expect(throws: SIPError.self) {
                 _ = try await bare.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "bare"), to: SIPPeer(.tls, address)).get()
             }
             #expect(unconfigured?.kind == .tls)
             try await bare.close()
+            try await client.close()
+            try await server.close()
+        }
+    }
+
+    /// A TLS client without listener or certificate names its connection's address and port in its Via (as over TCP,
+    /// `SIPTransportTests.viaOfAClientWithoutListenerNamesItsConnection`).
+    @Test func viaOfAClientWithoutListenerNamesItsConnection() async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withEventLoop { loop in
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+            let answering = AnsweringServer(server)
+            let address = try #require(await server.localAddress(.tls))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
+            let response = try await client.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1", port: address.port), callID: "via-tls"), to: SIPPeer(.tls, address)).get()
+            #expect(response.statusCode == 200)
+            let seen = try #require(answering.seen.first)
+            let via = try #require(seen.message.topVia)
+            #expect(via.transport == "TLS" && via.host == "127.0.0.1" && via.port == seen.peer.address.port, "\(via) over \(seen.peer)")
             try await client.close()
             try await server.close()
         }
@@ -137,7 +158,7 @@ struct SIPTLSTests {
     @Test func listenerWithoutCertificateIsRefused() async throws {
         try await withEventLoop { loop in
             let error = await #expect(throws: SIPError.self) {
-                _ = try await SIPEndpoint.start(on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                _ = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                     configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration()))
             }
             #expect(error?.kind == .tls)

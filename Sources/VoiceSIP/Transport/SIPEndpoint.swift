@@ -316,7 +316,8 @@ public final class SIPEndpoint: @unchecked Sendable {
         executeIfOpen { self.writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil) }
     }
 
-    /// A top Via for this endpoint on `transport` with a fresh RFC 3261 branch.
+    /// A top Via for this endpoint on `transport` with a fresh RFC 3261 branch. Over TCP or TLS without a listener
+    /// it names 127.0.0.1 until the request is written, when the connection's address replaces it.
     public func makeVia(for transport: SIPTransportKind) -> SIPVia {
         eventLoop.preconditionInEventLoop()
         branchCounter += 1
@@ -417,8 +418,29 @@ public final class SIPEndpoint: @unchecked Sendable {
 
     private func write(_ message: SIPMessage, to peer: SIPPeer) {
         _statistics.messagesSent += 1
-        traceHandler?("send \(peer)\n\(message.wireText)")
-        writeBytes(message.serialized(), to: peer, failing: message.isRequest ? SIPTransactionID.client(forRequest: message) : nil)
+        let id = message.isRequest ? SIPTransactionID.client(forRequest: message) : nil
+        guard message.isRequest, peer.transport.isReliable, listener(peer.transport) == nil else {
+            traceHandler?("send \(peer)\n\(message.wireText)")
+            writeBytes(message.serialized(), to: peer, failing: id)
+            return
+        }
+        // No listener: the sent-by of our Via is the connection's own address and port (RFC 3261 §18.1.1; the flow
+        // of RFC 5626), known once it is open. A request the transaction layer made from ours (a CANCEL, the ACK of
+        // a non-2xx) carries our branch too and gets the same.
+        connection(to: peer).whenComplete { result in
+            switch result {
+            case .success(let channel):
+                var message = message
+                if let local = channel.localAddress {
+                    message.setTopViaSentBy(local, ifBranchStartsWith: "\(SIPVia.magicCookie)\(self.branchPrefix)")
+                }
+                self.traceHandler?("send \(peer)\n\(message.wireText)")
+                self.writeBytes(message.serialized(), to: peer, failing: id)
+            case .failure(let error):
+                self.traceHandler?("send \(peer)\n\(message.wireText)")
+                self.transportFailed(id, error: error)
+            }
+        }
     }
 
     private func writeBytes(_ bytes: [UInt8], to peer: SIPPeer, failing id: SIPTransactionID?) {
@@ -560,6 +582,18 @@ enum SIPRandomToken {
 }
 
 extension SIPMessage {
+    /// Names `address` as the sent-by of the top Via when that Via is ours (its branch starts with `prefix`).
+    mutating func setTopViaSentBy(_ address: SocketAddress, ifBranchStartsWith prefix: String) {
+        guard let index = headers.fields.firstIndex(where: { $0.name == "Via" }),
+            var values = try? splitHeaderList(headers.fields[index].value, header: "Via"),
+            var via = try? SIPVia(parsing: values[0]), via.branch?.hasPrefix(prefix) == true
+        else { return }
+        via.host = hostText(address)
+        via.port = address.port
+        values[0] = via.description
+        headers.setValue(values.joined(separator: ", "), at: index)
+    }
+
     /// RFC 3261 §18.2.1 and RFC 3581 §4: the receiver records in the top Via where the request really came from.
     mutating func stampTopVia(receivedFrom address: SocketAddress) {
         guard let index = headers.fields.firstIndex(where: { $0.name == "Via" }),
