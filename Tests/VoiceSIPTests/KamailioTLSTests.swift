@@ -58,7 +58,7 @@ extension KamailioTests {
             let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25167)
             var agents: [(SIPUserAgent, TraceRecorder)] = []
             for user in ["alice", "bob"] {
-                let endpoint = try await SIPEndpoint.start(
+                let endpoint = try await SIPEndpoint.startClosedWithLoop(
                     on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                     configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
                 let trace = TraceRecorder(endpoint)
@@ -106,9 +106,9 @@ extension KamailioTests {
         defer { pki.remove() }
         try await withKamailio(port: 25172, tls: pki) { loop, _ in
             let server = SIPPeer(.tls, try SocketAddress(ipAddress: "127.0.0.1", port: 25173))
-            let aliceEndpoint = try await SIPEndpoint.start(
+            let aliceEndpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
-            let bobEndpoint = try await SIPEndpoint.start(
+            let bobEndpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
             let bobTrace = TraceRecorder(bobEndpoint)
             var agents: [SIPUserAgent] = []

@@ -80,9 +80,9 @@ struct KamailioTests {
         let fast = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200)))
         let probe: SIPEndpoint
         if let probeSocket {
-            probe = try await SIPEndpoint.start(on: loop, boundUDPSocket: try probeSocket(), configuration: fast)
+            probe = try await SIPEndpoint.startClosedWithLoop(on: loop, boundUDPSocket: try probeSocket(), configuration: fast)
         } else {
-            probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
+            probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
         }
         defer { Task { try? await probe.close() } }
         for attempt in 0..<10 {
@@ -100,7 +100,7 @@ struct KamailioTests {
         async throws -> (SIPEndpoint, SIPRegistration, TraceRecorder)
     {
         let local = try SocketAddress(ipAddress: server.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0)
-        let endpoint = try await SIPEndpoint.start(
+        let endpoint = try await SIPEndpoint.startClosedWithLoop(
             on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil, tls: transport == .tls ? local : nil,
             configuration: SIPEndpointConfiguration(tls: tls))
         let trace = TraceRecorder(endpoint)
@@ -310,7 +310,7 @@ struct KamailioTests {
         try await withKamailio(port: 25106) { loop, server in
             let (alice, _) = try await makeAgent("alice", on: loop, proxy: SIPPeer(.udp, server),
                 credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"), domain: Self.domain)
-            let bobEndpoint = try await SIPEndpoint.start(
+            let bobEndpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                 configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(200)))
             let bob = SIPUserAgent(

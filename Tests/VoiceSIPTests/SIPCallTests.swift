@@ -46,7 +46,7 @@ final class CallEventLog: @unchecked Sendable {
 func makeAgent(_ user: String, on loop: any EventLoop, proxy: SIPPeer? = nil, credentials: (any SIPCredentialsDelegate)? = nil,
                domain: String = "127.0.0.1", glare: ClosedRange<Double> = 0.05...0.3) async throws -> (SIPUserAgent, TraceRecorder)
 {
-    let endpoint = try await SIPEndpoint.start(
+    let endpoint = try await SIPEndpoint.startClosedWithLoop(
         on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
         configuration: SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
     let trace = TraceRecorder(endpoint)
@@ -241,7 +241,7 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (bob, _) = try await makeAgent("bob", on: loop)
             let target = try await directURI("bob", bob)
-            let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let peer = SIPPeer(.udp, try #require(await bob.endpoint.localAddress(.udp)))
             func send(_ method: SIPMethod, callID: String, toTag: String? = nil, sdp: String? = nil) async throws -> SIPMessage {
                 var request = makeOutgoing(method, to: target, callID: callID)
@@ -295,7 +295,7 @@ struct SIPCallTests {
 
             // A caller that never ACKs (a bare endpoint): the callee's hang-up holds its BYE until its endpoint closes.
             let (carol, _) = try await makeAgent("carol", on: loop)
-            let probe = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let target = try await directURI("carol", carol)
             var invite = makeOutgoing(.invite, to: target, callID: "never-acked")
             invite.headers.add("Contact", "<sip:probe@127.0.0.1>")

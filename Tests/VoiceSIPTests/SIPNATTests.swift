@@ -118,7 +118,7 @@ struct SIPNATTests {
         ) { loop, server in
             let proxy = SIPPeer(.udp, server)
             func agent(_ user: String, in namespace: String, address: String, keepalive: TimeAmount?) async throws -> (SIPUserAgent, SIPRegistration) {
-                let endpoint = try await SIPEndpoint.start(
+                let endpoint = try await SIPEndpoint.startClosedWithLoop(
                     on: loop, boundUDPSocket: try SIPNATNetwork.udpSocket(in: namespace, host: address),
                     configuration: SIPEndpointConfiguration(timers: timers, keepaliveInterval: keepalive))
                 let agent = SIPUserAgent(

@@ -4,16 +4,56 @@ import NIOPosix
 import Testing
 import VoiceSIP
 
-/// Runs `body` with a one-thread event loop group, shut down afterwards (also on failure).
+/// Runs `body` with a one-thread event loop group, shut down afterwards (also on failure). Endpoints started in
+/// `body` with `SIPEndpoint.startClosedWithLoop` are closed first: a test that fails or times out before closing
+/// them would otherwise leave their calls and timers to schedule work on a loop already shut down.
 func withEventLoop<T>(_ body: (any EventLoop) async throws -> T) async throws -> T {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let endpoints = EndpointsOfTheLoop()
     do {
-        let result = try await body(group.next())
+        let result = try await EndpointsOfTheLoop.$current.withValue(endpoints) { try await body(group.next()) }
+        await endpoints.closeAll()
         try await group.shutdownGracefully()
         return result
     } catch {
+        await endpoints.closeAll()
         try? await group.shutdownGracefully()
         throw error
+    }
+}
+
+/// The endpoints `withEventLoop` closes before it shuts its loop down (closing twice is harmless).
+final class EndpointsOfTheLoop: @unchecked Sendable {
+    @TaskLocal static var current: EndpointsOfTheLoop?
+    private let lock = NIOLock()
+    private var endpoints: [SIPEndpoint] = []
+
+    func add(_ endpoint: SIPEndpoint) { lock.withLock { endpoints.append(endpoint) } }
+
+    func closeAll() async {
+        for endpoint in lock.withLock({ endpoints }) { try? await endpoint.close() }
+    }
+}
+
+extension SIPEndpoint {
+    /// `start`, and closed by the enclosing `withEventLoop` before its loop shuts down.
+    static func startClosedWithLoop(
+        on eventLoop: any EventLoop, udp: SocketAddress? = nil, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
+        configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
+    ) async throws -> SIPEndpoint {
+        let endpoint = try await start(on: eventLoop, udp: udp, tcp: tcp, tls: tls, configuration: configuration)
+        EndpointsOfTheLoop.current?.add(endpoint)
+        return endpoint
+    }
+
+    /// `start(on:boundUDPSocket:…)`, and closed by the enclosing `withEventLoop` before its loop shuts down.
+    static func startClosedWithLoop(
+        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
+        configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
+    ) async throws -> SIPEndpoint {
+        let endpoint = try await start(on: eventLoop, boundUDPSocket: descriptor, tcp: tcp, tls: tls, configuration: configuration)
+        EndpointsOfTheLoop.current?.add(endpoint)
+        return endpoint
     }
 }
 
@@ -52,8 +92,8 @@ struct SIPTransportTests {
     func udpRoundTrip(family: String) async throws {
         try await withEventLoop { loop in
             let host = loopback(family)
-            let server = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
-            let client = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
             let answering = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.udp))
             let clientAddress = try #require(await client.localAddress(.udp))
@@ -76,8 +116,8 @@ struct SIPTransportTests {
     func tcpConnectionReuse(family: String) async throws {
         try await withEventLoop { loop in
             let host = loopback(family)
-            let server = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
-            let client = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
             let answering = AnsweringServer(server)
             let clientSide = AnsweringServer(client)
             let serverAddress = try #require(await server.localAddress(.tcp))
@@ -104,7 +144,7 @@ struct SIPTransportTests {
 
     @Test func streamBytesSplitAnywhereAndKeepalivesOverTCP() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             _ = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.tcp))
             let raw = try await RawTCPClient.connect(on: loop, to: serverAddress)
@@ -130,10 +170,10 @@ struct SIPTransportTests {
 
     @Test func crlfKeepalivesAreAnsweredWithPongs() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             _ = AnsweringServer(server)
             // The client pings every 50 ms on its open connections (RFC 5626 §4.4.1); the server answers each.
-            let client = try await SIPEndpoint.start(
+            let client = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                 configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(50)))
             let serverAddress = try #require(await server.localAddress(.tcp))
@@ -154,7 +194,7 @@ struct SIPTransportTests {
 
     @Test func malformedDatagramsAreCountedAndDropped() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let answering = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.udp))
             let sender = try await DatagramBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
@@ -163,7 +203,7 @@ struct SIPTransportTests {
             }
             try await sender.close()
             // Still serving after the garbage.
-            let client = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let response = try await client.request(makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "after-garbage"), to: SIPPeer(.udp, serverAddress)).get()
             #expect(response.statusCode == 200)
             #expect(await server.statistics().malformedDropped == 3)
@@ -177,7 +217,7 @@ struct SIPTransportTests {
         try await withEventLoop { loop in
             // T1 = 5 ms: Timer B after 320 ms of real time, with Timer A retransmissions counted by the silent peer.
             let configuration = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(5), t2: .milliseconds(40), t4: .milliseconds(50)))
-            let client = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
             let counter = DatagramCounter()
             let silent = try await DatagramBootstrap(group: loop)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(counter) } }
@@ -200,9 +240,52 @@ struct SIPTransportTests {
         }
     }
 
+    /// A client without a TCP listener names, in its Via, the address and port of the connection the request goes
+    /// out on (RFC 3261 §18.1.1: the sent-by a response can come back to; RFC 5626: the flow), not a bare
+    /// 127.0.0.1 without a port. Requests after the first reuse the connection and name it too.
+    @Test(arguments: ["IPv4", "IPv6"])
+    func viaOfAClientWithoutListenerNamesItsConnection(family: String) async throws {
+        try await withEventLoop { loop in
+            let host = loopback(family)
+            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let answering = AnsweringServer(server)
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop)
+            let serverAddress = try #require(await server.localAddress(.tcp))
+            let uri = SIPURI(user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port, parameters: [SIPParameter("transport", "tcp")])
+            for index in 1...2 {
+                let response = try await client.request(makeOutgoing(.options, to: uri, callID: "via-\(family)-\(index)"), to: SIPPeer(.tcp, serverAddress)).get()
+                #expect(response.statusCode == 200)
+            }
+            #expect(answering.seen.count == 2)
+            for seen in answering.seen {
+                let via = try #require(seen.message.topVia)
+                #expect(via.host == (family == "IPv6" ? "[::1]" : host) && via.port == seen.peer.address.port, "\(via) over \(seen.peer)")
+            }
+            #expect(await client.statistics().connectionsOpened == 1)
+            try await client.close()
+            try await server.close()
+        }
+    }
+
+    /// The test helper closes the endpoints of a body that failed (or timed out) before closing them, before it
+    /// shuts the loop down: left open, their timers and calls scheduled work on the dead loop, and NIO printed
+    /// "Cannot schedule tasks on an EventLoop that has already shut down".
+    @Test func withEventLoopClosesTheEndpointsOfAFailedBodyFirst() async throws {
+        struct BodyFailed: Error {}
+        let closedOnTheLoop = NIOLockedValueBox(false)
+        await #expect(throws: BodyFailed.self) {
+            try await withEventLoop { loop in
+                let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+                endpoint.onClosing { closedOnTheLoop.withLockedValue { $0 = true } }
+                throw BodyFailed()
+            }
+        }
+        #expect(closedOnTheLoop.withLockedValue { $0 })
+    }
+
     @Test func refusedTCPConnectionReachesTheTUAs503() async throws {
         try await withEventLoop { loop in
-            let client = try await SIPEndpoint.start(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             // A port nobody listens on: bind a listener, note its port, close it.
             let probe = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
             let closedAddress = try #require(probe.localAddress)

@@ -53,7 +53,7 @@ struct SIPpTests {
     ])
     func rejectedInvite(status: Int, reason: String, port: Int) async throws {
         try await withSIPp("uas-reject", port: port, arguments: ["-key", "status", "\(status)", "-key", "reason", reason]) { loop, server in
-            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let provisional = NIOLockedValueBox<[Int]>([])
             let response = try await endpoint.request(makeInvite(to: server, callID: "reject-\(status)"), to: SIPPeer(.udp, server)) { r in
                 provisional.withLockedValue { $0.append(r.statusCode ?? 0) }
@@ -70,7 +70,7 @@ struct SIPpTests {
         try await withSIPp("uas-silent", port: 25072, expectCompletion: false) { loop, server in
             // T1 = 20 ms: Timer B (64·T1) after 1.28 s instead of 32 s.
             let configuration = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(160), t4: .milliseconds(200)))
-            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
             let trace = TraceRecorder(endpoint)
             do {
                 _ = try await endpoint.request(makeInvite(to: server, callID: "silent"), to: SIPPeer(.udp, server)).get()
@@ -87,7 +87,7 @@ struct SIPpTests {
 
     @Test func answeredInviteWith200RetransmittedUntilAckedThenBye() async throws {
         try await withSIPp("uas-answer", port: 25073) { loop, server in
-            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let retransmitted = NIOLockedValueBox(0)
             endpoint.onStrayResponse { response in
                 if response.statusCode == 200 { retransmitted.withLockedValue { $0 += 1 } }
@@ -123,7 +123,7 @@ struct SIPpTests {
 
     @Test func malformedMessagesAreDroppedAndTheNextRequestsAnswered() async throws {
         try await withEventLoop { loop in
-            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let server = AnsweringServer(endpoint)
             let local = try #require(await endpoint.localAddress(.udp))
             try await runSIPpClient("uac-options-malformed", port: 25074, target: local)
@@ -137,7 +137,7 @@ struct SIPpTests {
 
     @Test func invitesFromSIPpAreRejectedThroughTheServerTransaction() async throws {
         try await withEventLoop { loop in
-            let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let server = AnsweringServer(endpoint, status: 486)
             let local = try #require(await endpoint.localAddress(.udp))
             try await runSIPpClient("uac-invite-rejected", port: 25075, target: local)
@@ -267,7 +267,7 @@ struct SIPpTests {
     /// Before, a reliable transport sent the 2xx once and the call stayed answered for ever.
     @Test func answeredCallOverTCPWithoutAckEndsAfter64T1() async throws {
         try await withEventLoop { loop in
-            let endpoint = try await SIPEndpoint.start(
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                 configuration: SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
             let trace = TraceRecorder(endpoint)
