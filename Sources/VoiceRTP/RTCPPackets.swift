@@ -140,7 +140,7 @@ public struct RTCPSDESChunk: Sendable, Hashable {
     /// The CNAME item, the one every participant must send (RFC 3550 6.5.1).
     public var cname: String? { items.first { $0.type == RTCPSDESItemType.cname }?.text }
 
-    var serializedLength: Int { (4 + items.reduce(0) { $0 + 2 + $1.value.count } + 1 + 3) / 4 * 4 }
+    var serializedLength: Int { RTCPWire.sdesChunkLength(itemBytes: items.reduce(0) { $0 + 2 + $1.value.count }) }
 }
 
 /// A source description packet (PT 202).
@@ -364,22 +364,14 @@ public enum RTCPPacket: Sendable, Hashable {
         let length = serializedLength
         precondition(length % 4 == 0, "RTCP packet length \(length) is not a multiple of 4")
         precondition(buffer.count >= length, "buffer of \(buffer.count) bytes too small for \(length)-byte RTCP")
-        func header(_ count: Int, _ type: UInt8) {
-            precondition(count <= 31, "RTCP count \(count) exceeds 31")
-            buffer.put8(0x80 | UInt8(count), at: 0)
-            buffer.put8(type, at: 1)
-            buffer.put16(UInt16(length / 4 - 1), at: 2)
-        }
+        func header(_ count: Int, _ type: UInt8) { RTCPWire.header(buffer, at: 0, count: count, type: type, size: length) }
         var pos = 4
         switch self {
         case .senderReport(let sr):
             header(sr.reportBlocks.count, RTCPPacketType.senderReport)
-            buffer.put32(sr.ssrc, at: 4)
-            buffer.put32(sr.ntpTimestamp.seconds, at: 8)
-            buffer.put32(sr.ntpTimestamp.fraction, at: 12)
-            buffer.put32(sr.rtpTimestamp, at: 16)
-            buffer.put32(sr.packetCount, at: 20)
-            buffer.put32(sr.octetCount, at: 24)
+            RTCPWire.senderInfo(
+                buffer, at: 4, ssrc: sr.ssrc, ntpTimestamp: sr.ntpTimestamp, rtpTimestamp: sr.rtpTimestamp,
+                packetCount: sr.packetCount, octetCount: sr.octetCount)
             pos = 28
             for block in sr.reportBlocks {
                 block.write(into: buffer, at: pos)
@@ -402,10 +394,7 @@ public enum RTCPPacket: Sendable, Hashable {
                 buffer.put32(chunk.ssrc, at: pos)
                 pos += 4
                 for item in chunk.items {
-                    precondition(item.type != 0 && item.value.count <= 255, "SDES item type 0 or longer than 255")
-                    buffer.put8(item.type, at: pos)
-                    buffer.put8(UInt8(item.value.count), at: pos + 1)
-                    pos = buffer.put(item.value, at: pos + 2)
+                    pos = item.value.withUnsafeBytes { RTCPWire.sdesItem(buffer, at: pos, type: item.type, value: $0) }
                 }
                 pos = buffer.zero(chunkEnd - pos, at: pos)
             }

@@ -3,8 +3,8 @@
 ///
 /// Why not ``RTCPPacket``: that enum carries its report blocks, SDES items and BYE sources in arrays, so building
 /// one allocates; a stream sends a report every few seconds on the audio thread, which must not allocate (a
-/// 50-participant conference room sends ten reports a second). The bytes are the same as
-/// ``RTCPPacket/serialize(compound:into:)`` writes for the same content (`RTCPReportWriterTests`).
+/// 50-participant conference room sends ten reports a second). Both write through ``RTCPWire``, so the bytes are
+/// the same as ``RTCPPacket/serialize(compound:into:)`` writes for the same content (`RTCPReportWriterTests`).
 public struct RTCPReportWriter {
     /// Where the compound is written.
     public let buffer: UnsafeMutableRawBufferPointer
@@ -19,8 +19,8 @@ public struct RTCPReportWriter {
         (sender ? 28 : 8) + RTCPReportBlock.size * blocks + sdesLength(cnameLength: cnameLength) + (bye ? 8 : 0)
     }
 
-    /// One chunk: SSRC, CNAME item (type, length, text), at least one null octet, padded to 32 bits.
-    static func sdesLength(cnameLength: Int) -> Int { 4 + (4 + 2 + cnameLength + 1 + 3) / 4 * 4 }
+    /// The SDES packet: header and one chunk holding the CNAME item.
+    static func sdesLength(cnameLength: Int) -> Int { 4 + RTCPWire.sdesChunkLength(itemBytes: 2 + cnameLength) }
 
     /// Appends a sender report (PT 200) with `block`, if any. Returns false (nothing written) if it does not fit.
     public mutating func senderReport(
@@ -29,13 +29,10 @@ public struct RTCPReportWriter {
     ) -> Bool {
         let size = 28 + (block == nil ? 0 : RTCPReportBlock.size)
         guard length + size <= buffer.count else { return false }
-        header(count: block == nil ? 0 : 1, type: RTCPPacketType.senderReport, size: size)
-        buffer.put32(ssrc, at: length + 4)
-        buffer.put32(ntpTimestamp.seconds, at: length + 8)
-        buffer.put32(ntpTimestamp.fraction, at: length + 12)
-        buffer.put32(rtpTimestamp, at: length + 16)
-        buffer.put32(packetCount, at: length + 20)
-        buffer.put32(octetCount, at: length + 24)
+        RTCPWire.header(buffer, at: length, count: block == nil ? 0 : 1, type: RTCPPacketType.senderReport, size: size)
+        RTCPWire.senderInfo(
+            buffer, at: length + 4, ssrc: ssrc, ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp,
+            packetCount: packetCount, octetCount: octetCount)
         block?.write(into: buffer, at: length + 28)
         length += size
         return true
@@ -45,7 +42,7 @@ public struct RTCPReportWriter {
     public mutating func receiverReport(ssrc: UInt32, block: RTCPReportBlock?) -> Bool {
         let size = 8 + (block == nil ? 0 : RTCPReportBlock.size)
         guard length + size <= buffer.count else { return false }
-        header(count: block == nil ? 0 : 1, type: RTCPPacketType.receiverReport, size: size)
+        RTCPWire.header(buffer, at: length, count: block == nil ? 0 : 1, type: RTCPPacketType.receiverReport, size: size)
         buffer.put32(ssrc, at: length + 4)
         block?.write(into: buffer, at: length + 8)
         length += size
@@ -57,11 +54,9 @@ public struct RTCPReportWriter {
     public mutating func sourceDescription(ssrc: UInt32, cname: UnsafeRawBufferPointer) -> Bool {
         let size = Self.sdesLength(cnameLength: cname.count)
         guard cname.count <= 255, length + size <= buffer.count else { return false }
-        header(count: 1, type: RTCPPacketType.sourceDescription, size: size)
+        RTCPWire.header(buffer, at: length, count: 1, type: RTCPPacketType.sourceDescription, size: size)
         buffer.put32(ssrc, at: length + 4)
-        buffer.put8(RTCPSDESItemType.cname, at: length + 8)
-        buffer.put8(UInt8(cname.count), at: length + 9)
-        let end = buffer.put(cname, at: length + 10)
+        let end = RTCPWire.sdesItem(buffer, at: length + 8, type: RTCPSDESItemType.cname, value: cname)
         _ = buffer.zero(length + size - end, at: end)
         length += size
         return true
@@ -70,15 +65,9 @@ public struct RTCPReportWriter {
     /// Appends a BYE (PT 203) for one source, without a reason. Returns false (nothing written) if it does not fit.
     public mutating func bye(ssrc: UInt32) -> Bool {
         guard length + 8 <= buffer.count else { return false }
-        header(count: 1, type: RTCPPacketType.bye, size: 8)
+        RTCPWire.header(buffer, at: length, count: 1, type: RTCPPacketType.bye, size: 8)
         buffer.put32(ssrc, at: length + 4)
         length += 8
         return true
-    }
-
-    private func header(count: Int, type: UInt8, size: Int) {
-        buffer.put8(0x80 | UInt8(count), at: length)
-        buffer.put8(type, at: length + 1)
-        buffer.put16(UInt16(size / 4 - 1), at: length + 2)
     }
 }
