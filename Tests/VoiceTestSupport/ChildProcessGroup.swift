@@ -13,20 +13,32 @@ public final class ChildProcessGroup: @unchecked Sendable {
     public let pid: pid_t
     public let log: URL
     private var reaped = false
+    /// The exit status once an exit was seen (by `wait`, `waitForExit`, `isRunning` or `stop`).
+    public private(set) var exitStatus: Int32?
 
     public struct SpawnError: Error, CustomStringConvertible {
         public let description: String
     }
 
-    /// Starts `executable` with stdout and stderr appended to `log` and, when given, stdin from a file.
-    public init(_ executable: String, _ arguments: [String], log: URL, stdin: URL? = nil) throws {
+    /// Starts `executable` with stdout and stderr appended to `log` and, when given, stdin from a file. With
+    /// `stdinDescriptor` / `stdoutDescriptor` (a pipe's ends) the child reads and writes those instead, stderr
+    /// still going to `log`; the caller closes its copies of the child's ends after the start.
+    public init(
+        _ executable: String, _ arguments: [String], log: URL, stdin: URL? = nil, stdinDescriptor: CInt? = nil,
+        stdoutDescriptor: CInt? = nil
+    ) throws {
         self.log = log
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin.path, O_RDONLY, 0) }
-        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let stdinDescriptor { posix_spawn_file_actions_adddup2(&actions, stdinDescriptor, 0) }
+        posix_spawn_file_actions_addopen(&actions, 2, log.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        if let stdoutDescriptor {
+            posix_spawn_file_actions_adddup2(&actions, stdoutDescriptor, 1)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -53,15 +65,20 @@ public final class ChildProcessGroup: @unchecked Sendable {
     public func wait(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
+            if let exitStatus { return exitStatus }
             if let status = reap(WNOHANG) { return status }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
     }
 
+    /// Whether the process still runs (reaping it, and keeping its status, when it has exited).
+    public var isRunning: Bool { !reaped && reap(WNOHANG) == nil }
+
     /// Blocks until the process exits; its exit status.
     public func waitForExit() -> Int32 {
         while true {
+            if let exitStatus { return exitStatus }
             if let status = reap(0) { return status }
             if errno != EINTR { return -1 }
         }
@@ -100,6 +117,9 @@ public final class ChildProcessGroup: @unchecked Sendable {
         var status: Int32 = 0
         guard waitpid(pid, &status, options) == pid else { return nil }
         reaped = true
-        return (status >> 8) & 0xFF
+        // Killed by a signal: 128 + its number, as a shell reports it (never 0).
+        let signal = status & 0x7F
+        exitStatus = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+        return exitStatus
     }
 }

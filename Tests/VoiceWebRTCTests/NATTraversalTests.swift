@@ -309,7 +309,7 @@ struct NATTraversalTests {
                 extra: ["--bind", host, "--turn", "10.17.1.1:27478", "--turn-secret", secret])
         }
         let offerer = try peer("offer", "hostA", "192.168.17.2"), answerer = try peer("answer", "hostB", "192.168.18.2")
-        defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
+        defer { offerer.process.stop(); answerer.process.stop() }
         let sdp = WebRTCCallCommandTests.signal(offerer, answerer)
         #expect(sdp.contains("typ srflx") && sdp.contains("typ relay"))
         let logs = offerer.logText + answerer.logText
@@ -320,7 +320,7 @@ struct NATTraversalTests {
         try WebRTCCallCommandTests.expectSpeechBothWays([offerer, answerer])
 
         let refused = try peer("offer", "hostA", "192.168.17.2", secret: "wrong")
-        defer { stopPeer(refused.process, grace: 1) }
+        defer { refused.process.stop() }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, refused.process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
         #expect(refused.exitStatus == 1)

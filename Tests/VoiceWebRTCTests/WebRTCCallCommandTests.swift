@@ -8,21 +8,22 @@ import VoiceTestSupport
 /// must carry it both ways (what each side recorded follows the speech; a reversed-speech control does not).
 /// The same two processes behind NATs: `NATTraversalTests.callCommandAcrossTheNATs`.
 @Suite(
-    "voice-engine call --webrtc between two processes", .serialized, .timeLimit(.minutes(1)),
+    "voice-engine call --webrtc between two processes", .timeLimit(.minutes(1)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
     .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
 struct WebRTCCallCommandTests {
     /// One `voice-engine call --webrtc` process: stdin/stdout pipes for the SDP, stderr in a log, speaker in a WAV.
+    /// Started with posix_spawn (`ChildProcessGroup`), not Foundation's `Process`, which missed a child's exit
+    /// while another `Process` ran and kept these tests serialized.
     struct Peer {
-        let process: Process
+        let process: ChildProcessGroup
         let input: Pipe
         let output: Pipe
         let heard: URL
         let log: URL
         var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        /// The exit status, nil while Foundation still sees the process running (reading `terminationStatus` then
-        /// traps; Foundation can miss an exit while another `Process` runs).
-        var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
+        /// The exit status, nil while the process runs.
+        var exitStatus: Int32? { process.isRunning ? nil : process.exitStatus }
 
         /// `wrapper`: what runs the tool (e.g. `ip netns exec NAME`); `extra`: more options.
         init(_ role: String, in directory: URL, wrapper: [String] = [], extra: [String] = []) throws {
@@ -32,15 +33,18 @@ struct WebRTCCallCommandTests {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let arguments = ["call", "--webrtc", role, "--mic", "file:\(speechPath)", "--loop-mic",
                              "--speaker", "file:\(heard.path)", "--duration", "6"] + extra
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: wrapper.first ?? tool.path)
-            process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [tool.path] + arguments
             input = Pipe()
             output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
+            // Close-on-exec, so that no other child started meanwhile holds these ends (the spawned peer gets its
+            // own as stdin and stdout, without the flag).
+            for handle in [input.fileHandleForReading, input.fileHandleForWriting, output.fileHandleForReading, output.fileHandleForWriting] {
+                _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            }
+            process = try ChildProcessGroup(
+                wrapper.first ?? tool.path, wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [tool.path] + arguments, log: log,
+                stdinDescriptor: input.fileHandleForReading.fileDescriptor, stdoutDescriptor: output.fileHandleForWriting.fileDescriptor)
+            try input.fileHandleForReading.close()
+            try output.fileHandleForWriting.close()
         }
 
         /// Reads one SDP block (up to its empty line) from stdout.
@@ -90,7 +94,7 @@ struct WebRTCCallCommandTests {
         // Host candidates on two interfaces each (IPv4 and IPv6 loopback): the IPv6 pair must win.
         let offerer = try Peer("offer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
         let answerer = try Peer("answer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
-        defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
+        defer { offerer.process.stop(); answerer.process.stop() }
         let sdp = Self.signal(offerer, answerer)
         #expect(sdp.contains("a=candidate:") && sdp.contains("a=fingerprint:sha-256") && !sdp.contains("ice-lite"))
         #expect(sdp.contains("a=setup:actpass") && (sdp.contains("a=setup:active") || sdp.contains("a=setup:passive")))
@@ -117,7 +121,7 @@ struct WebRTCCallCommandTests {
         let offerer = try Peer("offer", in: directory, wrapper: ["/usr/bin/env", "HOME=\(directory.path)"],
                                extra: ["--mic", "vetestnull", "--speaker", "vetestnull", "--duration", "4"])
         let answerer = try Peer("answer", in: directory, extra: ["--duration", "4"])
-        defer { stopPeer(offerer.process, grace: 1); stopPeer(answerer.process, grace: 1) }
+        defer { offerer.process.stop(); answerer.process.stop() }
         Self.signal(offerer, answerer)
         let logs = offerer.logText + answerer.logText
         print(logs.split(separator: "\n").filter { !$0.hasPrefix("ALSA lib") }.joined(separator: "\n"))
