@@ -101,7 +101,7 @@ final class DispatcherProxy: @unchecked Sendable {
     init(port: Int, nodes: [Int], probeInterval: Int = 1, listedActive: Bool = false) throws {
         directory = try makeTemporaryDirectory("kamailio-conference")
         let list = directory.appendingPathComponent("dispatcher.list")
-        let flags = ProcessInfo.processInfo.environment["WT20_DS_FLAGS"] ?? (listedActive ? "8" : "9")
+        let flags = listedActive ? "8" : "9"
         try nodes.map { "1 sip:127.0.0.1:\($0) \(flags)\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
         control = "unix:" + directory.appendingPathComponent("kamailio.ctl").path
         process = try ChildProcessGroup(
@@ -155,11 +155,6 @@ func makeTemporaryDirectory(_ prefix: String) throws -> URL {
 /// media ports `rtpPorts`, reports into `directory`.
 func startConferenceNode(sipPort: Int, rtpPorts: ClosedRange<Int>, directory: URL, name: String) throws -> ChildProcessGroup {
     let binary = try #require(BuiltExecutables.url("voice-engine"))
-    if let delay = ProcessInfo.processInfo.environment["WT20_NODE_DELAY"] {
-        return try ChildProcessGroup("/bin/sh", ["-c", "sleep \(delay); exec \"$0\" \"$@\"", binary.path, "conference-server", "--bind", "127.0.0.1:\(sipPort)", "--rtp-ports", "\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)",
-         "--stats-dir", directory.appendingPathComponent("\(name)-stats").path, "--t1", "50"],
-        log: directory.appendingPathComponent("\(name).log"))
-    }
     return try ChildProcessGroup(
         binary.path,
         ["conference-server", "--bind", "127.0.0.1:\(sipPort)", "--rtp-ports", "\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)",
