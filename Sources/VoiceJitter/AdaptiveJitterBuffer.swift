@@ -167,6 +167,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private var holding = false
     private var heldSamples = 0
     private var lastDecodedSequence: Int64?
+    /// Where the last decoded packet ended (timestamp units), and the concealment counted up to then: what the
+    /// next gap's concealment is weighed against (``settleGapConcealment(before:)``).
+    private var lastDecodedEnd: Int64?
+    private var concealedAtLastDecode = 0
     private var packetTimestamps: Int64 = 960
     private var arrivals = PacketArrivals()
     private var newestEnd: Int64 = .min
@@ -621,6 +625,13 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private func comfortNoise() {
         let first = packets.entry(at: 0)
         var gap = first.timestamp - position
+        // The next packet follows the last one decoded (sequence-contiguous, or `.comfortNoise` would not have
+        // been decided): nothing was lost, so what playout concealed in place while waiting for it was the
+        // sender's silence (DTX, or a room's dormant participant), not loss.
+        if holding {
+            statistics.concealedSamples -= heldSamples
+            statistics.comfortNoiseSamples += heldSamples
+        }
         if Double(gap) / tsPerMs > configuration.maximumDTXGapMilliseconds {
             position = first.timestamp - restartLead(before: first.timestamp)  // a restart, not a pause: jump
             holding = false
@@ -630,8 +641,6 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
         if holding {
             // The pause we concealed in place was the sender's DTX: it was silence, and time moved on.
-            statistics.concealedSamples -= heldSamples
-            statistics.comfortNoiseSamples += heldSamples
             position += min(gap, Int64(heldSamples) * tsPerSample)
             holding = false
             heldSamples = 0
@@ -716,6 +725,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             }
         }
         packets.remove(at: 0)
+        settleGapConcealment(before: first)
         lastDecodedSequence = first.sequence
         if holding && heldSamples >= rebaselineSamples { estimator.rebaseline() }
         holding = false
@@ -728,6 +738,23 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             statistics.concealedSamples += c
         }
         position = first.timestamp + first.duration
+        lastDecodedEnd = position
+        concealedAtLastDecode = statistics.concealedSamples
+    }
+
+    /// Concealment since the last decoded packet beyond the audio the sender lost (the frames whose sequence
+    /// numbers `first` skipped) stood in for the sender's silence — a DTX pause with a packet lost at its edge, a
+    /// room's dormant participant — as far as the timestamps show a pause: comfort noise, not loss concealment.
+    /// A late packet without a pause (timestamps contiguous but for the lost frames) keeps all of it as
+    /// concealment.
+    private func settleGapConcealment(before first: PacketBuffer.Entry) {
+        guard let last = lastDecodedSequence, let lastEnd = lastDecodedEnd, first.sequence > last else { return }
+        let lostSamples = Int(first.sequence - last - 1) * Int(first.duration / tsPerSample)
+        let senderPause = Int((first.timestamp - lastEnd) / tsPerSample) - lostSamples
+        let silence = min(statistics.concealedSamples - concealedAtLastDecode - lostSamples, senderPause)
+        guard silence > 0 else { return }
+        statistics.concealedSamples -= silence
+        statistics.comfortNoiseSamples += silence
     }
 
     private func conceal(samples: Int) -> Int {

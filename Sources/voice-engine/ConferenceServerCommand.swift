@@ -71,8 +71,9 @@ struct ConferenceServerCommand: ParsableCommand {
     }
 
     func run() throws {
-        // Checked before listening: room reports would otherwise be lost silently when the first room closes.
-        try OutputPaths.checkFolder(statsDir, option: "--stats-dir")
+        // Made and written to before listening: room reports would otherwise be lost silently when the first room
+        // closes.
+        try OutputPaths.prepareFolder(statsDir, option: "--stats-dir")
         let address = try socketAddress(bind, option: "--bind")
         let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
         let configuration = ConferenceServerConfiguration(

@@ -24,6 +24,25 @@ enum OutputPaths {
         }
     }
 
+    /// A long-running command writes into the folder `path` later (a server's reports): the folder is made now
+    /// (its parent must exist) and a probe file is created in it and removed, so a folder that permissions allow
+    /// but the file system refuses (`/proc`, a read-only mount: `access()` says yes to root there) fails at start
+    /// with the system's reason instead of losing the first report.
+    static func prepareFolder(_ path: String?, option: String) throws {
+        guard let path else { return }
+        if !FileManager.default.fileExists(atPath: path), mkdir(path, 0o755) != 0, errno != EEXIST {
+            throw CommandFailure.runtime("\(option) \(path): cannot create the folder: \(String(cString: strerror(errno)))")
+        }
+        guard isFolder(path) else { throw CommandFailure.runtime("\(option) \(path): is a file, give a folder") }
+        let probe = URL(fileURLWithPath: path).appendingPathComponent(".write-probe-\(getpid())").path
+        let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        guard descriptor >= 0 else {
+            throw CommandFailure.runtime("\(option) \(path): cannot write in the folder: \(String(cString: strerror(errno)))")
+        }
+        close(descriptor)
+        unlink(probe)
+    }
+
     private static func isFolder(_ path: String) -> Bool {
         var folder: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue

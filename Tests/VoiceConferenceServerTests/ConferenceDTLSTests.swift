@@ -14,8 +14,8 @@ import VoiceWebRTC
 /// Peers: Debian's baresip with its `dtls_srtp` module (a DTLS-SRTP implementation nobody here wrote, on libre's
 /// OpenSSL code) and the engine's own DTLS client (`DTLSSRTPMediaPortHandshake`); the SDES participant is the
 /// engine's `LiveCall`. Talkers as in ``ConferenceCallTests``: real speech from ../shared when present, else the
-/// repository's speech-like vectors. Server in process, SIP on an ephemeral port, media 28300–28329, baresip's SIP
-/// on 28330.
+/// repository's speech-like vectors. Server in process, SIP on an ephemeral port, media 28300–28329 and
+/// 28340–28349, baresip's SIP on 28330.
 @Suite("DTLS-SRTP participants in a conference room", .serialized, .timeLimit(.minutes(2)))
 struct ConferenceDTLSTests {
     static let seconds = 8.0
@@ -48,7 +48,7 @@ struct ConferenceDTLSTests {
     static func joinWithDTLS(
         _ room: SIPURI, from agent: SIPUserAgent, certificate: DTLSCertificate, announced: DTLSCertificate? = nil,
         microphone: String, directory: URL, name: String
-    ) async throws -> (SIPCall, Result<ConferenceRekeyTests.Media, DTLSError>, NegotiatedAudio) {
+    ) async throws -> (SIPCall, Result<ConferenceRekeyTests.Media, DTLSError>, NegotiatedAudio, AudioCapabilities) {
         let transport = try await UDPMediaTransport.bind(
             host: "127.0.0.1", port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
         let offer = AudioCapabilities(
@@ -64,7 +64,7 @@ struct ConferenceDTLSTests {
         switch await handshake.run(timeout: .seconds(5)) {
         case .failure(let error):
             await transport.close()
-            return (call, .failure(error), negotiated)
+            return (call, .failure(error), negotiated, offer)
         case .success(let keys):
             var configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
             configuration.srtp = keys.mediaStreamKeys
@@ -74,7 +74,7 @@ struct ConferenceDTLSTests {
                 capture: try FileCaptureDevice(path: microphone, format: format, clocking: .realTime),
                 playout: try FilePlayoutDevice(path: speaker, format: format, clocking: .realTime))
             try live.start()
-            return (call, .success(ConferenceRekeyTests.Media(call: live, speaker: speaker)), negotiated)
+            return (call, .success(ConferenceRekeyTests.Media(call: live, speaker: speaker)), negotiated, offer)
         }
     }
 
@@ -148,11 +148,11 @@ struct ConferenceDTLSTests {
             let mallory = try await makeParticipant("mallory", on: loop)
             let (aliceCall, aliceMedia) = try await ConferenceRekeyTests.join(
                 room, from: alice, microphone: mics.paths[0], directory: directory, name: "alice")
-            let (bobCall, bobOutcome, _) = try await Self.joinWithDTLS(
+            let (bobCall, bobOutcome, _, _) = try await Self.joinWithDTLS(
                 room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory, name: "bob")
             let bobMedia = try bobOutcome.get()
             // mallory announces one certificate's fingerprint and presents another in the handshake.
-            let (malloryCall, malloryOutcome, _) = try await Self.joinWithDTLS(
+            let (malloryCall, malloryOutcome, _, _) = try await Self.joinWithDTLS(
                 room, from: mallory, certificate: try DTLSCertificate(), announced: try DTLSCertificate(), microphone: mics.paths[1],
                 directory: directory, name: "mallory")
             guard case .failure(let malloryError) = malloryOutcome else {
@@ -192,6 +192,89 @@ struct ConferenceDTLSTests {
             let toBob = SpeechMatch.median(sent: mics.speech[0], heard: bobHeard)
             let control = SpeechMatch.median(sent: mics.unrelated, heard: aliceHeard)
             print("bob (engine DTLS-SRTP) → room → alice (SDES): \(toAlice); alice → room → bob: \(toBob); control \(control)")
+            #expect(toAlice > 0.5 && toAlice > control + 0.2, "alice did not hear bob (\(toAlice))")
+            #expect(toBob > 0.5 && toBob > control + 0.2, "bob did not hear alice (\(toBob))")
+        }
+    }
+
+    /// A DTLS-SRTP participant's re-INVITE (RFC 8842 §5, RFC 5763 §5): with the same fingerprint and role it keeps
+    /// the DTLS association — bob mutes (a=sendonly), is answered with the room's same fingerprint and role, and
+    /// unmutes; no new handshake, no re-key, no packet refused, and bob is heard and hears the room again. A
+    /// re-offer with a new certificate's fingerprint asks for a new association, which the room does not run
+    /// mid-call: refused with 488 and the reason, the call and its keys stay as they were.
+    @Test func dtlsParticipantMutesKeepingItsAssociationAndANewFingerprintIsRefused() async throws {
+        let directory = try makeTemporaryDirectory("conference-dtls-reinvite")
+        defer { if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil { try? FileManager.default.removeItem(at: directory) } }
+        let mics = try Self.microphones(in: directory)
+        try await withEventLoop { loop in
+            let (server, port) = try await startLoopbackServer(rtpPorts: 28_340...28_349, on: loop)
+            let room = roomURI("mute", host: "127.0.0.1", port: port)
+            let alice = try await makeParticipant("alice", on: loop)
+            let bob = try await makeParticipant("bob", on: loop)
+            let (aliceCall, aliceMedia) = try await ConferenceRekeyTests.join(
+                room, from: alice, microphone: mics.paths[0], directory: directory, name: "alice")
+            let (bobCall, bobOutcome, joined, bobOffer) = try await Self.joinWithDTLS(
+                room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory, name: "bob")
+            let bobMedia = try bobOutcome.get()
+            func bobLeg() async -> ConferenceRoomReport.Participant? {
+                await server.openRoomReports().first?.participants.first { $0.name.contains("bob") }
+            }
+            try await Task.sleep(for: .seconds(2))
+
+            // Mute: the room answers with the fingerprint and role of the association that runs.
+            let held = try await bobCall.hold()
+            try bobMedia.call.updateMedia(held)
+            #expect(held.direction == .sendonly)
+            #expect(held.dtls == joined.dtls, "the mute's answer changed the DTLS parameters: \(String(describing: held.dtls)) vs \(String(describing: joined.dtls))")
+            #expect(await eventually(.seconds(3)) { await bobLeg()?.muted == true }, "the room did not mute bob")
+            try await Task.sleep(for: .seconds(1.5))
+            let bobHeardWhileMuted = bobMedia.call.statistics.datagramsReceived
+            let resumed = try await bobCall.resume()
+            try bobMedia.call.updateMedia(resumed)
+            #expect(resumed.dtls == joined.dtls)
+            #expect(await eventually(.seconds(3)) { await bobLeg()?.muted == false }, "the room did not unmute bob")
+            let afterUnmute = try #require(await bobLeg())
+            // How much each speaker had recorded by then (16-bit mono after a 44-byte header): scored from here on.
+            func recordedSamples(_ path: String) -> Int {
+                (((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 44) - 44) / 2
+            }
+            let unmutedAt = (alice: recordedSamples(aliceMedia.speaker), bob: recordedSamples(bobMedia.speaker))
+
+            // A new certificate's fingerprint: refused with its reason; nothing changes.
+            var renewed = bobOffer
+            renewed.dtlsFingerprint = try DTLSCertificate().fingerprint.sdpValue
+            do {
+                _ = try await bobCall.reoffer(direction: nil, freshKeys: false, offering: renewed)
+                Issue.record("the room accepted a new DTLS fingerprint without a new handshake")
+            } catch let error as SIPCallError {
+                print("re-INVITE with a new fingerprint: \(error)")
+                #expect(error.statusCode == 488 && "\(error)".contains("fingerprint"), "\(error)")
+            }
+            try await Task.sleep(for: .seconds(Self.seconds - 4))
+            let last = try #require(await bobLeg())
+            let bobHeardAtEnd = bobMedia.call.statistics.datagramsReceived
+            await aliceCall.hangUp()
+            await bobCall.hangUp()
+            _ = await aliceMedia.call.stop()
+            let bobResult = await bobMedia.call.stop()
+            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            await server.close()
+            for agent in [alice, bob] { try await agent.endpoint.close() }
+            print("bob after unmuting: \(afterUnmute); at the end: \(last); bob received \(bobHeardWhileMuted) then \(bobHeardAtEnd)")
+
+            // The association and its keys stayed: no re-key, nothing refused either way, and media flowed on.
+            #expect(last.keying?.hasPrefix("DTLS-SRTP") == true && last.rekeys == 0 && last.dropped == 0 && !last.muted, "\(last)")
+            #expect(last.packetsReceived > afterUnmute.packetsReceived + 100, "bob was not heard after the re-INVITEs: \(afterUnmute) → \(last)")
+            #expect(bobResult.report.drops.counts.authenticationFailed == 0)
+            #expect(bobHeardAtEnd > bobHeardWhileMuted + 100, "bob did not hear the room after unmuting")
+            // Scored on what each heard after the unmute (and through the refused re-INVITE): bob's playout restarts
+            // after the hold at its own delay, which one alignment over the whole recording would not fit.
+            let aliceAfter = Array(try WAVFile.read(path: aliceMedia.speaker).int16Samples.dropFirst(unmutedAt.alice))
+            let bobAfter = Array(try WAVFile.read(path: bobMedia.speaker).int16Samples.dropFirst(unmutedAt.bob))
+            let toAlice = SpeechMatch.median(sent: mics.speech[1], heard: aliceAfter, maximumOffsetSeconds: 10)
+            let toBob = SpeechMatch.median(sent: mics.speech[0], heard: bobAfter, maximumOffsetSeconds: 10)
+            let control = SpeechMatch.median(sent: mics.unrelated, heard: aliceAfter, maximumOffsetSeconds: 10)
+            print("after the unmute: bob (DTLS) → room → alice: \(toAlice); alice → room → bob: \(toBob); control \(control)")
             #expect(toAlice > 0.5 && toAlice > control + 0.2, "alice did not hear bob (\(toAlice))")
             #expect(toBob > 0.5 && toBob > control + 0.2, "bob did not hear alice (\(toBob))")
         }

@@ -94,11 +94,15 @@ final class DispatcherProxy: @unchecked Sendable {
     let control: String
     let address: SocketAddress
 
-    /// - Parameter probeInterval: seconds between the dispatcher's OPTIONS probes.
-    init(port: Int, nodes: [Int], probeInterval: Int = 1) throws {
+    /// - Parameters:
+    ///   - probeInterval: seconds between the dispatcher's OPTIONS probes.
+    ///   - listedActive: list the nodes active from the start (flags 8) instead of inactive until their first
+    ///     answered probe (flags 9, what Services/kamailio-conference's list example does).
+    init(port: Int, nodes: [Int], probeInterval: Int = 1, listedActive: Bool = false) throws {
         directory = try makeTemporaryDirectory("kamailio-conference")
         let list = directory.appendingPathComponent("dispatcher.list")
-        try nodes.map { "1 sip:127.0.0.1:\($0)\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
+        let flags = listedActive ? "8" : "9"
+        try nodes.map { "1 sip:127.0.0.1:\($0) \(flags)\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
         control = "unix:" + directory.appendingPathComponent("kamailio.ctl").path
         process = try ChildProcessGroup(
             kamailioPath,

@@ -10,7 +10,8 @@ import VoiceTestSupport
 #endif
 
 /// Scale-out (issue 20, Must-deliver 4): Kamailio with the repository's dispatcher configuration in front of two
-/// `voice-engine conference-server` processes on loopback. Rooms spread over both nodes by the hash of the room,
+/// `voice-engine conference-server` processes on loopback. Nodes get rooms only once they answered a probe (a
+/// join before that is refused 503 at once). Rooms spread over both nodes by the hash of the room,
 /// every participant of a room reaches the same node, and after one node is killed the dispatcher's OPTIONS probes
 /// mark it inactive and new rooms go to the survivor; before any probe has noticed, an INVITE that times out on the
 /// dead node marks it inactive and is retried on the survivor. Ports 28400 and 28402 (Kamailio), 28411/28412 and
@@ -27,13 +28,34 @@ struct DispatcherFailoverTests {
     @Test func roomsSpreadOverNodesAndNewRoomsGoToTheSurvivor() async throws {
         let directory = try makeTemporaryDirectory("conference-nodes")
         defer { try? FileManager.default.removeItem(at: directory) }
+        // Cold start: the proxy comes up before its nodes. They are listed inactive until a probe is answered
+        // (flags 9), so a participant arriving now is told 503 at once rather than sent to a node that is not up
+        // (a 408 after two timeouts: the first join that failed on the fresh-clone CI run).
+        let proxy = try DispatcherProxy(port: Self.proxyPort, nodes: [Self.nodeA, Self.nodeB])
+        defer { proxy.stop() }
+        let listed = try await eventually(.seconds(10)) { try proxy.nodeStates().count == 2 }
+        let coldStates = try proxy.nodeStates()
+        try #require(listed, "kamailio did not list the nodes: \(proxy.process.logTail)")
+        #expect(coldStates.values.allSatisfy { $0.hasPrefix("I") }, "nodes not started yet are listed active: \(coldStates)")
+        try await withEventLoop { loop in
+            let early = try await makeParticipant("early", on: loop, proxy: proxy.address)
+            let started = ContinuousClock.now
+            let call = try await early.call(roomURI("r0"), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
+            let result = await outcome(of: call)
+            print("a join before any node is up: \(result) after \(ContinuousClock.now - started)")
+            if case .failure(let end) = result {
+                #expect(end.statusCode == 503 && end.reasonPhrase.contains("no live conference node"), "\(end)")
+                #expect(ContinuousClock.now - started < .seconds(1.5), "the refusal waited for a timeout")
+            } else {
+                Issue.record("a room was opened with no node up: \(result)")
+            }
+            try? await early.endpoint.close()
+        }
         let a = try startConferenceNode(sipPort: Self.nodeA, rtpPorts: 28500...28549, directory: directory, name: "node-a")
         defer { a.stop() }
         let b = try startConferenceNode(sipPort: Self.nodeB, rtpPorts: 28550...28599, directory: directory, name: "node-b")
         defer { b.stop() }
-        let proxy = try DispatcherProxy(port: Self.proxyPort, nodes: [Self.nodeA, Self.nodeB])
-        defer { proxy.stop() }
-        // Both nodes answer the dispatcher's OPTIONS: both active.
+        // Both nodes answer the dispatcher's OPTIONS: both active (only then do they get rooms).
         let bothActive = try await eventually(.seconds(15)) {
             let states = try proxy.nodeStates()
             return states[Self.nodeA]?.hasPrefix("A") == true && states[Self.nodeB]?.hasPrefix("A") == true
@@ -117,7 +139,8 @@ struct DispatcherFailoverTests {
         defer { a.stop() }
         let b = try startConferenceNode(sipPort: 28414, rtpPorts: 28550...28599, directory: directory, name: "node-b")
         defer { b.stop() }
-        let proxy = try DispatcherProxy(port: 28402, nodes: [28413, 28414], probeInterval: 60)
+        // Listed active (flags 8, not the usual 9): this is about a node that dies before any probe noticed.
+        let proxy = try DispatcherProxy(port: 28402, nodes: [28413, 28414], probeInterval: 60, listedActive: true)
         defer { proxy.stop() }
         // Not probed yet: both listed active from the start.
         let listed = try await eventually(.seconds(10)) { try proxy.nodeStates().count == 2 }

@@ -207,4 +207,38 @@ import VoiceCore
             #expect(!end.output.contains("packets:") && !end.output.contains("event:"), "worked before failing: \(end.output)")
         }
     }
+
+    /// `conference-server --stats-dir` makes its folder and writes a probe file in it before listening, so a folder
+    /// the file system refuses fails at start with the system's reason: under a regular file ("Not a directory"),
+    /// and under /proc, which `access(W_OK)` lets root write to (as root here) but where nothing can be created.
+    @Test(.enabled(if: binary != nil, "voice-engine binary missing"))
+    func statsDirThatCannotBeWrittenIsRefusedAtStart() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("stats-file-\(UUID().uuidString)").path
+        try Data("a file, not a folder".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let cases: [(path: String, reason: String)] = [
+            (file + "/rooms", "Not a directory"),
+            ("/proc/rooms-\(UUID().uuidString)", "No such file or directory"),
+            // An existing /proc folder: made already, but no file can be created in it.
+            ("/proc/self", "cannot write in the folder"),
+        ]
+        for (path, reason) in cases {
+            let end = try CallCommandTests.Child(["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", path])
+                .wait(until: Date().addingTimeInterval(30))
+            #expect(end.status == 1, "\(path): \(end.output)")
+            #expect(end.output.hasPrefix("error: --stats-dir \(path): ") && end.output.contains(reason), "\(end.output)")
+            #expect(!end.output.contains("conference server: sip"), "listened before refusing: \(end.output)")
+        }
+        // A folder that can be made is made at start (before any room closes).
+        let fresh = FileManager.default.temporaryDirectory.appendingPathComponent("stats-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: fresh) }
+        let server = try CallCommandTests.Child(["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", fresh])
+        var isFolder: ObjCBool = false
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !FileManager.default.fileExists(atPath: fresh, isDirectory: &isFolder) { Thread.sleep(forTimeInterval: 0.05) }
+        kill(server.process.processIdentifier, SIGTERM)
+        let end = server.wait(until: Date().addingTimeInterval(20))
+        #expect(isFolder.boolValue, "the stats folder was not made at start: \(end.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fresh).isEmpty, "the probe file was left behind")
+    }
 }

@@ -488,6 +488,15 @@ public final class SIPCall: @unchecked Sendable {
         }
         do {
             var (answer, media) = try SessionDescription.makeAnswer(to: offer, localCapabilities: capabilities)
+            if let before = negotiated?.dtls, let after = media.dtls, let change = Self.newDTLSAssociation(from: before, to: after) {
+                // RFC 8842 §5 (RFC 5763 §5): the same fingerprint and role keep the DTLS association and its SRTP
+                // keys (a hold, a mute, a codec change); a new one asks for a new handshake, which this call does
+                // not run mid-call. Refused, the re-INVITE leaves the session as it was (RFC 3261 §14.2).
+                endpoint.respond(
+                    makeResponse(to: message, status: 488, reason: "Not Acceptable Here (DTLS-SRTP: \(change) needs a new DTLS association; the call keeps its own)"),
+                    to: request)
+                return
+            }
             if let previous = localDescription {
                 answer.origin = previous.origin.next
                 // Our key stays while the suite does (RFC 4568 §7.1.4 lets the answerer keep it): media already
@@ -511,6 +520,15 @@ public final class SIPCall: @unchecked Sendable {
         }
     }
 
+    /// What in a re-offer asks for a new DTLS association (nil: the existing one stays).
+    static func newDTLSAssociation(from before: NegotiatedDTLS, to after: NegotiatedDTLS) -> String? {
+        if after.remoteFingerprint.lowercased() != before.remoteFingerprint.lowercased() {
+            return "a new a=fingerprint (\(after.remoteFingerprint.prefix(23))…)"
+        }
+        if after.isClient != before.isClient { return "a changed a=setup role" }
+        return nil
+    }
+
     // MARK: In the call
 
     /// Puts the peer on hold: a re-INVITE offering `a=sendonly` (`inactive` when we are held too), same keys.
@@ -527,12 +545,14 @@ public final class SIPCall: @unchecked Sendable {
 
     /// Sends a re-INVITE with a new offer and returns the negotiated result once the peer's 2xx is ACKed. 491 is
     /// retried after a random back-off (up to 3 times); any other final failure is thrown with its status.
-    public func reoffer(direction: MediaDirection?, freshKeys: Bool) async throws -> NegotiatedAudio {
+    /// - Parameter offering: capabilities to offer from now on instead of the call's (e.g. a new DTLS
+    ///   certificate's fingerprint); kept only when the peer accepts them.
+    public func reoffer(direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities? = nil) async throws -> NegotiatedAudio {
         var attempts = 0
         let waitLimit = ContinuousClock.now + endpoint.configuration.timers.transactionTimeout
         while attempts < 4 {
             let prepared = try await eventLoop.flatSubmit { [self] () -> EventLoopFuture<(SIPMessage, SIPPeer, SessionDescription, AudioCapabilities)?> in
-                guard phase == .confirmed || phase == .answered, var dialog, var capabilities = self.capabilities,
+                guard phase == .confirmed || phase == .answered, var dialog, var capabilities = offering ?? self.capabilities,
                     let previous = localDescription
                 else {
                     return eventLoop.makeFailedFuture(SIPCallError("re-INVITE: the call is not established"))
