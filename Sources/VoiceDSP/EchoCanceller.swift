@@ -446,7 +446,8 @@ public final class EchoCanceller {
                 reference.withUnsafeBufferPointer { r in
                     suppressor.process(
                         out, reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
-                        microphone: UnsafeBufferPointer(rebasing: mic[f..<f + frame]))
+                        microphone: UnsafeBufferPointer(rebasing: mic[f..<f + frame]),
+                        unaligned: configuration.alignDelay && !aligned)
                 }
             }
             residualGain?.analyse(mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))

@@ -77,6 +77,14 @@ final class ResidualEchoSuppressor {
     /// device delay left before the reference is aligned, so an onset's not-yet-arrived echo does not read as a
     /// low gain.
     private let smoothing: Float = 0.9
+    /// Far-active frames at the start during which the path gain may not fall while the canceller has not aligned
+    /// its reference (2 s): before alignment the reference leads the echo by the device delay, so every far-end onset
+    /// reads as a low echo-path gain (output still quiet, far end already loud) and the gain fell within ~100 ms,
+    /// letting the echo through until MDF converged. On the real device double-talk clip (116 ms delay, aligned only
+    /// after ~1.4 s of echo) ERLE over 0.9-1.9 s was 1-5 dB. Bounded, so that without any echo to align on (a
+    /// headset) the near end is held down for at most the first 2 s of far-end speech.
+    private let startUpFrames: Int
+    private var startUpFarFrames = 0
     /// Gain the echo-path envelope starts from, and its ceiling (+30 dB: louder than any coupling a device has; on the
     /// realistic set +10 dB gave 15.5 dB ERLE in the first 2 s, +20 dB 16.7, +30 dB 17.5, double talk no worse).
     static let initialPathGain: Float = 1000
@@ -100,6 +108,7 @@ final class ResidualEchoSuppressor {
         self.overEstimation = overEstimation
         let framesPerSecond = Double(sampleRate) / Double(hop)
         self.framesPerSecond = sampleRate / hop
+        startUpFrames = 2 * sampleRate / hop
         // Reverberation held at 60 dB per second (a T60 of 1 s); envelope rising 2 dB a second; noise tracker 3 dB
         // a second.
         reverbDecay = Float(Foundation.pow(10, -60.0 / 10 / framesPerSecond))
@@ -145,9 +154,11 @@ final class ResidualEchoSuppressor {
     /// only believed where the output also stands out against that echo estimate (AEC3's dominant-near-end test): a
     /// misadjusted filter's leak on a loud echo onset raises the output above the path gain's prediction as a near
     /// talker would, but it stays far under the echo the filter is removing.
+    ///
+    /// `unaligned`: the canceller has not yet aligned its reference with the echo (see ``startUpFrames``).
     func process(
         _ frame: UnsafeMutableBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>,
-        microphone: UnsafeBufferPointer<Int16>? = nil
+        microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false
     ) {
         let h = hop
         let n = size
@@ -194,6 +205,8 @@ final class ResidualEchoSuppressor {
         let farActive = farTotal > Float(n * h) * 500
         framesSinceFar = farActive ? 0 : framesSinceFar + 1
         let echoPossible = framesSinceFar < framesPerSecond
+        if farActive && startUpFarFrames < startUpFrames { startUpFarFrames += 1 }
+        let holdPathGain = unaligned && startUpFarFrames < startUpFrames
         // Near-end presence: the frame's output well above the echo the path gain predicts. Then the residual is
         // over-estimated less (the near end masks what echo is left; suppressing hard would cut into it).
         var outputTotal: Float = 0
@@ -232,7 +245,11 @@ final class ResidualEchoSuppressor {
                 // arrived yet (device delay before alignment) dragged the gain down in a few frames and the start of a
                 // call echoed (first 2 s on 30 realistic clips, `voice-engine aec`: 18.2 dB at 0.2, 24.5 at 0.1, 31.0 at
                 // 0.05 — but 0.05 cost the double-talk vectors' near end 0.7 dB, under their floors).
-                pathGain[k] = ratio < g ? 0.9 * g + 0.1 * ratio : min(g * gainRise, ratio, Self.initialPathGain)
+                if ratio >= g {
+                    pathGain[k] = min(g * gainRise, ratio, Self.initialPathGain)
+                } else if !holdPathGain {
+                    pathGain[k] = 0.9 * g + 0.1 * ratio
+                }
             }
             var outR = er
             var outI = ei
@@ -283,5 +300,6 @@ final class ResidualEchoSuppressor {
         noiseGain?.reset()
         framesSeen = 0
         framesSinceFar = Int.max / 2
+        startUpFarFrames = 0
     }
 }

@@ -41,6 +41,10 @@ struct RealEchoRecordingTests {
         for b in mask.indices where b >= 350 { mask[b] = false }
         let erle = try #require(AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160))
         #expect(erle >= RealEchoFloors.deviceFirstSeconds, "ERLE over 0-3.5 s \(erle) dB")
+        // The far end starts at 0.5 s: its first 2 s (issue 15's start-up target, 20 dB).
+        let first = try #require(
+            AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 50, toBlock: 250))
+        #expect(first >= RealEchoFloors.deviceFirst2s, "ERLE in the first 2 s of far-end speech \(first) dB")
     }
 
     @Test func realDeviceNearEndSingleTalkKeepsTheMicrophone() throws {
@@ -71,7 +75,12 @@ enum RealEchoFloors {
     static let challengeERLE = 25.0
     static let challengeFirst2s = 30.0
     static let challengeNearSegSNR = 2.5
-    static let deviceFirstSeconds = 2.5
+    /// 33.4 dB over 0-3.5 s and 40.1 in the first 2 s measured (`voice-bench aec --real`, 2026-11-26; 6.3 and 5.9
+    /// before the suppressor held its echo-path gain until the reference was aligned). The microphone's own
+    /// echo-to-noise ratio there is ~10 dB and the start-up output is comfort noise under the real background, so
+    /// these figures count noise removed too (`Benchmarks/scripts/aec-device-clip.py`, TestVectors/aec/README.md).
+    static let deviceFirstSeconds = 25.0
+    static let deviceFirst2s = 20.0
     static let nearSingleTalkSegSNR = 11.0
 }
 
