@@ -93,10 +93,24 @@ public struct RTPPacketizer: Sendable {
     public mutating func packetize(
         payload: UnsafeRawBufferPointer, ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        let header = nextHeader(ticks: ticks)
+        // The 12-byte fixed header written in place (no CSRCs, no extension, no padding: what `nextHeader` would
+        // serialize, byte for byte) — building an `RTPHeader` value per packet cost retains of its CSRC array and
+        // extension in a conference room's per-listener loop.
+        precondition(payloadType < 128, "payload type \(payloadType) not in 0...127")
+        let total = 12 + payload.count
+        precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")
+        buffer.put8(0x80, at: 0)
+        buffer.put8((markerPending ? 0x80 : 0) | payloadType, at: 1)
+        buffer.put16(nextSequenceNumber, at: 2)
+        buffer.put32(nextTimestamp, at: 4)
+        buffer.put32(ssrc, at: 8)
+        let end = buffer.put(payload, at: 12)
+        markerPending = false
+        nextSequenceNumber &+= 1
+        nextTimestamp &+= ticks
         packetCount &+= 1
         octetCount &+= UInt32(truncatingIfNeeded: payload.count)
-        return header.serialize(payload: payload, into: buffer)
+        return end
     }
 
     /// Accounts for `ticks` of media that are not sent (DTX, muted): the timestamp advances, the sequence number
