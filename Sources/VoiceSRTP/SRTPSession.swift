@@ -8,7 +8,33 @@ import Glibc
 
 /// `srtp_init()` runs exactly once per process, on first use: a global `let` is initialised lazily and
 /// thread-safely (swift_once). The raw status is kept so every session creation can report a failed init.
-private let libsrtpInitStatus: UInt32 = srtp_init().rawValue
+/// Right after it, before any session exists, the engine's own per-packet AES-ICM and HMAC-SHA1 replace libsrtp's
+/// (Sources/CSRTP/README.md, "Per-packet crypto"); libsrtp runs its known answers on them first and keeps its own
+/// for whatever fails them, so a failure there costs speed, not correctness.
+private let libsrtpInitStatus: UInt32 = {
+    let status = srtp_init()
+    if status == srtp_err_status_ok { _ = voiceengine_srtp_install_crypto() }
+    return status.rawValue
+}()
+
+extension SRTPSession {
+    /// Which of the engine's per-packet crypto libsrtp runs: its HMAC-SHA1 (always, unless a self-test failed) and
+    /// its AES-NI AES-ICM (on CPUs with AES-NI). Initialises libsrtp if no session did yet.
+    package static var engineCrypto: (hmacSHA1: Bool, aesNI: Bool) {
+        guard libsrtpInitStatus == srtp_err_status_ok.rawValue else { return (false, false) }
+        let installed = voiceengine_srtp_installed_crypto()
+        return (
+            installed > 0 && installed & VOICEENGINE_SRTP_HMAC_SHA1 != 0,
+            installed > 0 && installed & VOICEENGINE_SRTP_AESNI_ICM != 0
+        )
+    }
+
+    /// Runs `rounds` random keys, IVs, lengths and split points through libsrtp's own AES-ICM (OpenSSL) and
+    /// HMAC-SHA1 and through the engine's; returns how many outputs differed (tests).
+    package static func engineCryptoMismatches(rounds: Int, seed: UInt32) -> Int {
+        Int(voiceengine_srtp_crosscheck(Int32(rounds), seed))
+    }
+}
 
 /// The one place a libsrtp status becomes a Swift error. `call` names the C function that returned it.
 @inline(__always)
