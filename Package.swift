@@ -53,13 +53,15 @@ let package = Package(
                 .headerSearchPath("vendor/libsrtp/crypto/include"),
             ]
         ),
+        // The FFT's butterflies (VoiceDSP's `FFT`): C so they vectorise in release and stay fast in debug builds.
+        .target(name: "CDSPKernels"),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
         // libssl (DTLS 1.2 with use_srtp) for VoiceWebRTC only.
         cLibrary("CDTLS", pkgConfig: "libssl", apt: "libssl-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
         .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus"]),
-        .target(name: "VoiceDSP", dependencies: ["VoiceCore", "CSpeexDSP"]),
+        .target(name: "VoiceDSP", dependencies: ["VoiceCore", "CSpeexDSP", "CDSPKernels"]),
         .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),
         .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),

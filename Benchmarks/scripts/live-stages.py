@@ -21,6 +21,7 @@ import sys
 
 STAGES = [  # (substring of the symbol, stage); libraries are matched by file name first
     ("FFT", "FFT (suppressor, GCC-PHAT, drift segments)"),
+    ("cdsp_fft", "FFT (suppressor, GCC-PHAT, drift segments)"),  # its butterflies, in C (Sources/CDSPKernels)
     ("ResidualEchoSuppressor", "residual-echo suppressor + NS"),
     ("NoiseSuppressionGain", "residual-echo suppressor + NS"),
     ("DriftSearch", "drift search"),

@@ -127,6 +127,15 @@ struct LiveBench: ParsableCommand {
             if !damaged.isEmpty { line += "  NOT INTACT in \(damaged.count)/\(repeats) runs: \(damaged[0])" }
             failures += damaged.isEmpty ? [] : ["\(count) calls: \(damaged[0])"]
             print(line + "  load \(loadAverage())")
+            // Whether a damaged run was the engine missing its deadlines on a machine with room, or a machine with
+            // no room left: per run, the cores the media threads used, how long they waited runnable for a CPU,
+            // and how many of the machine's cores were busy (every process) over the window.
+            print(
+                "    per run: " + engine.map { run in
+                    "media \(run.mediaThreads) thr \(fixed(run.mediaCores, 2)) cores, waited \(fixed(run.mediaWaitMillisecondsPerSecond, 0)) ms/s"
+                        + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
+                        + ", ends not intact \(run.damagedEnds)/\(2 * count)"
+                }.joined(separator: "; "))
             fflush(nil)
             if threads, let last = engine.last {
                 for group in last.threads.byName {
@@ -168,6 +177,15 @@ struct LiveRun {
     var threads: ThreadCost
     /// Why the audio of some call did not arrive intact (nil: every call did).
     var damage: String? = nil
+    /// Call ends (two per call) whose audio did not arrive intact.
+    var damagedEnds = 0
+    /// `voice-media` threads, the cores they used together, and how long each waited runnable for a CPU (ms per
+    /// second of the window, averaged over them): waiting is time the machine gave to something else.
+    var mediaThreads = 0
+    var mediaCores = 0.0
+    var mediaWaitMillisecondsPerSecond = 0.0
+    /// Cores of the whole machine busy over the window (every process, `/proc/stat`).
+    var machineBusyCores = 0.0
 }
 
 /// N engine calls in this process.
@@ -233,20 +251,24 @@ enum EngineCalls {
         }
         try await Task.sleep(for: .milliseconds(Int(warmUp * 1000)))
         let before = ThreadCost.read(pid: getpid())
+        let machineBefore = MachineCPU.read()
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         let after = ThreadCost.read(pid: getpid())
+        let machineAfter = MachineCPU.read()
         var results: [LiveCallResult] = []
         for (a, b) in pairs {
             results.append(await a.stop())
             results.append(await b.stop())
         }
         var damage: String?
-        for (index, result) in results.enumerated() where damage == nil {
+        var damagedEnds = 0
+        for (index, result) in results.enumerated() {
             let r = result.report
             let intact = result.wasEstablished && r.rtp.lost == 0 && r.rtp.received >= r.rtp.expected - 1
                 && r.drops.counts.authenticationFailed == 0 && r.jitterBuffer.concealmentRatio < 0.05
                 && r.rtp.received > Int((seconds + warmUp) * 40)
-            if !intact {
+            if !intact { damagedEnds += 1 }
+            if !intact && damage == nil {
                 damage =
                     "call \(index / 2 + 1) side \(index % 2 == 0 ? "A" : "B") did not arrive intact: received "
                         + "\(r.rtp.received)/\(r.rtp.expected), lost \(r.rtp.lost), authentication failures "
@@ -255,10 +277,17 @@ enum EngineCalls {
         }
         let delta = after.since(before)
         let callSeconds = seconds * Double(count)
+        let media = delta.threads.values.filter { $0.name == "voice-media" }
+        if damagedEnds > 1, let first = damage { damage = "\(damagedEnds) of \(2 * count) ends; first: " + first }
         return LiveRun(
             cpuMillisecondsPerCallSecond: Double(delta.cpuNanoseconds) / 1e6 / callSeconds,
             wakeupsPerCallSecond: Double(delta.switches) / callSeconds, threadCount: after.threads.count,
-            threads: delta, damage: damage)
+            threads: delta, damage: damage, damagedEnds: damagedEnds, mediaThreads: media.count,
+            mediaCores: Double(media.reduce(0) { $0 + $1.cpuNanoseconds }) / 1e9 / seconds,
+            mediaWaitMillisecondsPerSecond: media.isEmpty
+                ? 0 : Double(media.reduce(0) { $0 + $1.waitNanoseconds }) / 1e6 / seconds / Double(media.count),
+            machineBusyCores: machineAfter.busyCores(
+                since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount))
     }
 }
 

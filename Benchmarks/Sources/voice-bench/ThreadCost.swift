@@ -4,13 +4,16 @@ import Glibc
 import Foundation
 
 /// CPU time and wake-ups of one process, read per thread from `/proc/PID/task/*`: `schedstat` (nanoseconds on
-/// CPU) and `status` (voluntary + non-voluntary context switches, i.e. how often the thread was scheduled in).
+/// CPU, and nanoseconds runnable but waiting for a CPU) and `status` (voluntary + non-voluntary context switches,
+/// i.e. how often the thread was scheduled in).
 /// The same reading for the engine (this process) and for baresip, so the two are measured alike.
 struct ThreadCost {
     struct Thread {
         var name: String
         var cpuNanoseconds: Int64
         var switches: Int64
+        /// Time runnable but not running (on a run queue): what other threads and processes took from it.
+        var waitNanoseconds: Int64 = 0
     }
 
     /// By thread id.
@@ -36,8 +39,10 @@ struct ThreadCost {
                     switches += Int64(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
                 }
             }
-            let cpu = Int64(schedstat.split(separator: " ").first ?? "0") ?? 0
-            threads[tid] = Thread(name: name, cpuNanoseconds: cpu, switches: switches)
+            let fields = schedstat.split(separator: " ")
+            let cpu = Int64(fields.first ?? "0") ?? 0
+            let wait = fields.count > 1 ? Int64(fields[1]) ?? 0 : 0
+            threads[tid] = Thread(name: name, cpuNanoseconds: cpu, switches: switches, waitNanoseconds: wait)
         }
         return ThreadCost(threads: threads)
     }
@@ -49,7 +54,8 @@ struct ThreadCost {
             let before = earlier.threads[tid]
             delta[tid] = Thread(
                 name: now.name, cpuNanoseconds: now.cpuNanoseconds - (before?.cpuNanoseconds ?? 0),
-                switches: now.switches - (before?.switches ?? 0))
+                switches: now.switches - (before?.switches ?? 0),
+                waitNanoseconds: now.waitNanoseconds - (before?.waitNanoseconds ?? 0))
         }
         return ThreadCost(threads: delta)
     }
@@ -63,6 +69,29 @@ struct ThreadCost {
         }
         return groups.map { (name: $0.key, count: $0.value.0, cpuNanoseconds: $0.value.1, switches: $0.value.2) }
             .sorted { $0.switches > $1.switches }
+    }
+}
+
+/// The whole machine's CPU time from `/proc/stat` (clock ticks): busy (everything but idle and iowait) and total,
+/// so a window's busy cores are Δbusy / Δtotal × cores — what every process, not only the measured one, used.
+struct MachineCPU {
+    var busy: Int64
+    var total: Int64
+
+    static func read() -> MachineCPU {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+        else { return MachineCPU(busy: 0, total: 0) }
+        let values = line.split(separator: " ").dropFirst().prefix(8).map { Int64($0) ?? 0 }
+        let total = values.reduce(0, +)
+        let idle = values.count > 4 ? values[3] + values[4] : total
+        return MachineCPU(busy: total - idle, total: total)
+    }
+
+    /// Busy cores of the machine between `earlier` and `self`.
+    func busyCores(since earlier: MachineCPU, cores: Int) -> Double {
+        let total = total - earlier.total
+        return total > 0 ? Double(busy - earlier.busy) / Double(total) * Double(cores) : 0
     }
 }
 
