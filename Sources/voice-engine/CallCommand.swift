@@ -461,7 +461,7 @@ enum CallRunner {
                         + "\(f(r.jitterBuffer.concealmentRatio * 100)) %, MOS \(f(r.quality.mos, 2))"
                     : ""))
         say(
-            "media thread: \(s.ticks) ticks (\(s.lateTicks) late), \(s.captureUnderruns) capture underruns, "
+            "media thread: \(s.ticks) ticks (\(s.lateTicks) late, \(s.delayedTicks) begun a tick late), \(s.captureUnderruns) capture underruns, "
                 + "\(s.playoutOverflows) playout overflows; drops \(r.drops.total); devices: "
                 + "mic \(result.capture.xruns) xruns, speaker \(result.playout.xruns) xruns")
     }

@@ -133,6 +133,7 @@ struct LiveBench: ParsableCommand {
             print(
                 "    per run: " + engine.map { run in
                     "media \(run.mediaThreads) thr \(fixed(run.mediaCores, 2)) cores, waited \(fixed(run.mediaWaitMillisecondsPerSecond, 0)) ms/s"
+                        + ", ticks begun ≥ 10 ms late \(fixed(100 * run.delayedTickShare, 1)) %"
                         + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
                         + ", ends not intact \(run.damagedEnds)/\(2 * count)"
                 }.joined(separator: "; "))
@@ -183,6 +184,9 @@ struct LiveRun {
     /// second of the window, averaged over them): waiting is time the machine gave to something else.
     var mediaThreads = 0
     var mediaCores = 0.0
+    /// Share of the call ends' ticks that began 10 ms or more after their deadline (`LiveCallStatistics.delayedTicks`):
+    /// the media threads behind their schedule.
+    var delayedTickShare = 0.0
     var mediaWaitMillisecondsPerSecond = 0.0
     /// Cores of the whole machine busy over the window (every process, `/proc/stat`).
     var machineBusyCores = 0.0
@@ -262,7 +266,10 @@ enum EngineCalls {
         }
         var damage: String?
         var damagedEnds = 0
+        var ticks = 0, delayed = 0
         for (index, result) in results.enumerated() {
+            ticks += result.statistics.ticks
+            delayed += result.statistics.delayedTicks
             let r = result.report
             let intact = result.wasEstablished && r.rtp.lost == 0 && r.rtp.received >= r.rtp.expected - 1
                 && r.drops.counts.authenticationFailed == 0 && r.jitterBuffer.concealmentRatio < 0.05
@@ -284,6 +291,7 @@ enum EngineCalls {
             wakeupsPerCallSecond: Double(delta.switches) / callSeconds, threadCount: after.threads.count,
             threads: delta, damage: damage, damagedEnds: damagedEnds, mediaThreads: media.count,
             mediaCores: Double(media.reduce(0) { $0 + $1.cpuNanoseconds }) / 1e9 / seconds,
+            delayedTickShare: ticks > 0 ? Double(delayed) / Double(ticks) : 0,
             mediaWaitMillisecondsPerSecond: media.isEmpty
                 ? 0 : Double(media.reduce(0) { $0 + $1.waitNanoseconds }) / 1e6 / seconds / Double(media.count),
             machineBusyCores: machineAfter.busyCores(

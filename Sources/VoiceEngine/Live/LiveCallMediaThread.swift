@@ -36,7 +36,7 @@ final class LiveCallShared: Sendable {
     /// Monotonic nanoseconds of the last RTP packet the stream accepted (0: none yet).
     let lastMediaNanoseconds = Atomic<Int64>(0)
 
-    let ticks = Atomic<Int>(0), lateTicks = Atomic<Int>(0)
+    let ticks = Atomic<Int>(0), lateTicks = Atomic<Int>(0), delayedTicks = Atomic<Int>(0)
     let captureBlocks = Atomic<Int>(0), captureUnderruns = Atomic<Int>(0), captureCatchUps = Atomic<Int>(0)
     let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
@@ -48,6 +48,7 @@ final class LiveCallShared: Sendable {
         var s = LiveCallStatistics()
         s.ticks = ticks.load(ordering: .relaxed)
         s.lateTicks = lateTicks.load(ordering: .relaxed)
+        s.delayedTicks = delayedTicks.load(ordering: .relaxed)
         s.captureBlocks = captureBlocks.load(ordering: .relaxed)
         s.captureUnderruns = captureUnderruns.load(ordering: .relaxed)
         s.captureCatchUps = captureCatchUps.load(ordering: .relaxed)
@@ -177,7 +178,9 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         while shared.running.load(ordering: .acquiring) {
             let missed = Self.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
-            tick(now: MonotonicClock().now)
+            let now = MonotonicClock().now
+            if now.nanoseconds - deadline >= Self.tickNanoseconds { shared.delayedTicks.wrappingAdd(1, ordering: .relaxed) }
+            tick(now: now)
         }
     }
 
@@ -345,6 +348,12 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         if got < block { shared.captureUnderruns.wrappingAdd(1, ordering: .relaxed) }
         stream.processCapture(captureFrame, now: now)
         shared.captureBlocks.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// One block of silence into the send chain outside the tick: shifts this call's 20 ms frames by one tick
+    /// (`LiveCallTicker` balances the encodes of the calls it ticks over even and odd ticks with it).
+    func captureSilentBlock(now: MediaTime) {
+        sendSilence(now: now)
     }
 
     private func sendSilence(now: MediaTime) {

@@ -55,6 +55,8 @@ final class LiveCallTicker: @unchecked Sendable {
     private struct Member {
         let loop: LiveCallMediaLoop
         let exited: @Sendable () -> Void
+        /// Parity of the ticks on which this call's 20 ms frames are encoded (set when it joins).
+        var encodeParity = 0
     }
 
     private let joining = Mutex<(members: [Member], threadStarted: Bool)>(([], false))
@@ -63,6 +65,9 @@ final class LiveCallTicker: @unchecked Sendable {
     private let members = Atomic<Int>(0)
     private let wakeup = DispatchSemaphore(value: 0)
     private var calls: [Member] = []
+    /// Ticks run (for the parity of the current one) and the calls that encode on even and on odd ticks.
+    private var tickIndex = 0
+    private var encodesOnParity = [0, 0]
 
     private init() {}
 
@@ -93,14 +98,19 @@ final class LiveCallTicker: @unchecked Sendable {
                 deadline = MonotonicClock().now.nanoseconds
             }
             let missed = LiveCallMediaLoop.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
+            tickIndex &+= 1
             if hasJoining.load(ordering: .acquiring) {
                 hasJoining.store(false, ordering: .relaxed)
                 let joined = joining.withLock { j in
                     defer { j.members.removeAll(keepingCapacity: true) }
                     return j.members
                 }
-                for member in joined { member.loop.shared.realtime.store(realtime, ordering: .relaxed) }
-                calls += joined
+                let now = MonotonicClock().now
+                for var member in joined {
+                    member.loop.shared.realtime.store(realtime, ordering: .relaxed)
+                    balanceEncodes(&member, now: now)
+                    calls.append(member)
+                }
             }
             var now = MonotonicClock().now
             let start = now.nanoseconds
@@ -108,6 +118,7 @@ final class LiveCallTicker: @unchecked Sendable {
             while index < calls.count {
                 let member = calls[index]
                 guard member.loop.shared.running.load(ordering: .acquiring) else {
+                    encodesOnParity[member.encodeParity] -= 1
                     calls.swapAt(index, calls.count - 1)
                     calls.removeLast()
                     members.wrappingSubtract(1, ordering: .relaxed)
@@ -115,12 +126,33 @@ final class LiveCallTicker: @unchecked Sendable {
                     continue
                 }
                 if missed > 0 { member.loop.shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
+                // This call's tick begins a whole tick late: the calls before it (or a stall) used up its deadline.
+                if now.nanoseconds - deadline >= LiveCallMediaLoop.tickNanoseconds {
+                    member.loop.shared.delayedTicks.wrappingAdd(1, ordering: .relaxed)
+                }
                 member.loop.tick(now: now)
                 now = MonotonicClock().now
                 index += 1
             }
             if !calls.isEmpty { learn(perCall: Int(now.nanoseconds - start) / calls.count) }
         }
+    }
+
+    /// Puts a joining call's encodes on the tick parity fewer of this thread's calls encode on. A stream encodes
+    /// a 20 ms frame every second capture block, and each tick gives every call one block, so the calls that joined
+    /// on the same tick all encoded on the same ticks: with 100 calls started at once, every other tick carried all
+    /// the Opus encodes (over half a call's work) and overran its 10 ms while the ticks between were light. One
+    /// extra block of silence before the call's first tick moves its frames by 10 ms — no added delay: each
+    /// frame is still sent on the tick its last block arrives.
+    private func balanceEncodes(_ member: inout Member, now: MediaTime) {
+        // Its first block comes on this tick (`tickIndex`), the second, which completes a frame, on the next.
+        var parity = (tickIndex &+ 1) & 1
+        if encodesOnParity[parity] > encodesOnParity[parity ^ 1] {
+            member.loop.captureSilentBlock(now: now)
+            parity ^= 1
+        }
+        member.encodeParity = parity
+        encodesOnParity[parity] += 1
     }
 
     /// Folds one tick's cost per call into the shared estimate (1/64 weight: a few seconds of ticks).

@@ -86,6 +86,10 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var ticks = 0
     /// Ticks skipped because the thread fell more than ``LiveCallOptions/maximumLagTicks`` behind.
     public var lateTicks = 0
+    /// Ticks that began 10 ms or more after their deadline (run, but a whole tick late: the thread was behind —
+    /// on a shared media thread, the calls ticked before this one used up the tick). What tells a media thread
+    /// that misses its deadlines from a peer or network that delays packets.
+    public var delayedTicks = 0
     /// Capture blocks handed to the stream (including silence while the microphone is closed).
     public var captureBlocks = 0
     /// Blocks padded with silence because the capture ring held less than 10 ms.
