@@ -45,7 +45,7 @@ extension LiveCallTests {
                 let (correlation, lags) = LiveCallTests.medianWindowCorrelation(input: input, heard: loaded)
                 print(
                     "loaded live \(name) (\(load.description)): received \(r.rtp.received)/\(r.rtp.expected) "
-                        + "concealed \(r.jitterBuffer.concealmentRatio) late ticks \(result.statistics.lateTicks) "
+                        + "concealed \(r.jitterBuffer.concealmentRatio) late ticks \(result.statistics.lateTicks) begun a tick late \(result.statistics.delayedTicks)/\(result.statistics.ticks) "
                         + "level \(StreamTestSupport.level(loaded[...])) dBFS correlation \(correlation) lags \(lags) "
                         + "media thread SCHED_FIFO \(result.statistics.realtime), microphone \(result.capture.realtime)")
                 #expect(result.wasEstablished, "\(name) never saw media both ways")
