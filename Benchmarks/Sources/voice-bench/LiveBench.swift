@@ -184,10 +184,10 @@ struct LiveRun {
     /// second of the window, averaged over them): waiting is time the machine gave to something else.
     var mediaThreads = 0
     var mediaCores = 0.0
+    var mediaWaitMillisecondsPerSecond = 0.0
     /// Share of the call ends' ticks that began 10 ms or more after their deadline (`LiveCallStatistics.delayedTicks`):
     /// the media threads behind their schedule.
     var delayedTickShare = 0.0
-    var mediaWaitMillisecondsPerSecond = 0.0
     /// Cores of the whole machine busy over the window (every process, `/proc/stat`).
     var machineBusyCores = 0.0
 }
@@ -291,9 +291,9 @@ enum EngineCalls {
             wakeupsPerCallSecond: Double(delta.switches) / callSeconds, threadCount: after.threads.count,
             threads: delta, damage: damage, damagedEnds: damagedEnds, mediaThreads: media.count,
             mediaCores: Double(media.reduce(0) { $0 + $1.cpuNanoseconds }) / 1e9 / seconds,
-            delayedTickShare: ticks > 0 ? Double(delayed) / Double(ticks) : 0,
             mediaWaitMillisecondsPerSecond: media.isEmpty
                 ? 0 : Double(media.reduce(0) { $0 + $1.waitNanoseconds }) / 1e6 / seconds / Double(media.count),
+            delayedTickShare: ticks > 0 ? Double(delayed) / Double(ticks) : 0,
             machineBusyCores: machineAfter.busyCores(
                 since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount))
     }
