@@ -77,25 +77,15 @@ public struct RTPPacketizer: Sendable {
             initialTimestamp: UInt32.random(in: .min ... .max, using: &generator))
     }
 
-    /// The header for the next packet carrying `ticks` of media, then advances sequence number and timestamp.
-    public mutating func nextHeader(ticks: UInt32) -> RTPHeader {
-        let header = RTPHeader(
-            marker: markerPending, payloadType: payloadType, sequenceNumber: nextSequenceNumber,
-            timestamp: nextTimestamp, ssrc: ssrc)
-        markerPending = false
-        nextSequenceNumber &+= 1
-        nextTimestamp &+= ticks
-        return header
-    }
-
     /// Writes the next packet (header then `payload`) into `buffer` and returns its length.
     /// - Complexity: O(packet size); no allocation.
     public mutating func packetize(
         payload: UnsafeRawBufferPointer, ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        // The 12-byte fixed header written in place (no CSRCs, no extension, no padding: what `nextHeader` would
-        // serialize, byte for byte) — building an `RTPHeader` value per packet cost retains of its CSRC array and
-        // extension in a conference room's per-listener loop.
+        // The 12-byte fixed header written in place (no CSRCs, no extension, no padding: byte for byte what
+        // `RTPHeader.serialize` writes for such a header) — building an `RTPHeader` value per packet cost retains
+        // of its CSRC array and extension in a conference room's per-listener loop. This is the packetizer's only
+        // way to advance (the former `nextHeader(ticks:)` duplicated it without counting the packet for the SR).
         precondition(payloadType < 128, "payload type \(payloadType) not in 0...127")
         let total = 12 + payload.count
         precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")

@@ -25,27 +25,34 @@ public func serialDistance<T: FixedWidthInteger & UnsignedInteger>(from b: T, to
 ///
 /// The first value unwraps to itself; a packet reordered before the very first one around a wrap may unwrap to a
 /// negative number. State is one optional integer; `unwrap` never allocates.
+///
+/// Inlinable so other modules (the jitter buffer, per packet) get it specialized for UInt16/UInt32 instead of
+/// running the generic code through witness tables (seen in `perf` of the conference room's receive path).
 public struct SerialUnwrapper<T: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable, Hashable {
-    /// The last unwrapped value, or nil before the first.
-    public private(set) var last: Int64?
+    @usableFromInline var reference: Int64?
 
-    public init() {}
+    /// The last unwrapped value, or nil before the first.
+    @inlinable public var last: Int64? { reference }
+
+    @inlinable public init() {}
 
     /// The extended value of `value`, which becomes the reference for the next call.
+    @inlinable
     public mutating func unwrap(_ value: T) -> Int64 {
         let result = peek(value)
-        last = result
+        reference = result
         return result
     }
 
     /// The extended value of `value` without changing the reference.
+    @inlinable
     public func peek(_ value: T) -> Int64 {
-        guard let last else { return Int64(value) }
+        guard let last = reference else { return Int64(value) }
         return last + serialDistance(from: T(truncatingIfNeeded: last), to: value)
     }
 
     /// Forgets the reference (a new stream, an SSRC change).
-    public mutating func reset() { last = nil }
+    @inlinable public mutating func reset() { reference = nil }
 }
 
 /// Extends 16-bit RTP sequence numbers.

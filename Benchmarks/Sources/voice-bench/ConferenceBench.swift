@@ -37,8 +37,8 @@ struct ConferenceBench: ParsableCommand {
     @Option(help: "Seconds of media per round.")
     var seconds = 10.0
 
-    @Option(help: "Rounds per side (alternating Swift and C).")
-    var rounds = 5
+    @Option(help: "Rounds per side (alternating Swift and C; the paired ratio's 95 % interval needs at least 6).")
+    var rounds = 31
 
     @Option(help: "Shared test data folder holding speech/*.wav (default: ../shared/testdata next to the repository).")
     var testdata: String?
@@ -67,6 +67,15 @@ struct ConferenceBench: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Both sides send RTCP (SR/RR + SDES, SRTCP-protected, RFC 3550 schedule); --no-rtcp compares the mixing alone.")
     var rtcp = true
 
+    @Option(help: "Profiling: build the workload of the first --sizes once, then run only the timed room ticks (a fresh room per round, as in the measurement) for this many seconds of this thread's CPU, print the time per tick and exit (no table, no quality run); for `perf record`.")
+    var profileRoom = 0.0
+
+    @Option(help: "Which room --profile-room runs: swift (ConferenceRoom) or c (cbaseline_conference.c).")
+    var profileSide = "swift"
+
+    @Option(help: "With --profile-room: a perf control FIFO (`perf record -D -1 --control fifo:PATH`); \"enable\" is written to it when the room loop starts and \"disable\" when it ends, so the profile holds the room's ticks only.")
+    var profileControl: String?
+
     @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
     var janusSeconds = 0.0
 
@@ -78,6 +87,10 @@ struct ConferenceBench: ParsableCommand {
         try requireOption("--loss-percent", lossPercent, within: 0...50, "%")
         try requireOption("--jitter-milliseconds", jitterMilliseconds, within: 0...500, "ms")
         try requireOption("--janus-seconds", janusSeconds, within: 0...600, "s")
+        try requireOption("--profile-room", profileRoom, within: 0...3_600, "s")
+        guard profileSide == "swift" || profileSide == "c" else {
+            throw ValidationError("--profile-side: swift or c (got \(profileSide))")
+        }
         guard ConferenceSimulation.Directions(rawValue: qualityImpaired) != nil else {
             throw ValidationError("--quality-impaired: both, up or down (got \(qualityImpaired))")
         }
@@ -97,17 +110,23 @@ struct ConferenceBench: ParsableCommand {
         guard !roomSizes.isEmpty, roomSizes.allSatisfy({ (1...500).contains($0) }) else {
             throw ValidationError("--sizes: comma-separated room sizes within 1...500")
         }
+        if profileRoom > 0 {
+            try profile(speech: speech, participants: roomSizes[0])
+            return
+        }
         print(
             "voice-bench conference: Swift ConferenceRoom vs plain C loop (same libsrtp/libopus calls), \(talkers) talkers"
                 + " (real speech), the rest silent with DTX, Opus 16 kHz 24 kb/s c5, SRTP; CPU per 20 ms tick, median of"
                 + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s" + (rtcp ? "; RTCP on both sides" : "; no RTCP on either side"))
         print(
             column("room", 6) + column("Swift µs/tick", 15, right: true) + column("C µs/tick", 12, right: true)
-                + column("ratio", 8, right: true) + column("paired", 8, right: true) + column("part./core", 12, right: true)
+                + column("ratio", 8, right: true) + column("paired", 8, right: true) + column("paired 95 % CI", 16, right: true)
+                + column("min ratio", 10, right: true) + column("part./core", 12, right: true)
                 + column("C part./core", 14, right: true))
         fflush(nil)
         var rows: [String] = []
         var costLines: [String] = []
+        var verdicts: [(participants: Int, upper: Double?)] = []
         for n in roomSizes {
             let t = min(talkers, n)
             let ticks = Int(seconds * 50)
@@ -136,6 +155,9 @@ struct ConferenceBench: ParsableCommand {
             let swiftTick = SideBySideRunner.median(swiftTimes)
             let cTick = SideBySideRunner.median(cTimes)
             let paired = SideBySideRunner.median(ratios)
+            let interval = SideBySideRunner.medianConfidenceInterval(ratios)
+            let minimumRatio = (swiftTimes.min() ?? 0) / (cTimes.min() ?? 1)
+            verdicts.append((n, interval?.high))
             let perCore = Double(n) * 20e6 / swiftTick
             let cPerCore = Double(n) * 20e6 / cTick
             var line = column("\(n)", 6)
@@ -143,6 +165,8 @@ struct ConferenceBench: ParsableCommand {
             line += column(fixed(cTick / 1000, 1), 12, right: true)
             line += column(fixed(swiftTick / cTick, 3), 8, right: true)
             line += column(fixed(paired, 3), 8, right: true)
+            line += column(interval.map { fixed($0.low, 3) + "–" + fixed($0.high, 3) } ?? "n/a", 16, right: true)
+            line += column(fixed(minimumRatio, 3), 10, right: true)
             line += column(fixed(perCore, 0), 12, right: true)
             line += column(fixed(cPerCore, 0), 14, right: true)
             print(line)
@@ -150,7 +174,9 @@ struct ConferenceBench: ParsableCommand {
             rows.append(
                 "{\"participants\":\(n),\"talkers\":\(t),\"swift_us_per_tick\":\(fixed(swiftTick / 1000, 3)),"
                     + "\"c_us_per_tick\":\(fixed(cTick / 1000, 3)),\"ratio\":\(fixed(swiftTick / cTick, 4)),"
-                    + "\"paired_ratio\":\(fixed(paired, 4)),\"participants_per_core\":\(fixed(perCore, 1)),"
+                    + "\"paired_ratio\":\(fixed(paired, 4)),"
+                    + "\"paired_ratio_ci95\":\(interval.map { "[\(fixed($0.low, 4)),\(fixed($0.high, 4))]" } ?? "null"),"
+                    + "\"minimum_ratio\":\(fixed(minimumRatio, 4)),\"rounds\":\(rounds),\"participants_per_core\":\(fixed(perCore, 1)),"
                     + "\"c_participants_per_core\":\(fixed(cPerCore, 1))}")
             if let st = swiftStats {
                 let k = Double(ticks)
@@ -175,6 +201,15 @@ struct ConferenceBench: ParsableCommand {
                         + " anyone listens), protects = participants sent to, RTCP = participants ÷ (4.1 s ÷ 20 ms) per tick")
             }
         }
+        // The target is judged on one statistic, fixed in advance (Benchmarks/README.md, Conference mixer): the
+        // upper end of the 95 % confidence interval of the median paired ratio.
+        print(
+            "Target Swift/C ≤ 1.05, judged on the upper end of the paired ratio's 95 % CI (median of per-round"
+                + " Swift/C, sign-test interval): "
+                + verdicts.map { v in
+                    "\(v.participants): " + (v.upper.map { $0 <= 1.05 ? "met (≤ \(fixed($0, 3)))" : "not shown (\(fixed($0, 3)))" }
+                        ?? "too few rounds")
+                }.joined(separator: ", "))
         print("Library calls per 20 ms tick (participant-ticks decoded incl. PLC; packets = payloads decoded):")
         for line in costLines { print(line) }
         print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) — CPU time, not wall time.")
@@ -240,6 +275,42 @@ struct ConferenceBench: ParsableCommand {
         if checksum == 42 { print("") }
         cb_conference_get_counts(room, &counts)
         return elapsed
+    }
+
+    /// `--profile-room`: the room loop alone, repeated, so a profiler sees the room's own frames (the workload's
+    /// client encodes, which otherwise dominate a profile of the whole command, happen before it starts and are
+    /// excluded with `--profile-control`).
+    private func profile(speech: [[Int16]], participants n: Int) throws {
+        let ticks = Int(seconds * 50)
+        let setup = cb_thread_cpu_ns()
+        let workload = try ConferenceWorkload(participants: n, talkers: min(talkers, n), ticks: ticks, speech: speech)
+        print(
+            "voice-bench conference --profile-room: \(n) participants, workload of \(ticks) ticks built in"
+                + " \(fixed(Double(cb_thread_cpu_ns() - setup) / 1e6, 0)) ms CPU; running the \(profileSide) room for"
+                + " \(fixed(profileRoom, 0)) s (pid \(getpid()))")
+        fflush(nil)
+        let control = profileControl.map { fopen($0, "w") } ?? nil
+        func command(_ text: String) {
+            guard let control else { return }
+            fputs(text + "\n", control)
+            fflush(control)
+        }
+        command("enable")
+        var stats: ConferenceRoomStatistics?
+        var rtcpSent = 0
+        var counts = cb_conference_counts()
+        var times: [Double] = []
+        var spent = 0.0
+        while spent < profileRoom * 1e9 {
+            let t = profileSide == "swift" ? try runSwift(workload, &stats, &rtcpSent) : try runC(workload, &counts)
+            times.append(t / Double(ticks))
+            spent += t
+        }
+        command("disable")
+        if let control { fclose(control) }
+        print(
+            "\(times.count) rounds, median \(fixed(SideBySideRunner.median(times) / 1000, 1)) µs per tick"
+                + " (load \(loadAverage()))")
     }
 
     /// Janus AudioBridge (Debian's `janus`, plain-RTP participants, driven by scripts/janus-audiobridge.py in real

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import ArgumentParser
 import CBaseline
 
@@ -142,5 +145,26 @@ enum SideBySideRunner {
         let sorted = values.sorted()
         let middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// A distribution-free confidence interval for the median of `values` (at least `level`, 0.95 by default):
+    /// the k-th smallest and k-th largest value, k the largest with P(Binomial(n, ½) < k) ≤ (1 − level) / 2 —
+    /// each value is above or below the true median with probability ½ whatever the distribution, so no normality
+    /// is assumed (the sign test's interval). Nil when there are too few values for that level (n < 6 at 95 %).
+    static func medianConfidenceInterval(_ values: [Double], level: Double = 0.95) -> (low: Double, high: Double)? {
+        let n = values.count
+        let tail = (1 - level) / 2
+        // P(X ≤ j) for X ~ Binomial(n, 1/2), summed term by term; C(n, j) / 2^n through lgamma (no underflow).
+        var cumulative = 0.0
+        var k = 0
+        for j in 0..<n {
+            let n1 = Double(n) + 1
+            cumulative += exp(lgamma(n1) - lgamma(Double(j) + 1) - lgamma(n1 - Double(j)) - Double(n) * M_LN2)
+            if cumulative > tail { break }
+            k = j + 1
+        }
+        guard k >= 1 else { return nil }
+        let sorted = values.sorted()
+        return (sorted[k - 1], sorted[n - k])
     }
 }

@@ -124,10 +124,12 @@ extension MediaStream {
         let buffer = UnsafeMutableRawBufferPointer(sendBuffer)
         var packetLength = packetizer.packetize(payload: payload, ticks: frameTicks, into: buffer)
         switchOutboundKeyIfDue(now: now)
-        if let srtp = srtpOut {
-            do {
-                packetLength = try srtp.protect(buffer, length: packetLength)
-            } catch {
+        if let srtp = unretainedSRTPOut {
+            // -1: protect failed (counted below); the session is held by `srtpOut` (no retain here).
+            packetLength = srtp._withUnsafeGuaranteedRef { session in
+                do { return try session.protect(buffer, length: packetLength) } catch { return -1 }
+            }
+            if packetLength < 0 {
                 stats.processingErrors += 1
                 return
             }

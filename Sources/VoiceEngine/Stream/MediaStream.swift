@@ -58,7 +58,14 @@ public final class MediaStream {
     var packetizer: RTPPacketizer
     /// Replaced by `rekey(_:)`; until the peer's first packet under its new key passes, its old key is
     /// `retiringSRTPIn` and `rekeyBuffer`'s scratch keeps a copy of each packet for a second try with it.
-    var srtpOut: SRTPSession?
+    var srtpOut: SRTPSession? {
+        didSet { unretainedSRTPOut = srtpOut.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `srtpOut` for the per-packet send without a retain/release pair: a conference room sends every listener's
+    /// packet through here every tick, and `perf` on `voice-bench conference --profile-room` showed the retains in
+    /// `sendPayload` as the largest runtime cost of that loop. Valid while `srtpOut` holds the same session (kept in
+    /// step by its `didSet`, and set in `init`).
+    var unretainedSRTPOut: Unmanaged<SRTPSession>?
     var srtpIn: SRTPSession?
     var retiringSRTPIn: SRTPSession?
     /// Our next outbound key and when it takes over at the latest (`rekey(_:now:)`).
@@ -170,6 +177,7 @@ public final class MediaStream {
             srtpOut = nil
             srtpIn = nil
         }
+        unretainedSRTPOut = srtpOut.map { Unmanaged.passUnretained($0) }
 
         ssrc = configuration.ssrc ?? UInt32.random(in: 1 ... .max, using: &random)
         remoteSSRC = configuration.remoteSSRC
