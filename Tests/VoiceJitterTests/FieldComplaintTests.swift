@@ -26,6 +26,28 @@ import VoiceLab
     #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
 }
 
+/// A peer that sends 10 ms packets (`ptime` 10): each decodes to one tick, too short for a one-tick splice, so
+/// the buffer must decode the next packet too before it stretches. Before it did, it never stretched at 10 ms
+/// packets: after the spike the delay stayed up (only a flush 400 ms above target brought it down).
+@Test func latencyComesBackDownAfterAJitterSpikeWithTenMillisecondPackets() throws {
+    let spike = NetworkConditions(
+        baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5),
+        phases: [
+            DelayPhase(start: .seconds(10), baseDelayMilliseconds: 30, jitter: .pareto(scaleMilliseconds: 80, shape: 2)),
+            DelayPhase(start: .seconds(12), baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)),
+        ], seed: 21)
+    var encoder = JitterSimulation.Configuration.defaultEncoder
+    encoder.frameDuration = .ms10
+    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(spike), encoder: encoder)
+    let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds).max() ?? 0
+    let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    let after = r.timeline.filter { (24...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
+    print("jitter spike, 10 ms packets: peak \(during) ms, e2e before \(mean(before)) after \(mean(after)), accel \(r.statistics.acceleratedSamples)")
+    #expect(during > mean(before) + 40)  // the spike really pushed the delay up
+    #expect(r.statistics.acceleratedSamples > 0 && r.statistics.acceleratedSamples % 160 == 0)
+    #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
+}
+
 @Test func recoversFromATenSecondOutageWithinTwoSeconds() throws {
     let outage = NetworkConditions(
         baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 8),
