@@ -48,6 +48,19 @@ import VoiceLab
     #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
 }
 
+/// Without jitter, 10 ms packets play as soon as 20 ms ones do (one packet, one tick of start level): no tick of
+/// surplus delay held for the whole call.
+@Test func tenMillisecondPacketsAddNoDelayOnACleanPath() throws {
+    let clean = NetworkConditions(baseDelayMilliseconds: 30, seed: 25)
+    var encoder = JitterSimulation.Configuration.defaultEncoder
+    encoder.frameDuration = .ms10
+    let short = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(clean), encoder: encoder)
+    let long = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(clean))
+    print("clean path: e2e \(short.meanEndToEndDelayMilliseconds) ms at 10 ms packets, \(long.meanEndToEndDelayMilliseconds) ms at 20 ms")
+    #expect(short.statistics.concealedSamples == 0 && long.statistics.concealedSamples == 0)
+    #expect(short.meanEndToEndDelayMilliseconds <= long.meanEndToEndDelayMilliseconds + 1)
+}
+
 @Test func recoversFromATenSecondOutageWithinTwoSeconds() throws {
     let outage = NetworkConditions(
         baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 8),
