@@ -32,8 +32,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         public var packetCapacity: Int = 250
         public var maxPayloadBytes: Int = 1_500
         public var estimator = DelayEstimator.Configuration()
-        /// Target delay bounds (ms), applied to estimator target + one packet.
-        public var minimumTargetMilliseconds: Double = 20
+        /// Target delay bounds (ms), applied to estimator target + one packet. The minimum is one tick, the
+        /// playout granularity: at 20 ms it held a path without jitter at 10 ms packets (a peer's `ptime` 10) to
+        /// two packets before playout started, and the surplus tick stayed for the whole call, below the
+        /// accelerate threshold (`simulate --ptime 10`: 56.5 ms acoustic lag instead of 46.5). At 20 ms packets
+        /// one packet is 20 ms anyway.
+        public var minimumTargetMilliseconds: Double = 10
         public var maximumTargetMilliseconds: Double = 1_000
         /// When the buffer level exceeds the target by more than this (ms), old packets are flushed down to the
         /// target instead of being accelerated away one tick at a time.
@@ -473,6 +477,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = .normal
         case .accelerate:
             decodeDue()
+            decodeAheadForSplice()
             // Exactly one tick, so playout stays on the tick grid (see the type's notes); where least audible.
             let removed = stretchIsTimely(level: level, goal: goal, accelerating: true) && sync.withUnsafeMutableBufferPointer {
                 stretcher.accelerate($0, count: syncCount, removing: block)
@@ -482,6 +487,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             lastOperation = removed > 0 ? .accelerate : .normal
         case .slowDown:
             decodeDue()
+            decodeAheadForSplice()
             let added = stretchIsTimely(level: level, goal: goal, accelerating: false) && sync.withUnsafeMutableBufferPointer {
                 stretcher.slowDown($0, count: syncCount, adding: block)
             } ? block : 0
@@ -578,6 +584,20 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             return level >= goal + accelerateAboveMilliseconds + configuration.urgentStretchMilliseconds
         }
         return level < goal - configuration.slowDownBelowMilliseconds - configuration.urgentStretchMilliseconds
+    }
+
+    /// Decodes the packets that follow the one just decoded, while they are buffered and contiguous, until the
+    /// sync buffer holds two ticks (and at least what a one-tick splice needs,
+    /// ``TimeStretcher/spliceSpan(removingOrAdding:)``). A 20 ms packet gives that by itself; a 10 ms packet
+    /// (a peer's `ptime` 10) gives one tick, where no splice fits, so without this the buffer never stretched at
+    /// all at 10 ms packets: its delay only rose (late holds) and never came back down.
+    private func decodeAheadForSplice() {
+        let wanted = max(2 * block, stretcher.spliceSpan(removingOrAdding: block))
+        while syncCount < wanted, !packets.isEmpty, packets.entry(at: 0).timestamp == position,
+            syncCount + Int(packets.entry(at: 0).duration / tsPerSample) <= sync.count / 2
+        {
+            decodeDue()
+        }
     }
 
     /// After holding through a loss (an outage, or a loss while the buffer ran dry), moves the playout position to

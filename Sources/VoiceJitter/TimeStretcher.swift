@@ -30,6 +30,10 @@ public struct TimeStretcher: Sendable {
     /// --jitter 30`, seeds 1–3, issue 14 fourth round): PESQ there follows the late packets, not the splices.
     public var overlapRatio: Double = 0.5
 
+    /// Samples of audio a splice of `amount` needs at least (``splicePoint(_:count:lag:overlap:)``): the lag plus
+    /// the crossfade.
+    public func spliceSpan(removingOrAdding amount: Int) -> Int { amount + crossfadeLength(for: amount) }
+
     private func crossfadeLength(for amount: Int) -> Int { max(1, Int(Double(amount) * min(1, max(0, overlapRatio)))) }
     /// Below this RMS (linear, of Int16) the segment counts as silence and is stretched whatever its correlation.
     public var silenceRMS: Double = 150

@@ -49,6 +49,8 @@ struct SimulateCommand: ParsableCommand {
     var jitterBuffer: String = "adaptive"
     @Option(help: "Opus bitrate in bits per second.")
     var bitrate: Int = 32_000
+    @Option(help: "Packet time in ms: 10, 20, 40 or 60 (one Opus frame per packet).")
+    var ptime: Int = 20
     @Flag(help: "Send plain RTP instead of SRTP.")
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
@@ -75,6 +77,9 @@ struct SimulateCommand: ParsableCommand {
         try Self.delayRange.check(delay)
         try Self.driftRange.check(drift)
         try Self.bitrateRange.check(bitrate)
+        guard OpusFrameDuration(rawValue: ptime) != nil else {
+            throw ValidationError("--ptime \(ptime): use 10, 20, 40 or 60")
+        }
         guard ["adaptive", "speexdsp"].contains(jitterBuffer) else {
             throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
         }
@@ -125,6 +130,7 @@ struct SimulateCommand: ParsableCommand {
         }
         var opus = MediaStreamConfiguration.defaultOpus
         opus.bitrate = bitrate
+        opus.frameDuration = OpusFrameDuration(rawValue: ptime) ?? .ms20
         opus.inbandFEC = true  // B's fmtp asks for it: FEC from the first packet (LossAdaptationPolicy)
         let options = OneWaySimulation.Options(
             network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,

@@ -8,22 +8,42 @@ import VoiceLab
 /// The complaints users make about today's jitter buffers, reproduced on the seeded simulator with real Opus,
 /// and measured on this buffer.
 
-@Test func latencyDoesNotCreepAfterAJitterSpike() throws {
+/// Also with a peer that sends 10 ms packets (`ptime` 10): each decodes to one tick, too short for a one-tick
+/// splice, so the buffer must decode the next packet too before it stretches. Before it did, it never stretched at
+/// 10 ms packets: after the spike the delay stayed up (only a flush 400 ms above target would bring it down).
+@Test(arguments: [OpusFrameDuration.ms20, .ms10])
+func latencyDoesNotCreepAfterAJitterSpike(packet: OpusFrameDuration) throws {
     let spike = NetworkConditions(
         baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5),
         phases: [
             DelayPhase(start: .seconds(10), baseDelayMilliseconds: 30, jitter: .pareto(scaleMilliseconds: 80, shape: 2)),
             DelayPhase(start: .seconds(12), baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 5)),
         ], seed: 21)
-    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(spike))
+    var encoder = JitterSimulation.Configuration.defaultEncoder
+    encoder.frameDuration = packet
+    let r = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 30, network: .conditions(spike), encoder: encoder)
     let during = r.timeline.filter { (10...12.5).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds).max() ?? 0
     let before = r.timeline.filter { (5...10).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let after = r.timeline.filter { (24...30).contains($0.time.seconds) }.compactMap(\.endToEndDelayMilliseconds)
     let settle = settleSeconds(r, after: 12)
-    print("jitter spike: peak buffer \(during) ms, settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after))")
+    print("jitter spike, \(packet.milliseconds) ms packets: peak buffer \(during) ms, settles \(settle ?? -1) s after, e2e before \(mean(before)) after \(mean(after)), accel \(r.statistics.acceleratedSamples)")
     #expect(during > mean(before) + 40)  // the spike really pushed the delay up
     #expect(settle != nil && settle! <= 6)
+    #expect(r.statistics.acceleratedSamples > 0 && r.statistics.acceleratedSamples % 160 == 0)
     #expect(mean(after) <= mean(before) + 10)  // end-to-end delay came back down
+}
+
+/// Without jitter, 10 ms packets play as soon as 20 ms ones do (one packet, one tick of start level): no tick of
+/// surplus delay held for the whole call.
+@Test func tenMillisecondPacketsAddNoDelayOnACleanPath() throws {
+    let clean = NetworkConditions(baseDelayMilliseconds: 30, seed: 25)
+    var encoder = JitterSimulation.Configuration.defaultEncoder
+    encoder.frameDuration = .ms10
+    let short = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(clean), encoder: encoder)
+    let long = try JitterFixtures.run(AdaptiveJitterBuffer(), seconds: 10, network: .conditions(clean))
+    print("clean path: e2e \(short.meanEndToEndDelayMilliseconds) ms at 10 ms packets, \(long.meanEndToEndDelayMilliseconds) ms at 20 ms")
+    #expect(short.statistics.concealedSamples == 0 && long.statistics.concealedSamples == 0)
+    #expect(short.meanEndToEndDelayMilliseconds <= long.meanEndToEndDelayMilliseconds + 1)
 }
 
 @Test func recoversFromATenSecondOutageWithinTwoSeconds() throws {
