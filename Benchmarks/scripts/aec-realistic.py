@@ -18,8 +18,9 @@ memoryless sigmoid), a bulk device delay, stationary coloured noise at 0-40 dB S
 and, with --handover N, N clips more (index 100 + i, seed BASE_SEED + 100 + i; no other clip changes):
 
   hand  far-end single talk for the first 4 s, then the far end falls silent and the near talker speaks alone from
-        5 s: a lone near talker after the canceller and its suppressor have learned the echo path (in nst the far
-        end never plays, so nothing was learned and the suppressor has nothing to hold down)
+        4.3 s (a turn-taking gap of 300 ms, inside the far end's echo tail and the suppressor's hold): a lone near
+        talker after the canceller and its suppressor have learned the echo path (in nst the far end never plays, so
+        nothing was learned and the suppressor has nothing to hold down)
 
 Each clip is drawn from its own seed (BASE_SEED + index), so a clip never changes when the set grows. Writes
 <name>_far.wav, <name>_mic.wav, the two near-end references and manifest.json (every clip's seed and drawn
@@ -147,7 +148,7 @@ def clip(index, sources, seconds, snr_min=0.0, group=None):
     dt_start = 0
     near_alone_from = None
     if group == "hand":
-        near_alone_from = 5 * RATE
+        near_alone_from = int(4.3 * RATE)
         near[:near_alone_from] = 0
     if group == "fst" or group == "move":
         near[:] = 0
