@@ -2,7 +2,7 @@
 """Generates the realistic AEC set the way the ICASSP AEC-Challenge synthetic set was made (arXiv 2009.04972).
 
     Benchmarks/scripts/aec-realistic.py OUTPUT_DIR --speech DIR [DIR ...] [--clips N] [--seconds S]
-                                        [--snr-min DB] [--only GROUP]
+                                        [--snr-min DB] [--only GROUP] [--handover N]
 
 Real speech for both talkers (16 kHz mono WAVs found in the --speech folders; the far and near talker of a clip come
 from different files), image-source rooms (pyroomacoustics ShoeBox, T60 drawn from 0.2 to 1.2 s), a loudspeaker
@@ -14,6 +14,13 @@ memoryless sigmoid), a bulk device delay, stationary coloured noise at 0-40 dB S
   nst   near-end single talk (the far end silent)
   dt    far-end single talk for the first 4 s, then double talk
   move  far-end single talk; the device moves at half time (a second room response, 100 ms crossfade)
+
+and, with --handover N, N clips more (index 100 + i, seed BASE_SEED + 100 + i; no other clip changes):
+
+  hand  far-end single talk for the first 4 s, then the far end falls silent and the near talker speaks alone from
+        4.3 s (a turn-taking gap of 300 ms, inside the far end's echo tail and the suppressor's hold): a lone near
+        talker after the canceller and its suppressor have learned the echo path (in nst the far end never plays, so
+        nothing was learned and the suppressor has nothing to hold down)
 
 Each clip is drawn from its own seed (BASE_SEED + index), so a clip never changes when the set grows. Writes
 <name>_far.wav, <name>_mic.wav, the two near-end references and manifest.json (every clip's seed and drawn
@@ -105,11 +112,11 @@ def noise(rng, n, colour):
     return x / rms(x)
 
 
-def clip(index, sources, seconds, snr_min=0.0):
+def clip(index, sources, seconds, snr_min=0.0, group=None):
     from scipy.signal import fftconvolve
     seed = BASE_SEED + index
     rng = np.random.default_rng(seed)
-    group = GROUPS[index % len(GROUPS)]
+    group = group or GROUPS[index % len(GROUPS)]
     n = int(seconds * RATE)
     names = sorted(sources)
     far_name = names[int(rng.integers(len(names)))]
@@ -128,6 +135,8 @@ def clip(index, sources, seconds, snr_min=0.0):
               "near_source": near_name, "t60_s": round(t60, 3), "room_m": [round(d, 2) for d in dim],
               "ser_db": round(ser, 2), "snr_db": round(snr, 2), "noise_colour": round(colour, 2),
               "device_delay_ms": round(delay * 1000 / RATE, 1)}
+    if group == "hand":
+        far[4 * RATE:] = 0  # the far end stops at 4 s; its echo rings on in the room
     played = loudspeaker(rng, far)
     echo = np.concatenate([np.zeros(delay), fftconvolve(played, rir)])[:n]
     if group == "move":
@@ -137,6 +146,10 @@ def clip(index, sources, seconds, snr_min=0.0):
         echo = (1 - ramp) * echo + ramp * moved
         params["move_at_sample"] = n // 2
     dt_start = 0
+    near_alone_from = None
+    if group == "hand":
+        near_alone_from = int(4.3 * RATE)
+        near[:near_alone_from] = 0
     if group == "fst" or group == "move":
         near[:] = 0
     elif group == "nst":
@@ -158,6 +171,7 @@ def clip(index, sources, seconds, snr_min=0.0):
     near_noisy = near + background
     onset = int(np.argmax(np.abs(far) > 0.01)) if np.any(np.abs(far) > 0.01) else None
     params.update({"far_onset_sample": onset, "double_talk_from_sample": dt_start if group == "dt" else None,
+                   "near_alone_from_sample": near_alone_from,
                    "far": params["name"] + "_far.wav", "mic": params["name"] + "_mic.wav",
                    "near": params["name"] + "_near.wav", "near_with_noise": params["name"] + "_near_noisy.wav"})
     return params, far, mic, near, near_noisy
@@ -166,13 +180,14 @@ def clip(index, sources, seconds, snr_min=0.0):
 def main(argv):
     if len(argv) < 3 or "--speech" not in argv:
         print("usage: aec-realistic.py OUTPUT_DIR --speech DIR [DIR ...] [--clips N] [--seconds S] [--snr-min DB]"
-              " [--only GROUP]", file=sys.stderr)
+              " [--only GROUP] [--handover N]", file=sys.stderr)
         return 2
     out = argv[0]
     count = int(argv[argv.index("--clips") + 1]) if "--clips" in argv else 40
     seconds = float(argv[argv.index("--seconds") + 1]) if "--seconds" in argv else 10
     snr_min = float(argv[argv.index("--snr-min") + 1]) if "--snr-min" in argv else 0.0
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    handover = int(argv[argv.index("--handover") + 1]) if "--handover" in argv else 0
     folders = []
     for a in argv[argv.index("--speech") + 1:]:
         if a.startswith("--"):
@@ -190,10 +205,11 @@ def main(argv):
         return 1
     os.makedirs(out, exist_ok=True)
     clips = []
-    for i in range(count):
-        if only is not None and GROUPS[i % len(GROUPS)] != only:
+    draws = [(i, None) for i in range(count)] + [(100 + i, "hand") for i in range(handover)]
+    for i, group in draws:
+        if only is not None and (group or GROUPS[i % len(GROUPS)]) != only:
             continue
-        params, far, mic, near, near_noisy = clip(i, sources, seconds, snr_min)
+        params, far, mic, near, near_noisy = clip(i, sources, seconds, snr_min, group)
         for key, signal in (("far", far), ("mic", mic), ("near", near), ("near_with_noise", near_noisy)):
             write(os.path.join(out, params[key]), signal)
         clips.append(params)
@@ -201,7 +217,7 @@ def main(argv):
               file=sys.stderr)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "Benchmarks/scripts/aec-realistic.py", "base_seed": BASE_SEED, "seconds": seconds,
-                   "snr_min_db": snr_min, "only": only,
+                   "snr_min_db": snr_min, "only": only, "handover": handover,
                    "speech_sources": sorted(sources), "clips": clips}, f, indent=1)
     return 0
 

@@ -18,7 +18,15 @@ import VoiceLab
 ///   microphone without noise (the AEC-Challenge's target; the noise caps every score against it) and the
 ///   microphone without the echo, near talker plus noise (what a perfect echo canceller that leaves the noise
 ///   alone would output; in near-end single talk that is the microphone itself, so the score shows what the
-///   processing changed, noise suppression included).
+///   processing changed, noise suppression included);
+/// - near-end single talk after the far end has spoken (the `hand` clips: far end for 4 s, the near talker alone
+///   from 5 s): PESQ-WB of the output against the same canceller's output when its microphone holds no echo (the
+///   far end still fed): what the echo and its removal did to a lone near talker, noise suppression and AGC counted
+///   identically on both sides (`nst°`);
+/// - the background in far-end single talk (`bg 2s`, `bg later`): the median over blocks of the output's level
+///   against the same canceller's output with a silent far end on the microphone without echo (the background as
+///   the listener hears it when nobody speaks), dB, over the first 2 s of echo and from 4 s on; 0 = the background
+///   kept, negative = it drops out (comfort noise too low), positive = residual echo above it.
 struct RealisticAECClip {
     var name: String
     var group: String
@@ -39,6 +47,8 @@ struct RealisticAECClip {
     var doubleTalkFrom: Int?
     /// The whole clip is near-end single talk: PESQ over all of it.
     var nearSingleTalk: Bool
+    /// The near talker speaks alone from here, after the far end has played (PESQ over the rest of the clip).
+    var nearAloneFrom: Int? = nil
     var moveAt: Int?
     /// Far-end single talk only before this sample (recordings without a clean near end).
     var singleTalkUntil: Int?
@@ -67,7 +77,8 @@ struct RealisticAECClip {
                 nearWithNoise: (c["near_with_noise"] as? String).map { folder.appendingPathComponent($0) },
                 snr: c["snr_db"] as? Double, echoDelay: Int(delayMS * 16),
                 farOnset: c["far_onset_sample"] as? Int, doubleTalkFrom: c["double_talk_from_sample"] as? Int,
-                nearSingleTalk: group == "nst", moveAt: c["move_at_sample"] as? Int)
+                nearSingleTalk: group == "nst", nearAloneFrom: c["near_alone_from_sample"] as? Int,
+                moveAt: c["move_at_sample"] as? Int)
         }
     }
 
@@ -130,6 +141,11 @@ struct RealisticAECScores {
     /// Against the microphone without the echo (near talker plus noise).
     var pesqDoubleTalkWithNoise: Double?
     var pesqNearSingleTalkWithNoise: Double?
+    /// Near-end single talk after the far end, against the same canceller's output without echo.
+    var pesqNearAloneOwn: Double?
+    /// Background level in far-end single talk against the canceller's own background, dB (first 2 s, from 4 s).
+    var backgroundFirst2s: Double?
+    var backgroundLater: Double?
 }
 
 enum RealisticAECScoring {
@@ -190,6 +206,54 @@ enum RealisticAECScoring {
             scores.pesqNearSingleTalk = score(clip.near, from: 0)
             scores.pesqNearSingleTalkWithNoise = score(clip.nearWithNoise, from: 0)
         }
+        if let from = clip.nearAloneFrom {
+            scores.pesqNearSingleTalk = score(clip.near, from: from)
+            scores.pesqNearSingleTalkWithNoise = score(clip.nearWithNoise, from: from)
+        }
+    }
+
+    /// PESQ-WB of `output` against `reference` (the same canceller without echo) from sample `from`.
+    static func pesq(output: [Int16], reference: [Int16], from: Int, scratch: URL) -> Double? {
+        let format = AudioFormat(sampleRate: 16_000, channels: 1)
+        let files = (
+            scratch.appendingPathComponent("voice-bench-own-ref-\(getpid()).wav"),
+            scratch.appendingPathComponent("voice-bench-own-out-\(getpid()).wav")
+        )
+        defer { for f in [files.0, files.1] { try? FileManager.default.removeItem(at: f) } }
+        guard (try? WAVFile.write(pcm16: reference, format: format, to: files.0.path)) != nil,
+            (try? WAVFile.write(pcm16: output, format: format, to: files.1.path)) != nil
+        else { return nil }
+        return PESQWideband.score(reference: files.0, degraded: files.1, startSeconds: Double(from) / 16_000)
+    }
+
+    /// Median over the masked blocks in `from..<to` of the output's level over the background's, dB (blocks where
+    /// either is digital silence are skipped).
+    static func backgroundLevel(output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int) -> Double? {
+        var differences: [Double] = []
+        for b in max(0, from)..<min(to, mask.count) where mask[b] {
+            var o = 0.0
+            var q = 0.0
+            for i in b * 160..<min((b + 1) * 160, output.count, background.count) {
+                o += Double(output[i]) * Double(output[i])
+                q += Double(background[i]) * Double(background[i])
+            }
+            if o > 0 && q > 0 { differences.append(10 * log10(o / q)) }
+        }
+        guard !differences.isEmpty else { return nil }
+        differences.sort()
+        return differences[differences.count / 2]
+    }
+
+    /// `backgroundFirst2s` and `backgroundLater` of `output` against `background`.
+    static func background(
+        clip: RealisticAECClip, output: [Int16], background: [Int16], mask: [Bool], into scores: inout RealisticAECScores
+    ) {
+        guard let onset = clip.farOnset else { return }
+        let first = (onset + clip.echoDelay) / 160
+        scores.backgroundFirst2s = backgroundLevel(
+            output: output, background: background, mask: mask, from: first, to: first + 200)
+        scores.backgroundLater = backgroundLevel(
+            output: output, background: background, mask: mask, from: 400, to: mask.count)
     }
 }
 
@@ -245,10 +309,12 @@ extension AECBench {
         print("voice-bench aec realistic: ERLE (dB) over far-end single talk, whole clip / first 2 s of echo / 2 s "
             + "after a device move; PESQ-WB (dt: double talk, nst: near-end single talk; in: the microphone's own) "
             + "against the near talker without noise (dt, nst) and against the microphone without echo, near talker "
-            + "plus noise (dt+n, nst+n); e engine, w WebRTC (moderate NS)")
+            + "plus noise (dt+n, nst+n); nst°: a lone near talker after the far end (hand clips) against the same "
+            + "canceller's output without echo; bg: far-end single talk's background against the canceller's own "
+            + "with no far end, dB (first 2 s of echo, from 4 s); e engine, w WebRTC (moderate NS)")
         let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "dt e/w/in", "nst e/w/in",
-            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw"]
-        let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10]
+            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw", "nst° e/w", "bg 2s e/w", "bg later e/w"]
+        let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10, 11, 13, 13]
         print(zip(header, widths).map { pad($0, $1) }.joined())
         var groups: [String: [[Double?]]] = [:]
         var bands: [String: [[Double?]]] = [:]
@@ -267,6 +333,25 @@ extension AECBench {
             let mask = RealisticAECScoring.singleTalkBlocks(clip: clip, far: far, near: near, count: count / 160)
             var e = RealisticAECScoring.erle(clip: clip, mic: mic, output: engine.output, mask: mask)
             RealisticAECScoring.pesq(clip: clip, output: engine.output, scratch: scratch, into: &e)
+            // The same canceller on the microphone without echo: with the far end fed (the reference for a lone near
+            // talker after the far end) and with a silent far end (the background when nobody speaks).
+            let nearWithNoise = try clip.nearWithNoise.map { Array(try WAVFile.read(path: $0.path).int16Samples.prefix(count)) }
+            let silentFar = scratch.appendingPathComponent("voice-bench-silent-far-\(getpid()).wav")
+            defer { try? FileManager.default.removeItem(at: silentFar) }
+            if let nearWithNoise, nearWithNoise.count == count, clip.farOnset != nil {
+                if let from = clip.nearAloneFrom {
+                    let own = try AECRunner.runEngine(far: Array(far[..<count]), mic: nearWithNoise, configuration: engineConfiguration)
+                    e.pesqNearAloneOwn = RealisticAECScoring.pesq(
+                        output: engine.output, reference: own.output, from: from, scratch: scratch)
+                }
+                let quiet = try AECRunner.runEngine(
+                    far: [Int16](repeating: 0, count: count), mic: nearWithNoise, configuration: engineConfiguration)
+                RealisticAECScoring.background(
+                    clip: clip, output: engine.output, background: quiet.output, mask: mask, into: &e)
+                try WAVFile.write(
+                    pcm16: [Int16](repeating: 0, count: count), format: AudioFormat(sampleRate: 16_000, channels: 1),
+                    to: silentFar.path)
+            }
             var w = RealisticAECScores()
             if webrtcSkipped == nil {
                 let outcome = WebRTCEchoReference.process(
@@ -275,6 +360,24 @@ extension AECBench {
                 if let output = outcome.output {
                     w = RealisticAECScoring.erle(clip: clip, mic: mic, output: output, mask: mask)
                     RealisticAECScoring.pesq(clip: clip, output: output, scratch: scratch, into: &w)
+                    if let nearWithNoise, nearWithNoise.count == count, clip.farOnset != nil,
+                        let noisyURL = clip.nearWithNoise
+                    {
+                        if let from = clip.nearAloneFrom,
+                            let own = WebRTCEchoReference.process(
+                                far: clip.far, mic: noisyURL, micSamples: nearWithNoise, sampleRate: 16_000,
+                                configuration: WebRTCEchoReference.withNoiseSuppression).output
+                        {
+                            w.pesqNearAloneOwn = RealisticAECScoring.pesq(
+                                output: output, reference: own, from: from, scratch: scratch)
+                        }
+                        if let quiet = WebRTCEchoReference.process(
+                            far: silentFar, mic: noisyURL, micSamples: nearWithNoise, sampleRate: 16_000,
+                            configuration: WebRTCEchoReference.withNoiseSuppression).output
+                        {
+                            RealisticAECScoring.background(clip: clip, output: output, background: quiet, mask: mask, into: &w)
+                        }
+                    }
                 } else if let failure = outcome.failure {
                     print("note: \(clip.name) webrtc: \(failure)")
                 }
@@ -289,10 +392,12 @@ extension AECBench {
                 input.pesqNearSingleTalk, e.pesqDoubleTalkWithNoise, w.pesqDoubleTalkWithNoise,
                 input.pesqDoubleTalkWithNoise, e.pesqNearSingleTalkWithNoise, w.pesqNearSingleTalkWithNoise,
                 input.pesqNearSingleTalkWithNoise, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
+                e.pesqNearAloneOwn, w.pesqNearAloneOwn, e.backgroundFirst2s, w.backgroundFirst2s, e.backgroundLater,
+                w.backgroundLater,
             ]
             if groups[clip.group] == nil { order.append(clip.group) }
             groups[clip.group, default: []].append(figures)
-            if let snr = clip.snr, clip.doubleTalkFrom != nil || clip.nearSingleTalk {
+            if let snr = clip.snr, clip.doubleTalkFrom != nil || clip.nearSingleTalk || clip.nearAloneFrom != nil {
                 bands[Self.snrBand(group: clip.group, snr: snr), default: []].append(figures)
             }
             print(line(clip.name, clip.parameters, figures, widths))
@@ -311,6 +416,10 @@ extension AECBench {
                     + "\"pesq_wb_near_single_talk_with_noise\":{\"engine\":\(j(e.pesqNearSingleTalkWithNoise)),"
                     + "\"webrtc\":\(j(w.pesqNearSingleTalkWithNoise)),"
                     + "\"microphone\":\(j(input.pesqNearSingleTalkWithNoise))},"
+                    + "\"pesq_wb_near_alone_vs_own_output_without_echo\":{\"engine\":\(j(e.pesqNearAloneOwn)),"
+                    + "\"webrtc\":\(j(w.pesqNearAloneOwn))},"
+                    + "\"background_first_2s_db\":{\"engine\":\(j(e.backgroundFirst2s)),\"webrtc\":\(j(w.backgroundFirst2s))},"
+                    + "\"background_from_4s_db\":{\"engine\":\(j(e.backgroundLater)),\"webrtc\":\(j(w.backgroundLater))},"
                     + "\"us_per_10ms\":{\"engine\":\(j(engine.microsecondsPerBlock)),"
                     + "\"speex_raw\":\(j(raw.microsecondsPerBlock))}}")
         }
@@ -355,5 +464,7 @@ extension AECBench {
             + pad("\(f(v[12], 2))/\(f(v[13], 2))/\(f(v[14], 2))", widths[7])
             + pad("\(f(v[15], 2))/\(f(v[16], 2))/\(f(v[17], 2))", widths[8])
             + pad("\(f(v[18], 0))/\(f(v[19], 0))", widths[9])
+            + pad("\(f(v[20], 2))/\(f(v[21], 2))", widths[10]) + pad("\(f(v[22]))/\(f(v[23]))", widths[11])
+            + pad("\(f(v[24]))/\(f(v[25]))", widths[12])
     }
 }
