@@ -82,18 +82,16 @@ public struct RTPPacketizer: Sendable {
     public mutating func packetize(
         payload: UnsafeRawBufferPointer, ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        // The 12-byte fixed header written in place (no CSRCs, no extension, no padding: byte for byte what
-        // `RTPHeader.serialize` writes for such a header) — building an `RTPHeader` value per packet cost retains
-        // of its CSRC array and extension in a conference room's per-listener loop. This is the packetizer's only
-        // way to advance (the former `nextHeader(ticks:)` duplicated it without counting the packet for the SR).
+        // The fixed header written in place (no CSRCs, no extension, no padding) — building an `RTPHeader` value
+        // per packet cost retains of its CSRC array and extension in a conference room's per-listener loop. This is
+        // the packetizer's only way to advance (the former `nextHeader(ticks:)` duplicated it without counting the
+        // packet for the SR).
         precondition(payloadType < 128, "payload type \(payloadType) not in 0...127")
         let total = 12 + payload.count
         precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")
-        buffer.put8(0x80, at: 0)
-        buffer.put8((markerPending ? 0x80 : 0) | payloadType, at: 1)
-        buffer.put16(nextSequenceNumber, at: 2)
-        buffer.put32(nextTimestamp, at: 4)
-        buffer.put32(ssrc, at: 8)
+        RTPHeader.writeFixedHeader(
+            flags: 0, marker: markerPending, payloadType: payloadType, sequenceNumber: nextSequenceNumber,
+            timestamp: nextTimestamp, ssrc: ssrc, into: buffer)
         let end = buffer.put(payload, at: 12)
         markerPending = false
         nextSequenceNumber &+= 1

@@ -133,19 +133,32 @@ public struct RTPHeader: Sendable, Hashable {
         writeHeader(into: buffer, padding: false)
     }
 
+    /// Writes RFC 3550's 12-byte fixed header at the start of `buffer` (version 2; `flags`: the P, X and CC bits of
+    /// the first octet). Shared by `serialize` and `RTPPacketizer.packetize`, which writes it per packet without
+    /// building a header value.
+    @inline(__always)
+    static func writeFixedHeader(
+        flags: UInt8, marker: Bool, payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) {
+        buffer.put8(0x80 | flags, at: 0)
+        buffer.put8((marker ? 0x80 : 0) | payloadType, at: 1)
+        buffer.put16(sequenceNumber, at: 2)
+        buffer.put32(timestamp, at: 4)
+        buffer.put32(ssrc, at: 8)
+    }
+
     private func writeHeader(into buffer: UnsafeMutableRawBufferPointer, padding: Bool) -> Int {
         precondition(csrcs.count <= 15, "at most 15 CSRCs")
         precondition(payloadType < 128, "payload type \(payloadType) not in 0...127")
         let length = serializedLength
         precondition(buffer.count >= length, "buffer of \(buffer.count) bytes too small for a \(length)-byte header")
-        var b0: UInt8 = 0x80 | UInt8(csrcs.count)
-        if padding { b0 |= 0x20 }
-        if headerExtension != nil { b0 |= 0x10 }
-        buffer.put8(b0, at: 0)
-        buffer.put8((marker ? 0x80 : 0) | payloadType, at: 1)
-        buffer.put16(sequenceNumber, at: 2)
-        buffer.put32(timestamp, at: 4)
-        buffer.put32(ssrc, at: 8)
+        var flags = UInt8(csrcs.count)
+        if padding { flags |= 0x20 }
+        if headerExtension != nil { flags |= 0x10 }
+        Self.writeFixedHeader(
+            flags: flags, marker: marker, payloadType: payloadType, sequenceNumber: sequenceNumber,
+            timestamp: timestamp, ssrc: ssrc, into: buffer)
         var pos = 12
         for csrc in csrcs {
             buffer.put32(csrc, at: pos)
