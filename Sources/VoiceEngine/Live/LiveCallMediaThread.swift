@@ -37,6 +37,12 @@ final class LiveCallShared: Sendable {
     let lastMediaNanoseconds = Atomic<Int64>(0)
 
     let ticks = Atomic<Int>(0), lateTicks = Atomic<Int>(0), delayedTicks = Atomic<Int>(0)
+    /// Counts a tick that begins a whole tick or more after its deadline (``LiveCallStatistics/delayedTicks``).
+    func countIfDelayed(tickStart: MediaTime, deadline: Int64) {
+        if tickStart.nanoseconds - deadline >= LiveCallMediaLoop.tickNanoseconds {
+            delayedTicks.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
     let captureBlocks = Atomic<Int>(0), captureUnderruns = Atomic<Int>(0), captureCatchUps = Atomic<Int>(0)
     let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
@@ -179,7 +185,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             let missed = Self.sleepToNextTick(&deadline, maximumLagTicks: options.maximumLagTicks)
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
             let now = MonotonicClock().now
-            if now.nanoseconds - deadline >= Self.tickNanoseconds { shared.delayedTicks.wrappingAdd(1, ordering: .relaxed) }
+            shared.countIfDelayed(tickStart: now, deadline: deadline)
             tick(now: now)
         }
     }

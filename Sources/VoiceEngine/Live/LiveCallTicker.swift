@@ -126,10 +126,8 @@ final class LiveCallTicker: @unchecked Sendable {
                     continue
                 }
                 if missed > 0 { member.loop.shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
-                // This call's tick begins a whole tick late: the calls before it (or a stall) used up its deadline.
-                if now.nanoseconds - deadline >= LiveCallMediaLoop.tickNanoseconds {
-                    member.loop.shared.delayedTicks.wrappingAdd(1, ordering: .relaxed)
-                }
+                // Late when the calls before it (or a stall) used up its deadline.
+                member.loop.shared.countIfDelayed(tickStart: now, deadline: deadline)
                 member.loop.tick(now: now)
                 now = MonotonicClock().now
                 index += 1
