@@ -20,7 +20,7 @@ import VoiceLab
 ///   alone would output; in near-end single talk that is the microphone itself, so the score shows what the
 ///   processing changed, noise suppression included);
 /// - near-end single talk after the far end has spoken (the `hand` clips: far end for 4 s, the near talker alone
-///   from 5 s): PESQ-WB of the output against the same canceller's output when its microphone holds no echo (the
+///   from 4.3 s): PESQ-WB of the output against the same canceller's output when its microphone holds no echo (the
 ///   far end still fed): what the echo and its removal did to a lone near talker, noise suppression and AGC counted
 ///   identically on both sides (`nst°`);
 /// - the background in far-end single talk (`bg 2s`, `bg later`): the median over blocks of the output's level
