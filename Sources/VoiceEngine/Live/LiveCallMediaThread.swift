@@ -356,13 +356,10 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         shared.captureBlocks.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// One block of silence into the send chain outside the tick: shifts this call's 20 ms frames by one tick
-    /// (`LiveCallTicker` balances the encodes of the calls it ticks over even and odd ticks with it).
-    func captureSilentBlock(now: MediaTime) {
-        sendSilence(now: now)
-    }
-
-    private func sendSilence(now: MediaTime) {
+    /// One block of silence into the send chain (the microphone closed or short). Also called outside the tick:
+    /// shifts this call's 20 ms frames by one tick (`LiveCallTicker` balances the encodes of the calls it ticks over
+    /// even and odd ticks with it).
+    func sendSilence(now: MediaTime) {
         captureFrame.silence()
         stream.processCapture(captureFrame, now: now)
         shared.captureBlocks.wrappingAdd(1, ordering: .relaxed)

@@ -146,7 +146,7 @@ final class LiveCallTicker: @unchecked Sendable {
         // Its first block comes on this tick (`tickIndex`), the second, which completes a frame, on the next.
         var parity = (tickIndex &+ 1) & 1
         if encodesOnParity[parity] > encodesOnParity[parity ^ 1] {
-            member.loop.captureSilentBlock(now: now)
+            member.loop.sendSilence(now: now)
             parity ^= 1
         }
         member.encodeParity = parity
