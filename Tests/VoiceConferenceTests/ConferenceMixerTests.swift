@@ -169,8 +169,10 @@ struct ConferenceMixerTests {
         var scaledBlocks = 0
         var unityBlocks = 0
         for round in 0..<400 {
-            // Loud (limiting), then falling (release), then quiet (unity), in cycles of 100 blocks.
-            let amplitude = [95_000.0, 40_000, 20_000, 5_000][(round / 25) % 4]
+            // Loud (limiting), then falling (release), then quiet long enough for the gain to reach 1 (unity), in
+            // cycles of 200 blocks.
+            let phase = round % 200
+            let amplitude = phase < 20 ? 95_000.0 : (phase < 35 ? 40_000 : (phase < 50 ? 20_000 : 5_000))
             for i in 0..<n {
                 let t = Double(i + round * n)
                 acc[i] = Int32((amplitude * sin(t * 0.037) + 0.3 * amplitude * sin(t * 0.71)).rounded())
