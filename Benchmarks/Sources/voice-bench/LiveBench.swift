@@ -13,7 +13,8 @@ import VoiceEngine
 /// from `/proc/self/task`) over a fixed window. Reported per call-second: CPU, wake-ups, the threads; and the
 /// ratio to the same two streams driven in fast time on one thread (the "runtime overhead"). With baresip
 /// installed, the same call between two baresip processes (Opus 16 kHz 32 kb/s complexity 5, SRTP, the same WAV;
-/// `speex_pp` with --voice-processing), measured the same way, side by side. Every call must arrive intact
+/// `speex_pp` with --voice-processing), measured the same way, side by side; from 6 pairs the first row's target is
+/// judged on the 95 % interval of the median per-pair ratio (``verdict(ratios:interval:target:)``). Every call must arrive intact
 /// (established, every packet authenticated, none lost, concealment under 5 %) or the run fails.
 struct LiveBench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,7 +23,7 @@ struct LiveBench: ParsableCommand {
         discussion: """
             JSON (--json, last line): {"suite":"live","voice_processing":…,"results":[{"calls","cpu_ms_per_call_s",\
             "fast_ms_per_call_s","overhead","threads","wakeups_per_call_s","baresip_cpu_ms_per_call_s",\
-            "baresip_wakeups_per_call_s","ratio_to_baresip"}]}. A call is two endpoints (both ends of it), \
+            "baresip_wakeups_per_call_s","ratio_to_baresip","ratio_ci95"}]} (ratio_ci95: [low, high] from 6 pairs, else null). A call is two endpoints (both ends of it), \
             as the baresip column is two processes. See Benchmarks/README.md.
             """)
 
