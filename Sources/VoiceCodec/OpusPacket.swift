@@ -103,16 +103,9 @@ public enum OpusPacket {
         guard let layout = layout(of: packet) else {
             return (try? samplesPerChannel(in: packet, sampleRate: sampleRate)).map { ($0, false) }
         }
-        // opus_packet_get_samples_per_frame and opus_packet_get_nb_samples' 120 ms limit, from the TOC byte.
-        let perFrame: Int
-        if toc & 0x80 != 0 {
-            perFrame = (sampleRate << Int((toc >> 3) & 3)) / 400
-        } else if toc & 0x60 == 0x60 {
-            perFrame = toc & 0x08 != 0 ? sampleRate / 50 : sampleRate / 100
-        } else {
-            let size = Int((toc >> 3) & 3)
-            perFrame = size == 3 ? sampleRate * 60 / 1000 : (sampleRate << size) / 100
-        }
+        // What opus_packet_get_nb_samples computes from the frame count the parse gave: frames times the TOC's
+        // frame size, refused above 120 ms.
+        let perFrame = Int(opus_packet_get_samples_per_frame(packet.baseAddress!, Int32(sampleRate)))
         let samples = layout.frames * perFrame
         guard samples * 25 <= sampleRate * 3 else { return nil }
         return (samples, toc >> 3 < 16 && hasFEC(packet, layout))
