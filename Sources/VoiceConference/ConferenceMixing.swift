@@ -86,33 +86,17 @@ public struct ConferenceLimiter: Sendable {
             end = min(target, gain + (target - gain) * releasePerBlock + 1e-6)
         }
         if end < 1 || start < 1 { limitedBlocks += 1 }
-        // One loop per case (with or without mix-minus, unity or scaled), so the per-sample work has no branch on
-        // them: the same arithmetic, sample for sample, as one general loop
-        // (`ConferenceMixerTests.limiterMatchesGeneralLoop`). `Int32(_:)` of a Double truncates towards zero (as the
-        // C loop's cast), without the libm `trunc` call that `.rounded(.towardZero)` made per sample.
+        // `Int32(_:)` of a Double truncates towards zero (as the C loop's cast), without the libm `trunc` call that
+        // `.rounded(.towardZero)` made per sample.
         let hi = threshold
+        let unity = start == 1 && end == 1
+        let step = (end - start) / Double(n)
+        var g = start
         var clipped = 0
-        if start == 1 && end == 1 {
-            if let minus {
-                for i in 0..<n { output[i] = Self.clamp(accumulator[i] &- Int32(minus[i]), hi, &clipped) }
-            } else {
-                for i in 0..<n { output[i] = Self.clamp(accumulator[i], hi, &clipped) }
-            }
-        } else {
-            let step = (end - start) / Double(n)
-            var g = start
-            if let minus {
-                for i in 0..<n {
-                    let x = accumulator[i] &- Int32(minus[i])
-                    output[i] = Self.clamp(Int32(Double(x) * g), hi, &clipped)
-                    g += step
-                }
-            } else {
-                for i in 0..<n {
-                    output[i] = Self.clamp(Int32(Double(accumulator[i]) * g), hi, &clipped)
-                    g += step
-                }
-            }
+        for i in 0..<n {
+            let x = minus.map { accumulator[i] &- Int32($0[i]) } ?? accumulator[i]
+            output[i] = Self.clamp(unity ? x : Int32(Double(x) * g), hi, &clipped)
+            g += step
         }
         clippedSamples += clipped
         gain = end

@@ -151,9 +151,9 @@ struct ConferenceMixerTests {
         #expect(out.allSatisfy { abs(Int($0) - 600) <= 6 })
     }
 
-    /// The limiter's per-case loops give, sample for sample, what one general loop gives (the form they replaced:
-    /// the mix-minus and unity choices made per sample), through attack, release and unity, with and without
-    /// mix-minus; the mixed audio, and so the bytes sent, cannot change with that rewrite.
+    /// The limiter gives, sample for sample, what its earlier loop gave (truncation by `.rounded(.towardZero)`, which
+    /// called libm per sample, where it now converts with `Int32(_:)`), through attack, release and unity, with and
+    /// without mix-minus; the mixed audio, and so the bytes sent, cannot change with that rewrite.
     @Test func limiterMatchesGeneralLoop() {
         let n = 320
         var limiter = ConferenceLimiter(threshold: 30_934)
@@ -200,7 +200,7 @@ struct ConferenceMixerTests {
             #expect(same, "block \(round) differs")
             #expect(limiter.gain == gain)
         }
-        #expect(scaledBlocks > 100 && unityBlocks > 50, "both loops exercised: \(scaledBlocks) scaled, \(unityBlocks) unity")
+        #expect(scaledBlocks > 100 && unityBlocks > 50, "both the unity and the scaled path exercised: \(scaledBlocks) scaled, \(unityBlocks) unity")
         #expect(limiter.clippedSamples == 0)
     }
 
