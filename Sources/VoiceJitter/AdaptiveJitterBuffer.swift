@@ -157,10 +157,19 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     private let tsPerMs: Double
     private let mergeSamples: Int
     private let rebaselineSamples: Int
-    /// Ticks played so far, and the receiver time of tick 0 as learned from arrivals (a packet inserted before
-    /// tick n arrived no later than tick n's time): together they give "now" at every tick without a clock.
+    /// Ticks played so far, and the receiver time of tick 0: together they give "now" at every tick. Without a
+    /// clock it is learnt from arrivals (a packet inserted before tick n arrived no later than tick n's time: the
+    /// largest such bound, slowly decaying). That bound assumes every tick ran on time: a tick that ran late —
+    /// the thread stalled, then caught up — lets packets that came during the stall raise it by the stall, and at
+    /// 0.01 ms a packet it took minutes to come back down, while the buffer steered its real delay that far
+    /// below target (late packets, holds, accelerating again: 5-7 % concealed for the rest of a call after one
+    /// 40 ms stall). So a caller with a clock gives each tick's scheduled time
+    /// (``playoutTick(into:scheduledAt:)``) and the origin is taken from it, never from arrivals; as NetEq
+    /// measures arrivals on its own playout tick counter, a late local tick then never reads as network delay.
     @exclusivity(unchecked) private var tickCount: Int64 = 0
     @exclusivity(unchecked) private var tickZeroMilliseconds: Double?
+    /// Whether the caller gives tick times (then arrivals no longer move `tickZeroMilliseconds`).
+    @exclusivity(unchecked) private var clocked = false
 
     @exclusivity(unchecked) private var sync: [Int16]
     @exclusivity(unchecked) private var syncCount = 0
@@ -326,8 +335,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
         // Slow decay (0.01 ms per packet, 500 ppm at 20 ms packets) lets a playout clock that runs fast against
         // the arrival clock pull the estimate down; a slow one pushes it up through the max.
-        let zero = arrival.milliseconds - Double(tickCount) * 10
-        tickZeroMilliseconds = max(zero, (tickZeroMilliseconds ?? zero) - 0.01)
+        if !clocked {
+            let zero = arrival.milliseconds - Double(tickCount) * 10
+            tickZeroMilliseconds = max(zero, (tickZeroMilliseconds ?? zero) - 0.01)
+        }
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
         let plainTarget = estimator.targetMilliseconds + configuration.playoutMarginMilliseconds
         fecInTimeShare = estimator.fraction(atOrBelow: plainTarget - Double(duration) / tsPerMs)
@@ -356,6 +367,16 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     }
 
     // MARK: Playout
+
+    /// One tick at its scheduled time on the arrivals' clock (the deadline the tick was due at, not when a late
+    /// thread got to run it): the playout delay is measured from it, so a tick run late and the ticks caught up
+    /// after it read as the schedule says, and a schedule moved on past skipped ticks is followed at once.
+    @discardableResult
+    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime) -> PlayoutOperation {
+        clocked = true
+        tickZeroMilliseconds = time.milliseconds - Double(tickCount) * 10
+        return playoutTick(into: output)
+    }
 
     @discardableResult
     public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>) -> PlayoutOperation {

@@ -104,6 +104,10 @@ public protocol JitterBufferStrategy: AnyObject {
     /// - Returns: the operation that produced (the start of) the block.
     @discardableResult
     func playoutTick(into output: UnsafeMutableBufferPointer<Int16>) -> PlayoutOperation
+    /// The same, with the time the tick was scheduled for on the clock `arrival` is on: a buffer that measures
+    /// its playout delay uses it instead of inferring the tick clock from arrivals (``AdaptiveJitterBuffer``).
+    @discardableResult
+    func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime) -> PlayoutOperation
     /// Current figures.
     var statistics: JitterBufferStatistics { get }
     /// Extended RTP timestamp of the next sample to be output, or nil before playout starts. Lets a simulation
@@ -112,6 +116,12 @@ public protocol JitterBufferStrategy: AnyObject {
 }
 
 extension JitterBufferStrategy {
+    /// A buffer with no notion of time (speexdsp counts its own ticks) ignores the tick's time.
+    @discardableResult
+    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime) -> PlayoutOperation {
+        playoutTick(into: output)
+    }
+
     /// Array convenience for `insert(payload:...)`.
     public func insert(payload: [UInt8], sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime) {
         payload.withUnsafeBufferPointer {

@@ -158,6 +158,8 @@ struct LiveBench: ParsableCommand {
                         + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
                         + " (stolen \(fixed(run.machineStolenCores, 3)))"
                         + ", ends not intact \(run.damagedEnds)/\(2 * count)"
+                        + ", worst end concealed \(fixed(100 * run.worstConcealment, 2)) %"
+                        + " (late packets \(run.worstLatePackets), accelerated \(run.worstAcceleratedSamples) samples)"
                 }.joined(separator: "; "))
             fflush(nil)
             if threads, let last = engine.last {
@@ -228,6 +230,11 @@ struct LiveRun {
     /// hypervisor gave to other guests.
     var machineBusyCores = 0.0
     var machineStolenCores = 0.0
+    /// The call end that concealed most (the intact check allows under 5 %): its share, its late packets and the
+    /// samples its buffer time-compressed — what tells a stall's aftermath (late packets, then stretching) apart.
+    var worstConcealment = 0.0
+    var worstLatePackets = 0
+    var worstAcceleratedSamples = 0
 }
 
 /// N engine calls in this process.
@@ -305,10 +312,12 @@ enum EngineCalls {
         var damage: String?
         var damagedEnds = 0
         var ticks = 0, delayed = 0
+        var worst: CallReport.JitterBuffer?
         for (index, result) in results.enumerated() {
             ticks += result.statistics.ticks
             delayed += result.statistics.delayedTicks
             let r = result.report
+            if r.jitterBuffer.concealmentRatio >= worst?.concealmentRatio ?? 0 { worst = r.jitterBuffer }
             let intact = result.wasEstablished && r.rtp.lost == 0 && r.rtp.received >= r.rtp.expected - 1
                 && r.drops.counts.authenticationFailed == 0 && r.jitterBuffer.concealmentRatio < 0.05
                 && r.rtp.received > Int((seconds + warmUp) * 40)
@@ -335,7 +344,9 @@ enum EngineCalls {
             machineBusyCores: machineAfter.busyCores(
                 since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount),
             machineStolenCores: machineAfter.stolenCores(
-                since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount))
+                since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount),
+            worstConcealment: worst?.concealmentRatio ?? 0, worstLatePackets: worst?.latePackets ?? 0,
+            worstAcceleratedSamples: worst?.acceleratedSamples ?? 0)
     }
 }
 

@@ -186,7 +186,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
             let now = MonotonicClock().now
             shared.countIfDelayed(tickStart: now, deadline: deadline)
-            tick(now: now)
+            tick(now: now, scheduled: MediaTime(nanoseconds: deadline))
         }
     }
 
@@ -199,7 +199,9 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             shared.drivenByDevice.store(true, ordering: .relaxed)
             if case .granted = capture.statistics.realtime { shared.realtime.store(true, ordering: .relaxed) }
         }
-        tick(now: MonotonicClock().now)
+        // The period's wake-up is this tick's schedule: the device's clock, not a deadline of ours.
+        let now = MonotonicClock().now
+        tick(now: now, scheduled: now)
     }
 
     /// Names the calling thread `voice-media` and asks for SCHED_FIFO at `options.realtimePriority`, as every media
@@ -225,8 +227,11 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         return missed
     }
 
-    /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP.
-    func tick(now: MediaTime) {
+    /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP. `scheduled` is the deadline
+    /// the tick was due at (`now` is when it ran): the jitter buffer measures its playout delay from the schedule,
+    /// so a tick run late after a stall, and the ticks caught up after it, are not read as packets come early —
+    /// it would otherwise steer its delay too low for the rest of the call (``AdaptiveJitterBuffer``).
+    func tick(now: MediaTime, scheduled: MediaTime) {
         shared.ticks.wrappingAdd(1, ordering: .relaxed)
         let paused = shared.paused.load(ordering: .acquiring)
         let flushes = shared.flushRequests.load(ordering: .acquiring)
@@ -245,7 +250,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         receive(paused: paused)
         drivenCapture?.tick()
         captureTick(paused: paused, now: now)
-        playoutTick(paused: paused, now: now)
+        playoutTick(paused: paused, now: now, scheduled: scheduled)
         drivenPlayout?.tick()
         stream.pollRTCP(now: now)
         signalChanges(now: now)
@@ -366,9 +371,9 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     }
 
     /// Renders one block from the receive chain and queues it for the speaker.
-    func playoutTick(paused: Bool, now: MediaTime) {
+    func playoutTick(paused: Bool, now: MediaTime, scheduled: MediaTime) {
         guard !paused else { return }
-        stream.renderPlayout(into: &playFrame, now: now)
+        stream.renderPlayout(into: &playFrame, now: now, scheduledAt: scheduled)
         if let tones { playFrame.withUnsafeMutableSamples { tones.mix(into: $0) } }
         let ring = playout.ring
         if ring.availableToWrite >= block && ring.availableToRead < options.playoutHighWaterBlocks * block {

@@ -144,20 +144,25 @@ extension MediaStream {
 
     /// Produces the next 10 ms block for the loudspeaker, at the device rate: jitter-buffer tick(s) at the
     /// processing rate → mixer → echo-canceller reference → resampler.
+    /// - Parameter scheduled: the time this tick was due at, on the clock packet arrivals are on (a real-time
+    ///   caller's deadline, which a late tick does not move): the jitter buffer measures its playout delay from
+    ///   it. nil: the buffer infers its tick clock from arrivals, which assumes every tick ran on time.
     /// - Precondition: `frame.format == configuration.deviceFormat`.
-    public func renderPlayout(into frame: inout AudioFrame, now: MediaTime) {
+    public func renderPlayout(into frame: inout AudioFrame, now: MediaTime, scheduledAt scheduled: MediaTime? = nil) {
         precondition(
             frame.format == configuration.deviceFormat,
             "playout frame \(frame.format) is not the device format")
         stats.playoutBlocks += 1
         guard let resampler = playoutResampler else {
-            frame.withUnsafeMutableSamples { out in playoutTick(into: out, now: now) }
+            frame.withUnsafeMutableSamples { out in playoutTick(into: out, now: now, scheduled: scheduled) }
             return
         }
         var guardTicks = 0
         while playRing.availableToRead < deviceBlock && guardTicks < 4 {
+            // A second jitter-buffer tick in one device block plays the next 10 ms.
+            let due = scheduled.map { MediaTime(nanoseconds: $0.nanoseconds + Int64(guardTicks) * 10_000_000) }
             guardTicks += 1
-            playoutTick(into: playBlock, now: now)
+            playoutTick(into: playBlock, now: now, scheduled: due)
             do {
                 let produced = try resampler.process(UnsafeBufferPointer(playBlock), into: playScratch)
                     .produced
@@ -173,8 +178,12 @@ extension MediaStream {
     }
 
     /// One jitter-buffer tick into `block` (processing rate), mixed, and recorded as the echo reference.
-    func playoutTick(into block: UnsafeMutableBufferPointer<Int16>, now: MediaTime) {
-        jitterBuffer.playoutTick(into: block)
+    func playoutTick(into block: UnsafeMutableBufferPointer<Int16>, now: MediaTime, scheduled: MediaTime?) {
+        if let scheduled {
+            jitterBuffer.playoutTick(into: block, scheduledAt: scheduled)
+        } else {
+            jitterBuffer.playoutTick(into: block)
+        }
         mixer?.mix(into: block, sampleRate: configuration.processingRate, now: now)
         if let echo = echoCanceller {
             do { try echo.addFarEnd(UnsafeBufferPointer(block)) } catch { stats.processingErrors += 1 }
