@@ -10,6 +10,9 @@ import VoiceEngine
 /// (baresip has no clocked file speaker, which favours it a little), `speex_pp` when voice processing is on.
 struct BaresipCall {
     let executable: String
+    /// The Opus application the reference runs with unless asked otherwise (`voice-bench live
+    /// --baresip-application`): the engine's own (`MediaStreamConfiguration.defaultOpus`), see ``config(port:wav:processing:application:)``.
+    static let defaultApplication = "voip"
 
     /// baresip on the PATH's usual places, or nil.
     static func find() -> BaresipCall? {
@@ -17,7 +20,7 @@ struct BaresipCall {
             .map(BaresipCall.init(executable:))
     }
 
-    func run(speech: WAVFile, seconds: Double, warmUp: Double, processing: Bool, application: String = "voip") throws -> LiveRun {
+    func run(speech: WAVFile, seconds: Double, warmUp: Double, processing: Bool, application: String) throws -> LiveRun {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("voice-bench-baresip-\(getpid())")
         try? FileManager.default.removeItem(at: directory)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -88,7 +91,7 @@ struct BaresipCall {
     /// 32 kb/s complexity 5 encodes every frame as CELT (libopus' mode threshold for a signal it assumes is not
     /// voice), where the engine's `voip` encodes SILK — about three times the encoder's CPU (5.9 against 2.0 ms per
     /// second of jfk_16k_mono.wav, libopus 1.3.1). `voip` gives both programs the same codec settings.
-    static func config(port: Int, wav: String, processing: Bool, application: String = "voip") -> String {
+    static func config(port: Int, wav: String, processing: Bool, application: String) -> String {
         """
         poll_method epoll
         net_interface 127.0.0.1

@@ -40,7 +40,7 @@ struct LiveBench: ParsableCommand {
     var repeats = 3
 
     @Option(help: "Opus application of the baresip reference: voip (as the engine's MediaStreamConfiguration.defaultOpus) or audio (baresip's own default, which at 16 kHz 32 kb/s c5 encodes CELT instead of SILK).")
-    var baresipApplication = "voip"
+    var baresipApplication = BaresipCall.defaultApplication
 
     @Option(help: "Microphone WAV (16 kHz mono), looped.")
     var speech = "TestVectors/speech_like_16k.wav"
