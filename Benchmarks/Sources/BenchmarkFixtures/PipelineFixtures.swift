@@ -200,7 +200,7 @@ public final class PipelineLoopback {
         var u: UInt64
         for _ in 0..<steps {
             for _ in 0..<2 {
-                a.renderPlayout(into: &speakerA, now: now)
+                a.renderPlayout(into: &speakerA, now: now, scheduledAt: now)  // as a live call ticks it
                 u = monotonicNanoseconds()
                 playout &+= u &- t
                 t = u
@@ -210,7 +210,7 @@ public final class PipelineLoopback {
                 capture &+= u &- t
                 t = u
                 sum &+= speakerA.withUnsafeSamples { Int($0[0]) }
-                b.renderPlayout(into: &speakerB, now: now)
+                b.renderPlayout(into: &speakerB, now: now, scheduledAt: now)
                 u = monotonicNanoseconds()
                 playout &+= u &- t
                 t = u
