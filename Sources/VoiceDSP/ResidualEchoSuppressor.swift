@@ -16,7 +16,10 @@ import Foundation
 ///    stands above the echo, the floor where the bin holds only echo. Gains fall at once and rise at most 6 dB a frame,
 ///    so they do not pump on the echo's fluctuations and a near-end onset is back within a few milliseconds;
 /// 4. comfort noise at the output's own background level (a minimum-statistics tracker) fills what the gain
-///    removed, so suppressed frames are not dead silence.
+///    removed, so suppressed frames are not dead silence. It is not added to the frame: it comes out separately in
+///    ``comfortNoise`` (one frame later, the preprocessor's latency), for the ``EchoCanceller`` to add *after*
+///    speexdsp's preprocessor, whose echo-state suppression otherwise removed it together with the echo (the
+///    background sat 14-23 dB under the no-far-end background while the far end talked).
 ///
 /// 5. optionally, noise suppression (``NoiseSuppressionGain``) on the result, from the same background tracker: the
 ///    one STFT serves both.
@@ -53,6 +56,16 @@ final class ResidualEchoSuppressor {
     private let pathGain: UnsafeMutableBufferPointer<Float>
     private let noise: UnsafeMutableBufferPointer<Float>
     private let gain: UnsafeMutableBufferPointer<Float>
+    /// Overlap-add tail of the comfort noise, and its last two frames (see ``comfortNoise``).
+    private let noiseOverlap: UnsafeMutableBufferPointer<Float>
+    private let noiseFrame: UnsafeMutableBufferPointer<Int16>
+    private let noiseFrameDelayed: UnsafeMutableBufferPointer<Int16>
+    /// Power correction of the random-phase comfort noise: the background estimate is a windowed frame's `|E(k)|²`,
+    /// but noise of random phase spreads that energy over the whole zero-padded FFT frame, of which the synthesis
+    /// window keeps `hop / size` (overlap-add of the sqrt-Hann squares sums to one). At 16 kHz (hop 80, size 256) the
+    /// comfort noise stood 5 dB under the background it was meant to match. (AEC3 corrects the same loss by sqrt(2),
+    /// its frame being unpadded.)
+    private let noisePowerCorrection: Float
     private var random: UInt32 = 0x1234_5678
     private var backgroundStarted = false
     /// Frames with echo possible the background tracker has risen fast for.
@@ -147,15 +160,28 @@ final class ResidualEchoSuppressor {
         pathGain = buffer(bins, Self.initialPathGain)
         noise = buffer(bins)
         gain = buffer(bins, 1)
+        noiseOverlap = buffer(hop)
+        noiseFrame = .allocate(capacity: hop)
+        noiseFrame.initialize(repeating: 0)
+        noiseFrameDelayed = .allocate(capacity: hop)
+        noiseFrameDelayed.initialize(repeating: 0)
+        noisePowerCorrection = Float(n) / Float(hop)
     }
 
     deinit {
         for b in [window, outputHistory, referenceHistory, overlap, re, im, farHeld, farSmoothed, outputSmoothed,
-            pathGain, noise, gain]
+            pathGain, noise, gain, noiseOverlap]
         {
             b.deallocate()
         }
+        noiseFrame.deallocate()
+        noiseFrameDelayed.deallocate()
     }
+
+    /// The comfort noise for the frame the preprocessor returns after this ``process(_:reference:microphone:unaligned:)``
+    /// (the suppressor's output one frame earlier: the preprocessor's latency), to be added to it. Zero where the gain
+    /// removed nothing, and zero without echo suppression.
+    var comfortNoise: UnsafeBufferPointer<Int16> { UnsafeBufferPointer(noiseFrameDelayed) }
 
     /// Latency added: one hop.
     var latencySamples: Int { hop }
@@ -279,6 +305,8 @@ final class ResidualEchoSuppressor {
             }
             var outR = er
             var outI = ei
+            var noiseR: Float = 0
+            var noiseI: Float = 0
             if let floor {
                 let residual = echoPossible ? over * pathGain[k] * farHeld[k] : 0
                 var target = e2 > 0 ? 1 - residual / e2 : 1
@@ -288,39 +316,55 @@ final class ResidualEchoSuppressor {
                 gain[k] = g
                 if g < 1 {
                     // Comfort noise where the gain removed something: the background's power, random phase.
-                    let fill = (noise[k] * max(0, 1 - g * g)).squareRoot()
+                    let fill = (noisePowerCorrection * noise[k] * max(0, 1 - g * g)).squareRoot()
                     random = random &* 1_664_525 &+ 1_013_904_223
                     let phase = Float(random >> 8) * (2 * Float.pi / 16_777_216)
-                    outR = g * er + fill * cos(phase)
-                    outI = g * ei + fill * sin(phase)
+                    outR = g * er
+                    outI = g * ei
+                    noiseR = fill * cos(phase)
+                    noiseI = fill * sin(phase)
                 }
             }
             if let noiseGain {
-                let g = noiseGain.gain(bin: k, power: outR * outR + outI * outI, noise: noise[k])
+                // One gain for the frame and its comfort noise, judged on both (as the background it replaces).
+                let sr = outR + noiseR / noisePowerCorrection.squareRoot()
+                let si = outI + noiseI / noisePowerCorrection.squareRoot()
+                let g = noiseGain.gain(bin: k, power: sr * sr + si * si, noise: noise[k])
                 outR *= g
                 outI *= g
+                noiseR *= g
+                noiseI *= g
             }
-            re[k] = outR
-            im[k] = outI
+            // One inverse FFT for both real signals: Z = S + iC, so the frame comes out in the real part and the
+            // comfort noise in the imaginary part (S and C are each conjugate-symmetric).
+            if k == 0 || k == n / 2 {
+                re[k] = outR
+                im[k] = noiseR
+            } else {
+                re[k] = outR - noiseI
+                im[k] = outI + noiseR
+                re[m] = outR + noiseI
+                im[m] = noiseR - outI
+            }
         }
-        for k in 1..<n / 2 {
-            re[n - k] = re[k]
-            im[n - k] = -im[k]
-        }
-        im[0] = 0
-        im[n / 2] = 0
         fft.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: true)
         for i in 0..<h {
             let v = overlap[i] + re[i] * window[i]
             overlap[i] = re[i + h] * window[i + h]
             frame[i] = Int16(clamping: Int(v.rounded()))
+            let c = noiseOverlap[i] + im[i] * window[i]
+            noiseOverlap[i] = im[i + h] * window[i + h]
+            noiseFrameDelayed[i] = noiseFrame[i]
+            noiseFrame[i] = Int16(clamping: Int(c.rounded()))
         }
     }
 
     func reset() {
-        for b in [outputHistory, referenceHistory, overlap, farHeld, farSmoothed, outputSmoothed, noise] {
+        for b in [outputHistory, referenceHistory, overlap, farHeld, farSmoothed, outputSmoothed, noise, noiseOverlap] {
             b.update(repeating: 0)
         }
+        noiseFrame.update(repeating: 0)
+        noiseFrameDelayed.update(repeating: 0)
         pathGain.update(repeating: Self.initialPathGain)
         gain.update(repeating: 1)
         noiseGain?.reset()
