@@ -94,7 +94,7 @@ bench: deps
 ## Real-time calls in one process (1, 10, 50) against fast time and a baresip call: CPU and wake-ups per call.
 bench-live: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_APT_PACKAGES)"
-	$(SWIFT) run -c release --package-path Benchmarks voice-bench live --calls 1 --calls 10 --calls 50 --calls 100
+	$(SWIFT) run -c release --package-path Benchmarks voice-bench live --calls 1 --calls 10 --calls 50 --calls 100 --repeats 6
 
 ## ordo-one/benchmark suites; fails when an allocation threshold (0 per block) is exceeded.
 bench-allocations: deps

@@ -88,22 +88,50 @@ public enum OpusPacket {
     /// SILK frame followed by the LBRR flag. These flags are coded with probability one half, so they are the
     /// leading bits of the frame's first byte. Returns `false` for CELT-only, empty or malformed packets.
     public static func hasFEC(_ packet: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let data = packet.baseAddress, let toc = packet.first else { return false }
-        let config = Int(toc >> 3)
-        guard config < 16 else { return false }  // CELT-only
-        // SILK frames per Opus frame: 10 and 20 ms -> 1, 40 ms -> 2, 60 ms -> 3; hybrid frames are 10 or 20 ms.
-        let silkFrames = config < 12 ? max(1, (config & 3)) : 1
-        let channels = toc & 0x04 != 0 ? 2 : 1
+        guard let toc = packet.first, toc >> 3 < 16, let layout = layout(of: packet) else { return false }
+        return hasFEC(packet, layout)
+    }
+
+    /// What a jitter buffer reads of every packet, with one `opus_packet_parse`: its duration in samples per
+    /// channel at `sampleRate` (as ``samplesPerChannel(in:sampleRate:)``) and ``hasFEC(_:)``; `nil` where
+    /// ``samplesPerChannel(in:sampleRate:)`` throws. A packet the parse rejects but whose duration libopus still
+    /// reads (a malformed frame length) gets that duration and no FEC, as the two calls gave.
+    public static func durationAndFEC(of packet: UnsafeBufferPointer<UInt8>, sampleRate: Int) -> (samples: Int, hasFEC: Bool)? {
+        guard let toc = packet.first, OpusEncoderConfiguration.supportedSampleRates.contains(sampleRate) else {
+            return nil
+        }
+        guard let layout = layout(of: packet) else {
+            return (try? samplesPerChannel(in: packet, sampleRate: sampleRate)).map { ($0, false) }
+        }
+        // What opus_packet_get_nb_samples computes from the frame count the parse gave: frames times the TOC's
+        // frame size, refused above 120 ms.
+        let perFrame = Int(opus_packet_get_samples_per_frame(packet.baseAddress!, Int32(sampleRate)))
+        let samples = layout.frames * perFrame
+        guard samples * 25 <= sampleRate * 3 else { return nil }
+        return (samples, toc >> 3 < 16 && hasFEC(packet, layout))
+    }
+
+    /// Frame count, first frame's size and where its data starts (opus_packet_parse), or `nil` when malformed.
+    private static func layout(of packet: UnsafeBufferPointer<UInt8>) -> (frames: Int, firstSize: Int, offset: Int)? {
+        guard let data = packet.baseAddress, !packet.isEmpty else { return nil }
         var payloadOffset: Int32 = 0
-        let frameCount = withUnsafeTemporaryAllocation(of: UnsafePointer<UInt8>?.self, capacity: 48) { frames in
+        return withUnsafeTemporaryAllocation(of: UnsafePointer<UInt8>?.self, capacity: 48) { frames in
             withUnsafeTemporaryAllocation(of: Int16.self, capacity: 48) { sizes in
                 let count = opus_packet_parse(
                     data, Int32(clamping: packet.count), nil, frames.baseAddress, sizes.baseAddress!, &payloadOffset)
-                return count >= 1 && sizes[0] >= 1 ? count : 0
+                return count >= 1 ? (Int(count), Int(sizes[0]), Int(payloadOffset)) : nil
             }
         }
-        guard frameCount >= 1 else { return false }
-        let firstByte = packet[Int(payloadOffset)]
+    }
+
+    /// The LBRR flags of a SILK or hybrid packet whose layout parsed (see ``hasFEC(_:)``).
+    private static func hasFEC(_ packet: UnsafeBufferPointer<UInt8>, _ layout: (frames: Int, firstSize: Int, offset: Int)) -> Bool {
+        guard layout.firstSize >= 1, let toc = packet.first else { return false }
+        let config = Int(toc >> 3)
+        // SILK frames per Opus frame: 10 and 20 ms -> 1, 40 ms -> 2, 60 ms -> 3; hybrid frames are 10 or 20 ms.
+        let silkFrames = config < 12 ? max(1, (config & 3)) : 1
+        let channels = toc & 0x04 != 0 ? 2 : 1
+        let firstByte = packet[layout.offset]
         for channel in 0..<channels {
             let bit = channel * (silkFrames + 1) + silkFrames
             if firstByte & (0x80 >> UInt8(bit)) != 0 { return true }

@@ -86,19 +86,27 @@ public struct ConferenceLimiter: Sendable {
             end = min(target, gain + (target - gain) * releasePerBlock + 1e-6)
         }
         if end < 1 || start < 1 { limitedBlocks += 1 }
+        // `Int32(_:)` of a Double truncates towards zero (as the C loop's cast), without the libm `trunc` call that
+        // `.rounded(.towardZero)` made per sample.
+        let hi = threshold
+        let unity = start == 1 && end == 1
         let step = (end - start) / Double(n)
         var g = start
-        let hi = threshold
+        var clipped = 0
         for i in 0..<n {
             let x = minus.map { accumulator[i] &- Int32($0[i]) } ?? accumulator[i]
-            var y = start == 1 && end == 1 ? x : Int32((Double(x) * g).rounded(.towardZero))
-            if y > hi || y < -hi {
-                clippedSamples += 1
-                y = min(max(y, -hi), hi)
-            }
-            output[i] = Int16(truncatingIfNeeded: y)
+            output[i] = Self.clamp(unity ? x : Int32(Double(x) * g), hi, &clipped)
             g += step
         }
+        clippedSamples += clipped
         gain = end
+    }
+
+    /// `y` inside ±`hi` as 16 bits, counting a clamp in `clipped`.
+    @inline(__always)
+    private static func clamp(_ y: Int32, _ hi: Int32, _ clipped: inout Int) -> Int16 {
+        guard y > hi || y < -hi else { return Int16(truncatingIfNeeded: y) }
+        clipped += 1
+        return Int16(truncatingIfNeeded: min(max(y, -hi), hi))
     }
 }

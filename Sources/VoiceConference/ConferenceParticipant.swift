@@ -9,6 +9,7 @@ import VoiceEngine
 /// Created by ``ConferenceRoom/addParticipant(label:configuration:sink:transport:now:)``. Everything here is
 /// touched only on the thread that ticks the room.
 public final class ConferenceParticipant {
+    // Mutable state: `@exclusivity(unchecked)`, as ConferenceRoom's (touched only on the room's thread).
     /// Unique within the process (a counter), for reports and logs.
     public let id: Int
     /// What the server calls it (the SIP URI or call ID).
@@ -20,33 +21,33 @@ public final class ConferenceParticipant {
     public let transport: UDPMediaTransport?
     /// Muted participants are heard by nobody (their audio is still received, so unmuting is instant); they
     /// keep hearing the room.
-    public var isMuted = false
+    @exclusivity(unchecked) public var isMuted = false
 
     // Mixer state.
     let decoded: UnsafeMutableBufferPointer<Int16>
-    var limiter: ConferenceLimiter
+    @exclusivity(unchecked) var limiter: ConferenceLimiter
     /// Index of its shared-encoder group in the room.
-    var group: ConferenceEncoderGroup
+    @exclusivity(unchecked) var group: ConferenceEncoderGroup
     /// Peak-following level (mean square) used to rank talkers.
-    var level = 0.0
-    var lastLevel = 0.0
-    var isTalker = false
+    @exclusivity(unchecked) var level = 0.0
+    @exclusivity(unchecked) var lastLevel = 0.0
+    @exclusivity(unchecked) var isTalker = false
     /// Talker-selection score this tick (level, with the hysteresis bonus for current talkers).
-    var score = 0.0
+    @exclusivity(unchecked) var score = 0.0
     /// Dormant: quiet for a while with nothing left to play, so its receive chain is ticked only when a packet
     /// arrives (DTX costs nearly nothing).
-    var isDormant = false
+    @exclusivity(unchecked) var isDormant = false
     /// Consecutive decoded ticks below the speech threshold.
-    var quietTicks = 0
-    var lastAccepted = 0
-    var latched: UDPEndpoint?
+    @exclusivity(unchecked) var quietTicks = 0
+    @exclusivity(unchecked) var lastAccepted = 0
+    @exclusivity(unchecked) var latched: UDPEndpoint?
 
     // Counters (see ConferenceParticipantStatistics).
-    var talkerTicks = 0
-    var ownEncodedFrames = 0
-    var sharedFramesSent = 0
-    var dormantTicks = 0
-    var decodedTicks = 0
+    @exclusivity(unchecked) var talkerTicks = 0
+    @exclusivity(unchecked) var ownEncodedFrames = 0
+    @exclusivity(unchecked) var sharedFramesSent = 0
+    @exclusivity(unchecked) var dormantTicks = 0
+    @exclusivity(unchecked) var decodedTicks = 0
 
     init(
         id: Int, label: String, stream: MediaStream, transport: UDPMediaTransport?, tickSamples: Int,
@@ -143,14 +144,14 @@ final class ConferenceEncoderGroup {
     let opus: OpusEncoderConfiguration
     let encoder: OpusEncoder
     let packet: UnsafeMutableBufferPointer<UInt8>
-    var limiter: ConferenceLimiter
+    @exclusivity(unchecked) var limiter: ConferenceLimiter
     /// The members' loss adaptation policy (that of the participant that opened the group).
     let lossAdaptation: LossAdaptationPolicy
-    var members = 0
-    var encodedFrames = 0
-    var encodeErrors = 0
+    @exclusivity(unchecked) var members = 0
+    @exclusivity(unchecked) var encodedFrames = 0
+    @exclusivity(unchecked) var encodeErrors = 0
     /// Times FEC or the expected loss of the shared encoder was changed.
-    var fecAdaptations = 0
+    @exclusivity(unchecked) var fecAdaptations = 0
 
     init(opus: OpusEncoderConfiguration, lossAdaptation: LossAdaptationPolicy, limiterThreshold: Int16)
         throws(OpusError)

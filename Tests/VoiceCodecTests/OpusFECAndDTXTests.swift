@@ -96,6 +96,47 @@ import VoiceTestSupport
         #expect(fecBytes > plainBytes)
     }
 
+    /// `durationAndFEC` (one opus_packet_parse, what the jitter buffer reads per packet) gives what the two
+    /// separate reads give — `samplesPerChannel` (opus_packet_get_nb_samples) and `hasFEC` — for real packets
+    /// (SILK with FEC, CELT) and for every TOC byte (stereo and code 3 included) with random or short bodies,
+    /// malformed ones included, at every Opus rate.
+    @Test func durationAndFECMatchesTheSeparateReads() throws {
+        let input = CodecTestSignals.speechLike(sampleRate: Self.rate, samplesPerChannel: Self.rate * 2)
+        var packets = try encodeAll(input, configuration: Self.fecConfiguration)
+        var celt = Self.fecConfiguration
+        celt.application = .restrictedLowDelay
+        celt.frameDuration = .ms10
+        packets += try encodeAll(input, configuration: celt)
+        var generator = SystemRandomNumberGenerator()
+        for toc in 0...255 {
+            for length in [1, 2, 3, 5, 17, 61, 200] {
+                var p = [UInt8](repeating: 0, count: length)
+                for i in 1..<length { p[i] = UInt8.random(in: 0...255, using: &generator) }
+                p[0] = UInt8(toc)
+                packets.append(p)
+                if length > 1 {
+                    p[1] = UInt8(toc & 0x3F) | 0x80  // code 3: a frame count and VBR/padding flags from the TOC
+                    packets.append(p)
+                }
+            }
+        }
+        var parsed = 0
+        var withFEC = 0
+        for rate in [8_000, 12_000, 16_000, 24_000, 48_000] {
+            for packet in packets {
+                packet.withUnsafeBufferPointer { b in
+                    let separate = (try? OpusPacket.samplesPerChannel(in: b, sampleRate: rate)).map { ($0, OpusPacket.hasFEC(b)) }
+                    let combined = OpusPacket.durationAndFEC(of: b, sampleRate: rate)
+                    #expect(combined?.samples == separate?.0 && combined?.hasFEC == separate?.1, "packet \(Array(b.prefix(4)))")
+                    if combined != nil { parsed += 1 }
+                    if combined?.hasFEC == true { withFEC += 1 }
+                }
+            }
+        }
+        #expect(parsed > packets.count && withFEC > 100, "\(parsed) read, \(withFEC) with FEC")
+        #expect(OpusPacket.durationAndFEC(of: UnsafeBufferPointer(start: nil, count: 0), sampleRate: 16_000) == nil)
+    }
+
     @Test func fecFromAPacketWithoutFECFallsBackToConcealment() throws {
         var configuration = Self.fecConfiguration
         configuration.inbandFEC = false

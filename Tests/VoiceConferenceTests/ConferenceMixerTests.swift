@@ -151,6 +151,59 @@ struct ConferenceMixerTests {
         #expect(out.allSatisfy { abs(Int($0) - 600) <= 6 })
     }
 
+    /// The limiter gives, sample for sample, what its earlier loop gave (truncation by `.rounded(.towardZero)`, which
+    /// called libm per sample, where it now converts with `Int32(_:)`), through attack, release and unity, with and
+    /// without mix-minus; the mixed audio, and so the bytes sent, cannot change with that rewrite.
+    @Test func limiterMatchesGeneralLoop() {
+        let n = 320
+        var limiter = ConferenceLimiter(threshold: 30_934)
+        var gain = 1.0
+        let acc = UnsafeMutableBufferPointer<Int32>.allocate(capacity: n)
+        let own = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
+        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
+        defer {
+            acc.deallocate()
+            own.deallocate()
+            out.deallocate()
+        }
+        var scaledBlocks = 0
+        var unityBlocks = 0
+        for round in 0..<400 {
+            // Loud (limiting), then falling (release), then quiet long enough for the gain to reach 1 (unity), in
+            // cycles of 200 blocks.
+            let phase = round % 200
+            let amplitude = phase < 20 ? 95_000.0 : (phase < 35 ? 40_000 : (phase < 50 ? 20_000 : 5_000))
+            for i in 0..<n {
+                let t = Double(i + round * n)
+                acc[i] = Int32((amplitude * sin(t * 0.037) + 0.3 * amplitude * sin(t * 0.71)).rounded())
+                own[i] = Int16((0.2 * min(amplitude, 30_000) * sin(t * 0.037)).rounded())
+            }
+            let minus: UnsafeBufferPointer<Int16>? = round % 3 == 0 ? nil : UnsafeBufferPointer(own)
+            limiter.process(UnsafeBufferPointer(acc), minus: minus, into: out)
+            // The general loop, as it was.
+            var peak: Int32 = 0
+            for i in 0..<n { peak = max(peak, abs(minus.map { acc[i] &- Int32($0[i]) } ?? acc[i])) }
+            let target = peak > 30_934 ? 30_934.0 / Double(peak) : 1
+            let (start, end) = target <= gain ? (target, target) : (gain, min(target, gain + (target - gain) * 0.1 + 1e-6))
+            let step = (end - start) / Double(n)
+            var g = start
+            var same = true
+            for i in 0..<n {
+                let x = minus.map { acc[i] &- Int32($0[i]) } ?? acc[i]
+                var y = start == 1 && end == 1 ? x : Int32((Double(x) * g).rounded(.towardZero))
+                y = min(max(y, -30_934), 30_934)
+                if out[i] != Int16(y) { same = false }
+                g += step
+            }
+            gain = end
+            if start == 1 && end == 1 { unityBlocks += 1 } else { scaledBlocks += 1 }
+            #expect(same, "block \(round) differs")
+            #expect(limiter.gain == gain)
+        }
+        #expect(scaledBlocks > 100 && unityBlocks > 50, "both the unity and the scaled path exercised: \(scaledBlocks) scaled, \(unityBlocks) unity")
+        #expect(limiter.clippedSamples == 0)
+    }
+
     /// A member joins mid-room and another leaves: the newcomer hears and is heard from its join, the leaver's
     /// voice leaves the mix, and nothing is sent to it afterwards.
     @Test func joinAndLeaveMidRoom() throws {

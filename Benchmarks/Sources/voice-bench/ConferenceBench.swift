@@ -94,6 +94,29 @@ struct ConferenceBench: ParsableCommand {
         guard ConferenceSimulation.Directions(rawValue: qualityImpaired) != nil else {
             throw ValidationError("--quality-impaired: both, up or down (got \(qualityImpaired))")
         }
+        if let path = profileControl { try Self.checkControlFIFO(path, profileRoom: profileRoom) }
+    }
+
+    /// `--profile-control` must name a FIFO that a reader (perf) already has open, or the profile would silently
+    /// run uncontrolled: perf opens its control FIFO before it starts the command, so a non-blocking open for
+    /// writing succeeds then and fails with ENXIO without it.
+    static func checkControlFIFO(_ path: String, profileRoom: Double) throws {
+        guard profileRoom > 0 else { throw ValidationError("--profile-control: only with --profile-room") }
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw ValidationError("--profile-control: \(path): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFIFO else {
+            throw ValidationError("--profile-control: \(path) is not a FIFO (mkfifo it and give it to perf record --control fifo:\(path))")
+        }
+        let fd = open(path, O_WRONLY | O_NONBLOCK)
+        guard fd >= 0 else {
+            let reason = errno == ENXIO
+                ? "nobody reads it (run the bench under perf record -D -1 --control fifo:\(path))"
+                : String(cString: strerror(errno))
+            throw ValidationError("--profile-control: cannot write to \(path): \(reason)")
+        }
+        close(fd)
     }
 
     mutating func run() throws {
@@ -289,7 +312,13 @@ struct ConferenceBench: ParsableCommand {
                 + " \(fixed(Double(cb_thread_cpu_ns() - setup) / 1e6, 0)) ms CPU; running the \(profileSide) room for"
                 + " \(fixed(profileRoom, 0)) s (pid \(getpid()))")
         fflush(nil)
-        let control = profileControl.map { fopen($0, "w") } ?? nil
+        var control: UnsafeMutablePointer<FILE>?
+        if let path = profileControl {
+            guard let opened = fopen(path, "w") else {
+                throw ValidationError("--profile-control: cannot open \(path): \(String(cString: strerror(errno)))")
+            }
+            control = opened
+        }
         func command(_ text: String) {
             guard let control else { return }
             fputs(text + "\n", control)

@@ -13,7 +13,8 @@ import VoiceEngine
 /// from `/proc/self/task`) over a fixed window. Reported per call-second: CPU, wake-ups, the threads; and the
 /// ratio to the same two streams driven in fast time on one thread (the "runtime overhead"). With baresip
 /// installed, the same call between two baresip processes (Opus 16 kHz 32 kb/s complexity 5, SRTP, the same WAV;
-/// `speex_pp` with --voice-processing), measured the same way, side by side. Every call must arrive intact
+/// `speex_pp` with --voice-processing), measured the same way, side by side; from 6 pairs the first row's target is
+/// judged on the 95 % interval of the median per-pair ratio (``verdict(ratios:interval:target:)``). Every call must arrive intact
 /// (established, every packet authenticated, none lost, concealment under 5 %) or the run fails.
 struct LiveBench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,7 +23,7 @@ struct LiveBench: ParsableCommand {
         discussion: """
             JSON (--json, last line): {"suite":"live","voice_processing":…,"results":[{"calls","cpu_ms_per_call_s",\
             "fast_ms_per_call_s","overhead","threads","wakeups_per_call_s","baresip_cpu_ms_per_call_s",\
-            "baresip_wakeups_per_call_s","ratio_to_baresip"}]}. A call is two endpoints (both ends of it), \
+            "baresip_wakeups_per_call_s","ratio_to_baresip","ratio_ci95"}]} (ratio_ci95: [low, high] from 6 pairs, else null). A call is two endpoints (both ends of it), \
             as the baresip column is two processes. See Benchmarks/README.md.
             """)
 
@@ -35,8 +36,11 @@ struct LiveBench: ParsableCommand {
     @Option(help: "Seconds after the start before measuring (establishment, buffers settled).")
     var warmUp = 2.0
 
-    @Option(help: "Runs per row; the medians are reported (engine and baresip alternate).")
+    @Option(help: "Runs per row; the medians are reported (engine and baresip alternate, the order flipped every pair). With 6 or more, the first row's target is judged on the paired ratio's 95 % CI.")
     var repeats = 3
+
+    @Option(help: "Opus application of the baresip reference: voip (as the engine's MediaStreamConfiguration.defaultOpus) or audio (baresip's own default, which at 16 kHz 32 kb/s c5 encodes CELT instead of SILK).")
+    var baresipApplication = "voip"
 
     @Option(help: "Microphone WAV (16 kHz mono), looped.")
     var speech = "TestVectors/speech_like_16k.wav"
@@ -68,6 +72,7 @@ struct LiveBench: ParsableCommand {
         guard warmUp.isFinite, (0.5...60).contains(warmUp) else { throw ValidationError("--warm-up takes 0.5...60") }
         guard (1...50).contains(repeats) else { throw ValidationError("--repeats takes 1...50") }
         guard voiceProcessing || !noEchoCanceller else { throw ValidationError("--no-echo-canceller needs --voice-processing") }
+        guard ["voip", "audio"].contains(baresipApplication) else { throw ValidationError("--baresip-application takes voip or audio") }
         guard FileManager.default.isReadableFile(atPath: speech) else {
             throw ValidationError("--speech \(speech): no such readable file")
         }
@@ -90,19 +95,31 @@ struct LiveBench: ParsableCommand {
                 + "\(fixed(seconds, 0)) s measured after \(fixed(warmUp, 0)) s, median of \(repeats) runs")
         print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) at the start — CPU time, not wall time")
         if baresip == nil && !noBaresip { print("baresip column skipped: baresip is not installed") }
+        if baresip != nil { print("baresip: Opus application \(baresipApplication) (the engine's: voip)") }
         print(
             "calls  CPU ms/call-s  fast ms/call-s  overhead  threads  wake-ups/call-s"
                 + (baresip == nil ? "" : "  baresip ms/call-s  baresip wake-ups/call-s  ratio"))
         var rows: [String] = []
         var failures: [String] = []
+        var verdict: String?
         for count in calls {
             var engine: [LiveRun] = []
             var reference: [LiveRun] = []
-            for _ in 0..<repeats {
-                engine.append(try EngineCalls.run(calls: count, wav: wav, speech: speech, options: self))
-                if let baresip, count == calls.first {
-                    reference.append(try baresip.run(speech: wav, seconds: seconds, warmUp: warmUp, processing: voiceProcessing))
+            for index in 0..<repeats {
+                // Pairs alternate which program runs first (engine-baresip, baresip-engine, …), so a load that
+                // drifts over the row does not favour the one that always runs second.
+                let referenceFirst = index % 2 == 1
+                func runReference() throws {
+                    if let baresip, count == calls.first {
+                        reference.append(
+                            try baresip.run(
+                                speech: wav, seconds: seconds, warmUp: warmUp, processing: voiceProcessing,
+                                application: baresipApplication))
+                    }
                 }
+                if referenceFirst { try runReference() }
+                engine.append(try EngineCalls.run(calls: count, wav: wav, speech: speech, options: self))
+                if !referenceFirst { try runReference() }
             }
             let fast = FastTimeCall.cpuNanosecondsPerCallSecond(
                 wav: wav, voiceProcessing: voiceProcessing, cancelEcho: !noEchoCanceller, seconds: 10)
@@ -118,10 +135,14 @@ struct LiveBench: ParsableCommand {
                 let bWake = SideBySideRunner.median(reference.map(\.wakeupsPerCallSecond))
                 let ratios = zip(engine, reference).map { $0.cpuMillisecondsPerCallSecond / $1.cpuMillisecondsPerCallSecond }
                 let ratio = SideBySideRunner.median(ratios)
+                let interval = SideBySideRunner.medianConfidenceInterval(ratios)
                 line += pad(fixed(bCPU, 2), 19) + pad(fixed(bWake, 0), 25) + fixed(ratio, 2) + "×"
-                    + " (runs \(fixed(ratios.min()!, 2))–\(fixed(ratios.max()!, 2)))"
+                    + " (runs \(fixed(ratios.min()!, 2))–\(fixed(ratios.max()!, 2))"
+                    + (interval.map { ", 95 % CI \(fixed($0.low, 2))–\(fixed($0.high, 2))" } ?? "") + ")"
                 jsonExtra = ",\"baresip_cpu_ms_per_call_s\":\(fixed(bCPU, 3)),\"baresip_wakeups_per_call_s\":"
-                    + "\(fixed(bWake, 1)),\"ratio_to_baresip\":\(fixed(ratio, 3))"
+                    + "\(fixed(bWake, 1)),\"ratio_to_baresip\":\(fixed(ratio, 3)),\"ratio_ci95\":"
+                    + (interval.map { "[\(fixed($0.low, 3)),\(fixed($0.high, 3))]" } ?? "null")
+                verdict = Self.verdict(ratios: ratios, interval: interval, target: voiceProcessing ? 1.3 : 1.0)
             }
             let damaged = engine.compactMap(\.damage)
             if !damaged.isEmpty { line += "  NOT INTACT in \(damaged.count)/\(repeats) runs: \(damaged[0])" }
@@ -135,6 +156,7 @@ struct LiveBench: ParsableCommand {
                     "media \(run.mediaThreads) thr \(fixed(run.mediaCores, 2)) cores, waited \(fixed(run.mediaWaitMillisecondsPerSecond, 0)) ms/s"
                         + ", ticks begun ≥ 10 ms late \(fixed(100 * run.delayedTickShare, 1)) %"
                         + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
+                        + " (stolen \(fixed(run.machineStolenCores, 3)))"
                         + ", ends not intact \(run.damagedEnds)/\(2 * count)"
                 }.joined(separator: "; "))
             fflush(nil)
@@ -151,12 +173,26 @@ struct LiveBench: ParsableCommand {
                     + "\(fixed(fast / 1e6, 3)),\"overhead\":\(fixed(overhead, 3)),\"threads\":\(threadCount),"
                     + "\"wakeups_per_call_s\":\(fixed(wakeups, 1)),\"intact\":\(damaged.isEmpty)\(jsonExtra)}")
         }
+        if let verdict { print(verdict) }
         if json {
             print("{\"suite\":\"live\",\"voice_processing\":\(voiceProcessing),\"echo_canceller\":\(voiceProcessing && !noEchoCanceller),\"results\":[\(rows.joined(separator: ","))]}")
         }
         if !failures.isEmpty {
             throw LiveBenchFailure("audio did not arrive intact (\(failures.joined(separator: "; ")))")
         }
+    }
+
+    /// The rule fixed before measuring (Benchmarks/README.md, "Live calls"): the target engine/baresip ratio is
+    /// met when the upper end of the 95 % sign-test interval of the median per-pair ratio is at or under it, not
+    /// met when the lower end is over it, and undecided in between. A single median of a few runs moves more than
+    /// the margin on this machine, so no verdict is given from fewer than 6 pairs.
+    static func verdict(ratios: [Double], interval: (low: Double, high: Double)?, target: Double) -> String {
+        let rule = "Target engine/baresip ≤ \(fixed(target, 1)), judged on the upper end of the 95 % CI of the median "
+            + "paired ratio (sign-test interval, \(ratios.count) pairs): "
+        guard let interval else { return rule + "too few pairs (at least 6; --repeats)" }
+        if interval.high <= target { return rule + "met (CI \(fixed(interval.low, 3))–\(fixed(interval.high, 3)))" }
+        if interval.low > target { return rule + "not met (CI \(fixed(interval.low, 3))–\(fixed(interval.high, 3)))" }
+        return rule + "undecided (CI \(fixed(interval.low, 3))–\(fixed(interval.high, 3)) spans the target)"
     }
 
     private func pad(_ text: String, _ width: Int) -> String {
@@ -188,8 +224,10 @@ struct LiveRun {
     /// Share of the call ends' ticks that began 10 ms or more after their deadline (`LiveCallStatistics.delayedTicks`):
     /// the media threads behind their schedule.
     var delayedTickShare = 0.0
-    /// Cores of the whole machine busy over the window (every process, `/proc/stat`).
+    /// Cores of the whole machine busy over the window (every process, `/proc/stat`), and of those the time the
+    /// hypervisor gave to other guests.
     var machineBusyCores = 0.0
+    var machineStolenCores = 0.0
 }
 
 /// N engine calls in this process.
@@ -295,6 +333,8 @@ enum EngineCalls {
                 ? 0 : Double(media.reduce(0) { $0 + $1.waitNanoseconds }) / 1e6 / seconds / Double(media.count),
             delayedTickShare: ticks > 0 ? Double(delayed) / Double(ticks) : 0,
             machineBusyCores: machineAfter.busyCores(
+                since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount),
+            machineStolenCores: machineAfter.stolenCores(
                 since: machineBefore, cores: ProcessInfo.processInfo.activeProcessorCount))
     }
 }

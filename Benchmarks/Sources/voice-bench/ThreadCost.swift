@@ -74,9 +74,12 @@ struct ThreadCost {
 
 /// The whole machine's CPU time from `/proc/stat` (clock ticks): busy (everything but idle and iowait) and total,
 /// so a window's busy cores are Δbusy / Δtotal × cores — what every process, not only the measured one, used.
+/// `steal` is time the hypervisor ran something else while this VM's vCPU wanted to run (counted in busy): a real-time
+/// thread's priority cannot win it back.
 struct MachineCPU {
     var busy: Int64
     var total: Int64
+    var steal: Int64 = 0
 
     static func read() -> MachineCPU {
         guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
@@ -85,13 +88,19 @@ struct MachineCPU {
         let values = line.split(separator: " ").dropFirst().prefix(8).map { Int64($0) ?? 0 }
         let total = values.reduce(0, +)
         let idle = values.count > 4 ? values[3] + values[4] : total
-        return MachineCPU(busy: total - idle, total: total)
+        return MachineCPU(busy: total - idle, total: total, steal: values.count > 7 ? values[7] : 0)
     }
 
     /// Busy cores of the machine between `earlier` and `self`.
     func busyCores(since earlier: MachineCPU, cores: Int) -> Double {
         let total = total - earlier.total
         return total > 0 ? Double(busy - earlier.busy) / Double(total) * Double(cores) : 0
+    }
+
+    /// Cores' worth of time stolen by the hypervisor between `earlier` and `self`.
+    func stolenCores(since earlier: MachineCPU, cores: Int) -> Double {
+        let total = total - earlier.total
+        return total > 0 ? Double(steal - earlier.steal) / Double(total) * Double(cores) : 0
     }
 }
 

@@ -31,23 +31,27 @@ import VoiceSRTP
 /// libsrtp itself (Sources/CSRTP) because Debian's NSS-based build allocated 14 times per packet. A full-duplex
 /// leg with SRTP makes 0 allocations per step (Benchmarks/PipelineBenchmarks).
 public final class MediaStream {
+    // Mutable state is `@exclusivity(unchecked)`: the stream is confined to one thread (above) and never calls back
+    // into itself while mutating a property, so the run-time exclusivity checks only cost time per packet (about
+    // 0.3 % of a 50-participant conference tick, most of it in the per-listener send; issue 20's profile). Static
+    // exclusivity checking is unchanged.
     public let configuration: MediaStreamConfiguration
     /// Where produced datagrams go.
-    public var sink: any MediaPacketSink
+    @exclusivity(unchecked) public var sink: any MediaPacketSink
     /// Tone/ringtone mixing on the playout path (the audio controller), or nil.
-    public var mixer: (any MediaStreamPlayoutMixer)?
+    @exclusivity(unchecked) public var mixer: (any MediaStreamPlayoutMixer)?
     /// Our SSRC.
     public let ssrc: UInt32
     /// The peer's SSRC: from the configuration, or latched from the first packet that passed SRTP and parsing.
-    public internal(set) var remoteSSRC: UInt32?
+    @exclusivity(unchecked) public internal(set) var remoteSSRC: UInt32?
     /// The CNAME sent in SDES.
     public let cname: String
 
     /// Mute: the send chain encodes silence (DTX when negotiated), RTP timing continues.
-    public var isMuted = false
+    @exclusivity(unchecked) public var isMuted = false
     /// Hold: no media is sent (timestamps keep advancing, the first packet after hold carries the marker); RTCP
     /// continues, and the receive chain keeps running.
-    public var isOnHold = false
+    @exclusivity(unchecked) public var isOnHold = false
 
     // Components.
     let encoder: OpusEncoder
@@ -55,7 +59,7 @@ public final class MediaStream {
     let captureResampler: Resampler?
     let playoutResampler: Resampler?
     let echoCanceller: EchoCanceller?
-    var packetizer: RTPPacketizer
+    @exclusivity(unchecked) var packetizer: RTPPacketizer
     /// Replaced by `rekey(_:)`; until the peer's first packet under its new key passes, its old key is
     /// `retiringSRTPIn` and `rekeyBuffer`'s scratch keeps a copy of each packet for a second try with it.
     var srtpOut: SRTPSession? {
@@ -65,16 +69,16 @@ public final class MediaStream {
     /// packet through here every tick, and `perf` on `voice-bench conference --profile-room` showed the retains in
     /// `sendPayload` as the largest runtime cost of that loop. Valid while `srtpOut` holds the same session (kept in
     /// step by its `didSet`, and set in `init`).
-    var unretainedSRTPOut: Unmanaged<SRTPSession>?
-    var srtpIn: SRTPSession?
-    var retiringSRTPIn: SRTPSession?
+    @exclusivity(unchecked) var unretainedSRTPOut: Unmanaged<SRTPSession>?
+    @exclusivity(unchecked) var srtpIn: SRTPSession?
+    @exclusivity(unchecked) var retiringSRTPIn: SRTPSession?
     /// Our next outbound key and when it takes over at the latest (`rekey(_:now:)`).
-    var pendingSRTPOut: (session: SRTPSession, deadline: Int64)?
+    @exclusivity(unchecked) var pendingSRTPOut: (session: SRTPSession, deadline: Int64)?
     /// The last re-key (its scratch buffer) while its old inbound key is still accepted.
-    var rekeyBuffer: MediaStreamRekey?
-    var receiveStatistics = ReceiveStatistics(clockRate: OpusRTP.clockRate)
-    var scheduler: RTCPScheduler
-    var random: SeededGenerator
+    @exclusivity(unchecked) var rekeyBuffer: MediaStreamRekey?
+    @exclusivity(unchecked) var receiveStatistics = ReceiveStatistics(clockRate: OpusRTP.clockRate)
+    @exclusivity(unchecked) var scheduler: RTCPScheduler
+    @exclusivity(unchecked) var random: SeededGenerator
     let ntpBase: NTPTimeBase
 
     // Sizes.
@@ -89,7 +93,7 @@ public final class MediaStream {
     let micBlock: UnsafeMutableBufferPointer<Int16>
     let processedBlock: UnsafeMutableBufferPointer<Int16>
     let frameBuffer: UnsafeMutableBufferPointer<Int16>
-    var frameFill = 0
+    @exclusivity(unchecked) var frameFill = 0
     let opusBuffer: UnsafeMutableBufferPointer<UInt8>
     let sendBuffer: UnsafeMutableBufferPointer<UInt8>
     let receiveBuffer: UnsafeMutableBufferPointer<UInt8>
@@ -99,15 +103,15 @@ public final class MediaStream {
     let playRing: SampleRing
 
     // State.
-    var stats = MediaStreamStatistics()
-    var sentSinceLastReport = false
-    var remoteSentSinceLastReport = false
+    @exclusivity(unchecked) var stats = MediaStreamStatistics()
+    @exclusivity(unchecked) var sentSinceLastReport = false
+    @exclusivity(unchecked) var remoteSentSinceLastReport = false
     /// RTP timestamp of the sample captured at `anchorTime` (end of the last frame), for SR timestamps.
-    var anchorTimestamp: UInt32 = 0
-    var anchorTime = MediaTime.zero
-    var haveRemoteLoss = false
-    var erleMic = 0.0
-    var erleOut = 0.0
+    @exclusivity(unchecked) var anchorTimestamp: UInt32 = 0
+    @exclusivity(unchecked) var anchorTime = MediaTime.zero
+    @exclusivity(unchecked) var haveRemoteLoss = false
+    @exclusivity(unchecked) var erleMic = 0.0
+    @exclusivity(unchecked) var erleOut = 0.0
 
     /// Creates the stream and everything it will need during the call.
     /// - Parameters:
