@@ -90,7 +90,10 @@ struct ResidualEchoSuppressorTests {
         // preprocessor, whose echo-state suppression removed it with the echo (before: -17.9 dB in the first 2 s,
         // -14.0 at 5-8 s), and at the background's own power (the random-phase noise lost 5 dB to the window).
         let (first, later) = try Self.backgroundUnderEcho()
-        #expect(abs(first) <= 4, "first 2 s \(first) dB against no far end")
+        // 5 dB, was 4 (this branch before the fit: -3.0): the comfort noise is now capped by the fit's intercept,
+        // which, while the canceller is still unaligned, calls most of the output echo (-4.5 dB here); without the cap
+        // the AEC-Challenge clip's comfort noise played residual echo back 9-43 dB over its floor (RealEchoRecordingTests).
+        #expect(abs(first) <= 5, "first 2 s \(first) dB against no far end")
         #expect(abs(later) <= 3, "5-8 s \(later) dB against no far end")
     }
 
