@@ -62,16 +62,10 @@ final class ResidualEchoSuppressor {
     /// apart during continuous echo (on the AEC-Challenge clip its minima were nonlinear residual, 19-43 dB over the
     /// true floor under 5 kHz); residual echo, linear or spread by the loudspeaker's nonlinearity across bins (the
     /// broadband term), follows the far end and goes into `g` and `h`. Running sums (Double: the powers span 100 dB),
-    /// a few multiply-adds per bin and frame, nothing allocated. Sums per bin because a bin's outliers are left out.
-    private let fitW: UnsafeMutableBufferPointer<Double>
-    private let fitA: UnsafeMutableBufferPointer<Double>
-    private let fitB: UnsafeMutableBufferPointer<Double>
-    private let fitAA: UnsafeMutableBufferPointer<Double>
-    private let fitAB: UnsafeMutableBufferPointer<Double>
-    private let fitBB: UnsafeMutableBufferPointer<Double>
-    private let fitY: UnsafeMutableBufferPointer<Double>
-    private let fitAY: UnsafeMutableBufferPointer<Double>
-    private let fitBY: UnsafeMutableBufferPointer<Double>
+    /// a few multiply-adds per bin and frame, nothing allocated. Sums per bin because a bin's outliers are left out:
+    /// ``fitSumsPerBin`` weighted sums of 1, a, b, a², ab, b², y, ay, by, bin after bin.
+    private let fitSums: UnsafeMutableBufferPointer<Double>
+    private static let fitSumsPerBin = 9
     /// Per-frame forgetting of the fit: a window of ~4 s (challenge clip, worst band under 8 kHz over the echo file's
     /// floor: 1 s +25 dB, 1.5 s +14, 3 s +3.4, 4 s +1.8; the synthetic call's background alike, -4.9...-4.5 dB).
     private let fitForget: Double
@@ -171,8 +165,8 @@ final class ResidualEchoSuppressor {
         gainRise = Float(Foundation.pow(10, 0.2 / framesPerSecond))
         noiseRise = Float(Foundation.pow(10, 0.3 / framesPerSecond))
         noiseRiseAtStart = Float(Foundation.pow(10, 1.0 / framesPerSecond))
-        func buffer(_ count: Int, _ value: Float = 0) -> UnsafeMutableBufferPointer<Float> {
-            let b = UnsafeMutableBufferPointer<Float>.allocate(capacity: count)
+        func buffer<T: BinaryFloatingPoint>(_ count: Int, _ value: T = 0) -> UnsafeMutableBufferPointer<T> {
+            let b = UnsafeMutableBufferPointer<T>.allocate(capacity: count)
             b.initialize(repeating: value)
             return b
         }
@@ -191,20 +185,7 @@ final class ResidualEchoSuppressor {
         pathGain = buffer(bins, Self.initialPathGain)
         noise = buffer(bins)
         gain = buffer(bins, 1)
-        func doubles(_ count: Int) -> UnsafeMutableBufferPointer<Double> {
-            let b = UnsafeMutableBufferPointer<Double>.allocate(capacity: count)
-            b.initialize(repeating: 0)
-            return b
-        }
-        fitW = doubles(bins)
-        fitA = doubles(bins)
-        fitB = doubles(bins)
-        fitAA = doubles(bins)
-        fitAB = doubles(bins)
-        fitBB = doubles(bins)
-        fitY = doubles(bins)
-        fitAY = doubles(bins)
-        fitBY = doubles(bins)
+        fitSums = buffer(bins * Self.fitSumsPerBin)
         fitForget = 1 - 1 / (4 * framesPerSecond)
         fitMinimumWeight = 0.25 * framesPerSecond
         noiseOverlap = buffer(hop)
@@ -227,22 +208,23 @@ final class ResidualEchoSuppressor {
         }
         noiseFrame.deallocate()
         noiseFrameDelayed.deallocate()
-        for b in [fitW, fitA, fitB, fitAA, fitAB, fitBB, fitY, fitAY, fitBY] { b.deallocate() }
+        fitSums.deallocate()
     }
 
     /// The fit of bin `k` (intercept `n`, slopes `g`, `h`), or `nil` before it has ``fitMinimumWeight`` frames.
     @inline(__always)
     private func fit(_ k: Int) -> (n: Double, g: Double, h: Double)? {
-        let w = fitW[k]
+        let sums = fitSums.baseAddress! + k * Self.fitSumsPerBin
+        let w = sums[0]
         guard w >= fitMinimumWeight else { return nil }
-        let ma = fitA[k] / w
-        let mb = fitB[k] / w
-        let my = fitY[k] / w
-        let caa = fitAA[k] / w - ma * ma
-        let cbb = fitBB[k] / w - mb * mb
-        let cab = fitAB[k] / w - ma * mb
-        let cay = fitAY[k] / w - ma * my
-        let cby = fitBY[k] / w - mb * my
+        let ma = sums[1] / w
+        let mb = sums[2] / w
+        let my = sums[6] / w
+        let caa = sums[3] / w - ma * ma
+        let cab = sums[4] / w - ma * mb
+        let cbb = sums[5] / w - mb * mb
+        let cay = sums[7] / w - ma * my
+        let cby = sums[8] / w - mb * my
         // Non-negative least squares over the subsets {a, b}, {a}, {b}, {}: the feasible fit that explains most.
         var best = (n: my, g: 0.0, h: 0.0)
         var explained = 0.0
@@ -395,15 +377,17 @@ final class ResidualEchoSuppressor {
                     take = y <= fitOutlier * (max(f.n, 0) + f.g * a + f.h * b)
                 }
                 let t: Double = take ? 1 : 0
-                fitW[k] = fitForget * fitW[k] + t
-                fitA[k] = fitForget * fitA[k] + t * a
-                fitB[k] = fitForget * fitB[k] + t * b
-                fitAA[k] = fitForget * fitAA[k] + t * a * a
-                fitAB[k] = fitForget * fitAB[k] + t * a * b
-                fitBB[k] = fitForget * fitBB[k] + t * b * b
-                fitY[k] = fitForget * fitY[k] + t * y
-                fitAY[k] = fitForget * fitAY[k] + t * a * y
-                fitBY[k] = fitForget * fitBY[k] + t * b * y
+                let sums = fitSums.baseAddress! + k * Self.fitSumsPerBin
+                let f = fitForget
+                sums[0] = f * sums[0] + t
+                sums[1] = f * sums[1] + t * a
+                sums[2] = f * sums[2] + t * b
+                sums[3] = f * sums[3] + t * a * a
+                sums[4] = f * sums[4] + t * a * b
+                sums[5] = f * sums[5] + t * b * b
+                sums[6] = f * sums[6] + t * y
+                sums[7] = f * sums[7] + t * a * y
+                sums[8] = f * sums[8] + t * b * y
             }
             if farActive && farSmoothed[k] > Float(h) {
                 let ratio = outputSmoothed[k] / farSmoothed[k]
@@ -486,7 +470,7 @@ final class ResidualEchoSuppressor {
         noiseFrameDelayed.update(repeating: 0)
         pathGain.update(repeating: Self.initialPathGain)
         gain.update(repeating: 1)
-        for b in [fitW, fitA, fitB, fitAA, fitAB, fitBB, fitY, fitAY, fitBY] { b.update(repeating: 0) }
+        fitSums.update(repeating: 0)
         noiseGain?.reset()
         backgroundFrames = 0
         backgroundStarted = false

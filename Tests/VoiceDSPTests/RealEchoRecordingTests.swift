@@ -23,11 +23,7 @@ struct RealEchoRecordingTests {
     /// (the near-end file is near digital silence, so an output of dead silence scored best); these measure the echo
     /// left and the background kept apart.
     @Test func challengeDoubleTalkClipIsCancelledFromTheStart() throws {
-        let far = try samples("farend_double_talk.wav")
-        let near = try samples("nearend_double_talk.wav")
-        let echo = try samples("echo_double_talk.wav")
-        let mic = zip(echo, near).map { Int16(clamping: Int($0) + Int($1)) }
-        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: Self.configuration)
+        let (far, near, echo, mic, run) = try Self.runChallenge()
         // The same canceller on the microphone without its echo, nobody at the far end: the background as heard.
         let quiet = try AECRunner.runEngine(
             far: [Int16](repeating: 0, count: near.count), mic: near, configuration: Self.configuration)
@@ -52,11 +48,7 @@ struct RealEchoRecordingTests {
     /// than 6 dB under it is the background dropped out (main: digital silence, -114 dBFS). The echo file's floor is
     /// 99.7 % a DC offset (+34 LSB), which the canceller's DC notch removes: hence from 125 Hz.
     @Test func challengeClipKeepsItsBackgroundAndNoEcho() throws {
-        let far = try samples("farend_double_talk.wav")
-        let near = try samples("nearend_double_talk.wav")
-        let echo = try samples("echo_double_talk.wav")
-        let mic = zip(echo, near).map { Int16(clamping: Int($0) + Int($1)) }
-        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: Self.configuration)
+        let (far, near, echo, _, run) = try Self.runChallenge()
         let farOn = far.chunks(256).map { dbfs(meanSquare($0)) > -60 }
         let nearQuiet = near.chunks(256).map { dbfs(meanSquare($0)) < -60 }
         var since = Int.max / 2
@@ -109,6 +101,17 @@ struct RealEchoRecordingTests {
         let (_, mic, run) = try Self.runDevice("DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk")
         let snr = AECRunner.nearEndSegmentalSNR(near: mic, output: run.output, sampleRate: 16_000)
         #expect(snr >= RealEchoFloors.nearSingleTalkSegSNR, "output against microphone: segmental SNR \(snr) dB")
+    }
+
+    /// The challenge clip's files, its microphone (echo + near end) and the canceller's run on it.
+    static func runChallenge() throws -> (
+        far: [Int16], near: [Int16], echo: [Int16], mic: [Int16], run: AECRunner.Run
+    ) {
+        let far = try samples("farend_double_talk.wav")
+        let near = try samples("nearend_double_talk.wav")
+        let echo = try samples("echo_double_talk.wav")
+        let mic = zip(echo, near).map { Int16(clamping: Int($0) + Int($1)) }
+        return (far, near, echo, mic, try AECRunner.runEngine(far: far, mic: mic, configuration: configuration))
     }
 
     /// A device pair (`_lpb` played, `_mic` recorded) cut to its shorter file, and the canceller's run on it.
