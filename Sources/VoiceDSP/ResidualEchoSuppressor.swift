@@ -63,9 +63,11 @@ final class ResidualEchoSuppressor {
     /// true floor under 5 kHz); residual echo, linear or spread by the loudspeaker's nonlinearity across bins (the
     /// broadband term), follows the far end and goes into `g` and `h`. Running sums (Double: the powers span 100 dB),
     /// a few multiply-adds per bin and frame, nothing allocated. Sums per bin because a bin's outliers are left out:
-    /// ``fitSumsPerBin`` weighted sums of 1, a, b, a², ab, b², y, ay, by, bin after bin.
+    /// ``fitSumsPerBin`` values per bin: the weighted sums of 1, a, b, a², ab, b², y, ay, by, then the fit they give
+    /// (solved once per update: valid 1 or 0, n, g, h), which both the next frame's outlier test and this frame's
+    /// comfort level read.
     private let fitSums: UnsafeMutableBufferPointer<Double>
-    private static let fitSumsPerBin = 9
+    private static let fitSumsPerBin = 13
     /// Per-frame forgetting of the fit: a window of ~4 s (challenge clip, worst band under 8 kHz over the echo file's
     /// floor: 1 s +25 dB, 1.5 s +14, 3 s +3.4, 4 s +1.8; the synthetic call's background alike, -4.9...-4.5 dB).
     private let fitForget: Double
@@ -372,12 +374,12 @@ final class ResidualEchoSuppressor {
                 let a = Double(farSmoothed[k])
                 let b = farBroadband
                 let y = Double(outputSmoothed[k])
+                let sums = fitSums.baseAddress! + k * Self.fitSumsPerBin
                 var take = true
-                if let f = fit(k) {
-                    take = y <= fitOutlier * (max(f.n, 0) + f.g * a + f.h * b)
+                if sums[9] != 0 {
+                    take = y <= fitOutlier * (max(sums[10], 0) + sums[11] * a + sums[12] * b)
                 }
                 let t: Double = take ? 1 : 0
-                let sums = fitSums.baseAddress! + k * Self.fitSumsPerBin
                 let f = fitForget
                 sums[0] = f * sums[0] + t
                 sums[1] = f * sums[1] + t * a
@@ -388,6 +390,14 @@ final class ResidualEchoSuppressor {
                 sums[6] = f * sums[6] + t * y
                 sums[7] = f * sums[7] + t * a * y
                 sums[8] = f * sums[8] + t * b * y
+                if let solved = fit(k) {
+                    sums[9] = 1
+                    sums[10] = solved.n
+                    sums[11] = solved.g
+                    sums[12] = solved.h
+                } else {
+                    sums[9] = 0
+                }
             }
             if farActive && farSmoothed[k] > Float(h) {
                 let ratio = outputSmoothed[k] / farSmoothed[k]
@@ -418,7 +428,8 @@ final class ResidualEchoSuppressor {
                     // The background the comfort noise matches: the minimum tracker (x2 for its bias), capped by the
                     // fit's intercept, which residual echo does not raise.
                     var level = 2 * noise[k]
-                    if let f = fit(k) { level = min(level, fitScale * Float(max(0, f.n))) }
+                    let fitted = fitSums.baseAddress! + k * Self.fitSumsPerBin
+                    if fitted[9] != 0 { level = min(level, fitScale * Float(max(0, fitted[10]))) }
                     let fill = (noisePowerCorrection * 0.5 * level * max(0, 1 - g * g)).squareRoot()
                     random = random &* 1_664_525 &+ 1_013_904_223
                     let phase = Float(random >> 8) * (2 * Float.pi / 16_777_216)
