@@ -15,7 +15,8 @@ import Foundation
 /// 3. the residual echo is `β·G(k)·X²(k)`; the gain is `1 - residual/E²(k)`, floored — near 1 where the near end
 ///    stands above the echo, the floor where the bin holds only echo. Gains fall at once and rise at most 6 dB a frame,
 ///    so they do not pump on the echo's fluctuations and a near-end onset is back within a few milliseconds;
-/// 4. comfort noise at the output's own background level (a minimum-statistics tracker) fills what the gain
+/// 4. comfort noise at the output's own background level (a minimum-statistics tracker, capped by the intercept of a
+///    least-squares fit of the output on the far-end power, which residual echo does not raise) fills what the gain
 ///    removed, so suppressed frames are not dead silence. It is not added to the frame: it comes out separately in
 ///    ``comfortNoise`` (one frame later, the preprocessor's latency), for the ``EchoCanceller`` to add *after*
 ///    speexdsp's preprocessor, whose echo-state suppression otherwise removed it together with the echo (the
