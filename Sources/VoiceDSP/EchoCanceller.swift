@@ -452,6 +452,13 @@ public final class EchoCanceller {
             }
             residualGain?.analyse(mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))
             if preprocessFrame(out) { active = true }
+            // The suppressor's comfort noise goes in after the preprocessor: its echo-state suppression would remove it
+            // with the echo (speexdsp cannot tell the two apart), and the background would drop out while the far end
+            // talks. Aligned: `comfortNoise` is one frame late, as the preprocessor's output is.
+            if let suppressor {
+                let noise = suppressor.comfortNoise
+                for i in 0..<frame { out[i] = Int16(clamping: Int(out[i]) + Int(noise[i])) }
+            }
             residualGain?.apply(to: out)
         }
         stats.voiceActive = active

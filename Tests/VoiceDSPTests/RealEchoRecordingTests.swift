@@ -18,33 +18,81 @@ private func samples(_ name: String) throws -> [Int16] {
 struct RealEchoRecordingTests {
     static let configuration = EchoCancellerConfiguration()
 
+    /// The challenge clip's microphone is `echo_double_talk.wav + nearend_double_talk.wav`; the echo file is the ground
+    /// truth of the echo. Classic ERLE (microphone over output) counted the background the suppressor removed as echo
+    /// (the near-end file is near digital silence, so an output of dead silence scored best); these measure the echo
+    /// left and the background kept apart.
     @Test func challengeDoubleTalkClipIsCancelledFromTheStart() throws {
-        let far = try samples("farend_double_talk.wav")
-        let near = try samples("nearend_double_talk.wav")
-        let mic = zip(try samples("echo_double_talk.wav"), near).map { Int16(clamping: Int($0) + Int($1)) }
-        let run = try AECRunner.runEngine(far: far, mic: mic, configuration: Self.configuration)
+        let (far, near, echo, mic, run) = try Self.runChallenge()
+        // The same canceller on the microphone without its echo, nobody at the far end: the background as heard.
+        let quiet = try AECRunner.runEngine(
+            far: [Int16](repeating: 0, count: near.count), mic: near, configuration: Self.configuration)
         let mask = AECRunner.singleTalkBlocks(
             referenceMeanSquare: far.chunks(160).map(meanSquare), near: near, blockSize: 160)
-        let whole = try #require(AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160))
+        let whole = try #require(
+            echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: mask.count))
         let first = try #require(
-            AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 0, toBlock: 200))
-        #expect(whole >= RealEchoFloors.challengeERLE, "ERLE over far-end single talk \(whole) dB")
-        #expect(first >= RealEchoFloors.challengeFirst2s, "ERLE in the first 2 s \(first) dB")
+            echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: 200))
+        let classic = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160) ?? .nan
+        print("challenge clip: echo-only ERLE \(whole) dB, first 2 s \(first) dB (classic ERLE \(classic) dB)")
+        #expect(whole >= RealEchoFloors.challengeEchoOnlyERLE, "echo-only ERLE over far-end single talk \(whole) dB")
+        #expect(first >= RealEchoFloors.challengeEchoOnlyFirst2s, "echo-only ERLE in the first 2 s \(first) dB")
         let nearSNR = AECRunner.nearEndSegmentalSNR(near: near, output: run.output, sampleRate: 16_000)
         #expect(nearSNR >= RealEchoFloors.challengeNearSegSNR, "near-end segmental SNR \(nearSNR) dB")
     }
 
+    /// Far-end single talk on the challenge clip (far end above -60 dBFS, near end under -60 dBFS, 16 ms blocks): the
+    /// output's median spectrum against the echo file's own floor (median over blocks whose far end has been silent for
+    /// 300 ms), per band from 125 Hz to 8 kHz. A band more than 6 dB over the floor is residual echo, or comfort noise
+    /// that learned it (this branch before the fit: +9...+43 dB under 5 kHz); a broadband level (125 Hz-8 kHz) more
+    /// than 6 dB under it is the background dropped out (main: digital silence, -114 dBFS). The echo file's floor is
+    /// 99.7 % a DC offset (+34 LSB), which the canceller's DC notch removes: hence from 125 Hz.
+    @Test func challengeClipKeepsItsBackgroundAndNoEcho() throws {
+        let (far, near, echo, _, run) = try Self.runChallenge()
+        let farOn = far.chunks(256).map { dbfs(meanSquare($0)) > -60 }
+        let nearQuiet = near.chunks(256).map { dbfs(meanSquare($0)) < -60 }
+        var since = Int.max / 2
+        var floorBlocks: [Bool] = []
+        for on in farOn {
+            since = on ? 0 : since + 1
+            floorBlocks.append(since >= 19)
+        }
+        let singleTalk = zip(farOn, nearQuiet).map { $0 && $1 }
+        let excess = try BandExcess(
+            output: run.output, outputBlocks: singleTalk, reference: echo, referenceBlocks: floorBlocks)
+        print("challenge clip, output over the echo file's floor per band: \(excess.description)")
+        for (band, dB) in zip(BandExcess.bands, excess.bands) {
+            #expect(dB <= RealEchoFloors.bandExcessMax, "\(band.lowHz)-\(band.highHz) Hz: \(dB) dB over the floor")
+        }
+        #expect(excess.broadband >= -RealEchoFloors.broadbandDeficitMax, "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
+    }
+
     @Test func realDeviceEchoIsCancelledBeforeTheNearEndSpeaks() throws {
-        // Far-end single talk in the first 3.5 s (the near talker enters at ~4 s); no clean near end.
+        // Far-end single talk from 0.5 s to 3.5 s (the near talker enters at ~4 s); no clean near end, so no echo-only
+        // ERLE. The microphone before the far end starts (0-0.5 s) is the device's own noise floor: per band, the
+        // output in far-end single talk may stand at most 6 dB over it (echo left), and its broadband level at most
+        // 6 dB under it (background dropped). That comparison runs without noise suppression, whose own cut of the
+        // background (4.6 dB here) is wanted and is not echo suppression's doing.
         let (far, mic, run) = try Self.runDevice("DMTgmZwtgUilp4omPK7-OQ_doubletalk")
         var mask = AECRunner.singleTalkBlocks(referenceMeanSquare: far.chunks(160).map(meanSquare), near: nil, blockSize: 160)
         for b in mask.indices where b >= 350 { mask[b] = false }
-        let erle = try #require(AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160))
-        #expect(erle >= RealEchoFloors.deviceFirstSeconds, "ERLE over 0-3.5 s \(erle) dB")
         // The far end starts at 0.5 s: its first 2 s (issue 15's start-up target, 20 dB).
         let first = try #require(
             AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 50, toBlock: 250))
         #expect(first >= RealEchoFloors.deviceFirst2s, "ERLE in the first 2 s of far-end speech \(first) dB")
+        let blocks = mic.count / 256
+        let farOn = far.chunks(256).map { dbfs(meanSquare($0)) > -60 }
+        let singleTalk = (0..<blocks).map { $0 * 256 >= 8_000 && ($0 + 1) * 256 <= 56_000 && farOn[$0] }
+        let before = (0..<blocks).map { ($0 + 1) * 256 <= 8_000 }
+        var withoutNoiseSuppression = Self.configuration
+        withoutNoiseSuppression.preprocessor.noiseSuppressionDB = nil
+        let plain = try AECRunner.runEngine(far: far, mic: mic, configuration: withoutNoiseSuppression)
+        let excess = try BandExcess(output: plain.output, outputBlocks: singleTalk, reference: mic, referenceBlocks: before)
+        print("device clip, output over the microphone's floor (0-0.5 s) per band: \(excess.description)")
+        for (band, dB) in zip(BandExcess.bands, excess.bands) {
+            #expect(dB <= RealEchoFloors.bandExcessMax, "\(band.lowHz)-\(band.highHz) Hz: \(dB) dB over the floor")
+        }
+        #expect(excess.broadband >= -RealEchoFloors.broadbandDeficitMax, "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
     }
 
     @Test func realDeviceNearEndSingleTalkKeepsTheMicrophone() throws {
@@ -53,6 +101,17 @@ struct RealEchoRecordingTests {
         let (_, mic, run) = try Self.runDevice("DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk")
         let snr = AECRunner.nearEndSegmentalSNR(near: mic, output: run.output, sampleRate: 16_000)
         #expect(snr >= RealEchoFloors.nearSingleTalkSegSNR, "output against microphone: segmental SNR \(snr) dB")
+    }
+
+    /// The challenge clip's files, its microphone (echo + near end) and the canceller's run on it.
+    static func runChallenge() throws -> (
+        far: [Int16], near: [Int16], echo: [Int16], mic: [Int16], run: AECRunner.Run
+    ) {
+        let far = try samples("farend_double_talk.wav")
+        let near = try samples("nearend_double_talk.wav")
+        let echo = try samples("echo_double_talk.wav")
+        let mic = zip(echo, near).map { Int16(clamping: Int($0) + Int($1)) }
+        return (far, near, echo, mic, try AECRunner.runEngine(far: far, mic: mic, configuration: configuration))
     }
 
     /// A device pair (`_lpb` played, `_mic` recorded) cut to its shorter file, and the canceller's run on it.
@@ -70,18 +129,102 @@ struct RealEchoRecordingTests {
 /// 38.8 (before 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (before 1.1; WebRTC 1.5); device near-end
 /// single talk against its microphone 13.0 (the preprocessor's noise suppression is most of that difference).
 enum RealEchoFloors {
-    /// 28.2 dB measured (`voice-bench aec --real`; WebRTC 25.3): it was 14 while a single wrong delay-jump search in double
-    /// talk could shift the reference.
-    static let challengeERLE = 25.0
-    static let challengeFirst2s = 30.0
+    /// Echo-only ERLE on the challenge clip (the echo file against what the output holds over the background as
+    /// heard), measured 26.5 dB whole and 40.4 dB in the first 2 s (2026-11-27, `swift test`; WebRTC's classic ERLE 25.3 and
+    /// 19.5). Replaces the classic floors (25 and 30 dB), which counted removed background.
+    static let challengeEchoOnlyERLE = 24.0
+    static let challengeEchoOnlyFirst2s = 30.0
     static let challengeNearSegSNR = 2.5
-    /// 33.4 dB over 0-3.5 s and 40.1 in the first 2 s measured (`voice-bench aec --real`, 2026-11-26; 6.3 and 5.9
-    /// before the suppressor held its echo-path gain until the reference was aligned). The microphone's own
-    /// echo-to-noise ratio there is ~10 dB and the start-up output is comfort noise under the real background, so
-    /// these figures count noise removed too (`Benchmarks/scripts/aec-device-clip.py`, TestVectors/aec/README.md).
-    static let deviceFirstSeconds = 25.0
+    /// Per band (125 Hz-8 kHz), the output's median spectrum in far-end single talk at most this over the
+    /// microphone's own floor: residual echo no more than the background (+3 dB) plus the comfort noise's ±3 dB.
+    static let bandExcessMax = 6.0
+    /// ... and its broadband level (125 Hz-8 kHz) at most this under it: the background kept.
+    static let broadbandDeficitMax = 6.0
+    /// Classic ERLE over the device clip's first 2 s of far-end speech (issue 15's start-up target). Its 0-3.5 s floor
+    /// (25 dB) counted background removed and is replaced by the per-band test.
     static let deviceFirst2s = 20.0
     static let nearSingleTalkSegSNR = 11.0
+}
+
+private func dbfs(_ meanSquare: Double) -> Double {
+    10 * log10(max(meanSquare, 1e-6) / (32768.0 * 32768.0))
+}
+
+/// Echo-only ERLE over the masked 10 ms blocks in `from..<to`: the echo's energy against the output's energy over the
+/// background's (`background`: the same canceller, silent far end, on the microphone without echo), floored at zero
+/// per block — the measure of `voice-bench aec --realistic`'s `echo` columns.
+private func echoOnlyERLE(echo: [Int16], output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int) -> Double? {
+    var echoEnergy = 0.0
+    var residual = 0.0
+    let end = min(to, mask.count, echo.count / 160, output.count / 160, background.count / 160)
+    guard from < end else { return nil }
+    for b in from..<end where mask[b] {
+        var o = 0.0
+        var q = 0.0
+        for i in b * 160..<(b + 1) * 160 {
+            echoEnergy += Double(echo[i]) * Double(echo[i])
+            o += Double(output[i]) * Double(output[i])
+            q += Double(background[i]) * Double(background[i])
+        }
+        residual += max(0, o - q)
+    }
+    guard echoEnergy > 0 else { return nil }
+    return 10 * log10(echoEnergy / max(residual, 1))
+}
+
+/// The median power spectrum (256-sample Hann-windowed blocks at 16 kHz) of `output` over `outputBlocks` against that
+/// of `reference` over `referenceBlocks`, in dB per band and over 125 Hz-8 kHz (the same measure as
+/// `Benchmarks/scripts/aec-challenge-background.py`).
+private struct BandExcess: CustomStringConvertible {
+    static let bands: [(lowHz: Int, highHz: Int)] = [
+        (125, 500), (500, 1000), (1000, 2000), (2000, 3000), (3000, 4000), (4000, 5000), (5000, 6000), (6000, 7000),
+        (7000, 8000),
+    ]
+    var bands: [Double]
+    var broadband: Double
+
+    init(output: [Int16], outputBlocks: [Bool], reference: [Int16], referenceBlocks: [Bool]) throws {
+        let o = try #require(Self.medianSpectrum(output, outputBlocks))
+        let r = try #require(Self.medianSpectrum(reference, referenceBlocks))
+        func level(_ s: [Double], _ low: Int, _ high: Int) -> Double {
+            10 * log10(max(s[low...high].reduce(0, +), 1e-12))
+        }
+        // Bins of 62.5 Hz; a band holds its low edge, not its high one, except the last (8 kHz).
+        bands = Self.bands.map { band in
+            let low = band.lowHz * 256 / 16_000
+            let high = band.highHz == 8_000 ? 128 : band.highHz * 256 / 16_000 - 1
+            return level(o, low, high) - level(r, low, high)
+        }
+        broadband = level(o, 2, 128) - level(r, 2, 128)
+    }
+
+    var description: String {
+        zip(Self.bands, bands).map { String(format: "%d-%d %+.1f", $0.lowHz, $0.highHz, $1) }.joined(separator: ", ")
+            + String(format: "; 125-8000 %+.1f dB", broadband)
+    }
+
+    static func medianSpectrum(_ x: [Int16], _ blocks: [Bool]) -> [Double]? {
+        let n = 256
+        let window = (0..<n).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(n - 1)) }
+        let cosines = (0..<n).map { cos(2 * Double.pi * Double($0) / Double(n)) }
+        let sines = (0..<n).map { sin(2 * Double.pi * Double($0) / Double(n)) }
+        var spectra: [[Double]] = Array(repeating: [], count: n / 2 + 1)
+        for b in blocks.indices where blocks[b] && (b + 1) * n <= x.count {
+            let frame = (0..<n).map { Double(x[b * n + $0]) * window[$0] }
+            for k in 0...n / 2 {
+                var re = 0.0
+                var im = 0.0
+                for i in 0..<n {
+                    let j = (k * i) & (n - 1)
+                    re += frame[i] * cosines[j]
+                    im -= frame[i] * sines[j]
+                }
+                spectra[k].append(re * re + im * im)
+            }
+        }
+        guard !spectra[0].isEmpty else { return nil }
+        return spectra.map { $0.sorted()[$0.count / 2] }
+    }
 }
 
 private func meanSquare(_ block: ArraySlice<Int16>) -> Double {

@@ -50,12 +50,11 @@ struct ResidualEchoSuppressorTests {
         #expect(snr > 30, "with against without the suppressor: segmental SNR \(snr) dB")
     }
 
-    @Test func backgroundAtCallStartIsNotDroppedFurtherThanLater() throws {
-        // Far-end single talk over a steady pink background at -45 dBFS: where the suppressor removes echo its comfort
-        // noise stands in for the background. Its level against what the listener hears when nobody speaks (the same
-        // canceller on the background alone, no far end), median over far-end blocks, dB: in the first 2 s of echo it
-        // may not lie much further under that than later in the call (the background tracker used to start 10 dB low
-        // and rise 3 dB a second, so the background dropped out at the start of every call).
+    /// Far-end single talk over a steady pink background at -45 dBFS: where the suppressor removes echo its comfort
+    /// noise stands in for the background. Its level against what the listener hears when nobody speaks (the same
+    /// canceller on the background alone, no far end), median over far-end blocks, dB: in the first 2 s of echo and
+    /// at 5-8 s.
+    static func backgroundUnderEcho() throws -> (first: Double, later: Double) {
         var scenario = AECScenario(name: "background")
         scenario.seconds = 8
         scenario.noiseDBFS = -45
@@ -69,26 +68,33 @@ struct ResidualEchoSuppressorTests {
             far: [Int16](repeating: 0, count: background.count), mic: background, configuration: EchoCancellerConfiguration())
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
         let onset = try #require(mask.firstIndex(of: true))
-        func level(_ blocks: Range<Int>) throws -> Double {
-            var differences: [Double] = []
-            for b in blocks where mask[b] {
-                var o = 0.0
-                var q = 0.0
-                for i in b * 160..<(b + 1) * 160 {
-                    o += Double(run.output[i]) * Double(run.output[i])
-                    q += Double(quiet.output[i]) * Double(quiet.output[i])
-                }
-                if o > 0 && q > 0 { differences.append(10 * log10(o / q)) }
-            }
-            try #require(differences.count > 50)
-            return differences.sorted()[differences.count / 2]
-        }
-        let first = try level(onset..<onset + 200)
-        let later = try level(500..<min(800, mask.count))
+        try #require(mask[onset..<onset + 200].filter { $0 }.count > 50 && mask[500..<800].filter { $0 }.count > 50)
+        let first = try #require(
+            AECRunner.backgroundLevel(output: run.output, background: quiet.output, mask: mask, from: onset, to: onset + 200))
+        let later = try #require(
+            AECRunner.backgroundLevel(output: run.output, background: quiet.output, mask: mask, from: 500, to: 800))
         print("background against no far end: first 2 s of echo \(first) dB, 5-8 s \(later) dB")
-        // Measured: -17.7 dB in the first 2 s, -13.3 later (with the tracker's old 3 dB/s start: -24.5 and -13.0).
+        return (first, later)
+    }
+
+    @Test func backgroundAtCallStartIsNotDroppedFurtherThanLater() throws {
+        // The background tracker used to start 10 dB low and rise 3 dB a second, so the background dropped out at the
+        // start of every call (-24.5 dB in the first 2 s, -13.0 later).
+        let (first, later) = try Self.backgroundUnderEcho()
         #expect(first > -20, "first 2 s \(first) dB against no far end")
         #expect(first > later - 6, "first 2 s \(first) dB, 5-8 s \(later) dB")
+    }
+
+    @Test func backgroundStaysWhileTheFarEndTalks() throws {
+        // The background must not drop out while the far end talks: the comfort noise is added after speexdsp's
+        // preprocessor, whose echo-state suppression removed it with the echo (before: -17.9 dB in the first 2 s,
+        // -14.0 at 5-8 s), and at the background's own power (the random-phase noise lost 5 dB to the window).
+        let (first, later) = try Self.backgroundUnderEcho()
+        // 5 dB, was 4 (this branch before the fit: -3.0): the comfort noise is now capped by the fit's intercept,
+        // which, while the canceller is still unaligned, calls most of the output echo (-4.5 dB here); without the cap
+        // the AEC-Challenge clip's comfort noise played residual echo back 9-43 dB over its floor (RealEchoRecordingTests).
+        #expect(abs(first) <= 5, "first 2 s \(first) dB against no far end")
+        #expect(abs(later) <= 3, "5-8 s \(later) dB against no far end")
     }
 
     @Test func floorOutOfRangeIsRejectedNamingTheField() {

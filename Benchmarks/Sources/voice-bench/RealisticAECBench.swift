@@ -26,7 +26,13 @@ import VoiceLab
 /// - the background in far-end single talk (`bg 2s`, `bg later`): the median over blocks of the output's level
 ///   against the same canceller's output with a silent far end on the microphone without echo (the background as
 ///   the listener hears it when nobody speaks), dB, over the first 2 s of echo and from 4 s on; 0 = the background
-///   kept, negative = it drops out (comfort noise too low), positive = residual echo above it.
+///   kept, negative = it drops out (comfort noise too low), positive = residual echo above it;
+/// - echo-only ERLE (`echo`), whole clip / first 2 s of echo, over the same far-end single-talk blocks: the echo in
+///   the microphone (microphone minus the generator's near talker plus noise, sample by sample) against the residual
+///   echo in the output, estimated per block as the output's energy minus the energy of the same canceller's output
+///   with a silent far end on the microphone without echo (the background as heard with nobody speaking), floored at
+///   zero. Unlike `ERLE` it does not count background the canceller removes, nor comfort noise it adds at the
+///   background's level; blocks where the output lies under that background count as no residual echo.
 struct RealisticAECClip {
     var name: String
     var group: String
@@ -146,6 +152,9 @@ struct RealisticAECScores {
     /// Background level in far-end single talk against the canceller's own background, dB (first 2 s, from 4 s).
     var backgroundFirst2s: Double?
     var backgroundLater: Double?
+    /// Echo-only ERLE, whole clip and first 2 s of echo (see the type's documentation).
+    var echoERLE: Double?
+    var echoERLEFirst2s: Double?
 }
 
 enum RealisticAECScoring {
@@ -226,34 +235,41 @@ enum RealisticAECScoring {
         return PESQWideband.score(reference: files.0, degraded: files.1, startSeconds: Double(from) / 16_000)
     }
 
-    /// Median over the masked blocks in `from..<to` of the output's level over the background's, dB (blocks where
-    /// either is digital silence are skipped).
-    static func backgroundLevel(output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int) -> Double? {
-        var differences: [Double] = []
-        for b in max(0, from)..<min(to, mask.count) where mask[b] {
-            var o = 0.0
-            var q = 0.0
-            for i in b * 160..<min((b + 1) * 160, output.count, background.count) {
-                o += Double(output[i]) * Double(output[i])
-                q += Double(background[i]) * Double(background[i])
-            }
-            if o > 0 && q > 0 { differences.append(10 * log10(o / q)) }
-        }
-        guard !differences.isEmpty else { return nil }
-        differences.sort()
-        return differences[differences.count / 2]
-    }
-
-    /// `backgroundFirst2s` and `backgroundLater` of `output` against `background`.
+    /// `backgroundFirst2s`, `backgroundLater` and the echo-only ERLE of `output` against `background` (the same
+    /// canceller, silent far end, on `nearWithNoise`).
     static func background(
-        clip: RealisticAECClip, output: [Int16], background: [Int16], mask: [Bool], into scores: inout RealisticAECScores
+        clip: RealisticAECClip, mic: [Int16], nearWithNoise: [Int16], output: [Int16], background: [Int16], mask: [Bool],
+        into scores: inout RealisticAECScores
     ) {
         guard let onset = clip.farOnset else { return }
         let first = (onset + clip.echoDelay) / 160
-        scores.backgroundFirst2s = backgroundLevel(
+        scores.backgroundFirst2s = AECRunner.backgroundLevel(
             output: output, background: background, mask: mask, from: first, to: first + 200)
-        scores.backgroundLater = backgroundLevel(
+        scores.backgroundLater = AECRunner.backgroundLevel(
             output: output, background: background, mask: mask, from: 400, to: mask.count)
+        func echoERLE(from: Int, to: Int) -> Double? {
+            var echo = 0.0
+            var residual = 0.0
+            var used = 0
+            let end = min(to, mask.count, output.count / 160, background.count / 160, mic.count / 160, nearWithNoise.count / 160)
+            guard max(0, from) < end else { return nil }
+            for b in max(0, from)..<end where mask[b] {
+                used += 1
+                var o = 0.0
+                var q = 0.0
+                for i in b * 160..<(b + 1) * 160 {
+                    let e = Double(mic[i]) - Double(nearWithNoise[i])
+                    echo += e * e
+                    o += Double(output[i]) * Double(output[i])
+                    q += Double(background[i]) * Double(background[i])
+                }
+                residual += max(0, o - q)
+            }
+            guard used > 0, echo > 0 else { return nil }
+            return 10 * log10(echo / max(residual, 1))
+        }
+        scores.echoERLE = echoERLE(from: 0, to: mask.count)
+        scores.echoERLEFirst2s = echoERLE(from: first, to: first + 200)
     }
 }
 
@@ -311,10 +327,11 @@ extension AECBench {
             + "against the near talker without noise (dt, nst) and against the microphone without echo, near talker "
             + "plus noise (dt+n, nst+n); nst°: a lone near talker after the far end (hand clips) against the same "
             + "canceller's output without echo; bg: far-end single talk's background against the canceller's own "
-            + "with no far end, dB (first 2 s of echo, from 4 s); e engine, w WebRTC (moderate NS)")
+            + "with no far end, dB (first 2 s of echo, from 4 s); echo: echo-only ERLE, the output's energy minus that "
+            + "background as residual echo (whole / first 2 s); e engine, w WebRTC (moderate NS)")
         let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "dt e/w/in", "nst e/w/in",
-            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw", "nst° e/w", "bg 2s e/w", "bg later e/w"]
-        let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10, 11, 13, 13]
+            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw", "nst° e/w", "bg 2s e/w", "bg later e/w", "echo e/w", "echo 2s e/w"]
+        let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10, 11, 13, 13, 12, 12]
         print(zip(header, widths).map { pad($0, $1) }.joined())
         var groups: [String: [[Double?]]] = [:]
         var bands: [String: [[Double?]]] = [:]
@@ -347,7 +364,8 @@ extension AECBench {
                 let quiet = try AECRunner.runEngine(
                     far: [Int16](repeating: 0, count: count), mic: nearWithNoise, configuration: engineConfiguration)
                 RealisticAECScoring.background(
-                    clip: clip, output: engine.output, background: quiet.output, mask: mask, into: &e)
+                    clip: clip, mic: Array(mic[..<count]), nearWithNoise: nearWithNoise, output: engine.output,
+                    background: quiet.output, mask: mask, into: &e)
                 try WAVFile.write(
                     pcm16: [Int16](repeating: 0, count: count), format: AudioFormat(sampleRate: 16_000, channels: 1),
                     to: silentFar.path)
@@ -375,7 +393,9 @@ extension AECBench {
                             far: silentFar, mic: noisyURL, micSamples: nearWithNoise, sampleRate: 16_000,
                             configuration: WebRTCEchoReference.withNoiseSuppression).output
                         {
-                            RealisticAECScoring.background(clip: clip, output: output, background: quiet, mask: mask, into: &w)
+                            RealisticAECScoring.background(
+                                clip: clip, mic: Array(mic[..<count]), nearWithNoise: nearWithNoise, output: output,
+                                background: quiet, mask: mask, into: &w)
                         }
                     }
                 } else if let failure = outcome.failure {
@@ -393,7 +413,7 @@ extension AECBench {
                 input.pesqDoubleTalkWithNoise, e.pesqNearSingleTalkWithNoise, w.pesqNearSingleTalkWithNoise,
                 input.pesqNearSingleTalkWithNoise, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
                 e.pesqNearAloneOwn, w.pesqNearAloneOwn, e.backgroundFirst2s, w.backgroundFirst2s, e.backgroundLater,
-                w.backgroundLater,
+                w.backgroundLater, e.echoERLE, w.echoERLE, e.echoERLEFirst2s, w.echoERLEFirst2s,
             ]
             if groups[clip.group] == nil { order.append(clip.group) }
             groups[clip.group, default: []].append(figures)
@@ -420,6 +440,8 @@ extension AECBench {
                     + "\"webrtc\":\(j(w.pesqNearAloneOwn))},"
                     + "\"background_first_2s_db\":{\"engine\":\(j(e.backgroundFirst2s)),\"webrtc\":\(j(w.backgroundFirst2s))},"
                     + "\"background_from_4s_db\":{\"engine\":\(j(e.backgroundLater)),\"webrtc\":\(j(w.backgroundLater))},"
+                    + "\"echo_only_erle_db\":{\"engine\":\(j(e.echoERLE)),\"webrtc\":\(j(w.echoERLE))},"
+                    + "\"echo_only_erle_first_2s_db\":{\"engine\":\(j(e.echoERLEFirst2s)),\"webrtc\":\(j(w.echoERLEFirst2s))},"
                     + "\"us_per_10ms\":{\"engine\":\(j(engine.microsecondsPerBlock)),"
                     + "\"speex_raw\":\(j(raw.microsecondsPerBlock))}}")
         }
@@ -465,6 +487,7 @@ extension AECBench {
             + pad("\(f(v[15], 2))/\(f(v[16], 2))/\(f(v[17], 2))", widths[8])
             + pad("\(f(v[18], 0))/\(f(v[19], 0))", widths[9])
             + pad("\(f(v[20], 2))/\(f(v[21], 2))", widths[10]) + pad("\(f(v[22]))/\(f(v[23]))", widths[11])
-            + pad("\(f(v[24]))/\(f(v[25]))", widths[12])
+            + pad("\(f(v[24]))/\(f(v[25]))", widths[12]) + pad("\(f(v[26]))/\(f(v[27]))", widths[13])
+            + pad("\(f(v[28]))/\(f(v[29]))", widths[14])
     }
 }

@@ -153,6 +153,30 @@ public enum AECRunner {
         return 10 * log10(micEnergy / max(outEnergy, 1))
     }
 
+    /// The background a listener hears under the canceller: the median over the masked blocks in `from..<to` of
+    /// `output`'s level over `background`'s (the same canceller on the microphone with a silent far end), dB. Blocks
+    /// where either is digital silence are skipped; `nil` without any block left. Used by `voice-bench aec
+    /// --realistic` (`bg` columns) and the suppressor's tests, so both measure the same thing.
+    public static func backgroundLevel(
+        output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int, blockSize: Int = 160
+    ) -> Double? {
+        var differences: [Double] = []
+        let end = min(to, mask.count)
+        guard max(0, from) < end else { return nil }
+        for b in max(0, from)..<end where mask[b] {
+            var o = 0.0
+            var q = 0.0
+            for i in b * blockSize..<min((b + 1) * blockSize, output.count, background.count) {
+                o += Double(output[i]) * Double(output[i])
+                q += Double(background[i]) * Double(background[i])
+            }
+            if o > 0 && q > 0 { differences.append(10 * log10(o / q)) }
+        }
+        guard !differences.isEmpty else { return nil }
+        differences.sort()
+        return differences[differences.count / 2]
+    }
+
     /// Near-end preservation: segmental SNR (20 ms frames) of the output against the clean near end.
     public static func nearEndSegmentalSNR(near: [Int16], output: [Int16], sampleRate: Int) -> Double {
         SignalMetrics.segmentalSNR(

@@ -31,7 +31,10 @@ public struct AECVectorManifest: Codable, Sendable {
         public var name: String
         public var scenario: String
         /// `erle_db` (engine, far-end single talk), `erle_gain_over_raw_db` (engine minus raw MDF),
-        /// `near_end_segsnr_db` (output against the clean near end), `drift_ppm` (the final estimate).
+        /// `near_end_segsnr_db` (output against the clean near end), `drift_ppm` (the final estimate),
+        /// `echo_only_erle_db` (echo removed, not background: the generator's echo alone against what the output
+        /// holds over the same canceller's output on the microphone without echo, silent far end; per 10 ms block,
+        /// floored at zero).
         public var metric: String
         public var min: Double?
         public var max: Double?
@@ -148,6 +151,26 @@ public struct AECVectorRunner {
                 near: Array(near[fromSample..<end]), output: Array(run.output[fromSample..<end]), sampleRate: rate)
         case "drift_ppm":
             value = run.statistics.estimatedDriftPPM ?? .nan
+        case "echo_only_erle_db":
+            // The WAVs hold the generator's output, so the echo is regenerated from the scenario.
+            let echo = AECVectorGenerator.generate(vector.scenario).echo
+            let withoutEcho = zip(mic, echo).map { Int16(clamping: Int($0) - Int($1)) }
+            let quiet = try AECRunner.runEngine(
+                far: [Int16](repeating: 0, count: withoutEcho.count), mic: withoutEcho, configuration: vector.configuration)
+            var echoEnergy = 0.0
+            var residual = 0.0
+            let end = min(to ?? mask.count, mask.count, echo.count / n, run.output.count / n, quiet.output.count / n)
+            for b in from..<max(from, end) where mask[b] {
+                var o = 0.0
+                var q = 0.0
+                for i in b * n..<(b + 1) * n {
+                    echoEnergy += Double(echo[i]) * Double(echo[i])
+                    o += Double(run.output[i]) * Double(run.output[i])
+                    q += Double(quiet.output[i]) * Double(quiet.output[i])
+                }
+                residual += max(0, o - q)
+            }
+            value = echoEnergy > 0 ? 10 * log10(echoEnergy / max(residual, 1)) : 0
         default:
             throw TestVectorError.unknownCheck(check.metric)
         }
