@@ -9,7 +9,8 @@ import VoiceLab
 
 /// A stall of the media thread — both ends of a call on it, so the senders and the receivers stop together — must
 /// cost at most the audio that truly missed its deadline, not a rebuild of the jitter buffer's delay for the rest
-/// of the call. Nested in ``LiveCallTests`` so it is serialised with the other live calls.
+/// of the call, and must leave the send latency where it was: the microphone's ring back at its pre-stall level.
+/// Nested in ``LiveCallTests`` so it is serialised with the other live calls.
 ///
 /// The stall is real: every `voice-media` thread of this process is pinned to CPU 0 and a thread at a higher
 /// SCHED_FIFO priority than theirs (10) spins there, as another real-time workload on the same core would. 40 ms
@@ -45,16 +46,32 @@ extension LiveCallTests {
             try b.start()
             // Settle first (the buffers' delay and histogram learnt), then stall, then run on long enough for a
             // buffer that rebuilds its delay to show it (main's code: 460-530 ms concealed after one 40 ms stall).
-            try await Task.sleep(for: .milliseconds(1_500))
+            try await Task.sleep(for: .milliseconds(1_300))
+            // What the capture rings hold after each tick's read (the microphone's share of the send latency),
+            // sampled every 10 ms for 200 ms: before the stall, and from 1 s after it.
+            func backlogs() async throws -> [(a: Int, b: Int)] {
+                var seen: [(a: Int, b: Int)] = []
+                for _ in 0..<20 {
+                    seen.append((a.statistics.captureBacklogSamples, b.statistics.captureBacklogSamples))
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                return seen
+            }
+            let before = try await backlogs()
             let stall = MediaThreadStall.run(milliseconds: milliseconds)
-            try await Task.sleep(for: .milliseconds(3_000))
+            try await Task.sleep(for: .milliseconds(1_000))
+            let after = try await backlogs()
+            try await Task.sleep(for: .milliseconds(1_600))
             async let endA = a.stop()
             async let endB = b.stop()
             let (resultA, resultB) = await (endA, endB)
 
             #expect(stall.mediaThreads > 0, "no voice-media thread to stall")
             #expect(stall.realtime, "the spinner was refused SCHED_FIFO: no stall")
-            for (name, result) in [("A", resultA), ("B", resultB)] {
+            let block = format.samplesPerBlock
+            for (name, result, backlogBefore, backlogAfter) in [
+                ("A", resultA, before.map(\.a), after.map(\.a)), ("B", resultB, before.map(\.b), after.map(\.b)),
+            ] {
                 let r = result.report
                 let s = result.statistics
                 let concealedMilliseconds = Double(r.jitterBuffer.concealedSamples) * 1000 / Double(format.sampleRate)
@@ -63,7 +80,10 @@ extension LiveCallTests {
                         + "\(name): ticks begun a tick late \(s.delayedTicks), skipped \(s.lateTicks), received "
                         + "\(r.rtp.received)/\(r.rtp.expected), concealed \(concealedMilliseconds) ms "
                         + "(\(r.jitterBuffer.concealmentRatio)), late packets \(r.jitterBuffer.latePackets), "
-                        + "accelerated \(r.jitterBuffer.acceleratedSamples), slowed \(r.jitterBuffer.slowedDownSamples)")
+                        + "accelerated \(r.jitterBuffer.acceleratedSamples), slowed \(r.jitterBuffer.slowedDownSamples); "
+                        + "capture backlog before \(backlogBefore.min()!)-\(backlogBefore.max()!), 1 s after "
+                        + "\(backlogAfter.min()!)-\(backlogAfter.max()!) samples, discarded \(s.captureDiscardedSamples), "
+                        + "catch-ups \(s.captureCatchUps)")
                 #expect(result.wasEstablished, "\(name) never saw media both ways")
                 // The stall reached this call: a tick began a whole tick late, or ticks were skipped.
                 #expect(s.delayedTicks + s.lateTicks > 0, "\(name)'s media thread was not stalled")
@@ -74,6 +94,16 @@ extension LiveCallTests {
                 #expect(
                     concealedMilliseconds <= Double(milliseconds + 10),
                     "\(name) concealed \(concealedMilliseconds) ms after a \(milliseconds) ms stall")
+                // The send latency recovers: a second after the stall the capture ring holds no more than it did
+                // before it (at least once in 200 ms; a late tick may catch the ring between a period and its
+                // read). Main's code left an 80 ms stall's capture queued for good: 6-7 blocks where 1 was.
+                #expect(
+                    backlogAfter.min()! <= max(backlogBefore.max()!, block),
+                    "\(name)'s capture ring holds \(backlogAfter.min()!) samples 1 s after the stall, \(backlogBefore.max()!) before")
+                // Skipped ticks' capture is dropped (and counted), never sent late.
+                if s.lateTicks > 0 {
+                    #expect(s.captureDiscardedSamples > 0, "\(name) skipped \(s.lateTicks) ticks and dropped no capture")
+                }
             }
         }
     }

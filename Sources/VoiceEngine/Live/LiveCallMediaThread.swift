@@ -44,6 +44,7 @@ final class LiveCallShared: Sendable {
         }
     }
     let captureBlocks = Atomic<Int>(0), captureUnderruns = Atomic<Int>(0), captureCatchUps = Atomic<Int>(0)
+    let captureDiscardedSamples = Atomic<Int>(0), captureBacklogSamples = Atomic<Int>(0)
     let playoutBlocks = Atomic<Int>(0), playoutOverflows = Atomic<Int>(0)
     let datagramsSent = Atomic<Int>(0), datagramsNoRemote = Atomic<Int>(0), datagramsFailed = Atomic<Int>(0)
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
@@ -58,6 +59,8 @@ final class LiveCallShared: Sendable {
         s.captureBlocks = captureBlocks.load(ordering: .relaxed)
         s.captureUnderruns = captureUnderruns.load(ordering: .relaxed)
         s.captureCatchUps = captureCatchUps.load(ordering: .relaxed)
+        s.captureDiscardedSamples = captureDiscardedSamples.load(ordering: .relaxed)
+        s.captureBacklogSamples = captureBacklogSamples.load(ordering: .relaxed)
         s.playoutBlocks = playoutBlocks.load(ordering: .relaxed)
         s.playoutOverflows = playoutOverflows.load(ordering: .relaxed)
         s.datagramsSent = datagramsSent.load(ordering: .relaxed)
@@ -186,7 +189,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             if missed > 0 { shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
             let now = MonotonicClock().now
             shared.countIfDelayed(tickStart: now, deadline: deadline)
-            tick(now: now, scheduled: MediaTime(nanoseconds: deadline))
+            tick(now: now, scheduled: MediaTime(nanoseconds: deadline), skipped: missed)
         }
     }
 
@@ -230,8 +233,9 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// One 10 ms tick: network → stream, microphone → stream, stream → speaker, RTCP. `scheduled` is the deadline
     /// the tick was due at (`now` is when it ran): the jitter buffer measures its playout delay from the schedule,
     /// so a tick run late after a stall, and the ticks caught up after it, are not read as packets come early —
-    /// it would otherwise steer its delay too low for the rest of the call (``AdaptiveJitterBuffer``).
-    func tick(now: MediaTime, scheduled: MediaTime) {
+    /// it would otherwise steer its delay too low for the rest of the call (``AdaptiveJitterBuffer``). `skipped`:
+    /// ticks the schedule moved past just before this one (``sleepToNextTick(_:maximumLagTicks:)``).
+    func tick(now: MediaTime, scheduled: MediaTime, skipped: Int = 0) {
         shared.ticks.wrappingAdd(1, ordering: .relaxed)
         let paused = shared.paused.load(ordering: .acquiring)
         let flushes = shared.flushRequests.load(ordering: .acquiring)
@@ -249,7 +253,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         }
         receive(paused: paused)
         drivenCapture?.tick()
-        captureTick(paused: paused, now: now)
+        captureTick(paused: paused, now: now, skipped: skipped)
         playoutTick(paused: paused, now: now, scheduled: scheduled)
         drivenPlayout?.tick()
         stream.pollRTCP(now: now)
@@ -322,19 +326,39 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     }
 
     /// Hands the stream exactly one 10 ms block per tick (two when catching up), so its send clock stays regular.
-    func captureTick(paused: Bool, now: MediaTime) {
+    ///
+    /// After `skipped` ticks were skipped (a stall past ``LiveCallOptions/maximumLagTicks``) the microphone kept
+    /// capturing while no tick read it: up to `skipped` blocks above the cushion are dropped unsent (counted in
+    /// ``LiveCallStatistics/captureDiscardedSamples``). Their deadline has passed — the stream's timeline paused
+    /// with the thread, and a receiver that kept running has concealed that time already — and sending them
+    /// would keep the call's send latency the stall higher for good: the one-extra-block catch-up only starts at
+    /// the high-water mark, so a ring left below it never drains (an 80 ms stall left 60–70 ms). Dropping the
+    /// input a stall overran is what ALSA (an overrun stops the PCM; `snd_pcm_prepare` restarts it empty) and
+    /// PortAudio (`paInputOverflow`: input discarded, unless `paNeverDropInput` is asked for) do as well. A
+    /// catch-up of missed ticks (a shorter stall) drops nothing: those ticks run and send their blocks.
+    func captureTick(paused: Bool, now: MediaTime, skipped: Int = 0) {
         let ring = capture.ring
         if paused {
             _ = ring.discardAll()
             captureArmed = false
+            shared.captureBacklogSamples.store(0, ordering: .relaxed)
             return
         }
         if !shared.microphoneOpen.load(ordering: .relaxed) {
             _ = ring.discardAll()
             captureArmed = false
+            shared.captureBacklogSamples.store(0, ordering: .relaxed)
             sendSilence(now: now)
             return
         }
+        if skipped > 0 {
+            let aboveCushion = ring.availableToRead - options.captureCushionBlocks * block
+            if aboveCushion > 0 {
+                let dropped = ring.discard(upTo: min(aboveCushion, skipped * block))
+                shared.captureDiscardedSamples.wrappingAdd(dropped, ordering: .relaxed)
+            }
+        }
+        defer { shared.captureBacklogSamples.store(ring.availableToRead, ordering: .relaxed) }
         if !captureArmed {
             guard ring.availableToRead >= options.captureCushionBlocks * block else {
                 sendSilence(now: now)

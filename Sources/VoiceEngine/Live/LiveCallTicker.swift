@@ -128,7 +128,7 @@ final class LiveCallTicker: @unchecked Sendable {
                 if missed > 0 { member.loop.shared.lateTicks.wrappingAdd(missed, ordering: .relaxed) }
                 // Late when the calls before it (or a stall) used up its deadline.
                 member.loop.shared.countIfDelayed(tickStart: now, deadline: deadline)
-                member.loop.tick(now: now, scheduled: MediaTime(nanoseconds: deadline))
+                member.loop.tick(now: now, scheduled: MediaTime(nanoseconds: deadline), skipped: missed)
                 now = MonotonicClock().now
                 index += 1
             }

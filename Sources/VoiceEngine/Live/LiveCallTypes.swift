@@ -96,6 +96,12 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public var captureUnderruns = 0
     /// Extra blocks processed to drain a capture ring above its high-water mark.
     public var captureCatchUps = 0
+    /// Captured samples dropped unsent after skipped ticks (a stall past ``LiveCallOptions/maximumLagTicks``):
+    /// what the microphone captured while no tick ran, beyond the cushion, whose deadline had passed.
+    public var captureDiscardedSamples = 0
+    /// Samples left in the capture ring after the latest tick's read: the microphone's share of the send
+    /// latency (about ``LiveCallOptions/captureCushionBlocks`` − 1 blocks in steady state).
+    public var captureBacklogSamples = 0
     /// Playout blocks written to the speaker's ring.
     public var playoutBlocks = 0
     /// Playout blocks dropped because the speaker's ring was at its high-water mark.
