@@ -202,9 +202,11 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             shared.drivenByDevice.store(true, ordering: .relaxed)
             if case .granted = capture.statistics.realtime { shared.realtime.store(true, ordering: .relaxed) }
         }
-        // The period's wake-up is this tick's schedule: the device's clock, not a deadline of ours.
-        let now = MonotonicClock().now
-        tick(now: now, scheduled: now)
+        // No schedule: the device's clock sets when a period is played, not when this thread woke. A wake-up time
+        // as the schedule made the buffer read every late wake-up (a loaded machine, no real-time grant) as delay
+        // gained and steer against it (LiveCallTests.alsaMicrophonesCarryTheirCallsTicksOnTheirOwnWakeUps failed
+        // 2 of ~20 runs beside busy loops); the origin inferred from arrivals absorbs wake-up jitter.
+        tick(now: MonotonicClock().now, scheduled: nil)
     }
 
     /// Names the calling thread `voice-media` and asks for SCHED_FIFO at `options.realtimePriority`, as every media
@@ -235,7 +237,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// so a tick run late after a stall, and the ticks caught up after it, are not read as packets come early —
     /// it would otherwise steer its delay too low for the rest of the call (``AdaptiveJitterBuffer``). `skipped`:
     /// ticks the schedule moved past just before this one (``sleepToNextTick(_:maximumLagTicks:)``).
-    func tick(now: MediaTime, scheduled: MediaTime, skipped: Int = 0) {
+    func tick(now: MediaTime, scheduled: MediaTime?, skipped: Int = 0) {
         shared.ticks.wrappingAdd(1, ordering: .relaxed)
         let paused = shared.paused.load(ordering: .acquiring)
         let flushes = shared.flushRequests.load(ordering: .acquiring)
@@ -395,7 +397,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     }
 
     /// Renders one block from the receive chain and queues it for the speaker.
-    func playoutTick(paused: Bool, now: MediaTime, scheduled: MediaTime) {
+    func playoutTick(paused: Bool, now: MediaTime, scheduled: MediaTime?) {
         guard !paused else { return }
         stream.renderPlayout(into: &playFrame, now: now, scheduledAt: scheduled)
         if let tones { playFrame.withUnsafeMutableSamples { tones.mix(into: $0) } }
