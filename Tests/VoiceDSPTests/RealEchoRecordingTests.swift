@@ -30,9 +30,9 @@ struct RealEchoRecordingTests {
         let mask = AECRunner.singleTalkBlocks(
             referenceMeanSquare: far.chunks(160).map(meanSquare), near: near, blockSize: 160)
         let whole = try #require(
-            echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: mask.count))
+            AECRunner.echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: mask.count))
         let first = try #require(
-            echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: 200))
+            AECRunner.echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: 200))
         let classic = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160) ?? .nan
         print("challenge clip: echo-only ERLE \(whole) dB, first 2 s \(first) dB (classic ERLE \(classic) dB)")
         #expect(whole >= RealEchoFloors.challengeEchoOnlyERLE, "echo-only ERLE over far-end single talk \(whole) dB")
@@ -148,28 +148,6 @@ enum RealEchoFloors {
 
 private func dbfs(_ meanSquare: Double) -> Double {
     10 * log10(max(meanSquare, 1e-6) / (32768.0 * 32768.0))
-}
-
-/// Echo-only ERLE over the masked 10 ms blocks in `from..<to`: the echo's energy against the output's energy over the
-/// background's (`background`: the same canceller, silent far end, on the microphone without echo), floored at zero
-/// per block — the measure of `voice-bench aec --realistic`'s `echo` columns.
-private func echoOnlyERLE(echo: [Int16], output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int) -> Double? {
-    var echoEnergy = 0.0
-    var residual = 0.0
-    let end = min(to, mask.count, echo.count / 160, output.count / 160, background.count / 160)
-    guard from < end else { return nil }
-    for b in from..<end where mask[b] {
-        var o = 0.0
-        var q = 0.0
-        for i in b * 160..<(b + 1) * 160 {
-            echoEnergy += Double(echo[i]) * Double(echo[i])
-            o += Double(output[i]) * Double(output[i])
-            q += Double(background[i]) * Double(background[i])
-        }
-        residual += max(0, o - q)
-    }
-    guard echoEnergy > 0 else { return nil }
-    return 10 * log10(echoEnergy / max(residual, 1))
 }
 
 /// The median power spectrum (256-sample Hann-windowed blocks at 16 kHz) of `output` over `outputBlocks` against that

@@ -247,26 +247,9 @@ enum RealisticAECScoring {
             output: output, background: background, mask: mask, from: first, to: first + 200)
         scores.backgroundLater = AECRunner.backgroundLevel(
             output: output, background: background, mask: mask, from: 400, to: mask.count)
+        let echo = zip(mic, nearWithNoise).map { Int16(clamping: Int($0) - Int($1)) }
         func echoERLE(from: Int, to: Int) -> Double? {
-            var echo = 0.0
-            var residual = 0.0
-            var used = 0
-            let end = min(to, mask.count, output.count / 160, background.count / 160, mic.count / 160, nearWithNoise.count / 160)
-            guard max(0, from) < end else { return nil }
-            for b in max(0, from)..<end where mask[b] {
-                used += 1
-                var o = 0.0
-                var q = 0.0
-                for i in b * 160..<(b + 1) * 160 {
-                    let e = Double(mic[i]) - Double(nearWithNoise[i])
-                    echo += e * e
-                    o += Double(output[i]) * Double(output[i])
-                    q += Double(background[i]) * Double(background[i])
-                }
-                residual += max(0, o - q)
-            }
-            guard used > 0, echo > 0 else { return nil }
-            return 10 * log10(echo / max(residual, 1))
+            AECRunner.echoOnlyERLE(echo: echo, output: output, background: background, mask: mask, from: from, to: to)
         }
         scores.echoERLE = echoERLE(from: 0, to: mask.count)
         scores.echoERLEFirst2s = echoERLE(from: first, to: first + 200)

@@ -177,6 +177,33 @@ public enum AECRunner {
         return differences[differences.count / 2]
     }
 
+    /// Echo-only ERLE over the masked blocks in `from..<to`: the echo's energy (`echo`: the echo alone, as the
+    /// microphone held it) against the residual echo in `output`, taken per block as the output's energy over
+    /// `background`'s (the same canceller, silent far end, on the microphone without echo), floored at zero. Unlike
+    /// ``erle(mic:output:blocks:blockSize:fromBlock:toBlock:)`` it does not count background removed as echo
+    /// removed. `nil` without echo energy in the blocks. Used by `aec-vectors` (`echo_only_erle_db`), `voice-bench
+    /// aec --realistic` (`echo` columns) and `RealEchoRecordingTests`, so all three measure the same thing.
+    public static func echoOnlyERLE(
+        echo: [Int16], output: [Int16], background: [Int16], mask: [Bool], from: Int, to: Int, blockSize: Int = 160
+    ) -> Double? {
+        var echoEnergy = 0.0
+        var residual = 0.0
+        let end = min(to, mask.count, echo.count / blockSize, output.count / blockSize, background.count / blockSize)
+        guard max(0, from) < end else { return nil }
+        for b in max(0, from)..<end where mask[b] {
+            var o = 0.0
+            var q = 0.0
+            for i in b * blockSize..<(b + 1) * blockSize {
+                echoEnergy += Double(echo[i]) * Double(echo[i])
+                o += Double(output[i]) * Double(output[i])
+                q += Double(background[i]) * Double(background[i])
+            }
+            residual += max(0, o - q)
+        }
+        guard echoEnergy > 0 else { return nil }
+        return 10 * log10(echoEnergy / max(residual, 1))
+    }
+
     /// Near-end preservation: segmental SNR (20 ms frames) of the output against the clean near end.
     public static func nearEndSegmentalSNR(near: [Int16], output: [Int16], sampleRate: Int) -> Double {
         SignalMetrics.segmentalSNR(

@@ -157,20 +157,9 @@ public struct AECVectorRunner {
             let withoutEcho = zip(mic, echo).map { Int16(clamping: Int($0) - Int($1)) }
             let quiet = try AECRunner.runEngine(
                 far: [Int16](repeating: 0, count: withoutEcho.count), mic: withoutEcho, configuration: vector.configuration)
-            var echoEnergy = 0.0
-            var residual = 0.0
-            let end = min(to ?? mask.count, mask.count, echo.count / n, run.output.count / n, quiet.output.count / n)
-            for b in from..<max(from, end) where mask[b] {
-                var o = 0.0
-                var q = 0.0
-                for i in b * n..<(b + 1) * n {
-                    echoEnergy += Double(echo[i]) * Double(echo[i])
-                    o += Double(run.output[i]) * Double(run.output[i])
-                    q += Double(quiet.output[i]) * Double(quiet.output[i])
-                }
-                residual += max(0, o - q)
-            }
-            value = echoEnergy > 0 ? 10 * log10(echoEnergy / max(residual, 1)) : 0
+            value = AECRunner.echoOnlyERLE(
+                echo: echo, output: run.output, background: quiet.output, mask: mask, from: from,
+                to: to ?? mask.count, blockSize: n) ?? 0
         default:
             throw TestVectorError.unknownCheck(check.metric)
         }
