@@ -236,9 +236,9 @@ enum RealisticAECScoring {
     }
 
     /// `backgroundFirst2s`, `backgroundLater` and the echo-only ERLE of `output` against `background` (the same
-    /// canceller, silent far end, on `nearWithNoise`).
+    /// canceller, silent far end, on the microphone without echo); `echo`: the microphone minus that.
     static func background(
-        clip: RealisticAECClip, mic: [Int16], nearWithNoise: [Int16], output: [Int16], background: [Int16], mask: [Bool],
+        clip: RealisticAECClip, echo: [Int16], output: [Int16], background: [Int16], mask: [Bool],
         into scores: inout RealisticAECScores
     ) {
         guard let onset = clip.farOnset else { return }
@@ -247,7 +247,6 @@ enum RealisticAECScoring {
             output: output, background: background, mask: mask, from: first, to: first + 200)
         scores.backgroundLater = AECRunner.backgroundLevel(
             output: output, background: background, mask: mask, from: 400, to: mask.count)
-        let echo = zip(mic, nearWithNoise).map { Int16(clamping: Int($0) - Int($1)) }
         func echoERLE(from: Int, to: Int) -> Double? {
             AECRunner.echoOnlyERLE(echo: echo, output: output, background: background, mask: mask, from: from, to: to)
         }
@@ -336,9 +335,11 @@ extension AECBench {
             // The same canceller on the microphone without echo: with the far end fed (the reference for a lone near
             // talker after the far end) and with a silent far end (the background when nobody speaks).
             let nearWithNoise = try clip.nearWithNoise.map { Array(try WAVFile.read(path: $0.path).int16Samples.prefix(count)) }
+            // The echo alone, as the microphone held it (the echo-only ERLE of both cancellers).
+            let echo = nearWithNoise.map { near in zip(mic, near).map { Int16(clamping: Int($0) - Int($1)) } }
             let silentFar = scratch.appendingPathComponent("voice-bench-silent-far-\(getpid()).wav")
             defer { try? FileManager.default.removeItem(at: silentFar) }
-            if let nearWithNoise, nearWithNoise.count == count, clip.farOnset != nil {
+            if let nearWithNoise, let echo, nearWithNoise.count == count, clip.farOnset != nil {
                 if let from = clip.nearAloneFrom {
                     let own = try AECRunner.runEngine(far: Array(far[..<count]), mic: nearWithNoise, configuration: engineConfiguration)
                     e.pesqNearAloneOwn = RealisticAECScoring.pesq(
@@ -347,8 +348,7 @@ extension AECBench {
                 let quiet = try AECRunner.runEngine(
                     far: [Int16](repeating: 0, count: count), mic: nearWithNoise, configuration: engineConfiguration)
                 RealisticAECScoring.background(
-                    clip: clip, mic: Array(mic[..<count]), nearWithNoise: nearWithNoise, output: engine.output,
-                    background: quiet.output, mask: mask, into: &e)
+                    clip: clip, echo: echo, output: engine.output, background: quiet.output, mask: mask, into: &e)
                 try WAVFile.write(
                     pcm16: [Int16](repeating: 0, count: count), format: AudioFormat(sampleRate: 16_000, channels: 1),
                     to: silentFar.path)
@@ -361,7 +361,7 @@ extension AECBench {
                 if let output = outcome.output {
                     w = RealisticAECScoring.erle(clip: clip, mic: mic, output: output, mask: mask)
                     RealisticAECScoring.pesq(clip: clip, output: output, scratch: scratch, into: &w)
-                    if let nearWithNoise, nearWithNoise.count == count, clip.farOnset != nil,
+                    if let nearWithNoise, let echo, nearWithNoise.count == count, clip.farOnset != nil,
                         let noisyURL = clip.nearWithNoise
                     {
                         if let from = clip.nearAloneFrom,
@@ -377,8 +377,7 @@ extension AECBench {
                             configuration: WebRTCEchoReference.withNoiseSuppression).output
                         {
                             RealisticAECScoring.background(
-                                clip: clip, mic: Array(mic[..<count]), nearWithNoise: nearWithNoise, output: output,
-                                background: quiet, mask: mask, into: &w)
+                                clip: clip, echo: echo, output: output, background: quiet, mask: mask, into: &w)
                         }
                     }
                 } else if let failure = outcome.failure {
