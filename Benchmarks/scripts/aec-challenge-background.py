@@ -32,6 +32,13 @@ def read(name):
     return wav.read(os.path.join(data, name))[1].astype(float)
 
 
+if len(sys.argv) < 2:
+    sys.exit("usage: aec-challenge-background.py OUT.wav [OUT2.wav ...] (see the header of this script)")
+for name in sys.argv[1:] + [os.path.join(data, "echo_double_talk.wav")]:
+    if not os.path.isfile(name):
+        sys.exit("aec-challenge-background.py: no such file: %s" % name)
+
+
 far, near, echo = read("farend_double_talk.wav"), read("nearend_double_talk.wav"), read("echo_double_talk.wav")
 blocks = len(far) // block
 
@@ -74,7 +81,13 @@ print("echo-file floor: %.1f dBFS median over %d blocks (far silent >= 300 ms)" 
 print("%-28s %8s %9s  " % ("output", "dBFS", "125-8000") + " ".join(
     "%9s" % ("%d-%d" % (lo * 16000 // block, (hi + 1) * 16000 // block)) for lo, hi in edges))
 for name in sys.argv[1:]:
-    out = wav.read(name)[1].astype(float)
+    try:
+        out = wav.read(name)[1].astype(float)
+    except ValueError as error:
+        sys.exit("aec-challenge-background.py: %s is not a WAV file (%s)" % (name, error))
+    if out.ndim != 1 or len(out) < blocks * block:
+        sys.exit("aec-challenge-background.py: %s is not a mono output of the challenge clip (%s samples, needs %d)"
+                 % (name, "x".join(map(str, out.shape)), blocks * block))
     level = np.median(dbfs(np.array([power(out, b) for b in np.where(single_talk)[0]])))
     spectrum = median_spectrum(out, single_talk)
     print("%-28s %8.1f %+9.1f  " % (os.path.basename(name)[:28], level, band(spectrum, 2, 128) - band(reference, 2, 128))

@@ -6,7 +6,12 @@
 # SIGSTOP at AT_SECONDS after the start, SIGCONT MILLISECONDS later; the timing runs under SCHED_FIFO 60 when
 # allowed (root), so that a loaded machine does not lengthen the stall. Prints the stall's real length on stderr.
 set -eu
+usage() { echo "usage: stall-process.sh MILLISECONDS AT_SECONDS command [args...]: $1" >&2; exit 2; }
+[ $# -ge 3 ] || usage "needs a stall length, a time and a command"
 MS=$1; AT=$2; shift 2
+[[ $MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ $MS != 0 && $MS != 0.0 ]] || usage "MILLISECONDS must be a positive number, not '$MS'"
+[[ $AT =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage "AT_SECONDS must be a number >= 0, not '$AT'"
+command -v "$1" >/dev/null || usage "no such command: $1"
 "$@" &
 PID=$!
 sleep "$AT"
