@@ -90,16 +90,13 @@ struct AECCommand: ParsableCommand {
         var configuration = EchoCancellerConfiguration(sampleRate: rate, tailMilliseconds: tailMs)
         configuration.preprocessor.noiseSuppressionDB = noiseSuppression == 0 ? nil : noiseSuppression
         configuration.preprocessor.agcTargetDBFS = agc
-        configuration.compensateDrift = !noDrift
+        if noDrift { configuration.stages.remove(.driftCompensation) }
         if noResidualSuppressor {
             configuration.residualEchoSuppressorFloorDB = nil
             configuration.residualEchoGainFloorDB = nil
         }
-        configuration.suppressResidualEcho = !noEchoState
-        if noAlignment {
-            configuration.alignDelay = false
-            configuration.compensateDrift = false
-        }
+        if noEchoState { configuration.stages.remove(.preprocessorEchoSuppression) }
+        if noAlignment { configuration.stages.subtract([.delayAlignment, .driftCompensation]) }
         let run = try AECRunner.runEngine(far: farSamples, mic: micSamples, configuration: configuration)
         let raw = try AECRunner.runRawMDF(
             far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)

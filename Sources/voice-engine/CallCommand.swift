@@ -562,7 +562,7 @@ struct CallMediaOptions: ParsableArguments {
     /// `configuration` with `--no-echo-canceller` applied.
     func applyingEchoCancellerChoice(_ configuration: MediaStreamConfiguration) -> MediaStreamConfiguration {
         var c = configuration
-        c.echoCanceller.cancelEcho = !noEchoCanceller
+        if noEchoCanceller { c.echoCanceller.stages.remove(.echoFilter) }
         return c
     }
 
