@@ -13,7 +13,7 @@ let rootPackage: String = {
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
 let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip", "stun"]
-    + ["client"]  // the calling client's push payloads and service answers (issue 19)
+    + ["client"]  // the calling client's push payloads and service answers
 
 let package = Package(
     name: "VoiceEngineFuzz",
