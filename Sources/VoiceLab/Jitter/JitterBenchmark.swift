@@ -147,10 +147,10 @@ public enum JitterBenchmark {
         }
     }
 
-    /// The conditions of the listening-quality table (Benchmarks/README.md section 7), each at `seed`: 40 ms base delay; random loss
-    /// 0/5/10 % without jitter; the same with normal jitter of mean and deviation 30 ms (as `voice-engine simulate
-    /// --jitter 30` draws it); Gilbert–Elliott bursts of mean length 3 at 5 and 10 %. `seconds` is the length of
-    /// the speech sent (the whole speech set, not looped).
+    /// The conditions of the listening-quality table (Benchmarks/README.md section 7), each at `seed`: 40 ms base
+    /// delay; random loss 0/5/10 % without jitter; the same with normal jitter of mean and deviation 30 ms (as
+    /// `voice-engine simulate --jitter 30` draws it); Gilbert–Elliott bursts of mean length 3 at 5 and 10 %.
+    /// `seconds` is the length of the speech sent (the whole speech set, not looped).
     public static func qualityScenarios(seconds: Double, seed: UInt64 = 1) -> [Scenario] {
         let jitter = JitterModel.normal(meanMilliseconds: 30, standardDeviationMilliseconds: 30)
         func bursty(_ p: Double) -> LossModel { .gilbertElliott(goodToBad: p / 3 / (1 - p), badToGood: 1.0 / 3) }
