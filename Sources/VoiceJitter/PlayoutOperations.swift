@@ -281,7 +281,7 @@ extension PlayoutOperations {
     }
 
     /// With ``JitterBufferRole/conference(restartsAtTargetDelay:)``: how far (timestamp units, whole 2.5 ms steps)
-    /// before a restarting packet playout resumes so that the packet plays at the target playout delay; the lead
+    /// before a restarting packet playout resumes so that the packet plays at the target playout delay; that time
     /// is played as comfort noise, and stays below the restart gap so it is not taken for another restart.
     private func restartLead(before timestamp: Int64, _ context: PlayoutContext) -> Int64 {
         guard role.restartsAtTargetDelay, let reference = context.delayReference else { return 0 }
