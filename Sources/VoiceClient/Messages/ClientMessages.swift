@@ -30,11 +30,8 @@ final class ClientMessages {
         userID: String, clock: any MediaClock, events: AsyncStream<VoiceClientEvent>.Continuation,
         registration: ClientRegistration, push: ClientPush
     ) {
-        self.userID = userID
-        self.clock = clock
-        self.events = events
-        self.registration = registration
-        self.push = push
+        (self.userID, self.clock, self.events) = (userID, clock, events)
+        (self.registration, self.push) = (registration, push)
         (incoming, inbox) = AsyncStream.makeStream(of: SIPMessage.self)
     }
 
