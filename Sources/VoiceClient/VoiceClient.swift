@@ -60,7 +60,8 @@ public actor VoiceClient {
         unixTime: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) },
         signRegistration: @escaping SignRegistration
     ) throws(VoiceClientError) {
-        let userID = try UserID.validate(userID)
+        let userID: String
+        do { userID = try UserID.validate(userID) } catch { throw VoiceClientError(error) }
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }

@@ -40,7 +40,9 @@ final class ClientMessages {
     /// - Throws: bad recipients or headers; nothing was kept then.
     func add(_ text: String, to recipients: [String], headers: [String: String]) throws(VoiceClientError) -> String {
         guard !recipients.isEmpty else { throw .invalidMessage("no recipients") }
-        for recipient in recipients { _ = try UserID.validate(recipient) }
+        for recipient in recipients {
+            do { _ = try UserID.validate(recipient) } catch { throw VoiceClientError(error) }
+        }
         let checked = try CustomHeaders.validate(headers)
         let id = UUID().uuidString.lowercased()
         let now = clock.now
