@@ -60,12 +60,12 @@ public actor VoiceClient {
         unixTime: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) },
         signRegistration: @escaping SignRegistration
     ) throws(VoiceClientError) {
-        let userID: String
-        do { userID = try UserID.validate(userID) } catch { throw VoiceClientError(error) }
+        let checkedID: String
+        do { checkedID = try UserID.validate(userID) } catch { throw VoiceClientError(error) }
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
-        self.userID = userID
+        self.userID = checkedID
         self.configuration = configuration
         audioController = AudioController(deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
         let tones = CallTones(controller: audioController, ringtone: configuration.audio.ringtone)
@@ -75,14 +75,14 @@ public actor VoiceClient {
         let (events, continuation) = AsyncStream.makeStream(of: VoiceClientEvent.self)
         (self.events, self.continuation) = (events, continuation)
         let registration = ClientRegistration(
-            userID: userID, configuration: configuration, sign: signRegistration, unixTime: unixTime, group: group,
+            userID: checkedID, configuration: configuration, sign: signRegistration, unixTime: unixTime, group: group,
             events: continuation)
         let push = ClientPush(
-            userID: userID, configuration: configuration, unixTime: unixTime, group: group, events: continuation,
+            userID: checkedID, configuration: configuration, unixTime: unixTime, group: group, events: continuation,
             registration: registration)
         self.registration = registration
         self.push = push
-        messages = ClientMessages(userID: userID, clock: clock, events: continuation, registration: registration, push: push)
+        messages = ClientMessages(userID: checkedID, clock: clock, events: continuation, registration: registration, push: push)
         calls = ClientCalls(
             configuration: configuration, clock: clock, audioSession: audioSession, tones: tones, events: continuation,
             registration: registration, push: push)
