@@ -190,3 +190,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CI builds the project's own Swift targets with warnings as errors (`.ci/run` sets VOICEENGINE_WARNINGS_AS_ERRORS=1);
+// dependencies keep their warnings, and a local build stays forgiving while code is being written.
+if Context.environment["VOICEENGINE_WARNINGS_AS_ERRORS"] == "1" {
+    for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}
