@@ -187,8 +187,9 @@ struct SIPInviteSession: Sendable {
             }
         }
         startWaitingReoffers()
-        defer { actions = [] }
-        return actions
+        let decided = actions
+        actions = []
+        return decided
     }
 
     private mutating func receivedResponse(_ response: SIPMessage, to purpose: SIPInviteRequestPurpose) {
