@@ -1,4 +1,4 @@
-import VoiceEngine
+import VoiceSDP
 
 /// The callee's side (ring, answer, reject, the caller's CANCEL, our 2xx until its ACK, a BYE held for that ACK),
 /// and the requests the peer sends in the dialog.

@@ -1,4 +1,4 @@
-import VoiceEngine
+import VoiceSDP
 
 /// The caller's side: provisional and final responses to our INVITE, CANCEL, and the 2xx of other forks.
 extension SIPInviteSession {

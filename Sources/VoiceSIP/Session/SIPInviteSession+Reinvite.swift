@@ -1,4 +1,4 @@
-import VoiceEngine
+import VoiceSDP
 
 /// Re-INVITEs (RFC 3261 §14): ours, one at a time, retried after a random back-off when refused with 491, and the
 /// peer's, answered from the call's capabilities (491 when one of ours is in progress).

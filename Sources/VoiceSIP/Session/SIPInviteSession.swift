@@ -1,4 +1,4 @@
-import VoiceEngine
+import VoiceSDP
 
 /// One INVITE dialog's signalling (RFC 3261 §13–15, RFC 3264 offer/answer, RFC 6026's 2xx handling) as a state
 /// machine: `handle(_:at:)` takes what happened — a message received, the outcome of a request sent, a timer
