@@ -97,6 +97,55 @@ struct SIPInviteSessionTests {
                    ["emit ended failed 408 Request Timeout (no final response)"])
     }
 
+    // MARK: Early media
+
+    @Test func theAnswerOfA183CarriesIntoA2xxWithoutSDP() throws {
+        var alice = SessionScript.caller()
+        alice.step(at: 0, .start, ["send INVITE"])
+        let invite = Party.withVia(try alice.lastSent(.invite), branch: "invite-1")
+        let answer = try Party.answer(to: invite, from: Party.bobCapabilities)
+        alice.step(at: 0.1, .provisional(Party.response(183, to: invite, tag: "bob-tag", contact: Party.bobContact, sdp: answer)),
+                   ["emit progress 183 with early media"])
+        let early = try #require(alice.session.negotiated)
+        #expect(early.remotePort == Party.bobCapabilities.port)
+        alice.step(at: 0.5, .response(Party.response(200, to: invite, tag: "bob-tag", contact: Party.bobContact), to: .invite),
+                   ["ACK to 192.0.2.2", "emit established sendrecv"])
+        #expect(alice.session.negotiated == early)
+    }
+
+    @Test func a2xxWithoutAnyAnswerIsAckedAndEndedWithBye488() throws {
+        var alice = SessionScript.caller()
+        alice.step(at: 0, .start, ["send INVITE"])
+        let invite = Party.withVia(try alice.lastSent(.invite), branch: "invite-1")
+        alice.step(at: 0.5, .response(Party.response(200, to: invite, tag: "bob-tag", contact: Party.bobContact), to: .invite),
+                   ["ACK to 192.0.2.2", "send BYE to 192.0.2.2"])
+        let bye = try alice.lastSent(.bye)
+        #expect(bye.headers.first("Reason")?.hasPrefix("SIP;cause=488") == true)
+        alice.step(at: 0.6, .response(.response(to: bye, status: 200), to: .bye),
+                   ["emit ended failed 488 answer not acceptable: the 2xx carries no SDP answer"])
+    }
+
+    @Test func theCalleesEarlyAnswerIsRepeatedInIts200() throws {
+        var bob = try SessionScript.callee(Self.aliceInvite())
+        bob.step(at: 0, .command(.ring(earlyMedia: Party.bobCapabilities, headers: []), .init(1)), ["respond 183 to INVITE", "complete #1 sendrecv"])
+        let sessionProgress = try bob.lastResponse()
+        bob.step(at: 1, .command(.answer(Party.bobCapabilities, headers: []), .init(2)),
+                 ["respond 200 to INVITE", "start retransmission at 1.5", "complete #2 sendrecv"])
+        #expect(try bob.lastResponse().body == sessionProgress.body)  // RFC 3264 §4: one offer, one answer
+    }
+
+    @Test func anOfferThatCannotBeMetIsRefusedWith488() throws {
+        var bob = try SessionScript.callee(Self.aliceInvite())
+        var plain = Party.bobCapabilities
+        plain.srtp = .disabled
+        let actions = bob.step(at: 0, .command(.answer(plain, headers: []), .init(1)), [
+            "respond 488 to INVITE", "emit ended failed 488 offer not acceptable: \(SDPError.srtpNotSupported)",
+            "fail #1: \(SDPError.srtpNotSupported)",
+        ])
+        guard case .complete(_, .failure(let error)) = actions.last else { return }
+        #expect(error as? SDPError == .srtpNotSupported)
+    }
+
     // MARK: CANCEL races
 
     @Test func aHangUpBeforeAnyProvisionalWaitsForOneToCancel() throws {
