@@ -238,8 +238,8 @@ public final class SIPCall: @unchecked Sendable {
             return
         }
         let sender = agent.sender
-        var onProvisional: (@Sendable (SIPMessage) -> Void)?
-        if purpose == .invite { onProvisional = { @Sendable [self] provisional in handleLater(.provisional(provisional)) } }
+        let onProvisional: (@Sendable (SIPMessage) -> Void)? =
+            purpose == .invite ? { @Sendable [self] provisional in handleLater(.provisional(provisional)) } : nil
         Task {
             do {
                 let response = try await sender.send(request, to: peer, onProvisional: onProvisional)
