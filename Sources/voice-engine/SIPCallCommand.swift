@@ -72,6 +72,7 @@ extension SIPCommand {
 /// One SIP call with media from the command line: endpoint, optional registration, the call's events, a
 /// `LiveCall` started on the negotiated media, hang-up on Ctrl-C / --duration / the peer's BYE.
 enum SIPCallSession {
+    /// Runs the call to its end; throws why it failed, with the exit status `sip call --help` documents.
     static func run(
         connection: SIPCommand.Connection, options: SIPCallOptions, defaultServer: SIPURI?,
         start: @escaping @Sendable (SIPUserAgent, AudioCapabilities) async throws -> SIPCall
@@ -124,10 +125,10 @@ enum SIPCallSession {
                     say("registered \(aor) for \(result.grantedExpires) s")
                     registration = r
                 }
-                let ended = try await runCall(agent: agent, local: local, options: options, start: start)
+                let failure = try await runCall(agent: agent, local: local, options: options, start: start)
                 if let registration { _ = try? await registration.unregister() }
                 try? await endpoint.close()
-                return ended
+                return failure
             } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
                 try? await endpoint.close()
                 throw CommandFailure.unavailable("no answer: \(error.reason)")

@@ -37,18 +37,17 @@ enum WebRTCCallMode {
         if plan.microphone == "null" {
             mic = nil
         } else if plan.microphone.hasPrefix("file:") {
-            do {
-                let wav = try WAVFile.read(path: String(plan.microphone.dropFirst(5)))
-                guard wav.format == .mono48k else {
-                    // Exit 64 without the usage line: the option is right, its file is not.
-                    throw CommandFailure(
-                        "--mic \(plan.microphone): --webrtc takes a 48 kHz mono WAV (this one is \(wav.format))",
-                        status: .usage, showsUsage: false)
-                }
-                mic = wav.int16Samples
-            } catch {
+            let wav: WAVFile
+            do { wav = try WAVFile.read(path: String(plan.microphone.dropFirst(5))) } catch {
                 throw CommandFailure.runtime("--mic \(plan.microphone): \(error)")
             }
+            guard wav.format == .mono48k else {
+                // Exit 64 without the usage line: the option is right, its file is not.
+                throw CommandFailure(
+                    "--mic \(plan.microphone): --webrtc takes a 48 kHz mono WAV (this one is \(wav.format))",
+                    status: .usage, showsUsage: false)
+            }
+            mic = wav.int16Samples
         } else {
             mic = nil  // an ALSA microphone, opened below
         }

@@ -21,7 +21,7 @@ struct VoiceEngineCommand: ParsableCommand {
 }
 
 // The one place a command's failure is printed and turned into the exit status (CommandFailure).
-let command: ParsableCommand
+var command: ParsableCommand
 do {
     command = try VoiceEngineCommand.parseAsRoot()
 } catch {
