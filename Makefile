@@ -134,3 +134,12 @@ soak: deps
 
 clean:
 	rm -rf .build Benchmarks/.build Fuzz/.build
+
+## Formatting (swift-format, configuration in .swift-format): `make format` rewrites the sources, `make format-check`
+## fails when a file is not formatted (CI runs it).
+FORMAT_PATHS := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks Fuzz/Package.swift Fuzz/Sources Fuzz/targets
+.PHONY: format format-check
+format:
+	$(SWIFT) format format --in-place --parallel --recursive $(FORMAT_PATHS)
+format-check:
+	@SWIFT="$(SWIFT)" .ci/format-check $(FORMAT_PATHS)

@@ -29,7 +29,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // TLS for SIP (`sips:`, `transport=tls`) in VoiceSIP.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
@@ -67,14 +66,18 @@ let package = Package(
         .target(name: "VoiceDevices", dependencies: ["VoiceCore", "CALSA"]),
         .target(name: "VoiceSession", dependencies: ["VoiceCore", "VoiceDSP", "VoiceDevices"]),
         .target(name: "VoiceNetSim", dependencies: ["VoiceCore"]),
+        // SDP offer/answer (RFC 3264, 4566, 7587): needs the codec's and SRTP's descriptions, not the engine, so a
+        // SIP stack links neither ALSA nor speexdsp.
+        .target(name: "VoiceSDP", dependencies: ["VoiceCodec", "VoiceSRTP"]),
+        // One HMAC/SHA wrapper over OpenSSL's libcrypto: SIP digest, STUN integrity, registration signatures.
+        .target(name: "VoiceCrypto", dependencies: ["COpenSSL"]),
         .target(name: "VoiceJitter", dependencies: ["VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "CSpeexDSP"]),
         .target(
             name: "VoiceEngine",
             dependencies: [
-                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceDevices", "VoiceJitter", "VoiceSession",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceSDP", "VoiceDevices", "VoiceJitter",
+                "VoiceSession", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim", "VoiceConference"]),
@@ -87,18 +90,22 @@ let package = Package(
         ),
         .target(
             name: "VoiceSIP",
-            // VoiceEngine: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall).
+            // VoiceSDP: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall);
+            // the media engine itself is the client's, so VoiceSIP does not link it.
             dependencies: [
-                "COpenSSL", "VoiceEngine", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceCrypto", "VoiceSDP", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // The registration and push wire types shared by the client and the service (so the service links neither
+        // ALSA nor Opus): requests, grants, refusals, push data, the signatures over them.
+        .target(name: "VoiceClientWire", dependencies: ["VoiceCrypto"]),
         .target(
             name: "VoiceClient",
             dependencies: [
-                "VoiceEngine", "VoiceSIP", "COpenSSL", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceEngine", "VoiceSIP", "VoiceClientWire", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -107,14 +114,14 @@ let package = Package(
         .target(
             name: "VoiceService",
             dependencies: [
-                "VoiceClient", "COpenSSL", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceClientWire", "VoiceCrypto", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(
             name: "VoiceWebRTC",
             dependencies: [
-                "VoiceEngine", "CDTLS", .product(name: "Atomics", package: "swift-atomics"),
+                "VoiceEngine", "VoiceCrypto", "CDTLS", .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -138,11 +145,12 @@ let package = Package(
         ),
 
         .target(name: "VoiceTestSupport", dependencies: ["VoiceCore"], path: "Tests/VoiceTestSupport"),
+        .testTarget(name: "VoiceCryptoTests", dependencies: ["VoiceCrypto"]),
         .testTarget(name: "VoiceCoreTests", dependencies: ["VoiceCore", "VoiceTestSupport"]),
         .testTarget(name: "VoiceCodecTests", dependencies: ["VoiceCodec", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceTestSupport"]),
+        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSessionTests", dependencies: ["VoiceSession", "VoiceTestSupport"]),
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
@@ -174,6 +182,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "VoiceLabTests", dependencies: ["VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
         // The `voice-engine` tool run as a user runs it (a subprocess), beside the library tests it builds on.
         .testTarget(name: "VoiceEngineCLITests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
@@ -183,3 +192,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CI builds the project's own Swift targets with warnings as errors (`.ci/run` sets VOICEENGINE_WARNINGS_AS_ERRORS=1);
+// dependencies keep their warnings, and a local build stays forgiving while code is being written.
+if Context.environment["VOICEENGINE_WARNINGS_AS_ERRORS"] == "1" {
+    for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}

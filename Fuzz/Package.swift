@@ -13,7 +13,7 @@ let rootPackage: String = {
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
 let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip", "stun"]
-    + ["client"]  // the calling client's push payloads and service answers (issue 19)
+    + ["client"]  // the calling client's push payloads and service answers
 
 let package = Package(
     name: "VoiceEngineFuzz",
@@ -26,8 +26,9 @@ let package = Package(
             .executableTarget(
                 name: "fuzz-\(name)",
                 dependencies: ["FuzzSupport", .product(name: "VoiceEngine", package: rootPackage)]
-                    // The network trace format belongs to the simulator, which the engine product does not carry.
-                    + (name == "trace" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
+                    // The network trace format and capture reading belong to the lab, which the engine product
+                    // does not carry.
+                    + (name == "trace" || name == "pcap" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
                     // SIP signalling is a product of its own.
                     + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : [])
                     + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage), .product(name: "VoiceSIP", package: rootPackage)] : [])

@@ -5,7 +5,7 @@
 // (malloc/calloc/realloc interposed in this executable, which glib and libnice resolve to), and the threads
 // libnice's design needs (a GMainContext iterated by a thread of its own, callbacks on it).
 //
-// Build and run (ARCHITECTURE.md §5.9 records the figures):
+// Build and run (ARCHITECTURE.md §5.10 records the figures):
 //   cc -O2 -o /tmp/nice-cost Benchmarks/libnice/nice-cost.c $(pkg-config --cflags --libs nice) -lpthread && /tmp/nice-cost
 #define _GNU_SOURCE
 #include <agent.h>

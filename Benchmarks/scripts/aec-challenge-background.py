@@ -3,7 +3,7 @@
 
 The clip's microphone is echo_double_talk.wav + nearend_double_talk.wav. The near-end file is near digital silence
 where its talker is quiet (-84 dBFS), but the echo file carries a floor of its own wherever the far end has been
-silent for 300 ms: -59.6 dBFS, 99.7 % of it a DC offset (+34 LSB, which MDF's DC notch removes; eighth round), the
+silent for 300 ms: -59.6 dBFS, 99.7 % of it a DC offset (+34 LSB, which MDF's DC notch removes), the
 rest a faint noise, highest above 6 kHz. That floor is the microphone's background, so it is what comfort noise
 should match, not the near-end file; levels are therefore compared from 125 Hz up.
 

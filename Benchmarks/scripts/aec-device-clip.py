@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What ERLE the real device double-talk clip allows (issue 15).
+"""What ERLE the real device double-talk clip allows.
 
     python3 Benchmarks/scripts/aec-device-clip.py AEC_REAL_DIR [name=OUTPUT.wav ...]
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# The issue-21 table's method: two `voice-engine call` processes on loopback (file microphone looping SPEECH, file
-# speaker, SRTP with keys on the command line, Opus 16 kHz 32 kb/s c5), with and without voice processing,
-# alternating; each process's CPU (every thread's schedstat) over 30 s of established call, and each side's
-# report (received/expected, lost, concealment). Ports: one ephemeral port the kernel picks.
+# The two-process comparison of Benchmarks/README.md section 6: two `voice-engine call` processes on loopback
+# (file microphone looping SPEECH, file speaker, SRTP with keys on the command line, Opus 16 kHz 32 kb/s c5), with
+# and without voice processing, alternating; each process's CPU (every thread's schedstat) over 30 s of established
+# call, and each side's report (received/expected, lost, concealment). Ports: one ephemeral port the kernel picks.
 # Usage: VOICE_ENGINE=path/to/voice-engine Benchmarks/scripts/two-process-call.sh SPEECH_16K.wav [RUNS]
 #   (build it with: swift build -c release --package-path Benchmarks --product voice-engine;
 #    then VOICE_ENGINE=Benchmarks/.build/release/voice-engine)

@@ -1,6 +1,7 @@
 #ifndef VOICEENGINE_COPENSSL_SHIM_H
 #define VOICEENGINE_COPENSSL_SHIM_H
-// OpenSSL's libcrypto, for the AES-CTR and AES-GCM that the vendored libsrtp (CSRTP) uses. Nothing in Swift
-// calls it directly.
+// OpenSSL's libcrypto: the AES-CTR and AES-GCM that the vendored libsrtp (CSRTP) uses, and the digests and HMACs
+// that VoiceCrypto wraps for Swift.
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #endif

@@ -126,7 +126,7 @@ public actor VoiceClient {
         unixTime: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) },
         signRegistration: @escaping SignRegistration
     ) throws(VoiceClientError) {
-        self.userID = try UserID.validate(userID)
+        do { self.userID = try UserID.validate(userID) } catch { throw VoiceClientError(error) }
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
@@ -326,7 +326,9 @@ public actor VoiceClient {
     @discardableResult
     public func send(message text: String, to recipients: [String], headers: [String: String] = [:]) async throws(VoiceClientError) -> String {
         guard !recipients.isEmpty else { throw .invalidMessage("no recipients") }
-        for recipient in recipients { _ = try UserID.validate(recipient) }
+        for recipient in recipients {
+            do { _ = try UserID.validate(recipient) } catch { throw VoiceClientError(error) }
+        }
         let checked = try CustomHeaders.validate(headers)
         let id = UUID().uuidString.lowercased()
         let now = clock.now

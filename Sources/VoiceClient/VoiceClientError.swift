@@ -39,3 +39,8 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         }
     }
 }
+
+extension VoiceClientError {
+    /// The client's form of a user ID the wire rule refused.
+    package init(_ error: UserIDError) { self = .invalidUserID(error.id, reason: error.reason) }
+}

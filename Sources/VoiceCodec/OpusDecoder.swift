@@ -122,7 +122,7 @@ public final class OpusDecoder {
     }
 
     /// The range-decoder state after the last packet; see `OpusEncoder.finalRange`.
-    public var finalRange: UInt32 {
+    package var finalRange: UInt32 {
         get throws(OpusError) {
             var value: UInt32 = 0
             try checkOpus(ve_opus_decoder_get_final_range(handle, &value), "opus_decoder_ctl(OPUS_GET_FINAL_RANGE)")

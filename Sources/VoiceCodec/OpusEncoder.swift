@@ -153,7 +153,7 @@ public final class OpusEncoder {
 
     /// The range-coder state after the last packet; equals the decoder's `finalRange` after decoding that packet
     /// when both sides agree bit-exactly (the check the Opus conformance tests use).
-    public var finalRange: UInt32 {
+    package var finalRange: UInt32 {
         get throws(OpusError) {
             var value: UInt32 = 0
             try checkOpus(ve_opus_encoder_get_final_range(handle, &value), "opus_encoder_ctl(OPUS_GET_FINAL_RANGE)")

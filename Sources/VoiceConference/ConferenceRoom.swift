@@ -129,7 +129,7 @@ public final class ConferenceRoom {
     @exclusivity(unchecked) public private(set) var participants: [ConferenceParticipant] = []
     /// `participants` again, unretained, for the loops over every participant each tick (``forEachParticipant(_:)``):
     /// iterating the array retained and released each participant and its stream, about 0.5 % of a 50-participant
-    /// tick in `perf` (issue 20). Kept in step by add/remove; `participants` keeps them alive.
+    /// tick in `perf` (Benchmarks/README.md section 10). Kept in step by add/remove; `participants` keeps them alive.
     @exclusivity(unchecked) private var roster: [Unmanaged<ConferenceParticipant>] = []
     /// 20 ms: the tick period.
     public static let tickMilliseconds = 20

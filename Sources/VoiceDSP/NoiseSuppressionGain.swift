@@ -29,7 +29,7 @@ final class NoiseSuppressionGain {
     /// the gain on the clips that profit). White, pink and babble noise reach above 1 kHz and keep their depth.
     /// The threshold is -57 dBFS, not -55: measured from 1 kHz a pink background reads lower than from 300 Hz, and at
     /// -55 the linear noise vector (pink, -40 dBFS) kept only 28.4 dB of ERLE, 2.7 dB under its 31.1 — more than the
-    /// 1 dB the vectors may regress. At -57: 30.9 dB, brown noise +0.01 mean, worst clip -0.19 (was -0.45 from 300 Hz).
+    /// 1 dB the vectors may regress. At -57: 30.9 dB, brown noise +0.01 mean, worst clip -0.19 (-0.45 from 300 Hz).
     static let quietBackgroundDBFS: Float = -57
     static let depthFromHz = 1000
     /// (10 dB: with 15 the noise vector, pink at -40 dBFS, reached only 29.2 dB of ERLE against 31.8.)

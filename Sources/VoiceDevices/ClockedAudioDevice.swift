@@ -171,7 +171,7 @@ public class ClockedAudioDevice: AudioDevice, @unchecked Sendable {
     /// whole per-period work (port → preallocated buffer → ring, or ring → buffer → port), for benchmarks
     /// that count allocations. Same threading rule as ``tick()``; do not call it while a real-time thread runs.
     /// - Complexity: O(period), no allocation, no locks (for the null device and file devices in loop mode).
-    public func transferOnePeriod() {
+    package func transferOnePeriod() {
         transferOnePeriod(at: MediaTime(nanoseconds: monotonicNanoseconds()))
     }
 

@@ -7,3 +7,4 @@
 @_exported import VoiceDevices
 @_exported import VoiceJitter
 @_exported import VoiceSession
+@_exported import VoiceSDP

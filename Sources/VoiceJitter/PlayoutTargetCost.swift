@@ -1,4 +1,4 @@
-/// The playout-delay target as the cheapest point of one explicit cost (issue 14, Must-deliver 2): what a listener
+/// The playout-delay target as the cheapest point of one explicit cost: what a listener
 /// pays for a target delay `d` above the fastest recent packet, in milliseconds of delay,
 ///
 ///     J(d) = d + lateWorth · 100 · late(d) + unrecoveredWorth · 100 · lossShare · late(d − packet)
@@ -34,7 +34,7 @@ public enum PlayoutTargetCost {
         /// 0: only `stretchWorthMilliseconds` guards a move. Measured with ``recommended`` and the 5 ms band under
         /// 30 ms jitter (`voice-engine simulate --jitter 30`, seeds 1–3, 65 s of speech): 2 and 4 ms a tick both
         /// PESQ-WB 4.24 at 168.8 / 168.7 ms one-way; with late packets worth 4 ms, 2 ms a tick 4.13 at 165.0 ms —
-        /// no point below 165 ms reaches speexdsp's 4.19 (issue 14, fourth round).
+        /// no point below 165 ms reaches speexdsp's 4.19 (Benchmarks/README.md section 7).
         public var moveWorthMillisecondsPerTick: Double
 
         public init(

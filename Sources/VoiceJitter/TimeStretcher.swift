@@ -27,7 +27,7 @@ public struct TimeStretcher: Sendable {
     /// Crossfade length of a fixed-lag splice as a share of the lag (``accelerate(_:count:removing:)``,
     /// ``slowDown(_:count:adding:)``), used within 0…1 (beyond one lag, slow-down would read what it already
     /// overwrote). 0.5 and 1.0 score the same under 30 ms jitter (PESQ-WB 4.22 / 4.21, `voice-engine simulate
-    /// --jitter 30`, seeds 1–3, issue 14 fourth round): PESQ there follows the late packets, not the splices.
+    /// --jitter 30`, seeds 1–3; Benchmarks/README.md section 7): PESQ there follows the late packets, not the splices.
     public var overlapRatio: Double = 0.5
 
     /// Samples of audio a splice of `amount` needs at least (``splicePoint(_:count:lag:overlap:)``): the lag plus

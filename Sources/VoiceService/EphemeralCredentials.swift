@@ -1,5 +1,6 @@
 import Foundation
-import VoiceClient
+import VoiceClientWire
+import VoiceCrypto
 
 /// Time-limited SIP credentials in the TURN REST API form (draft-uberti-behave-turn-rest, as coturn's
 /// `use-auth-secret`), which Kamailio's `auth_ephemeral` checks with the same shared secret: username
@@ -26,7 +27,7 @@ public struct EphemeralCredentialIssuer: Sendable {
     }
 
     public static func password(username: String, secret: String) -> String {
-        Data(Digests.hmacSHA1(key: Array(secret.utf8), message: Array(username.utf8))).base64EncodedString()
+        Data(HashAlgorithm.sha1.hmac(key: Array(secret.utf8), message: Array(username.utf8))).base64EncodedString()
     }
 
     /// Whether `username`/`password` are credentials this issuer made and still valid at `now` (what Kamailio's

@@ -1,5 +1,5 @@
 import Foundation
-import VoiceClient
+import VoiceClientWire
 
 /// The registration service: verifies signed requests (``RegistrationVerifier``), issues ephemeral credentials
 /// (``EphemeralCredentialIssuer``) and keeps the accepted sequences in `stateDirectory/sequences.json`, written
@@ -10,8 +10,8 @@ public actor RegistrationService {
     private let stateFile: URL?
     private let unixTime: @Sendable () -> UInt64
     /// Requests accepted and refused so far (for the log and the tests).
-    public private(set) var accepted = 0
-    public private(set) var refused = 0
+    package private(set) var accepted = 0
+    package private(set) var refused = 0
 
     /// - Parameters:
     ///   - applications: application key → secret.

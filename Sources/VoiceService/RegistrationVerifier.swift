@@ -1,5 +1,5 @@
 import Foundation
-import VoiceClient
+import VoiceClientWire
 
 /// The registration service's decision, without I/O: checks a ``RegistrationRequest`` against the configured
 /// applications and the last sequence accepted per (application key, user ID), in this order — well-formed user
@@ -24,10 +24,7 @@ public struct RegistrationVerifier: Sendable {
 
     /// Accepts `request` (recording its sequence and push data) or says why not.
     public mutating func verify(_ request: RegistrationRequest) throws(RegistrationRefusal) {
-        do { _ = try UserID.validate(request.userID) } catch {
-            if case .invalidUserID(_, let reason) = error { throw .invalidUserID(reason) }
-            throw .invalidUserID("\(error)")
-        }
+        do { _ = try UserID.validate(request.userID) } catch { throw .invalidUserID(error.reason) }
         guard let secret = applications[request.applicationKey] else { throw .unknownApplicationKey(request.applicationKey) }
         let expected = SignedRegistration.sign(userID: request.userID, applicationKey: request.applicationKey, sequence: request.sequence, applicationSecret: secret)
         guard Self.constantTimeEqual(Array(expected.signature.utf8), Array(request.signature.utf8)) else { throw .forgedSignature }

@@ -89,7 +89,7 @@ actor Softphone {
         let (started, startedContinuation) = AsyncStream.makeStream(of: Bool.self)
         Task {
             for await event in events {
-                await self.show(event)
+                self.show(event)
                 if case .started = event { startedContinuation.yield(true) }
                 if case .failed = event { startedContinuation.yield(false) }
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoiceEngine
+import VoiceLab
 
 /// `voice-engine rtp-dump`: every RTP/RTCP packet of a capture and per-SSRC RFC 3550 statistics. The analysis is
 /// ``RTPCaptureAnalysis``; this command only formats it.

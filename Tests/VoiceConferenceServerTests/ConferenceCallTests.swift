@@ -80,7 +80,7 @@ struct ConferenceCallTests {
         print("participants done after \(ContinuousClock.now - started)")
         // The room closed after the last one left; its report names all three.
         let report = directory.appendingPathComponent("node-stats/talk.json")
-        #expect(try await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: report.path) }, "\(node.logTail)")
+        #expect(await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: report.path) }, "\(node.logTail)")
         print("report after \(ContinuousClock.now - started)")
         let unrelated = material.unrelated
         for index in Self.talkers.indices {

@@ -107,7 +107,7 @@ struct ConferenceDTLSTests {
             await call.hangUp()
             let result = await media.call.stop()
             baresip.stop()  // SIGTERM: baresip hangs up and closes its sndfile dump
-            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            #expect(await eventually { server.roomOccupancy().isEmpty })
             await server.close()
             try await engine.endpoint.close()
             print(report.text)
@@ -166,7 +166,7 @@ struct ConferenceDTLSTests {
             await bobCall.hangUp()
             _ = await aliceMedia.call.stop()
             let bobResult = await bobMedia.call.stop()
-            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            #expect(await eventually { server.roomOccupancy().isEmpty })
             await server.close()
             for agent in [alice, bob, mallory] { try await agent.endpoint.close() }
             print(report.text)
@@ -257,7 +257,7 @@ struct ConferenceDTLSTests {
             await bobCall.hangUp()
             _ = await aliceMedia.call.stop()
             let bobResult = await bobMedia.call.stop()
-            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            #expect(await eventually { server.roomOccupancy().isEmpty })
             await server.close()
             for agent in [alice, bob] { try await agent.endpoint.close() }
             print("bob after unmuting: \(afterUnmute); at the end: \(last); bob received \(bobHeardWhileMuted) then \(bobHeardAtEnd)")

@@ -70,7 +70,7 @@ struct ConferenceRekeyTests {
             await bobCall.hangUp()
             let aliceResult = await aliceMedia.call.stop()
             _ = await bobMedia.call.stop()
-            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            #expect(await eventually { server.roomOccupancy().isEmpty })
             await server.close()
             try await alice.endpoint.close()
             try await bob.endpoint.close()

@@ -95,27 +95,27 @@ struct ConferenceServerSIPTests {
             guard case .success(let media) = await outcome(of: aliceCall) else { throw SIPCallError("alice could not join") }
             #expect(media.srtp != nil, "the room's answer is SDES-SRTP")
             #expect((28_650...28_689).contains(media.remotePort))
-            #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
+            #expect(await eventually { server.roomOccupancy() == ["standup": 1] })
             // bob prefers 40 ms packets (a=ptime:40): the room still takes him and sends him 20 ms ones.
             var slow = OpusEncoderConfiguration()
             slow.frameDuration = .ms40
             let bobCall = try await bob.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692, send: slow))
             guard case .success(let bobMedia) = await outcome(of: bobCall) else { throw SIPCallError("bob could not join") }
             #expect(bobMedia.remotePort != media.remotePort, "each participant has a media port of its own")
-            #expect(try await eventually { server.roomOccupancy() == ["standup": 2] })
+            #expect(await eventually { server.roomOccupancy() == ["standup": 2] })
 
             // bob mutes himself (a=sendonly, what the engine's hold() offers) and comes back.
             #expect(try await bobCall.hold().direction == .sendonly)
-            #expect(try await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted } == true })
+            #expect(await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted } == true })
             #expect(try await bobCall.resume().direction == .sendrecv)
-            #expect(try await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted } == true })
+            #expect(await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted } == true })
 
             await aliceCall.hangUp()
-            #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
+            #expect(await eventually { server.roomOccupancy() == ["standup": 1] })
             await bobCall.hangUp()
-            #expect(try await eventually { server.roomOccupancy().isEmpty })
+            #expect(await eventually { server.roomOccupancy().isEmpty })
             // The report is made after the room left the server's list (the mixer's figures are read first).
-            #expect(try await eventually { !server.closedRoomReports().isEmpty })
+            #expect(await eventually { !server.closedRoomReports().isEmpty })
             let report = try #require(server.closedRoomReports().first)
             #expect(report.room == "standup")
             #expect(report.closedAt != nil)
@@ -127,7 +127,7 @@ struct ConferenceServerSIPTests {
             // A new call to the same id opens a new room.
             let again = try await alice.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_690))
             guard case .success = await outcome(of: again) else { throw SIPCallError("alice could not rejoin") }
-            #expect(try await eventually { server.roomOccupancy() == ["standup": 1] })
+            #expect(await eventually { server.roomOccupancy() == ["standup": 1] })
             await again.hangUp()
             try await alice.endpoint.close()
             try await bob.endpoint.close()

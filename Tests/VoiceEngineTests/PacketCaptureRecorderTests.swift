@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceLab
 
 /// `PacketCaptureRecorder` on real loopback sockets: what it writes is what went over the wire, with the arrival
 /// times the consumer saw, and it never blocks a sender.

@@ -11,7 +11,7 @@ final class PeerProcess: @unchecked Sendable {
     init(name: String, executable: String, arguments: [String], directory: URL) throws {
         self.name = name
         logURL = directory.appendingPathComponent("\(name).log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

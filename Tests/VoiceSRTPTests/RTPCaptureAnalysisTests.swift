@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoiceLab
 import VoiceRTP
 import VoiceSRTP
 import VoiceTestSupport

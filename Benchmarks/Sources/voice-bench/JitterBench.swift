@@ -103,7 +103,7 @@ struct JitterBench: ParsableCommand {
         fflush(nil)  // all streams: progress shows when piped too
     }
 
-    /// The listening-quality table (issue 14): means over `qualitySeeds` draws per condition.
+    /// The listening-quality table (Benchmarks/README.md section 7): means over `qualitySeeds` draws per condition.
     func runQuality(shared: [String]) throws {
         guard let speech = try shared.lazy.compactMap({ try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech") }).first
         else {

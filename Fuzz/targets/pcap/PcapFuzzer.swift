@@ -1,6 +1,7 @@
 // libFuzzer target: pcap / pcapng reading (PcapReader(bytes:) then next() until the end or an error).
 import FuzzSupport
 import VoiceEngine
+import VoiceLab
 
 @main enum PcapFuzzer {
     static func main() { runLibFuzzer(fuzz) }

@@ -1,11 +1,5 @@
 import Foundation
 
-/// Push data: any bytes a device attaches to its registration (the SDKs' app-sent push), handed to callers'
-/// clients when the device has no live connection.
-public enum PushData {
-    public static let maximumBytes = 1024
-}
-
 /// What a push notification carries for a client that is not connected, and what the app hands to the push
 /// helper: the service's payload (at most 100 bytes of JSON: kind, sender, ID, time, canceled) plus the call's
 /// custom headers (at most 1024 bytes, as in the call itself). Parsed without a started client.

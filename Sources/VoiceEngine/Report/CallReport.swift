@@ -277,11 +277,18 @@ public struct CallReport: Sendable, Codable {
     }
 
     /// Pretty-printed JSON with sorted keys.
-    public func jsonData() throws -> Data {
+    public func jsonData() throws -> Data { try ReportJSON.encode(self) }
+}
+
+/// How every report the engine and its tools write is encoded, so they read alike and diff cleanly.
+public enum ReportJSON {
+    /// Pretty-printed JSON with sorted keys; non-finite numbers as the strings `inf`, `-inf`, `nan` (a report
+    /// may hold a ratio over nothing, and JSON has no literal for it).
+    public static func encode(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        return try encoder.encode(self)
+        return try encoder.encode(value)
     }
 }

@@ -33,8 +33,8 @@ import VoiceSRTP
 public final class MediaStream {
     // Mutable state is `@exclusivity(unchecked)`: the stream is confined to one thread (above) and never calls back
     // into itself while mutating a property, so the run-time exclusivity checks only cost time per packet (about
-    // 0.3 % of a 50-participant conference tick, most of it in the per-listener send; issue 20's profile). Static
-    // exclusivity checking is unchanged.
+    // 0.3 % of a 50-participant conference tick, most of it in the per-listener send; Benchmarks/README.md
+    // section 10). Static exclusivity checking is unchanged.
     public let configuration: MediaStreamConfiguration
     /// Where produced datagrams go.
     @exclusivity(unchecked) public var sink: any MediaPacketSink

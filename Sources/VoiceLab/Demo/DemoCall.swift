@@ -198,13 +198,7 @@ public enum DemoCall {
         public var wallClockSeconds: Double
 
         /// Pretty-printed JSON with sorted keys (non-finite numbers as strings, as ``CallReport`` writes them).
-        public func jsonData() throws -> Data {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.nonConformingFloatEncodingStrategy = .convertToString(
-                positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-            return try encoder.encode(self)
-        }
+        public func jsonData() throws -> Data { try ReportJSON.encode(self) }
 
         /// Reads a `report.json`.
         public static func decode(_ data: Data) throws -> Report {

@@ -4,7 +4,7 @@ import VoiceCore
 import VoiceDSP
 import VoiceNetSim
 
-/// The jitter-buffer comparison of issue 4 as a library, so `voice-bench jitter` and the tests run the very same
+/// The jitter-buffer comparison as a library, so `voice-bench jitter` and the tests run the very same
 /// thing: Opus-encoded speech through the seeded network simulator into the adaptive buffer and the speexdsp
 /// buffer on identical input, and per scenario and strategy the figures that say how good a jitter buffer is.
 ///
@@ -16,7 +16,7 @@ import VoiceNetSim
 /// - *oracle floor*: on the same trace, the smallest fixed playout delay with no more late packets than the
 ///   strategy had (``NetworkTrace/oracleDelayMilliseconds(latePackets:)``), computed per strategy.
 public enum JitterBenchmark {
-    /// The issue's bound on the adaptive buffer's mean delay, as a multiple of its oracle floor.
+    /// The bound on the adaptive buffer's mean delay, as a multiple of its oracle floor.
     public static let oracleFactor = 1.25
 
     /// A named network condition (or recorded trace) and how much speech to send through it.
@@ -81,9 +81,9 @@ public enum JitterBenchmark {
         /// The ideal receiver on the same packets (``IdealReceiver``): the reference of both distances.
         public var ideal: IdealReceiver.Result
 
-        /// The issue's "Done when" for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
+        /// The criterion for this scenario: the adaptive buffer's mean delay is ≤ `oracleFactor` × its
         /// oracle floor, and no worse than speexdsp's while its late loss is equal or lower. Strict: no tolerance on
-        /// either figure (a 0.1 ms delay tie was allowed for a while, for drift+200ppm; it is gone, nothing needs it).
+        /// either figure.
         public func adaptiveMeetsCriteria(oracleFactor: Double = JitterBenchmark.oracleFactor) -> Bool {
             adaptive.meanDelayMilliseconds <= oracleFactor * adaptive.oracleMilliseconds
                 && adaptive.latePackets <= speex.latePackets
@@ -92,7 +92,7 @@ public enum JitterBenchmark {
 
         /// Whether speexdsp is better on one figure and no worse on the other: fewer or equally many late packets
         /// *and* a lower mean delay, or strictly fewer late packets at no more delay. The weaker reading of the
-        /// issue's comparison ("no worse than speexdsp wherever speexdsp has equal or lower late loss") fails
+        /// comparison ("no worse than speexdsp wherever speexdsp has equal or lower late loss") fails
         /// exactly when this is true.
         public var speexDominatesAdaptive: Bool {
             (speex.latePackets <= adaptive.latePackets && speex.meanDelayMilliseconds < adaptive.meanDelayMilliseconds)
@@ -100,7 +100,7 @@ public enum JitterBenchmark {
         }
     }
 
-    /// The issue's scenarios, seeded: clean; 2 % random loss + 20 ms normal jitter; 5 % bursty loss + 40 ms Pareto
+    /// The standard scenarios, seeded: clean; 2 % random loss + 20 ms normal jitter; 5 % bursty loss + 40 ms Pareto
     /// jitter; a 3 s outage then recovery; ±200 ppm sender drift; a delay step 20 → 150 → 20 ms. Base one-way
     /// delay 30 ms (20 ms for the step); the path is FIFO (jitter delays the packets behind, as a queue does).
     ///
@@ -147,10 +147,10 @@ public enum JitterBenchmark {
         }
     }
 
-    /// The conditions of the listening-quality table (issue 14), each at `seed`: 40 ms base delay; random loss
-    /// 0/5/10 % without jitter; the same with normal jitter of mean and deviation 30 ms (as `voice-engine simulate
-    /// --jitter 30` draws it); Gilbert–Elliott bursts of mean length 3 at 5 and 10 %. `seconds` is the length of
-    /// the speech sent (the whole speech set, not looped).
+    /// The conditions of the listening-quality table (Benchmarks/README.md section 7), each at `seed`: 40 ms base
+    /// delay; random loss 0/5/10 % without jitter; the same with normal jitter of mean and deviation 30 ms (as
+    /// `voice-engine simulate --jitter 30` draws it); Gilbert–Elliott bursts of mean length 3 at 5 and 10 %.
+    /// `seconds` is the length of the speech sent (the whole speech set, not looped).
     public static func qualityScenarios(seconds: Double, seed: UInt64 = 1) -> [Scenario] {
         let jitter = JitterModel.normal(meanMilliseconds: 30, standardDeviationMilliseconds: 30)
         func bursty(_ p: Double) -> LossModel { .gilbertElliott(goodToBad: p / 3 / (1 - p), badToGood: 1.0 / 3) }
@@ -360,7 +360,7 @@ public enum JitterBenchmark {
         return lines.joined(separator: "\n")
     }
 
-    /// The one-line JSON the issue specifies:
+    /// The one-line JSON `voice-bench jitter --json` ends with:
     /// `{"suite":"jitter","scenarios":[{"name":…,"oracle_ms":…,"strategies":{"adaptive":{"mean_delay_ms":…,
     /// "p95_delay_ms":…,"late_loss_pct":…,"concealment_pct":…,"fec_recovered":…},"speex":{…}}}]}`.
     /// The scenario's `oracle_ms` is the floor at the adaptive buffer's late loss (the one the acceptance

@@ -76,7 +76,7 @@ public struct AECVectorResult: Sendable, Codable {
     /// Issue 5's target, when stricter than `min` (see ``AECVectorManifest/Check/target``).
     public var target: Double?
     public var passed: Bool { value >= (min ?? -.infinity) && value <= (max ?? .infinity) }
-    /// Whether the issue's target is met too (`true` when there is none beyond the thresholds).
+    /// Whether the check's target is met too (`true` when there is none beyond the thresholds).
     public var targetMet: Bool { passed && value >= (target ?? -.infinity) }
 }
 

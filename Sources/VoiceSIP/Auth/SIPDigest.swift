@@ -1,4 +1,4 @@
-import COpenSSL
+import VoiceCrypto
 
 /// Where VoiceSIP gets a username and password when a server challenges a request (401/407). The user supplies
 /// it; returning nil gives up and surfaces the challenge's status to the caller.
@@ -118,16 +118,9 @@ public struct SIPDigestAuthenticator: Sendable {
     }
 }
 
-/// Lower-case hex of MD5 or SHA-256 of `bytes` (OpenSSL's libcrypto, already linked for SRTP).
+/// Lower-case hex of MD5 or SHA-256 of `bytes`.
 func digestHex(_ bytes: [UInt8], algorithm: SIPDigestChallenge.Algorithm) -> String {
-    var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-    var length: UInt32 = 0
-    let md = algorithm == .md5 ? EVP_md5() : EVP_sha256()
-    let ok = bytes.withUnsafeBufferPointer { input in
-        EVP_Digest(input.baseAddress, input.count, &output, &length, md, nil)
-    }
-    precondition(ok == 1, "EVP_Digest failed")
-    return output.prefix(Int(length)).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    (algorithm == .md5 ? HashAlgorithm.md5 : .sha256).hexDigest(bytes)
 }
 
 extension String {

@@ -1,5 +1,5 @@
 import NIOCore
-import VoiceEngine
+import VoiceSDP
 
 /// One call: an INVITE dialog with its SDP offer/answer (RFC 3261 §13–15, RFC 3264), driven by a calling client.
 ///

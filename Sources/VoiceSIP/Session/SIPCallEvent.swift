@@ -1,4 +1,4 @@
-import VoiceEngine
+import VoiceSDP
 
 /// What happens to a `SIPCall`, in order, on its `events` stream (single consumer; finished after `.ended`).
 public enum SIPCallEvent: Sendable, CustomStringConvertible {

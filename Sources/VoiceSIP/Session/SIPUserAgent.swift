@@ -1,5 +1,5 @@
 import NIOCore
-import VoiceEngine
+import VoiceSDP
 
 /// Who a `SIPUserAgent` is and where it sends calls.
 public struct SIPUserAgentConfiguration: Sendable {

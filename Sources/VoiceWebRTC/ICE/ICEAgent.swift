@@ -12,7 +12,7 @@ public enum ICEError: Error, Equatable, Sendable {
 /// needs), written as a state machine without I/O: the caller owns the sockets and the TURN allocation, feeds
 /// every STUN datagram to ``handle(_:from:base:now:)``, calls ``tick(now:)`` at least every ``pacing``, and sends
 /// what ``takeTransmits()`` returns. So it runs in fast time in tests and on the transport thread in a call, with
-/// no lock and no thread of its own (why not libnice: ARCHITECTURE.md §5.9).
+/// no lock and no thread of its own (why not libnice: ARCHITECTURE.md §5.10).
 ///
 /// What it does, each with its section:
 /// - candidates: local ones the caller gathered (host on every interface, srflx, relay) with RFC 8445 §5.1.2

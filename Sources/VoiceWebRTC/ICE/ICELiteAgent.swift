@@ -5,7 +5,7 @@ import VoiceCore
 /// browser nominates (USE-CANDIDATE) becomes where media goes, and each authenticated check renews consent
 /// (RFC 7675: a browser sends one every ~5 s; 30 s without one means the peer has gone and media must stop).
 ///
-/// Why ICE-lite for the engine as answerer: see ARCHITECTURE.md §WebRTC transport (libnice is the full agent for
+/// Why ICE-lite for the engine as answerer: see ARCHITECTURE.md §5.10 (libnice is the full agent for
 /// calls that must cross NATs).
 ///
 /// Not thread-safe: the transport's receive thread owns it.

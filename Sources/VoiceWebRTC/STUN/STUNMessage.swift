@@ -1,4 +1,5 @@
 internal import CDTLS
+import VoiceCrypto
 
 /// A STUN method (RFC 8489 §18.2; TURN's from RFC 8656 §17).
 public struct STUNMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -171,24 +172,10 @@ public struct STUNMessage: Equatable, Sendable {
 
     /// The long-term credential key for MESSAGE-INTEGRITY: MD5(username ":" realm ":" password) (RFC 8489 §9.2.2).
     public static func longTermKey(username: String, realm: String, password: String) -> [UInt8] {
-        let text = Array("\(username):\(realm):\(password)".utf8)
-        var digest = [UInt8](repeating: 0, count: 16)
-        var size: UInt32 = 0
-        _ = text.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &size, EVP_md5(), nil) }
-        return digest
+        HashAlgorithm.md5.digest(Array("\(username):\(realm):\(password)".utf8))
     }
 
-    static func hmacSHA1(key: [UInt8], data: [UInt8]) -> [UInt8] {
-        var mac = [UInt8](repeating: 0, count: 20)
-        var size: UInt32 = 0
-        _ = key.withUnsafeBytes { k in
-            data.withUnsafeBytes { d in
-                HMAC(EVP_sha1(), k.baseAddress, Int32(k.count), d.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                     d.count, &mac, &size)
-            }
-        }
-        return mac
-    }
+    static func hmacSHA1(key: [UInt8], data: [UInt8]) -> [UInt8] { HashAlgorithm.sha1.hmac(key: key, message: data) }
 
     // MARK: Byte order
 

@@ -58,10 +58,12 @@ public final class WebRTCSignallingServer: Sendable {
             var connection = 0
             await withDiscardingTaskGroup { group in
                 do {
-                    for try await upgrade in channel.inbound {
-                        connection += 1
-                        let id = connection
-                        group.addTask { await Self.serve(upgrade, id: id, page: body, sockets: sockets, handler: handler) }
+                    try await channel.executeThenClose { inbound in
+                        for try await upgrade in inbound {
+                            connection += 1
+                            let id = connection
+                            group.addTask { await Self.serve(upgrade, id: id, page: body, sockets: sockets, handler: handler) }
+                        }
                     }
                 } catch {}
             }

@@ -1,5 +1,6 @@
 import VoiceCore
 import VoiceRTP
+import VoiceSRTP
 
 /// Every RTP and RTCP packet of a pcap/pcapng capture, with its SRTP authentication result under a given key, and
 /// per-SSRC RFC 3550 receive statistics: what `voice-engine rtp-dump` prints, and how `replay` finds out which

@@ -1,3 +1,6 @@
+import VoiceCodec
+import VoiceSRTP
+
 /// Media direction of a stream (RFC 4566 §6 / RFC 3264 §6.1).
 public enum MediaDirection: String, Sendable, CaseIterable {
     case sendrecv, sendonly, recvonly, inactive

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import VoiceRTP
 #endif
 
 /// Reads the UDP datagrams (IPv4 and IPv6) of a pcap or pcapng capture, so captured calls can be replayed.

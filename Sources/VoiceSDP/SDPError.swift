@@ -1,3 +1,5 @@
+import VoiceSRTP
+
 /// Why an SDP text was rejected, or why an offer/answer exchange could not agree on an audio stream.
 ///
 /// Parse errors carry the 1-based line number of the offending line so the peer's SDP can be fixed. No case ever

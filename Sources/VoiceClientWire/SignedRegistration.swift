@@ -1,4 +1,5 @@
 import Foundation
+import VoiceCrypto
 
 /// Registration by signed request, as the calling SDKs define it: the app's own server holds the application
 /// secret and signs `(userId, applicationKey, sequence)`; the device passes the signature and the sequence to the
@@ -18,7 +19,7 @@ public struct SignedRegistration: Codable, Equatable, Sendable {
     /// The sequence is written in decimal, the strings concatenated as UTF-8 without separators.
     public static func sign(userID: String, applicationKey: String, sequence: UInt64, applicationSecret: String) -> SignedRegistration {
         let text = userID + applicationKey + String(sequence) + applicationSecret
-        return SignedRegistration(sequence: sequence, signature: Data(Digests.sha1(Array(text.utf8))).base64EncodedString())
+        return SignedRegistration(sequence: sequence, signature: Data(HashAlgorithm.sha1.digest(Array(text.utf8))).base64EncodedString())
     }
 }
 

@@ -1,3 +1,7 @@
+import Foundation
+import VoiceCodec
+import VoiceSRTP
+
 /// Whether the audio stream must, may or must not be protected by SRTP (keys exchanged as SDES `a=crypto`).
 public enum SRTPPolicy: Equatable, Sendable {
     /// Offer `RTP/SAVP` with these suites (preference order); reject a peer without a common suite.

@@ -1,3 +1,5 @@
+import VoiceCodec
+
 /// The Opus `a=fmtp:` parameters of RFC 7587 §6.1.
 ///
 /// Each parameter describes the party whose SDP carries it: `maxplaybackrate`, `maxaveragebitrate`, `stereo`,
