@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// The package folder, found from this file's location so tests run from any directory.
 private let packageRoot = URL(fileURLWithPath: #filePath)
@@ -12,7 +13,7 @@ private let haveSpeech =
     FileManager.default.fileExists(atPath: speechA) && FileManager.default.fileExists(atPath: speechB)
 
 /// `voice-engine demo`: the UDP-backed packet path, the demo call through the library, and the command's flags.
-@Suite struct DemoTests {
+@Suite(.tags(.slow), .scheduledByTags) struct DemoTests {
     /// A minimal RTP-looking datagram (version 2, payload type 111) carrying `index` so it can be told apart.
     private static func datagram(_ index: Int, rtcp: Bool = false) -> [UInt8] {
         var bytes: [UInt8] = [0x80, rtcp ? 201 : 111, UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF)]

@@ -19,10 +19,12 @@ extension Tag {
 /// How a suite or test tagged with ``Testing/Tag/interop``, ``Testing/Tag/live``, ``Testing/Tag/cli``,
 /// ``Testing/Tag/slow`` or ``Testing/Tag/root`` runs, decided from its tags:
 ///
-/// - Tagged `interop`, `live`, `cli` or `root`, it runs alone among such tests: a process-wide lock is held
-///   around a whole suite (or a single test outside one), so servers, peers, processes and real-time calls do not
-///   compete with each other for the two cores of a small machine, while the unit tests still run in parallel.
-///   A suite's own tests run in parallel with each other unless the suite is also `.serialized`.
+/// - It runs alone among such tests: a process-wide lock is held around a whole suite (or a single test outside
+///   one), so servers, peers, processes, real-time calls and long computations do not compete with each other
+///   for the two cores of a small machine, while the short unit tests still run in parallel. `slow` is in the
+///   set because Swift Testing runs synchronous tests on the cooperative pool, as wide as the machine has cores:
+///   two long computations beside a live call take every thread its async code needs, and it misses its
+///   deadlines. A suite's own tests run in parallel with each other unless the suite is also `.serialized`.
 /// - In a fast run (the environment variable `VOICE_TEST_FAST=1`, set by `make test-fast`), a test with any of the
 ///   five tags is cancelled before it starts, which Swift Testing reports as skipped with the reason.
 ///
@@ -31,10 +33,8 @@ extension Tag {
 public struct TagScheduling: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
-    /// The tags that keep a test out of a fast run.
-    public static let notFast: Set<Tag> = [.interop, .live, .cli, .slow, .root]
-    /// The tags that make a test run alone among its kind.
-    public static let exclusive: Set<Tag> = [.interop, .live, .cli, .root]
+    /// The tags that make a test run alone among its kind and keep it out of a fast run.
+    public static let scheduled: Set<Tag> = [.interop, .live, .cli, .slow, .root]
 
     /// Whether this process is a fast run (`VOICE_TEST_FAST=1`).
     public static var isFastRun: Bool { ProcessInfo.processInfo.environment["VOICE_TEST_FAST"] == "1" }
@@ -47,11 +47,11 @@ public struct TagScheduling: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        if Self.isFastRun, !test.tags.isDisjoint(with: Self.notFast) {
-            let tags = test.tags.intersection(Self.notFast).map { "\($0)" }.sorted().joined(separator: ", ")
+        if Self.isFastRun, !test.tags.isDisjoint(with: Self.scheduled) {
+            let tags = test.tags.intersection(Self.scheduled).map { "\($0)" }.sorted().joined(separator: ", ")
             try Test.cancel("not in a fast run (VOICE_TEST_FAST=1): tagged \(tags)")
         }
-        guard !test.tags.isDisjoint(with: Self.exclusive), !Self.holdsLock else {
+        guard !test.tags.isDisjoint(with: Self.scheduled), !Self.holdsLock else {
             try await function()
             return
         }
@@ -71,8 +71,7 @@ public struct TagScheduling: SuiteTrait, TestTrait, TestScoping {
 }
 
 extension Trait where Self == TagScheduling {
-    /// Runs exclusive-tagged suites and tests one at a time and leaves tagged ones out of a fast run
-    /// (``TagScheduling``).
+    /// Runs tagged suites and tests one at a time and leaves them out of a fast run (``TagScheduling``).
     public static var scheduledByTags: Self { TagScheduling() }
 }
 
