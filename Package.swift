@@ -127,7 +127,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
-        // The conference server: SIP user agent for room URIs, participants' media legs, rooms' reports (issue 20).
+        // The conference server: SIP user agent for room URIs, participants' media legs, rooms' reports.
         .target(
             name: "VoiceConferenceServer",
             dependencies: [

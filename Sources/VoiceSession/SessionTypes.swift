@@ -57,8 +57,9 @@ public struct CallID: Hashable, Sendable, Codable, CustomStringConvertible, Expr
     public var description: String { rawValue }
 }
 
-/// Why a call ended: carried in the ``SessionEffect/endCall(_:cause:)`` effect and the end-of-call report.
-public enum CallEndCause: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+/// Why the audio session's call ended: carried in the ``SessionEffect/endCall(_:cause:)`` effect and the
+/// end-of-call report. An app on VoiceClient sees the client's `CallEndCause` instead, which maps onto this one.
+public enum AudioSessionEndReason: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// The local user hung up.
     case localHangup
     /// The remote party hung up.
@@ -117,8 +118,8 @@ public enum InterruptionSource: Sendable, Hashable, Codable, CustomStringConvert
 
 /// Settings of an ``AudioSession``, fixed when it is created.
 public struct AudioSessionConfiguration: Sendable, Hashable {
-    /// How long an interruption may last before the call is ended with ``CallEndCause/interruptionTimeout``.
-    /// 30 s by default, as the calling SDKs use.
+    /// How long an interruption may last before the call is ended with
+    /// ``AudioSessionEndReason/interruptionTimeout``. 30 s by default, as the calling SDKs use.
     public var interruptionTimeout: MediaTime
 
     public init(interruptionTimeout: MediaTime = .milliseconds(30_000)) {

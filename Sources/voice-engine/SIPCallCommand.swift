@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix
+import VoiceClient
 import VoiceEngine
 import VoiceSIP
 
@@ -219,7 +220,7 @@ enum SIPCallSession {
                     stop.yield("established")
                 case .mediaUpdated(let media, _):
                     // Hold, resume or re-key (ours or the peer's re-INVITE): into the running media.
-                    do { try established.live?.updateMedia(media) } catch { say("sip: media update failed: \(error)") }
+                    do { try established.live?.update(media) } catch { say("sip: media update failed: \(error)") }
                 case .ended(let end):
                     established.end = end
                     stop.yield("ended")
@@ -244,29 +245,16 @@ enum SIPCallSession {
             if let code = end?.statusCode, code == 401 || code == 407 { return .noPermission(message) }
             return .runtime(message)
         }
-        if let remote = try? UDPEndpoint(host: media.remoteAddress, port: media.remotePort) { transport.setRemote(remote) }
-        let devices: (capture: any AudioDevice, playout: any AudioDevice)
+        let sipMedia: SIPCallMedia
         do {
-            devices = try LiveDeviceName.openPair(
-                microphone: LiveDeviceName(options.media.mic), speaker: LiveDeviceName(options.media.speaker), sampleRate: options.media.rate)
+            sipMedia = try SIPCallMedia(
+                negotiated: media, callID: CallID("sip"), transport: transport,
+                devices: CallAudioDevices(
+                    microphone: options.media.mic, speaker: options.media.speaker, sampleRate: options.media.rate,
+                    voiceProcessing: !options.media.noVoiceProcessing),
+                options: LiveCallOptions(mediaTimeoutSeconds: 10), adjust: options.media.applyingEchoCancellerChoice)
+            established.live = sipMedia
         } catch {
-            await call.hangUp()
-            await transport.close()
-            throw CommandFailure.runtime(error.description)
-        }
-        let liveCall: LiveCall
-        do {
-            liveCall = try LiveCall(
-                callID: CallID("sip"),
-                configuration: options.media.applyingEchoCancellerChoice(
-                    MediaStreamConfiguration(negotiated: media, voiceProcessing: !options.media.noVoiceProcessing)),
-                transport: transport, capture: devices.capture, playout: devices.playout,
-                options: LiveCallOptions(mediaTimeoutSeconds: 10))
-            try liveCall.start()
-            established.live = liveCall
-        } catch {
-            devices.capture.close()
-            devices.playout.close()
             await call.hangUp()
             await transport.close()
             throw CommandFailure.runtime("\(error)")
@@ -278,7 +266,7 @@ enum SIPCallSession {
                 stop.yield("duration")
             }
         }
-        let mediaEvents = liveCall.events
+        let mediaEvents = sipMedia.live.events
         Task {
             for await event in mediaEvents { if case .ended = event { stop.yield("media ended") } }
         }
@@ -287,7 +275,7 @@ enum SIPCallSession {
             break
         }
         say("hanging up (\(reason))")
-        let result = await liveCall.stop(cause: established.end == nil ? .localHangup : .remoteHangup)
+        let result = await sipMedia.stop(cause: established.end == nil ? .localHangup : .remoteHangup)
         if established.end == nil { await call.hangUp() }
         stop.finish()
         CallRunner.printSummary(result)
@@ -310,9 +298,9 @@ enum SIPCallSession {
             get { lock.withLock { _end } }
             set { lock.withLock { _end = newValue } }
         }
-        private var _live: LiveCall?
+        private var _live: SIPCallMedia?
         /// The running media, once started, for the re-INVITEs that change it.
-        var live: LiveCall? {
+        var live: SIPCallMedia? {
             get { lock.withLock { _live } }
             set { lock.withLock { _live = newValue } }
         }

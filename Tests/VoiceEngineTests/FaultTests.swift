@@ -30,7 +30,7 @@ import VoiceTestSupport
         var inputA: [Int16] = []
         var beganEffects: [SessionEffect] = []
         var endedEffects: [SessionEffect] = []
-        var endCause: CallEndCause?
+        var endCause: AudioSessionEndReason?
         var endedAtSeconds: Double?
         var report: CallStatisticsReport?
         var discardedAtB = 0

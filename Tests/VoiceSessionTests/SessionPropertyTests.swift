@@ -38,7 +38,7 @@ private struct DeviceModel {
         case 5, 6: return .callProgressing(calls.randomElement(using: &rng)!)
         case 7, 8: return .callEstablished(calls.randomElement(using: &rng)!)
         case 9, 10:
-            return .callEnded(calls.randomElement(using: &rng)!, cause: CallEndCause.allCases.randomElement(using: &rng)!)
+            return .callEnded(calls.randomElement(using: &rng)!, cause: AudioSessionEndReason.allCases.randomElement(using: &rng)!)
         case 11:
             let sources: [InterruptionSource] = [
                 .hostApplication, .device(.suspended), .device(.deviceLost), .device(.deviceBusy),

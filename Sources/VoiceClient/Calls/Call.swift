@@ -97,7 +97,7 @@ public actor Call {
             case .ended:
                 if holdsAudio {
                     holdsAudio = false
-                    if let report = try? await audioSession.callEnded(id, cause: machine.details.endCause?.sessionCause ?? .failed) {
+                    if let report = try? await audioSession.callEnded(id, cause: machine.details.endCause?.sessionReason ?? .failed) {
                         machine.attach(report)
                     } else if let report = await audioSession.lastReport, report.callID == id {
                         // The session had ended the call itself (interruption timeout).

@@ -12,7 +12,7 @@ actor CallLink {
     let capabilities: AudioCapabilities
     private let devices: CallAudioDevices
     private let tones: CallTones
-    private var live: LiveCall?
+    private var media: SIPCallMedia?
     private var muted = false
     private var onHold = false
     private var finished = false
@@ -74,7 +74,7 @@ actor CallLink {
         case .mediaUpdated(let media, _):
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
-            try? live?.updateMedia(media)
+            try? self.media?.update(media)
         case .ended(let end):
             // The media stops first, so its report is on the call when the app sees the end.
             await finish()
@@ -109,30 +109,16 @@ actor CallLink {
         }
     }
 
-    private func startMedia(_ media: NegotiatedAudio) throws {
-        guard live == nil else { return }
-        transport.setRemote(try UDPEndpoint(host: media.remoteAddress, port: media.remotePort))
+    private func startMedia(_ negotiated: NegotiatedAudio) throws {
+        guard media == nil else { return }
+        // The tone player lets go of the speaker first; the call's playout mixes the tones instead when it runs
+        // at their rate (a file microphone may set another).
         tones.mediaStarting()
-        let pair: (capture: any AudioDevice, playout: any AudioDevice)
         do {
-            pair = try LiveDeviceName.openPair(
-                microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker), sampleRate: devices.sampleRate)
+            let started = try SIPCallMedia(negotiated: negotiated, callID: call.id, transport: transport, devices: devices, tones: tones.controller)
+            started.live.setMicrophoneMuted(muted || onHold)
+            media = started
         } catch {
-            tones.mediaStopped()
-            throw error
-        }
-        do {
-            // The call's playout mixes the tones when it runs at their rate (a file microphone may set another).
-            let mixed = pair.playout.format == tones.controller.deviceFormat ? tones.controller : nil
-            let call = try LiveCall(
-                callID: self.call.id, configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: devices.voiceProcessing),
-                transport: transport, capture: pair.capture, playout: pair.playout, tones: mixed)
-            try call.start()
-            call.setMicrophoneMuted(muted || onHold)
-            live = call
-        } catch {
-            pair.capture.close()
-            pair.playout.close()
             tones.mediaStopped()
             throw error
         }
@@ -151,11 +137,11 @@ actor CallLink {
             await sip.hangUp()
         case .sendHold(let on):
             onHold = on
-            live?.setMicrophoneMuted(muted || onHold)
+            media?.live.setMicrophoneMuted(muted || onHold)
             _ = try? await (on ? sip.hold() : sip.resume())
         case .setMicrophoneMuted(let on):
             muted = on
-            live?.setMicrophoneMuted(muted || onHold)
+            media?.live.setMicrophoneMuted(muted || onHold)
         case .startRingtone:
             tones.startRingtone()
         case .stopRingtone:
@@ -175,9 +161,9 @@ actor CallLink {
     private func finish() async {
         guard !finished else { return }
         finished = true
-        if let live {
-            self.live = nil
-            let result = await live.stop(cause: .localHangup)
+        if let media {
+            self.media = nil
+            let result = await media.stop(cause: .localHangup)
             mediaRan = true
             await call.attachMedia(result.report)
         }
@@ -199,5 +185,5 @@ actor CallLink {
     var isFinished: Bool { finished }
 
     /// The media's counters, while it runs.
-    var mediaStatistics: LiveCallStatistics? { live?.statistics }
+    var mediaStatistics: LiveCallStatistics? { media?.live.statistics }
 }

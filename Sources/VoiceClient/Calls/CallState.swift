@@ -22,7 +22,9 @@ public enum CallState: String, Sendable, Hashable, CaseIterable, CustomStringCon
 
 public enum CallDirection: String, Sendable, Hashable { case outgoing, incoming }
 
-/// Why a call ended, as the SDKs name it.
+/// Why a call ended, as the SDKs name it: the one end cause an app sees. The client derives it from the SIP
+/// dialog's end (``CallEvent``s, see ``CallStateMachine``) and gives the audio session its own
+/// `AudioSessionEndReason` for the end-of-call report.
 public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Someone hung up an established call (either side).
     case hungUp
@@ -43,8 +45,8 @@ public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomString
 
     public var description: String { rawValue }
 
-    /// The engine's audio-session cause for the end-of-call report.
-    var sessionCause: VoiceEngine.CallEndCause {
+    /// The audio session's reason for the end-of-call report.
+    var sessionReason: AudioSessionEndReason {
         switch self {
         case .hungUp, .canceled, .noAnswer, .otherDeviceAnswered, .transferred: .localHangup
         case .denied: .rejected

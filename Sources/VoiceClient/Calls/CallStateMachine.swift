@@ -89,7 +89,7 @@ public struct CallRefusal: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The call object's state machine, pure: events in, new state and effects out, times from outside. The
-/// dialog layer (issue 18's INVITE dialogs) turns SIP into ``CallEvent``s and carries out the send-effects;
+/// dialog layer (the client's SIP INVITE dialogs) turns SIP into ``CallEvent``s and carries out the send-effects;
 /// ``Call`` applies the audio side to the engine's ``AudioSession``.
 public struct CallStateMachine: Sendable, Hashable {
     public let direction: CallDirection

@@ -19,7 +19,7 @@ public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
     /// A file-backed microphone reached the end of its file and now delivers silence.
     case microphoneEnded
     /// The call ended; ``LiveCall/stop(cause:)`` returns the report.
-    case ended(CallEndCause)
+    case ended(AudioSessionEndReason)
 
     public var description: String {
         switch self {
@@ -47,8 +47,8 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
     /// it is dropped and counted (the speaker clock runs slower than the media tick).
     public var playoutHighWaterBlocks: Int
-    /// End the call with `CallEndCause.failed` (VoiceSession) when no RTP was received for this long after it
-    /// was established; nil never does.
+    /// End the call with `AudioSessionEndReason.failed` (VoiceSession) when no RTP was received for this long
+    /// after it was established; nil never does.
     public var mediaTimeoutSeconds: Double?
     /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
     /// counted as late, not run).
@@ -128,7 +128,7 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
 /// What a finished ``LiveCall`` leaves behind.
 public struct LiveCallResult: Sendable {
     /// Why it ended.
-    public var cause: CallEndCause
+    public var cause: AudioSessionEndReason
     /// The end-of-call report of the stream (with the audio session's part when a session was attached).
     public var report: CallReport
     /// The media thread's counters.

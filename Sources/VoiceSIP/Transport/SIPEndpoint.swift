@@ -3,56 +3,6 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// Settings of a `SIPEndpoint`.
-public struct SIPEndpointConfiguration: Sendable {
-    public var timers: SIPTimerConfiguration
-    public var maximumMessageBytes: Int
-    /// `User-Agent` added to requests that have none (nil: none added).
-    public var userAgent: String?
-    /// When set, every open TCP or TLS connection, and every UDP peer named with `keepAlive(_:)` (a registrar,
-    /// as `SIPRegistration` does), gets an RFC 5626 CRLF CRLF ping this often, so that NATs and the server keep the
-    /// binding open and an incoming INVITE can come back through it.
-    public var keepaliveInterval: TimeAmount?
-    /// Trust roots for TLS connections we open, and our certificate for a TLS listener. Nil: TLS peers get a
-    /// `SIPError.Kind.tls` failure (no TLS without a decision on whom to trust).
-    public var tls: SIPTLSConfiguration?
-
-    public init(
-        timers: SIPTimerConfiguration = SIPTimerConfiguration(),
-        maximumMessageBytes: Int = SIPMessageParser.defaultMaximumMessageBytes,
-        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil, tls: SIPTLSConfiguration? = nil
-    ) {
-        self.timers = timers
-        self.maximumMessageBytes = maximumMessageBytes
-        self.userAgent = userAgent
-        self.keepaliveInterval = keepaliveInterval
-        self.tls = tls
-    }
-}
-
-/// A request handed to the transaction user. `transaction` is nil for the ACK of a 2xx (it has none, RFC 3261
-/// §17.1.1.3); for any other request the TU answers with `SIPEndpoint.respond(_:to:)`.
-public struct SIPIncomingRequest: Sendable {
-    public let message: SIPMessage
-    public let transaction: SIPTransactionID?
-    public let peer: SIPPeer
-}
-
-/// What the transport saw, for tests, benchmarks and `--trace`.
-public struct SIPTransportStatistics: Equatable, Sendable {
-    public var messagesReceived = 0
-    public var messagesSent = 0
-    /// Malformed messages counted and dropped (RFC 3261 §18.3: a UDP datagram is discarded; a stream is closed).
-    public var malformedDropped = 0
-    public var keepalivePongsReceived = 0
-    /// CRLF CRLF pings sent to UDP peers (`keepAlive(_:)`).
-    public var keepalivesSent = 0
-    public var connectionsOpened = 0
-    public var connectionsAccepted = 0
-    /// Why the last message was dropped.
-    public var lastDropReason: String?
-}
-
 /// A SIP user agent's transport and transaction layers on one NIO event loop: UDP, TCP and TLS listeners (IPv4 or IPv6),
 /// connections reused per remote address in both directions, Via `received`/`rport` stamping (RFC 3261 §18.2.1,
 /// RFC 3581), transaction timers scheduled on the loop, CRLF keepalives.
@@ -563,50 +513,5 @@ extension SIPEndpoint: SIPTransportSink {
 
     func transport(closed channel: any Channel, peer: SIPPeer) {
         connections[ConnectionKey(transport: peer.transport, address: peer.address)] = nil
-    }
-}
-
-/// The address of a socket as a Via host or URI host: IPv6 in brackets.
-func hostText(_ address: SocketAddress) -> String {
-    guard let ip = address.ipAddress else { return "127.0.0.1" }
-    if case .v6 = address { return "[\(ip)]" }
-    return ip
-}
-
-/// Random branch and tag material.
-enum SIPRandomToken {
-    static func make() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String(generator.next() as UInt64, radix: 36)
-    }
-}
-
-extension SIPMessage {
-    /// Names `address` as the sent-by of the top Via when that Via is ours (its branch starts with `prefix`).
-    mutating func setTopViaSentBy(_ address: SocketAddress, ifBranchStartsWith prefix: String) {
-        guard let index = headers.fields.firstIndex(where: { $0.name == "Via" }),
-            var values = try? splitHeaderList(headers.fields[index].value, header: "Via"),
-            var via = try? SIPVia(parsing: values[0]), via.branch?.hasPrefix(prefix) == true
-        else { return }
-        via.host = hostText(address)
-        via.port = address.port
-        values[0] = via.description
-        headers.setValue(values.joined(separator: ", "), at: index)
-    }
-
-    /// RFC 3261 §18.2.1 and RFC 3581 §4: the receiver records in the top Via where the request really came from.
-    mutating func stampTopVia(receivedFrom address: SocketAddress) {
-        guard let index = headers.fields.firstIndex(where: { $0.name == "Via" }),
-            var values = try? splitHeaderList(headers.fields[index].value, header: "Via"),
-            var via = try? SIPVia(parsing: values[0]), let ip = address.ipAddress
-        else { return }
-        let sentHost = via.host.hasPrefix("[") ? String(via.host.dropFirst().dropLast()) : via.host
-        if sentHost != ip { via.received = ip }
-        if via.requestsRport, let port = address.port {
-            via.parameters.set("rport", "\(port)")
-            via.received = ip
-        }
-        values[0] = via.description
-        headers.setValue(values.joined(separator: ", "), at: index)
     }
 }

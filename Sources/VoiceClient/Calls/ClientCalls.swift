@@ -1,0 +1,147 @@
+import VoiceEngine
+import VoiceSIP
+
+/// The client's calls: placing them (an RTP socket, the INVITE through the service, a ``Call`` bound to its
+/// dialog by a ``CallLink``), ringing the incoming ones, the no-answer timeout, and hanging them all up when the
+/// client stops. They share the client's audio session, tones and clock.
+///
+/// Part of ``VoiceClient`` and isolated to it (not `Sendable`; its async methods run on the client's executor).
+final class ClientCalls {
+    private let configuration: VoiceClientConfiguration
+    private let clock: any MediaClock
+    private let audioSession: AudioSession
+    private let tones: CallTones
+    private let events: AsyncStream<VoiceClientEvent>.Continuation
+    /// The user agent and the domain calls go through.
+    private let registration: ClientRegistration
+    private let push: ClientPush
+    /// Every call not yet ended, bound to SIP or not (``VoiceClient/newCall(id:direction:remote:headers:viaPush:)``).
+    private var calls: [Call] = []
+    /// The calls bound to a SIP dialog.
+    private var links: [CallLink] = []
+    /// The microphone and speaker of the next calls; starts as the configuration's.
+    var devices: CallAudioDevices
+
+    init(
+        configuration: VoiceClientConfiguration, clock: any MediaClock, audioSession: AudioSession, tones: CallTones,
+        events: AsyncStream<VoiceClientEvent>.Continuation, registration: ClientRegistration, push: ClientPush
+    ) {
+        self.configuration = configuration
+        self.clock = clock
+        self.audioSession = audioSession
+        self.tones = tones
+        self.events = events
+        self.registration = registration
+        self.push = push
+        devices = configuration.audio
+    }
+
+    /// A call object on the client's audio session and clock, not bound to SIP.
+    func newCall(id: CallID, direction: CallDirection, remote: String, headers: [String: String], viaPush: Bool)
+        throws(VoiceClientError) -> Call
+    {
+        _ = try CustomHeaders.validate(headers)
+        let call = Call(
+            id: id, direction: direction, remote: remote, headers: headers, audioSession: audioSession, clock: clock,
+            noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
+        calls.append(call)
+        return call
+    }
+
+    /// Ends unanswered calls whose no-answer timeout has passed and forgets ended ones.
+    nonisolated(nonsending) func tick() async {
+        var live: [Call] = []
+        for call in calls {
+            await call.tick()
+            if await call.state != .ended { live.append(call) }
+        }
+        calls = live
+        var running: [CallLink] = []
+        for link in links where await link.call.state != .ended { running.append(link) }
+        links = running
+    }
+
+    /// Places a call through the service. For another user of the app, a callee the service keeps (no
+    /// connection) makes `askToPush` run with the call's payload.
+    /// - Throws: ``VoiceClientError/invalidCall(_:)`` (headers), ``VoiceClientError/invalidState(_:)`` (not
+    ///   started), ``VoiceClientError/network(_:)``; nothing was sent then.
+    nonisolated(nonsending) func place(
+        _ target: CallTarget, headers: [String: String],
+        askToPush: @escaping @Sendable (_ recipient: String, _ payload: PushPayload) async -> Void
+    ) async throws(VoiceClientError) -> Call {
+        let checked: [(name: String, value: String)]
+        do { checked = try CustomHeaders.validate(headers) } catch { throw .invalidCall(Self.reason(error)) }
+        guard let agent = registration.agent, let grant = registration.grant else { throw .invalidState("the client is not started") }
+        let transport: UDPMediaTransport
+        let capabilities: AudioCapabilities
+        do { (transport, capabilities) = try await CallLink.bindMedia(host: registration.mediaHost) } catch {
+            throw .network("cannot bind the RTP socket: \(error)")
+        }
+        let sip: SIPCall
+        do {
+            sip = try await agent.call(target.requestURI(domain: grant.domain), offering: capabilities, headers: checked.map { ($0.name, $0.value) })
+        } catch {
+            await transport.close()
+            throw .network("INVITE: \(error)")
+        }
+        let call = Call(
+            id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers, audioSession: audioSession,
+            clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
+        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones)
+        if case .user(let callee) = target {
+            let payload = push.payload(.call, id: sip.callID, headers: headers)
+            await link.whenPushPending { await askToPush(callee, payload) }
+        }
+        adopt(link)
+        return call
+    }
+
+    /// An INVITE from the service: RTP socket, 180 Ringing, a ringing ``Call`` for the app.
+    nonisolated(nonsending) func ring(_ sip: SIPCall, mediaHost: String) async {
+        let transport: UDPMediaTransport
+        let capabilities: AudioCapabilities
+        do { (transport, capabilities) = try await CallLink.bindMedia(host: mediaHost) } catch {
+            await sip.reject(status: 500, reason: "Cannot Bind Media")
+            return
+        }
+        var headers: [String: String] = [:]
+        for field in sip.requestHeaders { headers[field.name] = field.value }
+        let caller = sip.remote.uri.user.map(SIPUserPart.unescape) ?? sip.remote.uri.description
+        let viaPush = push.takePushedCall()
+        let call = Call(
+            id: CallID(sip.callID), direction: .incoming, remote: caller, headers: headers, audioSession: audioSession, clock: clock,
+            noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
+        _ = try? await sip.ring()
+        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones))
+        events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
+    }
+
+    /// Hangs up every call and waits (at most a second per call) until their BYEs and CANCELs are out and their
+    /// media stopped, so they leave before the endpoint closes; then forgets them.
+    nonisolated(nonsending) func hangUpAll() async {
+        for call in calls where await call.state != .ended { _ = try? await call.hangup() }
+        for link in links {
+            for _ in 0..<50 where await !link.isFinished { try? await Task.sleep(for: .milliseconds(20)) }
+        }
+        calls.removeAll()
+        links.removeAll()
+    }
+
+    /// Ends a call the audio session still holds and deactivates the session.
+    nonisolated(nonsending) func releaseAudioSession() async {
+        let state = await audioSession.state
+        if let call = state.phase.call { _ = try? await audioSession.callEnded(call.id, cause: .localHangup) }
+        if await audioSession.state.applicationActivated { _ = try? await audioSession.send(.applicationDeactivate) }
+    }
+
+    private func adopt(_ link: CallLink) {
+        calls.append(link.call)
+        links.append(link)
+        link.run()
+    }
+
+    private static func reason(_ error: VoiceClientError) -> String {
+        if case .invalidMessage(let reason) = error { return reason }
+        return error.description
+    }
+}

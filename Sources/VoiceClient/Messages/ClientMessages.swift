@@ -1,0 +1,125 @@
+import Foundation
+import VoiceEngine
+import VoiceSIP
+
+/// Messages, both ways, over SIP MESSAGE through the service. Outgoing: kept in the ``MessageOutbox`` and sent
+/// when due, one request per recipient, each outcome reported (a message stored for an offline recipient asks
+/// for a push). Incoming: answered 200 on the event loop, then reported once per message however often it
+/// arrives.
+///
+/// Part of ``VoiceClient`` and isolated to it (not `Sendable`; its async methods run on the client's executor).
+final class ClientMessages {
+    private let userID: String
+    private let clock: any MediaClock
+    private let events: AsyncStream<VoiceClientEvent>.Continuation
+    /// The SIP connection and the domain the requests go through.
+    private let registration: ClientRegistration
+    private let push: ClientPush
+    private var outbox = MessageOutbox()
+    /// The messages whose attempt is under way (message ID and recipient), not to be sent twice at once.
+    private var sending: Set<String> = []
+    private var cseq: UInt32 = 0
+    /// The Call-IDs of the latest incoming messages, to report a repeated delivery once.
+    private var seenIncoming: [String] = []
+    /// Incoming MESSAGEs from the event loop, in arrival order, to the client (``receive(_:on:into:)`` yields
+    /// them, the client reads ``incoming``).
+    let inbox: AsyncStream<SIPMessage>.Continuation
+    let incoming: AsyncStream<SIPMessage>
+
+    init(
+        userID: String, clock: any MediaClock, events: AsyncStream<VoiceClientEvent>.Continuation,
+        registration: ClientRegistration, push: ClientPush
+    ) {
+        (self.userID, self.clock, self.events) = (userID, clock, events)
+        (self.registration, self.push) = (registration, push)
+        (incoming, inbox) = AsyncStream.makeStream(of: SIPMessage.self)
+    }
+
+    /// Checks the recipients and headers and keeps one message per recipient, due now.
+    /// - Returns: the message ID.
+    /// - Throws: bad recipients or headers; nothing was kept then.
+    func add(_ text: String, to recipients: [String], headers: [String: String]) throws(VoiceClientError) -> String {
+        guard !recipients.isEmpty else { throw .invalidMessage("no recipients") }
+        for recipient in recipients {
+            do { _ = try UserID.validate(recipient) } catch { throw VoiceClientError(error) }
+        }
+        let checked = try CustomHeaders.validate(headers)
+        let id = UUID().uuidString.lowercased()
+        let now = clock.now
+        for recipient in Set(recipients).sorted() {
+            outbox.add(OutgoingMessage(id: id, recipient: recipient, text: text, headers: checked, firstAttempt: now, nextAttempt: now, attempts: 0))
+        }
+        return id
+    }
+
+    /// Messages not yet delivered, stored or failed.
+    var pending: [OutgoingMessage] { outbox.pending }
+
+    /// Sends every message whose attempt is due on the client's clock and reports what became of each.
+    nonisolated(nonsending) func retryDue() async {
+        for message in outbox.due(at: clock.now) where !sending.contains(message.id + "\u{0}" + message.recipient) {
+            let key = message.id + "\u{0}" + message.recipient
+            sending.insert(key)
+            let outcome = await attempt(message)
+            sending.remove(key)
+            switch outbox.record(outcome, for: message.id, recipient: message.recipient, at: clock.now) {
+            case .delivered: events.yield(.messageDelivered(id: message.id, recipient: message.recipient))
+            case .storedForLaterDelivery:
+                events.yield(.messageStoredForLaterDelivery(id: message.id, recipient: message.recipient))
+                let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+                await push.askToPush(recipient: message.recipient, payload: push.payload(.message, id: message.id, headers: headers))
+            case .failed(let reason, let status):
+                events.yield(.messageFailed(id: message.id, recipient: message.recipient, reason: reason, sipStatus: status))
+            case nil: break
+            }
+        }
+    }
+
+    private nonisolated(nonsending) func attempt(_ message: OutgoingMessage) async -> MessageAttemptOutcome {
+        guard let sender = registration.sender, let serverPeer = registration.serverPeer, let grant = registration.grant else {
+            return .unsent(reason: "the client is not started")
+        }
+        cseq &+= 1
+        var headers = SIPHeaders()
+        headers.add("From", "<sip:\(SIPUserPart.escape(userID))@\(grant.domain)>;tag=\(UUID().uuidString.prefix(8).lowercased())")
+        headers.add("To", "<sip:\(SIPUserPart.escape(message.recipient))@\(grant.domain)>")
+        // One Call-ID per message and recipient on every attempt, so the recipient drops a repeated delivery.
+        headers.add("Call-ID", "\(message.id)-\(SIPUserPart.escape(message.recipient))")
+        headers.add("CSeq", SIPCSeq(cseq, .message).description)
+        headers.add("Content-Type", "text/plain;charset=utf-8")
+        for (name, value) in message.headers { headers.add(name, value) }
+        let uri = SIPURI(user: SIPUserPart.escape(message.recipient), host: grant.domain)
+        do {
+            let response = try await sender.send(.request(.message, uri, headers: headers, body: Array(message.text.utf8)), to: serverPeer)
+            return .classify(status: response.statusCode ?? 500, reason: response.reasonPhrase ?? "")
+        } catch {
+            return .unsent(reason: "\(error)")
+        }
+    }
+
+    /// Answers a request that is neither a call nor a response, on the event loop: a MESSAGE with 200 (it goes
+    /// to `inbox`), anything else with 405.
+    static func receive(_ request: SIPIncomingRequest, on endpoint: SIPEndpoint, into inbox: AsyncStream<SIPMessage>.Continuation) {
+        guard request.transaction != nil, let method = request.message.requestMethod else { return }
+        switch method {
+        case .message:
+            endpoint.respond(.response(to: request.message, status: 200, toTag: "m"), to: request)
+            inbox.yield(request.message)
+        default:
+            endpoint.respond(.response(to: request.message, status: 405, toTag: "x"), to: request)
+        }
+    }
+
+    /// Reports an incoming message, once per Call-ID (a retried message whose 200 was lost arrives again).
+    func deliver(_ message: SIPMessage) {
+        let callID = message.callID ?? UUID().uuidString
+        guard !seenIncoming.contains(callID) else { return }
+        seenIncoming.append(callID)
+        if seenIncoming.count > 1000 { seenIncoming.removeFirst(seenIncoming.count - 1000) }
+        var custom: [String: String] = [:]
+        for field in message.headers where field.name.lowercased().hasPrefix("x-") { custom[field.name] = field.value }
+        let sender = message.from.flatMap { $0.uri.user }.map(SIPUserPart.unescape) ?? ""
+        let id = callID.split(separator: "-").prefix(5).joined(separator: "-")
+        events.yield(.messageReceived(IncomingMessage(id: id, sender: sender, text: String(decoding: message.body, as: UTF8.self), headers: custom)))
+    }
+}

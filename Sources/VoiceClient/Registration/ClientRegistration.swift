@@ -1,0 +1,219 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import VoiceSIP
+
+/// The client's registration: credentials from the registration service (asking the app to sign when it has
+/// none that are valid), the SIP endpoint and user agent towards the service, and the SIP binding kept refreshed.
+/// A refresh lost after `start()` is reported once per loss; credentials are renewed before they expire.
+///
+/// Part of ``VoiceClient`` and isolated to it (not `Sendable`; its async methods run on the client's executor):
+/// the client runs the renewal timer and the readers, this part decides.
+final class ClientRegistration {
+    let userID: String
+    private let configuration: VoiceClientConfiguration
+    private let sign: VoiceClient.SignRegistration
+    private let unixTime: @Sendable () -> UInt64
+    private let group: MultiThreadedEventLoopGroup
+    private let events: AsyncStream<VoiceClientEvent>.Continuation
+
+    /// The current credentials: kept over `stop()` while valid, dropped when the service refused them.
+    private(set) var grant: RegistrationGrant?
+    private(set) var agent: SIPUserAgent?
+    private(set) var sender: SIPRequestSender?
+    /// The service's SIP address (the outbound proxy and registrar).
+    private(set) var serverPeer: SIPPeer?
+    /// The local address SIP uses towards the service: RTP binds there too.
+    private(set) var mediaHost = "127.0.0.1"
+    private var endpoint: SIPEndpoint?
+    private var binding: SIPRegistration?
+    /// What the SIP layer authenticates with: replaced in place when the credentials are renewed.
+    private let sipCredentials = RenewableCredentials()
+    /// Whether the last refresh succeeded: a loss is reported once, a later success re-arms the report.
+    private var healthy = true
+
+    init(
+        userID: String, configuration: VoiceClientConfiguration, sign: @escaping VoiceClient.SignRegistration,
+        unixTime: @escaping @Sendable () -> UInt64, group: MultiThreadedEventLoopGroup,
+        events: AsyncStream<VoiceClientEvent>.Continuation
+    ) {
+        self.userID = userID
+        self.configuration = configuration
+        self.sign = sign
+        self.unixTime = unixTime
+        self.group = group
+        self.events = events
+    }
+
+    /// Whether the SIP binding is registered (and kept refreshed).
+    var isRegistered: Bool { binding != nil }
+
+    /// The address of record, `sip:<user ID>@<domain>` (known once credentials were granted).
+    var addressOfRecord: String? { grant.map { "sip:\(SIPUserPart.escape(userID))@\($0.domain)" } }
+
+    /// Credentials (kept or new), then the SIP endpoint and user agent towards the service; `onRequest` gets the
+    /// requests that are neither calls nor responses. Nothing is registered yet: ``register(onRefresh:)`` does.
+    /// - Returns: the user agent, whose incoming calls the caller reads.
+    nonisolated(nonsending) func connect(
+        onRequest: @escaping @Sendable (SIPIncomingRequest, SIPEndpoint) -> Void
+    ) async throws -> SIPUserAgent {
+        let grant = try await credentials()
+        let server: SocketAddress
+        do { server = try SocketAddress.makeAddressResolvingHost(configuration.serviceHost, port: configuration.sipPort) } catch {
+            throw VoiceClientError.network("cannot resolve \(configuration.serviceHost): \(error)")
+        }
+        let local = try LocalAddress.towards(server)
+        let t1 = configuration.sipT1
+        let timers = SIPTimerConfiguration(t1: t1, t2: min(.seconds(4), t1 * 8), t4: min(.seconds(5), t1 * 10))
+        let endpoint = try await SIPEndpoint.start(
+            on: group.next(), udp: local, configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
+        sipCredentials.set(grant)
+        let peer = SIPPeer(.udp, server)
+        let agent = SIPUserAgent(
+            endpoint: endpoint, credentials: sipCredentials,
+            configuration: SIPUserAgentConfiguration(
+                addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), outboundProxy: peer))
+        try await agent.onOtherRequest { [endpoint] request in onRequest(request, endpoint) }
+        self.agent = agent
+        mediaHost = local.ipAddress ?? "127.0.0.1"
+        (self.endpoint, sender, serverPeer) = (endpoint, agent.sender, peer)
+        return agent
+    }
+
+    /// REGISTERs the user through the connection ``connect(onRequest:)`` made and keeps the binding refreshed;
+    /// `onRefresh` gets every later refresh's outcome (hand it to ``refreshed(_:)`` on the client).
+    /// - Throws: ``VoiceClientError/network(_:)``, ``VoiceClientError/sipRegistrationFailed(status:reason:)``
+    ///   (refused credentials are dropped then, so the next `start()` asks the app to sign again).
+    nonisolated(nonsending) func register(
+        onRefresh: @escaping @Sendable (Result<SIPRegistrationResult, any Error>) -> Void
+    ) async throws {
+        guard let grant, let sender, let serverPeer else { throw VoiceClientError.invalidState("not connected") }
+        let binding = SIPRegistration(
+            configuration: SIPRegistrationConfiguration(
+                addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), server: serverPeer,
+                expires: configuration.registrationExpires),
+            sender: sender)
+        let result: SIPRegistrationResult
+        do { result = try await binding.startRefreshing() } catch { throw VoiceClientError.network("REGISTER: \(error)") }
+        guard result.succeeded else {
+            if result.statusCode == 401 || result.statusCode == 403 { self.grant = nil }
+            throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
+        }
+        self.binding = binding
+        await binding.observeRefreshes(onRefresh)
+    }
+
+    /// Reports a refresh that failed after `start()` (once per loss).
+    /// - Returns: whether the credentials should be renewed now: the service refused ones the client still holds
+    ///   valid (its clock is behind, the service's secret changed), so the app is asked to sign again at once
+    ///   rather than the dead credentials being sent until the scheduled renewal.
+    func refreshed(_ outcome: Result<SIPRegistrationResult, any Error>) -> Bool {
+        guard binding != nil else { return false }
+        var renewNow = false
+        switch outcome {
+        case .success(let result) where result.succeeded:
+            healthy = true
+        case .success(let result):
+            if healthy {
+                events.yield(.registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)")))
+                renewNow = result.statusCode == 401 || result.statusCode == 403
+            }
+            healthy = false
+        case .failure(let error):
+            if healthy { events.yield(.registrationLost(.registrationLost("refresh not answered: \(error)"))) }
+            healthy = false
+        }
+        return renewNow
+    }
+
+    /// When to renew the current credentials: once four fifths of their remaining lifetime have passed.
+    var renewalDelay: Duration? {
+        guard let grant else { return nil }
+        return .milliseconds(Int64(max(1, remainingSeconds(of: grant)) * 800))
+    }
+
+    /// Asks the app to sign and the service for new credentials while registered; refreshes and messages pick
+    /// them up.
+    /// - Returns: when to renew next: ``renewalDelay`` after a renewal, a tenth of the time left (at least 1 s)
+    ///   after a failed one; nil when not registered.
+    nonisolated(nonsending) func renewCredentials() async -> Duration? {
+        guard binding != nil else { return nil }
+        do {
+            let grant = try await requestGrant()
+            sipCredentials.set(grant)
+            return renewalDelay
+        } catch {
+            guard let grant else { return nil }
+            return .milliseconds(Int64(max(1, remainingSeconds(of: grant) / 10) * 1000))
+        }
+    }
+
+    /// Unregisters (or only stops refreshing) and closes the endpoint; the credentials are kept.
+    nonisolated(nonsending) func tearDown(unregister: Bool) async {
+        if let binding {
+            if unregister { _ = try? await binding.unregister() } else { await binding.stopRefreshing() }
+        }
+        try? await endpoint?.close()
+        (binding, endpoint, sender, serverPeer, agent) = (nil, nil, nil, nil, nil)
+        healthy = true
+    }
+
+    private func remainingSeconds(of grant: RegistrationGrant) -> UInt64 {
+        grant.expires > unixTime() ? grant.expires - unixTime() : 0
+    }
+
+    /// The kept credentials while valid; otherwise a new signed request through the registration service.
+    private nonisolated(nonsending) func credentials() async throws -> RegistrationGrant {
+        if let grant, grant.isValid(at: unixTime(), margin: 10) { return grant }
+        return try await requestGrant()
+    }
+
+    /// Asks the app to sign and the registration service for new credentials.
+    private nonisolated(nonsending) func requestGrant() async throws -> RegistrationGrant {
+        let signed: SignedRegistration
+        do { signed = try await sign(userID) } catch { throw VoiceClientError.signingFailed("\(error)") }
+        let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
+        let request = RegistrationRequest(
+            applicationKey: configuration.applicationKey, userID: userID, signed: signed, pushData: configuration.pushData)
+        let grant = try await service.register(request, on: group.next())
+        self.grant = grant
+        return grant
+    }
+}
+
+/// The SIP credentials of the current grant, read by the digest authenticator on every request.
+final class RenewableCredentials: SIPCredentialsDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: SIPCredentials?
+
+    func set(_ grant: RegistrationGrant) {
+        lock.withLock { current = SIPCredentials(username: grant.username, password: grant.password) }
+    }
+
+    func credentials(forRealm realm: String) -> SIPCredentials? { lock.withLock { current } }
+}
+
+/// The local address the kernel would use to reach the service: the client binds there, so its Contact is an
+/// address the service can send to (not 0.0.0.0).
+enum LocalAddress {
+    static func towards(_ server: SocketAddress) throws -> SocketAddress {
+        guard server.protocol == .inet || server.protocol == .inet6 else { throw VoiceClientError.network("unsupported address \(server)") }
+        let fd = socket(server.protocol == .inet ? AF_INET : AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw VoiceClientError.network("socket: errno \(errno)") }
+        defer { close(fd) }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let connected = server.withSockAddr { address, size in connect(fd, address, socklen_t(size)) }
+        guard connected == 0 else { throw VoiceClientError.network("no route to \(server): errno \(errno)") }
+        let named = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw VoiceClientError.network("getsockname: errno \(errno)") }
+        let bound = withUnsafeBytes(of: storage) { raw in
+            storage.ss_family == sa_family_t(AF_INET)
+                ? SocketAddress(raw.load(as: sockaddr_in.self), host: "") : SocketAddress(raw.load(as: sockaddr_in6.self), host: "")
+        }
+        guard let ip = bound.ipAddress else { throw VoiceClientError.network("getsockname gave no IP address") }
+        return try SocketAddress(ipAddress: ip, port: 0)
+    }
+}
