@@ -13,7 +13,7 @@ let baresipPath = "/usr/bin/baresip"
 /// from a file and what it heard recorded (the engine's file speaker; baresip's `sndfile` dump of what it decoded),
 /// then the speech each side sent is looked for in what the other recorded. Ports 25140–25149 are this suite's.
 @Suite(
-    "baresip calls with speech", .serialized, .timeLimit(.minutes(1)),
+    "baresip calls with speech", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: baresipPath), "baresip is not installed (make test-deps installs it)"),
     .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
 struct BaresipTests {
