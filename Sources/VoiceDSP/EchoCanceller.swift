@@ -39,8 +39,8 @@ public final class EchoCanceller {
     /// Most far-end samples accepted per ``addFarEnd(_:)`` call (four blocks).
     public let maxFarEndSamplesPerCall: Int
 
-    /// The adaptive filter (exposed read-only for inspection; do not drive it directly).
-    public let echoFilter: MDFEchoFilter
+    /// The adaptive filter: speexdsp's MDF state, which the preprocessor reads for its residual-echo estimate.
+    let echoFilter: MDFEchoFilter
     /// The preprocessor after the echo filter.
     public let preprocessor: Preprocessor
     /// The residual-echo gain after the preprocessor (`nil` when switched off).

@@ -110,8 +110,7 @@ enum SIPCallSession {
                 endpoint: endpoint, credentials: credentials,
                 configuration: SIPUserAgentConfiguration(
                     addressOfRecord: aor, outboundProxy: useProxy ? server.map { SIPPeer(kind, $0) } : nil, transport: kind))
-            // The endpoint is closed before the event loop shuts down, whatever happens.
-            do {
+            return try await closingAfterwards(endpoint) {
                 var registration: SIPRegistration?
                 if options.register, let server {
                     let r = SIPRegistration(
@@ -128,14 +127,7 @@ enum SIPCallSession {
                 }
                 let failure = try await runCall(agent: agent, local: local, options: options, start: start)
                 if let registration { _ = try? await registration.unregister() }
-                try? await endpoint.close()
                 return failure
-            } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
-                try? await endpoint.close()
-                throw CommandFailure.unavailable("no answer: \(error.reason)")
-            } catch {
-                try? await endpoint.close()
-                throw error
             }
         }
         if let ended { throw ended }

@@ -105,16 +105,8 @@ struct SIPCommand: ParsableCommand {
                     on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
                     configuration: SIPEndpointConfiguration(timers: timers, tls: tls))
                 if traced { endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
-                do {
-                    let response = try await body(endpoint, SIPRequestSender(endpoint: endpoint, credentials: credentials))
-                    try? await endpoint.close()
-                    return response
-                } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
-                    try? await endpoint.close()
-                    throw CommandFailure.unavailable("no answer: \(error.reason)")
-                } catch {
-                    try? await endpoint.close()
-                    throw error
+                return try await closingAfterwards(endpoint) {
+                    try await body(endpoint, SIPRequestSender(endpoint: endpoint, credentials: credentials))
                 }
             }
             guard let response, let code = response.statusCode else { return }
@@ -129,6 +121,24 @@ struct SIPCommand: ParsableCommand {
                 throw CommandFailure.runtime("\(code) \(response.reasonPhrase ?? "")")
             }
         }
+    }
+}
+
+/// Runs `body`, then closes `endpoint` whatever happened (before its event loop shuts down); a SIP timeout,
+/// transport or TLS failure becomes "no answer" (exit 69).
+func closingAfterwards<Result: Sendable>(
+    _ endpoint: SIPEndpoint, _ body: () async throws -> Result
+) async throws -> Result {
+    do {
+        let result = try await body()
+        try? await endpoint.close()
+        return result
+    } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
+        try? await endpoint.close()
+        throw CommandFailure.unavailable("no answer: \(error.reason)")
+    } catch {
+        try? await endpoint.close()
+        throw error
     }
 }
 
