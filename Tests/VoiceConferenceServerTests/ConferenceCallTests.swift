@@ -8,7 +8,7 @@ import VoiceTestSupport
     import Glibc
 #endif
 
-/// The Done-when test of issue 20: a real SIP conference. Three `voice-engine sip call` processes (the engine's SIP
+/// A real SIP conference end to end. Three `voice-engine sip call` processes (the engine's SIP
 /// user agent with live Opus + SDES-SRTP media, speech files as microphones, their speakers recorded) join room
 /// `conf-talk` through Kamailio's dispatcher and a `voice-engine conference-server` node. Each must hear the two
 /// others and not itself (mix-minus); speech nobody played is the control the measure must reject. Ports 28401

@@ -9,7 +9,7 @@ import VoiceTestSupport
     import Glibc
 #endif
 
-/// Scale-out (issue 20, Must-deliver 4): Kamailio with the repository's dispatcher configuration in front of two
+/// Scale-out: Kamailio with the repository's dispatcher configuration in front of two
 /// `voice-engine conference-server` processes on loopback. Nodes get rooms only once they answered a probe (a
 /// join before that is refused 503 at once). Rooms spread over both nodes by the hash of the room,
 /// every participant of a room reaches the same node, and after one node is killed the dispatcher's OPTIONS probes

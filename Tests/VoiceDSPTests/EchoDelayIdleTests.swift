@@ -2,7 +2,7 @@ import Testing
 import VoiceLab
 @testable import VoiceDSP
 
-/// GCC-PHAT's back-off (issue 21): a call without echo stops paying two 8192-point FFTs every 200 ms, and an echo
+/// GCC-PHAT's back-off: a call without echo stops paying two 8192-point FFTs every 200 ms, and an echo
 /// that appears later is still found.
 @Suite("Echo canceller: delay measurements idle without echo")
 struct EchoDelayIdleTests {

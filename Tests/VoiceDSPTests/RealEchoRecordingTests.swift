@@ -76,7 +76,7 @@ struct RealEchoRecordingTests {
         let (far, mic, run) = try Self.runDevice("DMTgmZwtgUilp4omPK7-OQ_doubletalk")
         var mask = AECRunner.singleTalkBlocks(referenceMeanSquare: far.chunks(160).map(meanSquare), near: nil, blockSize: 160)
         for b in mask.indices where b >= 350 { mask[b] = false }
-        // The far end starts at 0.5 s: its first 2 s (issue 15's start-up target, 20 dB).
+        // The far end starts at 0.5 s: its first 2 s (the start-up target, 20 dB).
         let first = try #require(
             AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 50, toBlock: 250))
         #expect(first >= RealEchoFloors.deviceFirst2s, "ERLE in the first 2 s of far-end speech \(first) dB")
@@ -124,13 +124,13 @@ struct RealEchoRecordingTests {
     }
 }
 
-/// What the default configuration must keep reaching on the recordings: measured (2026-11-24, per-band suppressor
-/// on) minus a margin. Measured: challenge clip ERLE 13.9 dB (broadband gain before: 11.0; WebRTC 25.3), first 2 s
-/// 38.8 (before 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (before 1.1; WebRTC 1.5); device near-end
+/// What the default configuration must keep reaching on the recordings: measured (per-band suppressor on) minus a
+/// margin. Measured: challenge clip ERLE 13.9 dB (a broadband gain: 11.0; WebRTC 25.3), first 2 s 38.8 (broadband
+/// 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (before 1.1; WebRTC 1.5); device near-end
 /// single talk against its microphone 13.0 (the preprocessor's noise suppression is most of that difference).
 enum RealEchoFloors {
     /// Echo-only ERLE on the challenge clip (the echo file against what the output holds over the background as
-    /// heard), measured 26.5 dB whole and 40.4 dB in the first 2 s (2026-11-27, `swift test`; WebRTC's classic ERLE 25.3 and
+    /// heard), measured 26.5 dB whole and 40.4 dB in the first 2 s (`swift test`; WebRTC's classic ERLE 25.3 and
     /// 19.5). Replaces the classic floors (25 and 30 dB), which counted removed background.
     static let challengeEchoOnlyERLE = 24.0
     static let challengeEchoOnlyFirst2s = 30.0
@@ -140,7 +140,7 @@ enum RealEchoFloors {
     static let bandExcessMax = 6.0
     /// ... and its broadband level (125 Hz-8 kHz) at most this under it: the background kept.
     static let broadbandDeficitMax = 6.0
-    /// Classic ERLE over the device clip's first 2 s of far-end speech (issue 15's start-up target). Its 0-3.5 s floor
+    /// Classic ERLE over the device clip's first 2 s of far-end speech (the start-up target). Its 0-3.5 s floor
     /// (25 dB) counted background removed and is replaced by the per-band test.
     static let deviceFirst2s = 20.0
     static let nearSingleTalkSegSNR = 11.0

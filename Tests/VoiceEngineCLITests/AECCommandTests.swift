@@ -40,7 +40,7 @@ import VoiceTestSupport
     }
 
     /// A file that does not end on a 10 ms block: its last 129 samples are processed like the rest, not written as
-    /// zeros (they were until 2026-11-25). The far end is silent, so the near talker passes and the tail must carry
+    /// zeros. The far end is silent, so the near talker passes and the tail must carry
     /// about the microphone's energy.
     @Test(.enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine not built"))
     func lastPartialBlockIsProcessed() throws {

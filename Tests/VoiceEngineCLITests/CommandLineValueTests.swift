@@ -98,7 +98,7 @@ import VoiceTestSupport
         print("\(runs) runs, all clean")
     }
 
-    /// Each bad value issue 16 found, with the option and its range in the one error line.
+    /// Each bad value a user can give, with the option and its range in the one error line.
     @Test(
         .enabled(if: binary != nil, "voice-engine binary missing"),
         arguments: [

@@ -22,7 +22,7 @@ struct AECVectorTests {
         let check = try #require(runner.manifest.checks.first { $0.name == name })
         let result = try runner.run(check)
         if let shortfall = check.shortfall {
-            withKnownIssue("issue 5: \(name) \(shortfall) (measured \(result.value))") {
+            withKnownIssue("known shortfall: \(name) \(shortfall) (measured \(result.value))") {
                 #expect(result.passed)
             }
             return
@@ -30,7 +30,7 @@ struct AECVectorTests {
         #expect(result.value.isFinite)
         #expect(result.passed, "\(name): \(result.metric) = \(result.value), thresholds \(String(describing: check.min)) ... \(String(describing: check.max))")
         if let target = check.target, !result.targetMet {
-            withKnownIssue("issue 5 target not met: \(name) \(result.metric) = \(result.value), target \(target)") {
+            withKnownIssue("target not met: \(name) \(result.metric) = \(result.value), target \(target)") {
                 #expect(result.value >= target)
             }
         }

@@ -89,9 +89,9 @@ extension LiveCallTests {
                 // The stall reached this call: a tick began a whole tick late, or ticks were skipped.
                 #expect(s.delayedTicks + s.lateTicks > 0, "\(name)'s media thread was not stalled")
                 #expect(r.rtp.lost == 0, "\(name) lost \(r.rtp.lost) packets on loopback")
-                // At most the stall itself and a tick: what truly missed its deadline. Main's code concealed 460
-                // and 530 ms here after one 40 ms stall, steering its delay too low for the rest of the call
-                // (Benchmarks/README.md, ninth session).
+                // At most the stall itself and a tick: what truly missed its deadline. Taking the late wake-up as
+                // delay gained concealed 460 and 530 ms here after one 40 ms stall, steering the delay too low for
+                // the rest of the call (Benchmarks/README.md §6).
                 #expect(
                     concealedMilliseconds <= Double(milliseconds + 10),
                     "\(name) concealed \(concealedMilliseconds) ms after a \(milliseconds) ms stall")

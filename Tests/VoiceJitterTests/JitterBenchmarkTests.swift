@@ -6,7 +6,7 @@ import VoiceNetSim
 import VoiceTestSupport
 import VoiceLab
 
-/// The issue's acceptance figures, measured with the same `JitterBenchmark` that `voice-bench jitter` prints.
+/// The jitter buffer's acceptance figures, measured with the same `JitterBenchmark` that `voice-bench jitter` prints.
 private let jfkPath = SharedTestData.path("speech/jfk_16k_mono.wav")
 private let fallbackPath = SharedTestData.repository.appendingPathComponent("TestVectors/speech_like_16k.wav").path
 private let hasRealSpeech = FileManager.default.fileExists(atPath: jfkPath)
@@ -44,7 +44,7 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
             #expect(r.adaptiveMeetsCriteria(), "\(r.name)")
         }
     }
-    // The one exception (see the issue's closing note): on the calm outage path the useful playout delays are 40 and
+    // The one exception: on the calm outage path the useful playout delays are 40 and
     // 50 ms (whole 10 ms ticks; 2.0 % of packets take longer than 40 ms), and speexdsp, whose delay moves in whole
     // 20 ms frames, can only choose between 30 and 50 ms there, so it sits at 50 with 2 late packets. The adaptive
     // buffer tries 40 ms whenever its quantile allows (as it must on drift+200ppm, where the same move passes), so
@@ -65,9 +65,9 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     #expect(lossy.adaptive.concealmentPercent < lossy.speex.concealmentPercent)
 }
 
-/// Issue 14, Must-deliver 2: time-stretching is reported per minute and stays bounded on every scenario — also
+/// Time-stretching is reported per minute and stays bounded on every scenario — also
 /// under heavy-tailed Pareto jitter, where each spike raises the target and the delay must come down again.
-/// Measured (jfk speech looped, 30 s, each scenario's seed; 2026-11-25), adaptive / speexdsp samples a minute:
+/// Measured (jfk speech looped, 30 s, each scenario's seed), adaptive / speexdsp samples a minute:
 /// clean 0 / 0, loss2_normal20 4 156 / 2 556, burst5_pareto40 26 895 / 8 251, outage3s 320 / 1 280, drift+200ppm
 /// 2 561 / 640, drift−200ppm 0 / 640, step20_150_20 3 840 / 0. The runs are seeded, so each bound sits about a
 /// quarter above its figure: more stretching fails here. Pareto is the open case: three times speexdsp's (it

@@ -9,7 +9,7 @@ import VoiceLab
 
 /// Issue 14: what the listener hears, with the project's own measure (``SpectralDistance`` against the
 /// ``IdealReceiver`` on the same packets), so the figures cannot regress silently without Python. Real speech
-/// (the shared set, 65 s); the tests send its first 20 s through the conditions of the issue's table.
+/// (the shared set, 65 s); the tests send its first 20 s through the conditions of the table below.
 private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)
 private let hasSpeechSet = speechSet != nil
 
@@ -78,7 +78,7 @@ func idealReceiverRecoversFromTheNextPacketsFECElseConceals() throws {
     #expect(r.fecRecoveredFrames + r.concealedFrames == 3)
 }
 
-// MARK: The jitter buffers against the ideal receiver (issue 14's table, project measure)
+// MARK: The jitter buffers against the ideal receiver (project measure)
 
 @Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
@@ -110,12 +110,12 @@ func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
 }
 
 /// Under 30 ms jitter the damage PESQ hears is time-stretching, which the spectral distance barely sees (a splice
-/// changes no band levels much). So the stretching itself is held, next to the distance: before issue 14's second
-/// round the adaptive buffer stretched 10–25 k samples a minute here (PESQ-WB 3.72 / 3.55 / 3.57 against
+/// changes no band levels much). So the stretching itself is held, next to the distance: without the measures below
+/// the adaptive buffer stretched 10–25 k samples a minute here (PESQ-WB 3.72 / 3.55 / 3.57 against
 /// speexdsp's 4.19 / 3.95 / 3.63); with a 10 s delay histogram, a two-tick accelerate band under jitter, late
 /// packets that skip what concealment covered and a look-ahead with hysteresis, about 1 k (PESQ-WB 4.21 / 4.05 /
 /// 3.75 through `voice-engine simulate`, seeds 1–3). Three draws, 20 s each.
-/// Mean end-to-end delay (ms, play − send) under 30 ms jitter, 3 × 20 s: measured 137.5 / 140.7 / 141.0 (2026-11-25)
+/// Mean end-to-end delay (ms, play − send) under 30 ms jitter, 3 × 20 s: measured 137.5 / 140.7 / 141.0
 /// plus 2 ms. Through `voice-engine simulate` (65 s) the same buffer reports 168.7 / 174.0 / 172.6 ms one-way
 /// (E-model: buffer level + packet time + codec look-ahead + network), and the output lags its input by
 /// 156 / 162 / 161 ms (cross-correlation of the WAVs): three measures of one delay.
@@ -138,7 +138,7 @@ func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
         #expect(adaptive <= 4_000, "\(name): \(adaptive) stretched samples a minute")
         #expect(distance <= speexDistance + 0.1, "\(name)")
         // And not at more delay than speexdsp's on the same packets (end to end, play − send): measured 137.5 /
-        // 140.7 / 141.0 ms against 145.2 / 144.8 / 146.8 (issue 14, third round). The issue's own delay target
+        // 140.7 / 141.0 ms against 145.2 / 144.8 / 146.8. The delay target
         // (about 155 ms one-way through `voice-engine simulate`) is not met; see Benchmarks/README.
         #expect(delay <= speexDelay, "\(name): mean delay \(delay) ms against speexdsp's \(speexDelay)")
         // And not above what it is today, by more than 2 ms (the runs are seeded): the delay bound under jitter.

@@ -5,7 +5,7 @@ import VoiceRTP
 import VoiceSRTP
 import VoiceTestSupport
 
-/// Interoperability with software nobody here wrote (DESIGN.md §5, issue 3 item 8): Debian's GStreamer
+/// Interoperability with software nobody here wrote (ARCHITECTURE.md §6): Debian's GStreamer
 /// `srtpenc`/`srtpdec` (gstreamer1.0-plugins-bad), `rtpopuspay`/`rtpopusdepay` (-good) and `opusenc`/`opusdec`
 /// (-base), run by `gst-launch-1.0` (-tools) as a child process talking real UDP on 127.0.0.1.
 ///
