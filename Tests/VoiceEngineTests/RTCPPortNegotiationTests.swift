@@ -11,6 +11,18 @@ import VoiceEngine
             rtcpPort: rtcpPort)
     }
 
+    /// Offer, answer and both sides' outcomes, each description through its SDP text.
+    static func exchange(_ offerer: AudioCapabilities, _ answerer: AudioCapabilities) throws
+        -> (offer: SessionDescription, answer: SessionDescription, offered: NegotiatedAudio, answered: NegotiatedAudio)
+    {
+        let offer = SessionDescription.makeOffer(offerer)
+        let (answer, answered) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: offer.serialize()), localCapabilities: answerer)
+        let offered = try offer.negotiate(
+            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
+        return (offer, answer, offered, answered)
+    }
+
     static func audioLines(_ description: SessionDescription) -> [Substring] {
         description.serialize().split(separator: "\r\n").filter { $0.hasPrefix("a=rtcp") }
     }
@@ -39,13 +51,9 @@ import VoiceEngine
 
     /// Both sides multiplex: one port, no `a=rtcp:` in the answer, RTCP to the RTP port.
     @Test func muxOnBothSidesKeepsOnePort() throws {
-        let offerer = Self.caps(port: 40000, rtcpPort: 40007), answerer = Self.caps(port: 50000, rtcpPort: 50001)
-        let offer = SessionDescription.makeOffer(offerer)
-        let (answer, answered) = try SessionDescription.makeAnswer(
-            to: try SessionDescription(parsing: offer.serialize()), localCapabilities: answerer)
+        let (_, answer, offered, answered) = try Self.exchange(
+            Self.caps(port: 40000, rtcpPort: 40007), Self.caps(port: 50000, rtcpPort: 50001))
         #expect(Self.audioLines(answer) == ["a=rtcp-mux"])
-        let offered = try offer.negotiate(
-            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
         #expect(answered.rtcpMux && offered.rtcpMux)
         #expect(answered.remoteRTCPPort == 40000 && offered.remoteRTCPPort == 50000)
     }
@@ -53,29 +61,19 @@ import VoiceEngine
     /// The answerer does not multiplex: its answer names its RTCP port, the offerer sends RTCP there and the
     /// answerer sends to the port the offer announced.
     @Test func answerWithoutMuxSaysWhereItsRTCPIs() throws {
-        let offerer = Self.caps(port: 40000, rtcpPort: 40007)
-        let answerer = Self.caps(port: 50000, rtcpMux: false, rtcpPort: 50003)
-        let offer = SessionDescription.makeOffer(offerer)
-        let (answer, answered) = try SessionDescription.makeAnswer(
-            to: try SessionDescription(parsing: offer.serialize()), localCapabilities: answerer)
+        let (_, answer, offered, answered) = try Self.exchange(
+            Self.caps(port: 40000, rtcpPort: 40007), Self.caps(port: 50000, rtcpMux: false, rtcpPort: 50003))
         #expect(Self.audioLines(answer) == ["a=rtcp:50003"])
-        let offered = try offer.negotiate(
-            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
         #expect(!answered.rtcpMux && !offered.rtcpMux)
         #expect(answered.remoteRTCPPort == 40007 && offered.remoteRTCPPort == 50003)
     }
 
     /// Without `a=rtcp:` the RTCP port is the RTP port + 1 (RFC 3550 §11), as baresip and most phones expect.
     @Test func withoutAnAttributeRTCPIsOnTheNextPort() throws {
-        let offerer = Self.caps(port: 40000, rtcpMux: false)
-        let answerer = Self.caps(port: 50000)
-        let offer = SessionDescription.makeOffer(offerer)
+        let (offer, answer, offered, answered) = try Self.exchange(
+            Self.caps(port: 40000, rtcpMux: false), Self.caps(port: 50000))
         #expect(Self.audioLines(offer).isEmpty)
-        let (answer, answered) = try SessionDescription.makeAnswer(
-            to: try SessionDescription(parsing: offer.serialize()), localCapabilities: answerer)
         #expect(Self.audioLines(answer).isEmpty, "an answer without mux and without its own RTCP port says nothing")
-        let offered = try offer.negotiate(
-            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
         #expect(answered.remoteRTCPPort == 40001 && offered.remoteRTCPPort == 50001)
     }
 
