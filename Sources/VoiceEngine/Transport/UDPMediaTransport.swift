@@ -81,8 +81,9 @@ public struct UDPTransportCounters: Sendable, Equatable {
     }
 }
 
-/// UDP for one media stream on SwiftNIO: one socket, RTP and RTCP multiplexed on it (RFC 5761), symmetric RTP,
-/// and packets handed to the audio threads through fixed-capacity queues.
+/// UDP for one media stream on SwiftNIO: one socket, RTP and RTCP multiplexed on it (RFC 5761) unless the peer
+/// keeps RTCP on a port of its own (then a second socket, ``bindRTCPPort(port:)``), symmetric RTP, and packets
+/// handed to the audio threads through fixed-capacity queues.
 ///
 /// **Receive.** The socket lives on a NIO event loop (`DatagramBootstrap`). NIO reads each datagram into a
 /// `ByteBuffer` (its allocator's business, on the event loop, not the audio thread); the handler classifies it —
