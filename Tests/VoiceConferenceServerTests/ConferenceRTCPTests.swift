@@ -29,7 +29,11 @@ struct ConferenceRTCPTests {
         #expect(baresipLeg.rtcpReceived > 0, "baresip's reports did not reach its leg: \(baresipLeg)")
         // A round trip on baresip's leg means baresip answered the room's sender reports: they reached its RTCP port.
         #expect(baresipLeg.roundTripMilliseconds != nil, "the room's reports did not reach baresip's RTCP port: \(baresipLeg)")
-        #expect(baresipLeg.dropped == 0 && engineLeg.dropped == 0, "refused datagrams: \(room.report.text)")
+        // Nothing of baresip's lands on the next leg. Its own leg refuses one packet: the lone RTCP APP packet
+        // baresip sends to the RTCP port as the call starts (PT 204 without SR/RR first, seen in a capture of this
+        // test), which is not a compound packet RFC 3550 §6.1 allows.
+        #expect(engineLeg.dropped == 0, "refused datagrams on the leg after baresip's: \(room.report.text)")
+        #expect(baresipLeg.dropped <= 1, "refused datagrams on baresip's leg: \(room.report.text)")
         #expect(engineLeg.rtcpReceived > 0 && result.report.rtcp.received > 0, "the multiplexed leg's RTCP: \(engineLeg)")
         #expect(result.report.drops.counts.authenticationFailed == 0)
     }

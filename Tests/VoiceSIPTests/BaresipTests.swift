@@ -148,7 +148,7 @@ struct EngineMedia {
         #expect(result.report.rtp.received > Int(seconds * 40), "received \(result.report.rtp.received) RTP packets in \(seconds) s")
         if !media.rtcpMux {
             let rtcp = result.report.rtcp, counters = transport.rtcpCounters
-            print("RTCP: sent \(rtcp.sent), received \(rtcp.received), RTT samples \(result.report.rtt.samples), on the RTCP port \(counters.map { "\($0)" } ?? "none")")
+            print("RTCP: sent \(rtcp.sent), received \(rtcp.received), RTT samples \(result.report.rtt.samples), drops \(result.report.drops.counts), on the RTCP port \(counters.map { "\($0)" } ?? "none")")
             #expect(transport.remoteRTCP?.port == UInt16(media.remoteRTCPPort), "RTCP goes to \(transport.remoteRTCP.map { "\($0)" } ?? "the RTP port")")
             #expect(rtcp.received > 0, "no report of baresip's reached the engine's RTCP port: \(counters.map { "\($0)" } ?? "no RTCP socket")")
             #expect(result.report.rtt.samples > 0, "no round trip: baresip's reports do not answer the engine's sender reports")
