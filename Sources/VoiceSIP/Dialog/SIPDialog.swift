@@ -59,8 +59,11 @@ public struct SIPDialog: Sendable {
             routeSet: response.recordRoutes.reversed(), localSequence: cseq.sequence, remoteSequence: nil, isCaller: true)
     }
 
-    /// The dialog a UAS creates when it answers `invite` with a tag of its own (§12.1.1).
-    public static func uas(invite: SIPMessage, localTag: String) throws -> SIPDialog {
+    /// The dialog a UAS creates when it answers `invite` with a tag of its own (§12.1.1), numbering its own requests
+    /// from `localSequence` on (§8.1.1.5: any value below 2³¹).
+    public static func uas(
+        invite: SIPMessage, localTag: String, localSequence: UInt32 = .random(in: 1...0x7FFF_FFFF)
+    ) throws -> SIPDialog {
         guard let callID = invite.callID, let from = invite.from, let remoteTag = from.tag, let to = invite.to,
             let cseq = invite.cseq
         else { throw SIPError(.missingOrRepeatedHeader, "the INVITE lacks Call-ID, From with a tag, To or CSeq") }
@@ -70,7 +73,7 @@ public struct SIPDialog: Sendable {
         return SIPDialog(
             id: SIPDialogID(callID: callID, localTag: localTag, remoteTag: remoteTag), localAddress: to.withoutTag,
             remoteAddress: from.withoutTag, remoteTarget: target, routeSet: invite.recordRoutes,
-            localSequence: UInt32.random(in: 1...0x7FFF_FFFF), remoteSequence: cseq.sequence, isCaller: false)
+            localSequence: localSequence, remoteSequence: cseq.sequence, isCaller: false)
     }
 
     /// A request inside the dialog (§12.2.1.1): Request-URI and Route from the remote target and the route set, the
