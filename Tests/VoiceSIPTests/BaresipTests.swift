@@ -21,7 +21,9 @@ let baresipPath = "/usr/bin/baresip"
 struct BaresipTests {
     static let engineSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
     static let baresipSpeech = SharedTestData.speech + "/pjsip_input_16k.wav"
-    static let seconds = 6.0
+    /// Long enough for a round trip: baresip reports about 2 s and 7 s into its call (RFC 3550's 5 s interval),
+    /// and only a report after the engine's first sender report (1.25–3.75 s in) carries its LSR.
+    static let seconds = 9.0
 
     @Test func engineCallsBaresip() async throws {
         try await withBaresip(port: 25140, dial: nil) { loop, directory in
