@@ -89,6 +89,7 @@ public final class ConferenceParticipant {
         p.drops = s.drops.total
         p.rtcpReceived = s.rtcpReceived
         p.roundTripMilliseconds = s.roundTripMilliseconds
+        p.senderReportsAnswered = s.senderReportsAnswered
         return p
     }
 }
@@ -131,6 +132,8 @@ public struct ConferenceParticipantStatistics: Sendable, Hashable {
     /// Authenticated RTCP compound packets from the participant, and the latest round trip they measured.
     public var rtcpReceived = 0
     public var roundTripMilliseconds: Double?
+    /// Its report blocks that answer the room's sender reports: the room's RTCP reached it.
+    public var senderReportsAnswered = 0
 
     public init(id: Int, label: String) {
         self.id = id

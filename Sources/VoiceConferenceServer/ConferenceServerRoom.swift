@@ -241,7 +241,7 @@ final class ConferenceServerRoom: @unchecked Sendable {
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
             concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
             packetsSent: s.packetsSent, dropped: s.drops, rtcpReceived: s.rtcpReceived,
-            roundTripMilliseconds: s.roundTripMilliseconds, rekeys: member.rekeys, keying: member.keying,
+            roundTripMilliseconds: s.roundTripMilliseconds, senderReportsAnswered: s.senderReportsAnswered, rekeys: member.rekeys, keying: member.keying,
             failure: member.failure)
     }
 
