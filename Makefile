@@ -29,7 +29,7 @@ BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps test-deps install-packages demo test vectors vectors-check bench bench-live bench-allocations fuzz fuzz-check asan tsan hostile soak clean
+.PHONY: deps test-deps install-packages demo test test-fast vectors vectors-check bench bench-live bench-allocations fuzz fuzz-check asan tsan hostile soak clean
 
 ## Installs the missing Debian packages (apt-get update first, as a fresh machine needs).
 deps:
@@ -58,6 +58,12 @@ demo: deps
 ## control plane off the cooperative pool and its media thread on SCHED_FIFO: LiveCallTests.UnderLoad).
 test: test-deps
 	$(SWIFT) test --no-parallel
+
+## The unit tests only, in a few minutes: every test tagged interop, live, cli, slow or root (Tests/VoiceTestSupport/
+## Tags.swift) is skipped, by the trait that reads VOICE_TEST_FAST (swift test's --filter/--skip match names, not tags).
+## Needs no peers installed.
+test-fast: deps
+	VOICE_TEST_FAST=1 $(SWIFT) test
 
 ## The calling client's service on loopback (Kamailio with Services/kamailio + the registration service), state in
 ## SERVICE_STATE; Ctrl-C stops both. Clients use --server 127.0.0.1, SIP port SERVICE_SIP_PORT, HTTP SERVICE_HTTP_PORT.

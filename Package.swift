@@ -184,6 +184,8 @@ let package = Package(
         ),
         .testTarget(name: "VoiceLabTests", dependencies: ["VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceEngineTests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
+        // The `voice-engine` tool run as a user runs it (a subprocess), beside the library tests it builds on.
+        .testTarget(name: "VoiceEngineCLITests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(
             name: "VoiceConferenceTests",
             dependencies: ["VoiceConference", "VoiceEngine", "VoiceLab", "VoiceNetSim", "VoiceTestSupport"]),

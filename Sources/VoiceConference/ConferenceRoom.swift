@@ -38,7 +38,7 @@ public struct ConferenceRoomConfiguration: Sendable, Hashable {
     /// On by default; the reports are written in place (no allocation), so the allocation benchmark keeps it on.
     public var sendsRTCP = true
     /// A participant waking from dormancy (a new talk spurt) resumes at its jitter buffer's target playout delay
-    /// (`AdaptiveJitterBuffer.Configuration.restartAtTargetDelay`). On by default; off plays the spurt's first
+    /// (`JitterBufferRole.conference(restartsAtTargetDelay:)`). On by default; off plays the spurt's first
     /// packet at once, so each spurt starts at whatever delay that packet had (late packets and stretched speech
     /// under jitter, and talkers drifting against each other in the mix).
     public var restartsTalkSpurtsAtTargetDelay = true
@@ -210,10 +210,9 @@ public final class ConferenceRoom {
         c.voiceProcessing = false
         if case .adaptive(var j) = c.jitterBuffer {
             j.maximumDTXGapMilliseconds = min(j.maximumDTXGapMilliseconds, configuration.dormantJitterGapMilliseconds)
-            // A dormant participant's concealment was never mixed: nothing to cross-fade from when it wakes.
-            j.mergeAfterDTXRestart = false
-            // Each talk spurt after dormancy starts at the buffer's target delay, not at the first packet's.
-            j.restartAtTargetDelay = configuration.restartsTalkSpurtsAtTargetDelay
+            // A dormant participant's concealment was never mixed: nothing to cross-fade from when it wakes; each
+            // talk spurt after dormancy starts at the buffer's target delay, not at the first packet's.
+            j.role = .conference(restartsAtTargetDelay: configuration.restartsTalkSpurtsAtTargetDelay)
             c.jitterBuffer = .adaptive(j)
         }
         return c

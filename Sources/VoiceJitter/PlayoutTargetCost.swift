@@ -48,9 +48,9 @@ public enum PlayoutTargetCost {
         }
     }
 
-    /// The weights measured under 30 ms jitter (see ``AdaptiveJitterBuffer/Configuration/targetCost``): a percent
+    /// The weights measured under 30 ms jitter (see ``AdaptiveJitterBuffer/Configuration/Target/cost``): a percent
     /// of late packets worth 6 ms, of frames not recovered from FEC 20 ms, a move 2 ms. Use with
-    /// `jitteryExtraAccelerateMilliseconds = 5`.
+    /// `stretching.jitteryExtraAccelerateMilliseconds = 5`.
     public static let recommended = Weights(
         lateWorthMilliseconds: 6, unrecoveredWorthMilliseconds: 20, stretchWorthMilliseconds: 2)
 

@@ -105,12 +105,11 @@ struct DemoCommand: ParsableCommand {
         let bar = ProgressReporter()
         let outcome: DemoCall.Outcome
         do {
-            outcome = try blocking { try await DemoCall.run(options) { bar.update($0) } }
+            outcome = try runBlocking { try await DemoCall.run(options) { bar.update($0) } }
         } catch let error as DemoError {
             bar.finish()
-            if case .invalidOption = error { throw ValidationError(error.description) }
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode.failure
+            if case .invalidOption = error { throw CommandFailure.usage(error.description) }
+            throw CommandFailure.runtime("\(error)")
         }
         bar.finish()
         let r = outcome.report
@@ -124,20 +123,6 @@ struct DemoCommand: ParsableCommand {
         print("         \(outcome.files.bMicrophone) (B's microphone with echo)")
         if let capture = outcome.files.capture { print("capture: \(capture) (as each side received it)") }
     }
-}
-
-/// Runs async work to completion from synchronous code (the command is synchronous; binding sockets is async).
-private func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let result: Result<T, any Error>
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        box.withLock { $0 = result }
-        done.signal()
-    }
-    done.wait()
-    return try box.withLock { $0! }.get()
 }
 
 /// A progress bar on stderr when it is a terminal, otherwise a line every 25 %.

@@ -68,8 +68,7 @@ struct PhoneCommand: ParsableCommand {
                 userID: userID, applicationKey: key, sequence: UInt64(Date().timeIntervalSince1970 * 1000), applicationSecret: secret)
         }
         let autoAnswer = autoAnswer
-        let status = try runBlocking { await Softphone(client: client, autoAnswer: autoAnswer).run() }
-        if status != 0 { throw ExitCode(status) }
+        try runBlocking { try await Softphone(client: client, autoAnswer: autoAnswer).run() }
     }
 }
 
@@ -84,7 +83,8 @@ actor Softphone {
         self.autoAnswer = autoAnswer
     }
 
-    func run() async -> Int32 {
+    /// Runs until `quit` or the end of stdin; a client that does not start fails (its event says why).
+    func run() async throws {
         let events = client.events
         let (started, startedContinuation) = AsyncStream.makeStream(of: Bool.self)
         Task {
@@ -98,7 +98,7 @@ actor Softphone {
         var iterator = started.makeAsyncIterator()
         guard await iterator.next() == true else {
             await client.terminate()
-            return 1
+            throw CommandFailure.alreadyPrinted(.failure)
         }
         for await line in Self.stdinLines() {
             let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
@@ -107,7 +107,6 @@ actor Softphone {
             await perform(verb, Array(words.dropFirst()))
         }
         await client.terminate()
-        return 0
     }
 
     private func perform(_ verb: String, _ arguments: [String]) async {

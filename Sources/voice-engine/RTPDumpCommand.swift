@@ -73,7 +73,8 @@ struct RTPDumpCommand: ParsableCommand {
         }
     }
 
-    /// The JSON object issue 3 specifies, keys in its order.
+    /// One JSON object: `packets` (each with time, kind, ssrc, pt, seq, timestamp, marker, payload_length, srtp) and
+    /// `streams` (ssrc, packets, expected, lost, jitter_ms), keys in this order.
     static func json(_ analysis: RTPCaptureAnalysis) -> String {
         func optional<T>(_ value: T?) -> String { value.map { "\($0)" } ?? "null" }
         let packets = analysis.packets.map { p in

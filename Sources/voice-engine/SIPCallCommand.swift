@@ -44,6 +44,7 @@ struct SIPCallOptions: ParsableArguments {
 }
 
 extension SIPCommand {
+    /// `voice-engine sip call`: place one call with media.
     struct Call: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Place a call: INVITE with an SDP offer (Opus, SDES-SRTP), media through a live call, BYE at the end.",
@@ -62,53 +63,9 @@ extension SIPCommand {
         func run() throws {
             let target = try parseURI(self.target, option: "target")
             try call.media.checkOutputs()
-            let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: target) { agent, capabilities in
+            try SIPCallSession.run(connection: connection, options: call, defaultServer: target) { agent, capabilities in
                 try await agent.call(target, offering: capabilities, headers: call.headerPairs)
             }
-            if status != 0 { throw ExitCode(status) }
-        }
-    }
-
-    struct Listen: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Wait for one call and answer it: 180, then 200 with an SDP answer, media through a live call.",
-            discussion: """
-                With --register, the address-of-record is registered at --server so that calls to it reach us. The \
-                call ends as for `sip call`. Exit status: 0 a call was answered and media flowed both ways; 1 \
-                otherwise (no call within --answer-timeout, an offer we could not answer, no media).
-                """)
-        @Option(help: "Local address to listen on as host:port when not registering (default 127.0.0.1:5060).")
-        var listen: String?
-        @Option(help: "Seconds between 180 Ringing and answering.")
-        var answerAfter: Double = 0
-        @OptionGroup var call: SIPCallOptions
-        @OptionGroup var connection: SIPCommand.Connection
-
-        func validate() throws {
-            try OptionRange("--answer-after", 0...3_600, "seconds").check(answerAfter)
-        }
-
-        func run() throws {
-            try call.media.checkOutputs()
-            var connection = connection
-            if connection.bind == nil { connection.bind = listen ?? "127.0.0.1:5060" }
-            let delay = answerAfter
-            let headers = call.headerPairs
-            let kind = try connection.transportKind()
-            if kind == .tls && !call.register {
-                throw CommandFailure.usage("--transport tls: listen takes no certificate of its own, so it needs --register (calls then come over that connection)")
-            }
-            let status = try SIPCallSession.run(connection: connection, options: call, defaultServer: nil) { agent, capabilities in
-                say("listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "the registration's connection")")
-                var incoming = agent.incomingCalls.makeAsyncIterator()
-                guard let call = await incoming.next() else { throw CommandFailure.runtime("no call") }
-                say("incoming call from \(call.remote)" + call.requestHeaders.map { " \($0.name): \($0.value)" }.joined())
-                try await call.ring()
-                if delay > 0 { try await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
-                try await call.answer(with: capabilities, headers: headers)
-                return call
-            }
-            if status != 0 { throw ExitCode(status) }
         }
     }
 }
@@ -116,10 +73,11 @@ extension SIPCommand {
 /// One SIP call with media from the command line: endpoint, optional registration, the call's events, a
 /// `LiveCall` started on the negotiated media, hang-up on Ctrl-C / --duration / the peer's BYE.
 enum SIPCallSession {
+    /// Runs the call to its end; throws why it failed, with the exit status `sip call --help` documents.
     static func run(
         connection: SIPCommand.Connection, options: SIPCallOptions, defaultServer: SIPURI?,
         start: @escaping @Sendable (SIPUserAgent, AudioCapabilities) async throws -> SIPCall
-    ) throws -> Int32 {
+    ) throws {
         let kind = try connection.transportKind()
         let credentials = try connection.credentials()
         let t1 = connection.t1
@@ -138,14 +96,14 @@ enum SIPCallSession {
         let traced = connection.trace
         let useProxy = connection.server != nil
         let tls = try connection.tlsConfiguration()
-        return try runBlocking { () -> Int32 in
+        let ended = try runBlocking { () -> CommandFailure? in
             let endpoint: SIPEndpoint
             do {
                 endpoint = try await SIPEndpoint.start(
                     on: loop, udp: kind == .udp ? local : nil, tcp: kind == .tcp ? local : nil,
                     configuration: SIPEndpointConfiguration(timers: timers, tls: tls))
             } catch {
-                throw CommandFailure(description: "\(error)", status: 69)
+                throw CommandFailure.unavailable("\(error)")
             }
             if traced { endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
             let agent = SIPUserAgent(
@@ -162,30 +120,34 @@ enum SIPCallSession {
                     let result = try await r.register()
                     guard result.succeeded else {
                         throw CommandFailure(
-                            description: "REGISTER: \(result.statusCode) \(result.reasonPhrase)",
-                            status: result.statusCode == 401 || result.statusCode == 407 ? 77 : 1)
+                            "REGISTER: \(result.statusCode) \(result.reasonPhrase)",
+                            status: result.statusCode == 401 || result.statusCode == 407 ? .noPermission : .failure)
                     }
                     say("registered \(aor) for \(result.grantedExpires) s")
                     registration = r
                 }
-                let status = try await runCall(agent: agent, local: local, options: options, start: start)
+                let failure = try await runCall(agent: agent, local: local, options: options, start: start)
                 if let registration { _ = try? await registration.unregister() }
                 try? await endpoint.close()
-                return status
+                return failure
             } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
                 try? await endpoint.close()
-                throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
+                throw CommandFailure.unavailable("no answer: \(error.reason)")
             } catch {
                 try? await endpoint.close()
                 throw error
             }
         }
+        if let ended { throw ended }
     }
 
+    /// Places or awaits the call and runs its media until hang-up. Returns why the call failed once it was under
+    /// way (the registration is still removed then), nil when media flowed both ways; throws when it could not
+    /// be set up.
     static func runCall(
         agent: SIPUserAgent, local: SocketAddress, options: SIPCallOptions,
         start: @escaping @Sendable (SIPUserAgent, AudioCapabilities) async throws -> SIPCall
-    ) async throws -> Int32 {
+    ) async throws -> CommandFailure? {
         // RTP on the address SIP uses (a wildcard bind announces loopback: give --bind for other peers).
         let bound = local.ipAddress ?? "127.0.0.1"
         let host = bound == "0.0.0.0" ? "127.0.0.1" : bound
@@ -231,8 +193,7 @@ enum SIPCallSession {
             starting.cancel()
             timeoutTask.cancel()
             await transport.close()
-            say("error: no call: \(first)")
-            return 1
+            return .runtime("no call: \(first)")
         }
         let call: SIPCall
         do {
@@ -240,7 +201,7 @@ enum SIPCallSession {
         } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
             timeoutTask.cancel()
             await transport.close()
-            throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
+            throw CommandFailure.unavailable("no answer: \(error.reason)")
         } catch {
             timeoutTask.cancel()
             await transport.close()
@@ -278,11 +239,11 @@ enum SIPCallSession {
             if established.end == nil { await call.hangUp() }
             await transport.close()
             let end = established.end
-            say("error: the call was not established: \(end.map { "\($0)" } ?? reason)")
-            if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil { return 69 }
-            if let end, end.statusCode == 503, end.reasonPhrase == "Transport Error" { return 69 }
-            if let code = end?.statusCode, code == 401 || code == 407 { return 77 }
-            return 1
+            let message = "the call was not established: \(end.map { "\($0)" } ?? reason)"
+            if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil { return .unavailable(message) }
+            if let end, end.statusCode == 503, end.reasonPhrase == "Transport Error" { return .unavailable(message) }
+            if let code = end?.statusCode, code == 401 || code == 407 { return .noPermission(message) }
+            return .runtime(message)
         }
         let sipMedia: SIPCallMedia
         do {
@@ -319,14 +280,10 @@ enum SIPCallSession {
         stop.finish()
         CallRunner.printSummary(result)
         if let problem = result.playoutWriteError {
-            say("error: the speaker file is incomplete: \(problem)")
-            return 1
+            return .runtime("the speaker file is incomplete: \(problem)")
         }
-        guard result.wasEstablished else {
-            say("error: media did not flow both ways")
-            return 1
-        }
-        return 0
+        guard result.wasEstablished else { return .runtime("media did not flow both ways") }
+        return nil
     }
 
     private final class Established: @unchecked Sendable {

@@ -10,8 +10,9 @@ import VoiceSIP
 #endif
 
 /// `voice-engine sip …`: try VoiceSIP against a server by hand. Exit status by failure class: 0 a 2xx final
-/// response; 1 any other final response (its status is printed); 64 bad arguments; 69 no answer (Timer B/F) or
-/// the transport failed; 77 the server refused our credentials.
+/// response; 1 any other final response (its status is printed); 64 bad arguments; 68 a host that does not
+/// resolve; 69 no answer (Timer B/F) or the transport failed; 77 the server refused our credentials. The
+/// subcommands are in `SIP<Name>Command.swift`; this file holds what they share.
 struct SIPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sip",
@@ -110,7 +111,7 @@ struct SIPCommand: ParsableCommand {
                     return response
                 } catch let error as SIPError where error.kind == .timeout || error.kind == .transport || error.kind == .tls {
                     try? await endpoint.close()
-                    throw CommandFailure(description: "no answer: \(error.reason)", status: 69)
+                    throw CommandFailure.unavailable("no answer: \(error.reason)")
                 } catch {
                     try? await endpoint.close()
                     throw error
@@ -121,80 +122,11 @@ struct SIPCommand: ParsableCommand {
             switch code {
             case 200...299: return
             case 401 where credentials != nil, 407 where credentials != nil:
-                throw CommandFailure(description: "\(code) \(response.reasonPhrase ?? ""): credentials refused", status: 77)
+                throw CommandFailure.noPermission("\(code) \(response.reasonPhrase ?? ""): credentials refused")
             case 503 where response.reasonPhrase == "Transport Error":
-                throw CommandFailure(description: "transport failed", status: 69)
+                throw CommandFailure.unavailable("transport failed")
             default:
                 throw CommandFailure.runtime("\(code) \(response.reasonPhrase ?? "")")
-            }
-        }
-    }
-
-    struct Register: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "REGISTER an address-of-record (and unregister with --expires 0).")
-        @Argument(help: "Address-of-record, e.g. sip:alice@example.com.")
-        var addressOfRecord: String
-        @Option(help: "Requested binding lifetime in seconds (0 removes the binding).")
-        var expires: UInt32 = 3600
-        @OptionGroup var connection: Connection
-
-        func run() throws {
-            let aor = try parseURI(addressOfRecord, option: "address-of-record")
-            let server = try connection.serverAddress(default: aor)
-            let peer = SIPPeer(try connection.transportKind(), server)
-            let expires = self.expires
-            try connection.run(server: server) { _, sender in
-                let registration = SIPRegistration(
-                    configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: peer, expires: expires), sender: sender)
-                let result = try await registration.register()
-                if result.succeeded { print("registered for \(result.grantedExpires) s; \(result.contacts.count) contact(s)") }
-                return .response(result.statusCode, result.reasonPhrase)
-            }
-        }
-    }
-
-    struct Message: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send an instant message (RFC 3428): 2xx means delivered.")
-        @Argument(help: "Recipient URI.")
-        var to: String
-        @Argument(help: "Message text (text/plain).")
-        var text: String
-        @Option(help: "Sender URI (From).")
-        var from: String = "sip:voice-engine@localhost"
-        @Option(name: .customLong("header"), help: "Extra header 'X-Name: value' (repeatable; custom headers must start with X-).")
-        var headers: [String] = []
-        @OptionGroup var connection: Connection
-
-        func run() throws {
-            let target = try parseURI(to, option: "recipient")
-            var request = try makeRequest(.message, to: target, from: try parseURI(from, option: "--from"), extraHeaders: headers)
-            request.headers.add("Content-Type", "text/plain;charset=utf-8")
-            request.body = Array(text.utf8)
-            let server = try connection.serverAddress(default: target)
-            let message = request
-            try connection.run(server: server) { _, sender in
-                try await sender.send(message, to: SIPPeer(try connection.transportKind(), server))
-            }
-        }
-    }
-
-    struct Options: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send OPTIONS: is the server or UA there, and what does it support?")
-        @Argument(help: "Target URI.")
-        var to: String
-        @Option(help: "Sender URI (From).")
-        var from: String = "sip:voice-engine@localhost"
-        @OptionGroup var connection: Connection
-
-        func run() throws {
-            let target = try parseURI(to, option: "target")
-            let request = try makeRequest(.options, to: target, from: try parseURI(from, option: "--from"), extraHeaders: [])
-            let server = try connection.serverAddress(default: target)
-            let peer = SIPPeer(try connection.transportKind(), server)
-            try connection.run(server: server) { _, sender in
-                let response = try await sender.send(request, to: peer)
-                if let allow = response.headers.first("Allow") { print("Allow: \(allow)") }
-                return response
             }
         }
     }
@@ -210,7 +142,7 @@ func socketAddress(_ text: String, option: String) throws -> SocketAddress {
     }
     let host = bracketed.hasPrefix("[") && bracketed.hasSuffix("]") ? String(bracketed.dropFirst().dropLast()) : bracketed
     do { return try SocketAddress.makeAddressResolvingHost(host, port: port) } catch {
-        throw CommandFailure(description: "\(option) '\(text)': cannot resolve \(host)", status: 68)
+        throw CommandFailure.noHost("\(option) '\(text)': cannot resolve \(host)")
     }
 }
 
@@ -224,7 +156,7 @@ func routedAddress(to server: SocketAddress, on loop: any EventLoop) throws -> S
 }
 
 /// A new out-of-dialog request with From (fresh tag), To, Call-ID, CSeq 1 and the `X-` headers given.
-private func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, extraHeaders: [String]) throws -> SIPMessage {
+func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, extraHeaders: [String]) throws -> SIPMessage {
     var headers = SIPHeaders()
     headers.add("From", SIPAddress(uri: from, parameters: [SIPParameter("tag", String(UInt32.random(in: 1...UInt32.max), radix: 36))]).description)
     headers.add("To", SIPAddress(uri: target).description)
@@ -237,20 +169,4 @@ private func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, e
         headers.add(String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
     }
     return .request(method, target, headers: headers)
-}
-
-/// Runs async work to completion from the synchronous command line.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    Task {
-        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try box.result!.get()
-}
-
-final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, any Error>?
 }

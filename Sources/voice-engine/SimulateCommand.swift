@@ -154,7 +154,7 @@ struct SimulateCommand: ParsableCommand {
             do {
                 try WAVFile.write(pcm16: ideal.output, format: AudioFormat(sampleRate: rate), to: idealOut)
             } catch {
-                throw ValidationError("\(idealOut): \(error)")
+                throw CommandFailure.usage("\(idealOut): \(error)")
             }
         }
         if let writeTrace {

@@ -39,7 +39,7 @@ struct VectorsCommand: ParsableCommand {
         func run() throws {
             let results = try TestVectorRunner(directory: URL(fileURLWithPath: directory)).runAll()
             try VectorsCommand.report(results, json: json)
-            if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
+            if results.contains(where: { !$0.passed }) { throw CommandFailure.alreadyPrinted(.failure) }
         }
     }
 

@@ -32,22 +32,22 @@ enum WebRTCCallMode {
         return TransportAddress(host, port: port)
     }
 
-    static func run(_ plan: Plan) -> Int32 {
+    static func run(_ plan: Plan) throws {
         let mic: [Int16]?
         if plan.microphone == "null" {
             mic = nil
         } else if plan.microphone.hasPrefix("file:") {
-            do {
-                let wav = try WAVFile.read(path: String(plan.microphone.dropFirst(5)))
-                guard wav.format == .mono48k else {
-                    say("error: --mic \(plan.microphone): --webrtc takes a 48 kHz mono WAV (this one is \(wav.format))")
-                    return 64
-                }
-                mic = wav.int16Samples
-            } catch {
-                say("error: --mic \(plan.microphone): \(error)")
-                return 1
+            let wav: WAVFile
+            do { wav = try WAVFile.read(path: String(plan.microphone.dropFirst(5))) } catch {
+                throw CommandFailure.runtime("--mic \(plan.microphone): \(error)")
             }
+            guard wav.format == .mono48k else {
+                // Exit 64 without the usage line: the option is right, its file is not.
+                throw CommandFailure(
+                    "--mic \(plan.microphone): --webrtc takes a 48 kHz mono WAV (this one is \(wav.format))",
+                    status: .usage, showsUsage: false)
+            }
+            mic = wav.int16Samples
         } else {
             mic = nil  // an ALSA microphone, opened below
         }
@@ -68,8 +68,7 @@ enum WebRTCCallMode {
             if case .alsa(let name) = LiveDeviceName(plan.speaker) { alsaSpeaker = try ALSAMedia(name, .playout) }
         } catch {
             alsaMicrophone?.close()
-            say("error: \(error)")
-            return 1
+            throw CommandFailure.runtime("\(error)")
         }
         defer {
             alsaMicrophone?.close()
@@ -88,21 +87,21 @@ enum WebRTCCallMode {
                 call = try WebRTCAudioCall(offeringWith: certificate, host: plan.host, fullICE: true,
                                            turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "offer")
-                guard let answer = readSDP(what: "answer") else { say("error: no answer on stdin"); return 1 }
+                guard let answer = readSDP(what: "answer") else { throw CommandFailure.runtime("no answer on stdin") }
                 try call.accept(answer: answer)
             } else {
-                guard let offer = readSDP(what: "offer") else { say("error: no offer on stdin"); return 1 }
+                guard let offer = readSDP(what: "offer") else { throw CommandFailure.runtime("no offer on stdin") }
                 call = try WebRTCAudioCall(answering: offer, certificate: certificate, host: plan.host, fullICE: true,
                                            turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "answer")
                 call.start()
             }
+        } catch let failure as CommandFailure {
+            throw failure
         } catch let error as TURNError {
-            say("error: TURN server \(plan.turn.map { "\($0.address)" } ?? ""): \(error)")
-            return 1
+            throw CommandFailure.runtime("TURN server \(plan.turn.map { "\($0.address)" } ?? ""): \(error)")
         } catch {
-            say("error: \(error)")
-            return 65
+            throw CommandFailure.dataError("\(error)")
         }
         let started = Date()
         while Date().timeIntervalSince(started) < plan.duration {
@@ -122,14 +121,10 @@ enum WebRTCCallMode {
         }
         if plan.speaker.hasPrefix("file:") {
             do { try WAVFile.write(pcm16: media.played, format: .mono48k, to: String(plan.speaker.dropFirst(5))) } catch {
-                say("error: --speaker \(plan.speaker): \(error)")
-                return 1
+                throw CommandFailure.runtime("--speaker \(plan.speaker): \(error)")
             }
         }
-        if let failure = call.failure {
-            say("error: \(failure)")
-            return 1
-        }
+        if let failure = call.failure { throw CommandFailure.runtime("\(failure)") }
         guard call.connectedAt != nil, (statistics?.packetsReceived ?? 0) > 0 else {
             if let agent = call.agent {
                 for pair in agent.pairs { say("webrtc: pair \(pair.local) → \(pair.remote): \(pair.state)") }
@@ -138,10 +133,8 @@ enum WebRTCCallMode {
                 say("webrtc: \(agent.checksSent) checks sent, \(agent.rejectedRequests) requests refused, "
                     + "received \(call.transport.map { "\($0.received)" } ?? "-")")
             }
-            say("error: no media from the peer (ICE \(call.agent.map { "\($0.state)" } ?? "?"))")
-            return 1
+            throw CommandFailure.runtime("no media from the peer (ICE \(call.agent.map { "\($0.state)" } ?? "?"))")
         }
-        return 0
     }
 
     /// Prints an SDP block on stdout, ended by an empty line.

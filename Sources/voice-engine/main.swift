@@ -20,42 +20,22 @@ struct VoiceEngineCommand: ParsableCommand {
     )
 }
 
-/// Writes `message` to stderr as one `error:` line, with `usage` (the command's usage line) after it when given.
-func reportError(_ message: String, usage: String? = nil) {
-    var text = "error: \(message)\n"
-    if let usage { text += "Usage: \(usage)\n" }
-    FileHandle.standardError.write(Data(text.utf8))
-}
-
+// The one place a command's failure is printed and turned into the exit status (CommandFailure).
 var command: ParsableCommand
 do {
     command = try VoiceEngineCommand.parseAsRoot()
 } catch {
     // --help and --version exit 0 the way ArgumentParser prints them; every other parse or validation error is
-    // one `error:` line plus the usage of the subcommand it belongs to.
+    // one `error:` line that already holds the usage of the subcommand it belongs to.
     if VoiceEngineCommand.exitCode(for: error) == .success { VoiceEngineCommand.exit(withError: error) }
     var text = VoiceEngineCommand.fullMessage(for: error, columns: 120)
     if text.hasPrefix("Error: ") { text = String(text.dropFirst("Error: ".count)) }
-    FileHandle.standardError.write(Data("error: \(text)\n".utf8))
-    exit(ExitCode.validationFailure.rawValue)
+    CommandFailure(text, status: .usage, showsUsage: false).printAndExit(usage: nil)
 }
 do {
     try command.run()
-} catch let failure as CommandFailure {
-    reportError(failure.description, usage: failure.status == 64 ? VoiceEngineCommand.usageString(for: type(of: command)) : nil)
-    exit(failure.status)
-} catch let validation as ValidationError {
-    reportError(validation.message, usage: VoiceEngineCommand.usageString(for: type(of: command)))
-    exit(ExitCode.validationFailure.rawValue)
-} catch let code as ExitCode {
-    exit(code.rawValue)
-} catch let error as NSError where error.domain == NSCocoaErrorDomain || error.domain == NSPOSIXErrorDomain {
-    // Foundation's file errors: their sentence, not the domain/code/userInfo dump.
-    reportError(error.localizedDescription)
-    exit(1)
 } catch {
     // `voice-engine <command> --help` parses as a help request that is raised when run: ArgumentParser prints it.
     if VoiceEngineCommand.exitCode(for: error) == .success { VoiceEngineCommand.exit(withError: error) }
-    reportError("\(error)")
-    exit(1)
+    CommandFailure(error).printAndExit(usage: VoiceEngineCommand.usageString(for: type(of: command)))
 }

@@ -6,7 +6,7 @@ import VoiceTestSupport
 /// Calls between clients through the repository's Kamailio, and to real peers behind it (baresip, SIPp): the
 /// SIP dialog, the live media (Opus over SDES-SRTP) and what the call object reports. Ports 26040–26099.
 @Suite(
-    "VoiceClient calls through Kamailio", .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient calls through Kamailio", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
 struct ClientSIPCallTests {
     static let aliceSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"

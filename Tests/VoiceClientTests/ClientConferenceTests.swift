@@ -11,7 +11,7 @@ import VoiceTestSupport
 /// itself (mix-minus), and the room's JSON report (`--stats-dir`) names all three. Ports: Kamailio 28350, the
 /// server 28351, its media 28360–28389.
 @Suite(
-    "VoiceClient users in a room of the real conference server", .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient users in a room of the real conference server", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ClientConferenceTests {

@@ -6,7 +6,7 @@ import VoiceTestSupport
 /// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
 /// seen on its side, speech both ways) and as the phone gateway, SIPp answering busy. Ports 26060–26079.
 @Suite(
-    "VoiceClient calls to baresip and SIPp", .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient calls to baresip and SIPp", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
 struct ClientPeerCallTests {
@@ -164,7 +164,7 @@ struct ClientPeerCallTests {
 /// Managed push: Kamailio keeps the INVITE to a callee with no binding (tsilo) and posts the payload to the push
 /// gateway (http_client); the callee's app relays it, its client registers and gets the call. Ports 26090–26099.
 @Suite(
-    "VoiceClient push for calls (managed and app-sent)", .serialized, .timeLimit(.minutes(1)),
+    "VoiceClient push for calls (managed and app-sent)", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(
         if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },

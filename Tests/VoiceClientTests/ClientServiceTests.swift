@@ -2,11 +2,12 @@ import Foundation
 import Testing
 import VoiceClient
 import VoiceService
+import VoiceTestSupport
 
 /// Two clients and the repository's service (Kamailio with Services/kamailio/kamailio.cfg: registrar,
 /// auth_ephemeral, msilo; the registration service) on loopback. Ports 26000–26019 are this suite's.
 @Suite(
-    "VoiceClient against the real service", .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient against the real service", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
 struct ClientServiceTests {
     @Test func clientsRegisterWithSignedRequestsAndMessageEachOther() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceClient
+import VoiceTestSupport
 
 // The function of the GettingStarted article, copied verbatim (articleHoldsThisFunction checks that it is).
 func sendGreeting(
@@ -39,7 +40,7 @@ func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) 
 }
 
 /// The client article's code compiles and works against the real service. Port 26016.
-@Suite("The VoiceClient getting-started article", .serialized, .timeLimit(.minutes(1)))
+@Suite("The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct ClientGettingStartedTests {
     @Test func articleHoldsThisFunction() throws {
         let article = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"), encoding: .utf8)

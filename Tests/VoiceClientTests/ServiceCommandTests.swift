@@ -6,7 +6,7 @@ import VoiceTestSupport
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
 /// runs `voice-engine registration-service` beside Kamailio with a state directory of its own). Ports 26010–26011.
 @Suite(
-    "voice-engine sign-registration and the service script", .serialized, .timeLimit(.minutes(2)),
+    "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ServiceCommandTests {
     func run(_ arguments: [String], in directory: URL) async throws -> (status: Int32?, output: String) {
@@ -103,7 +103,7 @@ struct ServiceCommandTests {
 /// `voice-engine phone` against the real service: it answers a client's call by itself, then places one, driven
 /// by commands from a file, printing the events. Port 26020.
 @Suite(
-    "voice-engine phone", .serialized, .timeLimit(.minutes(1)),
+    "voice-engine phone", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
 struct PhoneCommandTests {

@@ -10,7 +10,7 @@ import VoiceTestSupport
 /// required — are refused with 488 and the reason in the status line, and the server goes on serving: the room
 /// still opens for a good INVITE afterwards, on a media range of two ports (so the refused INVITEs' ports were
 /// given back). SIP on an ephemeral port, media on 28730–28731.
-@Suite("Bad INVITEs to the conference server", .serialized, .timeLimit(.minutes(1)))
+@Suite("Bad INVITEs to the conference server", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct ConferenceBadInviteTests {
     static func sdp(_ media: String) -> String {
         "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n" + media

@@ -19,7 +19,7 @@ import VoiceTestSupport
 /// generated with another seed, and the control is a fourth seed, so `make test` runs the conference everywhere.
 /// `CONFERENCE_SYNTHETIC_SPEECH=1` uses the synthetic material even when ../shared is present.
 @Suite(
-    "A real SIP conference through Kamailio", .serialized, .timeLimit(.minutes(2)),
+    "A real SIP conference through Kamailio", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ConferenceCallTests {

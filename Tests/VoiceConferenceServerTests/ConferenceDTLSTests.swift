@@ -16,7 +16,7 @@ import VoiceWebRTC
 /// engine's `LiveCall`. Talkers as in ``ConferenceCallTests``: real speech from ../shared when present, else the
 /// repository's speech-like vectors. Server in process, SIP on an ephemeral port, media 28300–28329 and
 /// 28340–28349, baresip's SIP on 28330.
-@Suite("DTLS-SRTP participants in a conference room", .serialized, .timeLimit(.minutes(2)))
+@Suite("DTLS-SRTP participants in a conference room", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)))
 struct ConferenceDTLSTests {
     static let seconds = 8.0
     static let format = AudioFormat(sampleRate: 16_000, channels: 1)

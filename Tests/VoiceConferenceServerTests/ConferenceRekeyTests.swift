@@ -10,7 +10,7 @@ import VoiceTestSupport
 /// heard and keeps hearing the room: the server hands the new keys to the participant's leg in the mixer. Two real
 /// participants — the engine's `LiveCall` with file microphones (the repository's speech-like vectors) and SDES-SRTP
 /// over loopback — and the server in process. SIP on an ephemeral port, media on 28710–28729.
-@Suite("Conference participants re-key mid-call", .serialized, .timeLimit(.minutes(1)))
+@Suite("Conference participants re-key mid-call", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct ConferenceRekeyTests {
     static let format = AudioFormat(sampleRate: 16_000, channels: 1)
 

@@ -9,7 +9,7 @@ import VoiceTestSupport
 /// The conference server's SIP behaviour in one process (server and participants on loopback, ephemeral SIP
 /// ports, media ports 28650–28689): which URIs are rooms, OPTIONS, a room's life from first join to last leave,
 /// mute by re-INVITE, and the room's report.
-@Suite("Conference server: rooms over SIP", .serialized, .timeLimit(.minutes(1)))
+@Suite("Conference server: rooms over SIP", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct ConferenceServerSIPTests {
     @Test func roomIDsAreCheckedWithAReason() throws {
         #expect(try ConferenceRoomAddress(requestURI: roomURI("team-42")).id == "team-42")

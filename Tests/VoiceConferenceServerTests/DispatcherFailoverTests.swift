@@ -17,7 +17,7 @@ import VoiceTestSupport
 /// dead node marks it inactive and is retried on the survivor. Ports 28400 and 28402 (Kamailio), 28411/28412 and
 /// 28413/28414 (nodes), 28500–28599 (nodes' media) are this suite's.
 @Suite(
-    "Conference nodes behind Kamailio's dispatcher", .serialized, .timeLimit(.minutes(2)),
+    "Conference nodes behind Kamailio's dispatcher", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct DispatcherFailoverTests {

@@ -153,7 +153,7 @@ struct EchoCancellerTests {
         #expect(abs(estimate - ppm) < tolerance, "estimated \(estimate) ppm")
         #expect(abs(run.statistics.compensatedDriftPPM - ppm) < tolerance)
         var off = EchoCancellerConfiguration()
-        off.compensateDrift = false
+        off.stages.remove(.driftCompensation)
         let uncompensated = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: off)
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
         let with = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))

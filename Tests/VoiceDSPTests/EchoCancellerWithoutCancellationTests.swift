@@ -6,7 +6,7 @@ import VoiceTestSupport
 
 private let speechPath = SharedTestData.repository.appendingPathComponent("TestVectors/speech_like_16k.wav").path
 
-/// `EchoCancellerConfiguration.cancelEcho` off: noise suppression and VAD only, the far end ignored (the
+/// `EchoCanceller.Stage.echoFilter` off: noise suppression and VAD only, the far end ignored (the
 /// configuration `voice-bench live --voice-processing --no-echo-canceller` compares with baresip's speex_pp).
 @Suite("Echo canceller switched off")
 struct EchoCancellerWithoutCancellationTests {
@@ -14,7 +14,7 @@ struct EchoCancellerWithoutCancellationTests {
     /// the far end 40 ms late at half level), and the share of blocks judged speech.
     private func run(cancelEcho: Bool, speech: [Int16], seconds: Int = 8) throws -> (out: Double, mic: Double, active: Double, delay: Double?) {
         var configuration = EchoCancellerConfiguration()
-        configuration.cancelEcho = cancelEcho
+        if !cancelEcho { configuration.stages.remove(.echoFilter) }
         let canceller = try EchoCanceller(configuration: configuration)
         let block = canceller.blockSize
         let delay = 640
@@ -63,7 +63,7 @@ struct EchoCancellerWithoutCancellationTests {
 
     @Test func silenceIsNotJudgedSpeech() throws {
         var configuration = EchoCancellerConfiguration()
-        configuration.cancelEcho = false
+        configuration.stages.remove(.echoFilter)
         let canceller = try EchoCanceller(configuration: configuration)
         let silent = [Int16](repeating: 0, count: canceller.blockSize)
         var out = [Int16](repeating: 1, count: canceller.blockSize)

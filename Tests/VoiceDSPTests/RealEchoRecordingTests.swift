@@ -14,7 +14,7 @@ private func samples(_ name: String) throws -> [Int16] {
 /// The canceller on realistic echo (the AEC-Challenge recordings of ../shared/testdata/aec-real, see its README):
 /// loudspeaker nonlinearity, real rooms and devices. Floors a few dB under what the default configuration measures
 /// (`voice-bench aec --real`), so a regression fails; the WebRTC comparison itself is the benchmark's.
-@Suite("Echo canceller on real recordings", .enabled(if: SharedTestData.exists("aec-real"), "../shared/testdata/aec-real absent"))
+@Suite("Echo canceller on real recordings", .tags(.slow), .scheduledByTags, .enabled(if: SharedTestData.exists("aec-real"), "../shared/testdata/aec-real absent"))
 struct RealEchoRecordingTests {
     static let configuration = EchoCancellerConfiguration()
 

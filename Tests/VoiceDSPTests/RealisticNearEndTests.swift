@@ -35,7 +35,7 @@ enum RealisticSetGenerator {
 /// And the `hand` clips' lone near talker after the far end has played (`nst°`, the second test).
 /// Needs python3 with numpy, scipy, pyroomacoustics and pesq (PyPI), and ../shared/testdata/speech.
 @Suite(
-    "Near-end single talk on the realistic set",
+    "Near-end single talk on the realistic set", .tags(.slow), .scheduledByTags,
     .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"),
     .enabled(
         if: RealisticSetGenerator.unavailableReason == nil,

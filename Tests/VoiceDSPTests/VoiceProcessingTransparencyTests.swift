@@ -14,7 +14,7 @@ import VoiceTestSupport
 /// denoiser at -15 dB, the default before, cost 0.35-0.52 PESQ-WB on clean speech and measures 1.7-18 dB here (alone,
 /// below); the default now costs 0.00-0.12 PESQ-WB (`voice-engine aec`; through `simulate`, with Opus, 0.00-0.07) and
 /// measures 0.00-0.43 dB.
-@Suite("Voice processing is transparent on clean speech", .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"))
+@Suite("Voice processing is transparent on clean speech", .tags(.slow), .scheduledByTags, .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"))
 struct VoiceProcessingTransparencyTests {
     /// The 16 kHz clean talkers of the shared set (at least 4 s each).
     static func talkers() throws -> [(String, [Int16])] {

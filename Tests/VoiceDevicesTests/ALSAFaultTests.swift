@@ -3,6 +3,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceDevices
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +11,7 @@ import VoiceCore
 
 /// Faults the null PCM cannot produce (xrun, suspend, device loss, busy): the pure code-to-fault mapping, and
 /// the real audio loop (`PCMLoop`) driven by a scripted PCM that returns those codes.
-@Suite struct ALSAFaultTests {
+@Suite(.tags(.live), .scheduledByTags) struct ALSAFaultTests {
     @Test func errnoCodesMapToFaultsAndInterruptions() {
         #expect(ALSAFault(code: -Int(EPIPE)) == .xrun)
         #expect(ALSAFault(code: -Int(EPIPE)).interruptionReason == nil)

@@ -2,6 +2,7 @@ import Testing
 import VoiceCore
 
 @testable import VoiceDevices
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -9,7 +10,7 @@ import VoiceCore
 
 /// The real libasound2 code path through ALSA's `null` PCM (no sound card needed): open, negotiate, run
 /// threads, stop and close.
-@Suite(.serialized) struct ALSANullPCMTests {
+@Suite(.tags(.live), .scheduledByTags, .serialized) struct ALSANullPCMTests {
     init() { ALSADiagnostics.silenceLibraryMessages() }
 
     @Test(arguments: AudioDirection.allCases)

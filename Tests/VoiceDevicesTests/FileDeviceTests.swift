@@ -5,7 +5,7 @@ import VoiceCore
 @testable import VoiceDevices
 import VoiceTestSupport
 
-@Suite struct FileDeviceTests {
+@Suite(.tags(.live), .scheduledByTags) struct FileDeviceTests {
     func writeInputWAV(samples: [Int16], format: AudioFormat) throws -> String {
         let path = temporaryPath("mic.wav")
         try WAVFile.write(pcm16: samples, format: format, to: path)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// The package folder, found from this file's location so tests run from any directory.
 private let packageRoot = URL(fileURLWithPath: #filePath)
@@ -12,7 +13,7 @@ private let haveSpeech =
     FileManager.default.fileExists(atPath: speechA) && FileManager.default.fileExists(atPath: speechB)
 
 /// `voice-engine demo`: the UDP-backed packet path, the demo call through the library, and the command's flags.
-@Suite struct DemoTests {
+@Suite(.tags(.slow), .scheduledByTags) struct DemoTests {
     /// A minimal RTP-looking datagram (version 2, payload type 111) carrying `index` so it can be told apart.
     private static func datagram(_ index: Int, rtcp: Bool = false) -> [UInt8] {
         var bytes: [UInt8] = [0x80, rtcp ? 201 : 111, UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF)]
@@ -179,74 +180,5 @@ private let haveSpeech =
         let text = String(decoding: json, as: UTF8.self) + html
         #expect(!text.contains("inline:"))
         #expect(outcome.summaryTable.contains("A → B") && outcome.summaryTable.contains("B → A"))
-    }
-}
-
-/// The command itself, run as a subprocess with a bounded wait.
-@Suite struct DemoCommandTests {
-    static var binary: URL? {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("voice-engine")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }
-
-    /// Runs the tool with output to a file and at most `seconds` of wall time (then it is terminated).
-    private func run(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, output: String) {
-        let log = StreamTestSupport.temporaryDirectory().appendingPathComponent("out.txt")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: log.deletingLastPathComponent()) }
-        let handle = try FileHandle(forWritingTo: log)
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            Issue.record("voice-engine \(arguments.joined(separator: " ")) did not finish in \(seconds) s")
-        }
-        try handle.close()
-        return (process.terminationStatus, try String(contentsOf: log, encoding: .utf8))
-    }
-
-    @Test(.enabled(if: binary != nil, "voice-engine binary not built"))
-    func badFlagsGiveClearErrors() throws {
-        let cases: [([String], String)] = [
-            (["--profile", "moon"], "--profile moon: use one of clean, wifi, lte, congested"),
-            (["--loss", "150"], "--loss"),
-            (["--jitter=-3"], "--jitter: -3.0 must be within 0...2000"),
-            (["--duration", "0"], "--duration"),
-            (["--jitter-buffer", "magic"], "--jitter-buffer magic: use adaptive or speexdsp"),
-            (["--input-a", "/nonexistent/a.wav"], "no such file"),
-            (["--turns", "0.1"], "--turns: 0.1 must be within 0.2...600 seconds"),
-        ]
-        for (flags, message) in cases {
-            let result = try run(["demo", "--out", NSTemporaryDirectory() + "/demo-bad-flags"] + flags, seconds: 30)
-            #expect(result.status != 0, "\(flags) should fail")
-            #expect(result.output.contains(message), "\(flags): \(result.output)")
-        }
-    }
-
-    @Test(.enabled(if: binary != nil && haveSpeech, "voice-engine binary or speech vectors missing"))
-    func commandPrintsTheSummaryAndWhereTheReportsAre() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let result = try run(["demo", "--duration", "2", "--profile", "lte", "--no-srtp", "--out", dir.path])
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("A → B") && result.output.contains("B → A"))
-        #expect(result.output.contains("plain RTP"))
-        #expect(result.output.contains(dir.appendingPathComponent("report.html").path))
-        #expect(result.output.contains(dir.appendingPathComponent("report.json").path))
-        let report = try DemoCall.Report.decode(
-            Data(contentsOf: dir.appendingPathComponent("report.json")))
-        #expect(report.configuration.srtpSuite == nil && report.configuration.network == .lte)
     }
 }

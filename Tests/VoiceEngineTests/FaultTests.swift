@@ -4,6 +4,7 @@ import VoiceEngine
 
 @testable import VoiceDevices
 import VoiceLab
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +23,7 @@ import VoiceLab
 /// `MediaStream`s over a `SimulatedPacketPath`. The session's effects are carried out the way
 /// `LiveCallMediaLoop` does: while interrupted the local side neither captures nor plays and discards every
 /// datagram that arrives; `flushBuffers` discards what is queued (the transport's pending packets).
-@Suite(.serialized) struct FaultTests {
+@Suite(.tags(.slow), .scheduledByTags, .serialized) struct FaultTests {
     /// What the interrupted side (B) went through.
     struct InterruptionRun {
         var playedB: [Int16] = []

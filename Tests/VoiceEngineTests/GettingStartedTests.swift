@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
 // The media loop of the GettingStarted article, copied verbatim (GettingStartedTests checks that it is).
 func runMediaLoop(
@@ -40,7 +41,7 @@ func runMediaLoop(
 
 /// The article's media loop compiles and carries a call: two streams calling each other over loopback UDP with
 /// SRTP, each driven by `runMediaLoop` on its own thread for 2.5 s, each writing what it heard.
-@Suite struct GettingStartedTests {
+@Suite(.tags(.live), .scheduledByTags) struct GettingStartedTests {
     /// One side of the call, handed to its thread.
     struct Leg: @unchecked Sendable {
         // @unchecked Sendable: each leg's stream is used by its own thread only, and read again after that

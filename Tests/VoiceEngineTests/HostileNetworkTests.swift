@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -21,7 +22,7 @@ import VoiceEngine
 /// authenticates under the peer's key and even after RFC 3550 probation would have validated it. RFC 3550 calls
 /// a new SSRC a new source; in a one-to-one call the engine plays exactly one source, and switching to another
 /// one is a signalling event (a new `a=ssrc`/re-INVITE), not something a datagram may decide.
-@Suite(.serialized) struct HostileNetworkTests {
+@Suite(.tags(.live), .scheduledByTags, .serialized) struct HostileNetworkTests {
     static let ssrc: UInt32 = 0x5EED_0001
 
     /// 20 s of speech and the legitimate packets of it (SRTP under A's key), the receiver's configuration.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +18,7 @@ import VoiceLab
 /// is within `LiveCallOptions.maximumLagTicks` (the ticker then runs the missed ticks back to back); 80 ms is past
 /// it (the ticker skips them).
 extension LiveCallTests {
-    @Suite struct Stall {
+    @Suite(.tags(.live, .root), .scheduledByTags) struct Stall {
         @Test(
             .enabled(if: FileManager.default.fileExists(atPath: LiveCallTests.speech), "TestVectors/speech_like_16k.wav missing"),
             .enabled(if: geteuid() == 0, "needs root: the stall is a SCHED_FIFO thread above the media thread's priority"),

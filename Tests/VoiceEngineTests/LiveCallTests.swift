@@ -3,9 +3,10 @@ import Synchronization
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// Two real-time ``LiveCall``s in one process over loopback UDP with SRTP, file microphones and file speakers.
-@Suite(.serialized) struct LiveCallTests {
+@Suite(.tags(.live), .scheduledByTags, .serialized) struct LiveCallTests {
     static let speech = "TestVectors/speech_like_16k.wav"
     static let format = AudioFormat(sampleRate: 16_000)
 

@@ -8,7 +8,7 @@ import VoiceTestSupport
 /// recovered), not go silent. Nested in ``LiveCallTests`` so that it is serialised with the other live calls
 /// (its load must not run beside their timing).
 extension LiveCallTests {
-    @Suite struct UnderLoad {
+    @Suite(.tags(.live, .slow), .scheduledByTags) struct UnderLoad {
         /// Concealment each side may need while every core is busy (a quiet machine conceals under 1 %; the call
         /// that went silent concealed 12-24 %).
         static let maximumConcealment = 0.05

@@ -2,10 +2,11 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceSRTP
+import VoiceTestSupport
 
 /// A re-INVITE's outcome reaching running media (`LiveCall.updateMedia`): two real-time calls over loopback UDP
 /// with SRTP and speech files, re-keyed, held and resumed mid-call.
-@Suite(.serialized) struct LiveCallUpdateTests {
+@Suite(.tags(.live), .scheduledByTags, .serialized) struct LiveCallUpdateTests {
     @Test(
         "re-key, hold and resume a running call", arguments: [SRTPCryptoSuite.aesCM128HmacSHA1_80, .aeadAES128GCM])
     func reKeyHoldAndResumeReachTheRunningMedia(suite: SRTPCryptoSuite) async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import VoiceTestSupport
 import VoiceEngine
 import VoiceLab
 
@@ -90,12 +91,7 @@ enum StreamTestSupport {
     }
 
     /// A temporary directory for files written by a test.
-    static func temporaryDirectory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "stream-tests-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    static func temporaryDirectory() -> URL { TestFiles.temporaryDirectory() }
 }
 
 /// A sink that keeps every datagram a stream sends, for tests that feed them to another stream by hand.

@@ -2,10 +2,11 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// `PacketCaptureRecorder` on real loopback sockets: what it writes is what went over the wire, with the arrival
 /// times the consumer saw, and it never blocks a sender.
-@Suite struct PacketCaptureRecorderTests {
+@Suite(.tags(.live), .scheduledByTags) struct PacketCaptureRecorderTests {
     static func temporaryPath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("capture-\(UUID().uuidString).pcapng").path
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// A simulated SRTP call written to a capture with PcapWriter, then replayed through the receive chain.
 @Suite struct ReplayCaptureTests {
@@ -119,10 +120,10 @@ import VoiceLab
         }
     }
 
-    @Test(.enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
+    @Test(.tags(.cli), .scheduledByTags, .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
     func theCommandExitsWith65AndSaysWhyWhenNothingCanBeDecoded() throws {
         let call = try Self.recordCall(srtp: true)
-        let file = try RTPDumpCommandTests.temporaryFile(call.capture, name: "srtp.pcapng")
+        let file = try TestFiles.temporaryFile(call.capture, name: "srtp.pcapng")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).wav")
         defer { for f in [file, out] { try? FileManager.default.removeItem(at: f) } }
         let wrong = Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString()
@@ -131,11 +132,11 @@ import VoiceLab
             ([] as [String], "looks SRTP-protected"),
             (["--srtp-key", "inline:" + wrong], "authenticates no RTP packet"),
         ] {
-            let (status, _, stderr) = try RTPDumpCommandTests.run(["replay", file.path, "--out", out.path] + arguments)
+            let (status, _, stderr) = try BuiltExecutables.run("voice-engine", ["replay", file.path, "--out", out.path] + arguments)
             #expect(status == 65 && stderr.hasPrefix("error: ") && stderr.contains(fragment), "\(stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.path), "no WAV written for nothing decoded")
         }
-        let (status, stdout, stderr) = try RTPDumpCommandTests.run([
+        let (status, stdout, stderr) = try BuiltExecutables.run("voice-engine", [
             "replay", file.path, "--out", out.path, "--srtp-key", "inline:" + right, "--rate", "16000",
         ])
         #expect(status == 0, "\(stderr)")

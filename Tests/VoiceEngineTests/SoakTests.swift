@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// Soak: a long two-way call in fast time while the network cycles through profiles (clean, 3 % bursty loss with
 /// jitter, a delay step, an outage, sender clock drift), checking memory, latency creep and counters.
@@ -15,7 +16,7 @@ import VoiceLab
 /// second and the last cycle: both see identical networks *and* the same history before each segment (the jitter
 /// buffer remembers about 10 s of delays, so the first cycle's clean segment, with no history, is faster by
 /// design), so any difference in buffer delay between them is creep, not conditions.
-@Suite(.serialized) struct SoakTests {
+@Suite(.tags(.slow), .scheduledByTags, .serialized) struct SoakTests {
     static var minutes: Double {
         ProcessInfo.processInfo.environment["VOICEENGINE_SOAK_MINUTES"].flatMap(Double.init) ?? 2
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// The project's TestVectors folder, found from this file's location so tests run from any directory.
 private let vectorsDirectory = URL(fileURLWithPath: #filePath)
@@ -10,7 +11,7 @@ private let vectorsDirectory = URL(fileURLWithPath: #filePath)
 
 private let manifest = try! TestVectorManifest.load(from: vectorsDirectory.appendingPathComponent("manifest.json"))
 
-@Suite("Test-vector manifest")
+@Suite("Test-vector manifest", .tags(.slow), .scheduledByTags)
 struct TestVectorManifestTests {
     @Test("manifest check meets its threshold", arguments: manifest.checks.map(\.name))
     func manifestCheckMeetsThreshold(name: String) throws {

@@ -2,29 +2,15 @@ import Foundation
 import Synchronization
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Whether this host can bind `::1` (a container may run with IPv6 off).
-enum IPv6Loopback {
-    static let available: Bool = {
-        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in6()
-        address.sin6_family = sa_family_t(AF_INET6)
-        address.sin6_addr = in6addr_loopback
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        } == 0
-    }()
-}
-
 /// IPv6 and dual stack on real sockets: `::1`, and `::` carrying IPv4 peers. Skipped where the kernel has no IPv6
 /// loopback.
-@Suite(.enabled(if: IPv6Loopback.available, "no IPv6 loopback (::1) on this host"))
+@Suite(.tags(.live), .scheduledByTags, .enabled(if: IPv6Loopback.available, "no IPv6 loopback (::1) on this host"))
 struct TransportIPv6Tests {
 
     @Test func endpointsParseAndPrintBothFamiliesAndFoldIPv4MappedAddresses() throws {

@@ -1,9 +1,10 @@
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
 /// Real UDP sockets on 127.0.0.1. Every wait is bounded (at most ~4 s of 2 ms polls) and only used to let the event
 /// loop deliver what was sent; nothing asserts on time.
-@Suite struct TransportTests {
+@Suite(.tags(.live), .scheduledByTags) struct TransportTests {
     static func rtp(sequence: UInt16, payloadType: UInt8 = 111, payload: Int = 40) -> [UInt8] {
         var p: [UInt8] = [0x80, payloadType, UInt8(sequence >> 8), UInt8(truncatingIfNeeded: sequence)]
         p += [0, 0, 0x03, 0xC0, 0x12, 0x34, 0x56, 0x78]

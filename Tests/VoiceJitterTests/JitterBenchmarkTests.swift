@@ -17,7 +17,7 @@ private let standardResults: Result<[JitterBenchmark.ScenarioResult], Error> = R
     return try JitterBenchmark.standardScenarios().map { try JitterBenchmark.run($0, speech: speech.samples) }
 }
 
-@Test(.enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveDelayIsWithinAQuarterOfTheOracleFloorOnEveryScenario() throws {
     let results = try standardResults.get()
     print(JitterBenchmark.table(results))
@@ -28,7 +28,7 @@ func adaptiveDelayIsWithinAQuarterOfTheOracleFloorOnEveryScenario() throws {
     }
 }
 
-@Test(.enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     let results = try standardResults.get()
     // Issue 14 traded delay for fewer stretches (a wider accelerate band under jitter, a 10 s delay histogram):
@@ -72,7 +72,7 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
 /// 2 561 / 640, drift−200ppm 0 / 640, step20_150_20 3 840 / 0. The runs are seeded, so each bound sits about a
 /// quarter above its figure: more stretching fails here. Pareto is the open case: three times speexdsp's (it
 /// buys a quarter of speexdsp's late loss, `adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss`).
-@Test(.enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func stretchingPerMinuteStaysBoundedOnEveryScenario() throws {
     let results = try standardResults.get()
     let bounds: [String: Double] = [

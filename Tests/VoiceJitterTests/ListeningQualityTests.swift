@@ -22,7 +22,7 @@ private func quality(_ name: String, seed: UInt64 = 1, seconds: Double = 20) thr
 
 // MARK: The measure and the reference
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func spectralDistanceIsZeroForACopyAndFindsItsDelay() throws {
     let speech = try #require(speechSet?.samples.prefix(5 * 16_000)).map { $0 }
     let delayed = [Int16](repeating: 0, count: 2_200) + speech  // 137.5 ms later, on a sub-frame phase
@@ -36,7 +36,7 @@ func spectralDistanceIsZeroForACopyAndFindsItsDelay() throws {
     #expect(d.frames > 100)
 }
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func spectralDistanceGrowsWithDamage() throws {
     let speech = Array(try #require(speechSet).samples.prefix(5 * 16_000))
     func damaged(every period: Int) -> [Int16] {
@@ -54,7 +54,7 @@ func spectralDistanceGrowsWithDamage() throws {
     #expect(heavy.decibels > light.decibels * 1.5)
 }
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func idealReceiverRecoversFromTheNextPacketsFECElseConceals() throws {
     let speech = Array(try #require(speechSet).samples.prefix(2 * 16_000))
     let encoder = try OpusEncoder(configuration: JitterSimulation.Configuration.defaultEncoder)
@@ -80,7 +80,7 @@ func idealReceiverRecoversFromTheNextPacketsFECElseConceals() throws {
 
 // MARK: The jitter buffers against the ideal receiver (issue 14's table, project measure)
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     let clean = try quality("loss0")
     #expect(clean.adaptive.distanceToIdeal.decibels < 0.05)
@@ -99,7 +99,7 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     }
 }
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10", "burst5", "burst10"] {
         let r = try quality(name)
@@ -121,7 +121,7 @@ func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
 /// 156 / 162 / 161 ms (cross-correlation of the WAVs): three measures of one delay.
 private let delayBound: [String: Double] = ["jitter30": 139.5, "jitter30_loss5": 142.7, "jitter30_loss10": 143.0]
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
         var adaptive = 0.0, speex = 0.0, distance = 0.0, speexDistance = 0.0, delay = 0.0, speexDelay = 0.0
@@ -149,7 +149,7 @@ func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
 
 // MARK: FEC in the speexdsp alternative
 
-@Test(.enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
+@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func speexdspRecoversLostFramesFromFECWhenTheNextPacketIsThere() throws {
     let r = try quality("jitter30_loss10")
     #expect(r.speex.fecRecoveredFrames > 0)

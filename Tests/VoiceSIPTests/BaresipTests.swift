@@ -15,7 +15,7 @@ let baresipPath = "/usr/bin/baresip"
 /// side's reports must reach the other's RTCP port: the engine's round trip needs baresip's report blocks about the
 /// engine's sender reports. Ports 25140–25149 are this suite's.
 @Suite(
-    "baresip calls with speech", .serialized, .timeLimit(.minutes(1)),
+    "baresip calls with speech", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: baresipPath), "baresip is not installed (make test-deps installs it)"),
     .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
 struct BaresipTests {

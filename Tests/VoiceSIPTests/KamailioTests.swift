@@ -21,7 +21,7 @@ final class TraceRecorder: @unchecked Sendable {
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
 /// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25107 are this suite's.
 @Suite(
-    "Kamailio as registrar and proxy", .serialized, .timeLimit(.minutes(1)),
+    "Kamailio as registrar and proxy", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
 struct KamailioTests {
     static let domain = "voiceengine.test"

@@ -5,6 +5,7 @@ import NIOPosix
 import Testing
 import VoiceEngine
 import VoiceSIP
+import VoiceTestSupport
 
 /// Collects a call's events as they come, so that a test can wait for one.
 final class CallEventLog: @unchecked Sendable {
@@ -69,7 +70,7 @@ func directURI(_ user: String, _ agent: SIPUserAgent) async throws -> SIPURI {
 
 /// INVITE dialogs between two engines on loopback: offer/answer, ringing, early media, CANCEL, rejection, hold and
 /// resume, re-keying, custom headers both ways, BYE, and re-INVITE glare.
-@Suite("SIP calls between two user agents", .serialized, .timeLimit(.minutes(1)))
+@Suite("SIP calls between two user agents", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct SIPCallTests {
     @Test func callIsAnsweredHeldResumedRekeyedAndHungUpWithCustomHeaders() async throws {
         try await withEventLoop { loop in

@@ -102,7 +102,7 @@ enum SIPNATNetwork {
 /// twice the NAT's UDP timeout, alice's INVITE still reaches him through the mapping the pings kept. dave, behind
 /// the same NAT without keepalives, is unreachable by then (the control that shows the timeout is real).
 @Suite(
-    "SIP client behind a NAT", .serialized, .timeLimit(.minutes(1)),
+    "SIP client behind a NAT", .tags(.interop, .live, .root), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: SIPNATNetwork.available, "needs root, ip and iptables to create network namespaces with NAT"))
 struct SIPNATTests {

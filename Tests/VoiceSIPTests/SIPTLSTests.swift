@@ -3,11 +3,12 @@ import NIOCore
 import NIOPosix
 import Testing
 import VoiceSIP
+import VoiceTestSupport
 
 /// TLS between two engines on loopback (RFC 3261 §26.2): framing and connection reuse as over TCP, the server's
 /// certificate checked against a configurable trust root and the name the peer is known by.
 @Suite(
-    "SIP over TLS", .serialized, .timeLimit(.minutes(1)),
+    "SIP over TLS", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: TestCertificates.isAvailable, "openssl is not installed: no test certificates"))
 struct SIPTLSTests {
     @Test("TLS requests reuse one connection both ways, large messages span records", arguments: ["IPv4", "IPv6"])

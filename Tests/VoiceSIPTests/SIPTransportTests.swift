@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import VoiceSIP
+import VoiceTestSupport
 
 /// Runs `body` with a one-thread event loop group, shut down afterwards (also on failure). Endpoints started in
 /// `body` with `SIPEndpoint.startClosedWithLoop` are closed first: a test that fails or times out before closing
@@ -86,7 +87,7 @@ final class AnsweringServer: @unchecked Sendable {
 
 func loopback(_ family: String) -> String { family == "IPv6" ? "::1" : "127.0.0.1" }
 
-@Suite("SIP transports on loopback", .serialized)
+@Suite("SIP transports on loopback", .tags(.live), .scheduledByTags, .serialized)
 struct SIPTransportTests {
     @Test("UDP request and response, Via received/rport stamped", arguments: ["IPv4", "IPv6"])
     func udpRoundTrip(family: String) async throws {

@@ -5,6 +5,7 @@ import NIOPosix
 import Testing
 import VoiceEngine
 import VoiceSIP
+import VoiceTestSupport
 
 let sippPath = "/usr/bin/sipp"
 
@@ -12,7 +13,7 @@ let sippPath = "/usr/bin/sipp"
 /// retransmissions, malformed messages. Scenarios are in Peers/sipp; SIPp's exit status says whether its side of
 /// the scenario completed. Ports 25070–25079 and 25120–25129 are this suite's.
 @Suite(
-    "SIPp scenarios", .serialized, .timeLimit(.minutes(1)),
+    "SIPp scenarios", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: sippPath), "sipp is not installed (make test-deps installs sip-tester)"))
 struct SIPpTests {
     /// Starts SIPp with `scenario` bound to 127.0.0.1:`port`, runs `body`, and returns SIPp's exit status (nil

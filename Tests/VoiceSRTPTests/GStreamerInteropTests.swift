@@ -3,6 +3,7 @@ import Testing
 import VoiceCodec
 import VoiceRTP
 import VoiceSRTP
+import VoiceTestSupport
 
 /// Interoperability with software nobody here wrote (DESIGN.md §5, issue 3 item 8): Debian's GStreamer
 /// `srtpenc`/`srtpdec` (gstreamer1.0-plugins-bad), `rtpopuspay`/`rtpopusdepay` (-good) and `opusenc`/`opusdec`
@@ -12,7 +13,7 @@ import VoiceSRTP
 /// and killed when its owner goes away, so a stuck pipeline can neither hang the run nor outlive the test.
 /// Serialized: one pipeline at a time on a small machine.
 @Suite(
-    .serialized,
+    .tags(.interop), .scheduledByTags, .serialized,
     .enabled(if: GStreamer.isAvailable, "GStreamer not usable: \(GStreamer.missingRequirement ?? "")"))
 struct GStreamerInteropTests {
     static let payloadType: UInt8 = 96

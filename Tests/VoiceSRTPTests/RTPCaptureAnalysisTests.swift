@@ -3,6 +3,7 @@ import Testing
 import VoiceLab
 import VoiceRTP
 import VoiceSRTP
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +15,7 @@ import VoiceSRTP
 /// (Ethernet link type) and on `any` as Linux cooked v1 and v2; tshark's own dissection is the oracle for sequence
 /// numbers, timestamps and times.
 @Suite(
-    .serialized,
+    .tags(.interop), .scheduledByTags, .serialized,
     .enabled(if: GStreamer.isAvailable, "GStreamer not usable: \(GStreamer.missingRequirement ?? "")"),
     .enabled(if: Dumpcap.missingRequirement == nil, "\(Dumpcap.missingRequirement ?? "")"))
 struct RTPCaptureAnalysisTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 @testable import VoiceWebRTC
+import VoiceTestSupport
 
 let chromiumPath = "/usr/bin/chromium"
 /// Real speech from the shared test set (outside the repository) when it is there, else the repository's own
@@ -147,7 +148,7 @@ async function gathered(pc) {
 """#
 
 @Suite(
-    "Headless Chromium calls the engine", .serialized, .timeLimit(.minutes(2)),
+    "Headless Chromium calls the engine", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
     .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file (../shared/testdata/speech or TestVectors)"))
 struct ChromiumInteropTests {

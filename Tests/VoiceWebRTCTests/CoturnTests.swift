@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import VoiceWebRTC
+import VoiceTestSupport
 
 let turnserverPath = "/usr/bin/turnserver"
 
@@ -40,7 +41,7 @@ final class Coturn: @unchecked Sendable {
 }
 
 @Suite(
-    "TURN against coturn (RFC 8656, TURN REST credentials)", .serialized, .timeLimit(.minutes(1)),
+    "TURN against coturn (RFC 8656, TURN REST credentials)", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed (make test-deps installs it)"))
 struct CoturnTests {
     let server = TransportAddress("127.0.0.1", port: Coturn.port)!

@@ -3,10 +3,11 @@ import Testing
 import VoiceCore
 import VoiceSRTP
 @testable import VoiceWebRTC
+import VoiceTestSupport
 
 /// Two engines with full ICE agents over real sockets on loopback (IPv4 and IPv6 host candidates each): the
 /// agents check, nominate the IPv6 pair, DTLS-SRTP completes on it and SRTP flows both ways.
-@Suite("Full ICE between two engines on loopback", .timeLimit(.minutes(1)))
+@Suite("Full ICE between two engines on loopback", .tags(.live), .scheduledByTags, .timeLimit(.minutes(1)))
 struct ICETransportTests {
     @Test func hostCandidatesOnEveryInterfaceAreGathered() throws {
         let all = HostCandidates.addresses(includeLoopback: true)

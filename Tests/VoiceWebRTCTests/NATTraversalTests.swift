@@ -97,7 +97,7 @@ final class NATNetwork: @unchecked Sendable {
 }
 
 @Suite(
-    "Two engines behind NATs, through coturn", .serialized, .timeLimit(.minutes(2)),
+    "Two engines behind NATs, through coturn", .tags(.interop, .live, .cli, .root), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed (make test-deps installs it)"),
     .enabled(if: NATNetwork.available, "needs root, ip and iptables to create network namespaces with NAT"))
 struct NATTraversalTests {

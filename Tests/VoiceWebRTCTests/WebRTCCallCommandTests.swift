@@ -8,7 +8,7 @@ import VoiceTestSupport
 /// must carry it both ways (what each side recorded follows the speech; a reversed-speech control does not).
 /// The same two processes behind NATs: `NATTraversalTests.callCommandAcrossTheNATs`.
 @Suite(
-    "voice-engine call --webrtc between two processes", .timeLimit(.minutes(1)),
+    "voice-engine call --webrtc between two processes", .tags(.live, .cli), .scheduledByTags, .timeLimit(.minutes(1)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
     .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
 struct WebRTCCallCommandTests {

@@ -5,7 +5,7 @@ import VoiceTestSupport
 /// `voice-engine webrtc-demo` as a person would use it: the tool serves the page, Chromium (fake microphone)
 /// calls, the engine echoes, and the tool says when the browser receives the echo. Port 27090 is this test's.
 @Suite(
-    "voice-engine webrtc-demo with Chromium", .timeLimit(.minutes(1)),
+    "voice-engine webrtc-demo with Chromium", .tags(.interop, .live, .cli), .scheduledByTags, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"))
 struct WebRTCDemoCommandTests {

@@ -3,10 +3,11 @@ import Testing
 import VoiceCore
 import VoiceSRTP
 @testable import VoiceWebRTC
+import VoiceTestSupport
 
 /// Two engines on loopback UDP (ephemeral ports): ICE check and nomination, DTLS-SRTP handshake and SRTP both
 /// ways on the one port each, through real sockets, OpenSSL and libsrtp.
-@Suite("WebRTC transport between two engines on loopback", .timeLimit(.minutes(1)))
+@Suite("WebRTC transport between two engines on loopback", .tags(.live), .scheduledByTags, .timeLimit(.minutes(1)))
 struct WebRTCTransportTests {
     final class Received: @unchecked Sendable {
         let lock = NSLock()

@@ -41,7 +41,7 @@ public enum PipelineFixtures {
     /// read every 250 ms, preprocessor) and no Swift-only DSP.
     public static func echoCanceller(sameCallsOnly: Bool) -> EchoCancellerConfiguration {
         sameCallsOnly
-            ? EchoCancellerConfiguration(alignDelay: false, compensateDrift: false)
+            ? EchoCancellerConfiguration(stages: [.echoFilter, .preprocessorEchoSuppression])
             : EchoCancellerConfiguration()
     }
 

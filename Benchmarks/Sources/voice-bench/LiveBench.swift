@@ -48,7 +48,7 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
-    @Flag(help: "With --voice-processing: no echo canceller, noise suppression and VAD only (EchoCancellerConfiguration.cancelEcho off), as baresip's speex_pp.")
+    @Flag(help: "With --voice-processing: no echo canceller, noise suppression and VAD only (EchoCanceller.Stage.echoFilter off), as baresip's speex_pp.")
     var noEchoCanceller = false
 
     @Flag(help: "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads.")
@@ -286,7 +286,7 @@ enum EngineCalls {
                     opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
                     srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
                     voiceProcessing: processing)
-                configuration.echoCanceller.cancelEcho = cancelEcho
+                if !cancelEcho { configuration.echoCanceller.stages.remove(.echoFilter) }
                 return try LiveCall(
                     configuration: configuration, transport: transport, capture: capture, playout: playout,
                     options: callOptions)
@@ -386,7 +386,7 @@ enum FastTimeCall {
                 opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
                 srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
                 voiceProcessing: voiceProcessing)
-            configuration.echoCanceller.cancelEcho = cancelEcho
+            if !cancelEcho { configuration.echoCanceller.stages.remove(.echoFilter) }
             return try! MediaStream(configuration: configuration, sink: box, now: MediaTime(nanoseconds: 0))
         }
         let a = stream(boxA, keyA, keyB), b = stream(boxB, keyB, keyA)

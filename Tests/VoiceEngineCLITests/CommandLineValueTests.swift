@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 import VoiceCore
+import VoiceTestSupport
 
 /// No command-line value crashes `voice-engine`: every numeric option of every command, fed inf, nan, negative,
 /// zero, huge and random values, ends in a clean exit — 64 with one `error:` line naming the option when the value
 /// is out of range, otherwise the command's own clean failure on a missing input (65 or 1), never a signal.
-@Suite(.serialized) struct CommandLineValueTests {
+@Suite(.tags(.cli), .scheduledByTags, .serialized) struct CommandLineValueTests {
     static var binary: URL? { CommandTestSupport.voiceEngineBinary }
     static let missingWAV = "/nonexistent-\(UUID().uuidString).wav"
 
@@ -70,7 +71,7 @@ import VoiceCore
         .enabled(if: binary != nil, "voice-engine binary missing (it is built next to the test bundle)"),
         .timeLimit(.minutes(5)))
     func everyNumericOptionExitsCleanly() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         var runs = 0
         for (index, option) in Self.options(output: dir.path).enumerated() {
@@ -130,7 +131,7 @@ import VoiceCore
     /// why; a readable CA bundle passes, and the command then fails on the transport (69: nobody on port 9).
     @Test(.enabled(if: binary != nil, "voice-engine binary missing"))
     func caFileIsCheckedBeforeAnyTraffic() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let notPEM = dir.appendingPathComponent("not-a-ca.pem").path
         try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)

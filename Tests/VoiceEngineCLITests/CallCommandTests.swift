@@ -2,13 +2,14 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// `voice-engine call` end to end: two processes on loopback with file devices, keys given on the command line.
-@Suite(.serialized) struct CallCommandTests {
+@Suite(.tags(.live, .cli), .scheduledByTags, .serialized) struct CallCommandTests {
     static let speech = "TestVectors/speech_like_16k.wav"
     static var binary: URL? { CommandTestSupport.voiceEngineBinary }
 
@@ -88,7 +89,7 @@ import VoiceLab
             "voice-engine binary (next to the test bundle) or TestVectors/speech_like_16k.wav missing"),
         .timeLimit(.minutes(1)))
     func twoProcessesCallEachOtherWithFileDevicesAndWriteReports() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let keyListener = Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString()
         let keyCaller = Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString()
@@ -128,8 +129,8 @@ import VoiceLab
             let heard = try WAVFile.read(path: path("\(name).wav")).int16Samples
             #expect(heard.count > 16_000)
             let input = try WAVFile.read(path: Self.speech).int16Samples.prefix(heard.count)
-            let level = StreamTestSupport.level(heard[...])
-            #expect(level > StreamTestSupport.level(input) - 10, "\(name) heard \(level) dBFS: (near) silence")
+            let level = SignalMetrics.rmsDBFS(SignalGenerator.toFloat(heard))
+            #expect(level > SignalMetrics.rmsDBFS(SignalGenerator.toFloat(Array(input))) - 10, "\(name) heard \(level) dBFS: (near) silence")
         }
     }
 

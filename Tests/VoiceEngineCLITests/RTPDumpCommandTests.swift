@@ -1,24 +1,15 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
-/// `voice-engine rtp-dump` as a user runs it: the JSON shape of issue 3, and one `error:` line with exit 65 for a
-/// capture it cannot read, 64 for a bad option value.
-@Suite(.enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
+/// `voice-engine rtp-dump` as a user runs it: the JSON shape the README documents, and one `error:` line with exit
+/// 65 for a capture it cannot read, 64 for a bad option value.
+@Suite(.tags(.cli), .scheduledByTags, .enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
 struct RTPDumpCommandTests {
     /// Runs the tool; (status, stdout, stderr).
     static func run(_ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = CommandTestSupport.voiceEngineBinary!
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        try BuiltExecutables.run("voice-engine", arguments)
     }
 
     /// Plain RTP, SSRC 0xdeadbeef, sequence 10…19 without 14, every 20 ms; one RTCP receiver report; one DNS reply.
@@ -49,12 +40,10 @@ struct RTPDumpCommandTests {
     }
 
     static func temporaryFile(_ bytes: [UInt8], name: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString)-\(name)")
-        try Data(bytes).write(to: url)
-        return url
+        try TestFiles.temporaryFile(bytes, name: name)
     }
 
-    @Test func jsonHasTheShapeOfIssue3() throws {
+    @Test func jsonHasTheDocumentedShape() throws {
         let file = try Self.temporaryFile(Self.capture(), name: "dump.pcapng")
         defer { try? FileManager.default.removeItem(at: file) }
         let (status, stdout, stderr) = try Self.run(["rtp-dump", file.path, "--json"])

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -9,7 +10,7 @@ import VoiceLab
 
 /// `--capture` on `call`, `demo` and `simulate`: the pcapng opens in tshark, `rtp-dump`'s analysis finds exactly
 /// the receivers' own RFC 3550 figures, and `replay` of a captured direction conceals what its live receiver did.
-@Suite(.serialized) struct CaptureTests {
+@Suite(.tags(.live, .cli), .scheduledByTags, .serialized) struct CaptureTests {
     static let speech = "TestVectors/speech_like_16k.wav"
     static let speechB = "TestVectors/speech_like_16k_b.wav"
     static var binary: URL? { CommandTestSupport.voiceEngineBinary }
@@ -58,7 +59,7 @@ import VoiceLab
             "voice-engine binary or TestVectors/speech_like_16k.wav missing"),
         .timeLimit(.minutes(1)))
     func liveCallCapture() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let listenerKey = SRTPMasterKey.random(for: .aesCM128HmacSHA1_80)
         let callerKey = SRTPMasterKey.random(for: .aesCM128HmacSHA1_80)
@@ -147,7 +148,7 @@ import VoiceLab
             "TestVectors speech missing"),
         arguments: [SRTPCryptoSuite.aesCM128HmacSHA1_80, nil] as [SRTPCryptoSuite?])
     func demoCapture(suite: SRTPCryptoSuite?) async throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let capture = dir.appendingPathComponent("demo.pcapng").path
         let outcome = try await DemoCall.run(
@@ -184,7 +185,7 @@ import VoiceLab
         "simulate --capture: the receiver's figures, and replay of the plain-RTP capture",
         .enabled(if: FileManager.default.fileExists(atPath: speech), "TestVectors/speech_like_16k.wav missing"))
     func simulateCapture() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let capture = dir.appendingPathComponent("simulate.pcapng").path
         let file = try WAVFile.read(path: Self.speech)
@@ -210,7 +211,7 @@ import VoiceLab
         .enabled(if: binary != nil && FileManager.default.fileExists(atPath: speech), "voice-engine or speech missing"),
         .timeLimit(.minutes(1)))
     func unwritableCapturePathFailsFirst() throws {
-        let dir = StreamTestSupport.temporaryDirectory()
+        let dir = TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let bad = "/nonexistent-\(UUID().uuidString)/call.pcapng"
         let runs: [[String]] = [

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceLab
+import VoiceTestSupport
 
 /// `voice-engine aec` on the double-talk vector: the figures a user judges a canceller by, each with what it covers.
-@Suite struct AECCommandTests {
+@Suite(.tags(.cli), .scheduledByTags) struct AECCommandTests {
     static let folder = "TestVectors/aec"
 
     @Test(.enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine not built"))

@@ -1,0 +1,49 @@
+/// What the FEC look-ahead is decided from (``AdaptiveJitterBuffer/Configuration/FECLookAhead``): the recent
+/// rate of sequence gaps, whether the stream carries FEC, and the share of packets whose FEC copy would come in
+/// time without looking ahead. A value, updated per packet; no storage beyond its fields.
+struct FECLookAheadState {
+    private let settings: AdaptiveJitterBuffer.Configuration.FECLookAhead
+    /// The newest sequence number seen.
+    private var newestSequence: Int64?
+    /// The recent rate of sequence gaps (an exponential average over packets).
+    private(set) var recentGapRate = 0.0
+    /// Packets since the last one carrying FEC.
+    private var packetsSinceFEC = Int.max
+    /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
+    /// there in time without look-ahead.
+    var inTimeShare = 0.0
+    /// Whether the look-ahead is on.
+    private(set) var isOn = false
+
+    init(settings: AdaptiveJitterBuffer.Configuration.FECLookAhead) {
+        self.settings = settings
+    }
+
+    /// Takes the newest packet so far (by sequence number).
+    mutating func addNewest(sequence: Int64, hasFEC: Bool) {
+        // A gap (of any length: only its last frame has its FEC in the next packet) is one event over the
+        // packets it spans; a reordered packet comes too late to undo it, which errs towards looking ahead.
+        let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
+        let gap = missing > 0 ? 1.0 : 0
+        recentGapRate += (gap - recentGapRate * (missing + 1)) / settings.lossMemoryPackets
+        if hasFEC {
+            packetsSinceFEC = 0
+        } else if packetsSinceFEC < Int.max {
+            packetsSinceFEC += 1
+        }
+        newestSequence = sequence
+    }
+
+    /// Whether a packet within the last `lossMemoryPackets` carried FEC.
+    var carriesFEC: Bool { Double(packetsSinceFEC) < settings.lossMemoryPackets }
+
+    /// Switches the look-ahead on when the frames it would save reach the minimum share, and off only when they
+    /// fall below `releaseRatio` of it: each switch moves the target by a packet, which the buffer must stretch in
+    /// or out, so a share hovering near the minimum (5 % loss under 30 ms jitter) must not toggle it every few
+    /// seconds.
+    mutating func update() {
+        guard let minimum = settings.minimumRecoverablePercent else { return }
+        let gained = recentGapRate * (1 - inTimeShare) * 100
+        isOn = carriesFEC && gained >= (isOn ? minimum * settings.releaseRatio : minimum)
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import VoiceClient
+import VoiceService
+
+/// `voice-engine registration-service`: the service that verifies signed registration requests and issues the
+/// ephemeral SIP credentials Kamailio's auth_ephemeral checks (`make service` starts it beside Kamailio).
+struct RegistrationServiceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registration-service",
+        abstract: "Verify signed registrations and issue ephemeral SIP credentials (HTTP, POST /v1/registrations).",
+        discussion: """
+            Runs until stopped. Accepted sequences are kept in STATE/sequences.json. Exit status: 0, 64 usage, \
+            65 an unreadable applications or secret file, 1 the address cannot be bound.
+            """)
+
+    @Option(help: "Address to listen on, host:port.")
+    var listen: String = "127.0.0.1:8080"
+    @Option(help: "JSON file mapping application keys to application secrets.")
+    var applications: String
+    @Option(help: "Directory for the service's state (accepted sequences).")
+    var state: String
+    @Option(name: .customLong("shared-secret-file"), help: "File holding the secret shared with Kamailio's auth_ephemeral.")
+    var sharedSecretFile: String
+    @Option(help: "SIP domain of the users.")
+    var domain: String = "voiceengine.test"
+    @Option(help: "Lifetime of issued credentials in seconds.")
+    var lifetime: UInt64 = 86_400
+
+    func validate() throws {
+        try OptionRange("--lifetime", 60...30 * 86_400, "s").check(Int(clamping: lifetime))
+        guard let (_, port) = PeerAddress.split(listen), (0...65_535).contains(port) else {
+            throw ValidationError("--listen \(listen): expected HOST:PORT")
+        }
+    }
+
+    func run() throws {
+        let apps: [String: String]
+        do { apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications)) } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure.dataError("\(applications): not a JSON object of application keys to secrets")
+        }
+        let secret = String(decoding: try readServiceFile(sharedSecretFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !secret.isEmpty else { throw CommandFailure.dataError("\(sharedSecretFile): the shared secret is empty") }
+        guard let (host, port) = PeerAddress.split(listen) else { throw CommandFailure.usage("--listen \(listen): expected HOST:PORT") }
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let service = try RegistrationService(
+            applications: apps, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
+            stateDirectory: URL(fileURLWithPath: state))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+        let server: RegistrationHTTPServer
+        do { server = try runBlocking { try await RegistrationHTTPServer.start(service, on: group, address: address) } } catch {
+            throw CommandFailure.runtime("cannot listen on \(listen): \(error)")
+        }
+        let line = "registration service listening on \(host):\(server.port ?? port), \(apps.count) application(s)\n"
+        FileHandle.standardOutput.write(Data(line.utf8))
+        // Serves until the process is stopped.
+        withExtendedLifetime(server) { while true { pause() } }
+    }
+}
