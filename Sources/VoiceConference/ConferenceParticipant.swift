@@ -87,6 +87,9 @@ public final class ConferenceParticipant {
         p.decodedTicks = decodedTicks
         p.limiterClippedSamples = limiter.clippedSamples
         p.drops = s.drops.total
+        p.rtcpReceived = s.rtcpReceived
+        p.roundTripMilliseconds = s.roundTripMilliseconds
+        p.senderReportsAnswered = s.senderReportsAnswered
         return p
     }
 }
@@ -126,6 +129,11 @@ public struct ConferenceParticipantStatistics: Sendable, Hashable {
     public var limiterClippedSamples = 0
     /// Datagrams its stream dropped (bad SRTP, malformed, wrong SSRC …).
     public var drops = 0
+    /// Authenticated RTCP compound packets from the participant, and the latest round trip they measured.
+    public var rtcpReceived = 0
+    public var roundTripMilliseconds: Double?
+    /// Its report blocks that answer the room's sender reports: the room's RTCP reached it.
+    public var senderReportsAnswered = 0
 
     public init(id: Int, label: String) {
         self.id = id

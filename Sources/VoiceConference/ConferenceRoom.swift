@@ -401,7 +401,7 @@ public final class ConferenceRoom {
                 kind == .rtp ? p.stream.acceptedPacketCount != before : p.stream.statistics.rtcpReceived != rtcpBefore
             if authenticated && packet.source != p.latched {
                 p.latched = packet.source
-                _ = transport.latchRemote(to: packet.source)
+                _ = transport.latchRemote(to: packet.source, for: kind)
             }
         }) != nil {}
     }

@@ -41,6 +41,11 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
         public var packetsSent: Int
         /// Datagrams its leg refused (failed SRTP authentication, malformed, wrong SSRC …).
         public var dropped: Int
+        /// Authenticated RTCP reports from the participant on its leg, and the latest round trip they gave.
+        public var rtcpReceived: Int
+        public var roundTripMilliseconds: Double?
+        /// Its report blocks that answer the room's sender reports: the room's RTCP reached the participant.
+        public var senderReportsAnswered: Int
         /// SRTP re-keys (re-INVITEs with new keys) applied to its leg.
         public var rekeys: Int
         /// How its media is keyed: "SDES-SRTP <suite>", "DTLS-SRTP <suite>" (RFC 5764, the suite its handshake
@@ -68,7 +73,8 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
             let stay = p.leftAt.map { "\(f(p.joinedAt))-\(f($0)) s" } ?? "since \(f(p.joinedAt)) s"
             lines.append(
                 "  \(p.name) [\(stay)\(p.muted ? ", muted" : "")]: talker \(f(p.talkerSeconds)) s, received \(p.packetsReceived), "
-                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent), dropped \(p.dropped), re-keyed \(p.rekeys)×"
+                    + "lost \(p.packetsLost) (\(f(p.lossPercent, 2)) %), concealed \(f(p.concealedMilliseconds, 0)) ms (\(f(p.concealedPercent, 2)) %), sent \(p.packetsSent), dropped \(p.dropped), RTCP \(p.rtcpReceived) (\(p.senderReportsAnswered) answering ours)"
+                    + (p.roundTripMilliseconds.map { " (RTT \(f($0)) ms)" } ?? "") + ", re-keyed \(p.rekeys)×"
                     + (p.keying.map { ", \($0)" } ?? "") + (p.failure.map { ", removed: \($0)" } ?? ""))
         }
         return lines.joined(separator: "\n")

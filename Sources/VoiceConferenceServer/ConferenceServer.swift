@@ -15,7 +15,8 @@ public struct ConferenceServerConfiguration: Sendable {
     /// The address participants send media to (announced in SDP and bound): the SIP address's host by default,
     /// loopback when that is a wildcard.
     public var mediaHost: String
-    /// One UDP port per participant from here (RTP and RTCP muxed).
+    /// A pair of UDP ports per participant from here: RTP on the even one, RTCP on the next when the participant
+    /// does not multiplex it.
     public var rtpPorts: ClosedRange<Int>
     /// SDES-SRTP required (RTP/SAVP) by default; `.optional` also admits plain-RTP participants.
     public var srtp: SRTPPolicy
@@ -191,7 +192,7 @@ public final class ConferenceServer: @unchecked Sendable {
         }
         let capabilities = AudioCapabilities(
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
-            maxPlaybackRate: 16_000, srtp: configuration.srtp, dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
+            maxPlaybackRate: 16_000, srtp: configuration.srtp, rtcpPort: media.port + 1, dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
         var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.
@@ -204,9 +205,9 @@ public final class ConferenceServer: @unchecked Sendable {
             negotiated.ptime = 20
             negotiated.encoder.frameDuration = .ms20
         }
-        if let remote = try? UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort) {
-            media.transport.setRemote(remote)  // until the room latches onto its authenticated packets
-        }
+        // Until the room latches onto its authenticated packets; RTCP to the participant's RTCP port when it does
+        // not multiplex (its reports come to the pair's RTCP port).
+        try? media.transport.setRemote(negotiated: negotiated)
         // DTLS-SRTP: the handshake on the media port (the peer starts it once it has our answer, maybe before its
         // ACK arrives); the room gets the participant only with the keys it produced.
         var handshake: DTLSSRTPMediaPortHandshake?

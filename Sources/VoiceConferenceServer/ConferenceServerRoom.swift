@@ -240,7 +240,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000, packetsReceived: s.packetsReceived,
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
             concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
-            packetsSent: s.packetsSent, dropped: s.drops, rekeys: member.rekeys, keying: member.keying,
+            packetsSent: s.packetsSent, dropped: s.drops, rtcpReceived: s.rtcpReceived,
+            roundTripMilliseconds: s.roundTripMilliseconds, senderReportsAnswered: s.senderReportsAnswered, rekeys: member.rekeys, keying: member.keying,
             failure: member.failure)
     }
 

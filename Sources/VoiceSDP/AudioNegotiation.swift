@@ -43,6 +43,9 @@ public struct AudioCapabilities: Equatable, Sendable {
     public var maxptime: Int?
     public var srtp: SRTPPolicy
     public var rtcpMux: Bool
+    /// Where our RTCP socket is when RTCP is not multiplexed (RFC 3605 `a=rtcp:`); nil: the RTP port + 1 (RFC 3550
+    /// §11). Offers announce it even with `a=rtcp-mux`, because a peer that does not multiplex sends there.
+    public var rtcpPort: Int?
     public var direction: MediaDirection
     /// Our DTLS certificate's fingerprint as `a=fingerprint` carries it ("sha-256 AB:CD:…"): when set, offers use
     /// DTLS-SRTP (RFC 5763/5764: `UDP/TLS/RTP/SAVP`, `a=setup:actpass`, no `a=crypto`) and answers accept an offer
@@ -55,8 +58,9 @@ public struct AudioCapabilities: Equatable, Sendable {
         receiveFEC: Bool = true, receiveDTX: Bool = false, receiveStereo: Bool = false, receiveCBR: Bool = false,
         maxReceiveBitrate: Int? = nil, maxPlaybackRate: Int = 48_000, maxptime: Int? = 120,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), rtcpMux: Bool = true,
-        direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil
+        rtcpPort: Int? = nil, direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil
     ) {
+        self.rtcpPort = rtcpPort
         precondition((96...127).contains(payloadType), "Opus needs a dynamic payload type (96…127)")
         self.dtlsFingerprint = dtlsFingerprint
         self.payloadType = payloadType
@@ -128,7 +132,8 @@ public struct NegotiatedAudio: Equatable, Sendable {
     public var rtcpMux: Bool
     /// Packet time we send, in ms (equals `encoder.frameDuration`).
     public var ptime: Int
-    /// Where to send RTP (the peer's `c=` and `m=` port) and RTCP (same port when muxed).
+    /// Where to send RTP (the peer's `c=` and `m=` port) and RTCP (same port when muxed, else the peer's
+    /// `a=rtcp:` port or its RTP port + 1).
     public var remoteAddress: String
     public var remotePort: Int
     public var remoteRTCPPort: Int
@@ -166,7 +171,7 @@ extension SessionDescription {
                     opusParameters: local.opusParameters)
             ],
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
-            crypto: crypto, rtcpMux: local.rtcpMux)
+            crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
         audio.otherAttributes = dtlsAttributes
         return SessionDescription(
             origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
@@ -243,7 +248,7 @@ extension SessionDescription {
                     opusParameters: local.opusParameters)
             ],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
-            crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux)
+            crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
         answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
             origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,

@@ -85,55 +85,30 @@ struct ConferenceDTLSTests {
         let mics = try Self.microphones(in: directory)
         print("talkers: \(ConferenceCallTests.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")")
         let baresipDirectory = directory.appendingPathComponent("baresip")
-        try FileManager.default.createDirectory(at: baresipDirectory, withIntermediateDirectories: true)
-        try await withEventLoop { loop in
-            let (server, port) = try await startLoopbackServer(rtpPorts: 28_300...28_319, on: loop)
-            let arguments = try BaresipPeer.configure(
-                directory: baresipDirectory, port: 28_330, microphone: mics.paths[1], seconds: Int(Self.seconds) + 20,
-                mediaEncryption: "dtls_srtp")
-            let baresip = try ChildProcessGroup(
-                BaresipPeer.executable, arguments + ["-e", "/dial sip:conf-dtls@127.0.0.1:\(port)"],
-                log: directory.appendingPathComponent("baresip.log"))
-            defer { baresip.stop() }
-            // baresip dials, gets our fingerprint and setup:passive, sends its ClientHello to the room's port.
-            let joined = await eventually(.seconds(15)) { await server.openRoomReports().first?.participants.count == 1 }
-            try #require(joined, "baresip did not join the room:\n\(baresip.logTail)\nclosed: \(server.closedRoomReports().map(\.text))")
-            let engine = try await makeParticipant("engine", on: loop)
-            let (call, media) = try await ConferenceRekeyTests.join(
-                roomURI("dtls", host: "127.0.0.1", port: port), from: engine, microphone: mics.paths[0], directory: directory,
-                name: "engine")
-            try await Task.sleep(for: .seconds(Self.seconds))
-            let report = try #require(await server.openRoomReports().first)
-            await call.hangUp()
-            let result = await media.call.stop()
-            baresip.stop()  // SIGTERM: baresip hangs up and closes its sndfile dump
-            #expect(await eventually { server.roomOccupancy().isEmpty })
-            await server.close()
-            try await engine.endpoint.close()
-            print(report.text)
+        // baresip dials, gets our fingerprint and setup:passive, sends its ClientHello to the room's port.
+        let room = try await ConferenceRTCPTests.baresipAndEngineInRoom(
+            "dtls", rtpPorts: 28_300...28_319, baresipPort: 28_330, mediaEncryption: "dtls_srtp", microphones: mics.paths,
+            seconds: Self.seconds, directory: directory)
+        let (baresipLeg, engineLeg, result) = (room.baresipLeg, room.engineLeg, room.engine)
+        #expect(baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true, "baresip's leg: \(baresipLeg.keying ?? "-")")
+        #expect(engineLeg.keying?.hasPrefix("SDES-SRTP") == true, "the engine's leg: \(engineLeg.keying ?? "-")")
+        #expect(baresipLeg.failure == nil && baresipLeg.dropped == 0, "baresip's leg: \(baresipLeg)")
+        #expect(baresipLeg.packetsReceived > Int(Self.seconds * 40), "the room received \(baresipLeg.packetsReceived) packets from baresip")
+        #expect(result.report.drops.counts.authenticationFailed == 0)
 
-            let baresipLeg = try #require(report.participants.first { $0.name.contains("sip:b@") }, "\(report.text)")
-            let engineLeg = try #require(report.participants.first { $0.name.contains("engine") }, "\(report.text)")
-            #expect(baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true, "baresip's leg: \(baresipLeg.keying ?? "-")")
-            #expect(engineLeg.keying?.hasPrefix("SDES-SRTP") == true, "the engine's leg: \(engineLeg.keying ?? "-")")
-            #expect(baresipLeg.failure == nil && baresipLeg.dropped == 0, "baresip's leg: \(baresipLeg)")
-            #expect(baresipLeg.packetsReceived > Int(Self.seconds * 40), "the room received \(baresipLeg.packetsReceived) packets from baresip")
-            #expect(result.report.drops.counts.authenticationFailed == 0)
-
-            let engineHeard = try Self.recorded(media.speaker)
-            let baresipHeard = try BaresipPeer.heard(in: baresipDirectory)
-            // Aligned again every 2 s: the room's jitter buffer for baresip's leg grows in 100+ ms steps when
-            // baresip's packets come in bursts on a loaded machine (seen: 1.17 → 1.29 → 1.41 s within 4 s).
-            let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
-            let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
-            let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
-            print("baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)")
-            // Measured under load 18–24 (other builds beside it): 0.83–0.96 into the engine, 0.95–0.96 into baresip,
-            // the control 0.09–0.15 (real speech and the speech-like talkers alike).
-            #expect(toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
-            #expect(toBaresip > 0.5 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
-            #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
-        }
+        let engineHeard = try Self.recorded(room.engineSpeaker)
+        let baresipHeard = try BaresipPeer.heard(in: baresipDirectory)
+        // Aligned again every 2 s: the room's jitter buffer for baresip's leg grows in 100+ ms steps when
+        // baresip's packets come in bursts on a loaded machine (seen: 1.17 → 1.29 → 1.41 s within 4 s).
+        let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
+        let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
+        let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
+        print("baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)")
+        // Measured under load 18–24 (other builds beside it): 0.83–0.96 into the engine, 0.95–0.96 into baresip,
+        // the control 0.09–0.15 (real speech and the speech-like talkers alike).
+        #expect(toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
+        #expect(toBaresip > 0.5 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
+        #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
     }
 
     @Test func engineDTLSClientIsMixedAndAWrongCertificateIsRemovedWithItsReason() async throws {

@@ -30,18 +30,20 @@ struct ConferenceServerSIPTests {
         }
     }
 
-    /// Ports other programs hold are skipped; a used-up range is an error (the call is then refused 503).
-    @Test func portRangeSkipsHeldPortsAndRunsOut() async throws {
-        let other = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 28_780)
-        let range = RTPPortRange(28_780...28_781)
+    /// Each participant gets a pair (RTP even, RTCP on the next port); a pair with a port other programs hold is
+    /// skipped; a used-up range is an error (the call is then refused 503).
+    @Test func portRangeHandsOutPairsSkipsHeldPortsAndRunsOut() async throws {
+        let other = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 28_781)
+        let range = RTPPortRange(28_779...28_783)
         let first = try await range.bind(host: "127.0.0.1")
-        #expect(first.port == 28_781)
+        #expect(first.port == 28_782 && first.transport.rtcpEndpoint?.port == 28_783)
         await #expect(throws: ConferenceServerError.self) { try await range.bind(host: "127.0.0.1") }
         await first.transport.close()
         range.release(first.port)
         await other.close()
         let again = try await range.bind(host: "127.0.0.1")
-        #expect((28_780...28_781).contains(again.port), "freed ports are handed out again")
+        #expect([28_780, 28_782].contains(again.port), "freed pairs are handed out again")
+        #expect(again.transport.rtcpEndpoint?.port == UInt16(again.port + 1))
         await again.transport.close()
     }
 

@@ -11,7 +11,9 @@ let baresipPath = "/usr/bin/baresip"
 
 /// baresip (Debian's, v1.0) against the engine with real media: Opus with SDES-SRTP on loopback, each side's speech
 /// from a file and what it heard recorded (the engine's file speaker; baresip's `sndfile` dump of what it decoded),
-/// then the speech each side sent is looked for in what the other recorded. Ports 25140–25149 are this suite's.
+/// then the speech each side sent is looked for in what the other recorded. baresip does not multiplex RTCP, so each
+/// side's reports must reach the other's RTCP port: the engine's round trip needs baresip's report blocks about the
+/// engine's sender reports. Ports 25140–25149 are this suite's.
 @Suite(
     "baresip calls with speech", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: baresipPath), "baresip is not installed (make test-deps installs it)"),
@@ -19,7 +21,10 @@ let baresipPath = "/usr/bin/baresip"
 struct BaresipTests {
     static let engineSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
     static let baresipSpeech = SharedTestData.speech + "/pjsip_input_16k.wav"
-    static let seconds = 6.0
+    /// Long enough for a report of baresip's to answer the engine's: baresip reports about 2 s and 7 s into its
+    /// call (RFC 3550's 5 s interval), and only one after the engine's first sender report (1.25–3.75 s in)
+    /// carries its LSR.
+    static let seconds = 9.0
 
     @Test func engineCallsBaresip() async throws {
         try await withBaresip(port: 25140, dial: nil) { loop, directory in
@@ -30,6 +35,7 @@ struct BaresipTests {
             let log = CallEventLog(call)
             let negotiated = try await log.established()
             #expect(negotiated.srtp != nil && negotiated.remotePort != 0)
+            #expect(!negotiated.rtcpMux && negotiated.remoteRTCPPort == negotiated.remotePort + 1, "\(negotiated)")
             let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
             await call.hangUp()
             #expect(try await log.ended().cause == .localHangup)
@@ -43,13 +49,15 @@ struct BaresipTests {
             let (agent, _) = try await makeAgent("engine", on: loop)
             let port = try #require(await agent.endpoint.localAddress(.udp)?.port)
             try await withBaresip(port: 25142, dial: "sip:engine@127.0.0.1:\(port)", loop: loop) { _, directory in
-                let media = try await EngineMedia.bind()
+                // Answering, the engine names its RTCP port (a=rtcp:, RFC 3605) and baresip must use it.
+                let media = try await EngineMedia.bind(announcingRTCPPort: true)
                 var incoming = agent.incomingCalls.makeAsyncIterator()
                 let call = try #require(await incoming.next())
                 let log = CallEventLog(call)
                 #expect(call.remoteOffer?.audio.crypto.isEmpty == false)
                 try await call.ring()
                 let negotiated = try await call.answer(with: media.capabilities)
+                #expect(!negotiated.rtcpMux, "baresip offered a=rtcp-mux")
                 _ = try await log.established()
                 let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
                 await call.hangUp()
@@ -110,21 +118,27 @@ struct BaresipTests {
 }
 
 /// The engine's side of a call's media: an RTP socket bound before the offer or answer (its port goes in the SDP),
-/// then a `LiveCall` on the negotiated stream with the speech file as microphone and a file speaker.
+/// then a `LiveCall` on the negotiated stream with the speech file as microphone and a file speaker. Without
+/// `announcingRTCPPort` the RTCP socket is bound at RTP + 1 once the negotiation says RTCP is not multiplexed;
+/// with it, on any free port announced as `a=rtcp:`.
 struct EngineMedia {
     let transport: UDPMediaTransport
     let capabilities: AudioCapabilities
 
-    static func bind() async throws -> EngineMedia {
+    static func bind(announcingRTCPPort: Bool = false) async throws -> EngineMedia {
         let transport = try await UDPMediaTransport.bind(host: "127.0.0.1", port: 0)
         var send = OpusEncoderConfiguration()
         send.bitrate = 32_000
-        return EngineMedia(transport: transport, capabilities: AudioCapabilities(address: "127.0.0.1", port: Int(transport.localEndpoint.port), send: send))
+        let rtcpPort = announcingRTCPPort ? Int(try transport.bindRTCPPort(port: 0).port) : nil
+        return EngineMedia(
+            transport: transport,
+            capabilities: AudioCapabilities(
+                address: "127.0.0.1", port: Int(transport.localEndpoint.port), send: send, rtcpPort: rtcpPort))
     }
 
     /// Runs the call's media for `seconds` and returns what the speaker played.
     func run(_ media: NegotiatedAudio, directory: URL, seconds: Double) async throws -> [Int16] {
-        transport.setRemote(try UDPEndpoint(host: media.remoteAddress, port: media.remotePort))
+        try transport.setRemote(negotiated: media)
         let heardPath = directory.appendingPathComponent("engine-heard.wav").path
         let devices = try LiveDeviceName.openPair(microphone: .file(BaresipTests.engineSpeech), speaker: .file(heardPath))
         let call = try LiveCall(
@@ -135,6 +149,15 @@ struct EngineMedia {
         let result = await call.stop()
         #expect(result.wasEstablished, "media did not flow both ways: \(result.statistics)")
         #expect(result.report.rtp.received > Int(seconds * 40), "received \(result.report.rtp.received) RTP packets in \(seconds) s")
+        if !media.rtcpMux {
+            let rtcp = result.report.rtcp, counters = transport.rtcpCounters
+            print("RTCP: sent \(rtcp.sent), received \(rtcp.received), answering ours \(rtcp.senderReportsAnswered), RTT samples \(result.report.rtt.samples), drops \(result.report.drops.counts), on the RTCP port \(counters.map { "\($0)" } ?? "none")")
+            #expect(transport.remoteRTCP?.port == UInt16(media.remoteRTCPPort), "RTCP goes to \(transport.remoteRTCP.map { "\($0)" } ?? "the RTP port")")
+            #expect(rtcp.received > 0, "no report of baresip's reached the engine's RTCP port: \(counters.map { "\($0)" } ?? "no RTCP socket")")
+            #expect(rtcp.senderReportsAnswered > 0, "no report of baresip's answers the engine's sender reports: they did not reach its RTCP port")
+            #expect(result.report.drops.counts.rtcpAuthenticationFailed == 0)
+            #expect((counters?.receivedRTCP ?? 0) > 0 && result.transport.receivedRTCP == 0, "RTCP arrived on the RTP port")
+        }
         return try WAVFile.read(path: heardPath).int16Samples
     }
 }

@@ -3,9 +3,10 @@ import VoiceCore
 
 /// baresip (Debian's) as a far end for tests: one account on loopback with auto-answer, Opus only, SRTP
 /// mandatory, a speech file as microphone (repeated to outlast the call), an ALSA null speaker, the `sndfile`
-/// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). baresip 1.0 answers only
-/// requests whose Request-URI user is its account's (else 404): a stand-in gateway or conference server is given
-/// the number or room as `user`.
+/// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). With SDES it does not
+/// multiplex RTCP (`rtcp_mux no`): its reports go to the peer's RTCP port and it takes reports only on its own.
+/// baresip 1.0 answers only requests whose Request-URI user is its account's (else 404): a stand-in gateway or
+/// conference server is given the number or room as `user`.
 public enum BaresipPeer {
     public static let executable = "/usr/bin/baresip"
     public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: executable) }
@@ -19,7 +20,7 @@ public enum BaresipPeer {
     public static func configure(
         directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40, mediaEncryption: String = "srtp-mand"
     ) throws -> [String] {
-        let dtls = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : ""
+        let keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
         let config = """
             poll_method epoll
             net_interface 127.0.0.1
@@ -42,7 +43,7 @@ public enum BaresipPeer {
             opus_bitrate 32000
             opus_stereo no
             opus_sprop_stereo no
-            \(dtls)
+            \(keyingLines)
             """
         try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
         try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=opus;answermode=auto\n"

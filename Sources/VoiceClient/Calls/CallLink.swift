@@ -37,11 +37,18 @@ actor CallLink {
     /// The reason phrase of the service's provisional response for a kept call (Services/kamailio/kamailio.cfg).
     static let pushPendingReason = "Push Pending"
 
-    /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses).
+    /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses), with an
+    /// RTCP socket (RTP + 1 when free, else any port) announced as `a=rtcp:` for a peer that does not multiplex.
     static func bindMedia(host: String) async throws -> (UDPMediaTransport, AudioCapabilities) {
         let transport = try await UDPMediaTransport.bind(host: host, port: 0)
+        let rtcp: UDPEndpoint
+        do { rtcp = try transport.bindRTCPPort() } catch { rtcp = try transport.bindRTCPPort(port: 0) }
         let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
-        return (transport, AudioCapabilities(address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites)))
+        return (
+            transport,
+            AudioCapabilities(
+                address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites), rtcpPort: Int(rtcp.port))
+        )
     }
 
     /// Follows both sides until the call ends.

@@ -9,7 +9,8 @@ package final class SIPCallMedia: Sendable {
     /// The running media (its events, counters and microphone switch).
     package let live: LiveCall
 
-    /// Points `transport` (the RTP socket whose address the SDP announced) at the peer, opens the devices and
+    /// Points `transport` (the RTP socket whose address the SDP announced) at the peer, its RTCP at the peer's RTCP
+    /// port when RTCP is not multiplexed, opens the devices and
     /// starts a `LiveCall` on them. When it throws, the devices are closed again and nothing runs; the
     /// transport stays open (it belongs to the caller, who bound it before the offer/answer).
     ///
@@ -19,14 +20,15 @@ package final class SIPCallMedia: Sendable {
     ///   - tones: a controller mixed over the call's audio (ringback as early media, call waiting) when the
     ///     speaker was opened at its format; otherwise the call plays without it.
     ///   - adjust: changes to the stream configuration made from `negotiated`, before the call is built.
-    /// - Throws: `UDPTransportError.badAddress` for a peer address that is not an IP address, or a
+    /// - Throws: `UDPTransportError.badAddress` for a peer address that is not an IP address, `UDPTransportError`
+    ///   when RTCP needs its own port and the RTP port + 1 cannot be bound, or a
     ///   `LiveCallError` (devices, stream, start).
     package init(
         negotiated: NegotiatedAudio, callID: CallID, transport: UDPMediaTransport, devices: CallAudioDevices,
         options: LiveCallOptions = LiveCallOptions(), tones: AudioController? = nil,
         adjust: (MediaStreamConfiguration) -> MediaStreamConfiguration = { $0 }
     ) throws {
-        transport.setRemote(try UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort))
+        try transport.setRemote(negotiated: negotiated)
         let pair = try LiveDeviceName.openPair(
             microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker),
             sampleRate: devices.sampleRate)

@@ -99,7 +99,7 @@ final class TransportPacketSink: MediaPacketSink {
     }
 
     func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
-        switch transport.send(datagram) {
+        switch transport.send(datagram, kind: kind) {
         case .sent: shared.datagramsSent.wrappingAdd(1, ordering: .relaxed)
         case .noRemote: shared.datagramsNoRemote.wrappingAdd(1, ordering: .relaxed)
         case .wouldBlock, .closed, .failed: shared.datagramsFailed.wrappingAdd(1, ordering: .relaxed)
@@ -316,8 +316,14 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
             let before = stream.stats.rtcpReceived
             stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
-            if stream.stats.rtcpReceived != before { latch(packet.source) }
+            if stream.stats.rtcpReceived != before { latchRTCP(packet.source) }
         }) != nil {}
+    }
+
+    /// Authenticated RTCP: with RTCP on the RTP port it latches that port as RTP does; on a port of its own it
+    /// latches the RTCP destination only (the peer's RTCP port is not where its RTP goes).
+    func latchRTCP(_ source: UDPEndpoint) {
+        if transport.remoteRTCP == nil { latch(source) } else { transport.latchRemote(to: source, for: .rtcp) }
     }
 
     /// Symmetric RTP: send to where authenticated packets come from.

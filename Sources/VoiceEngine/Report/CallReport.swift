@@ -15,7 +15,8 @@ import VoiceSession
 ///   "rtp":  { "packetsSent", "bytesSent", "framesSuppressed", "packetsReceived", "bytesReceived",
 ///             "expected", "received", "lost", "duplicates", "lossPercent", "lossRuns" },
 ///             // RFC 3550 A.3: received + lost == expected (received counts duplicates, as RFC 3550 does)
-///   "rtcp": { "sent", "bytesSent", "received", "byeReceived" },  // byeReceived: the peer hung up (RFC 3550 §6.6)
+///   "rtcp": { "sent", "bytesSent", "received", "byeReceived", "senderReportsAnswered" },
+///             // byeReceived: the peer hung up (RFC 3550 §6.6); senderReportsAnswered: its report blocks with our LSR
 ///   "drops": { "empty", "tooLarge", "notRTP", "malformedRTP", "malformedRTCP", "authenticationFailed",
 ///              "replayed", "rtcpAuthenticationFailed", "unknownSSRC", "wrongPayloadType", "badSequence", "total" },
 ///   "jitter": { "interarrivalMilliseconds",           // RFC 3550 jitter of the stream we received
@@ -73,6 +74,8 @@ public struct CallReport: Sendable, Codable {
         public var received: Int
         /// The peer's authenticated RTCP BYE arrived: it ended the call.
         public var byeReceived: Bool
+        /// The peer's report blocks that answer our sender reports: our RTCP reached it.
+        public var senderReportsAnswered: Int
     }
 
     public struct Drops: Sendable, Codable {
@@ -200,7 +203,8 @@ public struct CallReport: Sendable, Codable {
             received: s.receivedPackets, lost: s.lostPackets, duplicates: s.duplicatePackets,
             lossPercent: s.lossRate * 100, lossRuns: s.lossRuns)
         rtcp = RTCP(
-            sent: s.rtcpSent, bytesSent: s.rtcpBytesSent, received: s.rtcpReceived, byeReceived: s.remoteSentBye)
+            sent: s.rtcpSent, bytesSent: s.rtcpBytesSent, received: s.rtcpReceived, byeReceived: s.remoteSentBye,
+            senderReportsAnswered: s.senderReportsAnswered)
         drops = Drops(counts: s.drops, total: s.drops.total)
         jitter = Jitter(
             interarrivalMilliseconds: s.jitterMilliseconds,

@@ -158,6 +158,7 @@ extension MediaStream {
     /// A report block about our stream: RTT (RFC 3550 §6.4.1), the peer's loss and jitter, and loss adaptation.
     func handleReportBlock(_ block: RTCPReportBlock, arrival: MediaTime) {
         guard block.ssrc == ssrc else { return }
+        if block.lastSenderReport != 0 { stats.senderReportsAnswered += 1 }
         if let rtt = block.roundTripTime(arrival: ntp(at: arrival)) {
             let ms = rtt.milliseconds
             stats.roundTripMilliseconds = ms

@@ -51,6 +51,9 @@ public struct MediaStreamStatistics: Sendable {
     public var packetsReceived = 0
     public var bytesReceived = 0
     public var rtcpReceived = 0
+    /// Report blocks about our stream that answer one of our sender reports (LSR set): the peer received our RTCP.
+    /// Counted even when the round trip comes out negative (a peer's DLSR rounded up on a sub-millisecond path).
+    public var senderReportsAnswered = 0
     /// The peer sent an authenticated RTCP BYE for its stream (RFC 3550 §6.6): it has left, so a live call can
     /// end at once as a remote hang-up instead of waiting for a media timeout.
     public var remoteSentBye = false

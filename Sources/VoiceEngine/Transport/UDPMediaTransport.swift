@@ -81,8 +81,9 @@ public struct UDPTransportCounters: Sendable, Equatable {
     }
 }
 
-/// UDP for one media stream on SwiftNIO: one socket, RTP and RTCP multiplexed on it (RFC 5761), symmetric RTP,
-/// and packets handed to the audio threads through fixed-capacity queues.
+/// UDP for one media stream on SwiftNIO: one socket, RTP and RTCP multiplexed on it (RFC 5761) unless the peer
+/// keeps RTCP on a port of its own (then a second socket, ``bindRTCPPort(port:)``), symmetric RTP, and packets
+/// handed to the audio threads through fixed-capacity queues.
 ///
 /// **Receive.** The socket lives on a NIO event loop (`DatagramBootstrap`). NIO reads each datagram into a
 /// `ByteBuffer` (its allocator's business, on the event loop, not the audio thread); the handler classifies it —
@@ -162,8 +163,11 @@ public final class UDPMediaTransport: Sendable {
     /// nil when the consumer polls the socket (``ReceiveMode/consumerPolls``).
     private let channel: (any Channel)?
     private let state: TransportState
+    /// The socket for RTCP when the peer does not multiplex it (``bindRTCPPort(port:)``); polled, drained, latched
+    /// and closed with this one. Set at most once, read lock-free on the audio path.
+    let rtcpPort = AtomicLazyReference<UDPMediaTransport>()
 
-    private init(channel: (any Channel)?, state: TransportState, local: UDPEndpoint, configuration: Configuration) {
+    init(channel: (any Channel)?, state: TransportState, local: UDPEndpoint, configuration: Configuration) {
         self.channel = channel
         self.state = state
         self.localEndpoint = local
@@ -186,36 +190,9 @@ public final class UDPMediaTransport: Sendable {
         host: String, port: Int = 0, remote: UDPEndpoint? = nil, configuration: Configuration = Configuration(),
         group: any EventLoopGroup = UDPMediaTransport.sharedReceiveLoop
     ) async throws(UDPTransportError) -> UDPMediaTransport {
-        let endpoint = try UDPEndpoint(host: host, port: port)
-        let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .socketCall("socket", errno: errno) }
+        let (fd, family, local) = try openSocket(host: host, port: port, configuration: configuration)
         var handedToNIO = false
         defer { if !handedToNIO { Glibc.close(fd) } }
-
-        if var bytes = configuration.receiveBufferBytes.map(Int32.init) {
-            // Best effort: the kernel caps it at rmem_max; a failure here only means a smaller buffer.
-            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
-        }
-        if family == AF_INET6 {
-            // Dual stack: bound to `::`, the socket also carries IPv4 (as ::ffff:a.b.c.d), whatever the system's
-            // bindv6only default is.
-            var v6Only: Int32 = 0
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_storage()
-        let length = endpoint.socketAddress(family: family, into: &address)!
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
-        }
-        guard bound == 0 else { throw .socketCall("bind", errno: errno) }
-        var named = sockaddr_storage()
-        var namedLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let gotName = withUnsafeMutablePointer(to: &named) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &namedLength) }
-        }
-        guard gotName == 0, let local = UDPEndpoint(socketAddress: named) else { throw .socketCall("getsockname", errno: errno) }
-
         configuration.capture?.setLocal(local)
         let state = TransportState(fd: fd, family: family, configuration: configuration)
         if let remote { state.setRemote(remote) }
@@ -247,6 +224,44 @@ public final class UDPMediaTransport: Sendable {
             channel: channel, state: state, local: local, configuration: configuration)
     }
 
+    /// A non-blocking UDP socket bound to `host:port`, with the receive buffer and dual-stack options the
+    /// configuration asks for; closed again when any step fails.
+    static func openSocket(host: String, port: Int, configuration: Configuration) throws(UDPTransportError)
+        -> (fd: Int32, family: Int32, local: UDPEndpoint)
+    {
+        let endpoint = try UDPEndpoint(host: host, port: port)
+        let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .socketCall("socket", errno: errno) }
+        var keep = false
+        defer { if !keep { Glibc.close(fd) } }
+
+        if var bytes = configuration.receiveBufferBytes.map(Int32.init) {
+            // Best effort: the kernel caps it at rmem_max; a failure here only means a smaller buffer.
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if family == AF_INET6 {
+            // Dual stack: bound to `::`, the socket also carries IPv4 (as ::ffff:a.b.c.d), whatever the system's
+            // bindv6only default is.
+            var v6Only: Int32 = 0
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_storage()
+        let length = endpoint.socketAddress(family: family, into: &address)!
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
+        }
+        guard bound == 0 else { throw .socketCall("bind", errno: errno) }
+        var named = sockaddr_storage()
+        var namedLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let gotName = withUnsafeMutablePointer(to: &named) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &namedLength) }
+        }
+        guard gotName == 0, let local = UDPEndpoint(socketAddress: named) else { throw .socketCall("getsockname", errno: errno) }
+        keep = true
+        return (fd, family, local)
+    }
+
     deinit {
         // A transport dropped without close(): nobody can be sending any more (no references), so just close.
         if state.markClosed() { closeSocket() }
@@ -262,17 +277,20 @@ public final class UDPMediaTransport: Sendable {
     /// (classified, counted and dropped as the event loop would) and returns how many were read; 0 at once with
     /// an event loop or after ``close()``. No allocation or lock; one `recvmsg` per datagram plus one.
     @discardableResult
-    public func receiveFromSocket() -> Int { state.pollSocket() }
+    public func receiveFromSocket() -> Int { state.pollSocket() + (rtcpPort.load()?.receiveFromSocket() ?? 0) }
 
     /// Consumer: lends the oldest queued packet of `kind` to `body` and then recycles its slot.
     /// Returns nil (without calling `body`) when none is queued. No allocation, lock or syscall.
+    /// RTCP from a separate RTCP port (``bindRTCPPort(port:)``) comes after what the RTP port queued.
     public func withNextPacket<R>(_ kind: MediaPacketKind, _ body: (ReceivedPacket) throws -> R) rethrows -> R? {
-        try state.pool(kind).withNext { bytes, source, arrival in
+        let next = try state.pool(kind).withNext { bytes, source, arrival in
             try body(
                 ReceivedPacket(
                     kind: kind, bytes: bytes, source: source,
                     arrival: MediaTime(nanoseconds: arrival)))
         }
+        guard next == nil, kind == .rtcp, let separate = rtcpPort.load() else { return next }
+        return try separate.withNextPacket(.rtcp, body)
     }
 
     /// Packets of `kind` waiting (a snapshot).
@@ -296,8 +314,12 @@ public final class UDPMediaTransport: Sendable {
 
     /// Symmetric RTP: sends from now on to `source`, normally a packet's source that just passed SRTP
     /// authentication. Cheap and allocation-free; safe on the audio thread. Returns whether the remote changed.
+    /// RTCP that arrived on a separate RTCP port latches that port's remote instead (pass its `kind`).
     @discardableResult
-    public func latchRemote(to source: UDPEndpoint) -> Bool { state.latch(to: source) }
+    public func latchRemote(to source: UDPEndpoint, for kind: MediaPacketKind = .rtp) -> Bool {
+        if kind == .rtcp, let separate = rtcpPort.load() { return separate.latchRemote(to: source) }
+        return state.latch(to: source)
+    }
 
     /// A datagram that is not RTP/RTCP and not STUN or ZRTP (first byte 20…63: a DTLS record, RFC 7983 §7).
     public typealias DTLSRecordHandler = @Sendable (UnsafeRawBufferPointer, UDPEndpoint) -> Void
@@ -331,6 +353,7 @@ public final class UDPMediaTransport: Sendable {
     /// Stops sending (senders get ``UDPSendResult/closed``), waits for a `sendto` in progress to return, then
     /// closes the channel and its socket. Queued packets stay readable. Idempotent.
     public func close() async {
+        await rtcpPort.load()?.close()
         guard state.markClosed() else { return }
         if let channel { try? await channel.close().get() } else { Glibc.close(state.fd) }
     }
