@@ -11,7 +11,7 @@ import VoiceTestSupport
 /// multiplexes) would own that port if legs had one port each: that leg must refuse nothing. Server in process,
 /// SIP on an ephemeral port, media 28740–28749, baresip's SIP on 28750.
 @Suite(
-    "RTCP of a participant without rtcp-mux in a conference room", .serialized, .timeLimit(.minutes(2)),
+    "RTCP of a participant without rtcp-mux in a conference room", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
 struct ConferenceRTCPTests {
     static let seconds = 8.0

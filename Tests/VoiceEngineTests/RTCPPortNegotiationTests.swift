@@ -4,7 +4,7 @@ import VoiceEngine
 
 /// Where RTCP goes when it is not multiplexed (RFC 3550 §11, RFC 3605 `a=rtcp:`, RFC 5761 §5.1.3): what offers and
 /// answers say, which remote RTCP port each side picks, and the transport's separate RTCP socket on loopback.
-@Suite struct RTCPPortNegotiationTests {
+@Suite(.tags(.live), .scheduledByTags) struct RTCPPortNegotiationTests {
     static func caps(port: Int, rtcpMux: Bool = true, rtcpPort: Int? = nil) -> AudioCapabilities {
         AudioCapabilities(
             address: "127.0.0.1", port: port, srtp: .required([.aesCM128HmacSHA1_80]), rtcpMux: rtcpMux,
