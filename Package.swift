@@ -23,7 +23,7 @@ let package = Package(
         .library(name: "VoiceWebRTC", targets: ["VoiceWebRTC"]),
         // The conference mixer (rooms, mix-minus, shared encoding, media threads): engine modules only, no SIP.
         .library(name: "VoiceConference", targets: ["VoiceConference"]),
-        .executable(name: "voice-engine", targets: ["voice-engine"]),
+        .executable(name: "voice-engine", targets: ["voice-engine"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
@@ -32,7 +32,7 @@ let package = Package(
         // TLS for SIP (`sips:`, `transport=tls`) in VoiceSIP.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
@@ -49,7 +49,7 @@ let package = Package(
                 .define("HAVE_CONFIG_H"),
                 .headerSearchPath("config"),
                 .headerSearchPath("vendor/libsrtp/include"),
-                .headerSearchPath("vendor/libsrtp/crypto/include"),
+                .headerSearchPath("vendor/libsrtp/crypto/include")
             ]
         ),
         // The FFT's butterflies (VoiceDSP's `FFT`): C so they vectorise in release and stay fast in debug builds.
@@ -75,9 +75,10 @@ let package = Package(
         .target(
             name: "VoiceEngine",
             dependencies: [
-                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceSDP", "VoiceDevices", "VoiceJitter",
+                "VoiceCore", "VoiceCodec", "VoiceDSP", "VoiceRTP", "VoiceSRTP", "VoiceSDP", "VoiceDevices",
+                "VoiceJitter",
                 "VoiceSession", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         .target(name: "VoiceLab", dependencies: ["VoiceEngine", "VoiceNetSim", "VoiceConference"]),
@@ -85,7 +86,8 @@ let package = Package(
         .target(
             name: "VoiceConference",
             dependencies: [
-                "VoiceCore", "VoiceCodec", "VoiceJitter", "VoiceEngine", .product(name: "Atomics", package: "swift-atomics"),
+                "VoiceCore", "VoiceCodec", "VoiceJitter", "VoiceEngine",
+                .product(name: "Atomics", package: "swift-atomics")
             ]
         ),
         .target(
@@ -96,7 +98,7 @@ let package = Package(
                 "VoiceCrypto", "VoiceSDP", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ]
         ),
         // The registration and push wire types shared by the client and the service (so the service links neither
@@ -106,7 +108,7 @@ let package = Package(
             name: "VoiceClient",
             dependencies: [
                 "VoiceEngine", "VoiceSIP", "VoiceClientWire", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         // The service side of the client: the registration service that verifies signed requests and issues the
@@ -115,7 +117,7 @@ let package = Package(
             name: "VoiceService",
             dependencies: [
                 "VoiceClientWire", "VoiceCrypto", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")
             ]
         ),
         .target(
@@ -124,23 +126,25 @@ let package = Package(
                 "VoiceEngine", "VoiceCrypto", "CDTLS", .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio")
             ]
         ),
         // The conference server: SIP user agent for room URIs, participants' media legs, rooms' reports.
         .target(
             name: "VoiceConferenceServer",
             dependencies: [
-                "VoiceEngine", "VoiceSIP", "VoiceConference", "VoiceWebRTC", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                "VoiceEngine", "VoiceSIP", "VoiceConference", "VoiceWebRTC",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC", "VoiceConferenceServer",
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC",
+                "VoiceConferenceServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
 
@@ -150,17 +154,20 @@ let package = Package(
         .testTarget(name: "VoiceCodecTests", dependencies: ["VoiceCodec", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDSPTests", dependencies: ["VoiceDSP", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceRTPTests", dependencies: ["VoiceRTP", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceSRTPTests", dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceLab", "VoiceTestSupport"]),
+        .testTarget(
+            name: "VoiceSRTPTests",
+            dependencies: ["VoiceSRTP", "VoiceRTP", "VoiceCodec", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(name: "VoiceDevicesTests", dependencies: ["VoiceDevices", "VoiceTestSupport"]),
         .testTarget(name: "VoiceSessionTests", dependencies: ["VoiceSession", "VoiceTestSupport"]),
         .testTarget(name: "VoiceNetSimTests", dependencies: ["VoiceNetSim", "VoiceTestSupport"]),
-        .testTarget(name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceLab", "VoiceTestSupport"]),
+        .testTarget(
+            name: "VoiceJitterTests", dependencies: ["VoiceJitter", "VoiceNetSim", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(
             name: "VoiceSIPTests",
             dependencies: [
                 "VoiceSIP", "VoiceEngine", "VoiceTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ],
             exclude: ["Fixtures", "Peers"]
         ),
@@ -169,7 +176,7 @@ let package = Package(
             dependencies: [
                 "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         .testTarget(
@@ -179,7 +186,7 @@ let package = Package(
             dependencies: [
                 "VoiceConferenceServer", "VoiceSIP", "VoiceEngine", "VoiceLab", "VoiceTestSupport", "VoiceWebRTC",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         .testTarget(name: "VoiceLabTests", dependencies: ["VoiceLab", "VoiceTestSupport"]),
@@ -188,7 +195,7 @@ let package = Package(
         .testTarget(name: "VoiceEngineCLITests", dependencies: ["VoiceEngine", "VoiceLab", "VoiceTestSupport"]),
         .testTarget(
             name: "VoiceConferenceTests",
-            dependencies: ["VoiceConference", "VoiceEngine", "VoiceLab", "VoiceNetSim", "VoiceTestSupport"]),
+            dependencies: ["VoiceConference", "VoiceEngine", "VoiceLab", "VoiceNetSim", "VoiceTestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

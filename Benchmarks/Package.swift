@@ -24,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // `voice-bench sip --load` runs the engine's UAS on an event loop of its own.
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2")
     ],
     targets: [
         // A plain C loop over the same libopus / speexdsp calls the Swift wrappers make: the floor `voice-bench`
@@ -56,10 +56,10 @@ let package = Package(
                 voiceWebRTC,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ],
             path: "Sources/voice-bench"
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )
@@ -71,7 +71,10 @@ package.targets.append(
         path: "Sources/AllocationSuite"))
 
 // ordo-one/benchmark suites: sources must live under Benchmarks/<SuiteTarget>/ for the plugin to find them.
-for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks", "ConferenceBenchmarks"] {
+for suite in [
+    "CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "PipelineBenchmarks", "SRTPBenchmarks",
+    "ConferenceBenchmarks"
+] {
     package.targets.append(
         .executableTarget(
             name: suite,
@@ -81,7 +84,7 @@ for suite in ["CodecBenchmarks", "ResamplerBenchmarks", "JitterBenchmarks", "Pip
                 voiceEngine,
                 voiceLab,
                 voiceConference,
-                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Benchmark", package: "benchmark")
             ],
             path: "Benchmarks/\(suite)",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -95,7 +98,7 @@ package.targets.append(
         name: "WebRTCBenchmarks",
         dependencies: [
             "AllocationSuite", "BenchmarkFixtures", voiceEngine, voiceWebRTC,
-            .product(name: "Benchmark", package: "benchmark"),
+            .product(name: "Benchmark", package: "benchmark")
         ],
         path: "Benchmarks/WebRTCBenchmarks",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

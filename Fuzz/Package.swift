@@ -12,7 +12,8 @@ let rootPackage: String = {
 
 /// One executable per parser. Each is a single file defining `LLVMFuzzerTestOneInput` and an `@main` that hands it
 /// to libFuzzer's driver (build with `-sanitize=fuzzer,address -parse-as-library`, as run.sh does).
-let fuzzTargets = ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip", "stun"]
+let fuzzTargets =
+    ["rtp", "rtcp", "srtp", "sdes", "sdp", "wav", "pcap", "trace", "sip", "stun"]
     + ["client"]  // the calling client's push payloads and service answers
 
 let package = Package(
@@ -20,7 +21,7 @@ let package = Package(
     dependencies: [.package(path: "..")],
     targets: [
         .target(name: "CFuzzerDriver"),
-        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"]),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"])
     ]
         + fuzzTargets.map { name in
             .executableTarget(
@@ -31,7 +32,11 @@ let package = Package(
                     + (name == "trace" || name == "pcap" ? [.product(name: "VoiceLab", package: rootPackage)] : [])
                     // SIP signalling is a product of its own.
                     + (name == "sip" ? [.product(name: "VoiceSIP", package: rootPackage)] : [])
-                    + (name == "client" ? [.product(name: "VoiceClient", package: rootPackage), .product(name: "VoiceSIP", package: rootPackage)] : [])
+                    + (name == "client"
+                        ? [
+                            .product(name: "VoiceClient", package: rootPackage),
+                            .product(name: "VoiceSIP", package: rootPackage)
+                        ] : [])
                     // STUN/TURN and the WebRTC port's demultiplexing live in the WebRTC transport product.
                     + (name == "stun" ? [.product(name: "VoiceWebRTC", package: rootPackage)] : []),
                 path: "targets/\(name)"

@@ -67,7 +67,8 @@ public actor VoiceClient {
         }
         self.userID = checkedID
         self.configuration = configuration
-        audioController = AudioController(deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
+        audioController = AudioController(
+            deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
         let tones = CallTones(controller: audioController, ringtone: configuration.audio.ringtone)
         audioSession = AudioSession(clock: clock, controller: audioController)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -82,7 +83,8 @@ public actor VoiceClient {
             registration: registration)
         self.registration = registration
         self.push = push
-        messages = ClientMessages(userID: checkedID, clock: clock, events: continuation, registration: registration, push: push)
+        messages = ClientMessages(
+            userID: checkedID, clock: clock, events: continuation, registration: registration, push: push)
         calls = ClientCalls(
             configuration: configuration, clock: clock, audioSession: audioSession, tones: tones, events: continuation,
             registration: registration, push: push)
@@ -162,7 +164,9 @@ public actor VoiceClient {
 
     /// A call object on this client's audio session and clock, not bound to SIP (the `call…` methods bind theirs
     /// to a dialog). The client ticks it for the no-answer timeout while started and hangs it up on `stop()`.
-    public func newCall(id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:], viaPush: Bool = false)
+    public func newCall(
+        id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:], viaPush: Bool = false
+    )
         throws(VoiceClientError) -> Call
     {
         try calls.newCall(id: id, direction: direction, remote: remote, headers: headers, viaPush: viaPush)
@@ -186,7 +190,9 @@ public actor VoiceClient {
     }
 
     /// Calls an E.164 phone number (`+46…`); the service routes it to its gateway.
-    public func callPhoneNumber(_ number: String, headers: [String: String] = [:]) async throws(VoiceClientError) -> Call {
+    public func callPhoneNumber(_ number: String, headers: [String: String] = [:]) async throws(VoiceClientError)
+        -> Call
+    {
         try await place(try CallTarget.phoneNumber(checking: number), headers: headers)
     }
 
@@ -217,7 +223,9 @@ public actor VoiceClient {
     /// - Returns: the message ID.
     /// - Throws: bad recipients or headers, before anything is sent.
     @discardableResult
-    public func send(message text: String, to recipients: [String], headers: [String: String] = [:]) async throws(VoiceClientError) -> String {
+    public func send(message text: String, to recipients: [String], headers: [String: String] = [:])
+        async throws(VoiceClientError) -> String
+    {
         let id = try messages.add(text, to: recipients, headers: headers)
         if registration.isRegistered { await retryDueMessages() }
         return id

@@ -1,4 +1,3 @@
-
 /// Push data: any bytes a device attaches to its registration (the SDKs' app-sent push), handed to callers'
 /// clients when the device has no live connection.
 public enum PushData {

@@ -17,9 +17,12 @@ public struct SignedRegistration: Codable, Equatable, Sendable {
 
     /// Signs a registration — the library function for the app's server (and `voice-engine sign-registration`).
     /// The sequence is written in decimal, the strings concatenated as UTF-8 without separators.
-    public static func sign(userID: String, applicationKey: String, sequence: UInt64, applicationSecret: String) -> SignedRegistration {
+    public static func sign(userID: String, applicationKey: String, sequence: UInt64, applicationSecret: String)
+        -> SignedRegistration
+    {
         let text = userID + applicationKey + String(sequence) + applicationSecret
-        return SignedRegistration(sequence: sequence, signature: Data(HashAlgorithm.sha1.digest(Array(text.utf8))).base64EncodedString())
+        return SignedRegistration(
+            sequence: sequence, signature: Data(HashAlgorithm.sha1.digest(Array(text.utf8))).base64EncodedString())
     }
 }
 
@@ -84,7 +87,8 @@ public enum RegistrationRefusal: Error, Equatable, Sendable, Codable, CustomStri
         switch self {
         case .unknownApplicationKey(let key): "unknown application key '\(key)'"
         case .forgedSignature: "the signature does not match"
-        case .sequenceNotIncreasing(let received, let last): "sequence \(received) is not above the last accepted \(last)"
+        case .sequenceNotIncreasing(let received, let last):
+            "sequence \(received) is not above the last accepted \(last)"
         case .invalidUserID(let reason): "invalid user ID: \(reason)"
         case .pushDataTooLarge(let count): "push data is \(count) bytes, at most 1024 allowed"
         case .malformedRequest(let reason): "malformed request: \(reason)"

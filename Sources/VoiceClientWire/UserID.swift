@@ -8,10 +8,14 @@ public enum UserID {
     public static func validate(_ id: String) throws(UserIDError) -> String {
         if id.isEmpty { throw UserIDError(id: id, reason: "a user ID cannot be empty") }
         for scalar in id.unicodeScalars where !(0x20...0x7E).contains(scalar.value) {
-            throw UserIDError(id: id, reason: "character U+\(String(scalar.value, radix: 16, uppercase: true)) is not printable ASCII")
+            throw UserIDError(
+                id: id, reason: "character U+\(String(scalar.value, radix: 16, uppercase: true)) is not printable ASCII"
+            )
         }
         let count = id.unicodeScalars.count
-        if count > maximumLength { throw UserIDError(id: id, reason: "\(count) characters, at most \(maximumLength) allowed") }
+        if count > maximumLength {
+            throw UserIDError(id: id, reason: "\(count) characters, at most \(maximumLength) allowed")
+        }
         return id
     }
 }

@@ -61,7 +61,8 @@ public enum OpusPacket {
         guard let data = packet.baseAddress, !packet.isEmpty else {
             throw OpusError(.invalidPacket, call: "opus_packet_get_nb_frames")
         }
-        return try checkOpus(opus_packet_get_nb_frames(data, Int32(clamping: packet.count)), "opus_packet_get_nb_frames")
+        return try checkOpus(
+            opus_packet_get_nb_frames(data, Int32(clamping: packet.count)), "opus_packet_get_nb_frames")
     }
 
     /// Samples per channel the packet decodes to at `sampleRate` (its duration).
@@ -96,7 +97,9 @@ public enum OpusPacket {
     /// channel at `sampleRate` (as ``samplesPerChannel(in:sampleRate:)``) and ``hasFEC(_:)``; `nil` where
     /// ``samplesPerChannel(in:sampleRate:)`` throws. A packet the parse rejects but whose duration libopus still
     /// reads (a malformed frame length) gets that duration and no FEC, as the two calls gave.
-    public static func durationAndFEC(of packet: UnsafeBufferPointer<UInt8>, sampleRate: Int) -> (samples: Int, hasFEC: Bool)? {
+    public static func durationAndFEC(of packet: UnsafeBufferPointer<UInt8>, sampleRate: Int) -> (
+        samples: Int, hasFEC: Bool
+    )? {
         guard let toc = packet.first, OpusEncoderConfiguration.supportedSampleRates.contains(sampleRate) else {
             return nil
         }
@@ -125,7 +128,9 @@ public enum OpusPacket {
     }
 
     /// The LBRR flags of a SILK or hybrid packet whose layout parsed (see ``hasFEC(_:)``).
-    private static func hasFEC(_ packet: UnsafeBufferPointer<UInt8>, _ layout: (frames: Int, firstSize: Int, offset: Int)) -> Bool {
+    private static func hasFEC(
+        _ packet: UnsafeBufferPointer<UInt8>, _ layout: (frames: Int, firstSize: Int, offset: Int)
+    ) -> Bool {
         guard layout.firstSize >= 1, let toc = packet.first else { return false }
         let config = Int(toc >> 3)
         // SILK frames per Opus frame: 10 and 20 ms -> 1, 40 ms -> 2, 60 ms -> 3; hybrid frames are 10 or 20 ms.

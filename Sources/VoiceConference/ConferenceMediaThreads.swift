@@ -41,7 +41,9 @@ public final class ConferenceMediaThreads: @unchecked Sendable {
     /// Starts `threadCount` threads (default: one per core) named `voice-conference`.
     /// - Parameter clock: the clock each tick's `now` is read from; it must be the one the participants'
     ///   transports stamp arrivals with (the monotonic clock by default, as `UDPMediaTransport` uses).
-    public init(threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, clock: any MediaClock = MonotonicClock()) {
+    public init(
+        threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, clock: any MediaClock = MonotonicClock()
+    ) {
         precondition(threadCount >= 1, "at least one media thread")
         self.clock = clock
         workers = (0..<threadCount).map { Worker(index: $0) }
@@ -91,7 +93,9 @@ public final class ConferenceMediaThreads: @unchecked Sendable {
 
     /// Ticks run so far and ticks that started more than one tick late, over all threads.
     public var tickCounts: (ticks: Int, late: Int) {
-        workers.reduce((0, 0)) { ($0.0 + $1.ticks.load(ordering: .relaxed), $0.1 + $1.lateTicks.load(ordering: .relaxed)) }
+        workers.reduce((0, 0)) {
+            ($0.0 + $1.ticks.load(ordering: .relaxed), $0.1 + $1.lateTicks.load(ordering: .relaxed))
+        }
     }
 
     private func enqueue(on w: Worker, room: ConferenceRoom?, _ body: @escaping (ConferenceRoom?) -> Void) {
@@ -129,7 +133,7 @@ public final class ConferenceMediaThreads: @unchecked Sendable {
 }
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Sleeps until the monotonic clock reads `nanoseconds` (absolute, so ticks do not drift).

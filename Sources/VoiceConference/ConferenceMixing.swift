@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The arithmetic of one mixing tick, apart from the room's bookkeeping so it can be tested on its own:

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 import VoiceCodec
 import VoiceCore
@@ -256,7 +256,8 @@ public final class ConferenceRoom {
         }
         group.members += 1
         let p = ConferenceParticipant(
-            id: Self.nextParticipantID.wrappingAdd(1, ordering: .relaxed).newValue, label: label, stream: stream, transport: transport,
+            id: Self.nextParticipantID.wrappingAdd(1, ordering: .relaxed).newValue, label: label, stream: stream,
+            transport: transport,
             tickSamples: tickSamples, limiter: ConferenceLimiter(threshold: configuration.limiterThreshold),
             group: group)
         participants.append(p)
@@ -285,7 +286,8 @@ public final class ConferenceRoom {
 
     /// Hands a participant one datagram from the network (RTP or RTCP), for servers that read sockets
     /// themselves. Bad datagrams are counted by its stream and dropped.
-    public func receive(_ datagram: UnsafeRawBufferPointer, from participant: ConferenceParticipant, arrival: MediaTime) {
+    public func receive(_ datagram: UnsafeRawBufferPointer, from participant: ConferenceParticipant, arrival: MediaTime)
+    {
         datagramsReceived += 1
         participant.stream.receiveDatagram(datagram, arrival: arrival)
     }
@@ -365,7 +367,8 @@ public final class ConferenceRoom {
             while offset < tickSamples {
                 p.stream.renderPlayout(into: &frame, now: now)
                 frame.withUnsafeSamples { s -> Void in
-                    _ = UnsafeMutableBufferPointer(rebasing: p.decoded[offset..<(offset + block)]).update(fromContentsOf: s)
+                    _ = UnsafeMutableBufferPointer(rebasing: p.decoded[offset..<(offset + block)]).update(
+                        fromContentsOf: s)
                 }
                 offset += block
             }
@@ -392,18 +395,22 @@ public final class ConferenceRoom {
     }
 
     private func drain(_ kind: MediaPacketKind, of transport: UDPMediaTransport, into p: ConferenceParticipant) {
-        while transport.withNextPacket(kind, { (packet: ReceivedPacket) -> Void in
-            datagramsReceived += 1
-            let before = p.stream.acceptedPacketCount
-            let rtcpBefore = kind == .rtcp ? p.stream.statistics.rtcpReceived : 0
-            p.stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
-            let authenticated =
-                kind == .rtp ? p.stream.acceptedPacketCount != before : p.stream.statistics.rtcpReceived != rtcpBefore
-            if authenticated && packet.source != p.latched {
-                p.latched = packet.source
-                _ = transport.latchRemote(to: packet.source, for: kind)
-            }
-        }) != nil {}
+        while transport.withNextPacket(
+            kind,
+            { (packet: ReceivedPacket) -> Void in
+                datagramsReceived += 1
+                let before = p.stream.acceptedPacketCount
+                let rtcpBefore = kind == .rtcp ? p.stream.statistics.rtcpReceived : 0
+                p.stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+                let authenticated =
+                    kind == .rtp
+                    ? p.stream.acceptedPacketCount != before : p.stream.statistics.rtcpReceived != rtcpBefore
+                if authenticated && packet.source != p.latched {
+                    p.latched = packet.source
+                    _ = transport.latchRemote(to: packet.source, for: kind)
+                }
+            }) != nil
+        {}
     }
 
     /// The N loudest unmuted, non-dormant participants above the threshold (current talkers get the hysteresis
@@ -469,7 +476,8 @@ public final class ConferenceRoom {
             var offset = 0
             while offset < tickSamples {
                 frame.withUnsafeMutableSamples { s -> Void in
-                    _ = s.update(fromContentsOf: UnsafeMutableBufferPointer(rebasing: output[offset..<(offset + block)]))
+                    _ = s.update(
+                        fromContentsOf: UnsafeMutableBufferPointer(rebasing: output[offset..<(offset + block)]))
                 }
                 p.stream.processCapture(frame, now: now)
                 offset += block
@@ -533,8 +541,12 @@ public final class ConferenceRoom {
         s.sharedEncoderFEC = groups.contains { $0.encoder.configuration.inbandFEC }
         s.sharedExpectedLossPercent = groups.map(\.encoder.configuration.expectedLossPercent).max() ?? 0
         s.sharedFECAdaptations = groups.reduce(0) { $0 + $1.fecAdaptations }
-        s.limitedBlocks = participants.reduce(0) { $0 + $1.limiter.limitedBlocks } + groups.reduce(0) { $0 + $1.limiter.limitedBlocks }
-        s.clippedSamples = participants.reduce(0) { $0 + $1.limiter.clippedSamples } + groups.reduce(0) { $0 + $1.limiter.clippedSamples }
+        s.limitedBlocks =
+            participants.reduce(0) { $0 + $1.limiter.limitedBlocks }
+            + groups.reduce(0) { $0 + $1.limiter.limitedBlocks }
+        s.clippedSamples =
+            participants.reduce(0) { $0 + $1.limiter.clippedSamples }
+            + groups.reduce(0) { $0 + $1.limiter.clippedSamples }
         s.datagramsReceived = datagramsReceived
         return s
     }

@@ -22,10 +22,13 @@ public struct ConferenceRoomAddress: Hashable, Sendable, CustomStringConvertible
     public init(id: String) throws(Refusal) {
         guard !id.isEmpty else { throw Refusal(statusCode: 400, reason: "Bad Request (empty conference room id)") }
         guard id.count <= Self.maximumIDLength else {
-            throw Refusal(statusCode: 400, reason: "Bad Request (conference room id longer than \(Self.maximumIDLength) characters)")
+            throw Refusal(
+                statusCode: 400,
+                reason: "Bad Request (conference room id longer than \(Self.maximumIDLength) characters)")
         }
         guard id.unicodeScalars.allSatisfy(Self.isAllowed) else {
-            throw Refusal(statusCode: 400, reason: "Bad Request (conference room id may hold only letters, digits and - . _ ~)")
+            throw Refusal(
+                statusCode: 400, reason: "Bad Request (conference room id may hold only letters, digits and - . _ ~)")
         }
         self.id = id
     }

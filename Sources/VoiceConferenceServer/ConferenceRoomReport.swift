@@ -67,8 +67,13 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
     /// The text printed on close and on SIGUSR1.
     public var text: String {
         func f(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
-        var lines = ["room \(room): \(closedAt == nil ? "open" : "closed") after \(f(durationSeconds)) s, peak \(peakParticipants) participants"]
-        lines.append("  participants over time:" + timeline.map { " +\(f($0.at))s \($0.kind.rawValue) \($0.participant) (\($0.participants))" }.joined(separator: ","))
+        var lines = [
+            "room \(room): \(closedAt == nil ? "open" : "closed") after \(f(durationSeconds)) s, peak \(peakParticipants) participants"
+        ]
+        lines.append(
+            "  participants over time:"
+                + timeline.map { " +\(f($0.at))s \($0.kind.rawValue) \($0.participant) (\($0.participants))" }.joined(
+                    separator: ","))
         for p in participants {
             let stay = p.leftAt.map { "\(f(p.joinedAt))-\(f($0)) s" } ?? "since \(f(p.joinedAt)) s"
             lines.append(

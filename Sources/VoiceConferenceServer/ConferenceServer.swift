@@ -39,8 +39,10 @@ public struct ConferenceServerConfiguration: Sendable {
     public var dtlsHandshakeTimeout: Duration
 
     public init(
-        sipAddress: SocketAddress, domain: String, mediaHost: String? = nil, rtpPorts: ClosedRange<Int> = 28_500...28_799,
-        srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), send: OpusEncoderConfiguration? = nil,
+        sipAddress: SocketAddress, domain: String, mediaHost: String? = nil,
+        rtpPorts: ClosedRange<Int> = 28_500...28_799,
+        srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]),
+        send: OpusEncoderConfiguration? = nil,
         timers: SIPTimerConfiguration = SIPTimerConfiguration(), statisticsDirectory: URL? = nil,
         room: ConferenceRoomConfiguration = ConferenceRoomConfiguration(),
         mediaThreads: Int = ProcessInfo.processInfo.activeProcessorCount, acceptsDTLSSRTP: Bool = true,
@@ -104,19 +106,25 @@ public final class ConferenceServer: @unchecked Sendable {
         onRoomClosed: @escaping @Sendable (ConferenceRoomReport) -> Void = { _ in }
     ) async throws -> ConferenceServer {
         let endpoint = try await SIPEndpoint.start(
-            on: loop, udp: configuration.sipAddress, configuration: SIPEndpointConfiguration(timers: configuration.timers))
+            on: loop, udp: configuration.sipAddress,
+            configuration: SIPEndpointConfiguration(timers: configuration.timers))
         let agent = SIPUserAgent(
             endpoint: endpoint, credentials: nil,
-            configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "conference", host: configuration.domain), transport: .udp))
-        let certificate = configuration.acceptsDTLSSRTP ? try configuration.dtlsCertificate ?? DTLSCertificate(commonName: "voice-engine conference-server") : nil
+            configuration: SIPUserAgentConfiguration(
+                addressOfRecord: SIPURI(user: "conference", host: configuration.domain), transport: .udp))
+        let certificate =
+            configuration.acceptsDTLSSRTP
+            ? try configuration.dtlsCertificate ?? DTLSCertificate(commonName: "voice-engine conference-server") : nil
         let server = ConferenceServer(
-            configuration: configuration, endpoint: endpoint, agent: agent, certificate: certificate, onRoomClosed: onRoomClosed)
+            configuration: configuration, endpoint: endpoint, agent: agent, certificate: certificate,
+            onRoomClosed: onRoomClosed)
         server.accepting = Task { await server.acceptCalls() }
         return server
     }
 
     private init(
-        configuration: ConferenceServerConfiguration, endpoint: SIPEndpoint, agent: SIPUserAgent, certificate: DTLSCertificate?,
+        configuration: ConferenceServerConfiguration, endpoint: SIPEndpoint, agent: SIPUserAgent,
+        certificate: DTLSCertificate?,
         onRoomClosed: @escaping @Sendable (ConferenceRoomReport) -> Void
     ) {
         self.configuration = configuration
@@ -166,7 +174,9 @@ public final class ConferenceServer: @unchecked Sendable {
         }
         // Each participant's task takes it out of its room after its BYE: wait (briefly) for the rooms to close.
         let deadline = ContinuousClock.now + .seconds(3)
-        while lock.withLock({ !rooms.isEmpty }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        while lock.withLock({ !rooms.isEmpty }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         try? await endpoint.close()
         threads.shutdown()
     }
@@ -192,7 +202,8 @@ public final class ConferenceServer: @unchecked Sendable {
         }
         let capabilities = AudioCapabilities(
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
-            maxPlaybackRate: 16_000, srtp: configuration.srtp, rtcpPort: media.port + 1, dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
+            maxPlaybackRate: 16_000, srtp: configuration.srtp, rtcpPort: media.port + 1,
+            dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
         var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.
@@ -215,7 +226,8 @@ public final class ConferenceServer: @unchecked Sendable {
         if let dtls = negotiated.dtls, let certificate = dtlsCertificate {
             let outcome: Result<DTLSSRTPKeys, DTLSError>
             do {
-                let running = try DTLSSRTPMediaPortHandshake(certificate: certificate, negotiated: dtls, transport: media.transport)
+                let running = try DTLSSRTPMediaPortHandshake(
+                    certificate: certificate, negotiated: dtls, transport: media.transport)
                 handshake = running
                 outcome = await running.run(timeout: configuration.dtlsHandshakeTimeout)
             } catch {
@@ -239,7 +251,8 @@ public final class ConferenceServer: @unchecked Sendable {
             switch event {
             case .established:
                 do {
-                    participant = try await join(address, call: call, negotiated: negotiated, transport: media.transport, dtlsKeys: dtlsKeys)
+                    participant = try await join(
+                        address, call: call, negotiated: negotiated, transport: media.transport, dtlsKeys: dtlsKeys)
                 } catch {
                     await call.hangUp(headers: [("Reason", "SIP;cause=503;text=\"\(error)\"")])
                 }
@@ -276,7 +289,9 @@ public final class ConferenceServer: @unchecked Sendable {
     /// The room (opened if needed) with a place reserved, so that it cannot close before the caller is in.
     private func reserve(_ address: ConferenceRoomAddress) throws -> ConferenceServerRoom {
         try lock.withLock {
-            let room = try rooms[address.id] ?? ConferenceServerRoom(address: address, configuration: configuration.room, threads: threads)
+            let room =
+                try rooms[address.id]
+                ?? ConferenceServerRoom(address: address, configuration: configuration.room, threads: threads)
             rooms[address.id] = room
             room.reserve()
             return room

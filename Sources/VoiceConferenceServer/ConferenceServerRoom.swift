@@ -52,7 +52,9 @@ final class ConferenceServerRoom: @unchecked Sendable {
     private var timeline: [ConferenceRoomReport.Event] = []
     private var peak = 0
 
-    init(address: ConferenceRoomAddress, configuration: ConferenceRoomConfiguration, threads: ConferenceMediaThreads) throws {
+    init(address: ConferenceRoomAddress, configuration: ConferenceRoomConfiguration, threads: ConferenceMediaThreads)
+        throws
+    {
         self.address = address
         self.threads = threads
         mixer = try ConferenceRoom(id: address.user, configuration: configuration)
@@ -76,18 +78,21 @@ final class ConferenceServerRoom: @unchecked Sendable {
     /// plays the join tone. Throws (and counts it out again) when the mixer refuses the negotiated media.
     /// - Parameter dtlsKeys: the keys a DTLS-SRTP handshake produced, for a participant keyed that way (its
     ///   negotiated media then has no SDES keys).
-    func add(call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport, dtlsKeys: MediaStreamSRTP? = nil) async throws
+    func add(call: SIPCall, negotiated: NegotiatedAudio, transport: UDPMediaTransport, dtlsKeys: MediaStreamSRTP? = nil)
+        async throws
         -> Member
     {
         var configuration = MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false)
         if let dtlsKeys { configuration.srtp = dtlsKeys }
         let member = lock.withLock {
             let member = Member(room: self, call: call, name: call.remote.uri.description, joinedAt: now)
-            member.keying = configuration.srtp.map { (dtlsKeys == nil ? "SDES-SRTP " : "DTLS-SRTP ") + $0.suite.rawValue } ?? "RTP"
+            member.keying =
+                configuration.srtp.map { (dtlsKeys == nil ? "SDES-SRTP " : "DTLS-SRTP ") + $0.suite.rawValue } ?? "RTP"
             reservations -= 1
             members.append(member)
             peak = max(peak, members.count)
-            timeline.append(.init(at: member.joinedAt, kind: .joined, participant: member.name, participants: members.count))
+            timeline.append(
+                .init(at: member.joinedAt, kind: .joined, participant: member.name, participants: members.count))
             return member
         }
         lock.withLock { member.srtp = configuration.srtp }
@@ -96,7 +101,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             threads.perform(on: mixer) { room in
                 do throws(ConferenceError) {
                     member.leg = try room.addParticipant(
-                        label: call.callID, configuration: configuration, sink: transport, transport: transport, now: clock.now)
+                        label: call.callID, configuration: configuration, sink: transport, transport: transport,
+                        now: clock.now)
                     room.play(Self.joinTone)
                     continuation.resume(returning: .success(()))
                 } catch {
@@ -127,7 +133,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             member.keying = "DTLS-SRTP"
             member.failure = reason
             departed.append(member)
-            timeline.append(.init(at: member.joinedAt, kind: .refused, participant: member.name, participants: members.count))
+            timeline.append(
+                .init(at: member.joinedAt, kind: .refused, participant: member.name, participants: members.count))
         }
     }
 
@@ -150,7 +157,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
             member.leftAt = now
             member.statistics = statistics
             departed.append(member)
-            timeline.append(.init(at: member.leftAt!, kind: .left, participant: member.name, participants: members.count))
+            timeline.append(
+                .init(at: member.leftAt!, kind: .left, participant: member.name, participants: members.count))
         }
     }
 
@@ -185,11 +193,17 @@ final class ConferenceServerRoom: @unchecked Sendable {
                 continuation.resume()
             }
         }
-        if let rekey { lock.withLock { member.srtp = rekey.keys; member.rekeys += 1 } }
+        if let rekey {
+            lock.withLock {
+                member.srtp = rekey.keys
+                member.rekeys += 1
+            }
+        }
         lock.withLock {
             guard muted != member.muted, members.contains(where: { $0 === member }) else { return }
             member.muted = muted
-            timeline.append(.init(at: now, kind: muted ? .muted : .unmuted, participant: member.name, participants: members.count))
+            timeline.append(
+                .init(at: now, kind: muted ? .muted : .unmuted, participant: member.name, participants: members.count))
         }
     }
 
@@ -197,7 +211,9 @@ final class ConferenceServerRoom: @unchecked Sendable {
     func report(closing: Bool = false) async -> ConferenceRoomReport {
         let current: [String: ConferenceParticipantStatistics] = await withCheckedContinuation { continuation in
             threads.perform(on: mixer) { room in
-                continuation.resume(returning: Dictionary(room.statistics.participants.map { ($0.label, $0) }, uniquingKeysWith: { a, _ in a }))
+                continuation.resume(
+                    returning: Dictionary(
+                        room.statistics.participants.map { ($0.label, $0) }, uniquingKeysWith: { a, _ in a }))
             }
         }
         let sampleRate = Double(mixer.configuration.sampleRate)
@@ -210,7 +226,8 @@ final class ConferenceServerRoom: @unchecked Sendable {
                 closedAt: closing ? formatter.string(from: opened.addingTimeInterval(duration)) : nil,
                 durationSeconds: duration, peakParticipants: peak, timeline: timeline,
                 participants: everyone.map { member in
-                    Self.participantReport(member, current[member.call.callID] ?? member.statistics, sampleRate: sampleRate)
+                    Self.participantReport(
+                        member, current[member.call.callID] ?? member.statistics, sampleRate: sampleRate)
                 })
         }
     }
@@ -229,7 +246,9 @@ final class ConferenceServerRoom: @unchecked Sendable {
         }
     }
 
-    private static func participantReport(_ member: Member, _ statistics: ConferenceParticipantStatistics?, sampleRate: Double)
+    private static func participantReport(
+        _ member: Member, _ statistics: ConferenceParticipantStatistics?, sampleRate: Double
+    )
         -> ConferenceRoomReport.Participant
     {
         let s = statistics ?? ConferenceParticipantStatistics(id: 0, label: member.call.callID)
@@ -237,16 +256,20 @@ final class ConferenceServerRoom: @unchecked Sendable {
             // Muted as the mixer has it (the re-INVITE's effect, not only our note of it) while the leg is in it.
             name: member.name, callID: member.call.callID, joinedAt: member.joinedAt, leftAt: member.leftAt,
             muted: statistics.map { $0.isMuted } ?? member.muted,
-            talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000, packetsReceived: s.packetsReceived,
+            talkerSeconds: Double(s.talkerTicks * ConferenceRoom.tickMilliseconds) / 1000,
+            packetsReceived: s.packetsReceived,
             packetsLost: s.packetsLost, lossPercent: s.lossRatio * 100,
-            concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000, concealedPercent: s.concealmentRatio * 100,
+            concealedMilliseconds: Double(s.concealedSamples) / sampleRate * 1000,
+            concealedPercent: s.concealmentRatio * 100,
             packetsSent: s.packetsSent, dropped: s.drops, rtcpReceived: s.rtcpReceived,
-            roundTripMilliseconds: s.roundTripMilliseconds, senderReportsAnswered: s.senderReportsAnswered, rekeys: member.rekeys, keying: member.keying,
+            roundTripMilliseconds: s.roundTripMilliseconds, senderReportsAnswered: s.senderReportsAnswered,
+            rekeys: member.rekeys, keying: member.keying,
             failure: member.failure)
     }
 
     private static func pair(_ first: Double, _ second: Double) -> ConferenceClip {
-        ConferenceClip(samples: ConferenceClip.tone(frequency: first, milliseconds: 120).samples
-            + ConferenceClip.tone(frequency: second, milliseconds: 120).samples)
+        ConferenceClip(
+            samples: ConferenceClip.tone(frequency: first, milliseconds: 120).samples
+                + ConferenceClip.tone(frequency: second, milliseconds: 120).samples)
     }
 }

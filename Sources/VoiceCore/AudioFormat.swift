@@ -22,7 +22,9 @@ public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
     /// Samples per channel in `milliseconds` of audio. The duration must hold a whole number of samples.
     @inlinable
     public func samplesPerChannel(milliseconds: Int) -> Int {
-        precondition((sampleRate * milliseconds) % 1000 == 0, "\(milliseconds) ms is not a whole number of samples at \(sampleRate) Hz")
+        precondition(
+            (sampleRate * milliseconds) % 1000 == 0,
+            "\(milliseconds) ms is not a whole number of samples at \(sampleRate) Hz")
         return sampleRate * milliseconds / 1000
     }
 
@@ -36,5 +38,7 @@ public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
     @inlinable
     public var samplesPerBlock: Int { samplesPerChannel(milliseconds: AudioFrame.durationMilliseconds) }
 
-    public var description: String { "\(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")" }
+    public var description: String {
+        "\(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")"
+    }
 }

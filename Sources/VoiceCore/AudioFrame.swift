@@ -38,7 +38,9 @@ public struct AudioFrame: Sendable {
     }
 
     /// Writes the samples in place; does not allocate while the frame's storage is uniquely referenced.
-    public mutating func withUnsafeMutableSamples<R>(_ body: (UnsafeMutableBufferPointer<Int16>) throws -> R) rethrows -> R {
+    public mutating func withUnsafeMutableSamples<R>(_ body: (UnsafeMutableBufferPointer<Int16>) throws -> R) rethrows
+        -> R
+    {
         try samples.withUnsafeMutableBufferPointer { try body($0) }
     }
 

@@ -18,8 +18,12 @@ public struct MediaTime: Hashable, Comparable, Sendable, CustomStringConvertible
     public var seconds: Double { Double(nanoseconds) / 1e9 }
 
     public static func < (a: MediaTime, b: MediaTime) -> Bool { a.nanoseconds < b.nanoseconds }
-    public static func + (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(nanoseconds: a.nanoseconds + b.nanoseconds) }
-    public static func - (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(nanoseconds: a.nanoseconds - b.nanoseconds) }
+    public static func + (a: MediaTime, b: MediaTime) -> MediaTime {
+        MediaTime(nanoseconds: a.nanoseconds + b.nanoseconds)
+    }
+    public static func - (a: MediaTime, b: MediaTime) -> MediaTime {
+        MediaTime(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
     public static func += (a: inout MediaTime, b: MediaTime) { a = a + b }
     public var description: String { "\(milliseconds) ms" }
 }

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-    import FoundationEssentials
+import FoundationEssentials
 #else
-    import Foundation
+import Foundation
 #endif
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// How a WAV file stores its samples: the two encodings the engine reads and writes.

@@ -50,7 +50,9 @@ public enum HashAlgorithm: Sendable, Hashable, CaseIterable {
 }
 
 /// Runs `body` on the bytes of `collection`, copying only when the collection is not contiguous.
-private func withContiguousBytes<R>(_ collection: some Collection<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+private func withContiguousBytes<R>(_ collection: some Collection<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R)
+    -> R
+{
     if let result = collection.withContiguousStorageIfAvailable({ body($0) }) { return result }
     return Array(collection).withUnsafeBufferPointer(body)
 }

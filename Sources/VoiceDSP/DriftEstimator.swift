@@ -37,7 +37,9 @@ public struct DriftEstimator: Sendable {
     ///   - sampleRate: microphone rate in Hz.
     ///   - windowSeconds: fit window (longer: finer, slower to follow a change).
     ///   - toleranceMilliseconds: outlier distance.
-    public init(sampleRate: Int, windowSeconds: Double = 10, toleranceMilliseconds: Double = 1, minimumSpanSeconds: Double = 2) {
+    public init(
+        sampleRate: Int, windowSeconds: Double = 10, toleranceMilliseconds: Double = 1, minimumSpanSeconds: Double = 2
+    ) {
         windowSamples = Int64(windowSeconds * Double(sampleRate))
         toleranceSamples = toleranceMilliseconds * Double(sampleRate) / 1000
         minimumSpanSamples = Int64(minimumSpanSeconds * Double(sampleRate))

@@ -97,7 +97,8 @@ public final class EchoCanceller {
         let rate = configuration.sampleRate
         try SpeexDSPError.checkRate(rate)
         guard (10...1000).contains(configuration.tailMilliseconds) else {
-            throw .invalidArgument(field: "tailMilliseconds", reason: "\(configuration.tailMilliseconds); 10 ... 1000 ms")
+            throw .invalidArgument(
+                field: "tailMilliseconds", reason: "\(configuration.tailMilliseconds); 10 ... 1000 ms")
         }
         guard (0...50).contains(configuration.alignmentMarginMilliseconds),
             configuration.alignmentMarginMilliseconds < configuration.tailMilliseconds / 2
@@ -148,10 +149,12 @@ public final class EchoCanceller {
             suppressor = ResidualEchoSuppressor(
                 hop: frameSize, sampleRate: rate, floorDB: echoFloorDB, noiseFloorDB: noiseFloorDB)
         }
-        let estimator = try EchoDelayEstimator(sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
+        let estimator = try EchoDelayEstimator(
+            sampleRate: rate, maxDelayMilliseconds: configuration.maxDelayMilliseconds)
         let aligns = cancelsEcho && stages.contains(.delayAlignment)
         alignment = aligns ? EchoDelayAlignment(estimator: estimator, configuration: configuration) : nil
-        monitor = aligns
+        monitor =
+            aligns
             ? EchoReturnMonitor(
                 sampleRate: rate, maxDelay: estimator.maxDelaySamples, taps: echoFilter.impulseResponseCount)
             : nil
@@ -198,7 +201,8 @@ public final class EchoCanceller {
     /// Records far-end samples just handed to the loudspeaker, in play order. Any count up to
     /// `maxFarEndSamplesPerCall`. Never allocates.
     public func addFarEnd(_ played: UnsafeBufferPointer<Int16>) throws(SpeexDSPError) {
-        precondition(played.count <= maxFarEndSamplesPerCall, "at most \(maxFarEndSamplesPerCall) far-end samples per call")
+        precondition(
+            played.count <= maxFarEndSamplesPerCall, "at most \(maxFarEndSamplesPerCall) far-end samples per call")
         guard cancelsEcho else { return }
         if let drift {
             try drift.pass(played, to: line)
@@ -231,12 +235,15 @@ public final class EchoCanceller {
                 realign(to: delay)
             }
         }
-        referenceMeanSquare = reference.withUnsafeMutableBufferPointer { line.read(from: start - Int64(appliedDelay), into: $0) }
+        referenceMeanSquare = reference.withUnsafeMutableBufferPointer {
+            line.read(from: start - Int64(appliedDelay), into: $0)
+        }
         let frame = frameSize
         reference.withUnsafeBufferPointer { r in
             for f in stride(from: 0, to: blockSize, by: frame) {
                 echoFilter.cancel(
-                    mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
+                    mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]),
+                    reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
                     into: UnsafeMutableBufferPointer(rebasing: output[f..<f + frame]))
             }
         }
@@ -265,7 +272,8 @@ public final class EchoCanceller {
                         unaligned: !(alignment?.aligned ?? true))
                 }
             }
-            residualGain?.analyse(mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))
+            residualGain?.analyse(
+                mic: UnsafeBufferPointer(rebasing: mic[f..<f + frame]), output: UnsafeBufferPointer(out))
             if preprocessFrame(out) { active = true }
             // The suppressor's comfort noise goes in after the preprocessor: its echo-state suppression would remove it
             // with the echo (speexdsp cannot tell the two apart), and the background would drop out while the far end
@@ -283,7 +291,9 @@ public final class EchoCanceller {
     /// Without cancellation (``Stage/echoFilter`` off): the microphone through the suppressor's noise suppression
     /// and the preprocessor's voice-activity decision, nothing else. The same latency as with cancellation (the
     /// STFT's hop and the preprocessor's frame).
-    private func suppressNoiseOnly(_ mic: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>) -> Bool {
+    private func suppressNoiseOnly(_ mic: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>)
+        -> Bool
+    {
         micCount += Int64(blockSize)
         for i in 0..<blockSize { output[i] = mic[i] }
         let frame = frameSize
@@ -306,8 +316,11 @@ public final class EchoCanceller {
     /// whose phase swing lifts the peaks of loud, clipped speech by up to 60 % (clipped again at full scale; on the
     /// clean set's pystoi clip that alone cost 0.25 PESQ-WB). MDF still runs, so its state is current when the far
     /// end comes back.
-    private func passMicrophoneWhenNoEcho(_ mic: UnsafeBufferPointer<Int16>, _ output: UnsafeMutableBufferPointer<Int16>) {
-        quietReferenceBlocks = referenceMeanSquare < Self.quietReferenceMeanSquare ? min(quietReferenceBlocks + 1, Int.max / 2) : 0
+    private func passMicrophoneWhenNoEcho(
+        _ mic: UnsafeBufferPointer<Int16>, _ output: UnsafeMutableBufferPointer<Int16>
+    ) {
+        quietReferenceBlocks =
+            referenceMeanSquare < Self.quietReferenceMeanSquare ? min(quietReferenceBlocks + 1, Int.max / 2) : 0
         let target: Float = quietReferenceBlocks > quietBlocksBeforeBypass ? 1 : 0
         guard target != 0 || bypassMix != 0 else { return }
         let step = (target - bypassMix) / Float(output.count)
@@ -342,7 +355,8 @@ public final class EchoCanceller {
     /// block, then the capture block.
     @discardableResult
     public func process(
-        mic: UnsafeBufferPointer<Int16>, farEnd: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>
+        mic: UnsafeBufferPointer<Int16>, farEnd: UnsafeBufferPointer<Int16>,
+        into output: UnsafeMutableBufferPointer<Int16>
     ) throws(SpeexDSPError) -> Bool {
         try addFarEnd(farEnd)
         return try processCapture(mic, into: output)
@@ -368,7 +382,8 @@ public final class EchoCanceller {
         }
         guard let drift, peak.stableReads >= 1 else { return }
         // The delay in the far end's own timeline: alignment + peak + what the resampler has stretched so far.
-        let farTimeline = Double(appliedDelay) + position + Double(line.written - drift.farConsumed + Int64(drift.latency))
+        let farTimeline =
+            Double(appliedDelay) + position + Double(line.written - drift.farConsumed + Int64(drift.latency))
         try drift.track(delay: farTimeline, at: micCount, appliedDelay: &appliedDelay)
     }
 

@@ -75,7 +75,8 @@ final class EchoDelayAlignment {
     /// Counts measurements that found no clear echo and sets the spacing of the next (see ``estimateSpacing``).
     private func spaceEstimates(afterConfident confident: Bool) {
         unclearEstimates = confident ? 0 : unclearEstimates + 1
-        estimateSpacing = unclearEstimates >= Self.unclearEstimatesBeforeIdle ? Self.idleEstimateInterval : Self.estimateInterval
+        estimateSpacing =
+            unclearEstimates >= Self.unclearEstimatesBeforeIdle ? Self.idleEstimateInterval : Self.estimateInterval
     }
 
     /// Hysteresis on a confident measurement: the alignment to move to, or `nil`.

@@ -118,7 +118,8 @@ public final class EchoDelayEstimator {
     /// Block-averages `samples` by `factor` into the ring `ring`; the state is worked on in locals and stored once.
     private static func decimate(
         _ samples: UnsafeBufferPointer<Int16>, into ring: UnsafeMutableBufferPointer<Float>, factor: Int,
-        acc accState: inout Float, accN accNState: inout Int, count countState: inout Int64, position positionState: inout Int
+        acc accState: inout Float, accN accNState: inout Int, count countState: inout Int64,
+        position positionState: inout Int
     ) {
         var acc = accState
         var accN = accNState

@@ -110,7 +110,8 @@ final class EchoDriftCompensation {
         blocksSinceSearch += 1
         if search.searching {
             guard let result = search.step(budget: 4) else { return nil }
-            return try use(result, factor: estimator.factor, peak: peak, margin: margin, now: now, appliedDelay: &appliedDelay)
+            return try use(
+                result, factor: estimator.factor, peak: peak, margin: margin, now: now, appliedDelay: &appliedDelay)
         }
         stableBlocks = peak.isStable ? stableBlocks + 1 : 0
         if stableBlocks == Self.stableBlocksBeforeSegmentPause { search.clear() }
@@ -134,7 +135,8 @@ final class EchoDriftCompensation {
     private func use(
         _ result: DriftSearch.Result, factor: Int, peak: EchoPathPeak, margin: Int, now: Int64, appliedDelay: inout Int
     ) throws(SpeexDSPError) -> Int? {
-        let clear = result.score > 1.5 * result.zeroScore && result.score > 2.5 * result.meanScore && abs(result.ppm) >= 50
+        let clear =
+            result.score > 1.5 * result.zeroScore && result.score > 2.5 * result.meanScore && abs(result.ppm) >= 50
         guard clear else {
             searchCount = 0
             searchInterval = min(searchInterval * 2, Self.maximumSearchInterval)

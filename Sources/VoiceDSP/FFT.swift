@@ -87,7 +87,9 @@ package final class FFT {
         var hi = [Float](repeating: 0, count: fftSize)
         for i in 0..<h.count { hr[i] = h[i] }
         hr.withUnsafeMutableBufferPointer { r in
-            hi.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false) }
+            hi.withUnsafeMutableBufferPointer { i in
+                fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false)
+            }
         }
         var out = [Float](repeating: 0, count: outCount)
         var xr = [Float](repeating: 0, count: fftSize)

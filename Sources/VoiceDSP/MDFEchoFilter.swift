@@ -61,10 +61,12 @@ public final class MDFEchoFilter {
     /// Removes the echo of `reference` (the far-end samples that reached the loudspeaker at the same time) from
     /// `mic`, writing the result to `output`. All three are exactly `blockSize` long. Never allocates.
     public func cancel(
-        mic: UnsafeBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>
+        mic: UnsafeBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>,
+        into output: UnsafeMutableBufferPointer<Int16>
     ) {
-        precondition(mic.count == blockSize && reference.count == blockSize && output.count == blockSize,
-                     "MDFEchoFilter blocks must be \(blockSize) samples")
+        precondition(
+            mic.count == blockSize && reference.count == blockSize && output.count == blockSize,
+            "MDFEchoFilter blocks must be \(blockSize) samples")
         speex_echo_cancellation(state, mic.baseAddress!, reference.baseAddress!, output.baseAddress!)
     }
 
@@ -74,8 +76,9 @@ public final class MDFEchoFilter {
     /// estimator tracks it. Never allocates (speexdsp inverse-transforms into its own scratch).
     public func impulseResponse(into taps: UnsafeMutableBufferPointer<Int32>) throws(SpeexDSPError) {
         precondition(taps.count == impulseResponseCount, "impulse response buffer must hold the filter's taps")
-        try SpeexDSPError.check(speex_echo_ctl(state, SPEEX_ECHO_GET_IMPULSE_RESPONSE, taps.baseAddress!),
-                                "speex_echo_ctl", "SPEEX_ECHO_GET_IMPULSE_RESPONSE")
+        try SpeexDSPError.check(
+            speex_echo_ctl(state, SPEEX_ECHO_GET_IMPULSE_RESPONSE, taps.baseAddress!),
+            "speex_echo_ctl", "SPEEX_ECHO_GET_IMPULSE_RESPONSE")
     }
 
     /// Forgets the adapted echo path (after a large re-alignment, or for an unrelated stream).
@@ -84,8 +87,9 @@ public final class MDFEchoFilter {
     /// The sampling rate speexdsp reports it is tuned for (the check that the rate was really set).
     public func configuredSampleRate() throws(SpeexDSPError) -> Int {
         var rate: Int32 = 0
-        try SpeexDSPError.check(speex_echo_ctl(state, SPEEX_ECHO_GET_SAMPLING_RATE, &rate), "speex_echo_ctl",
-                                "SPEEX_ECHO_GET_SAMPLING_RATE")
+        try SpeexDSPError.check(
+            speex_echo_ctl(state, SPEEX_ECHO_GET_SAMPLING_RATE, &rate), "speex_echo_ctl",
+            "SPEEX_ECHO_GET_SAMPLING_RATE")
         return Int(rate)
     }
 }

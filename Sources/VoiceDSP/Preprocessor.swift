@@ -52,7 +52,9 @@ public final class Preprocessor {
 
     /// Creates the preprocessor.
     /// - Throws: ``SpeexDSPError`` naming a bad setting, or the speexdsp call that failed.
-    public convenience init(configuration: PreprocessorConfiguration = PreprocessorConfiguration()) throws(SpeexDSPError) {
+    public convenience init(configuration: PreprocessorConfiguration = PreprocessorConfiguration())
+        throws(SpeexDSPError)
+    {
         try self.init(configuration: configuration, frameSize: configuration.sampleRate / 100)
     }
 
@@ -87,16 +89,18 @@ public final class Preprocessor {
         try setInt(SPEEX_PREPROCESS_SET_AGC, configuration.agcTargetDBFS == nil ? 0 : 1, "SET_AGC")
         if let target = configuration.agcTargetDBFS {
             var level = Float(32768 * pow10(target / 20))
-            try SpeexDSPError.check(speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_AGC_LEVEL, &level),
-                                    "speex_preprocess_ctl", "SPEEX_PREPROCESS_SET_AGC_LEVEL")
+            try SpeexDSPError.check(
+                speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_AGC_LEVEL, &level),
+                "speex_preprocess_ctl", "SPEEX_PREPROCESS_SET_AGC_LEVEL")
             try setInt(SPEEX_PREPROCESS_SET_AGC_MAX_GAIN, configuration.agcMaxGainDB, "SET_AGC_MAX_GAIN")
         }
         // speexdsp's own VAD switch (SPEEX_PREPROCESS_SET_VAD) only prints "The VAD has been replaced by a hack"
         // to stderr and applies a hysteresis to the speech probability it computes anyway; the same decision is
         // taken in `process(_:)` from SPEEX_PREPROCESS_GET_PROB, without the console noise.
         try setInt(SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, configuration.echoSuppressionDB, "SET_ECHO_SUPPRESS")
-        try setInt(SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, configuration.echoSuppressionActiveDB,
-                   "SET_ECHO_SUPPRESS_ACTIVE")
+        try setInt(
+            SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, configuration.echoSuppressionActiveDB,
+            "SET_ECHO_SUPPRESS_ACTIVE")
     }
 
     deinit { speex_preprocess_state_destroy(state) }
@@ -104,7 +108,9 @@ public final class Preprocessor {
     private func setInt(_ request: Int32, _ value: Int, _ name: StaticString) throws(SpeexDSPError) {
         var v = Int32(value)
         let result = speex_preprocess_ctl(state, request, &v)
-        if result != 0 { throw .controlFailed(call: "speex_preprocess_ctl", request: "SPEEX_PREPROCESS_\(name)", code: result) }
+        if result != 0 {
+            throw .controlFailed(call: "speex_preprocess_ctl", request: "SPEEX_PREPROCESS_\(name)", code: result)
+        }
     }
 
     private func pow10(_ x: Double) -> Double { Foundation.pow(10, x) }
@@ -130,7 +136,8 @@ public final class Preprocessor {
         if configuration.vad {
             // speexdsp's VAD rule (preprocess.c): start above 35 %, continue above 20 %.
             let probability = speechProbability
-            lastVAD = probability > Self.speechProbabilityStart || (lastVAD && probability > Self.speechProbabilityContinue)
+            lastVAD =
+                probability > Self.speechProbabilityStart || (lastVAD && probability > Self.speechProbabilityContinue)
         } else {
             lastVAD = true
         }
@@ -150,8 +157,9 @@ public final class Preprocessor {
     public var speechProbability: Int {
         var p: Int32 = 0
         // A GET request on a valid state cannot fail; a failure would leave 0, which is what we report.
-        _ = try? SpeexDSPError.check(speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_PROB, &p), "speex_preprocess_ctl",
-                                     "SPEEX_PREPROCESS_GET_PROB")
+        _ = try? SpeexDSPError.check(
+            speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_PROB, &p), "speex_preprocess_ctl",
+            "SPEEX_PREPROCESS_GET_PROB")
         return Int(p)
     }
 
@@ -159,8 +167,9 @@ public final class Preprocessor {
     public var agcGainDB: Double {
         guard configuration.agcTargetDBFS != nil else { return 0 }
         var g: Int32 = 0
-        _ = try? SpeexDSPError.check(speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_AGC_GAIN, &g), "speex_preprocess_ctl",
-                                     "SPEEX_PREPROCESS_GET_AGC_GAIN")
+        _ = try? SpeexDSPError.check(
+            speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_AGC_GAIN, &g), "speex_preprocess_ctl",
+            "SPEEX_PREPROCESS_GET_AGC_GAIN")
         return Double(g)
     }
 }

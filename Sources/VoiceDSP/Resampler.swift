@@ -81,7 +81,8 @@ public final class Resampler {
         guard (0...10).contains(quality) else { throw .invalidArgument(field: "quality", call: call) }
 
         var err: Int32 = 0
-        let created = speex_resampler_init(UInt32(channels), UInt32(inputRate), UInt32(outputRate), Int32(quality), &err)
+        let created = speex_resampler_init(
+            UInt32(channels), UInt32(inputRate), UInt32(outputRate), Int32(quality), &err)
         guard let created else {
             try ResamplerError.check(err, "speex_resampler_init")
             throw ResamplerError(code: .allocationFailed, call: "speex_resampler_init")
@@ -166,9 +167,12 @@ public final class Resampler {
     /// frames. Returns (0, 0) when `output` cannot hold one frame.
     @inline(__always)
     private func interleaved<Sample>(
-        _ call: (OpaquePointer?, UnsafePointer<Sample>?, UnsafeMutablePointer<UInt32>?, UnsafeMutablePointer<Sample>?,
-            UnsafeMutablePointer<UInt32>?) -> Int32,
-        _ name: StaticString, _ input: UnsafePointer<Sample>?, frames: Int, into output: UnsafeMutableBufferPointer<Sample>
+        _ call: (
+            OpaquePointer?, UnsafePointer<Sample>?, UnsafeMutablePointer<UInt32>?, UnsafeMutablePointer<Sample>?,
+            UnsafeMutablePointer<UInt32>?
+        ) -> Int32,
+        _ name: StaticString, _ input: UnsafePointer<Sample>?, frames: Int,
+        into output: UnsafeMutableBufferPointer<Sample>
     ) throws(ResamplerError) -> (consumed: Int, produced: Int) {
         guard let outBase = output.baseAddress, output.count >= channels else { return (0, 0) }
         var inLength = Self.length(frames)

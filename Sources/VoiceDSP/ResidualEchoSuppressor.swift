@@ -204,9 +204,10 @@ final class ResidualEchoSuppressor {
     }
 
     deinit {
-        for b in [window, outputHistory, referenceHistory, overlap, re, im, farHeld, farSmoothed, outputSmoothed,
-            pathGain, noise, gain, noiseOverlap]
-        {
+        for b in [
+            window, outputHistory, referenceHistory, overlap, re, im, farHeld, farSmoothed, outputSmoothed,
+            pathGain, noise, gain, noiseOverlap
+        ] {
             b.deallocate()
         }
         noiseFrame.deallocate()

@@ -1,7 +1,7 @@
 internal import CALSA
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A PCM name ALSA offers (from its configuration's hints): what `voice-engine devices` lists and what
@@ -112,7 +112,7 @@ public struct ALSADeviceList: Sendable, Hashable {
             var entry = ALSACardPCM(
                 device: Int(number), id: "", name: "", directions: [], hardwareName: "hw:\(index),\(number)")
             for (direction, stream) in [
-                (AudioDirection.playout, SND_PCM_STREAM_PLAYBACK), (.capture, SND_PCM_STREAM_CAPTURE),
+                (AudioDirection.playout, SND_PCM_STREAM_PLAYBACK), (.capture, SND_PCM_STREAM_CAPTURE)
             ] {
                 snd_pcm_info_set_device(pcmInfo, UInt32(number))
                 snd_pcm_info_set_subdevice(pcmInfo, 0)

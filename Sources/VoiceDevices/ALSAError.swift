@@ -2,7 +2,7 @@ internal import CALSA
 import VoiceCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What an ALSA device supports, read from its unrestricted hardware configuration space; part of the

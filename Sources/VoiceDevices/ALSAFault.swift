@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What a negative ALSA return code from the audio loop means and what the loop does about it. Pure, so the

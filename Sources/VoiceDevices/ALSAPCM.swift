@@ -1,7 +1,7 @@
 internal import CALSA
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What the hardware configuration settled on.

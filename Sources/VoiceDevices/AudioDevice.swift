@@ -2,7 +2,7 @@
 import VoiceCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Which way audio flows through a device.

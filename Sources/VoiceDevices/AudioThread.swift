@@ -1,7 +1,7 @@
 import VoiceCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds (the same time line as `MonotonicClock`).

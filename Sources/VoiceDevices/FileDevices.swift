@@ -1,7 +1,7 @@
 import VoiceCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What a file-backed microphone does when it reaches the end of its file.
@@ -152,7 +152,7 @@ final class FileSink: PeriodPort, @unchecked Sendable {
     private var dataBytes = 0
     private(set) var error: AudioDeviceError?
     #if _endian(big)
-        private var swapped: [Int16] = []
+    private var swapped: [Int16] = []
     #endif
 
     init(path: String, format: AudioFormat) throws(AudioDeviceError) {
@@ -175,11 +175,11 @@ final class FileSink: PeriodPort, @unchecked Sendable {
     func consume(_ buffer: UnsafeBufferPointer<Int16>) {
         guard error == nil, descriptor >= 0 else { return }
         #if _endian(big)
-            swapped.removeAll(keepingCapacity: true)
-            swapped.append(contentsOf: buffer.map { $0.littleEndian })
-            let ok = swapped.withUnsafeBytes { FileSink.writeAll(descriptor, $0) }
+        swapped.removeAll(keepingCapacity: true)
+        swapped.append(contentsOf: buffer.map { $0.littleEndian })
+        let ok = swapped.withUnsafeBytes { FileSink.writeAll(descriptor, $0) }
         #else
-            let ok = FileSink.writeAll(descriptor, UnsafeRawBufferPointer(buffer))
+        let ok = FileSink.writeAll(descriptor, UnsafeRawBufferPointer(buffer))
         #endif
         if ok {
             dataBytes += buffer.count * 2

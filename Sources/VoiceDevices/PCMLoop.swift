@@ -2,7 +2,7 @@ import Synchronization
 import VoiceCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What waiting for a PCM to become ready ended with.

@@ -65,7 +65,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// Creates a buffer and its Opus decoder.
     /// - Throws: `OpusError` when the decoder cannot be created for `configuration.sampleRate`.
     public init(configuration: Configuration = Configuration()) throws(OpusError) {
-        precondition(configuration.rtpClockRate % configuration.sampleRate == 0, "RTP clock must be a multiple of the rate")
+        precondition(
+            configuration.rtpClockRate % configuration.sampleRate == 0, "RTP clock must be a multiple of the rate")
         self.configuration = configuration
         format = AudioFormat(sampleRate: configuration.sampleRate, channels: 1)
         playout = try PlayoutOperations(configuration: configuration)
@@ -141,10 +142,13 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
 
     // MARK: Insert
 
-    public func insert(payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime) {
+    public func insert(
+        payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime
+    ) {
         // Duration and FEC flag from one opus_packet_parse (the C loop of `voice-bench conference` reads neither).
         guard !payload.isEmpty, payload.count <= configuration.maxPayloadBytes,
-            case let (samples, hasFEC)? = OpusPacket.durationAndFEC(of: payload, sampleRate: format.sampleRate), samples > 0
+            case let (samples, hasFEC)? = OpusPacket.durationAndFEC(of: payload, sampleRate: format.sampleRate),
+            samples > 0
         else {
             statistics.invalidPackets += 1
             return
@@ -155,7 +159,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         else { return }
         let (sequence, timestamp) = (admitted.sequence, admitted.timestamp)
         let timeline = playout.timeline
-        if timeline.started && admitted.isNewest && timestamp + Self.timelineJumpMilliseconds * Int64(tsPerMs) < timeline.position {
+        if timeline.started && admitted.isNewest
+            && timestamp + Self.timelineJumpMilliseconds * Int64(tsPerMs) < timeline.position
+        {
             // The newest packet by sequence number lies seconds behind the playout position: the sender restarted
             // its timestamp base (a backward step, or a forward one of about 2^31 that serial arithmetic reads as
             // backward). Start a new timeline, as NetEq does on such jumps; treated as late, every later packet
@@ -209,7 +215,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// thread got to run it): the playout delay is measured from it, so a tick run late and the ticks caught up
     /// after it read as the schedule says, and a schedule moved on past skipped ticks is followed at once.
     @discardableResult
-    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime) -> PlayoutOperation {
+    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime)
+        -> PlayoutOperation
+    {
         clocked = true
         tickZeroMilliseconds = time.milliseconds - Double(tickCount) * 10
         return playoutTick(into: output)

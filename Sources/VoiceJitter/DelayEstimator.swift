@@ -160,8 +160,10 @@ public struct DelayEstimator: Sendable {
                 let d = Double(i) * bucket
                 let late = max(0, 1 - cumulative / weightSum)
                 let fecLate = i >= shift ? max(0, 1 - trailing / weightSum) : 1
-                let j = PlayoutTargetCost.cost(delay: d, late: late, fecLate: fecLate, weights: price, situation: situation)
-                    + price.moveWorthMillisecondsPerTick * (abs(d - current) / PlayoutTargetCost.tickMilliseconds).rounded()
+                let j =
+                    PlayoutTargetCost.cost(delay: d, late: late, fecLate: fecLate, weights: price, situation: situation)
+                    + price.moveWorthMillisecondsPerTick
+                    * (abs(d - current) / PlayoutTargetCost.tickMilliseconds).rounded()
                 if j < bestCost {
                     bestCost = j
                     best = d

@@ -118,7 +118,9 @@ public protocol JitterBufferStrategy: AnyObject {
 extension JitterBufferStrategy {
     /// A buffer with no notion of time (speexdsp counts its own ticks) ignores the tick's time.
     @discardableResult
-    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime) -> PlayoutOperation {
+    public func playoutTick(into output: UnsafeMutableBufferPointer<Int16>, scheduledAt time: MediaTime)
+        -> PlayoutOperation
+    {
         playoutTick(into: output)
     }
 

@@ -79,7 +79,9 @@ public enum PlayoutDecision {
     /// Lower and upper limits of the band the controlled delay is kept in: below `low` it slows down, at or
     /// above `high` it accelerates. Asymmetric (wider above) because a delay too low costs late packets while a
     /// delay too high only costs latency, and each stretch moves the delay by a whole 10 ms tick.
-    public static func limits(target: Double, slowDownBelow: Double, accelerateAbove: Double) -> (low: Double, high: Double) {
+    public static func limits(target: Double, slowDownBelow: Double, accelerateAbove: Double) -> (
+        low: Double, high: Double
+    ) {
         (target - slowDownBelow, target + accelerateAbove)
     }
 

@@ -216,7 +216,9 @@ extension PlayoutOperations {
     }
 
     /// Decodes the lost frame at the playout position from the next packet's FEC (concealment if that fails).
-    private func recoverFromFEC(_ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics) -> PlayoutOperation {
+    private func recoverFromFEC(_ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics)
+        -> PlayoutOperation
+    {
         let first = packets.entry(at: 0)
         let samples = Int(first.duration / tsPerSample)
         // While playout held for this frame, concealment already played its first `covered` samples: keep only the
@@ -335,7 +337,8 @@ extension PlayoutOperations {
     /// Decodes the due packet after concealment: continues the concealment for 2.5 ms (not played) and
     /// crossfades it into the decoded audio, leaving out the packet's first `skipped` samples (those the
     /// concealment already stood in for while playout waited for this late packet).
-    private func merge(skipping skipped: Int, _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics) {
+    private func merge(skipping skipped: Int, _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics)
+    {
         let tailCount = concealTail()
         let start = sync.count
         decodeDue(&packets, &statistics)
@@ -370,7 +373,9 @@ extension PlayoutOperations {
     private func concealTail() -> Int {
         let decoder = decoder
         let mergeSamples = mergeSamples
-        return tail.withUnsafeMutableBufferPointer { t in (try? decoder.conceal(frameSamples: mergeSamples, into: t)) ?? 0 }
+        return tail.withUnsafeMutableBufferPointer { t in
+            (try? decoder.conceal(frameSamples: mergeSamples, into: t)) ?? 0
+        }
     }
 
     /// Fades from the concealment tail into the `available` decoded samples at `start` of the sync buffer.

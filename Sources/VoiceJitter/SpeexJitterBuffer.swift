@@ -53,7 +53,9 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         frameTimestamps = Int32(rtpClockRate * frameMilliseconds / 1000)
         frameSamples = sampleRate * frameMilliseconds / 1000
         block = format.samplesPerBlock
-        guard let jb = jitter_buffer_init(frameTimestamps) else { preconditionFailure("jitter_buffer_init failed (out of memory)") }
+        guard let jb = jitter_buffer_init(frameTimestamps) else {
+            preconditionFailure("jitter_buffer_init failed (out of memory)")
+        }
         handle = jb
         pcm = [Int16](repeating: 0, count: sampleRate * 120 / 1000 + sampleRate / 50)
         packetData = [UInt8](repeating: 0, count: Self.maxPayloadBytes)
@@ -68,7 +70,9 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
 
     public var playoutTimestamp: Int64? { started ? pointer - Int64(pending) * tsPerSample : nil }
 
-    public func insert(payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime) {
+    public func insert(
+        payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime
+    ) {
         guard !payload.isEmpty, payload.count <= packetData.count,
             let samples = try? OpusPacket.samplesPerChannel(in: payload, sampleRate: format.sampleRate)
         else {
@@ -142,11 +146,13 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         guard let slot = recentTimestamps.firstIndex(where: { $0 == next }) else { return 0 }
         let length = recentLengths[slot]
         return recentPayloads.withUnsafeBufferPointer { r in
-            let payload = UnsafeBufferPointer(rebasing: r[(slot * Self.maxPayloadBytes)..<(slot * Self.maxPayloadBytes + length)])
+            let payload = UnsafeBufferPointer(
+                rebasing: r[(slot * Self.maxPayloadBytes)..<(slot * Self.maxPayloadBytes + length)])
             guard OpusPacket.hasFEC(payload) else { return 0 }
             return pcm.withUnsafeMutableBufferPointer { p in
                 (try? decoder.decodeFEC(
-                    from: payload, frameSamples: samples, into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
+                    from: payload, frameSamples: samples,
+                    into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
             }
         }
     }
@@ -196,7 +202,8 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             let span = max(Int(packet.span), Int(frameTimestamps))
             let samples = min(span / Int(tsPerSample), frameSamples)
             produced = pcm.withUnsafeMutableBufferPointer { p in
-                (try? decoder.conceal(frameSamples: samples, into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
+                (try? decoder.conceal(
+                    frameSamples: samples, into: UnsafeMutableBufferPointer(rebasing: p[pending..<p.count]))) ?? 0
             }
             if produced == 0 {
                 produced = samples
@@ -206,7 +213,8 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             if operation == .slowDown { statistics.slowedDownSamples += produced }
         }
         pending += produced
-        pointer = arrivals.timestampUnwrapper.peek(spx_uint32_t(bitPattern: jitter_buffer_get_pointer_timestamp(handle)))
+        pointer = arrivals.timestampUnwrapper.peek(
+            spx_uint32_t(bitPattern: jitter_buffer_get_pointer_timestamp(handle)))
         return operation
     }
 }

@@ -156,7 +156,8 @@ public struct NetworkConditions: Sendable, Hashable {
                 try delay(scale, "jitter.pareto.scaleMilliseconds")
                 try delay(cap, "jitter.pareto.capMilliseconds")
                 if !(shape > 0 && shape.isFinite) {
-                    throw .invalidConditions(field: "jitter.pareto.shape", reason: "must be positive and finite, got \(shape)")
+                    throw .invalidConditions(
+                        field: "jitter.pareto.shape", reason: "must be positive and finite, got \(shape)")
                 }
             case .normal(let mean, let sd):
                 try delay(mean, "jitter.normal.meanMilliseconds", allowNegative: true)

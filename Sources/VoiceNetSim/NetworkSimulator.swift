@@ -106,7 +106,8 @@ public struct NetworkSimulator: Sendable {
             switch outage.behaviour {
             case .drop: lost = true
             case .hold:
-                let released = outage.start + outage.duration
+                let released =
+                    outage.start + outage.duration
                     + MediaTime(nanoseconds: Int64((phase.baseDelayMilliseconds * 1e6).rounded()))
                 if arrival < released { arrival = released }
             }

@@ -47,7 +47,8 @@ public struct NetworkTrace: Sendable, Hashable {
                 let header = line.split(separator: ",", omittingEmptySubsequences: false)
                     .map { $0.trimmingCharacters(in: .whitespaces) }
                 guard header == ["send_ms", "arrival_ms"] else {
-                    throw .malformedTrace(line: lineNumber, reason: "expected header 'send_ms,arrival_ms', got '\(line)'")
+                    throw .malformedTrace(
+                        line: lineNumber, reason: "expected header 'send_ms,arrival_ms', got '\(line)'")
                 }
                 sawHeader = true
                 continue
@@ -61,10 +62,12 @@ public struct NetworkTrace: Sendable, Hashable {
                 throw .malformedTrace(line: lineNumber, reason: "send_ms '\(fields[0])' is not a non-negative number")
             }
             guard send <= Self.maximumMilliseconds else {
-                throw .malformedTrace(line: lineNumber, reason: "send_ms \(fields[0]) exceeds \(Self.maximumMilliseconds)")
+                throw .malformedTrace(
+                    line: lineNumber, reason: "send_ms \(fields[0]) exceeds \(Self.maximumMilliseconds)")
             }
             guard send >= lastSend else {
-                throw .malformedTrace(line: lineNumber, reason: "send_ms \(fields[0]) goes backwards (rows are in send order)")
+                throw .malformedTrace(
+                    line: lineNumber, reason: "send_ms \(fields[0]) goes backwards (rows are in send order)")
             }
             lastSend = send
             var arrival: MediaTime?
@@ -73,17 +76,21 @@ public struct NetworkTrace: Sendable, Hashable {
                     throw .malformedTrace(line: lineNumber, reason: "arrival_ms '\(fields[1])' is not a number")
                 }
                 guard a >= send else {
-                    throw .malformedTrace(line: lineNumber, reason: "arrival_ms \(fields[1]) is before send_ms \(fields[0])")
+                    throw .malformedTrace(
+                        line: lineNumber, reason: "arrival_ms \(fields[1]) is before send_ms \(fields[0])")
                 }
                 guard a <= Self.maximumMilliseconds else {
-                    throw .malformedTrace(line: lineNumber, reason: "arrival_ms \(fields[1]) exceeds \(Self.maximumMilliseconds)")
+                    throw .malformedTrace(
+                        line: lineNumber, reason: "arrival_ms \(fields[1]) exceeds \(Self.maximumMilliseconds)")
                 }
                 arrival = MediaTime(nanoseconds: Int64((a * 1e6).rounded()))
             }
             records.append(Record(send: MediaTime(nanoseconds: Int64((send * 1e6).rounded())), arrival: arrival))
         }
         guard sawHeader else { throw .malformedTrace(line: max(lineNumber, 1), reason: "empty trace: no header") }
-        guard !records.isEmpty else { throw .malformedTrace(line: lastContentLine, reason: "no packets after the header") }
+        guard !records.isEmpty else {
+            throw .malformedTrace(line: lastContentLine, reason: "no packets after the header")
+        }
         self.records = records
     }
 
@@ -95,7 +102,8 @@ public struct NetworkTrace: Sendable, Hashable {
         do { data = try Data(contentsOf: url) } catch {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : error.localizedDescription
+            let reason =
+                !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : error.localizedDescription
             throw .unreadableTrace(path: url.path, reason: reason)
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -16,7 +16,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
                 if s.isEmpty { return [] }
                 var out: [UInt16] = []
                 for g in s.split(separator: ":", omittingEmptySubsequences: false) {
-                    guard (1 ... 4).contains(g.count), let v = UInt16(g, radix: 16) else { return nil }
+                    guard (1...4).contains(g.count), let v = UInt16(g, radix: 16) else { return nil }
                     out.append(v)
                 }
                 return out
@@ -28,15 +28,15 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
                 all += [UInt16](repeating: 0, count: 8 - head.count - tail.count) + tail
             }
             guard all.count == 8 else { return nil }
-            let high = all[0 ..< 4].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
-            let low = all[4 ..< 8].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
+            let high = all[0..<4].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
+            let low = all[4..<8].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
             self = .v6(high: high, low: low)
         } else {
             let parts = text.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 4 else { return nil }
             var value: UInt32 = 0
             for p in parts {
-                guard (1 ... 3).contains(p.count), let b = UInt8(p) else { return nil }
+                guard (1...3).contains(p.count), let b = UInt8(p) else { return nil }
                 value = value << 8 | UInt32(b)
             }
             self = .v4(value)
@@ -53,7 +53,9 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         case .v6(let high, let low):
             var groups: [UInt16] = []
             for word in [high, low] {
-                for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: word >> UInt64(shift))) }
+                for shift in stride(from: 48, through: 0, by: -16) {
+                    groups.append(UInt16(truncatingIfNeeded: word >> UInt64(shift)))
+                }
             }
             // RFC 5952 §4.2: the first longest run of two or more zero groups becomes "::".
             var best = (start: 0, count: 0)
@@ -110,7 +112,8 @@ public struct PcapUDPPacket: Hashable, Sendable {
     /// The UDP payload (an RTP or RTCP packet, for the engine).
     public var payload: [UInt8]
 
-    public init(seconds: Int64, nanoseconds: UInt32, source: PcapEndpoint, destination: PcapEndpoint, payload: [UInt8]) {
+    public init(seconds: Int64, nanoseconds: UInt32, source: PcapEndpoint, destination: PcapEndpoint, payload: [UInt8])
+    {
         precondition(nanoseconds < 1_000_000_000, "nanoseconds must be below one second")
         precondition(source.address.isIPv6 == destination.address.isIPv6, "source and destination must share a family")
         self.seconds = seconds

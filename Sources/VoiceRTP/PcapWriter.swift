@@ -111,7 +111,9 @@ public struct PcapWriter: Sendable {
 
     /// Saves the capture.
     public func write(toFile path: String) throws(PcapError) {
-        guard let file = fopen(path, "wb") else { throw .io("cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard let file = fopen(path, "wb") else {
+            throw .io("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
         let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
         let closed = fclose(file)
         guard written == bytes.count, closed == 0 else { throw .io("cannot write \(path)") }
@@ -138,7 +140,7 @@ public struct PcapWriter: Sendable {
             frame += be16(ipIdentification)
             frame += [0x40, 0x00, 64, 17, 0, 0]  // DF, TTL 64, UDP, checksum placeholder
             frame += be32(src) + be32(dst)
-            let checksum = Self.internetChecksum(frame[ipStart ..< ipStart + 20])
+            let checksum = Self.internetChecksum(frame[ipStart..<ipStart + 20])
             frame[ipStart + 10] = UInt8(checksum >> 8)
             frame[ipStart + 11] = UInt8(checksum & 0xFF)
         case (.v6(let sh, let sl), .v6(let dh, let dl)):
@@ -156,10 +158,10 @@ public struct PcapWriter: Sendable {
         // UDP checksum over the pseudo-header (addresses, protocol, length) and the datagram (RFC 768 / 8200).
         var pseudo: [UInt8] = []
         if isIPv6 {
-            pseudo += frame[ipStart + 8 ..< ipStart + 40]
+            pseudo += frame[ipStart + 8..<ipStart + 40]
             pseudo += be32(UInt32(udpLength)) + [0, 0, 0, 17]
         } else {
-            pseudo += frame[ipStart + 12 ..< ipStart + 20]
+            pseudo += frame[ipStart + 12..<ipStart + 20]
             pseudo += [0, 17] + be16(UInt16(udpLength))
         }
         var checksum = Self.internetChecksum(pseudo[...], frame[udpStart...])
@@ -189,7 +191,9 @@ public struct PcapWriter: Sendable {
         bytes += [UInt8(v & 0xFF), UInt8((v >> 8) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8(v >> 24)]
     }
     private func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
-    private func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+    private func be32(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+    }
     private func be64(_ v: UInt64) -> [UInt8] { be32(UInt32(v >> 32)) + be32(UInt32(truncatingIfNeeded: v)) }
 }
 

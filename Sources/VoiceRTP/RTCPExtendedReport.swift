@@ -139,7 +139,8 @@ public struct RTCPExtendedReport: Sendable, Hashable {
                 guard words == RTCPVoIPMetrics.blockLength else { throw .voipMetricsBadLength(words) }
                 blocks.append(.voipMetrics(RTCPVoIPMetrics(body, at: pos + 4)))
             } else {
-                blocks.append(.other(blockType: blockType, typeSpecific: body[pos + 1], data: Array(body.sub(pos + 4, end))))
+                blocks.append(
+                    .other(blockType: blockType, typeSpecific: body[pos + 1], data: Array(body.sub(pos + 4, end))))
             }
             pos = end
         }

@@ -364,7 +364,9 @@ public enum RTCPPacket: Sendable, Hashable {
         let length = serializedLength
         precondition(length % 4 == 0, "RTCP packet length \(length) is not a multiple of 4")
         precondition(buffer.count >= length, "buffer of \(buffer.count) bytes too small for \(length)-byte RTCP")
-        func header(_ count: Int, _ type: UInt8) { RTCPWire.header(buffer, at: 0, count: count, type: type, size: length) }
+        func header(_ count: Int, _ type: UInt8) {
+            RTCPWire.header(buffer, at: 0, count: count, type: type, size: length)
+        }
         var pos = 4
         switch self {
         case .senderReport(let sr):

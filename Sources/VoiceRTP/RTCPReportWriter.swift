@@ -42,7 +42,8 @@ public struct RTCPReportWriter {
     public mutating func receiverReport(ssrc: UInt32, block: RTCPReportBlock?) -> Bool {
         let size = 8 + (block == nil ? 0 : RTCPReportBlock.size)
         guard length + size <= buffer.count else { return false }
-        RTCPWire.header(buffer, at: length, count: block == nil ? 0 : 1, type: RTCPPacketType.receiverReport, size: size)
+        RTCPWire.header(
+            buffer, at: length, count: block == nil ? 0 : 1, type: RTCPPacketType.receiverReport, size: size)
         buffer.put32(ssrc, at: length + 4)
         block?.write(into: buffer, at: length + 8)
         length += size

@@ -30,7 +30,9 @@ enum RTCPWire {
     static func sdesChunkLength(itemBytes: Int) -> Int { (4 + itemBytes + 1 + 3) / 4 * 4 }
 
     /// One SDES item (type, length, value); returns where the next one goes.
-    static func sdesItem(_ b: UnsafeMutableRawBufferPointer, at o: Int, type: UInt8, value: UnsafeRawBufferPointer) -> Int {
+    static func sdesItem(_ b: UnsafeMutableRawBufferPointer, at o: Int, type: UInt8, value: UnsafeRawBufferPointer)
+        -> Int
+    {
         precondition(type != RTCPSDESItemType.end && value.count <= 255, "SDES item type 0 or longer than 255")
         b.put8(type, at: o)
         b.put8(UInt8(value.count), at: o + 1)

@@ -135,7 +135,9 @@ public struct RTPPacketView {
     @inlinable public var headerLength: Int { payloadRange.lowerBound }
 
     /// The payload without padding, as a view into ``bytes``.
-    @inlinable public var payload: UnsafeRawBufferPointer { bytes.sub(payloadRange.lowerBound, payloadRange.upperBound) }
+    @inlinable public var payload: UnsafeRawBufferPointer {
+        bytes.sub(payloadRange.lowerBound, payloadRange.upperBound)
+    }
 
     /// The header extension, when the X bit is set.
     public var headerExtension: RTPHeaderExtensionView? {

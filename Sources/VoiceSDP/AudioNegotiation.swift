@@ -87,7 +87,9 @@ public struct AudioCapabilities: Equatable, Sendable {
             cbr: receiveCBR ? true : nil, useInbandFEC: receiveFEC, useDTX: receiveDTX)
     }
 
-    var connection: SDPConnection { SDPConnection(addressType: address.contains(":") ? "IP6" : "IP4", address: address) }
+    var connection: SDPConnection {
+        SDPConnection(addressType: address.contains(":") ? "IP6" : "IP4", address: address)
+    }
 }
 
 /// The SRTP half of a negotiated stream: one suite, the key we protect with and the key the peer protects with.
@@ -167,15 +169,17 @@ extension SessionDescription {
             port: local.port, transportProtocol: proto,
             formats: [
                 RTPFormat(
-                    payloadType: local.payloadType, rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
+                    payloadType: local.payloadType,
+                    rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
                     opusParameters: local.opusParameters)
             ],
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
         audio.otherAttributes = dtlsAttributes
         return SessionDescription(
-            origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
-                              address: local.address),
+            origin: SDPOrigin(
+                sessionID: "\(sessionID)", addressType: local.connection.addressType,
+                address: local.address),
             connection: local.connection, audio: audio)
     }
 
@@ -202,7 +206,7 @@ extension SessionDescription {
         var dtls: NegotiatedDTLS?
         var dtlsAttributes: [String] = []
         if remote.crypto.isEmpty, remote.unsupportedCrypto.isEmpty, let ours = local.dtlsFingerprint,
-           let theirs = offer.dtlsAttribute("fingerprint")
+            let theirs = offer.dtlsAttribute("fingerprint")
         {
             let setup = offer.dtlsAttribute("setup")?.lowercased() ?? "active"  // RFC 4145 §4: active when absent
             guard ["actpass", "active", "passive"].contains(setup) else { throw .unsupportedDTLSSetup(setup) }
@@ -251,10 +255,15 @@ extension SessionDescription {
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
         answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
-            origin: SDPOrigin(sessionID: "\(sessionID)", addressType: local.connection.addressType,
-                              address: local.address),
+            origin: SDPOrigin(
+                sessionID: "\(sessionID)", addressType: local.connection.addressType,
+                address: local.address),
             connection: local.connection, audio: answerAudio, audioIndex: offer.audioIndex,
-            otherMedia: offer.otherMedia.map { var m = $0; m.port = 0; return m })
+            otherMedia: offer.otherMedia.map {
+                var m = $0
+                m.port = 0
+                return m
+            })
         var negotiated = try makeNegotiated(
             remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
@@ -291,7 +300,8 @@ extension SessionDescription {
                 throw .answerDoesNotMatchOffer("crypto tag \(theirs.tag) was not offered")
             }
             guard ours.suite == theirs.suite else {
-                throw .answerDoesNotMatchOffer("crypto tag \(theirs.tag) offered \(ours.suite), answered \(theirs.suite)")
+                throw .answerDoesNotMatchOffer(
+                    "crypto tag \(theirs.tag) offered \(ours.suite), answered \(theirs.suite)")
             }
             srtp = NegotiatedSRTP(suite: ours.suite, tag: ours.tag, localKey: ours.key, remoteKey: theirs.key)
         } else if case .required = local.srtp {
@@ -338,8 +348,9 @@ extension SessionDescription {
         encoder.channels = local.send.channels == 2 && params.effectiveStereo ? 2 : 1
         var bitrate = local.send.bitrate
         if let peerMax = params.maxAverageBitrate { bitrate = min(bitrate, peerMax) }
-        encoder.bitrate = min(max(bitrate, OpusEncoderConfiguration.bitrateRange.lowerBound),
-                              OpusEncoderConfiguration.bitrateRange.upperBound)
+        encoder.bitrate = min(
+            max(bitrate, OpusEncoderConfiguration.bitrateRange.lowerBound),
+            OpusEncoderConfiguration.bitrateRange.upperBound)
         if params.effectiveCBR { encoder.variableBitrate = false }
         let playback = params.effectiveMaxPlaybackRate
         let rateCap = OpusEncoderConfiguration.supportedSampleRates.last(where: { $0 <= playback }) ?? 8_000

@@ -212,7 +212,7 @@ public struct SessionDescription: Equatable, Sendable {
         var lines = [
             "v=0",
             "o=\(origin.username) \(origin.sessionID) \(origin.sessionVersion) IN \(origin.addressType) \(origin.address)",
-            "s=\(sessionName.isEmpty ? "-" : sessionName)",
+            "s=\(sessionName.isEmpty ? "-" : sessionName)"
         ]
         if let connection { lines.append(connection.line) }
         lines.append("t=\(timing)")
@@ -231,7 +231,9 @@ public struct SessionDescription: Equatable, Sendable {
 
     private func audioLines() -> [String] {
         let a = audio
-        var lines = ["m=audio \(a.port) \(a.transportProtocol) " + a.formats.map { "\($0.payloadType)" }.joined(separator: " ")]
+        var lines = [
+            "m=audio \(a.port) \(a.transportProtocol) " + a.formats.map { "\($0.payloadType)" }.joined(separator: " ")
+        ]
         if let connection = a.connection { lines.append(connection.line) }
         if a.port == 0 { return lines }
         for format in a.formats {
@@ -294,7 +296,9 @@ public struct SessionDescription: Equatable, Sendable {
             let value = line.dropFirst(2)
             if !sawVersion {
                 guard type == "v" else { throw .malformedLine(line: lineNumber, reason: "an SDP must start with v=0") }
-                guard value == "0" else { throw .malformedLine(line: lineNumber, reason: "unsupported version v=\(value)") }
+                guard value == "0" else {
+                    throw .malformedLine(line: lineNumber, reason: "unsupported version v=\(value)")
+                }
                 sawVersion = true
                 continue
             }

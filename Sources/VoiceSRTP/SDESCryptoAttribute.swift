@@ -94,8 +94,9 @@ public struct SDESCryptoAttribute: Equatable, Sendable, CustomStringConvertible 
         tag: UInt32, suite: SRTPCryptoSuite, key: SRTPMasterKey, lifetime: UInt64? = nil,
         mki: SDESMasterKeyIdentifier? = nil, sessionParameters: [String] = []
     ) {
-        self.init(tag: tag, suite: suite, keys: [SDESKeyParameter(key: key, lifetime: lifetime, mki: mki)],
-                  sessionParameters: sessionParameters)
+        self.init(
+            tag: tag, suite: suite, keys: [SDESKeyParameter(key: key, lifetime: lifetime, mki: mki)],
+            sessionParameters: sessionParameters)
     }
 
     public init(tag: UInt32, suite: SRTPCryptoSuite, keys: [SDESKeyParameter], sessionParameters: [String] = []) {
@@ -168,7 +169,7 @@ public struct SDESCryptoAttribute: Equatable, Sendable, CustomStringConvertible 
         guard fields.count >= 3 else { throw .notACryptoAttribute }
 
         let tagText = fields[0]
-        guard (1 ... 9).contains(tagText.count), tagText.allSatisfy(\.isASCIIDigit), let tag = UInt32(tagText) else {
+        guard (1...9).contains(tagText.count), tagText.allSatisfy(\.isASCIIDigit), let tag = UInt32(tagText) else {
             throw .badTag(String(tagText))
         }
         guard let suite = SRTPCryptoSuite(rawValue: String(fields[1])) else {
@@ -236,7 +237,7 @@ public struct SDESCryptoAttribute: Equatable, Sendable, CustomStringConvertible 
 
     private static func parseMKI(_ field: Substring) throws(SDESError) -> SDESMasterKeyIdentifier {
         let parts = field.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, (1 ... 128).contains(parts[0].count), (1 ... 3).contains(parts[1].count),
+        guard parts.count == 2, (1...128).contains(parts[0].count), (1...3).contains(parts[1].count),
             parts[0].allSatisfy(\.isASCIIDigit), parts[1].allSatisfy(\.isASCIIDigit)
         else { throw .badMKI("'\(field)' is not value:length") }
         guard let length = Int(parts[1]) else { throw .badMKI("'\(field)' is not value:length") }
@@ -247,7 +248,7 @@ public struct SDESCryptoAttribute: Equatable, Sendable, CustomStringConvertible 
     }
 
     private static func validate(_ mki: SDESMasterKeyIdentifier) throws(SDESError) {
-        guard (1 ... 128).contains(mki.length) else { throw .badMKI("length \(mki.length) is outside 1…128") }
+        guard (1...128).contains(mki.length) else { throw .badMKI("length \(mki.length) is outside 1…128") }
         if mki.length < 8, mki.value >> UInt64(8 * mki.length) != 0 {
             throw .badMKI("value \(mki.value) does not fit in \(mki.length) bytes")
         }
@@ -263,7 +264,7 @@ public struct SDESCryptoAttribute: Equatable, Sendable, CustomStringConvertible 
 }
 
 extension Character {
-    fileprivate var isASCIIDigit: Bool { ("0" ... "9").contains(self) }
+    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }
 
 /// Strict RFC 4648 base64 (standard alphabet). Padding is optional on input, always written on output.
@@ -303,9 +304,9 @@ enum Base64 {
         for c in chars {
             let v: UInt32
             switch c {
-            case UInt8(ascii: "A") ... UInt8(ascii: "Z"): v = UInt32(c - UInt8(ascii: "A"))
-            case UInt8(ascii: "a") ... UInt8(ascii: "z"): v = UInt32(c - UInt8(ascii: "a") + 26)
-            case UInt8(ascii: "0") ... UInt8(ascii: "9"): v = UInt32(c - UInt8(ascii: "0") + 52)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = UInt32(c - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = UInt32(c - UInt8(ascii: "a") + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(c - UInt8(ascii: "0") + 52)
             case UInt8(ascii: "+"): v = 62
             case UInt8(ascii: "/"): v = 63
             default: return nil

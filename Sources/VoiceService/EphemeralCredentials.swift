@@ -23,7 +23,9 @@ public struct EphemeralCredentialIssuer: Sendable {
     public func issue(userID: String, now: UInt64) -> RegistrationGrant {
         let expires = now + lifetime
         let username = "\(expires):\(userID)"
-        return RegistrationGrant(username: username, password: Self.password(username: username, secret: sharedSecret), expires: expires, domain: domain)
+        return RegistrationGrant(
+            username: username, password: Self.password(username: username, secret: sharedSecret), expires: expires,
+            domain: domain)
     }
 
     public static func password(username: String, secret: String) -> String {
@@ -33,7 +35,9 @@ public struct EphemeralCredentialIssuer: Sendable {
     /// Whether `username`/`password` are credentials this issuer made and still valid at `now` (what Kamailio's
     /// auth_ephemeral checks, for the service's own endpoints).
     public func accepts(username: String, password: String, now: UInt64) -> Bool {
-        guard let expiry = username.split(separator: ":", maxSplits: 1).first.flatMap({ UInt64($0) }), expiry > now else { return false }
-        return RegistrationVerifier.constantTimeEqual(Array(Self.password(username: username, secret: sharedSecret).utf8), Array(password.utf8))
+        guard let expiry = username.split(separator: ":", maxSplits: 1).first.flatMap({ UInt64($0) }), expiry > now
+        else { return false }
+        return RegistrationVerifier.constantTimeEqual(
+            Array(Self.password(username: username, secret: sharedSecret).utf8), Array(password.utf8))
     }
 }

@@ -11,7 +11,9 @@ public final class RegistrationHTTPServer: Sendable {
     private init(channel: any Channel) { self.channel = channel }
 
     /// Listens on `address` (port 0: any free port).
-    public static func start(_ service: RegistrationService, on group: any EventLoopGroup, address: SocketAddress) async throws -> RegistrationHTTPServer {
+    public static func start(_ service: RegistrationService, on group: any EventLoopGroup, address: SocketAddress)
+        async throws -> RegistrationHTTPServer
+    {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -46,7 +48,11 @@ private final class RegistrationHTTPHandler: ChannelInboundHandler, @unchecked S
             body = []
             tooLarge = false
         case .body(var chunk):
-            if body.count + chunk.readableBytes > Self.maximumBody { tooLarge = true } else { body += chunk.readBytes(length: chunk.readableBytes) ?? [] }
+            if body.count + chunk.readableBytes > Self.maximumBody {
+                tooLarge = true
+            } else {
+                body += chunk.readBytes(length: chunk.readableBytes) ?? []
+            }
         case .end:
             guard let head else { return }
             let method = head.method.rawValue, path = head.uri, body = self.body, tooLarge = self.tooLarge
@@ -54,7 +60,8 @@ private final class RegistrationHTTPHandler: ChannelInboundHandler, @unchecked S
             let loop = context.eventLoop
             let boxed = NIOLoopBound(context, eventLoop: loop)
             Task {
-                let (status, json) = tooLarge
+                let (status, json) =
+                    tooLarge
                     ? (413, Data("{\"malformedRequest\":{\"_0\":\"body larger than \(Self.maximumBody) bytes\"}}".utf8))
                     : await self.service.handle(method: method, path: path, authorization: authorization, body: body)
                 loop.execute { self.respond(boxed.value, status: status, json: json) }

@@ -56,29 +56,40 @@ public actor RegistrationService {
     }
 
     /// Answers one HTTP request: (status, JSON body). `authorization` is the Authorization header, if any.
-    public func handle(method: String, path: String, authorization: String? = nil, body: [UInt8]) -> (status: Int, body: Data) {
+    public func handle(method: String, path: String, authorization: String? = nil, body: [UInt8]) -> (
+        status: Int, body: Data
+    ) {
         let encoder = JSONEncoder()
         if method == "POST", path == "/v1/push-data" { return pushDataAnswer(authorization: authorization, body: body) }
         guard method == "POST", path == "/v1/registrations" else {
-            return (404, (try? encoder.encode(RegistrationRefusal.malformedRequest("no such endpoint: \(method) \(path)"))) ?? Data())
+            return (
+                404,
+                (try? encoder.encode(RegistrationRefusal.malformedRequest("no such endpoint: \(method) \(path)")))
+                    ?? Data()
+            )
         }
         let request: RegistrationRequest
         do {
             request = try JSONDecoder().decode(RegistrationRequest.self, from: Data(body))
         } catch {
             refused += 1
-            return (400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a registration request: \(error)"))) ?? Data())
+            return (
+                400,
+                (try? encoder.encode(RegistrationRefusal.malformedRequest("not a registration request: \(error)")))
+                    ?? Data()
+            )
         }
         do {
             let grant = try register(request)
             return (200, (try? encoder.encode(grant)) ?? Data())
         } catch {
-            let status = switch error {
-            case .credentialsRefused: 401
-            case .sequenceNotIncreasing: 409
-            case .invalidUserID, .malformedRequest, .pushDataTooLarge: 400
-            case .unknownApplicationKey, .forgedSignature: 403
-            }
+            let status =
+                switch error {
+                case .credentialsRefused: 401
+                case .sequenceNotIncreasing: 409
+                case .invalidUserID, .malformedRequest, .pushDataTooLarge: 400
+                case .unknownApplicationKey, .forgedSignature: 403
+                }
             return (status, (try? encoder.encode(error)) ?? Data())
         }
     }
@@ -88,9 +99,13 @@ public actor RegistrationService {
     private func pushDataAnswer(authorization: String?, body: [UInt8]) -> (status: Int, body: Data) {
         let encoder = JSONEncoder()
         guard let authorization, authorization.hasPrefix("Basic "),
-            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
+            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
+                String(decoding: $0, as: UTF8.self)
+            }),
             let colon = decoded.lastIndex(of: ":"),
-            issuer.accepts(username: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]), now: unixTime())
+            issuer.accepts(
+                username: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]),
+                now: unixTime())
         else {
             refused += 1
             return (401, (try? encoder.encode(RegistrationRefusal.credentialsRefused)) ?? Data())

@@ -25,9 +25,15 @@ public struct RegistrationVerifier: Sendable {
     /// Accepts `request` (recording its sequence and push data) or says why not.
     public mutating func verify(_ request: RegistrationRequest) throws(RegistrationRefusal) {
         do { _ = try UserID.validate(request.userID) } catch { throw .invalidUserID(error.reason) }
-        guard let secret = applications[request.applicationKey] else { throw .unknownApplicationKey(request.applicationKey) }
-        let expected = SignedRegistration.sign(userID: request.userID, applicationKey: request.applicationKey, sequence: request.sequence, applicationSecret: secret)
-        guard Self.constantTimeEqual(Array(expected.signature.utf8), Array(request.signature.utf8)) else { throw .forgedSignature }
+        guard let secret = applications[request.applicationKey] else {
+            throw .unknownApplicationKey(request.applicationKey)
+        }
+        let expected = SignedRegistration.sign(
+            userID: request.userID, applicationKey: request.applicationKey, sequence: request.sequence,
+            applicationSecret: secret)
+        guard Self.constantTimeEqual(Array(expected.signature.utf8), Array(request.signature.utf8)) else {
+            throw .forgedSignature
+        }
         let slot = Self.key(request.applicationKey, request.userID)
         if let last = lastSequences[slot], request.sequence <= last {
             throw .sequenceNotIncreasing(received: request.sequence, lastAccepted: last)

@@ -11,7 +11,9 @@ public struct CadenceSegment: Sendable, Hashable, CustomStringConvertible {
         self.milliseconds = milliseconds
     }
 
-    public static func on(_ milliseconds: Int) -> CadenceSegment { CadenceSegment(isOn: true, milliseconds: milliseconds) }
+    public static func on(_ milliseconds: Int) -> CadenceSegment {
+        CadenceSegment(isOn: true, milliseconds: milliseconds)
+    }
     public static func off(_ milliseconds: Int) -> CadenceSegment {
         CadenceSegment(isOn: false, milliseconds: milliseconds)
     }

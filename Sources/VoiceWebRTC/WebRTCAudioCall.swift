@@ -55,32 +55,43 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     public private(set) var trickled: [(candidate: ICECandidate?, at: MediaTime)] = []
     private let trickle: Bool
 
-    private init(certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
-                 playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, trickle: Bool, turnServer: TURNServer?,
-                 describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String) throws {
+    private init(
+        certificate: DTLSCertificate, host: String, capture: @escaping (inout AudioFrame) -> Void,
+        playout: @escaping (AudioFrame) -> Void, fullICE: ICEAgent.Role?, trickle: Bool, turnServer: TURNServer?,
+        describe: (WebRTCLocalParameters, AudioCapabilities) throws -> String
+    ) throws {
         startedAt = clock.now
         let first = String(host.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces)
-        guard let bind = TransportAddress(first, port: 0) else { throw WebRTCSDPError.badAttribute("host", reason: host) }
+        guard let bind = TransportAddress(first, port: 0) else {
+            throw WebRTCSDPError.badAttribute("host", reason: host)
+        }
         // A full agent gathers on every address in `host` (comma-separated); ICE-lite on the first.
         let extra = fullICE == nil ? [] : host.split(separator: ",").dropFirst().map(String.init)
-        let sockets = try [DatagramSocket(bind: bind)] + extra.map { text throws in
-            guard let address = TransportAddress(text.trimmingCharacters(in: .whitespaces), port: 0) else {
-                throw WebRTCSDPError.badAttribute("host", reason: text)
+        let sockets =
+            try [DatagramSocket(bind: bind)]
+            + extra.map { text throws in
+                guard let address = TransportAddress(text.trimmingCharacters(in: .whitespaces), port: 0) else {
+                    throw WebRTCSDPError.badAttribute("host", reason: text)
+                }
+                return try DatagramSocket(bind: address)
             }
-            return try DatagramSocket(bind: address)
-        }
         let socket = sockets[0]
         self.sockets = sockets
         localICE = ICECredentials.random()
-        var candidates = [ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
-                                       host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)]
+        var candidates = [
+            ICECandidate(
+                foundation: "1", priority: ICECandidate.priority(kind: .host),
+                host: socket.localAddress.host, port: socket.localAddress.port, kind: .host)
+        ]
         if let role = fullICE {
             let agent = ICEAgent(role: role, local: localICE)
             let turn = turnServer.map { TURNClient(socket: socket, server: $0.address, credentials: $0.credentials) }
             if trickle {
                 // Host candidates now, trickled once the transport runs; srflx/relay gathered by the transport.
                 candidates = []
-                sockets.forEach { agent.addLocalCandidate(kind: .host, address: $0.localAddress, base: $0.localAddress) }
+                sockets.forEach {
+                    agent.addLocalCandidate(kind: .host, address: $0.localAddress, base: $0.localAddress)
+                }
             } else {
                 candidates = try agent.gather(sockets: sockets, turn: turn)  // a refused allocation throws TURNError
                 agent.localGatheringDone()
@@ -97,21 +108,26 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         self.capture = capture
         self.playout = playout
         localDescription = try describe(
-            WebRTCLocalParameters(ice: localICE, fingerprint: certificate.fingerprint, candidates: candidates,
-                                  iceLite: fullICE == nil, trickle: self.trickle), capabilities)
+            WebRTCLocalParameters(
+                ice: localICE, fingerprint: certificate.fingerprint, candidates: candidates,
+                iceLite: fullICE == nil, trickle: self.trickle), capabilities)
     }
 
     /// Answers a browser's offer; ``start()`` then waits for its checks and the DTLS handshake. With `trickle`
     /// (a full agent only) the answer carries no candidates: they go to ``onLocalCandidate`` as gathered.
-    public convenience init(answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
-                            fullICE: Bool = false, trickle: Bool = false, turnServer: TURNServer? = nil,
-                            capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+    public convenience init(
+        answering offerText: String, certificate: DTLSCertificate, host: String = "127.0.0.1",
+        fullICE: Bool = false, trickle: Bool = false, turnServer: TURNServer? = nil,
+        capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void
+    ) throws {
         let offer = try WebRTCSessionDescription(parsing: offerText)
         var outcome: (NegotiatedAudio, DTLSSRTPAssociation.Role)?
         // RFC 8445 §6.1.1: between two full agents the offerer controls; facing a lite one, we do.
         let role: ICEAgent.Role? = fullICE ? (offer.transport.iceLite ? .controlling : .controlled) : nil
-        try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
-                      fullICE: role, trickle: trickle, turnServer: turnServer) { local, capabilities in
+        try self.init(
+            certificate: certificate, host: host, capture: capture, playout: playout,
+            fullICE: role, trickle: trickle, turnServer: turnServer
+        ) { local, capabilities in
             let (text, negotiated, role) = try WebRTCSessionDescription.answer(
                 to: offer, localCapabilities: capabilities, local: local)
             outcome = (negotiated, role)
@@ -122,11 +138,16 @@ public final class WebRTCAudioCall: @unchecked Sendable {
     }
 
     /// Makes an offer (``localDescription``) for a browser; call ``accept(answer:)`` with its answer.
-    public convenience init(offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1", fullICE: Bool = false,
-                            trickle: Bool = false, turnServer: TURNServer? = nil, capture: @escaping (inout AudioFrame) -> Void, playout: @escaping (AudioFrame) -> Void) throws {
+    public convenience init(
+        offeringWith certificate: DTLSCertificate, host: String = "127.0.0.1", fullICE: Bool = false,
+        trickle: Bool = false, turnServer: TURNServer? = nil, capture: @escaping (inout AudioFrame) -> Void,
+        playout: @escaping (AudioFrame) -> Void
+    ) throws {
         var base: SessionDescription?
-        try self.init(certificate: certificate, host: host, capture: capture, playout: playout,
-                      fullICE: fullICE ? .controlling : nil, trickle: trickle, turnServer: turnServer) { local, capabilities in
+        try self.init(
+            certificate: certificate, host: host, capture: capture, playout: playout,
+            fullICE: fullICE ? .controlling : nil, trickle: trickle, turnServer: turnServer
+        ) { local, capabilities in
             let (text, b) = WebRTCSessionDescription.offer(localCapabilities: capabilities, local: local)
             base = b
             return text
@@ -136,7 +157,9 @@ public final class WebRTCAudioCall: @unchecked Sendable {
 
     /// Applies the browser's answer to our offer and starts the transport.
     public func accept(answer text: String) throws {
-        guard let offerBase, transport == nil else { throw WebRTCSDPError.missingAttribute("offer (accept once, after offering)") }
+        guard let offerBase, transport == nil else {
+            throw WebRTCSDPError.missingAttribute("offer (accept once, after offering)")
+        }
         let (negotiated, remote, role) = try WebRTCSessionDescription.negotiate(
             offer: offerBase, answer: text, localCapabilities: capabilities)
         self.negotiated = negotiated
@@ -204,7 +227,8 @@ public final class WebRTCAudioCall: @unchecked Sendable {
         case .success(let keys):
             connectedAt = clock.now
             guard let negotiated, let transport else { return }
-            var configuration = MediaStreamConfiguration(negotiated: negotiated, deviceFormat: .mono48k, voiceProcessing: false)
+            var configuration = MediaStreamConfiguration(
+                negotiated: negotiated, deviceFormat: .mono48k, voiceProcessing: false)
             configuration.srtp = MediaStreamSRTP(suite: keys.suite, localKey: keys.localKey, remoteKey: keys.remoteKey)
             do {
                 stream = try MediaStream(configuration: configuration, sink: TransportSink(transport), now: clock.now)

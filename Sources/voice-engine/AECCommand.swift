@@ -18,7 +18,10 @@ struct AECCommand: ParsableCommand {
     var out: String
     @Option(help: "Write a JSON report here.")
     var report: String?
-    @Option(help: "Optional clean near-end talker (aligned with MIC) to exclude double talk from ERLE and measure near-end preservation.")
+    @Option(
+        help:
+            "Optional clean near-end talker (aligned with MIC) to exclude double talk from ERLE and measure near-end preservation."
+    )
     var near: String?
     @Option(help: "Echo tail after alignment, ms.")
     var tailMs: Int = EchoCancellerConfiguration().tailMilliseconds
@@ -51,11 +54,16 @@ struct AECCommand: ParsableCommand {
         let micFile: WAVFile
         do { farFile = try WAVFile.read(path: far) } catch { throw CommandFailure.badWAV(far, error) }
         do { micFile = try WAVFile.read(path: mic) } catch { throw CommandFailure.badWAV(mic, error) }
-        guard farFile.format.channels == 1 else { throw CommandFailure.dataError("\(far): \(farFile.format) — the far end must be mono") }
-        guard micFile.format.channels == 1 else { throw CommandFailure.dataError("\(mic): \(micFile.format) — the microphone must be mono") }
+        guard farFile.format.channels == 1 else {
+            throw CommandFailure.dataError("\(far): \(farFile.format) — the far end must be mono")
+        }
+        guard micFile.format.channels == 1 else {
+            throw CommandFailure.dataError("\(mic): \(micFile.format) — the microphone must be mono")
+        }
         let rate = micFile.format.sampleRate
         guard SpeexDSPError.supportedRates.contains(rate) else {
-            throw CommandFailure.dataError("\(mic): \(rate) Hz is not a processing rate; use 8000, 16000, 32000 or 48000 Hz")
+            throw CommandFailure.dataError(
+                "\(mic): \(rate) Hz is not a processing rate; use 8000, 16000, 32000 or 48000 Hz")
         }
         var farSamples = farFile.int16Samples
         var notes: [String] = []
@@ -69,14 +77,16 @@ struct AECCommand: ParsableCommand {
             let nearFile: WAVFile
             do { nearFile = try WAVFile.read(path: near) } catch { throw CommandFailure.badWAV(near, error) }
             guard nearFile.format == micFile.format else {
-                throw CommandFailure.dataError("\(near): \(nearFile.format) — must match the microphone (\(micFile.format))")
+                throw CommandFailure.dataError(
+                    "\(near): \(nearFile.format) — must match the microphone (\(micFile.format))")
             }
             nearSamples = nearFile.int16Samples
         }
         let common = min(farSamples.count, micSamples.count, nearSamples?.count ?? .max)
         if farSamples.count != micSamples.count || (nearSamples.map { $0.count != common } ?? false) {
             notes.append(
-                "inputs differ in length (far \(farSamples.count), mic \(micSamples.count) samples); processing the common \(common) samples (\(String(format: "%.2f", Double(common) / Double(rate))) s)")
+                "inputs differ in length (far \(farSamples.count), mic \(micSamples.count) samples); processing the common \(common) samples (\(String(format: "%.2f", Double(common) / Double(rate))) s)"
+            )
         }
         // The canceller works in whole 10 ms blocks: the last partial block is completed with silence so that its
         // samples are processed too (they used to be written as zeros), and the output is cut back to `common`.
@@ -105,30 +115,40 @@ struct AECCommand: ParsableCommand {
         }
 
         let n = rate / 100
-        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nearSamples, blockSize: n)
+        let mask = AECRunner.singleTalkBlocks(
+            referenceMeanSquare: run.referenceMeanSquare, near: nearSamples, blockSize: n)
         let from = Int(steadyStateFrom * 100)
         let erleAll = AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n)
-        let erleSteady = AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: from)
+        let erleSteady = AECRunner.erle(
+            mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: from)
         let rawAll = AECRunner.erle(mic: micSamples, output: raw.output, blocks: mask, blockSize: n)
         let rawSteady = AECRunner.erle(mic: micSamples, output: raw.output, blocks: mask, blockSize: n, fromBlock: from)
         let perSecond: [Double?] = stride(from: 0, to: mask.count, by: 100).map {
-            AECRunner.erle(mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: $0, toBlock: $0 + 100)
+            AECRunner.erle(
+                mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: $0, toBlock: $0 + 100)
         }
         // The first 2 s of far-end speech (from the first single-talk block): what a user hears while it converges.
         let onset = mask.firstIndex(of: true) ?? mask.count
         let erleFirst2s = AECRunner.erle(
             mic: micSamples, output: run.output, blocks: mask, blockSize: n, fromBlock: onset, toBlock: onset + 200)
-        func blocks(from: Int, to: Int = .max) -> Int { mask.indices.filter { $0 >= from && $0 < to && mask[$0] }.count }
+        func blocks(from: Int, to: Int = .max) -> Int {
+            mask.indices.filter { $0 >= from && $0 < to && mask[$0] }.count
+        }
         let stats = run.statistics
         func f(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "n/a" }
         print("processed \(String(format: "%.2f", Double(common) / Double(rate))) s at \(rate) Hz -> \(out)")
-        print("single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
-              + (nearSamples == nil ? " (far end active; no --near given, so double talk is not excluded)" : ""))
-        print("ERLE engine: \(f(erleAll)) dB overall (\(blocks(from: 0)) blocks), \(f(erleSteady)) dB from "
-            + "\(steadyStateFrom) s (\(blocks(from: from)) blocks), \(f(erleFirst2s)) dB in the first 2 s of far-end "
-            + "speech from \(f(Double(onset) / 100)) s (\(blocks(from: onset, to: onset + 200)) blocks)")
-        print("ERLE raw speex MDF (no alignment): \(f(rawAll)) dB overall, \(f(rawSteady)) dB from \(steadyStateFrom) s")
-        print("delay: estimated \(f(stats.estimatedDelayMilliseconds)) ms, applied \(f(stats.appliedDelayMilliseconds)) ms, realignments \(stats.realignments)")
+        print(
+            "single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
+                + (nearSamples == nil ? " (far end active; no --near given, so double talk is not excluded)" : ""))
+        print(
+            "ERLE engine: \(f(erleAll)) dB overall (\(blocks(from: 0)) blocks), \(f(erleSteady)) dB from "
+                + "\(steadyStateFrom) s (\(blocks(from: from)) blocks), \(f(erleFirst2s)) dB in the first 2 s of far-end "
+                + "speech from \(f(Double(onset) / 100)) s (\(blocks(from: onset, to: onset + 200)) blocks)")
+        print(
+            "ERLE raw speex MDF (no alignment): \(f(rawAll)) dB overall, \(f(rawSteady)) dB from \(steadyStateFrom) s")
+        print(
+            "delay: estimated \(f(stats.estimatedDelayMilliseconds)) ms, applied \(f(stats.appliedDelayMilliseconds)) ms, realignments \(stats.realignments)"
+        )
         print("drift: estimated \(f(stats.estimatedDriftPPM)) ppm, compensated \(f(stats.compensatedDriftPPM)) ppm")
         var nearSNR: Double?
         var nearPESQ: Double?
@@ -143,9 +163,10 @@ struct AECCommand: ParsableCommand {
             if let near {
                 let scored = NearEndPESQ.score(reference: near, degraded: out, sampleRate: rate)
                 nearPESQ = scored.mos
-                print("near-end PESQ-WB (P.862.2): " + (scored.mos.map { String(format: "%.2f", $0) } ?? "n/a")
-                    + (scored.reason.map { " (\($0); the segmental SNR above stands in)" }
-                        ?? " (whole file, \(f(Double(nearSamples.count) / Double(rate))) s)"))
+                print(
+                    "near-end PESQ-WB (P.862.2): " + (scored.mos.map { String(format: "%.2f", $0) } ?? "n/a")
+                        + (scored.reason.map { " (\($0); the segmental SNR above stands in)" }
+                            ?? " (whole file, \(f(Double(nearSamples.count) / Double(rate))) s)"))
             }
         }
         if let report {
@@ -189,8 +210,11 @@ struct AECCommand: ParsableCommand {
         let resampler = try Resampler(inputRate: from, outputRate: to)
         resampler.skipZeros()
         var out: [Int16] = []
-        var buffer = [Int16](repeating: 0, count: resampler.maximumOutputCount(forInput: x.count) + resampler.outputLatency + 16)
-        let produced = try x.withUnsafeBufferPointer { i in try buffer.withUnsafeMutableBufferPointer { try resampler.process(i, into: $0).produced } }
+        var buffer = [Int16](
+            repeating: 0, count: resampler.maximumOutputCount(forInput: x.count) + resampler.outputLatency + 16)
+        let produced = try x.withUnsafeBufferPointer { i in
+            try buffer.withUnsafeMutableBufferPointer { try resampler.process(i, into: $0).produced }
+        }
         out += buffer[0..<produced]
         let tail = try buffer.withUnsafeMutableBufferPointer { try resampler.drain(into: $0) }
         out += buffer[0..<tail]

@@ -87,31 +87,40 @@ struct CallCommand: ParsableCommand {
     var connectTimeout: Double = 10
     @Option(help: "Write the end-of-call report (JSON) here.")
     var report: String?
-    @Option(help: ArgumentHelp(
-        "Record every datagram sent and received (SRTP as on the wire) into this pcapng file, for Wireshark, "
-            + "rtp-dump and replay.", valueName: "file.pcapng"))
+    @Option(
+        help: ArgumentHelp(
+            "Record every datagram sent and received (SRTP as on the wire) into this pcapng file, for Wireshark, "
+                + "rtp-dump and replay.", valueName: "file.pcapng"))
     var capture: String?
 
-    @Option(help: ArgumentHelp(
-        "Call another voice-engine over ICE and DTLS-SRTP, signalled by pasting SDP: 'offer' on one side, "
-            + "'answer' on the other (no --listen/--connect).", valueName: "offer|answer"))
+    @Option(
+        help: ArgumentHelp(
+            "Call another voice-engine over ICE and DTLS-SRTP, signalled by pasting SDP: 'offer' on one side, "
+                + "'answer' on the other (no --listen/--connect).", valueName: "offer|answer"))
     var webrtc: String?
-    @Option(help: ArgumentHelp(
-        "With --webrtc: a TURN server (numeric IPv4 address or [IPv6]:port) for server-reflexive and relayed "
-            + "candidates.", valueName: "address:port"))
+    @Option(
+        help: ArgumentHelp(
+            "With --webrtc: a TURN server (numeric IPv4 address or [IPv6]:port) for server-reflexive and relayed "
+                + "candidates.", valueName: "address:port"))
     var turn: String?
     @Option(help: "With --turn: the server's shared secret (coturn use-auth-secret: TURN REST API credentials).")
     var turnSecret: String?
 
     func validate() throws {
         if let webrtc {
-            guard webrtc == "offer" || webrtc == "answer" else { throw ValidationError("--webrtc takes offer or answer") }
+            guard webrtc == "offer" || webrtc == "answer" else {
+                throw ValidationError("--webrtc takes offer or answer")
+            }
             guard listen == nil, connect == nil, remote == nil, localKey == nil, remoteKey == nil, remoteCrypto == nil,
-                  !noSRTP, capture == nil
+                !noSRTP, capture == nil
             else { throw ValidationError("--webrtc replaces --listen/--connect/--remote, the keys and --capture") }
             try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
-            guard media.rate == 48_000 else { throw ValidationError("--webrtc runs at 48 kHz: --rate \(media.rate) is not taken") }
-            guard (turn == nil) == (turnSecret == nil) else { throw ValidationError("--turn and --turn-secret go together") }
+            guard media.rate == 48_000 else {
+                throw ValidationError("--webrtc runs at 48 kHz: --rate \(media.rate) is not taken")
+            }
+            guard (turn == nil) == (turnSecret == nil) else {
+                throw ValidationError("--turn and --turn-secret go together")
+            }
             if let turn, WebRTCCallMode.turnAddress(turn) == nil {
                 throw ValidationError("--turn \(turn): expected a numeric IPv4 address or [IPv6] with a port")
             }
@@ -139,12 +148,14 @@ struct CallCommand: ParsableCommand {
 
     func run() throws {
         if let webrtc {
-            try WebRTCCallMode.run(WebRTCCallMode.Plan(
-                offering: webrtc == "offer", host: bind ?? "127.0.0.1", microphone: media.mic, speaker: media.speaker,
-                loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout,
-                turn: turn.flatMap(WebRTCCallMode.turnAddress).map {
-                    TURNServer(address: $0, credentials: .restAPI(secret: turnSecret ?? "", user: "voice-engine"))
-                }))
+            try WebRTCCallMode.run(
+                WebRTCCallMode.Plan(
+                    offering: webrtc == "offer", host: bind ?? "127.0.0.1", microphone: media.mic,
+                    speaker: media.speaker,
+                    loopMicrophone: loopMic, duration: duration ?? 86_400, connectTimeout: connectTimeout,
+                    turn: turn.flatMap(WebRTCCallMode.turnAddress).map {
+                        TURNServer(address: $0, credentials: .restAPI(secret: turnSecret ?? "", user: "voice-engine"))
+                    }))
             return
         }
         try CallRunner.perform(try makePlan())
@@ -155,7 +166,8 @@ struct CallCommand: ParsableCommand {
         try OutputPaths.checkFile(report, option: "--report")
         try OutputPaths.checkFile(capture, option: "--capture")
         try media.checkOutputs()
-        let remoteEndpoint = try connect.map { try PeerAddress.resolve($0, option: "--connect") }
+        let remoteEndpoint =
+            try connect.map { try PeerAddress.resolve($0, option: "--connect") }
             ?? remote.map { try PeerAddress.resolve($0, option: "--remote") }
         if let remoteEndpoint, remoteEndpoint.port == 0 { throw CommandFailure.usage("the peer's port cannot be 0") }
         let bindHost = bind ?? (PeerAddress.hostHasIPv6 ? "::" : "0.0.0.0")
@@ -171,11 +183,15 @@ struct CallCommand: ParsableCommand {
         opus.bitrate = media.bitrate
         return CallPlan(
             listening: listen != nil, bindHost: bindHost, bindPort: listen ?? 0, remote: remoteEndpoint,
-            srtp: noSRTP ? nil : CallPlan.Keys(
-                suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
-                remoteCrypto: remoteCrypto),
-            microphone: LiveDeviceName(media.mic), speaker: LiveDeviceName(media.speaker), rate: media.rate, loopMicrophone: loopMic,
-            stream: media.applyingEchoCancellerChoice(MediaStreamConfiguration(opus: opus, voiceProcessing: !media.noVoiceProcessing)),
+            srtp: noSRTP
+                ? nil
+                : CallPlan.Keys(
+                    suite: SRTPCryptoSuite(rawValue: suite)!, localKey: localKey, remoteKey: remoteKey,
+                    remoteCrypto: remoteCrypto),
+            microphone: LiveDeviceName(media.mic), speaker: LiveDeviceName(media.speaker), rate: media.rate,
+            loopMicrophone: loopMic,
+            stream: media.applyingEchoCancellerChoice(
+                MediaStreamConfiguration(opus: opus, voiceProcessing: !media.noVoiceProcessing)),
             duration: duration, mediaTimeout: mediaTimeout, connectTimeout: connectTimeout, report: report,
             capture: capture)
     }

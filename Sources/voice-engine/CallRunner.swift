@@ -3,7 +3,7 @@ import Foundation
 import VoiceEngine
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `call`'s live call: the socket, the keys, the devices and a `LiveCall` until hang-up, then the summary.

@@ -10,14 +10,15 @@ import VoiceSIP
 import VoiceWebRTC
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `voice-engine conference-server`: conference rooms over SIP (VoiceConferenceServer), until SIGINT or SIGTERM.
 struct ConferenceServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conference-server",
-        abstract: "Conference rooms over SIP: INVITE sip:conf-<id>@host joins room <id> (Opus, SDES- or DTLS-SRTP, mix-minus).",
+        abstract:
+            "Conference rooms over SIP: INVITE sip:conf-<id>@host joins room <id> (Opus, SDES- or DTLS-SRTP, mix-minus).",
         discussion: """
             A room opens with its first participant and closes after the last one leaves; its report (participants \
             over time, talkers, loss and concealment per participant) is printed then, and for every open room on \
@@ -48,7 +49,10 @@ struct ConferenceServerCommand: ParsableCommand {
     @Flag(help: "Print every SIP message sent and received on stderr.")
     var trace = false
 
-    @Flag(help: "Refuse DTLS-SRTP offers (default: UDP/TLS/RTP/SAVP(F) offers with a=fingerprint are answered with ours and a=setup:passive).")
+    @Flag(
+        help:
+            "Refuse DTLS-SRTP offers (default: UDP/TLS/RTP/SAVP(F) offers with a=fingerprint are answered with ours and a=setup:passive)."
+    )
     var noDtls = false
 
     func validate() throws {
@@ -64,7 +68,8 @@ struct ConferenceServerCommand: ParsableCommand {
 
     func portRange() throws -> ClosedRange<Int> {
         let parts = rtpPorts.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let low = Int(parts[0]), let high = Int(parts[1]), 1 <= low, low <= high, high <= 65_535 else {
+        guard parts.count == 2, let low = Int(parts[0]), let high = Int(parts[1]), 1 <= low, low <= high, high <= 65_535
+        else {
             throw ValidationError("--rtp-ports '\(rtpPorts)': expected A-B with 1 <= A <= B <= 65535")
         }
         return low...high
@@ -79,9 +84,11 @@ struct ConferenceServerCommand: ParsableCommand {
         let configuration = ConferenceServerConfiguration(
             sipAddress: address, domain: domain, mediaHost: mediaAddress, rtpPorts: try portRange(),
             srtp: optionalSRTP ? .optional(suites) : .required(suites),
-            timers: SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10))),
+            timers: SIPTimerConfiguration(
+                t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10))),
             statisticsDirectory: statsDir.map { URL(fileURLWithPath: $0) },
-            room: ConferenceRoomConfiguration(maximumTalkers: talkers), mediaThreads: mediaThreads, acceptsDTLSSRTP: !noDtls)
+            room: ConferenceRoomConfiguration(maximumTalkers: talkers), mediaThreads: mediaThreads,
+            acceptsDTLSSRTP: !noDtls)
         let traced = trace
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
@@ -95,8 +102,10 @@ struct ConferenceServerCommand: ParsableCommand {
             }
             if traced { server.endpoint.onTrace { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } }
             let listening = await server.sipAddress.map { "\($0)" } ?? "?"
-            say("conference server: sip udp \(listening), media \(configuration.mediaHost) ports \(configuration.rtpPorts.lowerBound)-\(configuration.rtpPorts.upperBound)"
-                + (server.dtlsCertificate.map { ", DTLS-SRTP fingerprint \($0.fingerprint)" } ?? ", DTLS-SRTP refused"))
+            say(
+                "conference server: sip udp \(listening), media \(configuration.mediaHost) ports \(configuration.rtpPorts.lowerBound)-\(configuration.rtpPorts.upperBound)"
+                    + (server.dtlsCertificate.map { ", DTLS-SRTP fingerprint \($0.fingerprint)" }
+                        ?? ", DTLS-SRTP refused"))
             let (stops, stop) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
             var sources: [any DispatchSourceSignal] = []
             for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {

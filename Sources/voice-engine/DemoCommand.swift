@@ -57,9 +57,10 @@ struct DemoCommand: ParsableCommand {
     var inputA: String = DemoCall.defaultInputA
     @Option(help: "What B says (mono WAV, 8-48 kHz).")
     var inputB: String = DemoCall.defaultInputB
-    @Option(help: ArgumentHelp(
-        "Write every datagram as it arrives at A or B (SRTP as sent, simulated arrival times) into this pcapng "
-            + "file, for Wireshark, rtp-dump and replay.", valueName: "file.pcapng"))
+    @Option(
+        help: ArgumentHelp(
+            "Write every datagram as it arrives at A or B (SRTP as sent, simulated arrival times) into this pcapng "
+                + "file, for Wireshark, rtp-dump and replay.", valueName: "file.pcapng"))
     var capture: String?
 
     /// The options the flags describe.
@@ -99,7 +100,9 @@ struct DemoCommand: ParsableCommand {
         try OutputPaths.checkFolder(out, option: "--out")
         try OutputPaths.checkFile(capture, option: "--capture")
         let mode = options.realtime ? "real time" : "fast time"
-        print("VoiceEngine demo call: A ⇄ B over UDP 127.0.0.1, \(options.srtpSuite.map { "SRTP \($0.rawValue)" } ?? "plain RTP"), \(mode)")
+        print(
+            "VoiceEngine demo call: A ⇄ B over UDP 127.0.0.1, \(options.srtpSuite.map { "SRTP \($0.rawValue)" } ?? "plain RTP"), \(mode)"
+        )
         print("network \(options.network.summary)")
         fflush(nil)  // stdout before progress or errors on stderr
         let bar = ProgressReporter()

@@ -20,7 +20,8 @@ enum OutputPaths {
             guard isFolder(path) else { throw CommandFailure.runtime("\(option) \(path): is a file, give a folder") }
             try checkWritableFolder(path, option: option, path: path)
         } else {
-            try checkWritableFolder(URL(fileURLWithPath: path).deletingLastPathComponent().path, option: option, path: path)
+            try checkWritableFolder(
+                URL(fileURLWithPath: path).deletingLastPathComponent().path, option: option, path: path)
         }
     }
 
@@ -31,13 +32,15 @@ enum OutputPaths {
     static func prepareFolder(_ path: String?, option: String) throws {
         guard let path else { return }
         if !FileManager.default.fileExists(atPath: path), mkdir(path, 0o755) != 0, errno != EEXIST {
-            throw CommandFailure.runtime("\(option) \(path): cannot create the folder: \(String(cString: strerror(errno)))")
+            throw CommandFailure.runtime(
+                "\(option) \(path): cannot create the folder: \(String(cString: strerror(errno)))")
         }
         guard isFolder(path) else { throw CommandFailure.runtime("\(option) \(path): is a file, give a folder") }
         let probe = URL(fileURLWithPath: path).appendingPathComponent(".write-probe-\(getpid())").path
         let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         guard descriptor >= 0 else {
-            throw CommandFailure.runtime("\(option) \(path): cannot write in the folder: \(String(cString: strerror(errno)))")
+            throw CommandFailure.runtime(
+                "\(option) \(path): cannot write in the folder: \(String(cString: strerror(errno)))")
         }
         close(descriptor)
         unlink(probe)

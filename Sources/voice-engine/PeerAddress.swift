@@ -2,7 +2,7 @@ import Foundation
 import VoiceEngine
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A peer's `HOST:PORT` from the command line: an IPv4 address, an IPv6 address in brackets (`[::1]:5004`, RFC 3986)
@@ -28,7 +28,8 @@ enum PeerAddress {
             throw CommandFailure.usage("\(option) \(text): \(usage)")
         }
         if host.hasPrefix("[") != host.hasSuffix("]") || (!host.hasPrefix("[") && host.contains(":")) {
-            throw CommandFailure.usage("\(option) \(text): \(usage) — an IPv6 address goes in brackets, e.g. [::1]:5004")
+            throw CommandFailure.usage(
+                "\(option) \(text): \(usage) — an IPv6 address goes in brackets, e.g. [::1]:5004")
         }
         if host.hasPrefix("[") {
             guard let endpoint = try? UDPEndpoint(host: host, port: port), endpoint.isIPv6 else {

@@ -7,7 +7,8 @@ import VoiceClient
 struct PhoneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "phone",
-        abstract: "A softphone on VoiceClient: register, call, answer, hang up, mute, hold, message (commands on stdin).",
+        abstract:
+            "A softphone on VoiceClient: register, call, answer, hang up, mute, hold, message (commands on stdin).",
         discussion: """
             Commands, one a line: call USER [X-Name=value …] | call-sip USER@DOMAIN[:PORT] [X-Name=value …] | \
             call-number +E164 | call-conference ROOM | answer | hangup | mute on|off | hold on|off | \
@@ -54,18 +55,23 @@ struct PhoneCommand: ParsableCommand {
         // A speaker file that cannot be written fails now, not when the first call is answered.
         try CallMediaOptions.checkSpeakerFile(speaker)
         let secret: String
-        do { secret = try String(contentsOfFile: secretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+        do {
+            secret = try String(contentsOfFile: secretFile, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+        } catch {
             throw CommandFailure.dataError("\(secretFile): cannot read it")
         }
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(secretFile): the application secret is empty") }
         let key = applicationKey
         let configuration = VoiceClientConfiguration(
             applicationKey: key, serviceHost: server, sipPort: sipPort, registrationPort: registrationPort,
-            audio: CallAudioDevices(microphone: mic, speaker: speaker, sampleRate: rate), noAnswerTimeout: .seconds(Double(noAnswerTimeout)))
+            audio: CallAudioDevices(microphone: mic, speaker: speaker, sampleRate: rate),
+            noAnswerTimeout: .seconds(Double(noAnswerTimeout)))
         let client = try VoiceClient(userID: user, configuration: configuration) { userID in
             // Sequences only grow: milliseconds since 1970.
             SignedRegistration.sign(
-                userID: userID, applicationKey: key, sequence: UInt64(Date().timeIntervalSince1970 * 1000), applicationSecret: secret)
+                userID: userID, applicationKey: key, sequence: UInt64(Date().timeIntervalSince1970 * 1000),
+                applicationSecret: secret)
         }
         let autoAnswer = autoAnswer
         try runBlocking { try await Softphone(client: client, autoAnswer: autoAnswer).run() }
@@ -129,10 +135,13 @@ actor Softphone {
             case "hold": try await latest()?.hold(arguments.first != "off")
             case "message":
                 guard arguments.count >= 2 else { return complain("message USER TEXT") }
-                let id = try await client.send(message: arguments.dropFirst().joined(separator: " "), to: [arguments[0]])
+                let id = try await client.send(
+                    message: arguments.dropFirst().joined(separator: " "), to: [arguments[0]])
                 say("message \(id): sending to \(arguments[0])")
             case "wait":
-                guard let seconds = arguments.first.flatMap(Double.init), (0...3_600).contains(seconds) else { return complain("wait SECONDS") }
+                guard let seconds = arguments.first.flatMap(Double.init), (0...3_600).contains(seconds) else {
+                    return complain("wait SECONDS")
+                }
                 try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
             case "status":
                 for (index, call) in calls.enumerated() { say("call \(index + 1): \(call.remote) \(await call.state)") }
@@ -153,7 +162,9 @@ actor Softphone {
     private func adopt(_ call: Call) {
         calls.append(call)
         let number = calls.count
-        say("call \(number): \(call.direction) \(call.remote)" + call.headers.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined())
+        say(
+            "call \(number): \(call.direction) \(call.remote)"
+                + call.headers.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined())
         let updates = call.updates
         Task {
             for await update in updates {
@@ -161,11 +172,12 @@ actor Softphone {
                 var line = "call \(number): \(state)"
                 if state == .ended {
                     let details = await call.details
-                    line += " (\(details.endCause.map { "\($0)" } ?? "?")" + (details.error.map { ", \($0)" } ?? "")
+                    line +=
+                        " (\(details.endCause.map { "\($0)" } ?? "?")" + (details.error.map { ", \($0)" } ?? "")
                         + String(format: ", %.1f s)", Double(details.duration.nanoseconds) / 1e9)
                 }
                 say(line)
-                    }
+            }
         }
     }
 

@@ -85,12 +85,15 @@ struct PlayCommand: ParsableCommand {
             }
         }
         if !fastTime {  // let the device play what is queued
-            while output.ring.availableToRead > 0 && (MonotonicClock().now - started).seconds < duration + 1 { usleep(5_000) }
+            while output.ring.availableToRead > 0 && (MonotonicClock().now - started).seconds < duration + 1 {
+                usleep(5_000)
+            }
         }
         if let fileDevice = output as? FilePlayoutDevice { try fileDevice.finalize() }
         let stats = output.statistics
-        print("played \(String(format: "%.2f", Double(written) / 100)) s of \(sound.name) on \(output.name) "
-            + "(\(output.format)), \(stats.periods) periods, \(stats.xruns) xruns"
-            + (fastTime ? ", fast time" : ""))
+        print(
+            "played \(String(format: "%.2f", Double(written) / 100)) s of \(sound.name) on \(output.name) "
+                + "(\(output.format)), \(stats.periods) periods, \(stats.xruns) xruns"
+                + (fastTime ? ", fast time" : ""))
     }
 }

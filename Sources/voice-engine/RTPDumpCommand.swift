@@ -8,7 +8,8 @@ import VoiceLab
 struct RTPDumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rtp-dump",
-        abstract: "List the RTP/RTCP packets of a pcap or pcapng capture, with SRTP authentication and RFC 3550 statistics.",
+        abstract:
+            "List the RTP/RTCP packets of a pcap or pcapng capture, with SRTP authentication and RFC 3550 statistics.",
         discussion: """
             Reads captures from Wireshark, tshark, dumpcap (Ethernet, Linux cooked SLL/SLL2, raw IP) or \
             voice-engine --capture. Each packet: time since the first UDP datagram (s), kind, SSRC, payload type \
@@ -100,7 +101,7 @@ struct RTPDumpCommand: ParsableCommand {
                 + (analysis.otherDatagrams > 0 ? ", \(analysis.otherDatagrams) other datagrams" : "")
                 + (analysis.skippedFrames > 0 ? ", \(analysis.skippedFrames) non-UDP frames" : ""),
             pad("time s", 12) + pad("kind", 5) + pad("ssrc", 11) + pad("pt", 4) + pad("seq", 6) + pad("timestamp", 11)
-                + pad("M", 2) + pad("len", 5) + pad("srtp", 10) + "source > destination",
+                + pad("M", 2) + pad("len", 5) + pad("srtp", 10) + "source > destination"
         ]
         for p in analysis.packets {
             lines.append(

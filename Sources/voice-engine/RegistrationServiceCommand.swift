@@ -22,7 +22,8 @@ struct RegistrationServiceCommand: ParsableCommand {
     var applications: String
     @Option(help: "Directory for the service's state (accepted sequences).")
     var state: String
-    @Option(name: .customLong("shared-secret-file"), help: "File holding the secret shared with Kamailio's auth_ephemeral.")
+    @Option(
+        name: .customLong("shared-secret-file"), help: "File holding the secret shared with Kamailio's auth_ephemeral.")
     var sharedSecretFile: String
     @Option(help: "SIP domain of the users.")
     var domain: String = "voiceengine.test"
@@ -38,22 +39,30 @@ struct RegistrationServiceCommand: ParsableCommand {
 
     func run() throws {
         let apps: [String: String]
-        do { apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications)) } catch let failure as CommandFailure {
+        do { apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications)) } catch let
+            failure as CommandFailure
+        {
             throw failure
         } catch {
             throw CommandFailure.dataError("\(applications): not a JSON object of application keys to secrets")
         }
-        let secret = String(decoding: try readServiceFile(sharedSecretFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let secret = String(decoding: try readServiceFile(sharedSecretFile), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(sharedSecretFile): the shared secret is empty") }
-        guard let (host, port) = PeerAddress.split(listen) else { throw CommandFailure.usage("--listen \(listen): expected HOST:PORT") }
+        guard let (host, port) = PeerAddress.split(listen) else {
+            throw CommandFailure.usage("--listen \(listen): expected HOST:PORT")
+        }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let service = try RegistrationService(
-            applications: apps, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
+            applications: apps,
+            issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
             stateDirectory: URL(fileURLWithPath: state))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
-        do { server = try runBlocking { try await RegistrationHTTPServer.start(service, on: group, address: address) } } catch {
+        do {
+            server = try runBlocking { try await RegistrationHTTPServer.start(service, on: group, address: address) }
+        } catch {
             throw CommandFailure.runtime("cannot listen on \(listen): \(error)")
         }
         let line = "registration service listening on \(host):\(server.port ?? port), \(apps.count) application(s)\n"

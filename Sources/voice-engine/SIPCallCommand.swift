@@ -8,7 +8,7 @@ import VoiceEngine
 import VoiceSIP
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What `sip call` and `sip listen` share: who we are, the media devices, and how long the call lasts.
@@ -38,7 +38,9 @@ struct SIPCallOptions: ParsableArguments {
     var headerPairs: [(String, String)] {
         headers.map { header in
             let colon = header.firstIndex(of: ":")!
-            return (String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            return (
+                String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            )
         }
     }
 }
@@ -47,7 +49,8 @@ extension SIPCommand {
     /// `voice-engine sip call`: place one call with media.
     struct Call: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Place a call: INVITE with an SDP offer (Opus, SDES-SRTP), media through a live call, BYE at the end.",
+            abstract:
+                "Place a call: INVITE with an SDP offer (Opus, SDES-SRTP), media through a live call, BYE at the end.",
             discussion: """
                 The call goes to --server (an outbound proxy such as Kamailio) when given, otherwise to the target's \
                 host and port. It ends after --duration seconds, on Ctrl-C (BYE, or CANCEL while ringing), or on the \
@@ -63,7 +66,8 @@ extension SIPCommand {
         func run() throws {
             let target = try parseURI(self.target, option: "target")
             try call.media.checkOutputs()
-            try SIPCallSession.run(connection: connection, options: call, defaultServer: target) { agent, capabilities in
+            try SIPCallSession.run(connection: connection, options: call, defaultServer: target) {
+                agent, capabilities in
                 try await agent.call(target, offering: capabilities, headers: call.headerPairs)
             }
         }
@@ -81,17 +85,21 @@ enum SIPCallSession {
         let kind = try connection.transportKind()
         let credentials = try connection.credentials()
         let t1 = connection.t1
-        let timers = SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
-        let server: SocketAddress? = try connection.server.map { try socketAddress($0, option: "--server") }
+        let timers = SIPTimerConfiguration(
+            t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
+        let server: SocketAddress? =
+            try connection.server.map { try socketAddress($0, option: "--server") }
             ?? defaultServer.map { try connection.serverAddress(default: $0) }
         if options.register && (server == nil || options.from == nil) {
             throw CommandFailure.usage("--register needs --server and --from")
         }
-        let aor = try options.from.map { try parseURI($0, option: "--from") } ?? SIPURI(user: "voice-engine", host: "invalid")
+        let aor =
+            try options.from.map { try parseURI($0, option: "--from") } ?? SIPURI(user: "voice-engine", host: "invalid")
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         let loop = group.next()
-        let local = try connection.bind.map { try socketAddress($0, option: "--bind") }
+        let local =
+            try connection.bind.map { try socketAddress($0, option: "--bind") }
             ?? routedAddress(to: server ?? SocketAddress(ipAddress: "127.0.0.1", port: 5060), on: loop)
         let traced = connection.trace
         let useProxy = connection.server != nil
@@ -109,12 +117,14 @@ enum SIPCallSession {
             let agent = SIPUserAgent(
                 endpoint: endpoint, credentials: credentials,
                 configuration: SIPUserAgentConfiguration(
-                    addressOfRecord: aor, outboundProxy: useProxy ? server.map { SIPPeer(kind, $0) } : nil, transport: kind))
+                    addressOfRecord: aor, outboundProxy: useProxy ? server.map { SIPPeer(kind, $0) } : nil,
+                    transport: kind))
             return try await closingAfterwards(endpoint) {
                 var registration: SIPRegistration?
                 if options.register, let server {
                     let r = SIPRegistration(
-                        configuration: SIPRegistrationConfiguration(addressOfRecord: aor, server: SIPPeer(kind, server), expires: 300),
+                        configuration: SIPRegistrationConfiguration(
+                            addressOfRecord: aor, server: SIPPeer(kind, server), expires: 300),
                         sender: agent.sender)
                     let result = try await r.register()
                     guard result.succeeded else {
@@ -232,7 +242,9 @@ enum SIPCallSession {
             await transport.close()
             let end = established.end
             let message = "the call was not established: \(end.map { "\($0)" } ?? reason)"
-            if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil { return .unavailable(message) }
+            if let end, end.cause == .failed, end.statusCode == 408 || end.statusCode == nil {
+                return .unavailable(message)
+            }
             if let end, end.statusCode == 503, end.reasonPhrase == "Transport Error" { return .unavailable(message) }
             if let code = end?.statusCode, code == 401 || code == 407 { return .noPermission(message) }
             return .runtime(message)
@@ -251,7 +263,9 @@ enum SIPCallSession {
             await transport.close()
             throw CommandFailure.runtime("\(error)")
         }
-        say("media: \(media.srtp.map { "\($0)" } ?? "plain RTP") to \(media.remoteAddress):\(media.remotePort), ptime \(media.ptime) ms")
+        say(
+            "media: \(media.srtp.map { "\($0)" } ?? "plain RTP") to \(media.remoteAddress):\(media.remotePort), ptime \(media.ptime) ms"
+        )
         if let duration = options.duration {
             Task {
                 try await Task.sleep(for: .milliseconds(Int(duration * 1000)))

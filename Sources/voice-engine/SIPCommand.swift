@@ -6,7 +6,7 @@ import NIOPosix
 import VoiceSIP
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `voice-engine sip …`: try VoiceSIP against a server by hand. Exit status by failure class: 0 a 2xx final
@@ -30,13 +30,17 @@ struct SIPCommand: ParsableCommand {
         var server: String?
         @Option(help: "udp, tcp or tls (TLS: client only, the server's certificate checked against --ca-file).")
         var transport: String = "udp"
-        @Option(help: "With --transport tls: PEM file of the certificate authorities the server's certificate must chain to (default: the system's store).")
+        @Option(
+            help:
+                "With --transport tls: PEM file of the certificate authorities the server's certificate must chain to (default: the system's store)."
+        )
         var caFile: String?
         @Option(help: "Username for digest authentication (RFC 8760: MD5 or SHA-256, as the server asks).")
         var user: String?
         @Option(help: "Password for digest authentication.")
         var password: String?
-        @Option(help: "Local address to bind as host:port (port 0: any); by default the address that routes to the server.")
+        @Option(
+            help: "Local address to bind as host:port (port 0: any); by default the address that routes to the server.")
         var bind: String?
         @Option(help: "RFC 3261 T1 in milliseconds; transactions give up after 64·T1.")
         var t1: Int = 500
@@ -90,11 +94,15 @@ struct SIPCommand: ParsableCommand {
         }
 
         /// Starts an endpoint, runs `body` with it and the sender, closes it; SIP failures become exit statuses.
-        func run(server: SocketAddress, _ body: @escaping @Sendable (SIPEndpoint, SIPRequestSender) async throws -> SIPMessage?) throws {
+        func run(
+            server: SocketAddress,
+            _ body: @escaping @Sendable (SIPEndpoint, SIPRequestSender) async throws -> SIPMessage?
+        ) throws {
             let kind = try transportKind()
             let credentials = try credentials()
             let traced = trace
-            let timers = SIPTimerConfiguration(t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
+            let timers = SIPTimerConfiguration(
+                t1: .milliseconds(t1), t2: .milliseconds(max(4000, t1 * 8)), t4: .milliseconds(max(5000, t1 * 10)))
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             defer { try? group.syncShutdownGracefully() }
             let loop = group.next()
@@ -150,7 +158,8 @@ func socketAddress(_ text: String, option: String) throws -> SocketAddress {
     guard let (bracketed, port) = PeerAddress.split(text), (0...65535).contains(port) else {
         throw CommandFailure.usage("\(option) '\(text)': expected host:port")
     }
-    let host = bracketed.hasPrefix("[") && bracketed.hasSuffix("]") ? String(bracketed.dropFirst().dropLast()) : bracketed
+    let host =
+        bracketed.hasPrefix("[") && bracketed.hasSuffix("]") ? String(bracketed.dropFirst().dropLast()) : bracketed
     do { return try SocketAddress.makeAddressResolvingHost(host, port: port) } catch {
         throw CommandFailure.noHost("\(option) '\(text)': cannot resolve \(host)")
     }
@@ -168,7 +177,10 @@ func routedAddress(to server: SocketAddress, on loop: any EventLoop) throws -> S
 /// A new out-of-dialog request with From (fresh tag), To, Call-ID, CSeq 1 and the `X-` headers given.
 func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, extraHeaders: [String]) throws -> SIPMessage {
     var headers = SIPHeaders()
-    headers.add("From", SIPAddress(uri: from, parameters: [SIPParameter("tag", String(UInt32.random(in: 1...UInt32.max), radix: 36))]).description)
+    headers.add(
+        "From",
+        SIPAddress(uri: from, parameters: [SIPParameter("tag", String(UInt32.random(in: 1...UInt32.max), radix: 36))])
+            .description)
     headers.add("To", SIPAddress(uri: target).description)
     headers.add("Call-ID", "\(UUID().uuidString.lowercased())@voice-engine")
     headers.add("CSeq", SIPCSeq(1, method).description)
@@ -176,7 +188,8 @@ func makeRequest(_ method: SIPMethod, to target: SIPURI, from: SIPURI, extraHead
         guard let colon = header.firstIndex(of: ":"), header.lowercased().hasPrefix("x-") else {
             throw CommandFailure.usage("--header '\(header)': expected 'X-Name: value'")
         }
-        headers.add(String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        headers.add(
+            String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
     }
     return .request(method, target, headers: headers)
 }

@@ -30,13 +30,19 @@ extension SIPCommand {
             let headers = call.headerPairs
             let kind = try connection.transportKind()
             if kind == .tls && !call.register {
-                throw CommandFailure.usage("--transport tls: listen takes no certificate of its own, so it needs --register (calls then come over that connection)")
+                throw CommandFailure.usage(
+                    "--transport tls: listen takes no certificate of its own, so it needs --register (calls then come over that connection)"
+                )
             }
             try SIPCallSession.run(connection: connection, options: call, defaultServer: nil) { agent, capabilities in
-                say("listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "the registration's connection")")
+                say(
+                    "listening on \(await agent.endpoint.localAddress(kind).map { "\($0)" } ?? "the registration's connection")"
+                )
                 var incoming = agent.incomingCalls.makeAsyncIterator()
                 guard let call = await incoming.next() else { throw CommandFailure.runtime("no call") }
-                say("incoming call from \(call.remote)" + call.requestHeaders.map { " \($0.name): \($0.value)" }.joined())
+                say(
+                    "incoming call from \(call.remote)"
+                        + call.requestHeaders.map { " \($0.name): \($0.value)" }.joined())
                 try await call.ring()
                 if delay > 0 { try await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
                 try await call.answer(with: capabilities, headers: headers)

@@ -6,7 +6,8 @@ import VoiceSIP
 extension SIPCommand {
     /// `voice-engine sip options`: OPTIONS to a server or UA.
     struct Options: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send OPTIONS: is the server or UA there, and what does it support?")
+        static let configuration = CommandConfiguration(
+            abstract: "Send OPTIONS: is the server or UA there, and what does it support?")
         @Argument(help: "Target URI.")
         var to: String
         @Option(help: "Sender URI (From).")
@@ -15,7 +16,8 @@ extension SIPCommand {
 
         func run() throws {
             let target = try parseURI(to, option: "target")
-            let request = try makeRequest(.options, to: target, from: try parseURI(from, option: "--from"), extraHeaders: [])
+            let request = try makeRequest(
+                .options, to: target, from: try parseURI(from, option: "--from"), extraHeaders: [])
             let server = try connection.serverAddress(default: target)
             let peer = SIPPeer(try connection.transportKind(), server)
             try connection.run(server: server) { _, sender in

@@ -22,7 +22,9 @@ struct SignRegistrationCommand: ParsableCommand {
     var applicationKey: String
     @Option(help: "The sequence: larger than every sequence signed before for this user.")
     var sequence: UInt64
-    @Option(name: .customLong("secret-file"), help: "File holding the application secret ('-': stdin); surrounding whitespace is ignored.")
+    @Option(
+        name: .customLong("secret-file"),
+        help: "File holding the application secret ('-': stdin); surrounding whitespace is ignored.")
     var secretFile: String
     @Flag(help: "Print {\"sequence\":…,\"signature\":…} instead of the bare signature.")
     var json = false
@@ -36,7 +38,8 @@ struct SignRegistrationCommand: ParsableCommand {
         let data = secretFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try readServiceFile(secretFile)
         let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(secretFile): the application secret is empty") }
-        let signed = SignedRegistration.sign(userID: userID, applicationKey: applicationKey, sequence: sequence, applicationSecret: secret)
+        let signed = SignedRegistration.sign(
+            userID: userID, applicationKey: applicationKey, sequence: sequence, applicationSecret: secret)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys

@@ -55,13 +55,16 @@ struct SimulateCommand: ParsableCommand {
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
     var noVoiceProcessing = false
-    @Option(help: ArgumentHelp(
-        "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
-            + "pcapng file, in simulated time.", valueName: "file.pcapng"))
+    @Option(
+        help: ArgumentHelp(
+            "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
+                + "pcapng file, in simulated time.", valueName: "file.pcapng"))
     var capture: String?
-    @Option(help: ArgumentHelp(
-        "Also write what the ideal receiver plays (perfect timing, the same packets: FEC from the next packet, else "
-            + "PLC) at the input's rate; reference of the spectral distance in the summary.", valueName: "file.wav"))
+    @Option(
+        help: ArgumentHelp(
+            "Also write what the ideal receiver plays (perfect timing, the same packets: FEC from the next packet, else "
+                + "PLC) at the input's rate; reference of the spectral distance in the summary.", valueName: "file.wav")
+    )
     var idealOut: String?
 
     /// Valid ranges: beyond 1 s of jitter or 5 s of delay the jitter buffer (at most 1 s) only conceals.
@@ -183,7 +186,7 @@ struct SimulateCommand: ParsableCommand {
             "packets: expected \(r.rtp.expected), received \(r.rtp.received), lost \(r.rtp.lost) (\(f(r.rtp.lossPercent)) %), late \(r.jitterBuffer.latePackets), dropped \(r.drops.total)",
             "jitter (RFC 3550): \(f(r.jitter.interarrivalMilliseconds)) ms; buffer delay mean \(f(r.jitterBuffer.meanDelayMilliseconds)) ms, target \(f(r.jitterBuffer.targetDelayMilliseconds)) ms",
             "concealment: \(f(r.jitterBuffer.concealmentRatio * 100, 2)) % of samples; FEC recovered \(r.fec.recoveredFrames) frames; time-stretched \(f(r.jitterBuffer.stretchedSamplesPerMinute, 0)) samples/min",
-            "E-model: R \(f(r.quality.rFactor)), MOS \(f(r.quality.mos, 2)) (one-way \(f(r.quality.oneWayDelayMilliseconds)) ms, residual loss \(f(r.quality.packetLossPercent, 2)) %, BurstR \(f(r.quality.burstRatio, 2)))",
+            "E-model: R \(f(r.quality.rFactor)), MOS \(f(r.quality.mos, 2)) (one-way \(f(r.quality.oneWayDelayMilliseconds)) ms, residual loss \(f(r.quality.packetLossPercent, 2)) %, BurstR \(f(r.quality.burstRatio, 2)))"
         ]
         if let l = r.listening {
             lines.append(

@@ -52,11 +52,15 @@ struct VectorsCommand: ParsableCommand {
             return
         }
         let width = max(5, results.map(\.name.count).max() ?? 5)
-        print("check".padding(toLength: width, withPad: " ", startingAt: 0) + "  metric                 measured   minimum  result")
+        print(
+            "check".padding(toLength: width, withPad: " ", startingAt: 0)
+                + "  metric                 measured   minimum  result")
         for r in results {
             let name = r.name.padding(toLength: width, withPad: " ", startingAt: 0)
             let metric = r.metric.padding(toLength: 21, withPad: " ", startingAt: 0)
-            print("\(name)  \(metric)  \(String(format: "%8.2f", r.value))  \(String(format: "%8.2f", r.minimum))  \(r.passed ? "pass" : "FAIL")")
+            print(
+                "\(name)  \(metric)  \(String(format: "%8.2f", r.value))  \(String(format: "%8.2f", r.minimum))  \(r.passed ? "pass" : "FAIL")"
+            )
         }
         print("\(results.filter(\.passed).count) passed, \(results.filter { !$0.passed }.count) failed")
     }

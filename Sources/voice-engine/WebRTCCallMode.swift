@@ -24,7 +24,8 @@ enum WebRTCCallMode {
 
     /// "192.0.2.1:3478" or "[2001:db8::1]:3478" (numeric only: the candidates are numeric too).
     static func turnAddress(_ text: String) -> TransportAddress? {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0 else {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0
+        else {
             return nil
         }
         var host = text[..<colon]
@@ -59,8 +60,9 @@ enum WebRTCCallMode {
                 .map(\.host).joined(separator: ",")
             say("webrtc: gathering on \(plan.host)")
         }
-        let media = FileMedia(microphone: mic, loop: plan.loopMicrophone,
-                              seconds: plan.speaker.hasPrefix("file:") ? plan.duration : 0)
+        let media = FileMedia(
+            microphone: mic, loop: plan.loopMicrophone,
+            seconds: plan.speaker.hasPrefix("file:") ? plan.duration : 0)
         // ALSA devices for what is neither null nor file: (each opened at 48 kHz mono and started now).
         var alsaMicrophone: ALSAMedia?, alsaSpeaker: ALSAMedia?
         do {
@@ -77,22 +79,26 @@ enum WebRTCCallMode {
         if alsaMicrophone != nil || alsaSpeaker != nil {
             say("webrtc: microphone \(plan.microphone), speaker \(plan.speaker), 48 kHz mono")
         }
-        let capture: (inout AudioFrame) -> Void = alsaMicrophone.map { m in { m.take(into: &$0) } } ?? { media.take(into: &$0) }
+        let capture: (inout AudioFrame) -> Void =
+            alsaMicrophone.map { m in { m.take(into: &$0) } } ?? { media.take(into: &$0) }
         let recordsFile = plan.speaker.hasPrefix("file:")
-        let playout: (AudioFrame) -> Void = alsaSpeaker.map { s in { s.put($0) } } ?? { if recordsFile { media.put($0) } }
+        let playout: (AudioFrame) -> Void =
+            alsaSpeaker.map { s in { s.put($0) } } ?? { if recordsFile { media.put($0) } }
         let call: WebRTCAudioCall
         do {
             let certificate = try DTLSCertificate()
             if plan.offering {
-                call = try WebRTCAudioCall(offeringWith: certificate, host: plan.host, fullICE: true,
-                                           turnServer: plan.turn, capture: capture, playout: playout)
+                call = try WebRTCAudioCall(
+                    offeringWith: certificate, host: plan.host, fullICE: true,
+                    turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "offer")
                 guard let answer = readSDP(what: "answer") else { throw CommandFailure.runtime("no answer on stdin") }
                 try call.accept(answer: answer)
             } else {
                 guard let offer = readSDP(what: "offer") else { throw CommandFailure.runtime("no offer on stdin") }
-                call = try WebRTCAudioCall(answering: offer, certificate: certificate, host: plan.host, fullICE: true,
-                                           turnServer: plan.turn, capture: capture, playout: playout)
+                call = try WebRTCAudioCall(
+                    answering: offer, certificate: certificate, host: plan.host, fullICE: true,
+                    turnServer: plan.turn, capture: capture, playout: playout)
                 emit(call.localDescription, what: "answer")
                 call.start()
             }
@@ -111,16 +117,21 @@ enum WebRTCCallMode {
         }
         call.stop()
         let statistics = call.statistics
-        let ms = { (t: MediaTime?) in t.map { String(format: "%.0f ms", ($0 - call.startedAt).milliseconds) } ?? "never" }
-        say("webrtc: ICE \(call.agent.map { "\($0.state)" } ?? "lite"), pair \(call.agent?.selected.map { "\($0.local) → \($0.remote)" } ?? "none"); "
-            + "DTLS-SRTP after \(ms(call.connectedAt)), first packet after \(ms(call.firstAudioAt)), "
-            + "first decoded audio after \(ms(call.firstDecodedAt)) (from the \(plan.offering ? "offer" : "answer") being made); "
-            + "packets sent \(statistics?.packetsSent ?? 0), received \(statistics?.packetsReceived ?? 0)")
+        let ms = { (t: MediaTime?) in t.map { String(format: "%.0f ms", ($0 - call.startedAt).milliseconds) } ?? "never"
+        }
+        say(
+            "webrtc: ICE \(call.agent.map { "\($0.state)" } ?? "lite"), pair \(call.agent?.selected.map { "\($0.local) → \($0.remote)" } ?? "none"); "
+                + "DTLS-SRTP after \(ms(call.connectedAt)), first packet after \(ms(call.firstAudioAt)), "
+                + "first decoded audio after \(ms(call.firstDecodedAt)) (from the \(plan.offering ? "offer" : "answer") being made); "
+                + "packets sent \(statistics?.packetsSent ?? 0), received \(statistics?.packetsReceived ?? 0)")
         for (side, device) in [("microphone", alsaMicrophone), ("speaker", alsaSpeaker)] {
-            if let device { say("webrtc: \(side) \(device.name): \(device.shortBlocks) short blocks, \(device.xruns) xruns") }
+            if let device {
+                say("webrtc: \(side) \(device.name): \(device.shortBlocks) short blocks, \(device.xruns) xruns")
+            }
         }
         if plan.speaker.hasPrefix("file:") {
-            do { try WAVFile.write(pcm16: media.played, format: .mono48k, to: String(plan.speaker.dropFirst(5))) } catch {
+            do { try WAVFile.write(pcm16: media.played, format: .mono48k, to: String(plan.speaker.dropFirst(5))) } catch
+            {
                 throw CommandFailure.runtime("--speaker \(plan.speaker): \(error)")
             }
         }
@@ -130,8 +141,9 @@ enum WebRTCCallMode {
                 for pair in agent.pairs { say("webrtc: pair \(pair.local) → \(pair.remote): \(pair.state)") }
                 for c in agent.remoteCandidates { say("webrtc: remote \(c.sdpValue)") }
                 say("webrtc: relayed \(call.turn?.relayedAddress.map { "\($0)" } ?? "-"), role \(agent.role)")
-                say("webrtc: \(agent.checksSent) checks sent, \(agent.rejectedRequests) requests refused, "
-                    + "received \(call.transport.map { "\($0.received)" } ?? "-")")
+                say(
+                    "webrtc: \(agent.checksSent) checks sent, \(agent.rejectedRequests) requests refused, "
+                        + "received \(call.transport.map { "\($0.received)" } ?? "-")")
             }
             throw CommandFailure.runtime("no media from the peer (ICE \(call.agent.map { "\($0.state)" } ?? "?"))")
         }
@@ -173,7 +185,10 @@ private final class FileMedia: @unchecked Sendable {
     }
 
     func take(into frame: inout AudioFrame) {
-        guard let microphone, !microphone.isEmpty else { frame.silence(); return }
+        guard let microphone, !microphone.isEmpty else {
+            frame.silence()
+            return
+        }
         frame.withUnsafeMutableSamples { out in
             for i in 0..<out.count {
                 if position >= microphone.count, loop { position = 0 }
@@ -228,7 +243,10 @@ final class ALSAMedia: @unchecked Sendable {
         let cushion = device.periodFrames + block
         let waiting = device.ring.availableToRead
         if !primed {
-            guard waiting >= cushion else { frame.silence(); return }
+            guard waiting >= cushion else {
+                frame.silence()
+                return
+            }
             primed = true
         }
         if waiting > cushion + 3 * block { device.ring.discard(upTo: waiting - cushion) }

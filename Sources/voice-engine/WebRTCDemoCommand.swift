@@ -47,26 +47,36 @@ struct WebRTCDemoCommand: ParsableCommand {
         let started = StartResult()
         Task {
             do {
-                let server = try await WebRTCSignallingServer(host: host, port: port, page: WebRTCDemoPage.html) { text, connection in
-                    guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [] }
+                let server = try await WebRTCSignallingServer(host: host, port: port, page: WebRTCDemoPage.html) {
+                    text, connection in
+                    guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+                        return []
+                    }
                     if json["type"] as? String == "stats" {
                         // Once per call: tell the person at the terminal that the echo reaches the browser.
                         let packets = (json["packetsReceived"] as? Int) ?? 0
                         let energy = (json["totalAudioEnergy"] as? Double) ?? 0
                         if packets >= 50, energy > 0, calls.announce(connection) {
-                            announce("call: the browser receives the engine's echo (\(packets) packets, audio energy \(energy))")
+                            announce(
+                                "call: the browser receives the engine's echo (\(packets) packets, audio energy \(energy))"
+                            )
                         }
                         return []
                     }
                     guard json["type"] as? String == "offer", let sdp = json["sdp"] as? String else { return [] }
                     do {
                         let echo = EchoLine()
-                        let call = try WebRTCAudioCall(answering: sdp, certificate: certificate, host: host,
-                                                       capture: { echo.take(into: &$0) }, playout: { echo.put($0) })
+                        let call = try WebRTCAudioCall(
+                            answering: sdp, certificate: certificate, host: host,
+                            capture: { echo.take(into: &$0) }, playout: { echo.put($0) })
                         call.start()
                         calls.add(call)
-                        announce("call: answered an offer; media on \(call.transport?.socket.localAddress.description ?? "?")")
-                        let reply = try JSONSerialization.data(withJSONObject: ["type": "answer", "sdp": call.localDescription])
+                        announce(
+                            "call: answered an offer; media on \(call.transport?.socket.localAddress.description ?? "?")"
+                        )
+                        let reply = try JSONSerialization.data(withJSONObject: [
+                            "type": "answer", "sdp": call.localDescription
+                        ])
                         return [String(decoding: reply, as: UTF8.self)]
                     } catch {
                         announce("call: refused an offer: \(error)")
@@ -100,7 +110,10 @@ private final class EchoLine: @unchecked Sendable {
             for i in 0..<out.count { out[i] = start + i < samples.count ? samples[start + i] : 0 }
         }
         start = min(start + n, samples.count)
-        if start > 48_000 { samples.removeFirst(start); start = 0 }
+        if start > 48_000 {
+            samples.removeFirst(start)
+            start = 0
+        }
     }
 }
 

@@ -14,9 +14,13 @@ struct VoiceEngineCommand: ParsableCommand {
             65 bad input data (an unreadable or malformed WAV, capture, trace or key), 1 runtime failure (a \
             device, the network, a file that cannot be written); `sip` adds classes of its own (see `sip --help`).
             """,
-        subcommands: [DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self, ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self, SIPCommand.self,
+        subcommands: [
+            DemoCommand.self, VectorsCommand.self, DevicesCommand.self, PlayCommand.self, SimulateCommand.self,
+            ReplayCommand.self, RTPDumpCommand.self, CallCommand.self, AECCommand.self, AECVectorsCommand.self,
+            SIPCommand.self,
             SignRegistrationCommand.self, RegistrationServiceCommand.self, WebRTCDemoCommand.self, PhoneCommand.self,
-            ConferenceServerCommand.self]
+            ConferenceServerCommand.self
+        ]
     )
 }
 

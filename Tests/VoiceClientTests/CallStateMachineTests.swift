@@ -11,7 +11,8 @@ struct CallStateMachineTests {
         #expect(try call.handle(.established, at: .seconds(5)) == [.stateChanged(.established)])
         #expect(try call.handle(.mute(true), at: .seconds(6)) == [.setMicrophoneMuted(true)])
         #expect(try call.handle(.hold(true), at: .seconds(7)) == [.sendHold(true)])
-        #expect(try call.handle(.hangup, at: .seconds(65)) == [.sendBye, .setMicrophoneMuted(false), .stateChanged(.ended)])
+        #expect(
+            try call.handle(.hangup, at: .seconds(65)) == [.sendBye, .setMicrophoneMuted(false), .stateChanged(.ended)])
         let details = call.details
         #expect(details.progressedAt == .seconds(2))
         #expect(details.establishedAt == .seconds(5))
@@ -30,7 +31,9 @@ struct CallStateMachineTests {
             return call.details
         }
         #expect(try ended([.progress, .remoteDeclined(status: 603, reason: "Decline")]).endCause == .denied)
-        #expect(try ended([.progress, .remoteDeclined(status: 486, reason: "Busy Here")]).error == .sip(status: 486, reason: "Busy Here"))
+        #expect(
+            try ended([.progress, .remoteDeclined(status: 486, reason: "Busy Here")]).error
+                == .sip(status: 486, reason: "Busy Here"))
         #expect(try ended([.ringing, .hangup]).endCause == .canceled)
         #expect(try ended([.networkTimeout]).endCause == .timeout)
         #expect(try ended([.failed(.sip(status: 404, reason: "Not Found"))]).endCause == .failure)
@@ -56,7 +59,10 @@ struct CallStateMachineTests {
         var declined = CallStateMachine(direction: .incoming, startedAt: .zero)
         #expect(declined.initialEffects == [.startRingtone])
         // Hanging up before answering declines: the caller sees denied.
-        #expect(try declined.handle(.hangup, at: .seconds(1)) == [.stopRingtone, .sendDecline(status: 603), .stateChanged(.ended)])
+        #expect(
+            try declined.handle(.hangup, at: .seconds(1)) == [
+                .stopRingtone, .sendDecline(status: 603), .stateChanged(.ended)
+            ])
         #expect(declined.details.endCause == .denied)
         var canceled = CallStateMachine(direction: .incoming, startedAt: .zero)
         _ = try canceled.handle(.remoteCanceled, at: .seconds(1))
@@ -65,7 +71,10 @@ struct CallStateMachineTests {
         _ = try elsewhere.handle(.answeredElsewhere, at: .seconds(1))
         #expect(elsewhere.details.endCause == .otherDeviceAnswered)
         var unanswered = CallStateMachine(direction: .incoming, startedAt: .zero)
-        #expect(try unanswered.handle(.tick, at: .seconds(60)) == [.stopRingtone, .sendDecline(status: 480), .stateChanged(.ended)])
+        #expect(
+            try unanswered.handle(.tick, at: .seconds(60)) == [
+                .stopRingtone, .sendDecline(status: 480), .stateChanged(.ended)
+            ])
         #expect(unanswered.details.endCause == .noAnswer)
         var answered = CallStateMachine(direction: .incoming, startedAt: .zero)
         #expect(try answered.handle(.answer, at: .seconds(2)) == [.stopRingtone, .sendAnswer])
@@ -78,7 +87,9 @@ struct CallStateMachineTests {
         #expect(try answering.handle(.hangup, at: .seconds(2.01)) == [.sendBye, .stateChanged(.ended)])
         #expect(answering.details.endCause == .hungUp)
         var early = CallStateMachine(direction: .incoming, startedAt: .zero)
-        #expect(throws: CallRefusal(event: .established, state: .initiating)) { try early.handle(.established, at: .seconds(1)) }
+        #expect(throws: CallRefusal(event: .established, state: .initiating)) {
+            try early.handle(.established, at: .seconds(1))
+        }
         #expect(throws: CallRefusal.self) { try early.handle(.mute(true), at: .seconds(1)) }
     }
 
@@ -93,16 +104,20 @@ struct CallStateMachineTests {
         await session.startEngine()
         var calls: [Call] = []
         let pool: [CallEvent] = [
-            .answer, .hangup, .mute(true), .mute(false), .hold(true), .hold(false), .progress, .ringing, .established, .remoteHangup,
+            .answer, .hangup, .mute(true), .mute(false), .hold(true), .hold(false), .progress, .ringing, .established,
+            .remoteHangup,
             .remoteDeclined(status: 486, reason: "Busy Here"), .remoteCanceled, .answeredElsewhere, .transferred,
-            .failed(.network("lost")), .networkTimeout, .tick,
+            .failed(.network("lost")), .networkTimeout, .tick
         ]
         for step in 0..<120 {
             var live = 0
             for call in calls where await call.state != .ended { live += 1 }
             if live < 2, random.next() % 6 == 0 {
                 let direction: CallDirection = random.next() % 2 == 0 ? .outgoing : .incoming
-                calls.append(Call(id: CallID("c\(seed)-\(step)"), direction: direction, remote: "peer", audioSession: session, clock: clock))
+                calls.append(
+                    Call(
+                        id: CallID("c\(seed)-\(step)"), direction: direction, remote: "peer", audioSession: session,
+                        clock: clock))
             }
             guard !calls.isEmpty else { continue }
             let call = calls[Int(random.next() % UInt64(calls.count))]
@@ -112,9 +127,12 @@ struct CallStateMachineTests {
             case 1:
                 // The device or host takes the audio away (or gives it back); a long interruption makes the
                 // session end the call itself, and the client hangs that call up.
-                _ = try? await session.send(random.next() % 2 == 0 ? .interruptionBegan(.hostApplication) : .interruptionEnded)
+                _ = try? await session.send(
+                    random.next() % 2 == 0 ? .interruptionBegan(.hostApplication) : .interruptionEnded)
                 for case .endCall(let id, _) in await session.tick() {
-                    for ended in calls where ended.id == id { _ = try? await ended.dialog(.failed(.media("interrupted for longer than 30 s"))) }
+                    for ended in calls where ended.id == id {
+                        _ = try? await ended.dialog(.failed(.media("interrupted for longer than 30 s")))
+                    }
                 }
             default:
                 _ = try? await call.dialog(pool[Int(random.next() % UInt64(pool.count))])
@@ -125,7 +143,11 @@ struct CallStateMachineTests {
             if let holder = await session.state.phase.call {
                 let owner = calls.first { $0.id == holder.id }
                 #expect(owner != nil, "the session holds an unknown call \(holder.id)")
-                if let owner { #expect(await owner.state != .ended, "seed \(seed) step \(step): ended call \(holder.id) still holds the audio session") }
+                if let owner {
+                    #expect(
+                        await owner.state != .ended,
+                        "seed \(seed) step \(step): ended call \(holder.id) still holds the audio session")
+                }
             }
         }
         for call in calls where await call.state != .ended {
@@ -154,7 +176,10 @@ struct CallStateMachineTests {
         try await second.dialog(.progress)
         #expect(await second.state == .ended)
         #expect(await second.details.endCause == .failure)
-        guard case .media = await second.details.error else { Issue.record("no media error: \(String(describing: await second.details.error))"); return }
+        guard case .media = await second.details.error else {
+            Issue.record("no media error: \(String(describing: await second.details.error))")
+            return
+        }
         clock.advance(by: .seconds(30))
         try await first.hangup()
         let details = await first.details
@@ -168,7 +193,10 @@ struct CallStateMachineTests {
 @Suite("The client's calls and its audio session")
 struct ClientCallTests {
     func client(clock: ManualClock) throws -> VoiceClient {
-        try VoiceClient(userID: "alice", configuration: VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1"), clock: clock) { _ in
+        try VoiceClient(
+            userID: "alice", configuration: VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1"),
+            clock: clock
+        ) { _ in
             SignedRegistration(sequence: 1, signature: "")
         }
     }
@@ -177,7 +205,8 @@ struct ClientCallTests {
         let clock = ManualClock(start: .seconds(1))
         let client = try client(clock: clock)
         await client.audioSession.startEngine()
-        let call = try await client.newCall(id: "call-1", direction: .outgoing, remote: "bob", headers: ["X-Case": "stop"])
+        let call = try await client.newCall(
+            id: "call-1", direction: .outgoing, remote: "bob", headers: ["X-Case": "stop"])
         try await call.dialog(.ringing)
         try await call.dialog(.established)
         #expect(await client.audioSession.state.isActive)
@@ -206,7 +235,9 @@ struct ClientCallTests {
         #expect(await call.state == .ended)
         #expect(await call.details.endCause == .noAnswer)
         #expect(await !client.audioSession.state.isActive)
-        await #expect(throws: VoiceClientError.self) { try await client.newCall(id: "c", direction: .outgoing, remote: "bob", headers: ["Subject": "x"]) }
+        await #expect(throws: VoiceClientError.self) {
+            try await client.newCall(id: "c", direction: .outgoing, remote: "bob", headers: ["Subject": "x"])
+        }
         await client.terminate()
     }
 }

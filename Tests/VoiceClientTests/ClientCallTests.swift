@@ -6,7 +6,8 @@ import VoiceTestSupport
 /// Calls between clients through the repository's Kamailio, and to real peers behind it (baresip, SIPp): the
 /// SIP dialog, the live media (Opus over SDES-SRTP) and what the call object reports. Ports 26040–26099.
 @Suite(
-    "VoiceClient calls through Kamailio", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient calls through Kamailio", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
 struct ClientSIPCallTests {
     static let aliceSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
@@ -19,13 +20,18 @@ struct ClientSIPCallTests {
             let aliceHeard = directory.appendingPathComponent("alice-heard.wav").path
             let bobHeard = directory.appendingPathComponent("bob-heard.wav").path
             let alice = try service.client(
-                "alice", audio: CallAudioDevices(microphone: "file:" + Self.aliceSpeech, speaker: "file:" + aliceHeard, voiceProcessing: false))
+                "alice",
+                audio: CallAudioDevices(
+                    microphone: "file:" + Self.aliceSpeech, speaker: "file:" + aliceHeard, voiceProcessing: false))
             let bob = try service.client(
-                "bob", audio: CallAudioDevices(microphone: "file:" + Self.bobSpeech, speaker: "file:" + bobHeard, voiceProcessing: false))
+                "bob",
+                audio: CallAudioDevices(
+                    microphone: "file:" + Self.bobSpeech, speaker: "file:" + bobHeard, voiceProcessing: false))
             let aliceLog = EventLog(alice), bobLog = EventLog(bob)
             await alice.start()
             await bob.startListening()
-            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            let aliceStarted = await aliceLog.first { $0 == .started },
+                bobStarted = await bobLog.first { $0 == .started }
             #expect(aliceStarted != nil && bobStarted != nil)
 
             let call = try await alice.callUser("bob", headers: ["X-Order": "42"])
@@ -56,16 +62,27 @@ struct ClientSIPCallTests {
             #expect(callerDetails.report != nil && calleeDetails.report != nil)
             // The callee saw the BYE after its media stopped; the caller's media stops just after its hang-up.
             let calleeMedia = try #require(await incoming.call.mediaReport, "no media report on the callee's call")
-            #expect(calleeMedia.rtp.received > 200, "the callee received \(calleeMedia.rtp.received) RTP packets in 6 s")
+            #expect(
+                calleeMedia.rtp.received > 200, "the callee received \(calleeMedia.rtp.received) RTP packets in 6 s")
             #expect(await alice.audioSession.state.phase.call == nil, "alice's audio session still holds a call")
             #expect(await bob.audioSession.state.phase.call == nil, "bob's audio session still holds a call")
 
             try await Task.sleep(for: .milliseconds(300))
-            let toAlice = SpeechMatch.median(sent: try WAVFile.read(path: Self.bobSpeech).int16Samples, heard: try WAVFile.read(path: aliceHeard).int16Samples)
-            let toBob = SpeechMatch.median(sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples, heard: try WAVFile.read(path: bobHeard).int16Samples)
-            let control = SpeechMatch.median(sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples, heard: try WAVFile.read(path: aliceHeard).int16Samples)
-            print("client calls: bob → alice median window correlation \(toAlice); alice → bob \(toBob); control \(control)")
-            #expect(control < 0.3, "alice's own speech correlates with what she heard (\(control)): the measure cannot tell them apart")
+            let toAlice = SpeechMatch.median(
+                sent: try WAVFile.read(path: Self.bobSpeech).int16Samples,
+                heard: try WAVFile.read(path: aliceHeard).int16Samples)
+            let toBob = SpeechMatch.median(
+                sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples,
+                heard: try WAVFile.read(path: bobHeard).int16Samples)
+            let control = SpeechMatch.median(
+                sent: try WAVFile.read(path: Self.aliceSpeech).int16Samples,
+                heard: try WAVFile.read(path: aliceHeard).int16Samples)
+            print(
+                "client calls: bob → alice median window correlation \(toAlice); alice → bob \(toBob); control \(control)"
+            )
+            #expect(
+                control < 0.3,
+                "alice's own speech correlates with what she heard (\(control)): the measure cannot tell them apart")
             #expect(toAlice > 0.5, "alice did not hear bob (\(toAlice))")
             #expect(toBob > 0.5, "bob did not hear alice (\(toBob))")
             await alice.terminate()
@@ -128,12 +145,15 @@ struct ClientSIPCallTests {
             await alice.start()
             await phone.startListening()
             await laptop.startListening()
-            let phoneStarted = await phoneLog.first { $0 == .started }, laptopStarted = await laptopLog.first { $0 == .started }
+            let phoneStarted = await phoneLog.first { $0 == .started },
+                laptopStarted = await laptopLog.first { $0 == .started }
             #expect(phoneStarted != nil && laptopStarted != nil)
 
             let call = try await alice.callUser("bob")
-            let onPhone = try #require(await phoneLog.incomingCall(), "bob's first device got no call: \(phoneLog.events)")
-            let onLaptop = try #require(await laptopLog.incomingCall(), "bob's second device got no call: \(laptopLog.events)")
+            let onPhone = try #require(
+                await phoneLog.incomingCall(), "bob's first device got no call: \(phoneLog.events)")
+            let onLaptop = try #require(
+                await laptopLog.incomingCall(), "bob's second device got no call: \(laptopLog.events)")
             try await waitFor(call, .ringing)
 
             try await onPhone.call.answer()
@@ -142,7 +162,9 @@ struct ClientSIPCallTests {
             try await waitFor(onLaptop.call, .ended)
             let laptopDetails = await onLaptop.call.details
             #expect(laptopDetails.endCause == .otherDeviceAnswered, "\(laptopDetails)")
-            #expect(await laptop.audioSession.state.phase.call == nil, "the second device's audio session still holds the call")
+            #expect(
+                await laptop.audioSession.state.phase.call == nil,
+                "the second device's audio session still holds the call")
             let callerState = await call.state, phoneState = await onPhone.call.state
             #expect(callerState == .established && phoneState == .established)
 
@@ -161,8 +183,14 @@ struct ClientSIPCallTests {
         try await withService(sipPort: 26101) { service in
             let aliceSpeaker = service.directory.appendingPathComponent("alice-tones.wav").path
             let bobSpeaker = service.directory.appendingPathComponent("bob-tones.wav").path
-            let alice = try service.client("alice", audio: CallAudioDevices(microphone: "null", speaker: "file:" + aliceSpeaker, sampleRate: 16_000, voiceProcessing: false))
-            let bob = try service.client("bob", audio: CallAudioDevices(microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
+            let alice = try service.client(
+                "alice",
+                audio: CallAudioDevices(
+                    microphone: "null", speaker: "file:" + aliceSpeaker, sampleRate: 16_000, voiceProcessing: false))
+            let bob = try service.client(
+                "bob",
+                audio: CallAudioDevices(
+                    microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
             let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
             try await Task.sleep(for: .milliseconds(1500))
             try await incoming.call.hangup()  // declines: the caller hears the busy tone (3 s)
@@ -170,10 +198,14 @@ struct ClientSIPCallTests {
             try await waitFor(incoming.call, .ended)
             try await Task.sleep(for: .seconds(4))  // the busy tone ends and alice's speaker is closed
             let bobHeard = try HeardTones(file: bobSpeaker), aliceHeard = try HeardTones(file: aliceSpeaker)
-            print("tones heard (100 ms windows): bob ringing \(bobHeard.ringing) busy \(bobHeard.busy); alice ringing \(aliceHeard.ringing) busy \(aliceHeard.busy)")
+            print(
+                "tones heard (100 ms windows): bob ringing \(bobHeard.ringing) busy \(bobHeard.busy); alice ringing \(aliceHeard.ringing) busy \(aliceHeard.busy)"
+            )
             #expect(bobHeard.ringing >= 6, "bob's speaker did not play the ringtone (\(bobHeard.ringing) windows)")
             #expect(bobHeard.busy == 0, "bob's speaker played a busy tone")
-            #expect(aliceHeard.ringing >= 6, "alice's speaker did not play ringback (\(aliceHeard.ringing) windows): \(aliceHeard.levels)")
+            #expect(
+                aliceHeard.ringing >= 6,
+                "alice's speaker did not play ringback (\(aliceHeard.ringing) windows): \(aliceHeard.levels)")
             #expect(aliceHeard.busy >= 8, "alice's speaker did not play the busy tone (\(aliceHeard.busy) windows)")
             await alice.terminate()
             await bob.terminate()
@@ -185,7 +217,10 @@ struct ClientSIPCallTests {
         try await withService(sipPort: 26102) { service in
             let bobSpeaker = service.directory.appendingPathComponent("bob-call.wav").path
             let alice = try service.client("alice"), carol = try service.client("carol")
-            let bob = try service.client("bob", audio: CallAudioDevices(microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
+            let bob = try service.client(
+                "bob",
+                audio: CallAudioDevices(
+                    microphone: "null", speaker: "file:" + bobSpeaker, sampleRate: 16_000, voiceProcessing: false))
             await carol.start()
             let (call, incoming, bobLog) = try await ringingCall(from: alice, to: bob, "bob")
             try await incoming.call.answer()
@@ -203,7 +238,9 @@ struct ClientSIPCallTests {
             try await Task.sleep(for: .milliseconds(500))
             let heard = try HeardTones(file: bobSpeaker)
             print("call waiting: bob's call recording has \(heard.ringing) ringtone windows")
-            #expect(heard.ringing >= 6, "the waiting call's ringtone was not mixed into bob's call (\(heard.ringing) windows)")
+            #expect(
+                heard.ringing >= 6,
+                "the waiting call's ringtone was not mixed into bob's call (\(heard.ringing) windows)")
             #expect(heard.busy == 0)
             await alice.terminate()
             await carol.terminate()
@@ -219,7 +256,8 @@ struct ClientSIPCallTests {
             let tone = service.directory.appendingPathComponent("tone.wav").path
             let samples = (0..<16_000 * 10).map { Int16(8000 * sin(2 * Double.pi * 300 * Double($0) / 16_000)) }
             try WAVFile.write(pcm16: samples, format: AudioFormat(sampleRate: 16_000, channels: 1), to: tone)
-            let devices = CallAudioDevices(microphone: "file:" + tone, speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+            let devices = CallAudioDevices(
+                microphone: "file:" + tone, speaker: "null", sampleRate: 16_000, voiceProcessing: false)
             let alice = try service.client("alice", audio: devices), bob = try service.client("bob", audio: devices)
             let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
             try await incoming.call.answer()
@@ -236,8 +274,11 @@ struct ClientSIPCallTests {
             let seconds = await call.details.duration.seconds
             print("hold: alice sent \(sent) RTP packets in a \(seconds) s call held 2 s")
             // 50 packets a second while not held: about half the call's worth.
-            #expect(Double(sent) < seconds * 50 * 0.75, "alice kept sending while held: \(sent) packets in \(seconds) s")
-            #expect(Double(sent) > seconds * 50 * 0.3, "alice did not send before the hold or after the resume: \(sent) packets in \(seconds) s")
+            #expect(
+                Double(sent) < seconds * 50 * 0.75, "alice kept sending while held: \(sent) packets in \(seconds) s")
+            #expect(
+                Double(sent) > seconds * 50 * 0.3,
+                "alice did not send before the hold or after the resume: \(sent) packets in \(seconds) s")
             await alice.terminate()
             await bob.terminate()
         }
@@ -269,7 +310,9 @@ struct ClientSIPCallTests {
             await alice.start()
             await bob.startListening()
             let heard = service.directory.appendingPathComponent("bob-speaker.wav").path
-            await bob.setAudioDevices(CallAudioDevices(microphone: "null", speaker: "file:" + heard, sampleRate: 16_000, voiceProcessing: false))
+            await bob.setAudioDevices(
+                CallAudioDevices(
+                    microphone: "null", speaker: "file:" + heard, sampleRate: 16_000, voiceProcessing: false))
             let call = try await alice.callUser("bob")
             let incoming = try #require(await bobLog.incomingCall())
             try await incoming.call.answer()
@@ -315,7 +358,9 @@ struct ClientSIPCallTests {
             for bad in ["+0461234", "46123", "+46 12a", "+1234567890123456"] {
                 await #expect(throws: VoiceClientError.self, "\(bad)") { try await alice.callPhoneNumber(bad) }
             }
-            await #expect(throws: VoiceClientError.self) { try await alice.callConference(String(repeating: "r", count: 65)) }
+            await #expect(throws: VoiceClientError.self) {
+                try await alice.callConference(String(repeating: "r", count: 65))
+            }
             await #expect(throws: VoiceClientError.self) { try await alice.callSIP("no-at-sign") }
             do {
                 _ = try await alice.callUser("bob", headers: ["Subject": "x"])
@@ -342,7 +387,10 @@ struct ClientSIPCallTests {
             try await waitFor(call, .ended, timeout: .seconds(10))
             let details = await call.details
             #expect(details.endCause == .failure, "\(details)")
-            if case .network = details.error {} else { Issue.record("the error is not in the network domain: \(String(describing: details.error))") }
+            if case .network = details.error {
+            } else {
+                Issue.record("the error is not in the network domain: \(String(describing: details.error))")
+            }
             await alice.terminate()
         }
     }
@@ -384,7 +432,9 @@ struct ClientSIPCallTests {
             #expect(lost != nil, "no registrationLost event: \(log.events)")
             let deadline = ContinuousClock.now + .seconds(3)
             while signatures.value < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(signatures.value == 2, "the app was asked to sign \(signatures.value) times; expected once more after the refused refresh")
+            #expect(
+                signatures.value == 2,
+                "the app was asked to sign \(signatures.value) times; expected once more after the refused refresh")
             await alice.terminate()
         }
     }
@@ -399,7 +449,9 @@ final class SignatureCount: @unchecked Sendable {
 }
 
 /// Starts both clients, calls `calleeID` (the callee's user ID) and waits until the call rings at both ends.
-func ringingCall(from caller: VoiceClient, to callee: VoiceClient, _ calleeID: String) async throws -> (call: Call, incoming: IncomingCall, calleeLog: EventLog) {
+func ringingCall(from caller: VoiceClient, to callee: VoiceClient, _ calleeID: String) async throws -> (
+    call: Call, incoming: IncomingCall, calleeLog: EventLog
+) {
     let calleeLog = EventLog(callee)
     await caller.start()
     await callee.startListening()

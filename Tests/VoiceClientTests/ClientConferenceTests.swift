@@ -11,7 +11,8 @@ import VoiceTestSupport
 /// itself (mix-minus), and the room's JSON report (`--stats-dir`) names all three. Ports: Kamailio 28350, the
 /// server 28351, its media 28360–28389.
 @Suite(
-    "VoiceClient users in a room of the real conference server", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient users in a room of the real conference server", .tags(.interop, .live, .cli), .scheduledByTags,
+    .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ClientConferenceTests {
@@ -25,15 +26,22 @@ struct ClientConferenceTests {
             let stats = directory.appendingPathComponent("stats")
             let node = try ChildProcessGroup(
                 binary.path,
-                ["conference-server", "--bind", "127.0.0.1:28351", "--rtp-ports", "28360-28389", "--stats-dir", stats.path],
+                [
+                    "conference-server", "--bind", "127.0.0.1:28351", "--rtp-ports", "28360-28389", "--stats-dir",
+                    stats.path
+                ],
                 log: directory.appendingPathComponent("conference-server.log"))
             defer { node.stop() }
-            guard await waitUntilUDPBound(28_351) else { try Test.cancel("the conference server did not start:\n\(node.logTail)") }
+            guard await waitUntilUDPBound(28_351) else {
+                try Test.cancel("the conference server did not start:\n\(node.logTail)")
+            }
 
             let material = try ConferenceTalkers.material { seed in
                 SignalGenerator.toInt16(SignalGenerator.speechLike(sampleRate: 16_000, seconds: 10, seed: seed))
             }
-            print("talkers: \(ConferenceTalkers.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")")
+            print(
+                "talkers: \(ConferenceTalkers.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")"
+            )
             var speech: [[Int16]] = []
             var clients: [VoiceClient] = []
             for (index, user) in Self.users.enumerated() {
@@ -43,7 +51,10 @@ struct ClientConferenceTests {
                 speech.append(looped)
                 let heard = directory.appendingPathComponent("\(user)-heard.wav").path
                 let client = try service.client(
-                    user, audio: CallAudioDevices(microphone: "file:" + microphone, speaker: "file:" + heard, sampleRate: 16_000, voiceProcessing: false))
+                    user,
+                    audio: CallAudioDevices(
+                        microphone: "file:" + microphone, speaker: "file:" + heard, sampleRate: 16_000,
+                        voiceProcessing: false))
                 await client.start()
                 clients.append(client)
             }
@@ -65,35 +76,50 @@ struct ClientConferenceTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             let report = try #require(
-                try JSONSerialization.jsonObject(with: Data(contentsOf: reportURL)) as? [String: Any], "no room report:\n\(node.logTail)")
+                try JSONSerialization.jsonObject(with: Data(contentsOf: reportURL)) as? [String: Any],
+                "no room report:\n\(node.logTail)")
             let participants = try #require(report["participants"] as? [[String: Any]])
-            print("room report: peak \(report["peakParticipants"] ?? "?"), participants "
-                + participants.map { "\($0["name"] ?? "?") received \($0["packetsReceived"] ?? "?") sent \($0["packetsSent"] ?? "?")" }.joined(separator: "; "))
+            print(
+                "room report: peak \(report["peakParticipants"] ?? "?"), participants "
+                    + participants.map {
+                        "\($0["name"] ?? "?") received \($0["packetsReceived"] ?? "?") sent \($0["packetsSent"] ?? "?")"
+                    }.joined(separator: "; "))
             #expect(report["peakParticipants"] as? Int == 3)
             for user in Self.users {
                 let leg = participants.first { ($0["name"] as? String)?.contains(user) == true }
                 #expect(leg != nil, "\(user) is not in the room's report")
-                #expect((leg?["packetsReceived"] as? Int ?? 0) > Int(Self.seconds * 40), "the room received little from \(user): \(leg ?? [:])")
-                #expect((leg?["packetsSent"] as? Int ?? 0) > Int(Self.seconds * 40), "the room sent little to \(user): \(leg ?? [:])")
+                #expect(
+                    (leg?["packetsReceived"] as? Int ?? 0) > Int(Self.seconds * 40),
+                    "the room received little from \(user): \(leg ?? [:])")
+                #expect(
+                    (leg?["packetsSent"] as? Int ?? 0) > Int(Self.seconds * 40),
+                    "the room sent little to \(user): \(leg ?? [:])")
             }
 
             let control = ConferenceTalkers.normalised(material.unrelated)
             for (index, user) in Self.users.enumerated() {
                 let heard = try WAVFile.read(path: directory.appendingPathComponent("\(user)-heard.wav").path)
                 let recorded = SpeechMatch.to16k(heard.int16Samples, rate: heard.format.sampleRate)
-                #expect(Double(recorded.count) > (Self.seconds - 1) * 16_000, "\(user) recorded \(recorded.count) samples")
+                #expect(
+                    Double(recorded.count) > (Self.seconds - 1) * 16_000, "\(user) recorded \(recorded.count) samples")
                 // Without the first second (the join tones, the others joining) and the last 0.3 s.
                 let samples = Array(recorded.dropFirst(16_000).dropLast(4_800))
-                func match(_ sent: [Int16]) -> Double { SpeechMatch.median(sent: sent, heard: samples, maximumOffsetSeconds: 2) }
+                func match(_ sent: [Int16]) -> Double {
+                    SpeechMatch.median(sent: sent, heard: samples, maximumOffsetSeconds: 2)
+                }
                 let others = Self.users.indices.filter { $0 != index }.map { match(speech[$0]) }
                 let own = match(speech[index])
                 let unrelated = match(control)
                 print("\(user) heard: others \(others), itself \(own), unrelated speech \(unrelated)")
                 for (other, value) in zip(Self.users.indices.filter { $0 != index }, others) {
-                    #expect(value > 0.3 && value > unrelated + 0.2, "\(user) did not hear \(Self.users[other]) (\(value), control \(unrelated))")
+                    #expect(
+                        value > 0.3 && value > unrelated + 0.2,
+                        "\(user) did not hear \(Self.users[other]) (\(value), control \(unrelated))")
                 }
                 #expect(own < 0.25, "\(user) heard itself (\(own)): no mix-minus")
-                #expect(unrelated < 0.3, "the unrelated speech matches (\(unrelated)): the measure cannot tell speech apart")
+                #expect(
+                    unrelated < 0.3, "the unrelated speech matches (\(unrelated)): the measure cannot tell speech apart"
+                )
             }
         }
     }

@@ -6,7 +6,8 @@ import VoiceTestSupport
 /// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
 /// seen on its side, speech both ways) and as the phone gateway, SIPp answering busy. Ports 26060–26079.
 @Suite(
-    "VoiceClient calls to baresip and SIPp", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient calls to baresip and SIPp", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
 struct ClientPeerCallTests {
@@ -19,20 +20,30 @@ struct ClientPeerCallTests {
             try await withBaresip(port: 26061, in: service.directory) { directory, baresip in
                 let heardPath = directory.appendingPathComponent("alice-heard.wav").path
                 let alice = try service.client(
-                    "alice", audio: CallAudioDevices(microphone: "file:" + Self.speech, speaker: "file:" + heardPath, voiceProcessing: false))
+                    "alice",
+                    audio: CallAudioDevices(
+                        microphone: "file:" + Self.speech, speaker: "file:" + heardPath, voiceProcessing: false))
                 await alice.start()
-                let call = try await alice.callSIP("b@127.0.0.1:26061", headers: ["X-Account": "42", "x-campaign": "spring"])
+                let call = try await alice.callSIP(
+                    "b@127.0.0.1:26061", headers: ["X-Account": "42", "x-campaign": "spring"])
                 try await waitFor(call, .established)
                 try await Task.sleep(for: .seconds(6))
                 try await call.hangup()
                 let details = await call.details
                 #expect(details.endCause == .hungUp)
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
-                #expect(log.contains("X-Account: 42") && log.contains("x-campaign: spring"), "baresip's trace lacks the custom headers")
+                #expect(
+                    log.contains("X-Account: 42") && log.contains("x-campaign: spring"),
+                    "baresip's trace lacks the custom headers")
                 try await Task.sleep(for: .milliseconds(500))
-                let toAlice = SpeechMatch.median(sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples, heard: try WAVFile.read(path: heardPath).int16Samples)
-                let toBaresip = SpeechMatch.median(sent: try WAVFile.read(path: Self.speech).int16Samples, heard: try BaresipPeer.heard(in: directory))
-                print("client ↔ baresip: baresip → client median window correlation \(toAlice); client → baresip \(toBaresip)")
+                let toAlice = SpeechMatch.median(
+                    sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples,
+                    heard: try WAVFile.read(path: heardPath).int16Samples)
+                let toBaresip = SpeechMatch.median(
+                    sent: try WAVFile.read(path: Self.speech).int16Samples, heard: try BaresipPeer.heard(in: directory))
+                print(
+                    "client ↔ baresip: baresip → client median window correlation \(toAlice); client → baresip \(toBaresip)"
+                )
                 #expect(toAlice > 0.5, "the client did not hear baresip (\(toAlice))")
                 #expect(toBaresip > 0.5, "baresip did not hear the client (\(toBaresip))")
                 await alice.terminate()
@@ -49,7 +60,8 @@ struct ClientPeerCallTests {
         var serverPort: Int { sipPort + 1 }
         var serverUser: String { self == .phoneNumber ? "+46701234567" : "conf-standup-7" }
         var requestLine: String {
-            self == .phoneNumber ? "INVITE sip:+46701234567@voiceengine.test;user=phone" : "INVITE sip:conf-standup-7@voiceengine.test"
+            self == .phoneNumber
+                ? "INVITE sip:+46701234567@voiceengine.test;user=phone" : "INVITE sip:conf-standup-7@voiceengine.test"
         }
 
         func place(on client: VoiceClient) async throws -> Call {
@@ -64,9 +76,11 @@ struct ClientPeerCallTests {
     func callIsRoutedToItsServer(_ routed: RoutedCall) async throws {
         let server = "sip:127.0.0.1:\(routed.serverPort)"
         try await withService(
-            sipPort: routed.sipPort, gateway: routed == .phoneNumber ? server : nil, conferenceServer: routed == .conference ? server : nil
+            sipPort: routed.sipPort, gateway: routed == .phoneNumber ? server : nil,
+            conferenceServer: routed == .conference ? server : nil
         ) { service in
-            try await withBaresip(port: routed.serverPort, user: routed.serverUser, in: service.directory) { _, baresip in
+            try await withBaresip(port: routed.serverPort, user: routed.serverUser, in: service.directory) {
+                _, baresip in
                 let alice = try service.client("alice")
                 await alice.start()
                 let call = try await routed.place(on: alice)
@@ -74,20 +88,27 @@ struct ClientPeerCallTests {
                 try await call.hangup()
                 #expect(await call.details.endCause == .hungUp)
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
-                #expect(log.contains(routed.requestLine), "\(routed.serverUser)'s server did not get '\(routed.requestLine)'")
+                #expect(
+                    log.contains(routed.requestLine),
+                    "\(routed.serverUser)'s server did not get '\(routed.requestLine)'")
                 await alice.terminate()
             }
         }
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sipp"), "sipp is not installed (make test-deps installs sip-tester)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sipp"),
+            "sipp is not installed (make test-deps installs sip-tester)"))
     func busyFromSIPpEndsTheCallDenied() async throws {
         try await withService(sipPort: 26070) { service in
             let scenario = service.directory.appendingPathComponent("uas-busy.xml")
             try Self.busyScenario.write(to: scenario, atomically: true, encoding: .utf8)
-            let sipp = try ChildProcessGroup("/usr/bin/sipp", [
-                "-sf", scenario.path, "-i", "127.0.0.1", "-p", "26071", "-m", "1", "-timeout", "20s", "-nostdin",
-            ], log: service.directory.appendingPathComponent("sipp.log"))
+            let sipp = try ChildProcessGroup(
+                "/usr/bin/sipp",
+                [
+                    "-sf", scenario.path, "-i", "127.0.0.1", "-p", "26071", "-m", "1", "-timeout", "20s", "-nostdin"
+                ], log: service.directory.appendingPathComponent("sipp.log"))
             defer { sipp.stop() }
             guard await waitUntilUDPBound(26071) else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
             let alice = try service.client("alice")
@@ -137,14 +158,18 @@ struct ClientPeerCallTests {
         """
 
     /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails.
-    func withBaresip(port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void) async throws {
+    func withBaresip(
+        port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void
+    ) async throws {
         let directory = parent.appendingPathComponent("baresip-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let microphone = SharedTestData.isPresent
+        let microphone =
+            SharedTestData.isPresent
             ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
             : try silence(into: directory)
         let arguments = try BaresipPeer.configure(directory: directory, port: port, user: user, microphone: microphone)
-        let baresip = try ChildProcessGroup(BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
+        let baresip = try ChildProcessGroup(
+            BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
         defer { baresip.stop() }
         guard await waitUntilUDPBound(port) else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }
         do { try await body(directory, baresip) } catch {
@@ -156,7 +181,9 @@ struct ClientPeerCallTests {
     /// 25 s of silence as baresip's microphone when the speech recordings are absent.
     func silence(into directory: URL) throws -> String {
         let path = directory.appendingPathComponent("silence.wav").path
-        try WAVFile.write(pcm16: [Int16](repeating: 0, count: 16_000 * 25), format: AudioFormat(sampleRate: 16_000, channels: 1), to: path)
+        try WAVFile.write(
+            pcm16: [Int16](repeating: 0, count: 16_000 * 25), format: AudioFormat(sampleRate: 16_000, channels: 1),
+            to: path)
         return path
     }
 }
@@ -164,11 +191,15 @@ struct ClientPeerCallTests {
 /// Managed push: Kamailio keeps the INVITE to a callee with no binding (tsilo) and posts the payload to the push
 /// gateway (http_client); the callee's app relays it, its client registers and gets the call. Ports 26090–26099.
 @Suite(
-    "VoiceClient push for calls (managed and app-sent)", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
+    "VoiceClient push for calls (managed and app-sent)", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(1)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(
-        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy { FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so") },
-        "Kamailio's tsilo/http_client/htable/jansson modules are not installed (make test-deps installs kamailio-utils-modules, kamailio-extra-modules)"))
+        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
+            FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
+        },
+        "Kamailio's tsilo/http_client/htable/jansson modules are not installed (make test-deps installs kamailio-utils-modules, kamailio-extra-modules)"
+    ))
 struct ManagedPushTests {
     @Test func offlineCalleeIsPushedRelaysThePayloadAndGetsTheHeldCall() async throws {
         let gateway = try PushGateway(port: 26091)
@@ -186,7 +217,8 @@ struct ManagedPushTests {
             #expect(payload.kind == .call && payload.sender == "alice" && !payload.canceled)
             #expect(payload.id == call.id.rawValue)
             // The call's custom headers ride in the push (names as sent, the quotes JSON-escaped).
-            #expect(payload.headers == ["X-Topic": "dinner \"at 8\"", "x-order": "42"], "push headers: \(payload.headers)")
+            #expect(
+                payload.headers == ["X-Topic": "dinner \"at 8\"", "x-order": "42"], "push headers: \(payload.headers)")
 
             // The callee's app hands the payload over: its client registers and the kept INVITE arrives.
             let relayed = try await bob.relayPushPayload(push.body)
@@ -221,7 +253,9 @@ struct ManagedPushTests {
             }
             #expect(recipient == "bob" && pushData == [token])
             let parsed = try PushPayload.parse(payload)
-            #expect(parsed.kind == .call && parsed.id == call.id.rawValue && parsed.headers == ["X-Topic": "dinner"] && !parsed.canceled)
+            #expect(
+                parsed.kind == .call && parsed.id == call.id.rawValue && parsed.headers == ["X-Topic": "dinner"]
+                    && !parsed.canceled)
             #expect(await call.state == .ringing)
             let bob = try service.client("bob", pushData: token)
             let bobLog = EventLog(bob)

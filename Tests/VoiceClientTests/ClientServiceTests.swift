@@ -7,7 +7,8 @@ import VoiceTestSupport
 /// Two clients and the repository's service (Kamailio with Services/kamailio/kamailio.cfg: registrar,
 /// auth_ephemeral, msilo; the registration service) on loopback. Ports 26000–26019 are this suite's.
 @Suite(
-    "VoiceClient against the real service", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "VoiceClient against the real service", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
 struct ClientServiceTests {
     @Test func clientsRegisterWithSignedRequestsAndMessageEachOther() async throws {
@@ -19,17 +20,26 @@ struct ClientServiceTests {
             await bob.start()
             #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
             // Bob's device attached 1024 bytes of push data to its registration; the service keeps them.
-            #expect(await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "bob") == bobPushData)
-            #expect(await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "alice") == nil)
+            #expect(
+                await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "bob")
+                    == bobPushData)
+            #expect(
+                await service.registrationService.pushData(
+                    applicationKey: ServiceHarness.applicationKey, userID: "alice") == nil)
             #expect(await bobEvents.first { $0 == .started } != nil, "\(bobEvents.events)")
             #expect(await alice.addressOfRecord == "sip:alice@voiceengine.test")
             // Kamailio checked ephemeral credentials issued by the service after it accepted two signed requests.
             #expect(await service.registrationService.accepted == 2)
 
             let id = try await alice.send(message: "Hello Bob", to: ["bob"], headers: ["X-Topic": "greeting"])
-            let delivered = await aliceEvents.first { if case .messageDelivered(id, "bob") = $0 { true } else { false } }
+            let delivered = await aliceEvents.first {
+                if case .messageDelivered(id, "bob") = $0 { true } else { false }
+            }
             #expect(delivered != nil, "\(aliceEvents.events)")
-            guard let message = await bobEvents.firstMessage() else { Issue.record("bob got nothing: \(bobEvents.events)"); return }
+            guard let message = await bobEvents.firstMessage() else {
+                Issue.record("bob got nothing: \(bobEvents.events)")
+                return
+            }
             #expect(message.id == id)
             #expect(message.sender == "alice")
             #expect(message.text == "Hello Bob")
@@ -37,12 +47,16 @@ struct ClientServiceTests {
 
             // And back.
             try await bob.send(message: "Hi Alice", to: ["alice"])
-            #expect(await aliceEvents.first { if case .messageReceived(let m) = $0 { m.text == "Hi Alice" && m.sender == "bob" } else { false } } != nil)
+            #expect(
+                await aliceEvents.first {
+                    if case .messageReceived(let m) = $0 { m.text == "Hi Alice" && m.sender == "bob" } else { false }
+                } != nil)
 
             // Per recipient: a user the service has never seen is offline, so msilo keeps that copy (202).
             let both = try await alice.send(message: "to two", to: ["bob", "carol"])
             #expect(await aliceEvents.first { $0 == .messageDelivered(id: both, recipient: "bob") } != nil)
-            #expect(await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: both, recipient: "carol") } != nil)
+            #expect(
+                await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: both, recipient: "carol") } != nil)
             #expect(await alice.pendingMessages.isEmpty)
 
             // Ten in a row arrive in the order they were sent.
@@ -70,7 +84,9 @@ struct ClientServiceTests {
             await bobBefore.start()
             await bobBefore.terminate()
             let id = try await alice.send(message: "while you were away", to: ["bob"], headers: ["X-Kind": "offline"])
-            #expect(await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: id, recipient: "bob") } != nil, "\(aliceEvents.events)")
+            #expect(
+                await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: id, recipient: "bob") } != nil,
+                "\(aliceEvents.events)")
 
             let bob = try service.client("bob")
             let bobEvents = EventLog(bob)
@@ -116,7 +132,9 @@ struct ClientServiceTests {
             #expect(await alice.pendingMessages.count == 1)
             clock.advance(by: .seconds(5))
             await alice.retryDueMessages()
-            #expect(await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil, "\(aliceEvents.events)")
+            #expect(
+                await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+                "\(aliceEvents.events)")
             #expect(await bobEvents.first { if case .messageReceived(let m) = $0 { m.id == id } else { false } } != nil)
             await alice.terminate()
             await bob.terminate()
@@ -127,27 +145,37 @@ struct ClientServiceTests {
         try await withService(sipPort: 26006) { service in
             // The app's server signs with a wrong secret: refused by the registration service, Kamailio never asked.
             let forged = try VoiceClient(userID: "mallory", configuration: service.configuration()) { id in
-                SignedRegistration.sign(userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 1, applicationSecret: "guess")
+                SignedRegistration.sign(
+                    userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 1, applicationSecret: "guess")
             }
             let forgedEvents = EventLog(forged)
             await forged.start()
-            #expect(await forgedEvents.first { $0 == .failed(.registrationRefused(.forgedSignature)) } != nil, "\(forgedEvents.events)")
+            #expect(
+                await forgedEvents.first { $0 == .failed(.registrationRefused(.forgedSignature)) } != nil,
+                "\(forgedEvents.events)")
             await forged.terminate()
 
             // A replayed request (same sequence twice).
             let replayed = try VoiceClient(userID: "alice", configuration: service.configuration()) { id in
-                SignedRegistration.sign(userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 7, applicationSecret: ServiceHarness.applicationSecret)
+                SignedRegistration.sign(
+                    userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 7,
+                    applicationSecret: ServiceHarness.applicationSecret)
             }
             let replayedEvents = EventLog(replayed)
             await replayed.start()
             #expect(await replayedEvents.first { $0 == .started } != nil)
             await replayed.stop()
             let again = try VoiceClient(userID: "alice", configuration: service.configuration()) { id in
-                SignedRegistration.sign(userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 7, applicationSecret: ServiceHarness.applicationSecret)
+                SignedRegistration.sign(
+                    userID: id, applicationKey: ServiceHarness.applicationKey, sequence: 7,
+                    applicationSecret: ServiceHarness.applicationSecret)
             }
             let againEvents = EventLog(again)
             await again.start()
-            #expect(await againEvents.first { $0 == .failed(.registrationRefused(.sequenceNotIncreasing(received: 7, lastAccepted: 7))) } != nil)
+            #expect(
+                await againEvents.first {
+                    $0 == .failed(.registrationRefused(.sequenceNotIncreasing(received: 7, lastAccepted: 7)))
+                } != nil)
             await replayed.terminate()
             await again.terminate()
 
@@ -159,18 +187,24 @@ struct ClientServiceTests {
             }
             let strangerEvents = EventLog(stranger)
             await stranger.start()
-            #expect(await strangerEvents.first { $0 == .failed(.registrationRefused(.unknownApplicationKey("nobody's key"))) } != nil)
+            #expect(
+                await strangerEvents.first {
+                    $0 == .failed(.registrationRefused(.unknownApplicationKey("nobody's key")))
+                } != nil)
             await stranger.terminate()
         }
     }
 
     @Test func kamailioRefusesExpiredForgedOrBorrowedEphemeralCredentials() async throws {
         try await withService(sipPort: 26008) { service in
-            let issuer = EphemeralCredentialIssuer(sharedSecret: service.sharedSecret, lifetime: 60, domain: "voiceengine.test")
+            let issuer = EphemeralCredentialIssuer(
+                sharedSecret: service.sharedSecret, lifetime: 60, domain: "voiceengine.test")
             let now = UInt64(Date().timeIntervalSince1970)
             let expired = issuer.issue(userID: "alice", now: now - 3600)
             let valid = issuer.issue(userID: "alice", now: now)
-            let wrongSecret = EphemeralCredentialIssuer(sharedSecret: "not the secret", lifetime: 60, domain: "voiceengine.test").issue(userID: "alice", now: now)
+            let wrongSecret = EphemeralCredentialIssuer(
+                sharedSecret: "not the secret", lifetime: 60, domain: "voiceengine.test"
+            ).issue(userID: "alice", now: now)
             let accepted = try await SIPProbe.register("alice", grant: valid, sipPort: service.sipPort)
             let late = try await SIPProbe.register("alice", grant: expired, sipPort: service.sipPort)
             let forged = try await SIPProbe.register("alice", grant: wrongSecret, sipPort: service.sipPort)
@@ -197,7 +231,9 @@ struct ClientServiceTests {
             let accepted = await service.registrationService.accepted
             #expect(accepted >= 4, "\(accepted - 2) renewals")
             let id = try await alice.send(message: "still here", to: ["bob"])
-            #expect(await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil, "\(aliceEvents.events)")
+            #expect(
+                await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+                "\(aliceEvents.events)")
             await alice.terminate()
             await bob.terminate()
         }
@@ -222,7 +258,9 @@ struct ClientServiceTests {
             #expect(pushData == [token])
             // What bob's app does with the notification: parse it without a client, then relay it.
             let parsed = try PushPayload.parse(payload)
-            #expect(parsed.kind == .message && parsed.sender == "alice" && parsed.id == id && parsed.headers == ["X-Priority": "high"])
+            #expect(
+                parsed.kind == .message && parsed.sender == "alice" && parsed.id == id
+                    && parsed.headers == ["X-Priority": "high"])
             #expect(try parsed.servicePayload().count <= 100)
             let bob = try service.client("bob", pushData: token)
             let bobEvents = EventLog(bob)
@@ -234,13 +272,19 @@ struct ClientServiceTests {
             await carolBefore.start()
             await carolBefore.terminate()
             let toCarol = try await alice.send(message: "no push", to: ["carol"])
-            #expect(await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: toCarol, recipient: "carol") } != nil)
+            #expect(
+                await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: toCarol, recipient: "carol") } != nil
+            )
             try await Task.sleep(for: .milliseconds(300))
-            #expect(aliceEvents.events.filter { if case .shouldSendPushNotifications = $0 { true } else { false } }.count == 1)
-            let forged = RegistrationGrant(username: "9999999999:mallory", password: "AAAA", expires: 9_999_999_999, domain: "voiceengine.test")
+            #expect(
+                aliceEvents.events.filter { if case .shouldSendPushNotifications = $0 { true } else { false } }.count
+                    == 1)
+            let forged = RegistrationGrant(
+                username: "9999999999:mallory", password: "AAAA", expires: 9_999_999_999, domain: "voiceengine.test")
             let connection = RegistrationServiceConnection(host: "127.0.0.1", port: service.registrationPort)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
-                try await connection.pushData(of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged, on: service.group.next())
+                try await connection.pushData(
+                    of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged, on: service.group.next())
             }
             await alice.terminate()
             await bob.terminate()
@@ -253,7 +297,9 @@ struct ClientServiceTests {
             // T1 = 1 ms: each attempt at the dead service gives up after 64 ms (Timer F), not 1.3 s.
             var configuration = service.configuration()
             configuration.sipT1 = .milliseconds(1)
-            let alice = try VoiceClient(userID: "alice", configuration: configuration, clock: clock) { service.sign($0) }
+            let alice = try VoiceClient(userID: "alice", configuration: configuration, clock: clock) {
+                service.sign($0)
+            }
             let aliceEvents = EventLog(alice)
             await alice.start()
             #expect(await aliceEvents.first { $0 == .started } != nil)
@@ -271,11 +317,18 @@ struct ClientServiceTests {
             let deadline = ContinuousClock.now + .seconds(2)
             while failures.isEmpty, ContinuousClock.now < deadline {
                 failures = aliceEvents.events.compactMap { event in
-                    if case .messageFailed(let failedID, _, let reason, let status) = event { (failedID, reason, status) } else { nil }
+                    if case .messageFailed(let failedID, _, let reason, let status) = event {
+                        (failedID, reason, status)
+                    } else {
+                        nil
+                    }
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            guard let failure = failures.first else { Issue.record("not failed: \(aliceEvents.events)"); return }
+            guard let failure = failures.first else {
+                Issue.record("not failed: \(aliceEvents.events)")
+                return
+            }
             #expect(failure.id == id)
             #expect(failure.status == nil)
             let reason = failure.reason

@@ -19,7 +19,8 @@ func sendGreeting(
     var outcome: VoiceClientEvent?
     while outcome == nil, let event = await events.next() {
         switch event {
-        case .messageDelivered(id, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _): outcome = event
+        case .messageDelivered(id, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _):
+            outcome = event
         default: continue
         }
     }
@@ -40,10 +41,14 @@ func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) 
 }
 
 /// The client article's code compiles and works against the real service. Port 26016.
-@Suite("The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
+@Suite(
+    "The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(1)))
 struct ClientGettingStartedTests {
     @Test func articleHoldsThisFunction() throws {
-        let article = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"), encoding: .utf8)
+        let article = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
+            encoding: .utf8)
         let test = try String(contentsOfFile: #filePath, encoding: .utf8)
         let start = try #require(article.range(of: "func sendGreeting("))
         let function = article[start.lowerBound...]
@@ -52,7 +57,9 @@ struct ClientGettingStartedTests {
     }
 
     @Test func articleHoldsTheCallFunction() throws {
-        let article = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"), encoding: .utf8)
+        let article = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
+            encoding: .utf8)
         let test = try String(contentsOfFile: #filePath, encoding: .utf8)
         let start = try #require(article.range(of: "func callFriend("))
         let function = article[start.lowerBound...]
@@ -66,7 +73,9 @@ struct ClientGettingStartedTests {
             let alice = try service.client("alice"), bob = try service.client("bob")
             let bobEvents = bob.events
             Task {
-                for await event in bobEvents { if case .incomingCall(let incoming) = event { try await incoming.call.answer() } }
+                for await event in bobEvents {
+                    if case .incomingCall(let incoming) = event { try await incoming.call.answer() }
+                }
             }
             await alice.start()
             await bob.startListening()
@@ -84,12 +93,22 @@ struct ClientGettingStartedTests {
             let bobEvents = EventLog(bob)
             await bob.start()
             #expect(await bobEvents.first { $0 == .started } != nil)
-            let outcome = try await sendGreeting(from: "alice", to: "bob", configuration: service.configuration()) { service.sign($0) }
-            guard case .messageDelivered(_, "bob") = outcome else { Issue.record("\(String(describing: outcome))"); return }
+            let outcome = try await sendGreeting(from: "alice", to: "bob", configuration: service.configuration()) {
+                service.sign($0)
+            }
+            guard case .messageDelivered(_, "bob") = outcome else {
+                Issue.record("\(String(describing: outcome))")
+                return
+            }
             #expect(await bobEvents.firstMessage()?.text == "Hello!")
             // To someone offline: stored by the service.
-            let stored = try await sendGreeting(from: "alice", to: "carol", configuration: service.configuration()) { service.sign($0) }
-            guard case .messageStoredForLaterDelivery(_, "carol") = stored else { Issue.record("\(String(describing: stored))"); return }
+            let stored = try await sendGreeting(from: "alice", to: "carol", configuration: service.configuration()) {
+                service.sign($0)
+            }
+            guard case .messageStoredForLaterDelivery(_, "carol") = stored else {
+                Issue.record("\(String(describing: stored))")
+                return
+            }
             await bob.terminate()
         }
     }

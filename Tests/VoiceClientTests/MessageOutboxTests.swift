@@ -4,7 +4,8 @@ import VoiceClient
 @Suite("Message outbox: the 12-hour retry rule on a manual clock")
 struct MessageOutboxTests {
     func message(at time: MediaTime) -> OutgoingMessage {
-        OutgoingMessage(id: "m1", recipient: "bob", text: "hi", headers: [], firstAttempt: time, nextAttempt: time, attempts: 0)
+        OutgoingMessage(
+            id: "m1", recipient: "bob", text: "hi", headers: [], firstAttempt: time, nextAttempt: time, attempts: 0)
     }
 
     @Test func unsentMessageIsRetriedWithGrowingIntervalsForTwelveHoursThenFails() {
@@ -29,7 +30,10 @@ struct MessageOutboxTests {
         #expect(intervals.max() == 600)
         // The last attempt is exactly at 12 hours, and its failure is final.
         #expect(now - start == .seconds(12 * 3600))
-        guard case .failed(let reason, let status) = final else { Issue.record("no final failure: \(String(describing: final))"); return }
+        guard case .failed(let reason, let status) = final else {
+            Issue.record("no final failure: \(String(describing: final))")
+            return
+        }
         #expect(reason.contains("12 hours") && reason.contains("503"))
         #expect(status == nil)
         #expect(outbox.pending.isEmpty)
@@ -46,9 +50,11 @@ struct MessageOutboxTests {
     }
 
     @Test(arguments: [
-        (200, MessageAttemptOutcome.delivered), (202, .storedForLaterDelivery), (404, .refused(status: 404, reason: "Not Found")),
-        (403, .refused(status: 403, reason: "Not Found")), (408, .unsent(reason: "408 Not Found")), (480, .unsent(reason: "480 Not Found")),
-        (503, .unsent(reason: "503 Not Found")), (603, .refused(status: 603, reason: "Not Found")),
+        (200, MessageAttemptOutcome.delivered), (202, .storedForLaterDelivery),
+        (404, .refused(status: 404, reason: "Not Found")),
+        (403, .refused(status: 403, reason: "Not Found")), (408, .unsent(reason: "408 Not Found")),
+        (480, .unsent(reason: "480 Not Found")),
+        (503, .unsent(reason: "503 Not Found")), (603, .refused(status: 603, reason: "Not Found"))
     ])
     func finalResponsesAreClassified(status: Int, expected: MessageAttemptOutcome) {
         #expect(MessageAttemptOutcome.classify(status: status, reason: "Not Found") == expected)
@@ -57,6 +63,8 @@ struct MessageOutboxTests {
     @Test func refusedFailsAtOnceWithItsStatus() {
         var outbox = MessageOutbox()
         outbox.add(message(at: .zero))
-        #expect(outbox.record(.refused(status: 404, reason: "Not Found"), for: "m1", recipient: "bob", at: .zero) == .failed(reason: "404 Not Found", sipStatus: 404))
+        #expect(
+            outbox.record(.refused(status: 404, reason: "Not Found"), for: "m1", recipient: "bob", at: .zero)
+                == .failed(reason: "404 Not Found", sipStatus: 404))
     }
 }

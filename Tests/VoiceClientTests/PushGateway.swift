@@ -21,7 +21,11 @@ final class PushGateway: @unchecked Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard bound == 0, listen(fd, 8) == 0 else {
             Glibc.close(fd)
             throw POSIXError(.EADDRINUSE)
@@ -44,7 +48,10 @@ final class PushGateway: @unchecked Sendable {
         return nil
     }
 
-    func close() { shutdown(fd, Int32(SHUT_RDWR)); Glibc.close(fd) }
+    func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
 
     private func serve() {
         while true {
@@ -69,7 +76,8 @@ final class PushGateway: @unchecked Sendable {
             data.append(contentsOf: buffer[0..<n])
             guard let end = data.range(of: Data("\r\n\r\n".utf8)) else { continue }
             let head = String(decoding: data[..<end.lowerBound], as: UTF8.self)
-            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             let body = data[end.upperBound...]
             guard body.count >= length else { continue }

@@ -11,18 +11,22 @@ struct RegistrationTests {
     static let key = "app-key-1", secret = "app-secret"
 
     func signed(_ user: String, _ sequence: UInt64, secret: String = RegistrationTests.secret) -> RegistrationRequest {
-        RegistrationRequest(applicationKey: Self.key, userID: user, signed: .sign(userID: user, applicationKey: Self.key, sequence: sequence, applicationSecret: secret))
+        RegistrationRequest(
+            applicationKey: Self.key, userID: user,
+            signed: .sign(userID: user, applicationKey: Self.key, sequence: sequence, applicationSecret: secret))
     }
 
     @Test func signatureIsBase64OfSHA1OfTheConcatenation() {
         // Vector from Python: base64(sha1(b"alice" + b"app-key-1" + b"42" + b"app-secret")).
-        let signed = SignedRegistration.sign(userID: "alice", applicationKey: "app-key-1", sequence: 42, applicationSecret: "app-secret")
+        let signed = SignedRegistration.sign(
+            userID: "alice", applicationKey: "app-key-1", sequence: 42, applicationSecret: "app-secret")
         #expect(signed.signature == "0wAgzUMsA8D3Sqa3R1e5FJdaUYo=")
         #expect(signed.sequence == 42)
     }
 
     @Test func ephemeralPasswordIsKamailiosHMACSHA1Form() {
-        let grant = EphemeralCredentialIssuer(sharedSecret: "shared", lifetime: 600, domain: "d").issue(userID: "alice", now: 1_800_000_000 - 600)
+        let grant = EphemeralCredentialIssuer(sharedSecret: "shared", lifetime: 600, domain: "d").issue(
+            userID: "alice", now: 1_800_000_000 - 600)
         #expect(grant.username == "1800000000:alice")
         #expect(grant.password == "s/BIqd1ziFZRPl7ZIk0zCltr9FA=")  // Python: base64(hmac-sha1(b"shared", username))
         #expect(grant.isValid(at: 1_800_000_000 - 61))
@@ -32,9 +36,15 @@ struct RegistrationTests {
     @Test func verifierRefusesEachBadRequestWithItsTypedErrorAndNeverMovesTheSequence() throws {
         var verifier = RegistrationVerifier(applications: [Self.key: Self.secret])
         try verifier.verify(signed("alice", 5))
-        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 5, lastAccepted: 5)) { try verifier.verify(signed("alice", 5)) }
-        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 3, lastAccepted: 5)) { try verifier.verify(signed("alice", 3)) }
-        #expect(throws: RegistrationRefusal.forgedSignature) { try verifier.verify(signed("alice", 9, secret: "guessed")) }
+        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 5, lastAccepted: 5)) {
+            try verifier.verify(signed("alice", 5))
+        }
+        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 3, lastAccepted: 5)) {
+            try verifier.verify(signed("alice", 3))
+        }
+        #expect(throws: RegistrationRefusal.forgedSignature) {
+            try verifier.verify(signed("alice", 9, secret: "guessed"))
+        }
         var tampered = signed("alice", 10)
         tampered.sequence = 11  // signature of 10 sent with 11
         #expect(throws: RegistrationRefusal.forgedSignature) { try verifier.verify(tampered) }
@@ -52,27 +62,36 @@ struct RegistrationTests {
     }
 
     @Test func acceptedSequencesSurviveARestartOfTheService() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("registration-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "registration-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let issuer = EphemeralCredentialIssuer(sharedSecret: "s", domain: "voiceengine.test")
-        let first = try RegistrationService(applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory, unixTime: { 1000 })
+        let first = try RegistrationService(
+            applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory, unixTime: { 1000 })
         let grant = try await first.register(signed("alice", 7))
         #expect(grant.username == "\(1000 + issuer.lifetime):alice")
-        let restarted = try RegistrationService(applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory)
-        await #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 7, lastAccepted: 7)) { try await restarted.register(signed("alice", 7)) }
+        let restarted = try RegistrationService(
+            applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory)
+        await #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 7, lastAccepted: 7)) {
+            try await restarted.register(signed("alice", 7))
+        }
     }
 
     @Test func clientGetsAGrantOrTheTypedRefusalOverHTTP() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let service = try RegistrationService(
-            applications: [Self.key: Self.secret], issuer: EphemeralCredentialIssuer(sharedSecret: "s", domain: "voiceengine.test"), stateDirectory: nil)
-        let server = try await RegistrationHTTPServer.start(service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            applications: [Self.key: Self.secret],
+            issuer: EphemeralCredentialIssuer(sharedSecret: "s", domain: "voiceengine.test"), stateDirectory: nil)
+        let server = try await RegistrationHTTPServer.start(
+            service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
         let connection = RegistrationServiceConnection(host: "127.0.0.1", port: try #require(server.port))
         let grant = try await connection.register(signed("alice", 1), on: group.next())
         #expect(grant.username.hasSuffix(":alice"))
         #expect(grant.domain == "voiceengine.test")
-        await #expect(throws: VoiceClientError.registrationRefused(.sequenceNotIncreasing(received: 1, lastAccepted: 1))) {
+        await #expect(
+            throws: VoiceClientError.registrationRefused(.sequenceNotIncreasing(received: 1, lastAccepted: 1))
+        ) {
             try await connection.register(signed("alice", 1), on: group.next())
         }
         await #expect(throws: VoiceClientError.registrationRefused(.forgedSignature)) {
@@ -82,7 +101,9 @@ struct RegistrationTests {
         #expect(await service.refused == 2)
         try await server.close()
         // Nobody listening: unavailable, not a refusal.
-        await #expect(throws: VoiceClientError.self) { try await connection.register(signed("alice", 3), on: group.next()) }
+        await #expect(throws: VoiceClientError.self) {
+            try await connection.register(signed("alice", 3), on: group.next())
+        }
         try await group.shutdownGracefully()
     }
 }
@@ -107,7 +128,10 @@ struct ClientRuleTests {
     /// Every one of 2 000 random strings is accepted exactly when each scalar is 0x20…0x7E and there are 1…40.
     @Test func randomStringsFollowTheRule() {
         var seed: UInt64 = 0x19
-        func next() -> UInt64 { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return seed >> 33 }
+        func next() -> UInt64 {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return seed >> 33
+        }
         for _ in 0..<2000 {
             let length = Int(next() % 45)
             let scalars = (0..<length).map { _ -> Unicode.Scalar in
@@ -125,7 +149,9 @@ struct ClientRuleTests {
     @Test func clientRefusesABadUserIDBeforeAnyTraffic() {
         // No service runs at all: the error can only come from the check in init.
         #expect(throws: VoiceClientError.invalidUserID("ålice", reason: "character U+E5 is not printable ASCII")) {
-            _ = try VoiceClient(userID: "ålice", configuration: VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1")) { _ in
+            _ = try VoiceClient(
+                userID: "ålice", configuration: VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1")
+            ) { _ in
                 Issue.record("the app was asked to sign for an invalid user ID")
                 return SignedRegistration(sequence: 0, signature: "")
             }
@@ -139,14 +165,18 @@ struct ClientRuleTests {
         #expect(throws: VoiceClientError.self) { try CustomHeaders.validate(["x-a b": "space in name"]) }
         #expect(throws: VoiceClientError.self) { try CustomHeaders.validate(["x-a": "line\r\nbreak"]) }
         #expect(try CustomHeaders.validate(["x-a": String(repeating: "v", count: 1021)]).count == 1)  // 3 + 1021 = 1024
-        #expect(throws: VoiceClientError.self) { try CustomHeaders.validate(["x-a": String(repeating: "v", count: 1022)]) }
+        #expect(throws: VoiceClientError.self) {
+            try CustomHeaders.validate(["x-a": String(repeating: "v", count: 1022)])
+        }
     }
 }
 
 @Suite("Push payload helper and push data")
 struct PushPayloadTests {
     @Test func payloadRoundTripsWithinTheLimitsAndTellsATimedOutCall() throws {
-        let payload = PushPayload(kind: .call, sender: "alice", id: "3f1c2b9e-8d2a-4a7e-9a51-2c4e5f6a7b8c", sentAt: 1_800_000_000, headers: ["X-Room": "blue"])
+        let payload = PushPayload(
+            kind: .call, sender: "alice", id: "3f1c2b9e-8d2a-4a7e-9a51-2c4e5f6a7b8c", sentAt: 1_800_000_000,
+            headers: ["X-Room": "blue"])
         let service = try payload.servicePayload()
         #expect(service.count <= 100, "\(service.count) bytes")
         let parsed = try PushPayload.parse(try payload.encoded())
@@ -159,10 +189,13 @@ struct PushPayloadTests {
     }
 
     @Test(arguments: [
-        "", "{}", "[1]", "null", "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{\"Subject\":\"no\"}}",
-        "{\"k\":\"z\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}", "{\"k\":\"c\",\"f\":\"\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}",
-        "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"\",\"t\":1,\"x\":false,\"h\":{}}", "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":-1,\"x\":false,\"h\":{}}",
-        "\u{FF}\u{FE}",
+        "", "{}", "[1]", "null",
+        "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{\"Subject\":\"no\"}}",
+        "{\"k\":\"z\",\"f\":\"alice\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}",
+        "{\"k\":\"c\",\"f\":\"\",\"i\":\"1\",\"t\":1,\"x\":false,\"h\":{}}",
+        "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"\",\"t\":1,\"x\":false,\"h\":{}}",
+        "{\"k\":\"c\",\"f\":\"alice\",\"i\":\"1\",\"t\":-1,\"x\":false,\"h\":{}}",
+        "\u{FF}\u{FE}"
     ])
     func malformedPayloadsAreRejectedWithAReason(text: String) {
         #expect(throws: VoiceClientError.self) { try PushPayload.parse(Data(text.utf8)) }
@@ -184,9 +217,12 @@ struct PushPayloadTests {
     }
 
     @Test func pushDataAbove1024BytesIsRejectedByTheClientBeforeAnyTraffic() {
-        let configuration = VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1", pushData: Data(count: 1025))
+        let configuration = VoiceClientConfiguration(
+            applicationKey: "k", serviceHost: "127.0.0.1", pushData: Data(count: 1025))
         #expect(throws: VoiceClientError.invalidPushData("push data is 1025 bytes, at most 1024 allowed")) {
-            _ = try VoiceClient(userID: "alice", configuration: configuration) { _ in SignedRegistration(sequence: 1, signature: "") }
+            _ = try VoiceClient(userID: "alice", configuration: configuration) { _ in
+                SignedRegistration(sequence: 1, signature: "")
+            }
         }
     }
 }

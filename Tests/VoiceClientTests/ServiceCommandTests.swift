@@ -6,7 +6,8 @@ import VoiceTestSupport
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
 /// runs `voice-engine registration-service` beside Kamailio with a state directory of its own). Ports 26010–26011.
 @Suite(
-    "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags,
+    .serialized, .timeLimit(.minutes(2)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct ServiceCommandTests {
     func run(_ arguments: [String], in directory: URL) async throws -> (status: Int32?, output: String) {
@@ -24,21 +25,45 @@ struct ServiceCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let secret = directory.appendingPathComponent("secret")
         try "app-secret\n".write(to: secret, atomically: true, encoding: .utf8)
-        let plain = try await run(["sign-registration", "--user", "alice", "--application-key", "app-key-1", "--sequence", "42", "--secret-file", secret.path], in: directory)
+        let plain = try await run(
+            [
+                "sign-registration", "--user", "alice", "--application-key", "app-key-1", "--sequence", "42",
+                "--secret-file", secret.path
+            ], in: directory)
         #expect(plain.status == 0, "\(plain.output)")
         #expect(plain.output == "0wAgzUMsA8D3Sqa3R1e5FJdaUYo=\n")  // the Python vector of RegistrationTests
-        let json = try await run(["sign-registration", "--user", "alice", "--application-key", "app-key-1", "--sequence", "42", "--secret-file", secret.path, "--json"], in: directory)
+        let json = try await run(
+            [
+                "sign-registration", "--user", "alice", "--application-key", "app-key-1", "--sequence", "42",
+                "--secret-file", secret.path, "--json"
+            ], in: directory)
         #expect(json.output == "{\"sequence\":42,\"signature\":\"0wAgzUMsA8D3Sqa3R1e5FJdaUYo=\"}\n")
-        let badUser = try await run(["sign-registration", "--user", "ålice", "--application-key", "k", "--sequence", "1", "--secret-file", secret.path], in: directory)
+        let badUser = try await run(
+            [
+                "sign-registration", "--user", "ålice", "--application-key", "k", "--sequence", "1", "--secret-file",
+                secret.path
+            ], in: directory)
         #expect(badUser.status == 64)
         #expect(badUser.output.contains("printable ASCII"))
         try "  \n".write(to: secret, atomically: true, encoding: .utf8)
-        let empty = try await run(["sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file", secret.path], in: directory)
+        let empty = try await run(
+            [
+                "sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file",
+                secret.path
+            ], in: directory)
         #expect(empty.status == 65, "\(empty.output)")
-        let missing = try await run(["sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file", "/nonexistent/secret"], in: directory)
+        let missing = try await run(
+            [
+                "sign-registration", "--user", "alice", "--application-key", "k", "--sequence", "1", "--secret-file",
+                "/nonexistent/secret"
+            ], in: directory)
         #expect(missing.status == 65, "\(missing.output)")
         #expect(missing.output.contains("/nonexistent/secret"))
-        let notJSON = try await run(["registration-service", "--applications", secret.path, "--state", directory.path, "--shared-secret-file", secret.path], in: directory)
+        let notJSON = try await run(
+            [
+                "registration-service", "--applications", secret.path, "--state", directory.path,
+                "--shared-secret-file", secret.path
+            ], in: directory)
         #expect(notJSON.status == 65, "\(notJSON.output)")
     }
 
@@ -50,15 +75,27 @@ struct ServiceCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = directory.appendingPathComponent("state")
         let (sipPort, httpPort) = (26010, 26011)
-        if await waitUntilUDPBound(sipPort, timeout: .zero) { Issue.record("127.0.0.1:\(sipPort) is in use"); return }
+        if await waitUntilUDPBound(sipPort, timeout: .zero) {
+            Issue.record("127.0.0.1:\(sipPort) is in use")
+            return
+        }
         let service = try ChildProcessGroup(
-            "/bin/sh", [repositoryRoot.appendingPathComponent("Services/run-service.sh").path, state.path, "\(sipPort)", "\(httpPort)", binary.path],
+            "/bin/sh",
+            [
+                repositoryRoot.appendingPathComponent("Services/run-service.sh").path, state.path, "\(sipPort)",
+                "\(httpPort)", binary.path
+            ],
             log: directory.appendingPathComponent("service.log"))
         defer { service.stop() }
-        guard await waitUntilUDPBound(sipPort) else { Issue.record("the service did not start:\n\(service.logTail)"); return }
+        guard await waitUntilUDPBound(sipPort) else {
+            Issue.record("the service did not start:\n\(service.logTail)")
+            return
+        }
         // The script created the state directory: applications, shared secret, msilo database.
         for file in ["applications.json", "shared-secret", "msilo.sqlite"] {
-            #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent(file).path), "\(file) missing:\n\(service.logTail)")
+            #expect(
+                FileManager.default.fileExists(atPath: state.appendingPathComponent(file).path),
+                "\(file) missing:\n\(service.logTail)")
         }
         // The app's server signs with the tool (sequence from the clock, as a server would keep it increasing).
         let secretFile = directory.appendingPathComponent("app-secret")
@@ -66,12 +103,16 @@ struct ServiceCommandTests {
         var signatures: [String: SignedRegistration] = [:]
         for (index, user) in ["alice", "bob"].enumerated() {
             let sequence = 1000 + index
-            let signed = try await run(["sign-registration", "--user", user, "--application-key", "demo-application-key",
-                "--sequence", "\(sequence)", "--secret-file", secretFile.path, "--json"], in: directory)
+            let signed = try await run(
+                [
+                    "sign-registration", "--user", user, "--application-key", "demo-application-key",
+                    "--sequence", "\(sequence)", "--secret-file", secretFile.path, "--json"
+                ], in: directory)
             signatures[user] = try JSONDecoder().decode(SignedRegistration.self, from: Data(signed.output.utf8))
         }
         let configuration = VoiceClientConfiguration(
-            applicationKey: "demo-application-key", serviceHost: "127.0.0.1", sipPort: sipPort, registrationPort: httpPort,
+            applicationKey: "demo-application-key", serviceHost: "127.0.0.1", sipPort: sipPort,
+            registrationPort: httpPort,
             registrationExpires: 60, sipT1: .milliseconds(20))
         let known = signatures
         let alice = try VoiceClient(userID: "alice", configuration: configuration) { known[$0]! }
@@ -90,12 +131,15 @@ struct ServiceCommandTests {
         #expect(bobEvents.events.contains(.started), "\(bobEvents.events)\n\(service.logTail)")
         #expect(aliceEvents.events.contains(.started), "\(aliceEvents.events)\n\(service.logTail)")
         let id = try await alice.send(message: "through make service", to: ["bob"])
-        #expect(await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil, "\(aliceEvents.events)")
+        #expect(
+            await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+            "\(aliceEvents.events)")
         #expect(await bobEvents.firstMessage()?.text == "through make service")
         await alice.terminate()
         await bob.terminate()
         // The accepted sequences are in the service's state directory.
-        let sequences = try JSONDecoder().decode([String: UInt64].self, from: Data(contentsOf: state.appendingPathComponent("sequences.json")))
+        let sequences = try JSONDecoder().decode(
+            [String: UInt64].self, from: Data(contentsOf: state.appendingPathComponent("sequences.json")))
         #expect(sequences.values.sorted() == [1000, 1001])
     }
 }
@@ -113,19 +157,26 @@ struct PhoneCommandTests {
             let secret = service.directory.appendingPathComponent("secret")
             try ServiceHarness.applicationSecret.write(to: secret, atomically: true, encoding: .utf8)
             let commands = service.directory.appendingPathComponent("commands")
-            try "wait 4\ncall alice X-From=phone\nwait 2\nhangup\nwait 1\nstatus\nquit\n".write(to: commands, atomically: true, encoding: .utf8)
+            try "wait 4\ncall alice X-From=phone\nwait 2\nhangup\nwait 1\nstatus\nquit\n".write(
+                to: commands, atomically: true, encoding: .utf8)
             let alice = try service.client("alice")
             let aliceEvents = alice.events
             Task {
-                for await event in aliceEvents { if case .incomingCall(let incoming) = event { try await incoming.call.answer() } }
+                for await event in aliceEvents {
+                    if case .incomingCall(let incoming) = event { try await incoming.call.answer() }
+                }
             }
             await alice.start()
             let log = service.directory.appendingPathComponent("phone.log")
-            let phone = try ChildProcessGroup(binary.path, [
-                "phone", "--user", "bob", "--server", "127.0.0.1", "--sip-port", "\(service.sipPort)",
-                "--registration-port", "\(service.registrationPort)", "--application-key", ServiceHarness.applicationKey,
-                "--secret-file", secret.path, "--mic", "null", "--speaker", "null", "--rate", "16000", "--auto-answer", "0.2",
-            ], log: log, stdin: commands)
+            let phone = try ChildProcessGroup(
+                binary.path,
+                [
+                    "phone", "--user", "bob", "--server", "127.0.0.1", "--sip-port", "\(service.sipPort)",
+                    "--registration-port", "\(service.registrationPort)", "--application-key",
+                    ServiceHarness.applicationKey,
+                    "--secret-file", secret.path, "--mic", "null", "--speaker", "null", "--rate", "16000",
+                    "--auto-answer", "0.2"
+                ], log: log, stdin: commands)
             defer { phone.stop() }
             // The phone registers; alice calls it and hangs up once it answered.
             var call: Call?
@@ -141,7 +192,7 @@ struct PhoneCommandTests {
             let output = try String(contentsOf: log, encoding: .utf8)
             for line in [
                 "event: started", "event: incoming call from alice", "call 1: established", "call 1: ended (hungUp",
-                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (hungUp", "event: stopped",
+                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (hungUp", "event: stopped"
             ] {
                 #expect(output.contains(line), "'\(line)' missing from the phone's output:\n\(output)")
             }

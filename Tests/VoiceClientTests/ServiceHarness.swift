@@ -9,18 +9,26 @@ import VoiceTestSupport
 
 let kamailioExecutable = "/usr/sbin/kamailio"
 let sqliteExecutable = "/usr/bin/sqlite3"
-let msiloSchema = ["/usr/share/kamailio/db_sqlite/standard-create.sql", "/usr/share/kamailio/db_sqlite/msilo-create.sql"]
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let msiloSchema = [
+    "/usr/share/kamailio/db_sqlite/standard-create.sql", "/usr/share/kamailio/db_sqlite/msilo-create.sql"
+]
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// Why the service cannot run here, or nil when Kamailio, its modules and sqlite3 are installed.
 let serviceUnavailableReason: String? = {
     let fm = FileManager.default
-    if !fm.isExecutableFile(atPath: kamailioExecutable) { return "kamailio is not installed (make test-deps installs it)" }
-    for module in ["auth_ephemeral", "msilo", "db_sqlite"] where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
-        return "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules)"
+    if !fm.isExecutableFile(atPath: kamailioExecutable) {
+        return "kamailio is not installed (make test-deps installs it)"
+    }
+    for module in ["auth_ephemeral", "msilo", "db_sqlite"]
+    where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
+        return
+            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules)"
     }
     if !fm.isExecutableFile(atPath: sqliteExecutable) || msiloSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
-        return "sqlite3 or Kamailio's sqlite schema is missing (make test-deps installs sqlite3 and kamailio-sqlite-modules)"
+        return
+            "sqlite3 or Kamailio's sqlite schema is missing (make test-deps installs sqlite3 and kamailio-sqlite-modules)"
     }
     return nil
 }()
@@ -55,7 +63,8 @@ final class ServiceHarness: @unchecked Sendable {
         self.sipPort = sipPort
         registrationService = try RegistrationService(
             applications: [Self.applicationKey: Self.applicationSecret],
-            issuer: EphemeralCredentialIssuer(sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"),
+            issuer: EphemeralCredentialIssuer(
+                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"),
             stateDirectory: directory)
     }
 
@@ -63,12 +72,15 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
-        http = try await RegistrationHTTPServer.start(registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        http = try await RegistrationHTTPServer.start(
+            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
         let database = directory.appendingPathComponent("msilo.sqlite")
         if !FileManager.default.fileExists(atPath: database.path) {
             let schema = directory.appendingPathComponent("schema.sql")
-            try msiloSchema.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n").write(to: schema, atomically: true, encoding: .utf8)
-            let sqlite = try ChildProcessGroup(sqliteExecutable, [database.path], log: directory.appendingPathComponent("sqlite.log"), stdin: schema)
+            try msiloSchema.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n").write(
+                to: schema, atomically: true, encoding: .utf8)
+            let sqlite = try ChildProcessGroup(
+                sqliteExecutable, [database.path], log: directory.appendingPathComponent("sqlite.log"), stdin: schema)
             let status = await sqlite.wait(timeout: .seconds(10))
             #expect(status == 0, "sqlite3 could not create the msilo database: \(sqlite.logTail)")
         }
@@ -80,16 +92,21 @@ final class ServiceHarness: @unchecked Sendable {
         let database = directory.appendingPathComponent("msilo.sqlite")
         // Something already on the port would answer in Kamailio's place with another secret.
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
-            throw VoiceClientError.network("127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
+            throw VoiceClientError.network(
+                "127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
         }
-        let push = (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
+        let push =
+            (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
             + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
-        let process = try ChildProcessGroup(kamailioExecutable, push + [
-            "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
-            "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
-            "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A", "CONFERENCE=\"\(conferenceServer)\"",
-            "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
-        ], log: directory.appendingPathComponent("kamailio.log"))
+        let process = try ChildProcessGroup(
+            kamailioExecutable,
+            push + [
+                "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
+                "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
+                "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
+                "CONFERENCE=\"\(conferenceServer)\"",
+                "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
+            ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
         guard await waitUntilUDPBound(sipPort) else {
             let tail = process.logTail
@@ -105,21 +122,31 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// What the app's server does: signs with the application secret and the next sequence.
     func sign(_ userID: String) -> SignedRegistration {
-        let next = lock.withLock { sequence += 1; return sequence }
-        return SignedRegistration.sign(userID: userID, applicationKey: Self.applicationKey, sequence: next, applicationSecret: Self.applicationSecret)
+        let next = lock.withLock {
+            sequence += 1
+            return sequence
+        }
+        return SignedRegistration.sign(
+            userID: userID, applicationKey: Self.applicationKey, sequence: next,
+            applicationSecret: Self.applicationSecret)
     }
 
     func configuration(pushData: Data? = nil) -> VoiceClientConfiguration {
         VoiceClientConfiguration(
-            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", sipPort: sipPort, registrationPort: registrationPort,
+            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", sipPort: sipPort,
+            registrationPort: registrationPort,
             registrationExpires: 60, pushData: pushData,
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
-    func client(_ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil, audio: CallAudioDevices? = nil) throws -> VoiceClient {
+    func client(
+        _ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil,
+        audio: CallAudioDevices? = nil
+    ) throws -> VoiceClient {
         var configuration = configuration(pushData: pushData)
         // Calls in tests run on null devices unless a test gives files (no sound card needed).
-        configuration.audio = audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+        configuration.audio =
+            audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
         return try VoiceClient(userID: userID, configuration: configuration, clock: clock) { [self] id in sign(id) }
     }
 
@@ -157,7 +184,9 @@ func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bo
     let needle = String(format: "0100007F:%04X", port)
     let deadline = ContinuousClock.now + timeout
     repeat {
-        if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) { return true }
+        if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) {
+            return true
+        }
         try? await Task.sleep(for: .milliseconds(20))
     } while ContinuousClock.now < deadline
     return false
@@ -176,7 +205,9 @@ final class EventLog: @unchecked Sendable {
     var events: [VoiceClientEvent] { lock.withLock { received } }
 
     /// The messages received so far.
-    var messages: [IncomingMessage] { events.compactMap { if case .messageReceived(let message) = $0 { message } else { nil } } }
+    var messages: [IncomingMessage] {
+        events.compactMap { if case .messageReceived(let message) = $0 { message } else { nil } }
+    }
 
     /// The first message received, waiting up to `timeout` for one.
     func firstMessage(timeout: Duration = .seconds(10)) async -> IncomingMessage? {
@@ -186,7 +217,9 @@ final class EventLog: @unchecked Sendable {
     }
 
     /// The first event matching `predicate`, waiting up to `timeout` for it.
-    func first(timeout: Duration = .seconds(10), where predicate: @Sendable (VoiceClientEvent) -> Bool) async -> VoiceClientEvent? {
+    func first(timeout: Duration = .seconds(10), where predicate: @Sendable (VoiceClientEvent) -> Bool) async
+        -> VoiceClientEvent?
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let event = events.first(where: predicate) { return event }
@@ -210,14 +243,19 @@ enum SIPProbe {
         }
     }
 
-    private static func register(_ user: String, grant: RegistrationGrant, sipPort: Int, on loop: any EventLoop) async throws -> Int {
+    private static func register(_ user: String, grant: RegistrationGrant, sipPort: Int, on loop: any EventLoop)
+        async throws -> Int
+    {
         let timers = SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200))
         let endpoint = try await SIPEndpoint.start(
-            on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(timers: timers))
-        let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: grant.username, password: grant.password))
+            on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+            configuration: SIPEndpointConfiguration(timers: timers))
+        let sender = SIPRequestSender(
+            endpoint: endpoint, credentials: SIPStaticCredentials(username: grant.username, password: grant.password))
         let registration = SIPRegistration(
             configuration: SIPRegistrationConfiguration(
-                addressOfRecord: SIPURI(user: user, host: grant.domain), server: SIPPeer(.udp, try SocketAddress(ipAddress: "127.0.0.1", port: sipPort)),
+                addressOfRecord: SIPURI(user: user, host: grant.domain),
+                server: SIPPeer(.udp, try SocketAddress(ipAddress: "127.0.0.1", port: sipPort)),
                 expires: 30),
             sender: sender)
         let result = try await registration.register()

@@ -19,7 +19,7 @@ import VoiceCodec
         .init(field: "complexity", configuration: .init(complexity: -1)),
         .init(field: "complexity", configuration: .init(complexity: 11)),
         .init(field: "expectedLossPercent", configuration: .init(expectedLossPercent: 101)),
-        .init(field: "expectedLossPercent", configuration: .init(expectedLossPercent: -5)),
+        .init(field: "expectedLossPercent", configuration: .init(expectedLossPercent: -5))
     ]
 
     @Test(arguments: invalidConfigurations)
@@ -44,7 +44,7 @@ import VoiceCodec
         [0x03, 0x00],  // code 3 with zero frames
         [0x01, 0x01],  // code 1 (two equal frames) with an odd payload
         [0xFF, 0xFF, 0xFF, 0xFF],  // code 3, 63 frames of 20 ms: longer than 120 ms
-        [0x0B, 0xFF, 0xFF, 0xFF],  // code 3 VBR with frame lengths past the end
+        [0x0B, 0xFF, 0xFF, 0xFF]  // code 3 VBR with frame lengths past the end
     ])
     func corruptPacketThrowsInvalidPacketAndDecoderCarriesOn(_ garbage: [UInt8]) throws {
         let decoder = try OpusDecoder(sampleRate: 48_000, channels: 1)
@@ -98,7 +98,7 @@ import VoiceCodec
     @Test func errorKindsMapFromLibopusCodes() {
         let expected: [(Int32, OpusError.Kind)] = [
             (-1, .badArgument), (-2, .bufferTooSmall), (-3, .internalError), (-4, .invalidPacket),
-            (-5, .unimplemented), (-6, .invalidState), (-7, .allocFail), (-42, .unknown(-42)),
+            (-5, .unimplemented), (-6, .invalidState), (-7, .allocFail), (-42, .unknown(-42))
         ]
         for (code, kind) in expected {
             let error = OpusError(code: code, call: "opus_test")

@@ -46,7 +46,8 @@ import VoiceTestSupport
             #expect(try clean.decode(packet, into: &pcm) == Self.frame)
             cleanOut += pcm
             if lost.contains(index) {
-                #expect(try withFEC.decodeFEC(from: packets[index + 1], frameSamples: Self.frame, into: &pcm) == Self.frame)
+                #expect(
+                    try withFEC.decodeFEC(from: packets[index + 1], frameSamples: Self.frame, into: &pcm) == Self.frame)
                 fecOut += pcm
                 #expect(try withPLC.conceal(frameSamples: Self.frame, into: &pcm) == Self.frame)
                 plcOut += pcm
@@ -125,9 +126,13 @@ import VoiceTestSupport
         for rate in [8_000, 12_000, 16_000, 24_000, 48_000] {
             for packet in packets {
                 packet.withUnsafeBufferPointer { b in
-                    let separate = (try? OpusPacket.samplesPerChannel(in: b, sampleRate: rate)).map { ($0, OpusPacket.hasFEC(b)) }
+                    let separate = (try? OpusPacket.samplesPerChannel(in: b, sampleRate: rate)).map {
+                        ($0, OpusPacket.hasFEC(b))
+                    }
                     let combined = OpusPacket.durationAndFEC(of: b, sampleRate: rate)
-                    #expect(combined?.samples == separate?.0 && combined?.hasFEC == separate?.1, "packet \(Array(b.prefix(4)))")
+                    #expect(
+                        combined?.samples == separate?.0 && combined?.hasFEC == separate?.1,
+                        "packet \(Array(b.prefix(4)))")
                     if combined != nil { parsed += 1 }
                     if combined?.hasFEC == true { withFEC += 1 }
                 }

@@ -33,9 +33,10 @@ import VoiceCodec
                 #expect(bytes > 2 && bytes <= OpusEncoder.maxPacketBytes)
                 #expect(packet.count == OpusEncoder.maxPacketBytes, "encode must not resize the caller's buffer")
                 let payload = Array(packet[0..<bytes])
-                #expect(try payload.withUnsafeBufferPointer {
-                    try OpusPacket.samplesPerChannel(in: $0, sampleRate: sampleRate)
-                } == frame)
+                #expect(
+                    try payload.withUnsafeBufferPointer {
+                        try OpusPacket.samplesPerChannel(in: $0, sampleRate: sampleRate)
+                    } == frame)
                 let samples = try decoder.decode(payload, into: &pcm)
                 #expect(samples == frame)
                 #expect(try decoder.finalRange == encoder.finalRange, "decoder and encoder range coders disagree")

@@ -23,9 +23,12 @@ struct ConferenceBadInviteTests {
         ("unreadable SDP", "v=0\r\nthis is not a session description\r\n", "application/sdp", "SDP"),
         ("no SDP", "", nil, "SDP"),
         ("no audio", sdp("m=video 28790 RTP/SAVP 96\r\na=rtpmap:96 VP8/90000\r\n"), "application/sdp", ""),
-        ("no Opus", sdp("m=audio 28790 RTP/SAVP 0\r\na=rtpmap:0 PCMU/8000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 \(key)\r\n"),
-         "application/sdp", ""),
-        ("plain RTP", sdp("m=audio 28790 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n"), "application/sdp", ""),
+        (
+            "no Opus",
+            sdp("m=audio 28790 RTP/SAVP 0\r\na=rtpmap:0 PCMU/8000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 \(key)\r\n"),
+            "application/sdp", ""
+        ),
+        ("plain RTP", sdp("m=audio 28790 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n"), "application/sdp", "")
     ]
 
     @Test func refusedWithAReasonAndTheServerKeepsServing() async throws {
@@ -57,7 +60,9 @@ struct ConferenceBadInviteTests {
             // Still serving, with both media ports free again.
             for _ in 0..<2 {
                 let call = try await caller.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_792))
-                guard case .success = await outcome(of: call) else { throw SIPCallError("a good INVITE was refused after the bad ones") }
+                guard case .success = await outcome(of: call) else {
+                    throw SIPCallError("a good INVITE was refused after the bad ones")
+                }
                 #expect(await eventually { server.roomOccupancy() == ["bad": 1] })
                 await call.hangUp()
                 #expect(await eventually { server.roomOccupancy().isEmpty })

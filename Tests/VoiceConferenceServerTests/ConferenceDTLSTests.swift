@@ -16,7 +16,9 @@ import VoiceWebRTC
 /// engine's `LiveCall`. Talkers as in ``ConferenceCallTests``: real speech from ../shared when present, else the
 /// repository's speech-like vectors. Server in process, SIP on an ephemeral port, media 28300–28329 and
 /// 28340–28349, baresip's SIP on 28330.
-@Suite("DTLS-SRTP participants in a conference room", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "DTLS-SRTP participants in a conference room", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)))
 struct ConferenceDTLSTests {
     static let seconds = 8.0
     static let format = AudioFormat(sampleRate: 16_000, channels: 1)
@@ -55,7 +57,9 @@ struct ConferenceDTLSTests {
             address: "127.0.0.1", port: Int(transport.localEndpoint.port),
             dtlsFingerprint: (announced ?? certificate).fingerprint.sdpValue)
         let call = try await agent.call(room, offering: offer)
-        guard case .success(let negotiated) = await outcome(of: call) else { throw SIPCallError("\(name) could not join") }
+        guard case .success(let negotiated) = await outcome(of: call) else {
+            throw SIPCallError("\(name) could not join")
+        }
         let dtls = try #require(negotiated.dtls, "the room's answer is not DTLS-SRTP")
         #expect(dtls.isClient, "the room should answer a=setup:passive to our actpass")
         #expect(negotiated.srtp == nil, "a DTLS-SRTP answer must not carry SDES keys")
@@ -81,19 +85,28 @@ struct ConferenceDTLSTests {
     @Test(.enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
     func baresipOverDTLSSRTPAndAnSDESEngineHearEachOther() async throws {
         let directory = try makeTemporaryDirectory("conference-dtls-baresip")
-        defer { if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil { try? FileManager.default.removeItem(at: directory) } }
+        defer {
+            if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
         let mics = try Self.microphones(in: directory)
-        print("talkers: \(ConferenceCallTests.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")")
+        print(
+            "talkers: \(ConferenceCallTests.usesRealSpeech ? "real speech from ../shared" : "the repository's speech-like signals")"
+        )
         let baresipDirectory = directory.appendingPathComponent("baresip")
         // baresip dials, gets our fingerprint and setup:passive, sends its ClientHello to the room's port.
         let room = try await ConferenceRTCPTests.baresipAndEngineInRoom(
-            "dtls", rtpPorts: 28_300...28_319, baresipPort: 28_330, mediaEncryption: "dtls_srtp", microphones: mics.paths,
+            "dtls", rtpPorts: 28_300...28_319, baresipPort: 28_330, mediaEncryption: "dtls_srtp",
+            microphones: mics.paths,
             seconds: Self.seconds, directory: directory)
         let (baresipLeg, engineLeg, result) = (room.baresipLeg, room.engineLeg, room.engine)
         #expect(baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true, "baresip's leg: \(baresipLeg.keying ?? "-")")
         #expect(engineLeg.keying?.hasPrefix("SDES-SRTP") == true, "the engine's leg: \(engineLeg.keying ?? "-")")
         #expect(baresipLeg.failure == nil && baresipLeg.dropped == 0, "baresip's leg: \(baresipLeg)")
-        #expect(baresipLeg.packetsReceived > Int(Self.seconds * 40), "the room received \(baresipLeg.packetsReceived) packets from baresip")
+        #expect(
+            baresipLeg.packetsReceived > Int(Self.seconds * 40),
+            "the room received \(baresipLeg.packetsReceived) packets from baresip")
         #expect(result.report.drops.counts.authenticationFailed == 0)
 
         let engineHeard = try Self.recorded(room.engineSpeaker)
@@ -103,17 +116,27 @@ struct ConferenceDTLSTests {
         let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
         let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
         let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
-        print("baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)")
+        print(
+            "baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)"
+        )
         // Measured under load 18–24 (other builds beside it): 0.83–0.96 into the engine, 0.95–0.96 into baresip,
         // the control 0.09–0.15 (real speech and the speech-like talkers alike).
-        #expect(toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))")
-        #expect(toBaresip > 0.5 && toBaresip > control + 0.2, "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
+        #expect(
+            toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))"
+        )
+        #expect(
+            toBaresip > 0.5 && toBaresip > control + 0.2,
+            "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
         #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
     }
 
     @Test func engineDTLSClientIsMixedAndAWrongCertificateIsRemovedWithItsReason() async throws {
         let directory = try makeTemporaryDirectory("conference-dtls-engine")
-        defer { if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil { try? FileManager.default.removeItem(at: directory) } }
+        defer {
+            if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
         let mics = try Self.microphones(in: directory)
         try await withEventLoop { loop in
             let (server, port) = try await startLoopbackServer(rtpPorts: 28_320...28_329, on: loop)
@@ -124,11 +147,13 @@ struct ConferenceDTLSTests {
             let (aliceCall, aliceMedia) = try await ConferenceRekeyTests.join(
                 room, from: alice, microphone: mics.paths[0], directory: directory, name: "alice")
             let (bobCall, bobOutcome, _, _) = try await Self.joinWithDTLS(
-                room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory, name: "bob")
+                room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory,
+                name: "bob")
             let bobMedia = try bobOutcome.get()
             // mallory announces one certificate's fingerprint and presents another in the handshake.
             let (malloryCall, malloryOutcome, _, _) = try await Self.joinWithDTLS(
-                room, from: mallory, certificate: try DTLSCertificate(), announced: try DTLSCertificate(), microphone: mics.paths[1],
+                room, from: mallory, certificate: try DTLSCertificate(), announced: try DTLSCertificate(),
+                microphone: mics.paths[1],
                 directory: directory, name: "mallory")
             guard case .failure(let malloryError) = malloryOutcome else {
                 Issue.record("the room accepted a certificate that does not match the offered fingerprint")
@@ -148,8 +173,11 @@ struct ConferenceDTLSTests {
             print("mallory's handshake: \(malloryError); its call: \(malloryEnd)")
 
             let bobLeg = try #require(report.participants.first { $0.name.contains("bob") })
-            let malloryLeg = try #require(report.participants.first { $0.name.contains("mallory") }, "mallory is not in the report")
-            #expect(bobLeg.keying?.hasPrefix("DTLS-SRTP") == true && bobLeg.failure == nil && bobLeg.dropped == 0, "\(bobLeg)")
+            let malloryLeg = try #require(
+                report.participants.first { $0.name.contains("mallory") }, "mallory is not in the report")
+            #expect(
+                bobLeg.keying?.hasPrefix("DTLS-SRTP") == true && bobLeg.failure == nil && bobLeg.dropped == 0,
+                "\(bobLeg)")
             #expect(bobLeg.packetsReceived > Int((Self.seconds - 2) * 40))
             #expect(bobResult.report.drops.counts.authenticationFailed == 0)
             // The room checked mallory's certificate against the offered fingerprint and refused it.
@@ -166,7 +194,9 @@ struct ConferenceDTLSTests {
             let toAlice = SpeechMatch.median(sent: mics.speech[1], heard: aliceHeard)
             let toBob = SpeechMatch.median(sent: mics.speech[0], heard: bobHeard)
             let control = SpeechMatch.median(sent: mics.unrelated, heard: aliceHeard)
-            print("bob (engine DTLS-SRTP) → room → alice (SDES): \(toAlice); alice → room → bob: \(toBob); control \(control)")
+            print(
+                "bob (engine DTLS-SRTP) → room → alice (SDES): \(toAlice); alice → room → bob: \(toBob); control \(control)"
+            )
             #expect(toAlice > 0.5 && toAlice > control + 0.2, "alice did not hear bob (\(toAlice))")
             #expect(toBob > 0.5 && toBob > control + 0.2, "bob did not hear alice (\(toBob))")
         }
@@ -179,7 +209,11 @@ struct ConferenceDTLSTests {
     /// mid-call: refused with 488 and the reason, the call and its keys stay as they were.
     @Test func dtlsParticipantMutesKeepingItsAssociationAndANewFingerprintIsRefused() async throws {
         let directory = try makeTemporaryDirectory("conference-dtls-reinvite")
-        defer { if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil { try? FileManager.default.removeItem(at: directory) } }
+        defer {
+            if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
         let mics = try Self.microphones(in: directory)
         try await withEventLoop { loop in
             let (server, port) = try await startLoopbackServer(rtpPorts: 28_340...28_349, on: loop)
@@ -189,7 +223,8 @@ struct ConferenceDTLSTests {
             let (aliceCall, aliceMedia) = try await ConferenceRekeyTests.join(
                 room, from: alice, microphone: mics.paths[0], directory: directory, name: "alice")
             let (bobCall, bobOutcome, joined, bobOffer) = try await Self.joinWithDTLS(
-                room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory, name: "bob")
+                room, from: bob, certificate: try DTLSCertificate(), microphone: mics.paths[1], directory: directory,
+                name: "bob")
             let bobMedia = try bobOutcome.get()
             func bobLeg() async -> ConferenceRoomReport.Participant? {
                 await server.openRoomReports().first?.participants.first { $0.name.contains("bob") }
@@ -200,7 +235,10 @@ struct ConferenceDTLSTests {
             let held = try await bobCall.hold()
             try bobMedia.call.updateMedia(held)
             #expect(held.direction == .sendonly)
-            #expect(held.dtls == joined.dtls, "the mute's answer changed the DTLS parameters: \(String(describing: held.dtls)) vs \(String(describing: joined.dtls))")
+            #expect(
+                held.dtls == joined.dtls,
+                "the mute's answer changed the DTLS parameters: \(String(describing: held.dtls)) vs \(String(describing: joined.dtls))"
+            )
             #expect(await eventually(.seconds(3)) { await bobLeg()?.muted == true }, "the room did not mute bob")
             try await Task.sleep(for: .seconds(1.5))
             let bobHeardWhileMuted = bobMedia.call.statistics.datagramsReceived
@@ -235,11 +273,17 @@ struct ConferenceDTLSTests {
             #expect(await eventually { server.roomOccupancy().isEmpty })
             await server.close()
             for agent in [alice, bob] { try await agent.endpoint.close() }
-            print("bob after unmuting: \(afterUnmute); at the end: \(last); bob received \(bobHeardWhileMuted) then \(bobHeardAtEnd)")
+            print(
+                "bob after unmuting: \(afterUnmute); at the end: \(last); bob received \(bobHeardWhileMuted) then \(bobHeardAtEnd)"
+            )
 
             // The association and its keys stayed: no re-key, nothing refused either way, and media flowed on.
-            #expect(last.keying?.hasPrefix("DTLS-SRTP") == true && last.rekeys == 0 && last.dropped == 0 && !last.muted, "\(last)")
-            #expect(last.packetsReceived > afterUnmute.packetsReceived + 100, "bob was not heard after the re-INVITEs: \(afterUnmute) → \(last)")
+            #expect(
+                last.keying?.hasPrefix("DTLS-SRTP") == true && last.rekeys == 0 && last.dropped == 0 && !last.muted,
+                "\(last)")
+            #expect(
+                last.packetsReceived > afterUnmute.packetsReceived + 100,
+                "bob was not heard after the re-INVITEs: \(afterUnmute) → \(last)")
             #expect(bobResult.report.drops.counts.authenticationFailed == 0)
             #expect(bobHeardAtEnd > bobHeardWhileMuted + 100, "bob did not hear the room after unmuting")
             // Scored on what each heard after the unmute (and through the refused re-INVITE): bob's playout restarts
@@ -249,7 +293,9 @@ struct ConferenceDTLSTests {
             let toAlice = SpeechMatch.median(sent: mics.speech[1], heard: aliceAfter, maximumOffsetSeconds: 10)
             let toBob = SpeechMatch.median(sent: mics.speech[0], heard: bobAfter, maximumOffsetSeconds: 10)
             let control = SpeechMatch.median(sent: mics.unrelated, heard: aliceAfter, maximumOffsetSeconds: 10)
-            print("after the unmute: bob (DTLS) → room → alice: \(toAlice); alice → room → bob: \(toBob); control \(control)")
+            print(
+                "after the unmute: bob (DTLS) → room → alice: \(toAlice); alice → room → bob: \(toBob); control \(control)"
+            )
             #expect(toAlice > 0.5 && toAlice > control + 0.2, "alice did not hear bob (\(toAlice))")
             #expect(toBob > 0.5 && toBob > control + 0.2, "bob did not hear alice (\(toBob))")
         }

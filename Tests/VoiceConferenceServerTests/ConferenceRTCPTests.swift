@@ -11,30 +11,39 @@ import VoiceTestSupport
 /// multiplexes) would own that port if legs had one port each: that leg must refuse nothing. Server in process,
 /// SIP on an ephemeral port, media 28740–28749, baresip's SIP on 28750.
 @Suite(
-    "RTCP of a participant without rtcp-mux in a conference room", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
+    "RTCP of a participant without rtcp-mux in a conference room", .tags(.interop, .live), .scheduledByTags,
+    .serialized, .timeLimit(.minutes(2)),
     .enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
 struct ConferenceRTCPTests {
     static let seconds = 8.0
 
     @Test func reportsOfANonMultiplexingParticipantReachItsOwnLeg() async throws {
         let directory = try makeTemporaryDirectory("conference-rtcp")
-        defer { if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil { try? FileManager.default.removeItem(at: directory) } }
+        defer {
+            if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
         let mics = try ConferenceDTLSTests.microphones(in: directory)
         // RFC 3550's minimum interval is 5 s: in 8 s both sides have sent reports and answered the other's.
         let room = try await Self.baresipAndEngineInRoom(
             "rtcp", rtpPorts: 28_740...28_749, baresipPort: 28_750, microphones: mics.paths, seconds: Self.seconds,
             directory: directory)
         let (baresipLeg, engineLeg, result) = (room.baresipLeg, room.engineLeg, room.engine)
-        #expect(baresipLeg.packetsReceived > Int(Self.seconds * 40), "the room received \(baresipLeg.packetsReceived) packets from baresip")
+        #expect(
+            baresipLeg.packetsReceived > Int(Self.seconds * 40),
+            "the room received \(baresipLeg.packetsReceived) packets from baresip")
         #expect(baresipLeg.rtcpReceived > 0, "baresip's reports did not reach its leg: \(baresipLeg)")
         // baresip's report blocks carry the LSR of the room's sender reports only if those reached its RTCP port.
-        #expect(baresipLeg.senderReportsAnswered > 0, "the room's reports did not reach baresip's RTCP port: \(baresipLeg)")
+        #expect(
+            baresipLeg.senderReportsAnswered > 0, "the room's reports did not reach baresip's RTCP port: \(baresipLeg)")
         // Nothing of baresip's lands on the next leg. Its own leg refuses one packet: the lone RTCP APP packet
         // baresip sends to the RTCP port as the call starts (PT 204 without SR/RR first, seen in a capture of this
         // test), which is not a compound packet RFC 3550 §6.1 allows.
         #expect(engineLeg.dropped == 0, "refused datagrams on the leg after baresip's: \(room.report.text)")
         #expect(baresipLeg.dropped <= 1, "refused datagrams on baresip's leg: \(room.report.text)")
-        #expect(engineLeg.rtcpReceived > 0 && result.report.rtcp.received > 0, "the multiplexed leg's RTCP: \(engineLeg)")
+        #expect(
+            engineLeg.rtcpReceived > 0 && result.report.rtcp.received > 0, "the multiplexed leg's RTCP: \(engineLeg)")
         #expect(result.report.drops.counts.authenticationFailed == 0)
     }
 
@@ -84,7 +93,8 @@ struct ConferenceRTCPTests {
     /// Starts baresip (its files in `directory/baresip`) dialing room `room` on the server at `serverPort` with
     /// `mediaEncryption`, and returns once it is the room's participant; the caller stops it.
     static func baresipJoins(
-        _ room: String, server: ConferenceServer, serverPort: Int, baresipPort: Int, microphone: String, seconds: Double,
+        _ room: String, server: ConferenceServer, serverPort: Int, baresipPort: Int, microphone: String,
+        seconds: Double,
         mediaEncryption: String = "srtp-mand", directory: URL
     ) async throws -> ChildProcessGroup {
         let baresipDirectory = directory.appendingPathComponent("baresip")

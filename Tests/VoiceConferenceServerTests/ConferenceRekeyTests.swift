@@ -26,12 +26,16 @@ struct ConferenceRekeyTests {
     ) async throws -> (SIPCall, Media) {
         let transport = try await UDPMediaTransport.bind(
             host: "127.0.0.1", port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
-        let call = try await agent.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: Int(transport.localEndpoint.port)))
-        guard case .success(let negotiated) = await outcome(of: call) else { throw SIPCallError("\(name) could not join") }
+        let call = try await agent.call(
+            room, offering: AudioCapabilities(address: "127.0.0.1", port: Int(transport.localEndpoint.port)))
+        guard case .success(let negotiated) = await outcome(of: call) else {
+            throw SIPCallError("\(name) could not join")
+        }
         transport.setRemote(try UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort))
         let speaker = directory.appendingPathComponent("\(name)-speaker.wav").path
         let live = try LiveCall(
-            callID: CallID(name), configuration: MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false),
+            callID: CallID(name),
+            configuration: MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: false),
             transport: transport,
             capture: try FileCaptureDevice(path: microphone, format: format, clocking: .realTime),
             playout: try FilePlayoutDevice(path: speaker, format: format, clocking: .realTime))
@@ -49,9 +53,11 @@ struct ConferenceRekeyTests {
             let alice = try await makeParticipant("alice", on: loop)
             let bob = try await makeParticipant("bob", on: loop)
             let (aliceCall, aliceMedia) = try await Self.join(
-                room, from: alice, microphone: vectors.appendingPathComponent("speech_like_16k.wav").path, directory: directory, name: "alice")
+                room, from: alice, microphone: vectors.appendingPathComponent("speech_like_16k.wav").path,
+                directory: directory, name: "alice")
             let (bobCall, bobMedia) = try await Self.join(
-                room, from: bob, microphone: vectors.appendingPathComponent("speech_like_16k_b.wav").path, directory: directory, name: "bob")
+                room, from: bob, microphone: vectors.appendingPathComponent("speech_like_16k_b.wav").path,
+                directory: directory, name: "bob")
             try await Task.sleep(for: .seconds(1.5))
 
             func aliceLeg() async -> ConferenceRoomReport.Participant? {
@@ -85,8 +91,11 @@ struct ConferenceRekeyTests {
             #expect(after.rekeys == 1, "the room did not apply alice's new keys")
             // Up to 50 packets a second (fewer in DTX pauses): the room keeps reading alice under her new key
             // (without the re-key it refuses every one after her 200 ms grace, ≈ 10 would pass) …
-            #expect(receivedSinceRekey >= 40, "the room received \(receivedSinceRekey) packets from alice after her re-key")
-            #expect(after.dropped == before.dropped, "the room refused \(after.dropped - before.dropped) of alice's datagrams")
+            #expect(
+                receivedSinceRekey >= 40, "the room received \(receivedSinceRekey) packets from alice after her re-key")
+            #expect(
+                after.dropped == before.dropped,
+                "the room refused \(after.dropped - before.dropped) of alice's datagrams")
             // … and alice keeps reading the room (RTP + RTCP), with no packet refused either way.
             #expect(heardSinceRekey >= 40, "alice received \(heardSinceRekey) datagrams after her re-key")
             #expect(aliceResult.report.drops.counts.authenticationFailed == 0)

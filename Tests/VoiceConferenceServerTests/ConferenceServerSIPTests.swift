@@ -14,10 +14,12 @@ struct ConferenceServerSIPTests {
     @Test func roomIDsAreCheckedWithAReason() throws {
         #expect(try ConferenceRoomAddress(requestURI: roomURI("team-42")).id == "team-42")
         #expect(try ConferenceRoomAddress(id: String(repeating: "a", count: 64)).id.count == 64)
-        #expect(throws: ConferenceRoomAddress.Refusal.self) { try ConferenceRoomAddress(id: String(repeating: "a", count: 65)) }
+        #expect(throws: ConferenceRoomAddress.Refusal.self) {
+            try ConferenceRoomAddress(id: String(repeating: "a", count: 65))
+        }
         let cases: [(SIPURI, Int)] = [
             (SIPURI(user: "alice", host: conferenceDomain), 404), (SIPURI(host: conferenceDomain), 404),
-            (roomURI(""), 400), (roomURI(String(repeating: "x", count: 65)), 400), (roomURI("a%2Fb"), 400),
+            (roomURI(""), 400), (roomURI(String(repeating: "x", count: 65)), 400), (roomURI("a%2Fb"), 400)
         ]
         for (uri, status) in cases {
             do {
@@ -63,9 +65,12 @@ struct ConferenceServerSIPTests {
     @Test func nonRoomURIsAreRefusedAndOptionsAnswered() async throws {
         try await withServer { loop, server, base in
             let caller = try await makeParticipant("alice", on: loop)
-            for (user, status) in [("alice", 404), ("conf-" + String(repeating: "x", count: 65), 400), ("conf-a!b", 400)] {
+            for (user, status) in [
+                ("alice", 404), ("conf-" + String(repeating: "x", count: 65), 400), ("conf-a!b", 400)
+            ] {
                 let call = try await caller.call(
-                    SIPURI(user: user, host: base.host, port: base.port), offering: AudioCapabilities(address: "127.0.0.1", port: 28_690))
+                    SIPURI(user: user, host: base.host, port: base.port),
+                    offering: AudioCapabilities(address: "127.0.0.1", port: 28_690))
                 guard case .failure(let end) = await outcome(of: call) else {
                     Issue.record("\(user) was answered")
                     continue
@@ -80,7 +85,8 @@ struct ConferenceServerSIPTests {
             headers.add("Call-ID", "probe-1")
             headers.add("CSeq", "1 OPTIONS")
             let answer = try await caller.endpoint.request(
-                .request(.options, base, headers: headers), to: SIPPeer(.udp, try SocketAddress(ipAddress: "127.0.0.1", port: base.port!))
+                .request(.options, base, headers: headers),
+                to: SIPPeer(.udp, try SocketAddress(ipAddress: "127.0.0.1", port: base.port!))
             ).get()
             #expect(answer.statusCode == 200)
             #expect(server.roomOccupancy().isEmpty)
@@ -94,23 +100,36 @@ struct ConferenceServerSIPTests {
             let bob = try await makeParticipant("bob", on: loop)
             let room = roomURI("standup", host: base.host, port: base.port)
             let aliceCall = try await alice.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_690))
-            guard case .success(let media) = await outcome(of: aliceCall) else { throw SIPCallError("alice could not join") }
+            guard case .success(let media) = await outcome(of: aliceCall) else {
+                throw SIPCallError("alice could not join")
+            }
             #expect(media.srtp != nil, "the room's answer is SDES-SRTP")
             #expect((28_650...28_689).contains(media.remotePort))
             #expect(await eventually { server.roomOccupancy() == ["standup": 1] })
             // bob prefers 40 ms packets (a=ptime:40): the room still takes him and sends him 20 ms ones.
             var slow = OpusEncoderConfiguration()
             slow.frameDuration = .ms40
-            let bobCall = try await bob.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692, send: slow))
-            guard case .success(let bobMedia) = await outcome(of: bobCall) else { throw SIPCallError("bob could not join") }
+            let bobCall = try await bob.call(
+                room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_692, send: slow))
+            guard case .success(let bobMedia) = await outcome(of: bobCall) else {
+                throw SIPCallError("bob could not join")
+            }
             #expect(bobMedia.remotePort != media.remotePort, "each participant has a media port of its own")
             #expect(await eventually { server.roomOccupancy() == ["standup": 2] })
 
             // bob mutes himself (a=sendonly, what the engine's hold() offers) and comes back.
             #expect(try await bobCall.hold().direction == .sendonly)
-            #expect(await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted } == true })
+            #expect(
+                await eventually {
+                    await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && $0.muted }
+                        == true
+                })
             #expect(try await bobCall.resume().direction == .sendrecv)
-            #expect(await eventually { await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted } == true })
+            #expect(
+                await eventually {
+                    await server.openRoomReports().first?.participants.contains { $0.name.contains("bob") && !$0.muted }
+                        == true
+                })
 
             await aliceCall.hangUp()
             #expect(await eventually { server.roomOccupancy() == ["standup": 1] })

@@ -23,25 +23,32 @@ func withEventLoop<T>(_ body: (any EventLoop) async throws -> T) async throws ->
 }
 
 /// An in-process conference server on loopback: SIP on an ephemeral port (returned), media on `rtpPorts`.
-func startLoopbackServer(rtpPorts: ClosedRange<Int>, on loop: any EventLoop) async throws -> (server: ConferenceServer, port: Int) {
+func startLoopbackServer(rtpPorts: ClosedRange<Int>, on loop: any EventLoop) async throws -> (
+    server: ConferenceServer, port: Int
+) {
     let server = try await ConferenceServer.start(
         ConferenceServerConfiguration(
-            sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain, rtpPorts: rtpPorts,
+            sipAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 0), domain: conferenceDomain,
+            rtpPorts: rtpPorts,
             timers: fastTimers),
         on: loop)
     return (server, try #require(await server.sipAddress?.port))
 }
 
 /// A participant's user agent on loopback (any port), calling through `proxy` when given.
-func makeParticipant(_ user: String, on loop: any EventLoop, proxy: SocketAddress? = nil, timers: SIPTimerConfiguration = fastTimers) async throws
+func makeParticipant(
+    _ user: String, on loop: any EventLoop, proxy: SocketAddress? = nil, timers: SIPTimerConfiguration = fastTimers
+) async throws
     -> SIPUserAgent
 {
     let endpoint = try await SIPEndpoint.start(
-        on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(timers: timers))
+        on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+        configuration: SIPEndpointConfiguration(timers: timers))
     return SIPUserAgent(
         endpoint: endpoint, credentials: nil,
         configuration: SIPUserAgentConfiguration(
-            addressOfRecord: SIPURI(user: user, host: "participants.test"), outboundProxy: proxy.map { SIPPeer(.udp, $0) }))
+            addressOfRecord: SIPURI(user: user, host: "participants.test"),
+            outboundProxy: proxy.map { SIPPeer(.udp, $0) }))
 }
 
 /// The room URI `conf-<id>` at `host` (and `port`).
@@ -108,8 +115,9 @@ final class DispatcherProxy: @unchecked Sendable {
             kamailioPath,
             [
                 "-f", dispatcherConfiguration.path, "-DD", "-E", "-l", "udp:127.0.0.1:\(port)",
-                "-A", "DS_LIST=\"\(list.path)\"", "-A", "CTL_SOCKET=\"\(control)\"", "-A", "DS_PING_INTERVAL=\(probeInterval)",
-                "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
+                "-A", "DS_LIST=\"\(list.path)\"", "-A", "CTL_SOCKET=\"\(control)\"", "-A",
+                "DS_PING_INTERVAL=\(probeInterval)",
+                "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
             ],
             log: directory.appendingPathComponent("kamailio.log"))
         address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
@@ -120,7 +128,8 @@ final class DispatcherProxy: @unchecked Sendable {
     func nodeStates() throws -> [Int: String] {
         let output = directory.appendingPathComponent("kamcmd-\(UUID().uuidString).out")
         defer { try? FileManager.default.removeItem(at: output) }
-        guard try ChildProcessGroup(kamcmdPath, ["-s", control, "dispatcher.list"], log: output).waitForExit() == 0 else { return [:] }
+        guard try ChildProcessGroup(kamcmdPath, ["-s", control, "dispatcher.list"], log: output).waitForExit() == 0
+        else { return [:] }
         return Self.parseStates(try String(contentsOf: output, encoding: .utf8))
     }
 
@@ -153,11 +162,16 @@ func makeTemporaryDirectory(_ prefix: String) throws -> URL {
 
 /// `voice-engine conference-server` as a process of its own (so that a test can kill a node), on `sipPort` with
 /// media ports `rtpPorts`, reports into `directory`.
-func startConferenceNode(sipPort: Int, rtpPorts: ClosedRange<Int>, directory: URL, name: String) throws -> ChildProcessGroup {
+func startConferenceNode(sipPort: Int, rtpPorts: ClosedRange<Int>, directory: URL, name: String) throws
+    -> ChildProcessGroup
+{
     let binary = try #require(BuiltExecutables.url("voice-engine"))
     return try ChildProcessGroup(
         binary.path,
-        ["conference-server", "--bind", "127.0.0.1:\(sipPort)", "--rtp-ports", "\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)",
-         "--stats-dir", directory.appendingPathComponent("\(name)-stats").path, "--t1", "50"],
+        [
+            "conference-server", "--bind", "127.0.0.1:\(sipPort)", "--rtp-ports",
+            "\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)",
+            "--stats-dir", directory.appendingPathComponent("\(name)-stats").path, "--t1", "50"
+        ],
         log: directory.appendingPathComponent("\(name).log"))
 }

@@ -6,7 +6,7 @@ import VoiceSIP
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Scale-out: Kamailio with the repository's dispatcher configuration in front of two
@@ -17,8 +17,11 @@ import VoiceTestSupport
 /// dead node marks it inactive and is retried on the survivor. Ports 28400 and 28402 (Kamailio), 28411/28412 and
 /// 28413/28414 (nodes), 28500–28599 (nodes' media) are this suite's.
 @Suite(
-    "Conference nodes behind Kamailio's dispatcher", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
+    "Conference nodes behind Kamailio's dispatcher", .tags(.interop, .live, .cli), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: kamailioPath),
+        "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
 struct DispatcherFailoverTests {
     static let proxyPort = 28400
@@ -36,11 +39,14 @@ struct DispatcherFailoverTests {
         let listed = try await eventually(.seconds(10)) { try proxy.nodeStates().count == 2 }
         let coldStates = try proxy.nodeStates()
         try #require(listed, "kamailio did not list the nodes: \(proxy.process.logTail)")
-        #expect(coldStates.values.allSatisfy { $0.hasPrefix("I") }, "nodes not started yet are listed active: \(coldStates)")
+        #expect(
+            coldStates.values.allSatisfy { $0.hasPrefix("I") }, "nodes not started yet are listed active: \(coldStates)"
+        )
         try await withEventLoop { loop in
             let early = try await makeParticipant("early", on: loop, proxy: proxy.address)
             let started = ContinuousClock.now
-            let call = try await early.call(roomURI("r0"), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
+            let call = try await early.call(
+                roomURI("r0"), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
             let result = await outcome(of: call)
             print("a join before any node is up: \(result) after \(ContinuousClock.now - started)")
             if case .failure(let end) = result {
@@ -51,9 +57,11 @@ struct DispatcherFailoverTests {
             }
             try? await early.endpoint.close()
         }
-        let a = try startConferenceNode(sipPort: Self.nodeA, rtpPorts: 28500...28549, directory: directory, name: "node-a")
+        let a = try startConferenceNode(
+            sipPort: Self.nodeA, rtpPorts: 28500...28549, directory: directory, name: "node-a")
         defer { a.stop() }
-        let b = try startConferenceNode(sipPort: Self.nodeB, rtpPorts: 28550...28599, directory: directory, name: "node-b")
+        let b = try startConferenceNode(
+            sipPort: Self.nodeB, rtpPorts: 28550...28599, directory: directory, name: "node-b")
         defer { b.stop() }
         // Both nodes answer the dispatcher's OPTIONS: both active (only then do they get rooms).
         let bothActive = try await eventually(.seconds(15)) {
@@ -61,7 +69,10 @@ struct DispatcherFailoverTests {
             return states[Self.nodeA]?.hasPrefix("A") == true && states[Self.nodeB]?.hasPrefix("A") == true
         }
         let initialStates = try proxy.nodeStates()
-        try #require(bothActive, "nodes not active in the dispatcher: \(initialStates)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)")
+        try #require(
+            bothActive,
+            "nodes not active in the dispatcher: \(initialStates)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)"
+        )
 
         try await withEventLoop { loop in
             let first = try await makeParticipant("first", on: loop, proxy: proxy.address)
@@ -73,12 +84,15 @@ struct DispatcherFailoverTests {
                 let room = "r\(index)"
                 var ports: [Int] = []
                 for agent in [first, second] {
-                    let call = try await agent.call(roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
+                    let call = try await agent.call(
+                        roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_700))
                     let result = await outcome(of: call)
                     guard case .success = result else {
                         // The end (status and reason) and both nodes' logs: a failure seen once on a fresh CI machine
                         // gave no clue which side refused.
-                        Issue.record("\(agent.configuration.addressOfRecord) could not join \(room): \(result)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)")
+                        Issue.record(
+                            "\(agent.configuration.addressOfRecord) could not join \(room): \(result)\n\(proxy.process.logTail)\n\(a.logTail)\n\(b.logTail)"
+                        )
                         continue
                     }
                     let port = try #require(await call.currentDialog?.remoteTarget.port)
@@ -95,15 +109,21 @@ struct DispatcherFailoverTests {
             // SIGUSR1: node A writes the report of each open room (not closed yet, both participants in it).
             kill(a.pid, SIGUSR1)
             let openReport = directory.appendingPathComponent("node-a-stats/r0.json")
-            #expect(await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: openReport.path) }, "\(a.logTail)")
-            if let data = try? Data(contentsOf: openReport), let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            #expect(
+                await eventually(.seconds(5)) { FileManager.default.fileExists(atPath: openReport.path) },
+                "\(a.logTail)")
+            if let data = try? Data(contentsOf: openReport),
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            {
                 #expect(json["closedAt"] == nil && (json["participants"] as? [Any])?.count == 2, "\(json)")
             }
 
             // Node B dies (SIGKILL: no BYE, no goodbye); the next probe fails and the dispatcher marks it inactive.
             kill(-b.pid, SIGKILL)
             _ = await b.wait(timeout: .seconds(5))
-            let bInactive = try await eventually(.seconds(15)) { try proxy.nodeStates()[Self.nodeB]?.hasPrefix("I") == true }
+            let bInactive = try await eventually(.seconds(15)) {
+                try proxy.nodeStates()[Self.nodeB]?.hasPrefix("I") == true
+            }
             let states = try proxy.nodeStates()
             print("dispatcher after killing node B: \(states)")
             #expect(bInactive, "the dispatcher did not mark the dead node inactive: \(states)")
@@ -112,7 +132,8 @@ struct DispatcherFailoverTests {
             // New rooms, and rooms that were on B, now all go to A; rooms on A stay there.
             let afterwards = (0..<8).map { "n\($0)" } + nodeOfRoom.keys.sorted()
             for room in afterwards {
-                let call = try await first.call(roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_702))
+                let call = try await first.call(
+                    roomURI(room), offering: AudioCapabilities(address: "127.0.0.1", port: 28_702))
                 guard case .success = await outcome(of: call) else {
                     Issue.record("could not open \(room) after the failure")
                     continue
@@ -148,22 +169,32 @@ struct DispatcherFailoverTests {
         try #require(listed && before.values.allSatisfy { $0.hasPrefix("A") }, "\(before)\n\(proxy.process.logTail)")
         // Node B (28414) must be listening before it is killed, so that the room below is known to hash to it:
         // r1 went to the second node of the list in the other test (the hash depends only on the room and the list).
-        #expect(await eventually(.seconds(10)) { ((try? String(contentsOf: directory.appendingPathComponent("node-b.log"), encoding: .utf8)) ?? "").contains("conference server") })
+        #expect(
+            await eventually(.seconds(10)) {
+                ((try? String(contentsOf: directory.appendingPathComponent("node-b.log"), encoding: .utf8)) ?? "")
+                    .contains("conference server")
+            })
         kill(-b.pid, SIGKILL)
         _ = await b.wait(timeout: .seconds(5))
         try await withEventLoop { loop in
             // RFC 3261 timers (Timer B 32 s): the caller waits for Kamailio's failover.
-            let caller = try await makeParticipant("late", on: loop, proxy: proxy.address, timers: SIPTimerConfiguration())
+            let caller = try await makeParticipant(
+                "late", on: loop, proxy: proxy.address, timers: SIPTimerConfiguration())
             let started = ContinuousClock.now
-            let call = try await caller.call(roomURI("r1"), offering: AudioCapabilities(address: "127.0.0.1", port: 28_704))
+            let call = try await caller.call(
+                roomURI("r1"), offering: AudioCapabilities(address: "127.0.0.1", port: 28_704))
             guard case .success = await outcome(of: call, timeout: .seconds(20)) else {
                 Issue.record("the INVITE did not fail over: \(proxy.process.logTail)")
                 return
             }
             let port = await call.currentDialog?.remoteTarget.port
-            print("r1 answered by \(port.map(String.init) ?? "?") after \(ContinuousClock.now - started); dispatcher: \(try proxy.nodeStates())")
+            print(
+                "r1 answered by \(port.map(String.init) ?? "?") after \(ContinuousClock.now - started); dispatcher: \(try proxy.nodeStates())"
+            )
             #expect(port == 28413)
-            #expect(try proxy.nodeStates()[28414]?.hasPrefix("I") == true, "the failure route did not mark the dead node inactive")
+            #expect(
+                try proxy.nodeStates()[28414]?.hasPrefix("I") == true,
+                "the failure route did not mark the dead node inactive")
             #expect(try proxy.nodeStates()[28413]?.hasPrefix("A") == true)
             await call.hangUp()
             try? await caller.endpoint.close()

@@ -25,10 +25,14 @@ struct ConferenceConcealmentStatisticsTests {
             member.impaired = .up
             return member
         }
-        return try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: seconds * 1000)).run()
+        return try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: seconds * 1000))
+            .run()
     }
 
-    @Test(.enabled(if: SharedTestData.isPresent, "needs ../shared/testdata/speech (real speech with pauses, where DTX sets in)"))
+    @Test(
+        .enabled(
+            if: SharedTestData.isPresent, "needs ../shared/testdata/speech (real speech with pauses, where DTX sets in)"
+        ))
     func cleanRoomConcealsNothingAndALossyOneWhatTheNetworkLost() throws {
         let seconds = 12
         let inputs = try #require(conferenceSpeech(samples: seconds * 16_000), "speech recordings missing")
@@ -46,7 +50,8 @@ struct ConferenceConcealmentStatisticsTests {
         // Perfect network: every participant, talking or silent, is concealed for (almost) nothing.
         for p in clean.participants {
             #expect(p.packetsLost == 0)
-            #expect(p.concealmentRatio < 0.005, "\(p.label) on a perfect network: \(100 * p.concealmentRatio) % concealed")
+            #expect(
+                p.concealmentRatio < 0.005, "\(p.label) on a perfect network: \(100 * p.concealmentRatio) % concealed")
         }
         // 5 % loss on the uplinks: each participant's concealment is the audio the network took and FEC did not
         // bring back — lost minus FEC-recovered frames, 20 ms each — within a frame or two (a restart's rounding),
@@ -56,7 +61,8 @@ struct ConferenceConcealmentStatisticsTests {
             let concealedMilliseconds = Double(p.concealedSamples) * 1000 / 16_000
             #expect(
                 concealedMilliseconds >= unrecovered - 20 && concealedMilliseconds <= unrecovered + 40,
-                "\(p.label): concealed \(concealedMilliseconds) ms for \(p.packetsLost) lost, \(p.fecRecoveredFrames) recovered by FEC")
+                "\(p.label): concealed \(concealedMilliseconds) ms for \(p.packetsLost) lost, \(p.fecRecoveredFrames) recovered by FEC"
+            )
         }
         for p in lossy.participants.prefix(3) {
             #expect(p.packetsLost > 0 && p.concealedSamples > 0, "\(p.label): loss or concealment not reported")

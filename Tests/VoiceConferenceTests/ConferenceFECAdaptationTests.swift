@@ -38,8 +38,11 @@ struct ConferenceFECAdaptationTests {
         // Talkers' own encoders: talker1's listener loses 10 %, talker0's nothing.
         let t0 = try #require(streams["talker0"])
         let t1 = try #require(streams["talker1"])
-        #expect(t1.encoderFECEnabled && (6...20).contains(t1.encoderExpectedLossPercent), "talker1: \(t1.encoderExpectedLossPercent) %")
-        #expect(!t0.encoderFECEnabled && t0.encoderExpectedLossPercent == 0, "talker0: \(t0.encoderExpectedLossPercent) %")
+        #expect(
+            t1.encoderFECEnabled && (6...20).contains(t1.encoderExpectedLossPercent),
+            "talker1: \(t1.encoderExpectedLossPercent) %")
+        #expect(
+            !t0.encoderFECEnabled && t0.encoderExpectedLossPercent == 0, "talker0: \(t0.encoderExpectedLossPercent) %")
     }
 
     @Test func sharedEncoderDropsFECWhenNobodyLoses() throws {

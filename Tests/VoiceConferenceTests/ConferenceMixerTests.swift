@@ -94,7 +94,8 @@ struct ConferenceMixerTests {
         for n in [3, 4] {
             let sim = try ConferenceSimulation(
                 configuration: .init(
-                    members: members, room: ConferenceRoomConfiguration(maximumTalkers: n), durationMilliseconds: 2_000))
+                    members: members, room: ConferenceRoomConfiguration(maximumTalkers: n), durationMilliseconds: 2_000)
+            )
             let r = sim.run()
             let heard = r.received[4][(800 * 16)..<(1_800 * 16)]
             for f in tones.prefix(3) { #expect(toneDB(heard, f) > -30) }
@@ -111,9 +112,11 @@ struct ConferenceMixerTests {
     /// Three full-scale talkers sum to three times full scale: the limiter keeps every output inside 16 bits
     /// without clipping (no sample clamped, the listener's peak below full scale, the limiter visibly working).
     @Test func limiterPreventsClipping() throws {
-        let members = [440.0, 700.0, 1_100.0].enumerated().map { i, f in
-            ConferenceSimulation.Member(label: "loud\(i)", input: sine(f, milliseconds: 2_000, peak: 32_000), dtx: false)
-        } + [ConferenceSimulation.Member(label: "listener")]
+        let members =
+            [440.0, 700.0, 1_100.0].enumerated().map { i, f in
+                ConferenceSimulation.Member(
+                    label: "loud\(i)", input: sine(f, milliseconds: 2_000, peak: 32_000), dtx: false)
+            } + [ConferenceSimulation.Member(label: "listener")]
         let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 2_000)).run()
         #expect(r.room.clippedSamples == 0)
         #expect(r.room.limitedBlocks > 50)
@@ -184,7 +187,8 @@ struct ConferenceMixerTests {
             var peak: Int32 = 0
             for i in 0..<n { peak = max(peak, abs(minus.map { acc[i] &- Int32($0[i]) } ?? acc[i])) }
             let target = peak > 30_934 ? 30_934.0 / Double(peak) : 1
-            let (start, end) = target <= gain ? (target, target) : (gain, min(target, gain + (target - gain) * 0.1 + 1e-6))
+            let (start, end) =
+                target <= gain ? (target, target) : (gain, min(target, gain + (target - gain) * 0.1 + 1e-6))
             let step = (end - start) / Double(n)
             var g = start
             var same = true
@@ -200,7 +204,9 @@ struct ConferenceMixerTests {
             #expect(same, "block \(round) differs")
             #expect(limiter.gain == gain)
         }
-        #expect(scaledBlocks > 100 && unityBlocks > 50, "both the unity and the scaled path exercised: \(scaledBlocks) scaled, \(unityBlocks) unity")
+        #expect(
+            scaledBlocks > 100 && unityBlocks > 50,
+            "both the unity and the scaled path exercised: \(scaledBlocks) scaled, \(unityBlocks) unity")
         #expect(limiter.clippedSamples == 0)
     }
 
@@ -213,7 +219,7 @@ struct ConferenceMixerTests {
                 label: "b", input: sine(700, milliseconds: 4_000, peak: 6_000), leaveMilliseconds: 2_000, dtx: false),
             ConferenceSimulation.Member(
                 label: "c", input: sine(1_100, milliseconds: 4_000, peak: 6_000), joinMilliseconds: 1_000, dtx: false),
-            ConferenceSimulation.Member(label: "listener"),
+            ConferenceSimulation.Member(label: "listener")
         ]
         let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 4_000)).run()
         let l = r.received[3]
@@ -232,9 +238,10 @@ struct ConferenceMixerTests {
     /// A muted talker is not heard; a clip played into the room is heard by everyone.
     @Test func muteAndClip() throws {
         let members = [
-            ConferenceSimulation.Member(label: "a", input: sine(440, milliseconds: 2_000, peak: 6_000), muted: true, dtx: false),
+            ConferenceSimulation.Member(
+                label: "a", input: sine(440, milliseconds: 2_000, peak: 6_000), muted: true, dtx: false),
             ConferenceSimulation.Member(label: "b", input: sine(700, milliseconds: 2_000, peak: 6_000), dtx: false),
-            ConferenceSimulation.Member(label: "listener"),
+            ConferenceSimulation.Member(label: "listener")
         ]
         let sim = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 2_000))
         sim.room.play(ConferenceClip.tone(frequency: 1_000, milliseconds: 3_000))
@@ -253,7 +260,7 @@ struct ConferenceMixerTests {
             ConferenceSimulation.Member(label: "a", input: talk(440, milliseconds: 4_000, peak: 9_000)),
             ConferenceSimulation.Member(
                 label: "late", input: talk(1_100, milliseconds: 2_000, peak: 9_000), inputOffsetMilliseconds: 2_000),
-            ConferenceSimulation.Member(label: "listener"),
+            ConferenceSimulation.Member(label: "listener")
         ]
         let r = try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: 4_000)).run()
         let l = r.received[2]

@@ -42,8 +42,10 @@ struct ConferenceQualityTests {
                 ConferenceSimulation.Member(label: "talker\($0)", input: inputs[$0], network: network)
             }
             members += (0..<2).map { ConferenceSimulation.Member(label: "listener\($0)", network: network) }
-            return try ConferenceSimulation(configuration: .init(members: members, durationMilliseconds: seconds * 1000))
-                .run()
+            return try ConferenceSimulation(
+                configuration: .init(members: members, durationMilliseconds: seconds * 1000)
+            )
+            .run()
         }
         let clean = try run(nil)
         let lossy = try run(network)

@@ -87,7 +87,8 @@ import VoiceCore
                         continue
                     }
                     let intact =
-                        packet.payload.count == expected % 17 && packet.payload.allSatisfy { $0 == UInt8(expected & 0xFF) }
+                        packet.payload.count == expected % 17
+                        && packet.payload.allSatisfy { $0 == UInt8(expected & 0xFF) }
                     if packet.sequence != expected || !intact {
                         state.mismatch.withLock { $0 = $0 ?? "expected packet \(expected), got \(packet.sequence)" }
                         state.stop.store(true, ordering: .relaxed)

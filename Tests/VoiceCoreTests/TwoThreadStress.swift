@@ -13,7 +13,8 @@ final class StressState: Sendable {
 /// the threads are asked to stop). Expects that they finished, that the consumer recorded no mismatch and that it
 /// stored `total` in `state.received`. Both closures should return early once `state.stop` is set.
 func runOnTwoThreads(
-    total: Int, producer: @escaping @Sendable (StressState) -> Void, consumer: @escaping @Sendable (StressState) -> Void,
+    total: Int, producer: @escaping @Sendable (StressState) -> Void,
+    consumer: @escaping @Sendable (StressState) -> Void,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let state = StressState()

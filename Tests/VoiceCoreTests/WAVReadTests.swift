@@ -151,7 +151,7 @@ import VoiceTestSupport
                 "extensible foreign GUID",
                 B.riff(B.extensibleFmt(channels: 1, rate: 8_000, bits: 16, guid: Array(1...16)), data),
                 .unsupportedSubformat(guid: "04030201-0605-0807-090A-0B0C0D0E0F10")
-            ),
+            )
         ]
     }()
 
@@ -201,7 +201,7 @@ import VoiceTestSupport
         .enabled(if: SharedTestData.isPresent, "shared test data not found at ../shared/testdata; skipped"),
         arguments: [
             ("jfk_16k_mono.wav", 16_000), ("jfk_48k_mono.wav", 48_000),
-            ("pystoi_clean_16k.wav", 16_000), ("webrtcvad_leaktest_8k.wav", 8_000),
+            ("pystoi_clean_16k.wav", 16_000), ("webrtcvad_leaktest_8k.wav", 8_000)
         ])
     func readsSharedSpeechRecordings(file: String, rate: Int) throws {
         let path = SharedTestData.speech + "/" + file

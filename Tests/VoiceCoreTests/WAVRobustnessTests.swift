@@ -15,7 +15,7 @@ import VoiceTestSupport
             B.chunk("fact", B.le32(16)), B.chunk("data", B.float32Data((0..<16).map { Float($0) / 8 - 1 }))),
         B.riff(
             B.extensibleFmt(channels: 2, rate: 48_000, bits: 16, guid: B.subformatGUID(tag: 1)),
-            B.chunk("data", B.pcm16Data(Array(repeating: 1_000, count: 32)))),
+            B.chunk("data", B.pcm16Data(Array(repeating: 1_000, count: 32))))
     ]
 
     @Test func everyTruncationReturnsOrThrows() {
@@ -48,7 +48,7 @@ import VoiceTestSupport
                     if bytes.count >= 4 {
                         let at = Int.random(in: 0...(bytes.count - 4), using: &rng)
                         let value = [
-                            0, 1, 0x7FFF_F000, 0xFFFF_FFFF, 0x8000_0000, Int.random(in: 0...0xFFFF_FFFF, using: &rng),
+                            0, 1, 0x7FFF_F000, 0xFFFF_FFFF, 0x8000_0000, Int.random(in: 0...0xFFFF_FFFF, using: &rng)
                         ]
                         .randomElement(using: &rng)!
                         bytes.replaceSubrange(at..<at + 4, with: B.le32(value))

@@ -16,12 +16,17 @@ struct EchoCancellerTests {
     }
 
     @Test func unsupportedRateIsRejectedWithTheField() {
-        #expect(throws: SpeexDSPError.self) { _ = try EchoCanceller(configuration: EchoCancellerConfiguration(sampleRate: 44_100)) }
+        #expect(throws: SpeexDSPError.self) {
+            _ = try EchoCanceller(configuration: EchoCancellerConfiguration(sampleRate: 44_100))
+        }
         do {
             _ = try Preprocessor(configuration: PreprocessorConfiguration(sampleRate: 22_050))
             Issue.record("22050 Hz accepted")
         } catch {
-            guard case .invalidArgument(let field, _) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .invalidArgument(let field, _) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(field == "sampleRate")
         }
     }
@@ -42,7 +47,8 @@ struct EchoCancellerTests {
     @Test func delayEstimatorWithholdsAnEstimateForASilentReference() throws {
         let estimator = try EchoDelayEstimator(sampleRate: 16_000, maxDelayMilliseconds: 200)
         let silence = [Int16](repeating: 0, count: 32_000)
-        let noise = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 2, seed: 5))
+        let noise = SignalGenerator.toInt16(
+            SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 2, seed: 5))
         silence.withUnsafeBufferPointer { estimator.addReference($0) }
         noise.withUnsafeBufferPointer { estimator.addMicrophone($0) }
         #expect(estimator.estimate() == nil)
@@ -70,9 +76,16 @@ struct EchoCancellerTests {
             let level = SignalMetrics.rmsDBFS(SignalGenerator.toFloat(block))
             let vad = block.withUnsafeMutableBufferPointer { pre.process($0) }
             guard b >= 100 else { continue }  // let the noise estimate settle
-            if level > -30 { loud += 1; lastLoud = b; if vad { voicedInLoud += 1 } }
+            if level > -30 {
+                loud += 1
+                lastLoud = b
+                if vad { voicedInLoud += 1 }
+            }
             // Silence well after speech (the VAD holds its decision over a short hangover).
-            if level < -90 && b - lastLoud > 20 { silent += 1; if vad { voicedInSilence += 1 } }
+            if level < -90 && b - lastLoud > 20 {
+                silent += 1
+                if vad { voicedInSilence += 1 }
+            }
         }
         #expect(loud > 20 && silent > 10)
         #expect(Double(voicedInLoud) / Double(loud) > 0.8)
@@ -82,7 +95,8 @@ struct EchoCancellerTests {
     @Test func mdfCancelsTheEchoOfWhiteNoise() throws {
         let rate = 16_000
         let far = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: rate, seconds: 4, seed: 21))
-        let h = AECVectorGenerator.roomImpulseResponse(sampleRate: rate, rt60Milliseconds: 100, lengthMilliseconds: 40, gainDB: -6, seed: 1)
+        let h = AECVectorGenerator.roomImpulseResponse(
+            sampleRate: rate, rt60Milliseconds: 100, lengthMilliseconds: 40, gainDB: -6, seed: 1)
         var echo = [Int16](repeating: 0, count: far.count)
         let farFloat = SignalGenerator.toFloat(far)
         for n in 0..<far.count {
@@ -99,11 +113,15 @@ struct EchoCancellerTests {
     @Test func preprocessorDelaysByExactlyOneBlock() throws {
         // speexdsp rebuilds the signal by overlap-add: whatever is switched on, the output trails the input by one
         // block. Measurements shift by `latencySamples`; this pins the figure to the library's behaviour.
-        let pre = try Preprocessor(configuration: PreprocessorConfiguration(sampleRate: 16_000, noiseSuppressionDB: nil))
-        let input = SignalGenerator.toInt16(SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 1, seed: 8))
+        let pre = try Preprocessor(
+            configuration: PreprocessorConfiguration(sampleRate: 16_000, noiseSuppressionDB: nil))
+        let input = SignalGenerator.toInt16(
+            SignalGenerator.whiteNoise(rms: 0.1, sampleRate: 16_000, seconds: 1, seed: 8))
         var output = input
         for b in 0..<(output.count / 160) {
-            _ = output.withUnsafeMutableBufferPointer { pre.process(UnsafeMutableBufferPointer(rebasing: $0[b * 160..<(b + 1) * 160])) }
+            _ = output.withUnsafeMutableBufferPointer {
+                pre.process(UnsafeMutableBufferPointer(rebasing: $0[b * 160..<(b + 1) * 160]))
+            }
         }
         let lag = SignalMetrics.bestLag(
             reference: SignalGenerator.toFloat(input), test: SignalGenerator.toFloat(output), maxLag: 400)
@@ -123,7 +141,9 @@ struct EchoCancellerTests {
             far.withUnsafeBufferPointer { f in
                 mic.withUnsafeBufferPointer { m in
                     out.withUnsafeMutableBufferPointer {
-                        filter.cancel(mic: UnsafeBufferPointer(rebasing: m[r]), reference: UnsafeBufferPointer(rebasing: f[r]), into: $0)
+                        filter.cancel(
+                            mic: UnsafeBufferPointer(rebasing: m[r]), reference: UnsafeBufferPointer(rebasing: f[r]),
+                            into: $0)
                     }
                 }
             }
@@ -148,7 +168,8 @@ struct EchoCancellerTests {
         scenario.driftPPM = ppm
         if let seconds { scenario.seconds = seconds }
         let signals = AECVectorGenerator.generate(scenario)
-        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let run = try AECRunner.runEngine(
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let estimate = try #require(run.statistics.estimatedDriftPPM)
         #expect(abs(estimate - ppm) < tolerance, "estimated \(estimate) ppm")
         #expect(abs(run.statistics.compensatedDriftPPM - ppm) < tolerance)
@@ -156,9 +177,11 @@ struct EchoCancellerTests {
         off.stages.remove(.driftCompensation)
         let uncompensated = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: off)
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
-        let with = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+        let with = try #require(
+            AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
         let without = try #require(
-            AECRunner.erle(mic: signals.mic, output: uncompensated.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
+            AECRunner.erle(
+                mic: signals.mic, output: uncompensated.output, blocks: mask, blockSize: 160, fromBlock: 1_000))
         #expect(with > without + 6, "with compensation \(with) dB, without \(without) dB")
     }
 
@@ -200,17 +223,23 @@ struct EchoCancellerTests {
         scenario.delayAfterChangeMilliseconds = 150
         let signals = AECVectorGenerator.generate(scenario)
         let run = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
+            far: signals.far, mic: signals.mic,
+            configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let delay = try #require(run.statistics.estimatedDelayMilliseconds)
         #expect(abs(delay - 150) < 10, "estimated \(delay) ms")
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
-        let before = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 500, toBlock: 600))
-        let after = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 700))
+        let before = try #require(
+            AECRunner.erle(
+                mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 500, toBlock: 600))
+        let after = try #require(
+            AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 700))
         #expect(after > 25, "ERLE from 1 s after the jump \(after) dB (before it \(before) dB)")
         #expect(after > before - 3, "ERLE from 1 s after the jump \(after) dB, before it \(before) dB")
         let gained = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
-        let afterGained = try #require(AECRunner.erle(mic: signals.mic, output: gained.output, blocks: mask, blockSize: 160, fromBlock: 700))
+            far: signals.far, mic: signals.mic,
+            configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+        let afterGained = try #require(
+            AECRunner.erle(mic: signals.mic, output: gained.output, blocks: mask, blockSize: 160, fromBlock: 700))
         #expect(afterGained > after + 3, "with the residual-echo gain \(afterGained) dB, without \(after) dB")
     }
 
@@ -219,18 +248,23 @@ struct EchoCancellerTests {
         scenario.seconds = 6
         scenario.delayMilliseconds = 300  // beyond a 200 ms tail: raw MDF cannot model it
         let signals = AECVectorGenerator.generate(scenario)
-        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let run = try AECRunner.runEngine(
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let delay = try #require(run.statistics.estimatedDelayMilliseconds)
         #expect(abs(delay - 302) < 15, "estimated \(delay) ms")
         let raw = try AECRunner.runRawMDF(far: signals.far, mic: signals.mic, sampleRate: 16_000, tailMilliseconds: 200)
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
-        let engine = try #require(AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 300))
-        let baseline = try #require(AECRunner.erle(mic: signals.mic, output: raw.output, blocks: mask, blockSize: 160, fromBlock: 300))
+        let engine = try #require(
+            AECRunner.erle(mic: signals.mic, output: run.output, blocks: mask, blockSize: 160, fromBlock: 300))
+        let baseline = try #require(
+            AECRunner.erle(mic: signals.mic, output: raw.output, blocks: mask, blockSize: 160, fromBlock: 300))
         #expect(engine > baseline + 6, "engine \(engine) dB, raw \(baseline) dB")
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: sharedAEC.appendingPathComponent("x.wav").path),
-                   "../shared/testdata/aec is absent"))
+    @Test(
+        .enabled(
+            if: FileManager.default.fileExists(atPath: sharedAEC.appendingPathComponent("x.wav").path),
+            "../shared/testdata/aec is absent"))
     func realRecordingPairIsCancelled() throws {
         let far = try WAVFile.read(path: sharedAEC.appendingPathComponent("x.wav").path)
         let mic = try WAVFile.read(path: sharedAEC.appendingPathComponent("d.wav").path)
@@ -243,7 +277,9 @@ struct EchoCancellerTests {
             name: "pyaec", far: Array(far.int16Samples.prefix(n)), mic: Array(mic.int16Samples.prefix(n)),
             near: Array(near.int16Samples.prefix(n)), sampleRate: 8_000,
             configuration: EchoCancellerConfiguration(tailMilliseconds: 200), steadyStateSeconds: 2)
-        print("pyaec pair: ERLE engine \(result.erleEngine ?? .nan) dB, raw \(result.erleRaw ?? .nan) dB; near-end segSNR engine \(result.nearEndSegSNREngine ?? .nan) dB, raw \(result.nearEndSegSNRRaw ?? .nan) dB; delay \(result.finalDelayMilliseconds ?? .nan) ms, drift \(result.estimatedDriftPPM ?? .nan) ppm")
+        print(
+            "pyaec pair: ERLE engine \(result.erleEngine ?? .nan) dB, raw \(result.erleRaw ?? .nan) dB; near-end segSNR engine \(result.nearEndSegSNREngine ?? .nan) dB, raw \(result.nearEndSegSNRRaw ?? .nan) dB; delay \(result.finalDelayMilliseconds ?? .nan) ms, drift \(result.estimatedDriftPPM ?? .nan) ppm"
+        )
         let erle = try #require(result.erleEngine)
         // Measured: engine 27.8 dB, raw MDF 26.4 dB; near-end segmental SNR engine 3.2 dB, raw 2.8 dB (output shifted
         // by the preprocessor's one-block latency before comparing).

@@ -12,7 +12,9 @@ private let speechPath = SharedTestData.repository.appendingPathComponent("TestV
 struct EchoCancellerWithoutCancellationTests {
     /// Mean square of the output and microphone over the last `seconds` of an echo-only call (the microphone holds
     /// the far end 40 ms late at half level), and the share of blocks judged speech.
-    private func run(cancelEcho: Bool, speech: [Int16], seconds: Int = 8) throws -> (out: Double, mic: Double, active: Double, delay: Double?) {
+    private func run(cancelEcho: Bool, speech: [Int16], seconds: Int = 8) throws -> (
+        out: Double, mic: Double, active: Double, delay: Double?
+    ) {
         var configuration = EchoCancellerConfiguration()
         if !cancelEcho { configuration.stages.remove(.echoFilter) }
         let canceller = try EchoCanceller(configuration: configuration)
@@ -42,7 +44,9 @@ struct EchoCancellerWithoutCancellationTests {
                 }
             }
         }
-        return (outEnergy, micEnergy, Double(activeBlocks) / Double(blocks), canceller.statistics.estimatedDelayMilliseconds)
+        return (
+            outEnergy, micEnergy, Double(activeBlocks) / Double(blocks), canceller.statistics.estimatedDelayMilliseconds
+        )
     }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: speechPath), "TestVectors/speech_like_16k.wav missing"))

@@ -17,7 +17,9 @@ struct FFTTests {
         var im = [Float](repeating: 0, count: n)
         let fft = FFT(size: n)
         re.withUnsafeMutableBufferPointer { r in
-            im.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false) }
+            im.withUnsafeMutableBufferPointer { i in
+                fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false)
+            }
         }
         for k in 0..<n {
             var sumRe = 0.0, sumIm = 0.0
@@ -37,12 +39,15 @@ struct FFTTests {
         var re = (0..<n).map { Float(cos(2 * Double.pi * 5 * Double($0) / Double(n))) }
         var im = [Float](repeating: 0, count: n)
         re.withUnsafeMutableBufferPointer { r in
-            im.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false) }
+            im.withUnsafeMutableBufferPointer { i in
+                fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: false)
+            }
         }
         let magnitudes = (0..<n).map { (re[$0] * re[$0] + im[$0] * im[$0]).squareRoot() }
         #expect(abs(magnitudes[5] - Float(n) / 2) < 1e-2)
         #expect(abs(magnitudes[n - 5] - Float(n) / 2) < 1e-2)
-        #expect(magnitudes.enumerated().filter { $0.offset != 5 && $0.offset != n - 5 }.allSatisfy { $0.element < 1e-2 })
+        #expect(
+            magnitudes.enumerated().filter { $0.offset != 5 && $0.offset != n - 5 }.allSatisfy { $0.element < 1e-2 })
     }
 
     /// Bit for bit the scalar strided radix-2 walk the transform was before its butterflies moved to C (kept here
@@ -55,10 +60,14 @@ struct FFTTests {
         for inverse in [false, true] {
             for trial in 0..<4 {
                 let re0 = (0..<n).map { _ in Float.random(in: -32768...32767, using: &generator) }
-                let im0 = trial % 2 == 0 ? [Float](repeating: 0, count: n) : re0.map { _ in Float.random(in: -1...1, using: &generator) }
+                let im0 =
+                    trial % 2 == 0
+                    ? [Float](repeating: 0, count: n) : re0.map { _ in Float.random(in: -1...1, using: &generator) }
                 var re = re0, im = im0
                 re.withUnsafeMutableBufferPointer { r in
-                    im.withUnsafeMutableBufferPointer { i in fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: inverse) }
+                    im.withUnsafeMutableBufferPointer { i in
+                        fft.transform(re: r.baseAddress!, im: i.baseAddress!, inverse: inverse)
+                    }
                 }
                 let (refRe, refIm) = Self.scalarWalk(re0, im0, inverse: inverse)
                 #expect(re.map(\.bitPattern) == refRe.map(\.bitPattern), "re, size \(n), inverse \(inverse)")
@@ -79,8 +88,14 @@ struct FFTTests {
         }
         for i in 0..<n {
             var r = 0, v = i
-            for _ in 0..<bits { r = (r << 1) | (v & 1); v >>= 1 }
-            if r > i { re.swapAt(i, r); im.swapAt(i, r) }
+            for _ in 0..<bits {
+                r = (r << 1) | (v & 1)
+                v >>= 1
+            }
+            if r > i {
+                re.swapAt(i, r)
+                im.swapAt(i, r)
+            }
         }
         var half = 1
         while half < n {
@@ -100,7 +115,10 @@ struct FFTTests {
         }
         if inverse {
             let scale = 1 / Float(n)
-            for i in 0..<n { re[i] *= scale; im[i] *= scale }
+            for i in 0..<n {
+                re[i] *= scale
+                im[i] *= scale
+            }
         }
         return (re, im)
     }

@@ -14,7 +14,9 @@ private func samples(_ name: String) throws -> [Int16] {
 /// The canceller on realistic echo (the AEC-Challenge recordings of ../shared/testdata/aec-real, see its README):
 /// loudspeaker nonlinearity, real rooms and devices. Floors a few dB under what the default configuration measures
 /// (`voice-bench aec --real`), so a regression fails; the WebRTC comparison itself is the benchmark's.
-@Suite("Echo canceller on real recordings", .tags(.slow), .scheduledByTags, .enabled(if: SharedTestData.exists("aec-real"), "../shared/testdata/aec-real absent"))
+@Suite(
+    "Echo canceller on real recordings", .tags(.slow), .scheduledByTags,
+    .enabled(if: SharedTestData.exists("aec-real"), "../shared/testdata/aec-real absent"))
 struct RealEchoRecordingTests {
     static let configuration = EchoCancellerConfiguration()
 
@@ -30,9 +32,11 @@ struct RealEchoRecordingTests {
         let mask = AECRunner.singleTalkBlocks(
             referenceMeanSquare: far.chunks(160).map(meanSquare), near: near, blockSize: 160)
         let whole = try #require(
-            AECRunner.echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: mask.count))
+            AECRunner.echoOnlyERLE(
+                echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: mask.count))
         let first = try #require(
-            AECRunner.echoOnlyERLE(echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: 200))
+            AECRunner.echoOnlyERLE(
+                echo: echo, output: run.output, background: quiet.output, mask: mask, from: 0, to: 200))
         let classic = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: 160) ?? .nan
         print("challenge clip: echo-only ERLE \(whole) dB, first 2 s \(first) dB (classic ERLE \(classic) dB)")
         #expect(whole >= RealEchoFloors.challengeEchoOnlyERLE, "echo-only ERLE over far-end single talk \(whole) dB")
@@ -64,7 +68,9 @@ struct RealEchoRecordingTests {
         for (band, dB) in zip(BandExcess.bands, excess.bands) {
             #expect(dB <= RealEchoFloors.bandExcessMax, "\(band.lowHz)-\(band.highHz) Hz: \(dB) dB over the floor")
         }
-        #expect(excess.broadband >= -RealEchoFloors.broadbandDeficitMax, "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
+        #expect(
+            excess.broadband >= -RealEchoFloors.broadbandDeficitMax,
+            "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
     }
 
     @Test func realDeviceEchoIsCancelledBeforeTheNearEndSpeaks() throws {
@@ -74,7 +80,8 @@ struct RealEchoRecordingTests {
         // 6 dB under it (background dropped). That comparison runs without noise suppression, whose own cut of the
         // background (4.6 dB here) is wanted and is not echo suppression's doing.
         let (far, mic, run) = try Self.runDevice("DMTgmZwtgUilp4omPK7-OQ_doubletalk")
-        var mask = AECRunner.singleTalkBlocks(referenceMeanSquare: far.chunks(160).map(meanSquare), near: nil, blockSize: 160)
+        var mask = AECRunner.singleTalkBlocks(
+            referenceMeanSquare: far.chunks(160).map(meanSquare), near: nil, blockSize: 160)
         for b in mask.indices where b >= 350 { mask[b] = false }
         // The far end starts at 0.5 s: its first 2 s (the start-up target, 20 dB).
         let first = try #require(
@@ -87,12 +94,15 @@ struct RealEchoRecordingTests {
         var withoutNoiseSuppression = Self.configuration
         withoutNoiseSuppression.preprocessor.noiseSuppressionDB = nil
         let plain = try AECRunner.runEngine(far: far, mic: mic, configuration: withoutNoiseSuppression)
-        let excess = try BandExcess(output: plain.output, outputBlocks: singleTalk, reference: mic, referenceBlocks: before)
+        let excess = try BandExcess(
+            output: plain.output, outputBlocks: singleTalk, reference: mic, referenceBlocks: before)
         print("device clip, output over the microphone's floor (0-0.5 s) per band: \(excess.description)")
         for (band, dB) in zip(BandExcess.bands, excess.bands) {
             #expect(dB <= RealEchoFloors.bandExcessMax, "\(band.lowHz)-\(band.highHz) Hz: \(dB) dB over the floor")
         }
-        #expect(excess.broadband >= -RealEchoFloors.broadbandDeficitMax, "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
+        #expect(
+            excess.broadband >= -RealEchoFloors.broadbandDeficitMax,
+            "125 Hz-8 kHz: \(excess.broadband) dB against the floor")
     }
 
     @Test func realDeviceNearEndSingleTalkKeepsTheMicrophone() throws {
@@ -156,7 +166,7 @@ private func dbfs(_ meanSquare: Double) -> Double {
 private struct BandExcess: CustomStringConvertible {
     static let bands: [(lowHz: Int, highHz: Int)] = [
         (125, 500), (500, 1000), (1000, 2000), (2000, 3000), (3000, 4000), (4000, 5000), (5000, 6000), (6000, 7000),
-        (7000, 8000),
+        (7000, 8000)
     ]
     var bands: [Double]
     var broadband: Double

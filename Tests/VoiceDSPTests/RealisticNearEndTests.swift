@@ -57,10 +57,12 @@ struct RealisticNearEndTests {
     static func generate(into folder: URL, group: String = "nst", extra: [String] = []) throws -> [Clip] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "Benchmarks/scripts/aec-realistic.py", folder.path, "--speech", SharedTestData.speech, "--only",
-            group,
-        ] + extra
+        process.arguments =
+            [
+                "python3", "Benchmarks/scripts/aec-realistic.py", folder.path, "--speech", SharedTestData.speech,
+                "--only",
+                group
+            ] + extra
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -90,7 +92,9 @@ struct RealisticNearEndTests {
         var withoutNoiseSuppression = EchoCancellerConfiguration()
         withoutNoiseSuppression.preprocessor.noiseSuppressionDB = nil
         func pesq(_ reference: [Int16], _ degraded: [Int16], _ name: String) throws -> Double? {
-            try VoiceProcessingTransparencyTests.pesq(reference: reference, degraded: degraded, folder: folder, name: name).0
+            try VoiceProcessingTransparencyTests.pesq(
+                reference: reference, degraded: degraded, folder: folder, name: name
+            ).0
         }
         for clip in clips {
             let out = try VoiceProcessingTransparencyTests.processed(clip.mic)
@@ -100,12 +104,20 @@ struct RealisticNearEndTests {
             let outNoisy = try #require(try pesq(clip.nearWithNoise, out, clip.name + "_out_n"))
             let bareNoisy = try #require(try pesq(clip.nearWithNoise, bare, clip.name + "_bare_n"))
             func f(_ v: Double) -> String { String(format: "%.2f", v) }
-            print("\(clip.name) SNR \(f(clip.snr)) dB: against the clean talker mic \(f(mic)), out \(f(outClean)); "
-                + "against the microphone without echo out \(f(outNoisy)), without noise suppression \(f(bareNoisy))")
-            #expect(outClean >= mic - 0.1, "\(clip.name): the output scores \(outClean) against the talker, the microphone \(mic)")
-            #expect(bareNoisy >= 4.0, "\(clip.name): without noise suppression \(bareNoisy) against the microphone without echo")
+            print(
+                "\(clip.name) SNR \(f(clip.snr)) dB: against the clean talker mic \(f(mic)), out \(f(outClean)); "
+                    + "against the microphone without echo out \(f(outNoisy)), without noise suppression \(f(bareNoisy))"
+            )
+            #expect(
+                outClean >= mic - 0.1,
+                "\(clip.name): the output scores \(outClean) against the talker, the microphone \(mic)")
+            #expect(
+                bareNoisy >= 4.0,
+                "\(clip.name): without noise suppression \(bareNoisy) against the microphone without echo")
             if clip.snr >= 30 {
-                #expect(outNoisy >= 4.0, "\(clip.name) at \(clip.snr) dB SNR: \(outNoisy) against the microphone without echo")
+                #expect(
+                    outNoisy >= 4.0,
+                    "\(clip.name) at \(clip.snr) dB SNR: \(outNoisy) against the microphone without echo")
             }
         }
     }
@@ -136,8 +148,9 @@ struct RealisticNearEndTests {
                     reference: Array(own.output[from...]), degraded: Array(out.output[from...]), folder: folder,
                     name: clip.name
                 ).0)
-            print("\(clip.name) SNR \(String(format: "%.1f", clip.snr)) dB: the lone near talker after the far end "
-                + "\(String(format: "%.2f", score)) against the same canceller without echo")
+            print(
+                "\(clip.name) SNR \(String(format: "%.1f", clip.snr)) dB: the lone near talker after the far end "
+                    + "\(String(format: "%.2f", score)) against the same canceller without echo")
             #expect(score >= 4.0, "\(clip.name): \(score) against the same canceller's output without echo")
         }
     }

@@ -162,7 +162,8 @@ struct ResamplerTests {
         arguments: [(12_000.0, 120.0), (8_500, 110)])
     func stopBandAttenuatesTonesAboveNewNyquist(tone: (frequency: Double, minimumDB: Double)) throws {
         let resampler = try Resampler(inputRate: 48_000, outputRate: 16_000)
-        let input = resamplerTestSine(frequency: tone.frequency, rate: 48_000, count: 48_000, amplitude: 0.5, phase: 0.3)
+        let input = resamplerTestSine(
+            frequency: tone.frequency, rate: 48_000, count: 48_000, amplitude: 0.5, phase: 0.3)
         let (output, _) = try resamplerTestRun(resampler, input, block: 480)
         let steady = output[1_000..<(output.count - 200)]
         let attenuation = -resamplerTestDecibels(resamplerTestRMS(steady) / resamplerTestRMS(input[...]))
@@ -218,12 +219,15 @@ struct ResamplerTests {
 
         let slower = try Resampler(inputRate: 8_000, outputRate: 48_000)
         try slower.setDrift(ppm: -500)
-        let (c, _) = try resamplerTestRun(slower, resamplerTestSine(frequency: 440, rate: 8_000, count: 80_000), block: 80)
+        let (c, _) = try resamplerTestRun(
+            slower, resamplerTestSine(frequency: 440, rate: 8_000, count: 80_000), block: 80)
         let slowerPPM = (Double(c.count) / 480_000 - 1) * 1_000_000
         #expect(abs(slowerPPM + 500) < 50, "measured \(slowerPPM) ppm")
     }
 
-    @Test("drift changes mid-stream leave no discontinuity", arguments: [(48_000, 16_000), (8_000, 48_000), (44_100, 48_000)])
+    @Test(
+        "drift changes mid-stream leave no discontinuity",
+        arguments: [(48_000, 16_000), (8_000, 48_000), (44_100, 48_000)])
     func driftChangesMidStreamAreClickFree(pair: (Int, Int)) throws {
         let (inRate, outRate) = pair
         let resampler = try Resampler(inputRate: inRate, outputRate: outRate)
@@ -354,8 +358,9 @@ struct ResamplerTests {
         "invalid arguments are rejected naming the field",
         arguments: [
             (0, 16_000, 1, 5, "inputRate"), (-8_000, 16_000, 1, 5, "inputRate"), (16_000, 0, 1, 5, "outputRate"),
-            (16_000, -1, 1, 5, "outputRate"), (16_000, 2_000_000, 1, 5, "outputRate"), (16_000, 8_000, 0, 5, "channels"),
-            (16_000, 8_000, -2, 5, "channels"), (16_000, 8_000, 1, 11, "quality"), (16_000, 8_000, 1, -1, "quality"),
+            (16_000, -1, 1, 5, "outputRate"), (16_000, 2_000_000, 1, 5, "outputRate"),
+            (16_000, 8_000, 0, 5, "channels"),
+            (16_000, 8_000, -2, 5, "channels"), (16_000, 8_000, 1, 11, "quality"), (16_000, 8_000, 1, -1, "quality")
         ])
     func rejectsInvalidArgumentsNamingTheField(args: (Int, Int, Int, Int, String)) {
         let (inRate, outRate, channels, quality, field) = args

@@ -16,10 +16,14 @@ struct ResidualEchoGainTests {
             far: signals.far, mic: signals.mic,
             configuration: EchoCancellerConfiguration(residualEchoGainFloorDB: nil, residualEchoSuppressorFloorDB: nil))
         let on = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
-        let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: on.referenceMeanSquare, near: signals.near, blockSize: 160)
-        let erleOff = try #require(AECRunner.erle(mic: signals.mic, output: off.output, blocks: mask, blockSize: 160, fromBlock: 1000))
-        let erleOn = try #require(AECRunner.erle(mic: signals.mic, output: on.output, blocks: mask, blockSize: 160, fromBlock: 1000))
+            far: signals.far, mic: signals.mic,
+            configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+        let mask = AECRunner.singleTalkBlocks(
+            referenceMeanSquare: on.referenceMeanSquare, near: signals.near, blockSize: 160)
+        let erleOff = try #require(
+            AECRunner.erle(mic: signals.mic, output: off.output, blocks: mask, blockSize: 160, fromBlock: 1000))
+        let erleOn = try #require(
+            AECRunner.erle(mic: signals.mic, output: on.output, blocks: mask, blockSize: 160, fromBlock: 1000))
         #expect(erleOn > erleOff + 3, "ERLE with the gain \(erleOn) dB, without \(erleOff) dB")
         let nearOff = AECRunner.nearEndSegmentalSNR(near: signals.near, output: off.output, sampleRate: 16_000)
         let nearOn = AECRunner.nearEndSegmentalSNR(near: signals.near, output: on.output, sampleRate: 16_000)
@@ -42,7 +46,10 @@ func expectFloorsRejected(
             _ = try EchoCanceller(configuration: configuration(floor))
             Issue.record("floor \(floor) accepted")
         } catch {
-            guard case .invalidArgument(let named, _) = error else { Issue.record("wrong error \(error)"); continue }
+            guard case .invalidArgument(let named, _) = error else {
+                Issue.record("wrong error \(error)")
+                continue
+            }
             #expect(named == field)
         }
     }

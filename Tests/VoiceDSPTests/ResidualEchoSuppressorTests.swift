@@ -18,19 +18,24 @@ struct ResidualEchoSuppressorTests {
         // From the first seconds: ERLE over far-end single talk 1-4 s, per-band suppressor against the broadband
         // gain, and the near end's segmental SNR not more than 3 dB lower.
         let signals = AECVectorGenerator.generate(Self.nonlinearScenario())
-        let perBand = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let perBand = try AECRunner.runEngine(
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let broadband = try AECRunner.runEngine(
-            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
+            far: signals.far, mic: signals.mic,
+            configuration: EchoCancellerConfiguration(residualEchoSuppressorFloorDB: nil))
         let mask = AECRunner.singleTalkBlocks(
             referenceMeanSquare: perBand.referenceMeanSquare, near: signals.near, blockSize: 160)
         let early = try #require(
-            AECRunner.erle(mic: signals.mic, output: perBand.output, blocks: mask, blockSize: 160, fromBlock: 100, toBlock: 400))
+            AECRunner.erle(
+                mic: signals.mic, output: perBand.output, blocks: mask, blockSize: 160, fromBlock: 100, toBlock: 400))
         let earlyBroadband = try #require(
-            AECRunner.erle(mic: signals.mic, output: broadband.output, blocks: mask, blockSize: 160, fromBlock: 100, toBlock: 400))
+            AECRunner.erle(
+                mic: signals.mic, output: broadband.output, blocks: mask, blockSize: 160, fromBlock: 100, toBlock: 400))
         #expect(early >= 20, "per-band ERLE 1-4 s \(early) dB")
         #expect(early > earlyBroadband + 3, "per-band \(early) dB, broadband \(earlyBroadband) dB")
         let near = AECRunner.nearEndSegmentalSNR(near: signals.near, output: perBand.output, sampleRate: 16_000)
-        let nearBroadband = AECRunner.nearEndSegmentalSNR(near: signals.near, output: broadband.output, sampleRate: 16_000)
+        let nearBroadband = AECRunner.nearEndSegmentalSNR(
+            near: signals.near, output: broadband.output, sampleRate: 16_000)
         #expect(near > nearBroadband - 3, "near-end segSNR per-band \(near) dB, broadband \(nearBroadband) dB")
     }
 
@@ -63,14 +68,17 @@ struct ResidualEchoSuppressorTests {
             SignalGenerator.pinkNoise(
                 rms: Foundation.pow(10, -45.0 / 20) / 2.0.squareRoot(), sampleRate: 16_000, seconds: scenario.seconds,
                 seed: 4242))
-        let run = try AECRunner.runEngine(far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
+        let run = try AECRunner.runEngine(
+            far: signals.far, mic: signals.mic, configuration: EchoCancellerConfiguration())
         let quiet = try AECRunner.runEngine(
-            far: [Int16](repeating: 0, count: background.count), mic: background, configuration: EchoCancellerConfiguration())
+            far: [Int16](repeating: 0, count: background.count), mic: background,
+            configuration: EchoCancellerConfiguration())
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: run.referenceMeanSquare, near: nil, blockSize: 160)
         let onset = try #require(mask.firstIndex(of: true))
         try #require(mask[onset..<onset + 200].filter { $0 }.count > 50 && mask[500..<800].filter { $0 }.count > 50)
         let first = try #require(
-            AECRunner.backgroundLevel(output: run.output, background: quiet.output, mask: mask, from: onset, to: onset + 200))
+            AECRunner.backgroundLevel(
+                output: run.output, background: quiet.output, mask: mask, from: onset, to: onset + 200))
         let later = try #require(
             AECRunner.backgroundLevel(output: run.output, background: quiet.output, mask: mask, from: 500, to: 800))
         print("background against no far end: first 2 s of echo \(first) dB, 5-8 s \(later) dB")

@@ -14,7 +14,9 @@ import VoiceTestSupport
 /// denoiser at -15 dB, the default before, cost 0.35-0.52 PESQ-WB on clean speech and measures 1.7-18 dB here (alone,
 /// below); the default now costs 0.00-0.12 PESQ-WB (`voice-engine aec`; through `simulate`, with Opus, 0.00-0.07) and
 /// measures 0.00-0.43 dB.
-@Suite("Voice processing is transparent on clean speech", .tags(.slow), .scheduledByTags, .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"))
+@Suite(
+    "Voice processing is transparent on clean speech", .tags(.slow), .scheduledByTags,
+    .enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"))
 struct VoiceProcessingTransparencyTests {
     /// The 16 kHz clean talkers of the shared set (at least 4 s each).
     static func talkers() throws -> [(String, [Int16])] {
@@ -29,12 +31,14 @@ struct VoiceProcessingTransparencyTests {
     static func processed(_ mic: [Int16], _ configuration: EchoCancellerConfiguration = EchoCancellerConfiguration())
         throws -> [Int16]
     {
-        try AECRunner.runEngine(far: [Int16](repeating: 0, count: mic.count), mic: mic, configuration: configuration).output
+        try AECRunner.runEngine(far: [Int16](repeating: 0, count: mic.count), mic: mic, configuration: configuration)
+            .output
     }
 
     /// speexdsp's preprocessor alone, denoising at -15 dB (its output one frame late, shifted back).
     static func speexDenoised(_ mic: [Int16]) throws -> [Int16] {
-        let pre = try Preprocessor(configuration: PreprocessorConfiguration(sampleRate: 16_000, noiseSuppressionDB: -15))
+        let pre = try Preprocessor(
+            configuration: PreprocessorConfiguration(sampleRate: 16_000, noiseSuppressionDB: -15))
         var out = mic
         out.withUnsafeMutableBufferPointer { o in
             for start in stride(from: 0, to: o.count - 159, by: 160) {
@@ -58,7 +62,9 @@ struct VoiceProcessingTransparencyTests {
             let now = Self.distance(speech, try Self.processed(speech))
             // What the canceller did before: speexdsp's denoiser at -15 dB on the same speech (the measure must see it).
             let speex = Self.distance(speech, try Self.speexDenoised(speech))
-            print("transparency \(name): \(String(format: "%.2f", now)) dB, speexdsp -15 dB \(String(format: "%.2f", speex)) dB")
+            print(
+                "transparency \(name): \(String(format: "%.2f", now)) dB, speexdsp -15 dB \(String(format: "%.2f", speex)) dB"
+            )
             #expect(now < Self.cleanLimitDB, "\(name): voice processing moved clean speech \(now) dB")
             #expect(speex > now, "\(name): the measure does not see speexdsp's damage (\(speex) dB)")
         }
@@ -67,7 +73,8 @@ struct VoiceProcessingTransparencyTests {
     /// `speech` plus seeded noise (the project's white or pink generator) at `snrDB` against the speech's active level.
     static func noisy(_ speech: [Int16], pink: Bool, snrDB: Double, seed: UInt64) -> [Int16] {
         let seconds = Double(speech.count) / 16_000
-        let noise = (pink
+        let noise =
+            (pink
             ? SignalGenerator.pinkNoise(sampleRate: 16_000, seconds: seconds, seed: seed)
             : SignalGenerator.whiteNoise(sampleRate: 16_000, seconds: seconds, seed: seed)).map(Double.init)
         return mixed(speech, noise, snrDB: snrDB)
@@ -77,10 +84,11 @@ struct VoiceProcessingTransparencyTests {
     /// its power under 300 Hz) at `snrDB` against the speech's active level.
     static func brownNoisy(_ speech: [Int16], snrDB: Double, seed: UInt64) -> [Int16] {
         var state = 0.0
-        let brown = SignalGenerator.whiteNoise(sampleRate: 16_000, seconds: Double(speech.count) / 16_000, seed: seed).map {
-            state = 0.9999 * state + Double($0)
-            return state
-        }
+        let brown = SignalGenerator.whiteNoise(sampleRate: 16_000, seconds: Double(speech.count) / 16_000, seed: seed)
+            .map {
+                state = 0.9999 * state + Double($0)
+                return state
+            }
         return mixed(speech, brown, snrDB: snrDB)
     }
 
@@ -102,15 +110,21 @@ struct VoiceProcessingTransparencyTests {
     /// the clean talker than the microphone was. (PESQ-WB on the same kind of material, `noisy-speech.py`: +0.05 to
     /// +0.4 for white and pink; the table is in TestVectors/aec/README.md.)
     @Test func noiseSuppressionBringsNoisySpeechCloserToTheTalker() throws {
-        let talkers = try Self.talkers().filter { $0.1.count <= 12 * 16_000 }.prefix(2).map { ($0.0, Array($0.1.prefix(8 * 16_000))) }
+        let talkers = try Self.talkers().filter { $0.1.count <= 12 * 16_000 }.prefix(2).map {
+            ($0.0, Array($0.1.prefix(8 * 16_000)))
+        }
         #expect(talkers.count == 2)
         for (name, speech) in talkers {
             for (pink, snr) in [(false, 5.0), (false, 20.0), (true, 10.0)] {
                 let mic = Self.noisy(speech, pink: pink, snrDB: snr, seed: 1500)
                 let before = Self.distance(speech, mic)
                 let after = Self.distance(speech, try Self.processed(mic))
-                print("noise \(name) \(pink ? "pink" : "white") \(snr) dB: mic \(String(format: "%.2f", before)) dB, out \(String(format: "%.2f", after)) dB")
-                #expect(after < before - 0.5, "\(name), \(pink ? "pink" : "white") noise at \(snr) dB: \(before) -> \(after) dB")
+                print(
+                    "noise \(name) \(pink ? "pink" : "white") \(snr) dB: mic \(String(format: "%.2f", before)) dB, out \(String(format: "%.2f", after)) dB"
+                )
+                #expect(
+                    after < before - 0.5,
+                    "\(name), \(pink ? "pink" : "white") noise at \(snr) dB: \(before) -> \(after) dB")
             }
         }
     }
@@ -132,7 +146,8 @@ struct VoiceProcessingTransparencyTests {
         do { try process.run() } catch { return (nil, "python3 not runnable: \(error)") }
         let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0, let mos = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard process.terminationStatus == 0, let mos = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             return (nil, "pesq-wb.py exited \(process.terminationStatus) (pip install pesq)")
         }
         return (mos, "")
@@ -149,7 +164,9 @@ struct VoiceProcessingTransparencyTests {
     /// tolerance is 0.75 dB: ten times under the old damage. PESQ-WB, checked too when python3 has `pesq`, did not see
     /// the old loss on this generator's noise (3.22 -> 3.37, 4.04 -> 4.04).
     @Test func brownNoiseIsNotMadeWorse() throws {
-        let talkers = try Self.talkers().filter { $0.1.count <= 12 * 16_000 }.prefix(2).map { ($0.0, Array($0.1.prefix(8 * 16_000))) }
+        let talkers = try Self.talkers().filter { $0.1.count <= 12 * 16_000 }.prefix(2).map {
+            ($0.0, Array($0.1.prefix(8 * 16_000)))
+        }
         #expect(talkers.count == 2)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("brown-noise-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -161,14 +178,20 @@ struct VoiceProcessingTransparencyTests {
                 let before = Self.distance(speech, mic)
                 let after = Self.distance(speech, out)
                 let clip = "\(name.replacingOccurrences(of: ".wav", with: ""))_brown_\(Int(snr))"
-                let (micScore, reason) = try Self.pesq(reference: speech, degraded: mic, folder: folder, name: clip + "_mic")
+                let (micScore, reason) = try Self.pesq(
+                    reference: speech, degraded: mic, folder: folder, name: clip + "_mic")
                 let (outScore, _) = try Self.pesq(reference: speech, degraded: out, folder: folder, name: clip + "_out")
-                print("noise \(name) brown \(snr) dB: mic \(String(format: "%.2f", before)) dB, out \(String(format: "%.2f", after)) dB; "
-                    + "PESQ-WB " + (micScore.map { String(format: "mic %.2f", $0) } ?? reason)
-                    + (outScore.map { String(format: ", out %.2f", $0) } ?? ""))
-                #expect(after < before + Self.brownToleranceDB, "\(name), brown noise at \(snr) dB: \(before) -> \(after) dB")
+                print(
+                    "noise \(name) brown \(snr) dB: mic \(String(format: "%.2f", before)) dB, out \(String(format: "%.2f", after)) dB; "
+                        + "PESQ-WB " + (micScore.map { String(format: "mic %.2f", $0) } ?? reason)
+                        + (outScore.map { String(format: ", out %.2f", $0) } ?? ""))
+                #expect(
+                    after < before + Self.brownToleranceDB,
+                    "\(name), brown noise at \(snr) dB: \(before) -> \(after) dB")
                 if let micScore, let outScore {
-                    #expect(outScore >= micScore - Self.brownPESQToleranceDB, "\(name), brown noise at \(snr) dB: PESQ-WB \(micScore) -> \(outScore)")
+                    #expect(
+                        outScore >= micScore - Self.brownPESQToleranceDB,
+                        "\(name), brown noise at \(snr) dB: PESQ-WB \(micScore) -> \(outScore)")
                 }
             }
         }

@@ -6,7 +6,7 @@ import VoiceCore
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Faults the null PCM cannot produce (xrun, suspend, device loss, busy): the pure code-to-fault mapping, and
@@ -108,7 +108,7 @@ import VoiceTestSupport
         channel.finish()
         #expect(
             await collect(channel.stream) == [
-                .xrun(count: 1), .xrun(count: 2), .interruptionBegan(reason: .deviceLost),
+                .xrun(count: 1), .xrun(count: 2), .interruptionBegan(reason: .deviceLost)
             ])
         #expect(counters.snapshot.xruns == 2)
         #expect(counters.snapshot.periods == 4)  // 4 | 2+2 | 4 | 4: partial periods carry over an xrun
@@ -125,7 +125,7 @@ import VoiceTestSupport
         channel.finish()
         #expect(
             await collect(channel.stream) == [
-                .interruptionBegan(reason: .suspended), .interruptionEnded, .interruptionBegan(reason: .deviceLost),
+                .interruptionBegan(reason: .suspended), .interruptionEnded, .interruptionBegan(reason: .deviceLost)
             ])
         #expect(counters.snapshot.suspends == 1)
         #expect(pcm.calls.filter { $0 == "resume" }.count == 3)
@@ -139,7 +139,7 @@ import VoiceTestSupport
         channel.finish()
         #expect(
             await collect(channel.stream) == [
-                .interruptionBegan(reason: .suspended), .interruptionEnded, .interruptionBegan(reason: .deviceBusy),
+                .interruptionBegan(reason: .suspended), .interruptionEnded, .interruptionBegan(reason: .deviceBusy)
             ])
         #expect(pcm.calls.contains("prepare"))
     }

@@ -5,7 +5,7 @@ import VoiceCore
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The real libasound2 code path through ALSA's `null` PCM (no sound card needed): open, negotiate, run

@@ -5,7 +5,7 @@ import VoiceCore
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A fresh path in the temporary directory, unique per call.

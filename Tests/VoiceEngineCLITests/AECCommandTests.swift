@@ -19,7 +19,7 @@ import VoiceTestSupport
         process.arguments = [
             "aec", "--far", "\(Self.folder)/far_16k.wav", "--mic", "\(Self.folder)/mic_double_talk.wav",
             "--near", "\(Self.folder)/near_double_talk.wav", "--out", dir.appendingPathComponent("out.wav").path,
-            "--report", report.path,
+            "--report", report.path
         ]
         let pipe = Pipe()
         process.standardOutput = pipe

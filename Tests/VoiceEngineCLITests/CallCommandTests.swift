@@ -5,7 +5,7 @@ import VoiceLab
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `voice-engine call` end to end: two processes on loopback with file devices, keys given on the command line.
@@ -100,13 +100,13 @@ import VoiceTestSupport
         let listener = try Child([
             "call", "--listen", "\(port)", "--bind", "127.0.0.1", "--mic", "file:\(Self.speech)",
             "--speaker", "file:\(path("listener.wav"))", "--duration", "2", "--report", path("listener.json"),
-            "--local-key", keyListener, "--remote-key", keyCaller, "--no-voice-processing",
+            "--local-key", keyListener, "--remote-key", keyCaller, "--no-voice-processing"
         ])
         usleep(200_000)
         let caller = try Child([
             "call", "--connect", "127.0.0.1:\(port)", "--bind", "127.0.0.1", "--mic", "file:\(Self.speech)",
             "--speaker", "file:\(path("caller.wav"))", "--duration", "2", "--report", path("caller.json"),
-            "--local-key", keyCaller, "--remote-crypto", "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(keyListener)",
+            "--local-key", keyCaller, "--remote-crypto", "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(keyListener)"
         ])
         let deadline = Date().addingTimeInterval(12)
         let callerEnd = caller.wait(until: deadline)
@@ -130,7 +130,9 @@ import VoiceTestSupport
             #expect(heard.count > 16_000)
             let input = try WAVFile.read(path: Self.speech).int16Samples.prefix(heard.count)
             let level = SignalMetrics.rmsDBFS(SignalGenerator.toFloat(heard))
-            #expect(level > SignalMetrics.rmsDBFS(SignalGenerator.toFloat(Array(input))) - 10, "\(name) heard \(level) dBFS: (near) silence")
+            #expect(
+                level > SignalMetrics.rmsDBFS(SignalGenerator.toFloat(Array(input))) - 10,
+                "\(name) heard \(level) dBFS: (near) silence")
         }
     }
 
@@ -160,7 +162,7 @@ import VoiceTestSupport
         let started = Date()
         let end = try Child([
             "call", "--connect", "localhost:\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
-            "--no-srtp", "--connect-timeout", "1.5",
+            "--no-srtp", "--connect-timeout", "1.5"
         ]).wait(until: Date().addingTimeInterval(20))
         let elapsed = Date().timeIntervalSince(started)
         #expect(!end.killed && end.status == 1, "\(end.output)")
@@ -175,21 +177,24 @@ import VoiceTestSupport
     func wrongKeysAreNamedAsSuch() throws {
         let port = Self.freePort()
         let key = { SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes }
-        let (a, b, c) = (Data(key()).base64EncodedString(), Data(key()).base64EncodedString(), Data(key()).base64EncodedString())
+        let (a, b, c) = (
+            Data(key()).base64EncodedString(), Data(key()).base64EncodedString(), Data(key()).base64EncodedString()
+        )
         let listener = try Child([
             "call", "--listen", "\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
-            "--duration", "3", "--local-key", a, "--remote-key", c,  // the caller protects with b
+            "--duration", "3", "--local-key", a, "--remote-key", c  // the caller protects with b
         ])
         usleep(200_000)
         let caller = try Child([
             "call", "--connect", "127.0.0.1:\(port)", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null",
-            "--connect-timeout", "2.5", "--local-key", b, "--remote-key", a,
+            "--connect-timeout", "2.5", "--local-key", b, "--remote-key", a
         ])
         let deadline = Date().addingTimeInterval(20)
         let callerEnd = caller.wait(until: deadline)
         let listenerEnd = listener.wait(until: deadline)
         #expect(!listenerEnd.killed && listenerEnd.status == 1, "\(listenerEnd.output)")
-        #expect(listenerEnd.output.contains("failed SRTP authentication: the keys do not match"), "\(listenerEnd.output)")
+        #expect(
+            listenerEnd.output.contains("failed SRTP authentication: the keys do not match"), "\(listenerEnd.output)")
         #expect(!callerEnd.killed && callerEnd.status == 1, "\(callerEnd.output)")
     }
 
@@ -202,7 +207,8 @@ import VoiceTestSupport
         let key = { Data(SRTPMasterKey.random(for: .aesCM128HmacSHA1_80).bytes).base64EncodedString() }
         let (a, b) = (key(), key())
         let device = ["--mic", "file:\(Self.speech)", "--speaker", "null", "--duration", "2"]
-        let listener = try Child(["call", "--listen", "\(port)", "--bind", "::1", "--local-key", a, "--remote-key", b] + device)
+        let listener = try Child(
+            ["call", "--listen", "\(port)", "--bind", "::1", "--local-key", a, "--remote-key", b] + device)
         usleep(200_000)
         let caller = try Child(["call", "--connect", "[::1]:\(port)", "--local-key", b, "--remote-key", a] + device)
         let deadline = Date().addingTimeInterval(15)
@@ -221,7 +227,7 @@ import VoiceTestSupport
             (["call", "--connect", "::1:5004"], "an IPv6 address goes in brackets"),
             (["call", "--connect", "[127.0.0.1]:5004"], "is not an IPv6 address"),
             (["call", "--connect", "[::1]:5004", "--bind", "127.0.0.1"], "cannot reach the IPv6 peer"),
-            (["call", "--connect", "[::1:5004"], "expected HOST:PORT"),
+            (["call", "--connect", "[::1:5004"], "expected HOST:PORT")
         ] {
             let end = try Child(arguments).wait(until: Date().addingTimeInterval(10))
             #expect(!end.killed && end.status == 64, "\(arguments): \(end.output)")
@@ -235,7 +241,7 @@ import VoiceTestSupport
             ["call", "--mic", "null"],
             ["call", "--listen", "5000", "--connect", "127.0.0.1:5000"],
             ["call", "--connect", "localhost"],
-            ["call", "--listen", "0", "--no-srtp", "--remote-key", "abc"],
+            ["call", "--listen", "0", "--no-srtp", "--remote-key", "abc"]
         ] {
             let end = try Child(arguments).wait(until: Date().addingTimeInterval(10))
             #expect(!end.killed && end.status != 0, "\(arguments): \(end.output)")

@@ -5,7 +5,7 @@ import VoiceLab
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `--capture` on `call`, `demo` and `simulate`: the pcapng opens in tshark, `rtp-dump`'s analysis finds exactly
@@ -70,14 +70,14 @@ import VoiceTestSupport
             "call", "--listen", "\(port)", "--bind", "127.0.0.1", "--mic", "file:\(Self.speech)",
             "--speaker", "file:\(path("listener.wav"))", "--duration", "5", "--report", path("listener.json"),
             "--local-key", b64(listenerKey), "--remote-key", b64(callerKey), "--no-voice-processing",
-            "--capture", path("listener.pcapng"),
+            "--capture", path("listener.pcapng")
         ])
         usleep(200_000)
         let caller = try CallCommandTests.Child([
             "call", "--connect", "127.0.0.1:\(port)", "--bind", "127.0.0.1", "--mic", "file:\(Self.speechB)",
             "--speaker", "file:\(path("caller.wav"))", "--duration", "3", "--report", path("caller.json"),
             "--local-key", b64(callerKey), "--remote-key", b64(listenerKey), "--no-voice-processing",
-            "--capture", path("caller.pcapng"),
+            "--capture", path("caller.pcapng")
         ])
         let deadline = Date().addingTimeInterval(20)
         let callerEnd = caller.wait(until: deadline)
@@ -100,7 +100,8 @@ import VoiceTestSupport
         let liveReport = try JSONDecoder().decode(
             CallReport.self, from: Data(contentsOf: URL(fileURLWithPath: path("listener.json"))))
         // "media thread: N ticks (M late), …"
-        let lateTicks = listenerEnd.output.split(separator: "\n").first { $0.hasPrefix("media thread:") }
+        let lateTicks =
+            listenerEnd.output.split(separator: "\n").first { $0.hasPrefix("media thread:") }
             .flatMap { line in line.split(separator: "(").dropFirst().first?.split(separator: " ").first }
             .flatMap { Int($0) } ?? 0
 
@@ -159,7 +160,7 @@ import VoiceTestSupport
         let analysis = try RTPCaptureAnalysis(contentsOfFile: capture)
         let receiverOf = [
             outcome.report.configuration.endpointA: outcome.report.a,
-            outcome.report.configuration.endpointB: outcome.report.b,
+            outcome.report.configuration.endpointB: outcome.report.b
         ]
         #expect(analysis.streams.count == 2)
         for stream in analysis.streams {
@@ -199,7 +200,8 @@ import VoiceTestSupport
         #expect(analysis.streams.count == 1)
         #expect(analysis.packets.contains { $0.kind == .rtcp }, "the receiver's RTCP back to the sender")
         Self.expectStatistics(analysis.streams.first, equal: result.receiverReport, jitterTolerance: 0.05)
-        let replay = try CaptureReplay.run(capture: try PcapReader.readFile(capture), options: .init(sampleRate: 16_000))
+        let replay = try CaptureReplay.run(
+            capture: try PcapReader.readFile(capture), options: .init(sampleRate: 16_000))
         let live = result.receiverReport.jitterBuffer.concealmentRatio * 100
         let replayed = replay.report.jitterBuffer.concealmentRatio * 100
         print("simulate: concealed live \(live) %, replay \(replayed) %")
@@ -217,8 +219,10 @@ import VoiceTestSupport
         let runs: [[String]] = [
             ["demo", "--out", dir.appendingPathComponent("demo").path, "--capture", bad],
             ["simulate", "--input", Self.speech, "--out", dir.appendingPathComponent("s.wav").path, "--capture", bad],
-            ["call", "--listen", "0", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null", "--no-srtp",
-             "--duration", "30", "--capture", bad],
+            [
+                "call", "--listen", "0", "--bind", "127.0.0.1", "--mic", "null", "--speaker", "null", "--no-srtp",
+                "--duration", "30", "--capture", bad
+            ]
         ]
         for arguments in runs {
             let started = Date()

@@ -25,7 +25,9 @@ import VoiceTestSupport
         let aec = ["aec", "--far", missingWAV, "--mic", missingWAV, "--out", "\(dir)/a.wav"]
         // TCP to the discard port on loopback: a valid value fails fast with "transport failed" (69).
         let sip = ["sip", "options", "sip:a@127.0.0.1:9", "--transport", "tcp"]
-        return ["--loss", "--jitter", "--delay", "--drift", "--bitrate"].map { NumericOption(command: simulate, option: $0) }
+        return ["--loss", "--jitter", "--delay", "--drift", "--bitrate"].map {
+            NumericOption(command: simulate, option: $0)
+        }
             + ["--duration", "--loss", "--jitter", "--turns", "--seed"].map { NumericOption(command: demo, option: $0) }
             + ["--duration", "--media-timeout", "--connect-timeout", "--rate", "--bitrate"].map {
                 NumericOption(command: call, option: $0)
@@ -39,9 +41,17 @@ import VoiceTestSupport
             + [NumericOption(command: sip, option: "--t1")]
             // Nobody answers on the discard port: a valid value ends in "not established" (1) or no answer (69).
             + ["--duration", "--answer-timeout", "--rate", "--bitrate"].map {
-                NumericOption(command: ["sip", "call", "sip:a@127.0.0.1:9", "--transport", "tcp", "--answer-timeout", "2", "--mic", "null", "--speaker", "null"], option: $0)
+                NumericOption(
+                    command: [
+                        "sip", "call", "sip:a@127.0.0.1:9", "--transport", "tcp", "--answer-timeout", "2", "--mic",
+                        "null", "--speaker", "null"
+                    ], option: $0)
             }
-            + [NumericOption(command: ["sip", "listen", "--listen", "127.0.0.1:0", "--answer-timeout", "1"], option: "--answer-after")]
+            + [
+                NumericOption(
+                    command: ["sip", "listen", "--listen", "127.0.0.1:0", "--answer-timeout", "1"],
+                    option: "--answer-after")
+            ]
             // A missing secret file: a valid value ends in 65 before the client starts.
             + ["--sip-port", "--registration-port", "--rate", "--no-answer-timeout", "--auto-answer"].map {
                 NumericOption(command: ["phone", "--user", "alice", "--secret-file", missingWAV], option: $0)
@@ -49,7 +59,10 @@ import VoiceTestSupport
             // A --stats-dir that cannot be created: a valid value ends in 1 before the server listens.
             + ["--t1", "--talkers", "--media-threads"].map {
                 NumericOption(
-                    command: ["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", "/nonexistent-\(UUID().uuidString)/rooms"],
+                    command: [
+                        "conference-server", "--bind", "127.0.0.1:0", "--stats-dir",
+                        "/nonexistent-\(UUID().uuidString)/rooms"
+                    ],
                     option: $0)
             }
     }
@@ -90,8 +103,10 @@ import VoiceTestSupport
                 #expect(errors.count == 1, "not exactly one error line: \(context)")
                 #expect(!end.output.contains("NSCocoaErrorDomain") && !end.output.contains("Fatal error"), "\(context)")
                 if end.status == 64 {
-                    #expect(errors.first?.contains(option.option) == true, "the error does not name the option: \(context)")
-                    #expect(end.output.contains("Usage: voice-engine \(option.command[0])"), "no usage line: \(context)")
+                    #expect(
+                        errors.first?.contains(option.option) == true, "the error does not name the option: \(context)")
+                    #expect(
+                        end.output.contains("Usage: voice-engine \(option.command[0])"), "no usage line: \(context)")
                 }
             }
         }
@@ -102,22 +117,70 @@ import VoiceTestSupport
     @Test(
         .enabled(if: binary != nil, "voice-engine binary missing"),
         arguments: [
-            (["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "inf"], "--jitter inf: must be within 0...1000 ms"),
-            (["simulate", "--input", "x.wav", "--out", "y.wav", "--delay", "inf"], "--delay inf: must be within 0...5000 ms"),
-            (["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "1e9"], "--jitter 1000000000.0: must be within 0...1000 ms"),
-            (["simulate", "--input", "x.wav", "--out", "y.wav", "--bitrate", "0"], "--bitrate 0: must be within 6000...510000"),
-            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "nan"], "--steady-state-from nan: must be within 0...86400 seconds"),
-            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "inf"], "--steady-state-from inf: must be within 0...86400 seconds"),
-            (["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from=-5"], "--steady-state-from -5.0: must be within 0...86400 seconds"),
-            (["call", "--connect", "127.0.0.1:9", "--duration", "inf"], "--duration inf: must be within 0.1...86400 seconds"),
-            (["call", "--connect", "127.0.0.1:9", "--duration", "1e300"], "--duration 1e+300: must be within 0.1...86400 seconds"),
-            (["sip", "options", "sip:a@127.0.0.1", "--t1", "9223372036854775807"], "--t1 9223372036854775807: must be within 1...60000 ms"),
-            (["phone", "--user", "alice", "--secret-file", "s", "--rate", "44101"], "--rate 44101: must be a multiple of 100 Hz"),
-            (["phone", "--user", "alice", "--secret-file", "s", "--rate", "96000"], "--rate 96000: must be within 8000...48000 Hz"),
-            (["phone", "--user", "alice", "--secret-file", "s", "--sip-port", "0"], "--sip-port 0: must be within 1...65535\n"),
-            (["phone", "--user", "alice", "--secret-file", "s", "--auto-answer", "nan"], "--auto-answer nan: must be within 0...3600 s"),
-            (["conference-server", "--bind", "127.0.0.1:0", "--talkers", "17"], "--talkers 17: must be within 1...16 talkers"),
-            (["conference-server", "--bind", "127.0.0.1:0", "--media-address", "media.invalid"], "--media-address media.invalid: must be an IPv4 or IPv6 address"),
+            (
+                ["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "inf"],
+                "--jitter inf: must be within 0...1000 ms"
+            ),
+            (
+                ["simulate", "--input", "x.wav", "--out", "y.wav", "--delay", "inf"],
+                "--delay inf: must be within 0...5000 ms"
+            ),
+            (
+                ["simulate", "--input", "x.wav", "--out", "y.wav", "--jitter", "1e9"],
+                "--jitter 1000000000.0: must be within 0...1000 ms"
+            ),
+            (
+                ["simulate", "--input", "x.wav", "--out", "y.wav", "--bitrate", "0"],
+                "--bitrate 0: must be within 6000...510000"
+            ),
+            (
+                ["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "nan"],
+                "--steady-state-from nan: must be within 0...86400 seconds"
+            ),
+            (
+                ["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from", "inf"],
+                "--steady-state-from inf: must be within 0...86400 seconds"
+            ),
+            (
+                ["aec", "--far", "x.wav", "--mic", "y.wav", "--out", "z.wav", "--steady-state-from=-5"],
+                "--steady-state-from -5.0: must be within 0...86400 seconds"
+            ),
+            (
+                ["call", "--connect", "127.0.0.1:9", "--duration", "inf"],
+                "--duration inf: must be within 0.1...86400 seconds"
+            ),
+            (
+                ["call", "--connect", "127.0.0.1:9", "--duration", "1e300"],
+                "--duration 1e+300: must be within 0.1...86400 seconds"
+            ),
+            (
+                ["sip", "options", "sip:a@127.0.0.1", "--t1", "9223372036854775807"],
+                "--t1 9223372036854775807: must be within 1...60000 ms"
+            ),
+            (
+                ["phone", "--user", "alice", "--secret-file", "s", "--rate", "44101"],
+                "--rate 44101: must be a multiple of 100 Hz"
+            ),
+            (
+                ["phone", "--user", "alice", "--secret-file", "s", "--rate", "96000"],
+                "--rate 96000: must be within 8000...48000 Hz"
+            ),
+            (
+                ["phone", "--user", "alice", "--secret-file", "s", "--sip-port", "0"],
+                "--sip-port 0: must be within 1...65535\n"
+            ),
+            (
+                ["phone", "--user", "alice", "--secret-file", "s", "--auto-answer", "nan"],
+                "--auto-answer nan: must be within 0...3600 s"
+            ),
+            (
+                ["conference-server", "--bind", "127.0.0.1:0", "--talkers", "17"],
+                "--talkers 17: must be within 1...16 talkers"
+            ),
+            (
+                ["conference-server", "--bind", "127.0.0.1:0", "--media-address", "media.invalid"],
+                "--media-address media.invalid: must be an IPv4 or IPv6 address"
+            )
         ] as [([String], String)])
     func badValuesFromTheIssueAreRefusedNamingOptionAndRange(arguments: [String], message: String) throws {
         let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
@@ -137,9 +200,12 @@ import VoiceTestSupport
         try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
         let options = ["sip", "options", "sip:a@127.0.0.1:9", "--t1", "50"]
         for (extra, message) in [
-            (["--transport", "tls", "--ca-file", "/nonexistent-ca.pem"], "--ca-file /nonexistent-ca.pem: No such file or directory"),
+            (
+                ["--transport", "tls", "--ca-file", "/nonexistent-ca.pem"],
+                "--ca-file /nonexistent-ca.pem: No such file or directory"
+            ),
             (["--transport", "tls", "--ca-file", notPEM], "--ca-file \(notPEM): "),
-            (["--transport", "tcp", "--ca-file", notPEM], "--ca-file \(notPEM): only for --transport tls"),
+            (["--transport", "tcp", "--ca-file", notPEM], "--ca-file \(notPEM): only for --transport tls")
         ] {
             let end = try CallCommandTests.Child(options + extra).wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 64, "\(extra): \(end.output)")
@@ -147,11 +213,13 @@ import VoiceTestSupport
             #expect(end.output.contains("Usage: voice-engine sip"), "\(end.output)")
             #expect(end.output.split(separator: "\n").filter { $0.hasPrefix("error:") }.count == 1, "\(end.output)")
         }
-        let notPEMEnd = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", notPEM]).wait(until: Date().addingTimeInterval(30))
+        let notPEMEnd = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", notPEM]).wait(
+            until: Date().addingTimeInterval(30))
         #expect(notPEMEnd.output.contains("PEM"), "the reason is not given: \(notPEMEnd.output)")
         let bundle = "/etc/ssl/certs/ca-certificates.crt"
         if FileManager.default.isReadableFile(atPath: bundle) {
-            let end = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", bundle]).wait(until: Date().addingTimeInterval(30))
+            let end = try CallCommandTests.Child(options + ["--transport", "tls", "--ca-file", bundle]).wait(
+                until: Date().addingTimeInterval(30))
             #expect(end.status == 69, "\(end.output)")
         }
     }
@@ -160,16 +228,20 @@ import VoiceTestSupport
         "--help of the tool and of every command prints its help and exits 0",
         .enabled(if: binary != nil, "voice-engine binary missing"))
     func helpOfEveryCommandExitsZero() throws {
-        for command in [[], ["demo"], ["simulate"], ["replay"], ["rtp-dump"], ["call"], ["aec"], ["play"], ["devices"],
-                        ["vectors"], ["vectors", "check"], ["aec-vectors"],
-                        ["phone"], ["conference-server"]] {
+        for command in [
+            [], ["demo"], ["simulate"], ["replay"], ["rtp-dump"], ["call"], ["aec"], ["play"], ["devices"],
+            ["vectors"], ["vectors", "check"], ["aec-vectors"],
+            ["phone"], ["conference-server"]
+        ] {
             let end = try CallCommandTests.Child(command + ["--help"]).wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 0 && end.output.contains("USAGE: voice-engine"), "\(command): \(end.output)")
             #expect(!end.output.split(separator: "\n").contains { $0.hasPrefix("error:") }, "\(command): \(end.output)")
         }
         let root = try CallCommandTests.Child(["--help"]).wait(until: Date().addingTimeInterval(30))
         let help = root.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        #expect(help.contains("64 usage") && help.contains("65 bad input data") && help.contains("1 runtime failure"), "\(help)")
+        #expect(
+            help.contains("64 usage") && help.contains("65 bad input data") && help.contains("1 runtime failure"),
+            "\(help)")
     }
 
     @Test(
@@ -199,13 +271,15 @@ import VoiceTestSupport
             ["replay", "missing.pcap", "--out", bad],
             ["vectors", "generate", "--directory", bad + "/deeper"],
             ["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", bad + "/deeper"],
-            ["phone", "--user", "alice", "--secret-file", "/nonexistent-secret", "--speaker", "file:" + bad],
+            ["phone", "--user", "alice", "--secret-file", "/nonexistent-secret", "--speaker", "file:" + bad]
         ] {
             let end = try CallCommandTests.Child(arguments).wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 1, "\(arguments): \(end.output)")
             #expect(end.output.hasPrefix("error: ") && end.output.contains(bad), "\(end.output)")
             #expect(end.output.contains("No such file or directory"), "\(end.output)")
-            #expect(!end.output.contains("packets:") && !end.output.contains("event:"), "worked before failing: \(end.output)")
+            #expect(
+                !end.output.contains("packets:") && !end.output.contains("event:"),
+                "worked before failing: \(end.output)")
         }
     }
 
@@ -221,13 +295,14 @@ import VoiceTestSupport
             (file + "/rooms", "Not a directory"),
             ("/proc/rooms-\(UUID().uuidString)", "No such file or directory"),
             // An existing /proc folder: made already, but no file can be created in it.
-            ("/proc/self", "cannot write in the folder"),
+            ("/proc/self", "cannot write in the folder")
         ]
         for (path, reason) in cases {
             let end = try CallCommandTests.Child(["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", path])
                 .wait(until: Date().addingTimeInterval(30))
             #expect(end.status == 1, "\(path): \(end.output)")
-            #expect(end.output.hasPrefix("error: --stats-dir \(path): ") && end.output.contains(reason), "\(end.output)")
+            #expect(
+                end.output.hasPrefix("error: --stats-dir \(path): ") && end.output.contains(reason), "\(end.output)")
             #expect(!end.output.contains("conference server: sip"), "listened before refusing: \(end.output)")
         }
         // A folder that can be made is made at start (before any room closes).
@@ -236,7 +311,9 @@ import VoiceTestSupport
         let server = try CallCommandTests.Child(["conference-server", "--bind", "127.0.0.1:0", "--stats-dir", fresh])
         var isFolder: ObjCBool = false
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !FileManager.default.fileExists(atPath: fresh, isDirectory: &isFolder) { Thread.sleep(forTimeInterval: 0.05) }
+        while Date() < deadline, !FileManager.default.fileExists(atPath: fresh, isDirectory: &isFolder) {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         kill(server.process.processIdentifier, SIGTERM)
         let end = server.wait(until: Date().addingTimeInterval(20))
         #expect(isFolder.boolValue, "the stats folder was not made at start: \(end.output)")

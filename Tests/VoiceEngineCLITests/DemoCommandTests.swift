@@ -46,7 +46,7 @@ private let haveSpeech = [DemoCall.defaultInputA, DemoCall.defaultInputB].allSat
             (["--duration", "0"], "--duration"),
             (["--jitter-buffer", "magic"], "--jitter-buffer magic: use adaptive or speexdsp"),
             (["--input-a", "/nonexistent/a.wav"], "no such file"),
-            (["--turns", "0.1"], "--turns: 0.1 must be within 0.2...600 seconds"),
+            (["--turns", "0.1"], "--turns: 0.1 must be within 0.2...600 seconds")
         ]
         for (flags, message) in cases {
             let result = try run(["demo", "--out", NSTemporaryDirectory() + "/demo-bad-flags"] + flags, seconds: 30)

@@ -5,7 +5,9 @@ import VoiceTestSupport
 
 /// `voice-engine rtp-dump` as a user runs it: the JSON shape the README documents, and one `error:` line with exit
 /// 65 for a capture it cannot read, 64 for a bad option value.
-@Suite(.tags(.cli), .scheduledByTags, .enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
+@Suite(
+    .tags(.cli), .scheduledByTags,
+    .enabled(if: CommandTestSupport.voiceEngineBinary != nil, "voice-engine is not built"))
 struct RTPDumpCommandTests {
     /// Runs the tool; (status, stdout, stderr).
     static func run(_ arguments: [String]) throws -> (Int32, String, String) {
@@ -61,7 +63,8 @@ struct RTPDumpCommandTests {
         #expect(first["srtp"] as? String == "none")
         #expect(abs((first["time"] as? Double ?? -1) - 0.02) < 1e-9, "seconds since the first UDP datagram")
         let rtcp = packets[9]
-        #expect(rtcp["kind"] as? String == "rtcp" && rtcp["ssrc"] as? String == "0x1020304" && rtcp["pt"] as? Int == 201)
+        #expect(
+            rtcp["kind"] as? String == "rtcp" && rtcp["ssrc"] as? String == "0x1020304" && rtcp["pt"] as? Int == 201)
         #expect(rtcp["seq"] is NSNull && rtcp["marker"] is NSNull)
         let streams = try #require(object["streams"] as? [[String: Any]])
         #expect(streams.count == 1)
@@ -89,7 +92,7 @@ struct RTPDumpCommandTests {
             (["rtp-dump", good.path, "--ssrc", "0x5"], 65, "RTP SSRCs present: 0xdeadbeef"),
             (["rtp-dump", good.path, "--ssrc", "banana"], 64, "--ssrc"),
             (["rtp-dump", good.path, "--srtp-key", "inline:!!!"], 64, "--srtp-key"),
-            (["rtp-dump", good.path, "--suite", "ROT13"], 64, "--suite"),
+            (["rtp-dump", good.path, "--suite", "ROT13"], 64, "--suite")
         ]
         for (arguments, expected, fragment) in cases {
             let (status, stdout, stderr) = try Self.run(arguments)
@@ -104,7 +107,7 @@ struct RTPDumpCommandTests {
         // A key that authenticates nothing is not an error: every packet says auth_fail.
         let key = SDESCryptoAttribute.generate().key
         let (status, stdout, stderr) = try Self.run([
-            "rtp-dump", good.path, "--json", "--srtp-key", "inline:" + Data(key.bytes).base64EncodedString(),
+            "rtp-dump", good.path, "--json", "--srtp-key", "inline:" + Data(key.bytes).base64EncodedString()
         ])
         #expect(status == 0 && stdout.contains("\"srtp\":\"auth_fail\"") && !stdout.contains("\"srtp\":\"ok\""))
         #expect(stderr.contains("authenticates no packet"))

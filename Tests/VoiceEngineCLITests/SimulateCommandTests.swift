@@ -23,7 +23,7 @@ import VoiceTestSupport
         let ok = try run([
             "simulate", "--input", Self.speech, "--out", out, "--loss", "5", "--burst", "--jitter", "15",
             "--seed", "3",
-            "--report", report, "--write-trace", traceOut,
+            "--report", report, "--write-trace", traceOut
         ])
         #expect(ok.status == 0, "\(ok.output)")
         let wav = try WAVFile.read(path: out)
@@ -36,13 +36,13 @@ import VoiceTestSupport
         #expect(try NetworkTrace(contentsOf: URL(fileURLWithPath: traceOut)).records.count > 100)
 
         let missing = try run([
-            "simulate", "--input", dir.appendingPathComponent("nope.wav").path, "--out", out,
+            "simulate", "--input", dir.appendingPathComponent("nope.wav").path, "--out", out
         ])
         #expect(missing.status != 0 && missing.output.contains("not found"))
         let badTrace = dir.appendingPathComponent("bad.csv")
         try "send_ms,arrival_ms\n0,20\n20,abc\n".write(to: badTrace, atomically: true, encoding: .utf8)
         let malformed = try run([
-            "simulate", "--input", Self.speech, "--out", out, "--trace", badTrace.path,
+            "simulate", "--input", Self.speech, "--out", out, "--trace", badTrace.path
         ])
         #expect(malformed.status != 0 && malformed.output.contains("line 3"))
         let absentTrace = dir.appendingPathComponent("absent.csv").path

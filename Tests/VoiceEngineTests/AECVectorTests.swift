@@ -28,7 +28,10 @@ struct AECVectorTests {
             return
         }
         #expect(result.value.isFinite)
-        #expect(result.passed, "\(name): \(result.metric) = \(result.value), thresholds \(String(describing: check.min)) ... \(String(describing: check.max))")
+        #expect(
+            result.passed,
+            "\(name): \(result.metric) = \(result.value), thresholds \(String(describing: check.min)) ... \(String(describing: check.max))"
+        )
         if let target = check.target, !result.targetMet {
             withKnownIssue("target not met: \(name) \(result.metric) = \(result.value), target \(target)") {
                 #expect(result.value >= target)

@@ -153,7 +153,9 @@ private let haveSpeech =
             #expect(d.expected <= d.sent)
             #expect(r.drops.total == 0, "\(d.direction): SRTP authenticated every packet")
             #expect(d.mos >= 1 && d.mos <= 4.5 && d.rFactor > 20, "\(d.direction) MOS \(d.mos)")
-            #expect(d.meanBufferDelayMilliseconds > 0 && d.p95BufferDelayMilliseconds >= d.meanBufferDelayMilliseconds * 0.5)
+            #expect(
+                d.meanBufferDelayMilliseconds > 0 && d.p95BufferDelayMilliseconds >= d.meanBufferDelayMilliseconds * 0.5
+            )
         }
         for t in [report.transport.aToB, report.transport.bToA] {
             #expect(t.arrived == t.sent && t.transportLost == 0 && t.stray == 0)
@@ -172,7 +174,7 @@ private let haveSpeech =
         let html = try String(contentsOfFile: files.html, encoding: .utf8)
         #expect(html.components(separatedBy: "<svg").count - 1 >= 5)
         for title in [
-            "Jitter buffer A → B", "Jitter buffer B → A", "Network loss and concealment", "Levels", "Call quality",
+            "Jitter buffer A → B", "Jitter buffer B → A", "Network loss and concealment", "Levels", "Call quality"
         ] {
             #expect(html.contains(SVGChart.escape(title)), "HTML lacks \(title)")
         }

@@ -18,7 +18,9 @@ import VoiceRTP
         #expect(stream.encoderConfiguration.expectedLossPercent == 12)
         // Without FEC negotiated, or with an expected loss configured, nothing changes.
         #expect(StreamTestSupport.configuration(seed: 61).effectiveOpus.expectedLossPercent == 0)
-        #expect(StreamTestSupport.configuration(seed: 62, fec: true, expectedLoss: 20).effectiveOpus.expectedLossPercent == 20)
+        #expect(
+            StreamTestSupport.configuration(seed: 62, fec: true, expectedLoss: 20).effectiveOpus.expectedLossPercent
+                == 20)
         c.lossAdaptation.initialExpectedLossPercent = 101
         #expect(throws: MediaStreamError.self) { try c.validate() }
     }

@@ -7,7 +7,7 @@ import VoiceLab
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Faults: a device disappearing mid-call (interruptions shorter and longer than the 30 s timeout), xrun storms,
@@ -112,7 +112,8 @@ import VoiceTestSupport
                 b.renderPlayout(into: &frameB, now: now)
                 run.playedB += frameB.samples
             }
-            a.processCapture(AudioFrame(format: .mono16k, samples: Array(inputA[(tick * 160)..<((tick + 1) * 160)])), now: now)
+            a.processCapture(
+                AudioFrame(format: .mono16k, samples: Array(inputA[(tick * 160)..<((tick + 1) * 160)])), now: now)
             if !paused {
                 b.processCapture(
                     AudioFrame(format: .mono16k, samples: Array(inputB[(tick * 160)..<((tick + 1) * 160)])), now: now)
@@ -157,7 +158,10 @@ import VoiceTestSupport
         let run = try await Self.interruptedCall(seconds: seconds, lossAt: lossAt, backAfter: outage)
         #expect(run.beganEffects.contains(.stopCapture) && run.beganEffects.contains(.stopPlayout))
         #expect(run.beganEffects.contains(.deactivateSession))
-        #expect(run.endedEffects == [.activateSession, .setVoiceProcessing(true), .flushBuffers, .startPlayout, .startCapture])
+        #expect(
+            run.endedEffects == [
+                .activateSession, .setVoiceProcessing(true), .flushBuffers, .startPlayout, .startCapture
+            ])
         #expect(run.endCause == nil)
         #expect(run.report?.endCause == .localHangup)
         #expect(run.report?.interruptionCount == 1)
@@ -168,7 +172,8 @@ import VoiceTestSupport
         // the best alignment of B's playout with A's input is the path delay plus the buffer, well under 0.5 s.
         let resume = Int((lossAt + outage) * 16_000)
         for second in 1..<5 {
-            let level = StreamTestSupport.level(run.playedB[(resume + second * 16_000)..<(resume + (second + 1) * 16_000)])
+            let level = StreamTestSupport.level(
+                run.playedB[(resume + second * 16_000)..<(resume + (second + 1) * 16_000)])
             #expect(level > -40, "second \(second) after resuming: \(level) dBFS")
         }
         let window = resume + 16_000

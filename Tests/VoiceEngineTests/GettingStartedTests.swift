@@ -84,19 +84,21 @@ func runMediaLoop(
         let heardA = dir.appendingPathComponent("a.wav").path
         let heardB = dir.appendingPathComponent("b.wav").path
         let failures = Mutex<[String]>([])
-        let threads = [Leg(stream: streamA, transport: a, out: heardA), Leg(stream: streamB, transport: b, out: heardB)].map { leg in
-            let thread = Thread {
-                do {
-                    try runMediaLoop(
-                        stream: leg.stream, transport: leg.transport, microphoneWAV: Self.speech, speakerWAV: leg.out,
-                        seconds: 2.5)
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
+        let threads = [Leg(stream: streamA, transport: a, out: heardA), Leg(stream: streamB, transport: b, out: heardB)]
+            .map { leg in
+                let thread = Thread {
+                    do {
+                        try runMediaLoop(
+                            stream: leg.stream, transport: leg.transport, microphoneWAV: Self.speech,
+                            speakerWAV: leg.out,
+                            seconds: 2.5)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
                 }
+                thread.start()
+                return thread
             }
-            thread.start()
-            return thread
-        }
         while threads.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(20)) }
         await a.close()
         await b.close()

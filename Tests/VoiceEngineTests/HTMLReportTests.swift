@@ -9,7 +9,7 @@ struct HTMLReportTests {
             title: "delay <ms>", xLabel: "time (s)", yLabel: "ms",
             series: [
                 .init(name: "buffer", color: "#1f77b4", points: [(0, 40), (1, 60), (2, 45)]),
-                .init(name: "target & more", color: "#d62728", points: [(0, 50), (2, 50)], stepped: true),
+                .init(name: "target & more", color: "#d62728", points: [(0, 50), (2, 50)], stepped: true)
             ])
         let svg = chart.render()
         #expect(svg.hasPrefix("<svg"))

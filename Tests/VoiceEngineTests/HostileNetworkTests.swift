@@ -4,7 +4,7 @@ import VoiceEngine
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Hostile network against a running receive chain: a legitimate SRTP stream plus floods of random UDP, replayed
@@ -327,7 +327,9 @@ import VoiceTestSupport
     /// around it (under SRTP, so libsrtp's rollover-counter estimate is exercised too); at packet 300 its timestamp
     /// jumps by `jump` ticks with the sequence numbers continuing (a sender restarting its media clock).
     /// Returns what was played and the receiver's figures.
-    static func wrapReorderAndJump(jump: UInt32) throws -> (played: [Int16], input: [Int16], stats: MediaStreamStatistics, sent: Int) {
+    static func wrapReorderAndJump(jump: UInt32) throws -> (
+        played: [Int16], input: [Int16], stats: MediaStreamStatistics, sent: Int
+    ) {
         let fixture = Fixture(seconds: 16, seed: 931)
         let stream = try MediaStream(configuration: fixture.receiver)
         let legit = try HandmadeRTPSender(
@@ -373,7 +375,8 @@ import VoiceTestSupport
         let lag = StreamTestSupport.lag(
             reference: Array(input[start..<(start + 32_000)]), test: Array(played[start..<(start + 40_000)]),
             maxLag: 6_000)
-        return HostileSupport.correlation(input[start..<(start + 32_000)], played[(start + lag)..<(start + lag + 32_000)])
+        return HostileSupport.correlation(
+            input[start..<(start + 32_000)], played[(start + lag)..<(start + lag + 32_000)])
     }
 
     /// Sequence wrap with reordering under SRTP, then a forward timestamp jump of 10 minutes: nothing dropped or
@@ -416,7 +419,8 @@ import VoiceTestSupport
     @Test func plainRTCPWithLyingLengthFieldsIsCountedMalformed() throws {
         let stream = try MediaStream(configuration: StreamTestSupport.configuration(seed: 940))
         for k in 0..<500 {
-            stream.receiveDatagram(HandmadeRTPSender.lyingRTCP(ssrc: 0x1234, variant: k), arrival: .milliseconds(Int64(k)))
+            stream.receiveDatagram(
+                HandmadeRTPSender.lyingRTCP(ssrc: 0x1234, variant: k), arrival: .milliseconds(Int64(k)))
         }
         let s = stream.statistics
         #expect(s.drops.malformedRTCP == 500)

@@ -5,7 +5,7 @@ import VoiceLab
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A stall of the media thread — both ends of a call on it, so the senders and the receivers stop together — must
@@ -20,8 +20,11 @@ import VoiceTestSupport
 extension LiveCallTests {
     @Suite(.tags(.live, .root), .scheduledByTags) struct Stall {
         @Test(
-            .enabled(if: FileManager.default.fileExists(atPath: LiveCallTests.speech), "TestVectors/speech_like_16k.wav missing"),
-            .enabled(if: geteuid() == 0, "needs root: the stall is a SCHED_FIFO thread above the media thread's priority"),
+            .enabled(
+                if: FileManager.default.fileExists(atPath: LiveCallTests.speech),
+                "TestVectors/speech_like_16k.wav missing"),
+            .enabled(
+                if: geteuid() == 0, "needs root: the stall is a SCHED_FIFO thread above the media thread's priority"),
             .timeLimit(.minutes(1)),
             arguments: [40, 80])
         func aStallOfBothEndsConcealsNoMoreThanItself(milliseconds: Int) async throws {
@@ -39,7 +42,8 @@ extension LiveCallTests {
                     callID: CallID(name),
                     configuration: StreamTestSupport.configuration(seed: name == "a" ? 11 : 22, srtp: keys),
                     transport: transport,
-                    capture: try FileCaptureDevice(path: LiveCallTests.speech, format: format, clocking: clocking, endOfFile: .loop),
+                    capture: try FileCaptureDevice(
+                        path: LiveCallTests.speech, format: format, clocking: clocking, endOfFile: .loop),
                     playout: try NullAudioDevice(direction: .playout, format: format, clocking: clocking))
             }
             let a = try call("a", keysA, transportA), b = try call("b", keysB, transportB)
@@ -71,7 +75,7 @@ extension LiveCallTests {
             #expect(stall.realtime, "the spinner was refused SCHED_FIFO: no stall")
             let block = format.samplesPerBlock
             for (name, result, backlogBefore, backlogAfter) in [
-                ("A", resultA, before.map(\.a), after.map(\.a)), ("B", resultB, before.map(\.b), after.map(\.b)),
+                ("A", resultA, before.map(\.a), after.map(\.a)), ("B", resultB, before.map(\.b), after.map(\.b))
             ] {
                 let r = result.report
                 let s = result.statistics
@@ -100,10 +104,12 @@ extension LiveCallTests {
                 // read). Main's code left an 80 ms stall's capture queued for good: 6-7 blocks where 1 was.
                 #expect(
                     backlogAfter.min()! <= max(backlogBefore.max()!, block),
-                    "\(name)'s capture ring holds \(backlogAfter.min()!) samples 1 s after the stall, \(backlogBefore.max()!) before")
+                    "\(name)'s capture ring holds \(backlogAfter.min()!) samples 1 s after the stall, \(backlogBefore.max()!) before"
+                )
                 // Skipped ticks' capture is dropped (and counted), never sent late.
                 if s.lateTicks > 0 {
-                    #expect(s.captureDiscardedSamples > 0, "\(name) skipped \(s.lateTicks) ticks and dropped no capture")
+                    #expect(
+                        s.captureDiscardedSamples > 0, "\(name) skipped \(s.lateTicks) ticks and dropped no capture")
                 }
             }
         }
@@ -132,7 +138,9 @@ enum MediaThreadStall {
     private static func affinity(of tid: pid_t) -> cpu_set_t? {
         guard let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getaffinity") else { return nil }
         var mask = cpu_set_t()
-        let rc = withUnsafeMutableBytes(of: &mask) { unsafeBitCast(f, to: GetAffinity.self)(tid, $0.count, $0.baseAddress!) }
+        let rc = withUnsafeMutableBytes(of: &mask) {
+            unsafeBitCast(f, to: GetAffinity.self)(tid, $0.count, $0.baseAddress!)
+        }
         return rc == 0 ? mask : nil
     }
 

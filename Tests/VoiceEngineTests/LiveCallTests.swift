@@ -262,7 +262,9 @@ import VoiceTestSupport
             var bytes = [UInt8](repeating: 0, count: 64)
             let n = bytes.withUnsafeMutableBytes {
                 RTCPPacket.serialize(
-                    compound: [.receiverReport(RTCPReceiverReport(ssrc: ssrc, reportBlocks: [])), .bye(RTCPBye(ssrcs: [ssrc]))],
+                    compound: [
+                        .receiverReport(RTCPReceiverReport(ssrc: ssrc, reportBlocks: [])), .bye(RTCPBye(ssrcs: [ssrc]))
+                    ],
                     into: $0)
             }
             return Array(bytes.prefix(n))
@@ -274,7 +276,10 @@ import VoiceTestSupport
         var rtp = [UInt8](repeating: 0, count: 20)
         rtp[0] = 0x80
         rtp[1] = stream.configuration.payloadType
-        rtp[8] = 0; rtp[9] = 0; rtp[10] = 0x12; rtp[11] = 0x34
+        rtp[8] = 0
+        rtp[9] = 0
+        rtp[10] = 0x12
+        rtp[11] = 0x34
         stream.receiveDatagram(rtp, arrival: MediaTime(nanoseconds: 10_000_000))
         #expect(stream.statistics.packetsReceived == 1)
         stream.receiveDatagram(bye(0x9999), arrival: MediaTime(nanoseconds: 20_000_000))

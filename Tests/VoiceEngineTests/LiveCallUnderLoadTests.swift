@@ -47,7 +47,8 @@ extension LiveCallTests {
                     "loaded live \(name) (\(load.description)): received \(r.rtp.received)/\(r.rtp.expected) "
                         + "concealed \(r.jitterBuffer.concealmentRatio) late ticks \(result.statistics.lateTicks) begun a tick late \(result.statistics.delayedTicks)/\(result.statistics.ticks) "
                         + "level \(StreamTestSupport.level(loaded[...])) dBFS correlation \(correlation) lags \(lags) "
-                        + "media thread SCHED_FIFO \(result.statistics.realtime), microphone \(result.capture.realtime)")
+                        + "media thread SCHED_FIFO \(result.statistics.realtime), microphone \(result.capture.realtime)"
+                )
                 #expect(result.wasEstablished, "\(name) never saw media both ways")
                 #expect(r.rtp.received >= 150, "\(name) received \(r.rtp.received) packets in 4 s")
                 #expect(lags.count >= 6, "\(name) heard too few speech windows")

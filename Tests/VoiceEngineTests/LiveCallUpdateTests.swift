@@ -10,7 +10,8 @@ import VoiceTestSupport
     @Test(
         "re-key, hold and resume a running call", arguments: [SRTPCryptoSuite.aesCM128HmacSHA1_80, .aeadAES128GCM])
     func reKeyHoldAndResumeReachTheRunningMedia(suite: SRTPCryptoSuite) async throws {
-        try #require(FileManager.default.fileExists(atPath: LiveCallTests.speech), "TestVectors/speech_like_16k.wav missing")
+        try #require(
+            FileManager.default.fileExists(atPath: LiveCallTests.speech), "TestVectors/speech_like_16k.wav missing")
         let dir = StreamTestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let (keysA, keysB) = StreamTestSupport.srtpPair(suite: suite)
@@ -22,9 +23,11 @@ import VoiceTestSupport
         // Re-key as over SIP: each side offers a new local key; A (the offerer) applies on the 2xx, B on the ACK,
         // 60 ms later. Both keep hearing each other without an authentication failure.
         let newA = SRTPMasterKey.random(for: suite), newB = SRTPMasterKey.random(for: suite)
-        try a.call.updateMedia(srtp: MediaStreamSRTP(suite: suite, localKey: newA, remoteKey: newB), direction: .sendrecv)
+        try a.call.updateMedia(
+            srtp: MediaStreamSRTP(suite: suite, localKey: newA, remoteKey: newB), direction: .sendrecv)
         try await Task.sleep(for: .milliseconds(60))
-        try b.call.updateMedia(srtp: MediaStreamSRTP(suite: suite, localKey: newB, remoteKey: newA), direction: .sendrecv)
+        try b.call.updateMedia(
+            srtp: MediaStreamSRTP(suite: suite, localKey: newB, remoteKey: newA), direction: .sendrecv)
         try await Task.sleep(for: .seconds(1))
 
         // A holds B: A sendonly, B recvonly. B's RTP stops (RTCP goes on), A's continues.
@@ -44,12 +47,15 @@ import VoiceTestSupport
         // Only A re-keys its sending side now and B is never told: B must drop A's packets from then on (the new
         // keys really are on the wire), while A keeps hearing B.
         let strayA = SRTPMasterKey.random(for: suite)
-        try a.call.updateMedia(srtp: MediaStreamSRTP(suite: suite, localKey: strayA, remoteKey: newB), direction: .sendrecv)
+        try a.call.updateMedia(
+            srtp: MediaStreamSRTP(suite: suite, localKey: strayA, remoteKey: newB), direction: .sendrecv)
         try await Task.sleep(for: .milliseconds(800))
         let resultA = await a.call.stop()
         let resultB = await b.call.stop()
 
-        print("update \(suite): held A \(aHeld) B \(bHeld) datagrams/s, resumed B \(bResumed); A drops \(resultA.report.drops.counts), B drops \(resultB.report.drops.counts)")
+        print(
+            "update \(suite): held A \(aHeld) B \(bHeld) datagrams/s, resumed B \(bResumed); A drops \(resultA.report.drops.counts), B drops \(resultB.report.drops.counts)"
+        )
         #expect(resultA.wasEstablished && resultB.wasEstablished)
         // 50 RTP packets a second, plus RTCP; on hold B sends RTCP only.
         #expect(aHeld >= 40, "A sent \(aHeld) datagrams while holding")

@@ -44,6 +44,8 @@ struct NegotiatedStreamTests {
         let stats = bobStream.statistics
         #expect(stats.drops.total == 0)
         #expect(stats.packetsReceived > 100)
-        #expect(SignalMetrics.rmsDBFS(SignalGenerator.toFloat(played)) > SignalMetrics.rmsDBFS(SignalGenerator.toFloat(speech)) - 10)
+        #expect(
+            SignalMetrics.rmsDBFS(SignalGenerator.toFloat(played)) > SignalMetrics.rmsDBFS(
+                SignalGenerator.toFloat(speech)) - 10)
     }
 }

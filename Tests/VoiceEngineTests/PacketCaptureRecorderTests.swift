@@ -62,7 +62,9 @@ import VoiceTestSupport
         await withTaskGroup(of: Void.self) { group in
             for t in 0..<4 {
                 group.addTask {
-                    for i in 0..<perThread { _ = TransportTests.send(TransportTests.rtp(sequence: UInt16(t * 1000 + i)), from: a) }
+                    for i in 0..<perThread {
+                        _ = TransportTests.send(TransportTests.rtp(sequence: UInt16(t * 1000 + i)), from: a)
+                    }
                 }
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoiceEngine
+import VoiceTestSupport
 
 /// Where RTCP goes when it is not multiplexed (RFC 3550 §11, RFC 3605 `a=rtcp:`, RFC 5761 §5.1.3): what offers and
 /// answers say, which remote RTCP port each side picks, and the transport's separate RTCP socket on loopback.
@@ -29,14 +30,16 @@ import VoiceEngine
 
     @Test func rtcpAttributeIsParsedWithAndWithoutAnAddress() throws {
         for line in ["a=rtcp:53020", "a=rtcp:53020 IN IP4 126.16.64.4"] {
-            let text = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+            let text =
+                "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
                 + "m=audio 49170 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n\(line)\r\n"
             let parsed = try SessionDescription(parsing: text)
             #expect(parsed.audio.rtcpPort == 53020 && !parsed.audio.rtcpMux, "\(line)")
         }
         #expect(throws: SDPError.self) {
-            try SessionDescription(parsing: "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
-                + "m=audio 49170 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\na=rtcp:70000\r\n")
+            try SessionDescription(
+                parsing: "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+                    + "m=audio 49170 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\na=rtcp:70000\r\n")
         }
     }
 
@@ -86,10 +89,18 @@ import VoiceEngine
             host: "127.0.0.1", configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
         let peerRTCP = try await UDPMediaTransport.bind(
             host: "127.0.0.1", configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
-        defer { Task { await ours.close(); await peerRTP.close(); await peerRTCP.close() } }
+        defer {
+            Task {
+                await ours.close()
+                await peerRTP.close()
+                await peerRTCP.close()
+            }
+        }
         var negotiated = try SessionDescription.makeAnswer(
-            to: SessionDescription.makeOffer(Self.caps(port: Int(peerRTP.localEndpoint.port), rtcpMux: false,
-                                                       rtcpPort: Int(peerRTCP.localEndpoint.port))),
+            to: SessionDescription.makeOffer(
+                Self.caps(
+                    port: Int(peerRTP.localEndpoint.port), rtcpMux: false,
+                    rtcpPort: Int(peerRTCP.localEndpoint.port))),
             localCapabilities: Self.caps(port: Int(ours.localEndpoint.port))
         ).negotiated
         #expect(!negotiated.rtcpMux)

@@ -86,7 +86,9 @@ import VoiceTestSupport
             _ = try CaptureReplay.run(
                 capture: call.capture, options: .init(srtp: (.aesCM128HmacSHA1_80, wrongKey), sampleRate: 16_000))
         } throws: { error in
-            guard case .keyAuthenticatesNothing(let ssrcs, let plainOpus) = error as? CaptureReplayError else { return false }
+            guard case .keyAuthenticatesNothing(let ssrcs, let plainOpus) = error as? CaptureReplayError else {
+                return false
+            }
             return ssrcs.contains(call.senderSSRC) && !plainOpus
         }
         // Without a key the ciphertext does not parse as Opus: refused instead of decoded as noise.
@@ -120,7 +122,9 @@ import VoiceTestSupport
         }
     }
 
-    @Test(.tags(.cli), .scheduledByTags, .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
+    @Test(
+        .tags(.cli), .scheduledByTags,
+        .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"))
     func theCommandExitsWith65AndSaysWhyWhenNothingCanBeDecoded() throws {
         let call = try Self.recordCall(srtp: true)
         let file = try TestFiles.temporaryFile(call.capture, name: "srtp.pcapng")
@@ -130,17 +134,22 @@ import VoiceTestSupport
         let right = Data(call.senderKey.bytes).base64EncodedString()
         for (arguments, fragment) in [
             ([] as [String], "looks SRTP-protected"),
-            (["--srtp-key", "inline:" + wrong], "authenticates no RTP packet"),
+            (["--srtp-key", "inline:" + wrong], "authenticates no RTP packet")
         ] {
-            let (status, _, stderr) = try BuiltExecutables.run("voice-engine", ["replay", file.path, "--out", out.path] + arguments)
+            let (status, _, stderr) = try BuiltExecutables.run(
+                "voice-engine", ["replay", file.path, "--out", out.path] + arguments)
             #expect(status == 65 && stderr.hasPrefix("error: ") && stderr.contains(fragment), "\(stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.path), "no WAV written for nothing decoded")
         }
-        let (status, stdout, stderr) = try BuiltExecutables.run("voice-engine", [
-            "replay", file.path, "--out", out.path, "--srtp-key", "inline:" + right, "--rate", "16000",
-        ])
+        let (status, stdout, stderr) = try BuiltExecutables.run(
+            "voice-engine",
+            [
+                "replay", file.path, "--out", out.path, "--srtp-key", "inline:" + right, "--rate", "16000"
+            ])
         #expect(status == 0, "\(stderr)")
-        #expect(stdout.contains("0x" + String(call.senderSSRC, radix: 16)) && stdout.contains("the one the key authenticates"))
+        #expect(
+            stdout.contains("0x" + String(call.senderSSRC, radix: 16))
+                && stdout.contains("the one the key authenticates"))
     }
 
     @Test func srtpKeyArgumentAcceptsInlineBareAndCryptoLines() throws {

@@ -5,8 +5,10 @@ import VoiceEngine
 /// SDES keys. The offer below is baresip 1.0's (`mediaenc=dtls_srtp`, `rtcp_mux yes`), captured on loopback: it puts
 /// `a=setup` and `a=fingerprint` at session level, with the hash name in capitals.
 @Suite struct SDPDTLSNegotiationTests {
-    static let ours = "sha-256 0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9:0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9"
-    static let baresipFingerprint = "SHA-256 E5:28:A5:21:B8:2E:A0:21:D6:96:54:8E:0D:62:E6:C4:DD:4E:29:E5:9B:B6:4B:7F:B5:A2:4C:D6:3E:D0:8A:FC"
+    static let ours =
+        "sha-256 0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9:0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9"
+    static let baresipFingerprint =
+        "SHA-256 E5:28:A5:21:B8:2E:A0:21:D6:96:54:8E:0D:62:E6:C4:DD:4E:29:E5:9B:B6:4B:7F:B5:A2:4C:D6:3E:D0:8A:FC"
 
     static func baresipOffer(setup: String = "actpass") -> String {
         [
@@ -14,13 +16,15 @@ import VoiceEngine
             "a=tool:baresip 1.0.0", "a=setup:\(setup)", "a=fingerprint:\(baresipFingerprint)",
             "m=audio 39162 UDP/TLS/RTP/SAVPF 96 101", "a=rtpmap:96 opus/48000/2",
             "a=fmtp:96 stereo=1;sprop-stereo=1;maxaveragebitrate=32000", "a=rtpmap:101 telephone-event/8000",
-            "a=fmtp:101 0-15", "a=sendrecv", "a=label:1", "a=rtcp-rsize", "a=ssrc:152914390 cname:sip:b@127.0.0.1:28300",
-            "a=rtcp-mux", "a=minptime:20", "a=ptime:20", "",
+            "a=fmtp:101 0-15", "a=sendrecv", "a=label:1", "a=rtcp-rsize",
+            "a=ssrc:152914390 cname:sip:b@127.0.0.1:28300",
+            "a=rtcp-mux", "a=minptime:20", "a=ptime:20", ""
         ].joined(separator: "\r\n")
     }
 
     static func caps(dtls: String? = ours, port: Int = 40000) -> AudioCapabilities {
-        AudioCapabilities(address: "127.0.0.1", port: port, srtp: .required([.aesCM128HmacSHA1_80]), dtlsFingerprint: dtls)
+        AudioCapabilities(
+            address: "127.0.0.1", port: port, srtp: .required([.aesCM128HmacSHA1_80]), dtlsFingerprint: dtls)
     }
 
     @Test func baresipsOfferIsAnsweredPassiveWithOurFingerprintAndNoSDESKeys() throws {
@@ -41,7 +45,9 @@ import VoiceEngine
         #expect(negotiated.dtls?.isClient == true)
         #expect(answer.serialize().contains("a=setup:active\r\n"))
         let active = try SessionDescription(parsing: Self.baresipOffer(setup: "active"))
-        #expect(try SessionDescription.makeAnswer(to: active, localCapabilities: Self.caps()).negotiated.dtls?.isClient == false)
+        #expect(
+            try SessionDescription.makeAnswer(to: active, localCapabilities: Self.caps()).negotiated.dtls?.isClient
+                == false)
         let holdconn = try SessionDescription(parsing: Self.baresipOffer(setup: "holdconn"))
         #expect(throws: SDPError.unsupportedDTLSSetup("holdconn")) {
             try SessionDescription.makeAnswer(to: holdconn, localCapabilities: Self.caps())
@@ -64,7 +70,8 @@ import VoiceEngine
         let (answer, answered) = try SessionDescription.makeAnswer(
             to: try SessionDescription(parsing: text), localCapabilities: Self.caps(dtls: theirs, port: 50000))
         #expect(answered.dtls == NegotiatedDTLS(remoteFingerprint: Self.ours, isClient: false))
-        let negotiated = try offer.negotiate(answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
+        let negotiated = try offer.negotiate(
+            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
         #expect(negotiated.dtls == NegotiatedDTLS(remoteFingerprint: theirs, isClient: true))
         #expect(negotiated.srtp == nil && negotiated.remotePort == 50000)
     }

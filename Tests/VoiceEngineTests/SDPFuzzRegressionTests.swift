@@ -9,7 +9,7 @@ import VoiceEngine
     @Test(arguments: [
         ("m=video / RTP/AVP 95", "bad port"),
         ("m=audio / RTP/AVP 96", "bad port"),
-        ("m=audio /2 RTP/AVP 96", "bad port"),
+        ("m=audio /2 RTP/AVP 96", "bad port")
     ])
     func mediaLineWithAnEmptyPortIsRejected(mediaLine: String, reason: String) {
         let text = "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n\(mediaLine)\r\n"

@@ -220,7 +220,9 @@ import VoiceEngine
 
     @Test func answerRejectsOtherMediaSectionsInPlace() throws {
         var offer = SessionDescription.makeOffer(Self.caps())
-        offer.otherMedia = [SDPOtherMedia(index: 0, media: "video", port: 9, transportProtocol: "RTP/SAVP", formats: ["96"])]
+        offer.otherMedia = [
+            SDPOtherMedia(index: 0, media: "video", port: 9, transportProtocol: "RTP/SAVP", formats: ["96"])
+        ]
         offer.audioIndex = 1
         let parsed = try SessionDescription(parsing: offer.serialize())
         #expect(parsed.audioIndex == 1)

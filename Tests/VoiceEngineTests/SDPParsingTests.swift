@@ -153,10 +153,13 @@ enum SDPSamples {
         #expect(text.contains("m=audio 40000 RTP/SAVP 111\r\n"))
         #expect(text.contains("a=crypto:1 AEAD_AES_128_GCM inline:"))
         #expect(text.contains("a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:"))
-        #expect(text.contains("a=rtcp-mux\r\n") && text.contains("a=ptime:20\r\n") && text.contains("a=maxptime:120\r\n"))
+        #expect(
+            text.contains("a=rtcp-mux\r\n") && text.contains("a=ptime:20\r\n") && text.contains("a=maxptime:120\r\n"))
         let fmtp = try #require(text.split(separator: "\r\n").first { $0.hasPrefix("a=fmtp:111 ") })
-        for part in ["maxplaybackrate=16000", "sprop-maxcapturerate=48000", "maxaveragebitrate=40000", "stereo=1",
-                     "sprop-stereo=1", "useinbandfec=1", "usedtx=1"] {
+        for part in [
+            "maxplaybackrate=16000", "sprop-maxcapturerate=48000", "maxaveragebitrate=40000", "stereo=1",
+            "sprop-stereo=1", "useinbandfec=1", "usedtx=1"
+        ] {
             #expect(fmtp.contains(part), "\(part) missing from \(fmtp)")
         }
         #expect(try SessionDescription(parsing: text) == offer)
@@ -166,26 +169,49 @@ enum SDPSamples {
     @Test(arguments: [
         ("o=- 1 1 IN IP4 h\ns=-\n", SDPError.malformedLine(line: 1, reason: "an SDP must start with v=0")),
         ("v=1\n", .malformedLine(line: 1, reason: "unsupported version v=1")),
-        ("v=0\no=- 1 1 IN IP4\n", .malformedLine(line: 2, reason: "o= needs <user> <id> <version> IN <type> <address>")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nthis is not sdp\n", .malformedLine(line: 4, reason: "not a <letter>=<value> line")),
+        (
+            "v=0\no=- 1 1 IN IP4\n",
+            .malformedLine(line: 2, reason: "o= needs <user> <id> <version> IN <type> <address>")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nthis is not sdp\n",
+            .malformedLine(line: 4, reason: "not a <letter>=<value> line")
+        ),
         ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\n", .missingLine("m=audio")),
         ("v=0\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 0\n", .missingLine("o=")),
         ("v=0\no=- 1 1 IN IP4 h\ns=-\nt=0 0\nm=audio 1 RTP/AVP 0\n", .missingLine("c=")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 99999 RTP/AVP 0\n",
-         .malformedLine(line: 6, reason: "bad port '99999'")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 200\n",
-         .malformedLine(line: 6, reason: "bad payload type '200'")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=rtpmap:111 opus\n",
-         .malformedLine(line: 7, reason: "rtpmap needs <encoding>/<clock rate>[/<channels>]")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=rtpmap:111 opus/48000/2\na=fmtp:111 useinbandfec=2\n",
-         .malformedLine(line: 8, reason: "Opus fmtp: useinbandfec=2 is not 0 or 1")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=fmtp:111 maxaveragebitrate=1000000\na=rtpmap:111 opus/48000/2\n",
-         .malformedLine(line: 7, reason: "Opus fmtp: maxaveragebitrate=1000000 is not a number in 6000...510000")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=ptime:fast\n",
-         .malformedLine(line: 7, reason: "ptime 'fast' is not a number")),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/SAVP 111\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:!!!\n",
-         .badCrypto(line: 7, .badBase64)),
-        ("v=0\no=- 1 1 IN IP4 h\ns=-\nc=IPX 1.2.3.4\n", .malformedLine(line: 4, reason: "c= needs IN IP4|IP6 <address>")),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 99999 RTP/AVP 0\n",
+            .malformedLine(line: 6, reason: "bad port '99999'")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 200\n",
+            .malformedLine(line: 6, reason: "bad payload type '200'")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=rtpmap:111 opus\n",
+            .malformedLine(line: 7, reason: "rtpmap needs <encoding>/<clock rate>[/<channels>]")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=rtpmap:111 opus/48000/2\na=fmtp:111 useinbandfec=2\n",
+            .malformedLine(line: 8, reason: "Opus fmtp: useinbandfec=2 is not 0 or 1")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=fmtp:111 maxaveragebitrate=1000000\na=rtpmap:111 opus/48000/2\n",
+            .malformedLine(line: 7, reason: "Opus fmtp: maxaveragebitrate=1000000 is not a number in 6000...510000")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/AVP 111\na=ptime:fast\n",
+            .malformedLine(line: 7, reason: "ptime 'fast' is not a number")
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IN IP4 1.2.3.4\nt=0 0\nm=audio 1 RTP/SAVP 111\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:!!!\n",
+            .badCrypto(line: 7, .badBase64)
+        ),
+        (
+            "v=0\no=- 1 1 IN IP4 h\ns=-\nc=IPX 1.2.3.4\n",
+            .malformedLine(line: 4, reason: "c= needs IN IP4|IP6 <address>")
+        )
     ])
     func rejectsMalformedSDPNamingTheLine(text: String, expected: SDPError) {
         #expect(throws: expected) { try SessionDescription(parsing: text) }
@@ -230,7 +256,8 @@ enum SDPSamples {
                 let i = Int.random(in: 0..<lines.count, using: &generator)
                 var bytes = Array(lines[i].utf8)
                 if !bytes.isEmpty {
-                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                        in: 0...255, using: &generator)
                 }
                 lines[i] = String(decoding: bytes, as: UTF8.self)
             case 1:

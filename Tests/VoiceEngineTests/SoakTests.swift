@@ -42,14 +42,16 @@ import VoiceTestSupport
                     baseDelayMilliseconds: 30,
                     phases: [
                         DelayPhase(start: MediaTime(nanoseconds: third), baseDelayMilliseconds: 150),
-                        DelayPhase(start: MediaTime(nanoseconds: 2 * third), baseDelayMilliseconds: 30),
+                        DelayPhase(start: MediaTime(nanoseconds: 2 * third), baseDelayMilliseconds: 30)
                     ], seed: seed)
             case .outage:  // a dead link for min(10 s, half the segment), from a quarter in
                 let duration = min(10_000_000_000, segment.nanoseconds / 2)
                 return NetworkConditions(
                     baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: 5, standardDeviationMilliseconds: 5),
                     outages: [
-                        Outage(start: MediaTime(nanoseconds: segment.nanoseconds / 4), duration: MediaTime(nanoseconds: duration))
+                        Outage(
+                            start: MediaTime(nanoseconds: segment.nanoseconds / 4),
+                            duration: MediaTime(nanoseconds: duration))
                     ], seed: seed)
             case .drift:  // the sender's clock runs 0.05 % fast
                 return NetworkConditions(
@@ -90,7 +92,8 @@ import VoiceTestSupport
             switch kind {
             case .rtcp:
                 counters[side]!.rtcpSent += 1
-                inFlight[side.peer]!.append(InFlight(arrival: now + .milliseconds(30), order: order, bytes: Array(datagram)))
+                inFlight[side.peer]!.append(
+                    InFlight(arrival: now + .milliseconds(30), order: order, bytes: Array(datagram)))
             case .rtp:
                 counters[side]!.rtpSent += 1
                 let index = Int(now.nanoseconds / segment.nanoseconds)
@@ -167,7 +170,7 @@ import VoiceTestSupport
         var micB = AudioFrame(format: .mono16k)
         var figures: [CallSide: [[SegmentFigures]]] = [
             .a: Array(repeating: Array(repeating: SegmentFigures(), count: 5), count: cycles),
-            .b: Array(repeating: Array(repeating: SegmentFigures(), count: 5), count: cycles),
+            .b: Array(repeating: Array(repeating: SegmentFigures(), count: 5), count: cycles)
         ]
         var rss: [(seconds: Double, megabytes: Double)] = []
         let rssEvery = max(100, totalTicks / 60)

@@ -42,7 +42,8 @@ struct TestVectorManifestTests {
     }
 
     @Test func malformedManifestIsRejectedWithTheReason() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ve-manifest-\(UInt32.random(in: 0...UInt32.max))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ve-manifest-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data("{\"vectors\": 3}".utf8).write(to: folder.appendingPathComponent("manifest.json"))
@@ -52,7 +53,9 @@ struct TestVectorManifestTests {
             guard case .malformedManifest = error as? TestVectorError else { return false }
             return true
         }
-        #expect(throws: TestVectorError.self) { _ = try TestVectorRunner(directory: folder.appendingPathComponent("missing")) }
+        #expect(throws: TestVectorError.self) {
+            _ = try TestVectorRunner(directory: folder.appendingPathComponent("missing"))
+        }
     }
 
     @Test func unknownCheckKindIsRejected() throws {

@@ -5,7 +5,7 @@ import VoiceEngine
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// IPv6 and dual stack on real sockets: `::1`, and `::` carrying IPv4 peers. Skipped where the kernel has no IPv6
@@ -47,7 +47,8 @@ struct TransportIPv6Tests {
         let v4 = try await UDPMediaTransport.bind(host: "127.0.0.1")
         #expect(dual.localEndpoint.isIPv6 && dual.localEndpoint.address.isUnspecified)
         _ = TransportTests.send(
-            TransportTests.rtp(sequence: 1), from: v4, to: UDPEndpoint(address: 0x7F00_0001, port: dual.localEndpoint.port))
+            TransportTests.rtp(sequence: 1), from: v4,
+            to: UDPEndpoint(address: 0x7F00_0001, port: dual.localEndpoint.port))
         #expect(await TransportTests.eventually { dual.counters.receivedRTP == 1 })
         #expect(TransportTests.drain(.rtp, dual).first?.1 == v4.localEndpoint)
         #expect(dual.remote == v4.localEndpoint && dual.remote?.isIPv6 == false)

@@ -209,7 +209,9 @@ import VoiceTestSupport
         #expect(Self.drain(.rtcp, b).map(\.0) == [Self.rtcpReceiverReport(ssrc: 7)])
         // The kernel's receive time: just after sending, well before the poll 60 ms later.
         for t in arrivals {
-            #expect(t >= sentAt - .milliseconds(2) && t < polledAt - .milliseconds(40), "arrival \(t) sent \(sentAt) polled \(polledAt)")
+            #expect(
+                t >= sentAt - .milliseconds(2) && t < polledAt - .milliseconds(40),
+                "arrival \(t) sent \(sentAt) polled \(polledAt)")
         }
         let port = Int(b.localEndpoint.port)
         await b.close()

@@ -6,9 +6,12 @@ import VoiceJitter
 private let ts0: UInt32 = 4_294_960_000  // wraps within the first second
 private let seq0: UInt16 = 65_530
 
-private func insert(_ buffer: JitterBufferStrategy, _ packets: [[UInt8]], _ index: Int, sequence: Int? = nil, arrivalMs: Int64 = 0) {
+private func insert(
+    _ buffer: JitterBufferStrategy, _ packets: [[UInt8]], _ index: Int, sequence: Int? = nil, arrivalMs: Int64 = 0
+) {
     buffer.insert(
-        payload: packets[index], sequenceNumber: seq0 &+ UInt16(sequence ?? index), rtpTimestamp: ts0 &+ UInt32(index * 960),
+        payload: packets[index], sequenceNumber: seq0 &+ UInt16(sequence ?? index),
+        rtpTimestamp: ts0 &+ UInt32(index * 960),
         arrival: .milliseconds(arrivalMs))
 }
 

@@ -7,7 +7,8 @@ import VoiceCore
 @Test func packetBufferKeepsPacketsOrderedBySequenceAndRejectsDuplicates() {
     var buffer = PacketBuffer(capacity: 4, maxPayloadBytes: 8)
     func entry(_ seq: Int64) -> PacketBuffer.Entry {
-        PacketBuffer.Entry(sequence: seq, timestamp: seq * 960, duration: 960, arrivalNanoseconds: 0, payloadLength: 0, hasFEC: false)
+        PacketBuffer.Entry(
+            sequence: seq, timestamp: seq * 960, duration: 960, arrivalNanoseconds: 0, payloadLength: 0, hasFEC: false)
     }
     for seq: Int64 in [65_537, 65_535, 65_536] {
         let payload: [UInt8] = [UInt8(seq & 0xFF)]
@@ -16,7 +17,8 @@ import VoiceCore
     #expect((0..<3).map { buffer.entry(at: $0).sequence } == [65_535, 65_536, 65_537])
     #expect(buffer.withPayload(at: 2) { Array($0) } == [0x01])
     #expect([UInt8(1)].withUnsafeBufferPointer { buffer.insert(entry(65_536), payload: $0) } == .duplicate)
-    #expect([UInt8](repeating: 0, count: 9).withUnsafeBufferPointer { buffer.insert(entry(9), payload: $0) } == .tooLarge)
+    #expect(
+        [UInt8](repeating: 0, count: 9).withUnsafeBufferPointer { buffer.insert(entry(9), payload: $0) } == .tooLarge)
     #expect([UInt8(1)].withUnsafeBufferPointer { buffer.insert(entry(1), payload: $0) } == .inserted)
     #expect([UInt8(1)].withUnsafeBufferPointer { buffer.insert(entry(2), payload: $0) } == .full)
     buffer.remove(at: 0)
@@ -59,7 +61,11 @@ import VoiceCore
 @Test func timeStretcherRemovesAndAddsWholePitchPeriodsWithoutClicks() {
     let stretcher = TimeStretcher(sampleRate: 16_000)
     // A 200 Hz voiced-like tone (period 80 samples) with a harmonic.
-    let x = (0..<640).map { n in Int16(8_000 * sin(2 * Double.pi * 200 * Double(n) / 16_000) + 3_000 * sin(2 * Double.pi * 400 * Double(n) / 16_000)) }
+    let x = (0..<640).map { n in
+        Int16(
+            8_000 * sin(2 * Double.pi * 200 * Double(n) / 16_000) + 3_000
+                * sin(2 * Double.pi * 400 * Double(n) / 16_000))
+    }
     let inputStep = JitterFixtures.maxStep(x[...])
     var fast = x + [Int16](repeating: 0, count: 400)
     let removed = fast.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: 640) }
@@ -80,7 +86,11 @@ import VoiceCore
 @Test func timeStretcherSplicesExactlyOneTickWhereTheAudioMatchesItself() {
     let stretcher = TimeStretcher(sampleRate: 16_000)
     // 100 Hz voiced-like tone: its period (160 samples) fits a 10 ms tick, so a tick can be spliced seamlessly.
-    let x = (0..<320).map { n in Int16(8_000 * sin(2 * Double.pi * 100 * Double(n) / 16_000) + 2_000 * sin(2 * Double.pi * 300 * Double(n) / 16_000)) }
+    let x = (0..<320).map { n in
+        Int16(
+            8_000 * sin(2 * Double.pi * 100 * Double(n) / 16_000) + 2_000
+                * sin(2 * Double.pi * 300 * Double(n) / 16_000))
+    }
     let inputStep = JitterFixtures.maxStep(x[...])
     var fast = x
     #expect(fast.withUnsafeMutableBufferPointer { stretcher.accelerate($0, count: 320, removing: 160) })
@@ -96,6 +106,9 @@ import VoiceCore
     var rng = SeededGenerator(seed: 5)
     var noise = (0..<320).map { _ in Int16(rng.nextGaussian() * 6_000) }
     let before = noise
-    #expect(!noise.withUnsafeMutableBufferPointer { TimeStretcher(sampleRate: 16_000).accelerate($0, count: 320, removing: 160) })
+    #expect(
+        !noise.withUnsafeMutableBufferPointer {
+            TimeStretcher(sampleRate: 16_000).accelerate($0, count: 320, removing: 160)
+        })
     #expect(noise == before)
 }

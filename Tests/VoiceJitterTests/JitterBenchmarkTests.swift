@@ -17,18 +17,25 @@ private let standardResults: Result<[JitterBenchmark.ScenarioResult], Error> = R
     return try JitterBenchmark.standardScenarios().map { try JitterBenchmark.run($0, speech: speech.samples) }
 }
 
-@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveDelayIsWithinAQuarterOfTheOracleFloorOnEveryScenario() throws {
     let results = try standardResults.get()
     print(JitterBenchmark.table(results))
-    #expect(results.map(\.name) == ["clean", "loss2_normal20", "burst5_pareto40", "outage3s", "drift+200ppm", "drift-200ppm", "step20_150_20"])
+    #expect(
+        results.map(\.name) == [
+            "clean", "loss2_normal20", "burst5_pareto40", "outage3s", "drift+200ppm", "drift-200ppm", "step20_150_20"
+        ])
     for r in results {
         #expect(r.adaptive.meanDelayMilliseconds <= 1.25 * r.adaptive.oracleMilliseconds, "\(r.name)")
         #expect(r.adaptive.receivedPackets == r.speex.receivedPackets, "\(r.name): identical input")
     }
 }
 
-@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     let results = try standardResults.get()
     // Issue 14 traded delay for fewer stretches (a wider accelerate band under jitter, a 10 s delay histogram):
@@ -72,17 +79,23 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
 /// 2 561 / 640, drift−200ppm 0 / 640, step20_150_20 3 840 / 0. The runs are seeded, so each bound sits about a
 /// quarter above its figure: more stretching fails here. Pareto is the open case: three times speexdsp's (it
 /// buys a quarter of speexdsp's late loss, `adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss`).
-@Test(.tags(.slow), .scheduledByTags, .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func stretchingPerMinuteStaysBoundedOnEveryScenario() throws {
     let results = try standardResults.get()
     let bounds: [String: Double] = [
         "clean": 0, "loss2_normal20": 5_200, "burst5_pareto40": 33_600, "outage3s": 800,
-        "drift+200ppm": 3_200, "drift-200ppm": 3_200, "step20_150_20": 4_800,
+        "drift+200ppm": 3_200, "drift-200ppm": 3_200, "step20_150_20": 4_800
     ]
     for r in results {
-        print("stretched/min \(r.name): adaptive \(Int(r.adaptive.stretchedSamplesPerMinute)) speexdsp \(Int(r.speex.stretchedSamplesPerMinute))")
+        print(
+            "stretched/min \(r.name): adaptive \(Int(r.adaptive.stretchedSamplesPerMinute)) speexdsp \(Int(r.speex.stretchedSamplesPerMinute))"
+        )
         let bound = try #require(bounds[r.name], "\(r.name) has no bound")
-        #expect(r.adaptive.stretchedSamplesPerMinute <= bound, "\(r.name): \(r.adaptive.stretchedSamplesPerMinute) stretched samples a minute")
+        #expect(
+            r.adaptive.stretchedSamplesPerMinute <= bound,
+            "\(r.name): \(r.adaptive.stretchedSamplesPerMinute) stretched samples a minute")
     }
 }
 
@@ -127,10 +140,14 @@ func delayStaysBoundedOverATenMinuteCallWithClockDrift(ppm: Double) throws {
 @Test func benchmarkJSONHasTheIssuesShapeOnOneLine() throws {
     let speech = try JitterBenchmark.loadSpeech(candidates: [], fallback: fallbackPath)
     #expect(speech.note != nil && speech.source == fallbackPath)
-    let trace = NetworkTrace(fates: try {
-        var simulator = try NetworkSimulator(conditions: NetworkConditions(baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10), loss: .bernoulli(probability: 0.03), seed: 9))
-        return simulator.fates(count: 250, interval: .milliseconds(20))
-    }())
+    let trace = NetworkTrace(
+        fates: try {
+            var simulator = try NetworkSimulator(
+                conditions: NetworkConditions(
+                    baseDelayMilliseconds: 40, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10),
+                    loss: .bernoulli(probability: 0.03), seed: 9))
+            return simulator.fates(count: 250, interval: .milliseconds(20))
+        }())
     let result = try JitterBenchmark.run(JitterBenchmark.traceScenario(trace, name: "t\"x"), speech: speech.samples)
     let line = JitterBenchmark.json([result])
     #expect(!line.contains("\n"))
@@ -144,13 +161,16 @@ func delayStaysBoundedOverATenMinuteCallWithClockDrift(ppm: Double) throws {
     for (_, figures) in strategies {
         #expect(
             Set(figures.keys) == [
-                "mean_delay_ms", "p95_delay_ms", "late_loss_pct", "concealment_pct", "fec_recovered", "stretched_per_min",
-                "distance_to_ideal_db",
+                "mean_delay_ms", "p95_delay_ms", "late_loss_pct", "concealment_pct", "fec_recovered",
+                "stretched_per_min",
+                "distance_to_ideal_db"
             ])
     }
     #expect(strategies["adaptive"]?["fec_recovered"] as? Int == result.adaptive.fecRecoveredFrames)
     #expect(
-        (strategies["speex"]?["distance_to_ideal_db"] as? Double).map { abs($0 - result.speex.distanceToIdeal.decibels) < 0.001 }
+        (strategies["speex"]?["distance_to_ideal_db"] as? Double).map {
+            abs($0 - result.speex.distanceToIdeal.decibels) < 0.001
+        }
             == true)
     // The oracle really is the floor: the trace's own transit order statistic at the adaptive late count.
     let transits = trace.records.compactMap { r in r.arrival.map { ($0 - r.send).milliseconds } }.sorted()

@@ -26,7 +26,8 @@ enum JitterFixtures {
     ) throws -> JitterSimulation.Result {
         var configuration = JitterSimulation.Configuration(encoder: encoder, network: network)
         configuration.drainMilliseconds = 1_000
-        return try JitterSimulation.run(input: speech(seconds: seconds, seed: seed), configuration: configuration, strategy: strategy)
+        return try JitterSimulation.run(
+            input: speech(seconds: seconds, seed: seed), configuration: configuration, strategy: strategy)
     }
 
     static func adaptive() throws -> AdaptiveJitterBuffer { try AdaptiveJitterBuffer() }
@@ -48,7 +49,9 @@ enum JitterFixtures {
 extension JitterFixtures {
     /// `count` real Opus packets (16 kHz, 20 ms, FEC on unless `fec` is false) of speech-like audio, starting
     /// inside a talk spurt so FEC is actually spent.
-    static func opusPackets(count: Int, fec: Bool = true, dtx: Bool = false, skipSeconds: Double = 0.3) throws -> [[UInt8]] {
+    static func opusPackets(count: Int, fec: Bool = true, dtx: Bool = false, skipSeconds: Double = 0.3) throws
+        -> [[UInt8]]
+    {
         var configuration = JitterSimulation.Configuration.defaultEncoder
         configuration.inbandFEC = fec
         configuration.expectedLossPercent = fec ? 20 : 0
@@ -113,7 +116,9 @@ func settleSeconds(_ r: JitterSimulation.Result, after start: Double) -> Double?
     let samples = r.timeline.filter { $0.time.seconds >= start }
     for (i, s) in samples.enumerated() {
         let window = samples[i...].prefix(10)
-        if window.count == 10, window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 }) {
+        if window.count == 10,
+            window.allSatisfy({ abs($0.currentDelayMilliseconds - $0.targetDelayMilliseconds) <= 20 })
+        {
             return s.time.seconds - start
         }
     }

@@ -16,7 +16,8 @@ private let hasSpeechSet = speechSet != nil
 /// The first `seconds` of the speech set through one quality condition (`JitterBenchmark.qualityScenarios`).
 private func quality(_ name: String, seed: UInt64 = 1, seconds: Double = 20) throws -> JitterBenchmark.ScenarioResult {
     let speech = try #require(speechSet).samples
-    let scenario = try #require(JitterBenchmark.qualityScenarios(seconds: seconds, seed: seed).first { $0.name == name })
+    let scenario = try #require(
+        JitterBenchmark.qualityScenarios(seconds: seconds, seed: seed).first { $0.name == name })
     return try JitterBenchmark.run(scenario, speech: speech)
 }
 
@@ -87,7 +88,9 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     #expect(clean.adaptive.stretchedSamplesPerMinute == 0)
     for name in ["loss5", "loss10"] {
         let r = try quality(name)
-        print("\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)")
+        print(
+            "\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)"
+        )
         // Look-ahead: nearly every frame the ideal receiver recovers from FEC, the buffer does too (two frames lost
         // in a row included), and recovery leaves nothing to time-compress: the stretching left is the one tick or
         // two of slow-down that raises the delay when losses start (measured 45/45 and 81/82 frames, 0.45 and
@@ -103,7 +106,9 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
 func underJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10", "burst5", "burst10"] {
         let r = try quality(name)
-        print("\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), delay \(r.adaptive.meanDelayMilliseconds) vs \(r.speex.meanDelayMilliseconds)")
+        print(
+            "\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), delay \(r.adaptive.meanDelayMilliseconds) vs \(r.speex.meanDelayMilliseconds)"
+        )
         #expect(r.adaptive.distanceToIdeal.decibels <= r.speex.distanceToIdeal.decibels + 0.3, "\(name)")
         #expect(r.adaptive.stretchedSamplesPerMinute <= 20_000, "\(name)")
     }
@@ -134,7 +139,9 @@ func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
             delay += r.adaptive.meanDelayMilliseconds / 3
             speexDelay += r.speex.meanDelayMilliseconds / 3
         }
-        print("\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance), mean delay \(delay) speex \(speexDelay) ms")
+        print(
+            "\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance), mean delay \(delay) speex \(speexDelay) ms"
+        )
         #expect(adaptive <= 4_000, "\(name): \(adaptive) stretched samples a minute")
         #expect(distance <= speexDistance + 0.1, "\(name)")
         // And not at more delay than speexdsp's on the same packets (end to end, play − send): measured 137.5 /

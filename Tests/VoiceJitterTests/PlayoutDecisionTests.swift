@@ -34,21 +34,26 @@ private func input(
 }
 
 @Test func recoversASingleLostFrameFromFECOnlyWhenTheNextPacketCarriesIt() {
-    let withFEC = PlayoutDecision.NextPacket.future(gapTimestamps: 960, isSequenceContiguous: false, hasFEC: true, gapIsOneFrame: true)
-    let noFEC = PlayoutDecision.NextPacket.future(gapTimestamps: 960, isSequenceContiguous: false, hasFEC: false, gapIsOneFrame: true)
-    let twoLost = PlayoutDecision.NextPacket.future(gapTimestamps: 1920, isSequenceContiguous: false, hasFEC: true, gapIsOneFrame: false)
+    let withFEC = PlayoutDecision.NextPacket.future(
+        gapTimestamps: 960, isSequenceContiguous: false, hasFEC: true, gapIsOneFrame: true)
+    let noFEC = PlayoutDecision.NextPacket.future(
+        gapTimestamps: 960, isSequenceContiguous: false, hasFEC: false, gapIsOneFrame: true)
+    let twoLost = PlayoutDecision.NextPacket.future(
+        gapTimestamps: 1920, isSequenceContiguous: false, hasFEC: true, gapIsOneFrame: false)
     #expect(PlayoutDecision.decide(input(next: withFEC)) == .fecRecover)
     #expect(PlayoutDecision.decide(input(next: noFEC)) == .expand(advance: true))
     #expect(PlayoutDecision.decide(input(next: twoLost)) == .expand(advance: true))
 }
 
 @Test func treatsATimestampGapWithContiguousSequenceNumbersAsDTX() {
-    let dtx = PlayoutDecision.NextPacket.future(gapTimestamps: 9_600, isSequenceContiguous: true, hasFEC: false, gapIsOneFrame: false)
+    let dtx = PlayoutDecision.NextPacket.future(
+        gapTimestamps: 9_600, isSequenceContiguous: true, hasFEC: false, gapIsOneFrame: false)
     #expect(PlayoutDecision.decide(input(next: dtx)) == .comfortNoise)
     #expect(PlayoutDecision.decide(input(next: dtx, previous: .expand, holding: true)) == .comfortNoise)
 }
 
 @Test func jumpsToTheNextPacketAfterHoldingThroughALoss() {
-    let gap = PlayoutDecision.NextPacket.future(gapTimestamps: 480_000, isSequenceContiguous: false, hasFEC: false, gapIsOneFrame: false)
+    let gap = PlayoutDecision.NextPacket.future(
+        gapTimestamps: 480_000, isSequenceContiguous: false, hasFEC: false, gapIsOneFrame: false)
     #expect(PlayoutDecision.decide(input(next: gap, previous: .expand, holding: true)) == .jumpAndMerge)
 }

@@ -35,7 +35,8 @@ private func estimator(count: Int, extra: (Int) -> Double) -> DelayEstimator {
     let target = spread.cheapestTarget(weights, situation: situation, current: 0)
     #expect(target >= 95 && target <= 100)
     // Worth only 0.5 ms a percent, no ms of delay pays: the target stays at 0.
-    let cheap = PlayoutTargetCost.Weights(lateWorthMilliseconds: 0.5, unrecoveredWorthMilliseconds: 40, stretchWorthMilliseconds: 0)
+    let cheap = PlayoutTargetCost.Weights(
+        lateWorthMilliseconds: 0.5, unrecoveredWorthMilliseconds: 40, stretchWorthMilliseconds: 0)
     #expect(spread.cheapestTarget(cheap, situation: situation, current: 50) == 0)
     // A long tail (2 % of packets 300 ms late) is not worth 300 ms: the target stays below it.
     let tail = estimator(count: 3_000) { i in i % 50 == 0 ? 300 : Double((i * 37) % 40) }
@@ -48,7 +49,8 @@ private func estimator(count: Int, extra: (Int) -> Double) -> DelayEstimator {
     let situation = PlayoutTargetCost.Situation(lossShare: 0, fecPacketMilliseconds: nil)
     let best = spread.cheapestTarget(weights, situation: situation, current: 0)
     // From just next to the optimum the saving is below the price of a stretch: stay.
-    let sticky = PlayoutTargetCost.Weights(lateWorthMilliseconds: 6, unrecoveredWorthMilliseconds: 40, stretchWorthMilliseconds: 10)
+    let sticky = PlayoutTargetCost.Weights(
+        lateWorthMilliseconds: 6, unrecoveredWorthMilliseconds: 40, stretchWorthMilliseconds: 10)
     #expect(spread.cheapestTarget(sticky, situation: situation, current: best - 1) == best - 1)
     // From far below it, the saving pays: move.
     #expect(spread.cheapestTarget(sticky, situation: situation, current: 20) == best)

@@ -12,7 +12,9 @@ private func fates(_ c: NetworkConditions, count: Int = 10_000) throws -> [Packe
 private func transits(_ f: [PacketFate]) -> [Double] { f.compactMap { $0.transit?.milliseconds } }
 
 @Test func sameSeedGivesSameFatesAndAnotherSeedDoesNot() throws {
-    let c = NetworkConditions(jitter: .normal(meanMilliseconds: 5, standardDeviationMilliseconds: 10), loss: .bernoulli(probability: 0.1), seed: 42)
+    let c = NetworkConditions(
+        jitter: .normal(meanMilliseconds: 5, standardDeviationMilliseconds: 10), loss: .bernoulli(probability: 0.1),
+        seed: 42)
     var other = c
     other.seed = 43
     #expect(try fates(c, count: 500) == fates(c, count: 500))
@@ -53,7 +55,10 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
     let constant = try fates(NetworkConditions(baseDelayMilliseconds: 37, seed: 3), count: 100)
     #expect(transits(constant).allSatisfy { $0 == 37 })
     let normal = transits(
-        try fates(NetworkConditions(baseDelayMilliseconds: 100, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10), preservesOrder: false, seed: 4)))
+        try fates(
+            NetworkConditions(
+                baseDelayMilliseconds: 100, jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 10),
+                preservesOrder: false, seed: 4)))
     let mean = normal.reduce(0, +) / Double(normal.count)
     let sd = (normal.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(normal.count)).squareRoot()
     // Extra delay max(0, N(0, σ = 10)): mean σ/√(2π) = 3.99, standard deviation σ·√(1/2 − 1/(2π)) = 5.84.
@@ -63,7 +68,10 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
 
 @Test func paretoJitterHasAHeavyTailAndTheLomaxMean() throws {
     let t = transits(
-        try fates(NetworkConditions(baseDelayMilliseconds: 0, jitter: .pareto(scaleMilliseconds: 20, shape: 3), preservesOrder: false, seed: 5), count: 40_000)
+        try fates(
+            NetworkConditions(
+                baseDelayMilliseconds: 0, jitter: .pareto(scaleMilliseconds: 20, shape: 3), preservesOrder: false,
+                seed: 5), count: 40_000)
     ).sorted()
     let mean = t.reduce(0, +) / Double(t.count)
     #expect(abs(mean - 10) < 1)  // scale / (shape - 1)
@@ -75,7 +83,10 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
 @Test func delayPhasesStepTheBaseDelay() throws {
     let c = NetworkConditions(
         baseDelayMilliseconds: 20,
-        phases: [DelayPhase(start: .seconds(1), baseDelayMilliseconds: 150), DelayPhase(start: .seconds(2), baseDelayMilliseconds: 20)],
+        phases: [
+            DelayPhase(start: .seconds(1), baseDelayMilliseconds: 150),
+            DelayPhase(start: .seconds(2), baseDelayMilliseconds: 20)
+        ],
         seed: 6)
     let t = transits(try fates(c, count: 150))
     #expect(t[10] == 20 && t[60] == 150 && t[120] == 20)
@@ -88,7 +99,10 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
     #expect(inside.count == 25 && inside.allSatisfy(\.isLost))
     #expect(dropped.filter(\.isLost).count == 25)
 
-    let held = try fates(NetworkConditions(baseDelayMilliseconds: 20, outages: [Outage(start: .seconds(1), duration: .milliseconds(500), behaviour: .hold)], seed: 7), count: 150)
+    let held = try fates(
+        NetworkConditions(
+            baseDelayMilliseconds: 20,
+            outages: [Outage(start: .seconds(1), duration: .milliseconds(500), behaviour: .hold)], seed: 7), count: 150)
     let released = held.filter { outage.contains($0.sendTime) }
     #expect(released.allSatisfy { $0.arrival == .milliseconds(1_520) })
 }
@@ -106,7 +120,8 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
 }
 
 @Test func duplicationDeliversSecondCopiesAtItsRate() throws {
-    let f = try fates(NetworkConditions(duplicateProbability: 0.1, duplicateDelayMilliseconds: 5, seed: 10), count: 10_000)
+    let f = try fates(
+        NetworkConditions(duplicateProbability: 0.1, duplicateDelayMilliseconds: 5, seed: 10), count: 10_000)
     let dups = f.filter { $0.duplicateArrival != nil }
     #expect(abs(Double(dups.count) / 10_000 - 0.1) < 0.01)
     #expect(dups.allSatisfy { $0.duplicateArrival! - $0.arrival! == .milliseconds(5) })
@@ -120,7 +135,10 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
 }
 
 @Test func invalidConditionsAreRejectedNamingTheField() {
-    #expect(throws: NetworkSimulatorError.invalidConditions(field: "loss.probability", reason: "must be within 0...1, got 1.5")) {
+    #expect(
+        throws: NetworkSimulatorError.invalidConditions(
+            field: "loss.probability", reason: "must be within 0...1, got 1.5")
+    ) {
         try NetworkSimulator(conditions: NetworkConditions(loss: .bernoulli(probability: 1.5)))
     }
     #expect(throws: NetworkSimulatorError.self) {
@@ -134,26 +152,38 @@ private func meanBurstLength(_ f: [PacketFate]) -> Double {
 func nonFiniteNegativeOrHugeDelaysAreRejectedNamingTheField(_ bad: Double) {
     var cases: [(String, NetworkConditions)] = [
         ("baseDelayMilliseconds", NetworkConditions(baseDelayMilliseconds: bad)),
-        ("jitter.normal.standardDeviationMilliseconds",
-         NetworkConditions(jitter: .normal(meanMilliseconds: 10, standardDeviationMilliseconds: bad))),
+        (
+            "jitter.normal.standardDeviationMilliseconds",
+            NetworkConditions(jitter: .normal(meanMilliseconds: 10, standardDeviationMilliseconds: bad))
+        ),
         ("jitter.pareto.scaleMilliseconds", NetworkConditions(jitter: .pareto(scaleMilliseconds: bad, shape: 2))),
-        ("jitter.pareto.capMilliseconds",
-         NetworkConditions(jitter: .pareto(scaleMilliseconds: 10, shape: 2, capMilliseconds: bad))),
+        (
+            "jitter.pareto.capMilliseconds",
+            NetworkConditions(jitter: .pareto(scaleMilliseconds: 10, shape: 2, capMilliseconds: bad))
+        ),
         ("reorderDelayMilliseconds", NetworkConditions(reorderProbability: 0.1, reorderDelayMilliseconds: bad)),
         ("duplicateDelayMilliseconds", NetworkConditions(duplicateProbability: 0.1, duplicateDelayMilliseconds: bad)),
-        ("phases.baseDelayMilliseconds",
-         NetworkConditions(phases: [DelayPhase(start: .seconds(1), baseDelayMilliseconds: bad)])),
+        (
+            "phases.baseDelayMilliseconds",
+            NetworkConditions(phases: [DelayPhase(start: .seconds(1), baseDelayMilliseconds: bad)])
+        )
     ]
     if !(abs(bad) <= NetworkConditions.maximumDelayMilliseconds) {  // a negative mean is allowed, a huge one not
-        cases.append(("jitter.normal.meanMilliseconds",
-                      NetworkConditions(jitter: .normal(meanMilliseconds: bad, standardDeviationMilliseconds: 1))))
+        cases.append(
+            (
+                "jitter.normal.meanMilliseconds",
+                NetworkConditions(jitter: .normal(meanMilliseconds: bad, standardDeviationMilliseconds: 1))
+            ))
     }
     for (field, conditions) in cases {
         do {
             _ = try NetworkSimulator(conditions: conditions)
             Issue.record("\(field) = \(bad) was accepted")
         } catch {
-            guard case .invalidConditions(let named, _) = error else { Issue.record("\(error)"); continue }
+            guard case .invalidConditions(let named, _) = error else {
+                Issue.record("\(error)")
+                continue
+            }
             #expect(named == field)
         }
     }
@@ -162,13 +192,16 @@ func nonFiniteNegativeOrHugeDelaysAreRejectedNamingTheField(_ bad: Double) {
 @Test func delaysAtTheLimitStillSimulate() throws {
     let limit = NetworkConditions.maximumDelayMilliseconds
     let f = try fates(
-        NetworkConditions(baseDelayMilliseconds: limit, jitter: .normal(meanMilliseconds: limit, standardDeviationMilliseconds: limit)),
+        NetworkConditions(
+            baseDelayMilliseconds: limit, jitter: .normal(meanMilliseconds: limit, standardDeviationMilliseconds: limit)
+        ),
         count: 100)
     #expect(f.allSatisfy { ($0.transit?.milliseconds ?? 0) >= limit })
 }
 
 @Test func simulatedLinkDeliversPayloadsInArrivalOrder() throws {
-    var link = SimulatedLink<Int>(simulator: try NetworkSimulator(conditions: NetworkConditions(reorderProbability: 0.2, seed: 11)))
+    var link = SimulatedLink<Int>(
+        simulator: try NetworkSimulator(conditions: NetworkConditions(reorderProbability: 0.2, seed: 11)))
     for i in 0..<500 { link.send(i, nominalSendTime: .milliseconds(Int64(i) * 20)) }
     var received: [(Int, MediaTime)] = []
     var now = MediaTime.zero

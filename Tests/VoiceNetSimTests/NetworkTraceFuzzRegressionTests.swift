@@ -10,7 +10,7 @@ import VoiceNetSim
         ("send_ms,arrival_ms\n0,1e300\n", 2, "arrival_ms"),
         ("send_ms,arrival_ms\n1e300,\n", 2, "send_ms"),
         ("send_ms,arrival_ms\n0,1\n9223372036854.775807,9223372036854.775808\n", 3, "send_ms"),
-        ("send_ms,arrival_ms\n0,1000000000.000001\n", 2, "arrival_ms"),
+        ("send_ms,arrival_ms\n0,1000000000.000001\n", 2, "arrival_ms")
     ])
     func hugeTimesAreRejectedNotTrapped(csv: String, line: Int, field: String) {
         #expect {

@@ -4,7 +4,10 @@ import VoiceCore
 import VoiceNetSim
 
 @Test func traceRoundTripsThroughCSVAndReplaysExactly() throws {
-    var sim = try NetworkSimulator(conditions: NetworkConditions(jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 15), loss: .bernoulli(probability: 0.05), seed: 12))
+    var sim = try NetworkSimulator(
+        conditions: NetworkConditions(
+            jitter: .normal(meanMilliseconds: 0, standardDeviationMilliseconds: 15),
+            loss: .bernoulli(probability: 0.05), seed: 12))
     let fates = sim.fates(count: 300, interval: .milliseconds(20))
     let trace = NetworkTrace(fates: fates)
     let parsed = try NetworkTrace(csv: trace.csv)
@@ -32,21 +35,25 @@ import VoiceNetSim
     ("send_ms,arrival_ms\n0,30\n20,x\n", 3, "arrival_ms 'x'"),
     ("send_ms,arrival_ms\n40,60\n20,50\n", 3, "goes backwards"),
     ("send_ms,arrival_ms\n0,30\n20,10\n", 3, "before send_ms"),
-    ("send_ms,arrival_ms\n-5,30\n", 2, "non-negative"),
+    ("send_ms,arrival_ms\n-5,30\n", 2, "non-negative")
 ])
 func malformedTracesAreRejectedWithLineAndReason(csv: String, line: Int, reason: String) {
     do {
         _ = try NetworkTrace(csv: csv)
         Issue.record("accepted a malformed trace")
     } catch {
-        guard case .malformedTrace(let l, let r) = error else { Issue.record("wrong error \(error)"); return }
+        guard case .malformedTrace(let l, let r) = error else {
+            Issue.record("wrong error \(error)")
+            return
+        }
         #expect(l == line)
         #expect(r.contains(reason), "\(r)")
     }
 }
 
 @Test func unreadableTraceFilesAreRejectedWithTheReasonNotAsALineError() throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UInt32.random(in: 0...UInt32.max))")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "trace-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let binary = directory.appendingPathComponent("binary.csv")
@@ -54,7 +61,7 @@ func malformedTracesAreRejectedWithLineAndReason(csv: String, line: Int, reason:
     let cases: [(URL, String)] = [
         (directory.appendingPathComponent("absent.csv"), "no such file"),
         (directory, "it is a directory"),
-        (binary, "not UTF-8 text (6 bytes)"),
+        (binary, "not UTF-8 text (6 bytes)")
     ]
     for (url, reason) in cases {
         #expect(throws: NetworkSimulatorError.unreadableTrace(path: url.path, reason: reason)) {

@@ -53,7 +53,7 @@ import VoiceRTP
     @Test func byeReasonInValidUTF8IsKeptExactly() throws {
         let packets = [
             RTCPPacket.receiverReport(RTCPReceiverReport(ssrc: 1)),
-            .bye(RTCPBye(ssrcs: [1], reason: "appel terminé — 通話終了")),
+            .bye(RTCPBye(ssrcs: [1], reason: "appel terminé — 通話終了"))
         ]
         #expect(try RTCPPacket.parseCompound(RTCPPacket.serializedCompound(packets)) == packets)
     }

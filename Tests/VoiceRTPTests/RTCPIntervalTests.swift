@@ -150,7 +150,7 @@ import VoiceTestSupport
         #expect(change.byePacket.ssrcs == [0x1234])
         // The BYE serializes into a valid RTCP packet.
         let bytes = RTCPPacket.serializedCompound([
-            .receiverReport(RTCPReceiverReport(ssrc: change.new)), .bye(change.byePacket),
+            .receiverReport(RTCPReceiverReport(ssrc: change.new)), .bye(change.byePacket)
         ])
         #expect((try? RTCPPacket.parseCompound(bytes))?.count == 2)
         // Our old SSRC is now an ordinary remote source.

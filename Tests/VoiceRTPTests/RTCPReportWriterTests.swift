@@ -34,10 +34,12 @@ import VoiceRTP
                 RTCPSenderReport(
                     ssrc: 7, ntpTimestamp: ntp, rtpTimestamp: 960, packetCount: 50, octetCount: 3_000,
                     reportBlocks: [Self.block])),
-            .sourceDescription(RTCPSourceDescription(ssrc: 7, cname: cname)), .bye(RTCPBye(ssrcs: [7])),
+            .sourceDescription(RTCPSourceDescription(ssrc: 7, cname: cname)), .bye(RTCPBye(ssrcs: [7]))
         ])
         #expect(bytes == expected)
-        #expect(bytes.count == RTCPReportWriter.compoundLength(sender: true, blocks: 1, cnameLength: cnameLength, bye: true))
+        #expect(
+            bytes.count == RTCPReportWriter.compoundLength(sender: true, blocks: 1, cnameLength: cnameLength, bye: true)
+        )
         // And it parses back to the same packets.
         #expect(try RTCPPacket.parseCompound(bytes) == RTCPPacket.parseCompound(expected))
     }
@@ -52,7 +54,7 @@ import VoiceRTP
                 })
             let expected = RTCPPacket.serializedCompound([
                 .receiverReport(RTCPReceiverReport(ssrc: 9, reportBlocks: block.map { [$0] } ?? [])),
-                .sourceDescription(RTCPSourceDescription(ssrc: 9, cname: "host@example")),
+                .sourceDescription(RTCPSourceDescription(ssrc: 9, cname: "host@example"))
             ])
             #expect(bytes == expected)
         }
@@ -78,6 +80,9 @@ import VoiceRTP
         }
         #expect(bytes[52] == 0x81 && bytes[53] == 203)
         // A CNAME longer than 255 bytes cannot be encoded.
-        #expect(written(1_024) { w in [UInt8](repeating: 0x61, count: 256).withUnsafeBytes { w.sourceDescription(ssrc: 1, cname: $0) } } == nil)
+        #expect(
+            written(1_024) { w in
+                [UInt8](repeating: 0x61, count: 256).withUnsafeBytes { w.sourceDescription(ssrc: 1, cname: $0) }
+            } == nil)
     }
 }

@@ -23,9 +23,9 @@ import VoiceTestSupport
                         ssrc: 0xAABB_CCDD,
                         items: [
                             RTCPSDESItem(type: RTCPSDESItemType.cname, text: "user@host.example"),
-                            RTCPSDESItem(type: RTCPSDESItemType.tool, text: "VoiceEngine"),
+                            RTCPSDESItem(type: RTCPSDESItemType.tool, text: "VoiceEngine")
                         ]),
-                    RTCPSDESChunk(ssrc: 7, items: []),
+                    RTCPSDESChunk(ssrc: 7, items: [])
                 ])),
             .extendedReport(
                 RTCPExtendedReport(
@@ -38,11 +38,11 @@ import VoiceTestSupport
                                 signalLevel: -20, noiseLevel: -60, residualEchoReturnLoss: 40, gmin: 16, rFactor: 85,
                                 externalRFactor: 127, mosLQ: 41, mosCQ: 40, receiverConfiguration: 0b1010_0100,
                                 jitterBufferNominal: 60, jitterBufferMaximum: 120, jitterBufferAbsoluteMaximum: 500)),
-                        .other(blockType: 4, typeSpecific: 0, data: [0, 0, 0, 1, 0, 0, 0, 2]),
+                        .other(blockType: 4, typeSpecific: 0, data: [0, 0, 0, 1, 0, 0, 0, 2])
                     ])),
             .app(RTCPApp(subtype: 3, ssrc: 0xAABB_CCDD, name: "VOIC", data: [1, 2, 3, 4])),
             .other(packetType: RTCPPacketType.transportFeedback, count: 1, body: [0, 0, 0, 1, 0, 0, 0, 2]),
-            .bye(RTCPBye(ssrcs: [0xAABB_CCDD, 5], reason: "call ended")),
+            .bye(RTCPBye(ssrcs: [0xAABB_CCDD, 5], reason: "call ended"))
         ]
     }
 
@@ -56,7 +56,7 @@ import VoiceTestSupport
             0x00, 0x01, 0x00, 0x05,  // extended highest 65541
             0x00, 0x00, 0x00, 0x25,  // jitter 37
             0xB7, 0x05, 0x20, 0x00,  // LSR
-            0x00, 0x05, 0x40, 0x00,  // DLSR
+            0x00, 0x05, 0x40, 0x00  // DLSR
         ]
         let packets = try RTCPPacket.parseCompound(bytes)
         #expect(packets == [.receiverReport(RTCPReceiverReport(ssrc: 0x1122_3344, reportBlocks: [block]))])
@@ -70,7 +70,7 @@ import VoiceTestSupport
             0x00, 0x01, 0xE2, 0x40, 0x00, 0x00, 0x03, 0xE8,  // RTP ts 123456, 1000 packets
             0x00, 0x02, 0x71, 0x00,  // 160000 octets
             0x81, 0xCA, 0x00, 0x03, 0x00, 0x00, 0x00, 0x2A,  // SDES SC=1 length 3, SSRC 42
-            0x01, 0x03, 0x61, 0x40, 0x62, 0x00, 0x00, 0x00,  // CNAME "a@b", end, pad
+            0x01, 0x03, 0x61, 0x40, 0x62, 0x00, 0x00, 0x00  // CNAME "a@b", end, pad
         ]
         let packets = try RTCPPacket.parseCompound(bytes)
         #expect(packets.count == 2)
@@ -123,7 +123,7 @@ import VoiceTestSupport
                     items: [
                         RTCPSDESItem(type: RTCPSDESItemType.note, text: "on the phone"),
                         RTCPSDESItem(type: RTCPSDESItemType.cname, text: "x"),
-                        RTCPSDESItem(type: RTCPSDESItemType.priv, value: [3, 0x61, 0x62, 0x63, 0x01]),
+                        RTCPSDESItem(type: RTCPSDESItemType.priv, value: [3, 0x61, 0x62, 0x63, 0x01])
                     ])
             ]))
         let packets: [RTCPPacket] = [.receiverReport(RTCPReceiverReport(ssrc: 1)), sdes]
@@ -141,12 +141,17 @@ import VoiceTestSupport
     }
 
     @Test func paddingOnTheLastPacketIsAccepted() throws {
-        var bytes = RTCPPacket.serializedCompound([.receiverReport(RTCPReceiverReport(ssrc: 9)), .bye(RTCPBye(ssrcs: [9]))])
+        var bytes = RTCPPacket.serializedCompound([
+            .receiverReport(RTCPReceiverReport(ssrc: 9)), .bye(RTCPBye(ssrcs: [9]))
+        ])
         // Pad the BYE with 4 bytes: set P, extend length, append padding.
         bytes[8] |= 0x20
         bytes[11] += 1
         bytes += [0, 0, 0, 4]
-        #expect(try RTCPPacket.parseCompound(bytes) == [.receiverReport(RTCPReceiverReport(ssrc: 9)), .bye(RTCPBye(ssrcs: [9]))])
+        #expect(
+            try RTCPPacket.parseCompound(bytes) == [
+                .receiverReport(RTCPReceiverReport(ssrc: 9)), .bye(RTCPBye(ssrcs: [9]))
+            ])
     }
 
     // MARK: rejection reasons
@@ -242,7 +247,7 @@ import VoiceTestSupport
             .paddingNotLast(offset: 0), .badPadding(count: 9, available: 4), .emptyPaddingCount,
             .reportBlocksOverrun(count: 2, available: 0),
             .sdesOverrun(chunk: 1), .byeOverrun(count: 3, available: 4), .byeReasonOverrun(length: 9, available: 3),
-            .appTooShort(length: 4), .xrBlockOverrun(blockType: 4, offset: 16), .voipMetricsBadLength(1),
+            .appTooShort(length: 4), .xrBlockOverrun(blockType: 4, offset: 16), .voipMetricsBadLength(1)
         ]
         #expect(Set(errors.map(\.description)).count == errors.count)
     }

@@ -10,7 +10,7 @@ import VoiceRTP
     static let reservedIDZeroWithLength: [UInt8] = [
         0x90, 0x6F, 0x00, 0x01, 0x00, 0x00, 0x03, 0xC0, 0x11, 0x22, 0x33, 0x44,
         0xBE, 0xDE, 0x00, 0x02, 0x10, 0x7F, 0x02, 0x01, 0x21, 0xF0, 0x00, 0x00,
-        0xFC, 0xFF, 0xFE,
+        0xFC, 0xFF, 0xFE
     ]
 
     @Test func oneByteIDZeroWithLengthEndsExtensionProcessingLikeID15() throws {
@@ -37,8 +37,9 @@ import VoiceRTP
         var bytes: [UInt8] = [0x90, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]
         bytes += [0xBE, 0xDE, 0x00, 0x02, 0x10, 0xAA, 0x00, 0x00, 0x21, 0xBB, 0xCC, 0x00]
         let p = try parseRTP(bytes, options: RTPParseOptions(rejectReservedExtensionID: true))
-        #expect(p.elements == [
-            RTPHeaderExtensionElement(id: 1, data: [0xAA]), RTPHeaderExtensionElement(id: 2, data: [0xBB, 0xCC]),
-        ])
+        #expect(
+            p.elements == [
+                RTPHeaderExtensionElement(id: 1, data: [0xAA]), RTPHeaderExtensionElement(id: 2, data: [0xBB, 0xCC])
+            ])
     }
 }

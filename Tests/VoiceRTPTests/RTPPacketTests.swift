@@ -86,7 +86,7 @@ import VoiceTestSupport
             p.elements == [
                 RTPHeaderExtensionElement(id: 1, data: [0xAA]),
                 RTPHeaderExtensionElement(id: 2, data: [0xBB, 0xBB]),
-                RTPHeaderExtensionElement(id: 3, data: [0xCC, 0xCC, 0xCC, 0xCC]),
+                RTPHeaderExtensionElement(id: 3, data: [0xCC, 0xCC, 0xCC, 0xCC])
             ])
         #expect(p.payload == [0x42])
         bytes.withUnsafeBytes { raw in
@@ -107,7 +107,7 @@ import VoiceTestSupport
             p.elements == [
                 RTPHeaderExtensionElement(id: 1, data: []),
                 RTPHeaderExtensionElement(id: 2, data: [0xBB]),
-                RTPHeaderExtensionElement(id: 3, data: [0xCC, 0xCC, 0xCC, 0xCC]),
+                RTPHeaderExtensionElement(id: 3, data: [0xCC, 0xCC, 0xCC, 0xCC])
             ])
         #expect(p.payload.isEmpty)
     }
@@ -115,7 +115,7 @@ import VoiceTestSupport
     @Test func oneByteExtensionRoundTrips() throws {
         let elements = [
             RTPHeaderExtensionElement(id: 1, data: [0x80]),  // e.g. audio level
-            RTPHeaderExtensionElement(id: 14, data: Array(0..<16)),
+            RTPHeaderExtensionElement(id: 14, data: Array(0..<16))
         ]
         let header = RTPHeader(
             marker: true, payloadType: 111, sequenceNumber: 65535, timestamp: .max, ssrc: 42,
@@ -130,7 +130,7 @@ import VoiceTestSupport
     @Test func twoByteExtensionRoundTripsWithAppBitsAndLongElements() throws {
         let elements = [
             RTPHeaderExtensionElement(id: 200, data: Array(repeating: 7, count: 255)),
-            RTPHeaderExtensionElement(id: 3, data: []),
+            RTPHeaderExtensionElement(id: 3, data: [])
         ]
         let header = RTPHeader(
             payloadType: 96, sequenceNumber: 1, timestamp: 2, ssrc: 3, csrcs: [5],
@@ -228,7 +228,7 @@ import VoiceTestSupport
         let errors: [RTPParseError] = [
             .tooShort(length: 3), .badVersion(1), .csrcOverrun(count: 2, length: 15),
             .extensionOverrun(declaredBytes: 8, available: 2), .badPadding(count: 9, available: 3),
-            .emptyPaddingCount, .extensionElementOverrun(id: 2, offset: 4), .reservedExtensionID(15),
+            .emptyPaddingCount, .extensionElementOverrun(id: 2, offset: 4), .reservedExtensionID(15)
         ]
         let descriptions = Set(errors.map(\.description))
         #expect(descriptions.count == errors.count)
@@ -246,7 +246,7 @@ import VoiceTestSupport
             RTPHeader(
                 payloadType: 96, sequenceNumber: 1, timestamp: 2, ssrc: 3,
                 headerExtension: .twoByte(appBits: 0, [RTPHeaderExtensionElement(id: 30, data: [1, 2, 3])])
-            ).serializedPacket(payload: [1]),
+            ).serializedPacket(payload: [1])
         ]
         var parsed = 0
         var rejected = 0

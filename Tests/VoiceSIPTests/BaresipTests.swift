@@ -16,7 +16,9 @@ let baresipPath = "/usr/bin/baresip"
 /// engine's sender reports. Ports 25140–25149 are this suite's.
 @Suite(
     "baresip calls with speech", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: baresipPath), "baresip is not installed (make test-deps installs it)"),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: baresipPath),
+        "baresip is not installed (make test-deps installs it)"),
     .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
 struct BaresipTests {
     static let engineSpeech = SharedTestData.speech + "/jfk_16k_mono.wav"
@@ -31,7 +33,8 @@ struct BaresipTests {
             let (agent, _) = try await makeAgent("engine", on: loop)
             let media = try await EngineMedia.bind()
             let call = try await agent.call(
-                SIPURI(user: "b", host: "127.0.0.1", port: 25140), offering: media.capabilities, headers: [("X-Interop", "baresip")])
+                SIPURI(user: "b", host: "127.0.0.1", port: 25140), offering: media.capabilities,
+                headers: [("X-Interop", "baresip")])
             let log = CallEventLog(call)
             let negotiated = try await log.established()
             #expect(negotiated.srtp != nil && negotiated.remotePort != 0)
@@ -71,14 +74,16 @@ struct BaresipTests {
     /// The engine's speaker holds baresip's speech and baresip's decoded dump holds the engine's.
     func verifySpeech(engineHeard: [Int16], baresipDirectory directory: URL) throws {
         let dumps = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        let decoded = try #require(dumps.first { $0.hasSuffix("-dec.wav") }, "baresip's sndfile dump is missing: \(dumps)")
+        let decoded = try #require(
+            dumps.first { $0.hasSuffix("-dec.wav") }, "baresip's sndfile dump is missing: \(dumps)")
         // libsndfile writes the WAV header's sizes when baresip closes the dump at the end of its call.
         var baresipHeard = try WAVFile.read(path: directory.appendingPathComponent(decoded).path)
         for _ in 0..<50 where baresipHeard.frameCount == 0 {
             usleep(100_000)
             baresipHeard = try WAVFile.read(path: directory.appendingPathComponent(decoded).path)
         }
-        let toEngine = SpeechMatch.median(sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples, heard: engineHeard)
+        let toEngine = SpeechMatch.median(
+            sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples, heard: engineHeard)
         let toBaresip = SpeechMatch.median(
             sent: try WAVFile.read(path: Self.engineSpeech).int16Samples,
             heard: SpeechMatch.to16k(baresipHeard.int16Samples, rate: baresipHeard.format.sampleRate))
@@ -86,24 +91,34 @@ struct BaresipTests {
         let control = SpeechMatch.median(
             sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples,
             heard: SpeechMatch.to16k(baresipHeard.int16Samples, rate: baresipHeard.format.sampleRate))
-        print("baresip → engine: median window correlation \(toEngine); engine → baresip: \(toBaresip); control \(control)")
+        print(
+            "baresip → engine: median window correlation \(toEngine); engine → baresip: \(toBaresip); control \(control)"
+        )
         #expect(control < 0.3, "the other speech correlates too (\(control)): the measure cannot tell them apart")
         #expect(toEngine > 0.5, "the engine did not hear baresip's speech (\(toEngine))")
-        #expect(toBaresip > 0.5, "baresip did not hear the engine's speech (\(toBaresip)); its dump: \(baresipHeard.format), \(baresipHeard.frameCount) frames")
+        #expect(
+            toBaresip > 0.5,
+            "baresip did not hear the engine's speech (\(toBaresip)); its dump: \(baresipHeard.format), \(baresipHeard.frameCount) frames"
+        )
     }
 
     /// baresip on `port` with auto-answer, SRTP mandatory, Opus only, a long copy of `baresipSpeech` as microphone,
     /// an ALSA null speaker and the `sndfile` dump; dialing `dial` when given.
-    func withBaresip(port: Int, dial: String?, loop given: (any EventLoop)? = nil, _ body: (any EventLoop, URL) async throws -> Void) async throws {
+    func withBaresip(
+        port: Int, dial: String?, loop given: (any EventLoop)? = nil, _ body: (any EventLoop, URL) async throws -> Void
+    ) async throws {
         let directory = try makeTemporaryDirectory("baresip")
         defer { try? FileManager.default.removeItem(at: directory) }
         // aufile plays its file once and baresip hangs up at its end: the file must outlast the call.
         let source = try BaresipPeer.repeated(Self.baresipSpeech, seconds: Self.seconds + 15, into: directory)
         var arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: source)
         if let dial { arguments += ["-e", "/dial \(dial)"] }
-        let baresip = try PeerProcess(name: "baresip", executable: baresipPath, arguments: arguments, directory: directory)
+        let baresip = try PeerProcess(
+            name: "baresip", executable: baresipPath, arguments: arguments, directory: directory)
         defer { baresip.stop() }
-        guard await waitUntilUDPPortBound(port), baresip.isRunning else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }
+        guard await waitUntilUDPPortBound(port), baresip.isRunning else {
+            try Test.cancel("baresip did not start:\n\(baresip.logTail)")
+        }
         do {
             if let given {
                 try await body(given, directory)
@@ -140,7 +155,8 @@ struct EngineMedia {
     func run(_ media: NegotiatedAudio, directory: URL, seconds: Double) async throws -> [Int16] {
         try transport.setRemote(negotiated: media)
         let heardPath = directory.appendingPathComponent("engine-heard.wav").path
-        let devices = try LiveDeviceName.openPair(microphone: .file(BaresipTests.engineSpeech), speaker: .file(heardPath))
+        let devices = try LiveDeviceName.openPair(
+            microphone: .file(BaresipTests.engineSpeech), speaker: .file(heardPath))
         let call = try LiveCall(
             configuration: MediaStreamConfiguration(negotiated: media, voiceProcessing: false), transport: transport,
             capture: devices.capture, playout: devices.playout)
@@ -148,15 +164,27 @@ struct EngineMedia {
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         let result = await call.stop()
         #expect(result.wasEstablished, "media did not flow both ways: \(result.statistics)")
-        #expect(result.report.rtp.received > Int(seconds * 40), "received \(result.report.rtp.received) RTP packets in \(seconds) s")
+        #expect(
+            result.report.rtp.received > Int(seconds * 40),
+            "received \(result.report.rtp.received) RTP packets in \(seconds) s")
         if !media.rtcpMux {
             let rtcp = result.report.rtcp, counters = transport.rtcpCounters
-            print("RTCP: sent \(rtcp.sent), received \(rtcp.received), answering ours \(rtcp.senderReportsAnswered), RTT samples \(result.report.rtt.samples), drops \(result.report.drops.counts), on the RTCP port \(counters.map { "\($0)" } ?? "none")")
-            #expect(transport.remoteRTCP?.port == UInt16(media.remoteRTCPPort), "RTCP goes to \(transport.remoteRTCP.map { "\($0)" } ?? "the RTP port")")
-            #expect(rtcp.received > 0, "no report of baresip's reached the engine's RTCP port: \(counters.map { "\($0)" } ?? "no RTCP socket")")
-            #expect(rtcp.senderReportsAnswered > 0, "no report of baresip's answers the engine's sender reports: they did not reach its RTCP port")
+            print(
+                "RTCP: sent \(rtcp.sent), received \(rtcp.received), answering ours \(rtcp.senderReportsAnswered), RTT samples \(result.report.rtt.samples), drops \(result.report.drops.counts), on the RTCP port \(counters.map { "\($0)" } ?? "none")"
+            )
+            #expect(
+                transport.remoteRTCP?.port == UInt16(media.remoteRTCPPort),
+                "RTCP goes to \(transport.remoteRTCP.map { "\($0)" } ?? "the RTP port")")
+            #expect(
+                rtcp.received > 0,
+                "no report of baresip's reached the engine's RTCP port: \(counters.map { "\($0)" } ?? "no RTCP socket")"
+            )
+            #expect(
+                rtcp.senderReportsAnswered > 0,
+                "no report of baresip's answers the engine's sender reports: they did not reach its RTCP port")
             #expect(result.report.drops.counts.rtcpAuthenticationFailed == 0)
-            #expect((counters?.receivedRTCP ?? 0) > 0 && result.transport.receivedRTCP == 0, "RTCP arrived on the RTP port")
+            #expect(
+                (counters?.receivedRTCP ?? 0) > 0 && result.transport.receivedRTCP == 0, "RTCP arrived on the RTP port")
         }
         return try WAVFile.read(path: heardPath).int16Samples
     }

@@ -11,19 +11,27 @@ let kamailioTLSModule = "/usr/lib/x86_64-linux-gnu/kamailio/modules/tls.so"
 /// and a server certificate that our trust root does not vouch for refused with `SIPError.Kind.tls`; `voice-engine
 /// sip` over TLS with `--ca-file`. Ports 25160–25175 (TLS on the port after each).
 extension KamailioTests {
-    static var tlsAvailable: Bool { FileManager.default.fileExists(atPath: kamailioTLSModule) && TestCertificates.isAvailable }
+    static var tlsAvailable: Bool {
+        FileManager.default.fileExists(atPath: kamailioTLSModule) && TestCertificates.isAvailable
+    }
 
-    @Test("REGISTER over TLS with digest", .enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"),
-          arguments: [("IPv4", 25160), ("IPv6", 25162)])
+    @Test(
+        "REGISTER over TLS with digest",
+        .enabled(if: tlsAvailable, "Kamailio's tls module or openssl is missing (make test-deps)"),
+        arguments: [("IPv4", 25160), ("IPv6", 25162)])
     func registerOverTLS(family: String, port: Int) async throws {
         let pki = try TestCertificates()
         defer { pki.remove() }
         try await withKamailio(port: port, tls: pki) { loop, _ in
             let server = try SocketAddress(ipAddress: loopback(family), port: port + 1)
-            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: .tls, tls: pki.trustingConfiguration)
+            let (endpoint, registration, trace) = try await register(
+                "alice", on: loop, server: server, transport: .tls, tls: pki.trustingConfiguration)
             let first = try await registration.register()
             #expect(first.statusCode == 200, "\(first)")
-            #expect(first.contacts.contains { if case .address(let a) = $0 { a.uri.parameters[parameter: "transport"] == "tls" } else { false } })
+            #expect(
+                first.contacts.contains {
+                    if case .address(let a) = $0 { a.uri.parameters[parameter: "transport"] == "tls" } else { false }
+                })
             #expect(trace.count("send", containing: "SIP/2.0/TLS") == 2)  // challenged once, then authenticated
             #expect(try await registration.register().statusCode == 200)
             #expect(try await registration.unregister().statusCode == 200)
@@ -39,7 +47,8 @@ extension KamailioTests {
         defer { pki.remove() }
         try await withKamailio(port: 25164, tls: pki) { loop, _ in
             let server = try SocketAddress(ipAddress: "127.0.0.1", port: 25165)
-            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: .tls, tls: pki.distrustingConfiguration)
+            let (endpoint, registration, trace) = try await register(
+                "alice", on: loop, server: server, transport: .tls, tls: pki.distrustingConfiguration)
             let error = await #expect(throws: SIPError.self) { _ = try await registration.register() }
             #expect(error?.kind == .tls)
             #expect(error?.reason.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(String(describing: error))")
@@ -65,15 +74,20 @@ extension KamailioTests {
                 let agent = SIPUserAgent(
                     endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: "\(user)-secret"),
                     configuration: SIPUserAgentConfiguration(
-                        addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: SIPPeer(.tls, server), transport: .tls))
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: SIPPeer(.tls, server),
+                        transport: .tls))
                 let registration = SIPRegistration(
-                    configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.tls, server), expires: 60),
+                    configuration: SIPRegistrationConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.tls, server),
+                        expires: 60),
                     sender: agent.sender)
                 #expect(try await registration.register().statusCode == 200)
                 agents.append((agent, trace))
             }
             let (alice, bob) = (agents[0].0, agents[1].0)
-            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40040), headers: [("X-Over", "tls")])
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40040),
+                headers: [("X-Over", "tls")])
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -107,9 +121,11 @@ extension KamailioTests {
         try await withKamailio(port: 25172, tls: pki) { loop, _ in
             let server = SIPPeer(.tls, try SocketAddress(ipAddress: "127.0.0.1", port: 25173))
             let aliceEndpoint = try await SIPEndpoint.startClosedWithLoop(
-                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
             let bobEndpoint = try await SIPEndpoint.startClosedWithLoop(
-                on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
+                on: loop,
+                configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
             let bobTrace = TraceRecorder(bobEndpoint)
             var agents: [SIPUserAgent] = []
             for (user, endpoint) in [("alice", aliceEndpoint), ("bob", bobEndpoint)] {
@@ -118,15 +134,19 @@ extension KamailioTests {
                     configuration: SIPUserAgentConfiguration(
                         addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: server, transport: .tls))
                 let registration = SIPRegistration(
-                    configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: server, expires: 60),
+                    configuration: SIPRegistrationConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), server: server, expires: 60),
                     sender: agent.sender)
                 #expect(try await registration.register().statusCode == 200, "\(user)")
                 agents.append(agent)
             }
             let (alice, bob) = (agents[0], agents[1])
             let connection = try await bobEndpoint.connectionAddress(toward: server)
-            #expect(bobTrace.count("send", containing: "Contact: <sip:bob@127.0.0.1:\(connection.port ?? 0);transport=tls>") >= 1, "\(bobTrace.all)")
-            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40044))
+            #expect(
+                bobTrace.count("send", containing: "Contact: <sip:bob@127.0.0.1:\(connection.port ?? 0);transport=tls>")
+                    >= 1, "\(bobTrace.all)")
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40044))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -154,36 +174,60 @@ extension KamailioTests {
         let binary = try #require(BuiltExecutables.url("voice-engine"))
         let pki = try TestCertificates()
         defer { pki.remove() }
-        let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("TestVectors/speech_like_16k.wav").path
         try await withKamailio(port: 25174, tls: pki) { _, _ in
             let server = "127.0.0.1:25175"
             func account(_ user: String) -> [String] {
-                ["--from", "sip:\(user)@\(Self.domain)", "--server", server, "--transport", "tls", "--ca-file", pki.caFile,
-                 "--user", user, "--password", "\(user)-secret"]
+                [
+                    "--from", "sip:\(user)@\(Self.domain)", "--server", server, "--transport", "tls", "--ca-file",
+                    pki.caFile,
+                    "--user", user, "--password", "\(user)-secret"
+                ]
             }
-            let registered = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
-                "--ca-file", pki.caFile, "--user", "alice", "--password", "alice-secret", "--expires", "60", "--trace"])
+            let registered = try runTool(
+                binary,
+                [
+                    "sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
+                    "--ca-file", pki.caFile, "--user", "alice", "--password", "alice-secret", "--expires", "60",
+                    "--trace"
+                ])
             #expect(registered.status == 0, "\(registered.output)")
             #expect(registered.output.contains("registered for"), "\(registered.output)")
-            #expect(registered.output.contains("REGISTER sip:\(Self.domain) SIP/2.0") && registered.output.contains("SIP/2.0/TLS"), "\(registered.output)")
-            let refused = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
-                "--ca-file", pki.otherCAFile, "--user", "alice", "--password", "alice-secret"])
+            #expect(
+                registered.output.contains("REGISTER sip:\(Self.domain) SIP/2.0")
+                    && registered.output.contains("SIP/2.0/TLS"), "\(registered.output)")
+            let refused = try runTool(
+                binary,
+                [
+                    "sip", "register", "sip:alice@\(Self.domain)", "--server", server, "--transport", "tls",
+                    "--ca-file", pki.otherCAFile, "--user", "alice", "--password", "alice-secret"
+                ])
             #expect(refused.status == 69, "\(refused.output)")
             #expect(refused.output.contains("CERTIFICATE_VERIFY_FAILED"), "\(refused.output)")
 
             let directory = try makeTemporaryDirectory("sip-tls-call")
             defer { try? FileManager.default.removeItem(at: directory) }
             let listenerLog = directory.appendingPathComponent("listen.log")
-            let listener = try ChildProcessGroup(binary.path, ["sip", "listen", "--register"] + account("bob")
-                + ["--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--answer-timeout", "20"], log: listenerLog)
+            let listener = try ChildProcessGroup(
+                binary.path,
+                ["sip", "listen", "--register"] + account("bob")
+                    + [
+                        "--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--answer-timeout",
+                        "20"
+                    ], log: listenerLog)
             defer { listener.stop() }
             let deadline = ContinuousClock.now + .seconds(10)
-            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
+            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"),
+                ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let caller = try runTool(binary, ["sip", "call", "sip:bob@\(Self.domain)"] + account("alice")
-                + ["--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "2"])
+            let caller = try runTool(
+                binary,
+                ["sip", "call", "sip:bob@\(Self.domain)"] + account("alice")
+                    + ["--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "2"])
             #expect(caller.status == 0, "\(caller.output)")
             #expect(caller.output.contains("sip: established"), "\(caller.output)")
             let status = await listener.wait(timeout: .seconds(10))

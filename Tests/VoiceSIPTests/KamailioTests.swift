@@ -15,14 +15,18 @@ final class TraceRecorder: @unchecked Sendable {
     private var lines: [String] = []
     init(_ endpoint: SIPEndpoint) { endpoint.onTrace { [self] line in lock.withLock { lines.append(line) } } }
     var all: [String] { lock.withLock { lines } }
-    func count(_ prefix: String, containing text: String) -> Int { all.filter { $0.hasPrefix(prefix) && $0.contains(text) }.count }
+    func count(_ prefix: String, containing text: String) -> Int {
+        all.filter { $0.hasPrefix(prefix) && $0.contains(text) }.count
+    }
 }
 
 /// Kamailio on loopback as registrar and proxy with digest authentication (Peers/kamailio/kamailio.cfg; users
 /// alice and bob in Peers/kamailio/db). Ports 25060–25069 and 25100–25107 are this suite's.
 @Suite(
     "Kamailio as registrar and proxy", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"))
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: kamailioPath),
+        "kamailio is not installed (make test-deps installs it)"))
 struct KamailioTests {
     static let domain = "voiceengine.test"
 
@@ -32,7 +36,8 @@ struct KamailioTests {
     /// With `namespace`, Kamailio runs inside that network namespace on `host` (UDP only), and `probeSocket` makes
     /// the UDP socket (in a namespace that reaches it) of the probe that waits for it.
     func withKamailio(
-        port: Int, sha256: Bool = false, tls: TestCertificates? = nil, namespace: String? = nil, host: String = "127.0.0.1",
+        port: Int, sha256: Bool = false, tls: TestCertificates? = nil, namespace: String? = nil,
+        host: String = "127.0.0.1",
         probeSocket: (() throws -> CInt)? = nil, _ body: (any EventLoop, SocketAddress) async throws -> Void
     ) async throws {
         let directory = try makeTemporaryDirectory("kamailio")
@@ -42,31 +47,37 @@ struct KamailioTests {
         var arguments = [
             "-f", peersDirectory.appendingPathComponent("kamailio/kamailio.cfg").path, "-DD", "-E",
             "-l", "udp:\(host):\(port)", "-A", "DBURL=\"text://\(db.path)\"",
-            "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8",
+            "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
         ]
         if namespace == nil { arguments += ["-l", "tcp:\(host):\(port)"] }
         if sha256 { arguments += ["-A", "WITH_SHA256"] }
         if let tls {
             let tlsConfig = directory.appendingPathComponent("tls.cfg")
             try """
-                [server:default]
-                method = TLSv1.2+
-                verify_certificate = no
-                require_certificate = no
-                private_key = \(tls.serverKeyFile)
-                certificate = \(tls.serverCertificateFile)
+            [server:default]
+            method = TLSv1.2+
+            verify_certificate = no
+            require_certificate = no
+            private_key = \(tls.serverKeyFile)
+            certificate = \(tls.serverCertificateFile)
 
-                [client:default]
-                method = TLSv1.2+
-                verify_certificate = no
-                require_certificate = no
+            [client:default]
+            method = TLSv1.2+
+            verify_certificate = no
+            require_certificate = no
 
-                """.write(to: tlsConfig, atomically: true, encoding: .utf8)
-            arguments += ["-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\"", "-l", "tls:127.0.0.1:\(port + 1)", "-l", "tls:[::1]:\(port + 1)"]
+            """.write(to: tlsConfig, atomically: true, encoding: .utf8)
+            arguments += [
+                "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\"", "-l", "tls:127.0.0.1:\(port + 1)", "-l",
+                "tls:[::1]:\(port + 1)"
+            ]
         }
-        let kamailio = try namespace.map {
-            try PeerProcess(name: "kamailio", executable: "/usr/sbin/ip", arguments: ["netns", "exec", $0, kamailioPath] + arguments, directory: directory)
-        } ?? PeerProcess(name: "kamailio", executable: kamailioPath, arguments: arguments, directory: directory)
+        let kamailio =
+            try namespace.map {
+                try PeerProcess(
+                    name: "kamailio", executable: "/usr/sbin/ip",
+                    arguments: ["netns", "exec", $0, kamailioPath] + arguments, directory: directory)
+            } ?? PeerProcess(name: "kamailio", executable: kamailioPath, arguments: arguments, directory: directory)
         defer { kamailio.stop() }
         let server = try SocketAddress(ipAddress: host, port: port)
         try await withEventLoop { loop in
@@ -76,13 +87,18 @@ struct KamailioTests {
     }
 
     /// Polls with OPTIONS until Kamailio answers (with anything: it challenges us).
-    func waitUntilAnswering(_ server: SocketAddress, on loop: any EventLoop, peer: PeerProcess, probeSocket: (() throws -> CInt)? = nil) async throws {
-        let fast = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200)))
+    func waitUntilAnswering(
+        _ server: SocketAddress, on loop: any EventLoop, peer: PeerProcess, probeSocket: (() throws -> CInt)? = nil
+    ) async throws {
+        let fast = SIPEndpointConfiguration(
+            timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(200), t4: .milliseconds(200)))
         let probe: SIPEndpoint
         if let probeSocket {
-            probe = try await SIPEndpoint.startClosedWithLoop(on: loop, boundUDPSocket: try probeSocket(), configuration: fast)
+            probe = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, boundUDPSocket: try probeSocket(), configuration: fast)
         } else {
-            probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
+            probe = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: fast)
         }
         defer { Task { try? await probe.close() } }
         for attempt in 0..<10 {
@@ -95,29 +111,39 @@ struct KamailioTests {
         try Test.cancel("Kamailio did not start or answer on \(server):\n\(peer.logTail)")
     }
 
-    func register(_ user: String, password: String? = nil, on loop: any EventLoop, server: SocketAddress, transport: SIPTransportKind = .udp,
-                  expires: UInt32 = 60, tls: SIPTLSConfiguration? = nil)
+    func register(
+        _ user: String, password: String? = nil, on loop: any EventLoop, server: SocketAddress,
+        transport: SIPTransportKind = .udp,
+        expires: UInt32 = 60, tls: SIPTLSConfiguration? = nil
+    )
         async throws -> (SIPEndpoint, SIPRegistration, TraceRecorder)
     {
         let local = try SocketAddress(ipAddress: server.protocol == .inet6 ? "::1" : "127.0.0.1", port: 0)
         let endpoint = try await SIPEndpoint.startClosedWithLoop(
-            on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil, tls: transport == .tls ? local : nil,
+            on: loop, udp: transport == .udp ? local : nil, tcp: transport == .tcp ? local : nil,
+            tls: transport == .tls ? local : nil,
             configuration: SIPEndpointConfiguration(tls: tls))
         let trace = TraceRecorder(endpoint)
-        let sender = SIPRequestSender(endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: password ?? "\(user)-secret"))
+        let sender = SIPRequestSender(
+            endpoint: endpoint,
+            credentials: SIPStaticCredentials(username: user, password: password ?? "\(user)-secret"))
         let registration = SIPRegistration(
             configuration: SIPRegistrationConfiguration(
-                addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(transport, server), expires: expires),
+                addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(transport, server),
+                expires: expires),
             sender: sender)
         return (endpoint, registration, trace)
     }
 
-    @Test("REGISTER with digest, nonce reused with the next nc, unregister", arguments: [
-        (SIPTransportKind.udp, false, 25060), (.tcp, true, 25062),
-    ])
+    @Test(
+        "REGISTER with digest, nonce reused with the next nc, unregister",
+        arguments: [
+            (SIPTransportKind.udp, false, 25060), (.tcp, true, 25062)
+        ])
     func registerAuthenticateAndUnregister(transport: SIPTransportKind, sha256: Bool, port: Int) async throws {
         try await withKamailio(port: port, sha256: sha256) { loop, server in
-            let (endpoint, registration, trace) = try await register("alice", on: loop, server: server, transport: transport)
+            let (endpoint, registration, trace) = try await register(
+                "alice", on: loop, server: server, transport: transport)
             let first = try await registration.register()
             #expect(first.statusCode == 200, "\(first)")
             #expect(first.grantedExpires == 60)
@@ -140,7 +166,8 @@ struct KamailioTests {
 
     @Test func wrongPasswordIsRefusedWithItsStatus() async throws {
         try await withKamailio(port: 25064) { loop, server in
-            let (endpoint, registration, trace) = try await register("alice", password: "wrong", on: loop, server: server)
+            let (endpoint, registration, trace) = try await register(
+                "alice", password: "wrong", on: loop, server: server)
             let result = try await registration.register()
             #expect(result.statusCode == 401)
             #expect(!result.succeeded)
@@ -174,8 +201,10 @@ struct KamailioTests {
             #expect(try await alice.register().succeeded)
             #expect(try await bob.register().succeeded)
             let inbox = AnsweringServer(bobEndpoint)
-            let sender = SIPRequestSender(endpoint: aliceEndpoint, credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"))
-            var message = makeOutgoing(.message, to: SIPURI(user: "bob", host: Self.domain), callID: "im-1", body: "Hello Bob")
+            let sender = SIPRequestSender(
+                endpoint: aliceEndpoint, credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"))
+            var message = makeOutgoing(
+                .message, to: SIPURI(user: "bob", host: Self.domain), callID: "im-1", body: "Hello Bob")
             message.headers.replace("From", with: "<sip:alice@\(Self.domain)>;tag=im1")
             message.headers.add("X-Call-Purpose", "interop")
             let delivered = try await sender.send(message, to: SIPPeer(.udp, server))
@@ -184,7 +213,8 @@ struct KamailioTests {
             #expect(String(decoding: received.body, as: UTF8.self) == "Hello Bob")
             #expect(received.headers.first("X-Call-Purpose") == "interop")
             #expect(received.via.count == 2)  // Kamailio's Via on top of alice's
-            var toNobody = makeOutgoing(.message, to: SIPURI(user: "carol", host: Self.domain), callID: "im-2", body: "Hello?")
+            var toNobody = makeOutgoing(
+                .message, to: SIPURI(user: "carol", host: Self.domain), callID: "im-2", body: "Hello?")
             toNobody.headers.replace("From", with: "<sip:alice@\(Self.domain)>;tag=im2")
             let failed = try await sender.send(toNobody, to: SIPPeer(.udp, server))
             #expect(failed.statusCode == 404)
@@ -199,7 +229,8 @@ struct KamailioTests {
         try await withKamailio(port: 25100) { loop, server in
             let (alice, bob, aliceTrace, bobTrace) = try await registeredPair(loop: loop, server: server)
             let outgoing = try await alice.call(
-                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40020), headers: [("X-Call-Purpose", "interop")])
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40020),
+                headers: [("X-Call-Purpose", "interop")])
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -207,7 +238,9 @@ struct KamailioTests {
             #expect(call.requestHeaders.first { $0.name == "X-Call-Purpose" }?.value == "interop")
             #expect(call.remote.uri.user == "alice")
             try await call.ring()
-            _ = try await aliceLog.wait("180 through Kamailio") { if case .progress(180, _, _) = $0 { true } else { nil } }
+            _ = try await aliceLog.wait("180 through Kamailio") {
+                if case .progress(180, _, _) = $0 { true } else { nil }
+            }
             try await call.answer(with: testCapabilities(port: 40022), headers: [("X-Answered-By", "bob")])
             let media = try await aliceLog.established()
             #expect(media.remotePort == 40022 && media.srtp != nil)
@@ -218,10 +251,14 @@ struct KamailioTests {
             #expect(dialog.routeSet.count == 1 && dialog.routeSet.first?.uri.port == 25100)
 
             #expect(try await outgoing.hold().direction == .sendonly)
-            _ = try await bobLog.wait("held") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { true } else { nil } }
+            _ = try await bobLog.wait("held") {
+                if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { true } else { nil }
+            }
             #expect(try await outgoing.resume().direction == .sendrecv)
             // bob reports the peer's re-INVITE when its ACK arrives.
-            _ = try await bobLog.wait("resumed") { if case .mediaUpdated(let m, true) = $0, m.direction == .sendrecv { true } else { nil } }
+            _ = try await bobLog.wait("resumed") {
+                if case .mediaUpdated(let m, true) = $0, m.direction == .sendrecv { true } else { nil }
+            }
             // The re-INVITEs and their ACKs went through Kamailio (Route header) and reached bob with its Via.
             #expect(bobTrace.count("recv", containing: "ACK sip:bob@") == 3)
             #expect(bobTrace.count("recv", containing: "a=sendonly") == 1)
@@ -239,7 +276,8 @@ struct KamailioTests {
     @Test func cancelWhileRingingThroughKamailio() async throws {
         try await withKamailio(port: 25102) { loop, server in
             let (alice, bob, aliceTrace, _) = try await registeredPair(loop: loop, server: server)
-            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40024))
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40024))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -252,7 +290,8 @@ struct KamailioTests {
             #expect(try await bobLog.ended().cause == .cancelled)
             #expect(aliceTrace.count("send", containing: "CANCEL sip:bob@voiceengine.test") == 1)
             // Calling nobody registered fails with Kamailio's status and reason.
-            let nobody = CallEventLog(try await alice.call(SIPURI(user: "carol", host: Self.domain), offering: testCapabilities(port: 40026)))
+            let nobody = CallEventLog(
+                try await alice.call(SIPURI(user: "carol", host: Self.domain), offering: testCapabilities(port: 40026)))
             let failed = try await nobody.ended()
             #expect(failed.cause == .rejected && failed.statusCode == 404 && failed.reasonPhrase == "Not Found")
             try await alice.endpoint.close()
@@ -273,18 +312,29 @@ struct KamailioTests {
             let directory = try makeTemporaryDirectory("sip-call")
             defer { try? FileManager.default.removeItem(at: directory) }
             let listenerLog = directory.appendingPathComponent("listen.log")
-            let listener = try ChildProcessGroup(binary.path, ["sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
-                "--bind", "127.0.0.1:0", "--user", "bob", "--password", "bob-secret", "--mic", "file:\(speech)",
-                "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"], log: listenerLog)
+            let listener = try ChildProcessGroup(
+                binary.path,
+                [
+                    "sip", "listen", "--register", "--from", "sip:bob@\(Self.domain)", "--server", registrar,
+                    "--bind", "127.0.0.1:0", "--user", "bob", "--password", "bob-secret", "--mic", "file:\(speech)",
+                    "--speaker", "file:\(directory.path)/bob.wav", "--no-voice-processing", "--header", "X-Side: bob"
+                ], log: listenerLog)
             defer { listener.stop() }  // signals only a listener that has not exited (and been reaped) yet
             // bob is registered when Kamailio knows him: wait for his line.
             let deadline = ContinuousClock.now + .seconds(10)
-            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"), ContinuousClock.now < deadline {
+            while !((try? String(contentsOf: listenerLog, encoding: .utf8)) ?? "").contains("registered"),
+                ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let caller = try runTool(binary, ["sip", "call", "sip:bob@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
-                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret",
-                "--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "3", "--header", "X-Side: alice"])
+            let caller = try runTool(
+                binary,
+                [
+                    "sip", "call", "sip:bob@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                    "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret",
+                    "--mic", "file:\(speech)", "--speaker", "null", "--no-voice-processing", "--duration", "3",
+                    "--header", "X-Side: alice"
+                ])
             #expect(caller.status == 0, "\(caller.output)")
             #expect(caller.output.contains("sip: established"))
             #expect(caller.output.contains("X-Side: bob"))
@@ -297,8 +347,13 @@ struct KamailioTests {
             // Each process closes its endpoint before its event loop shuts down: nothing left to run on the loop.
             for output in [caller.output, log] { #expect(!output.contains("Cannot schedule tasks"), "\(output)") }
             // Nobody registered as carol: the call is rejected with Kamailio's status, exit 1.
-            let rejected = try runTool(binary, ["sip", "call", "sip:carol@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
-                "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret", "--mic", "null", "--speaker", "null"])
+            let rejected = try runTool(
+                binary,
+                [
+                    "sip", "call", "sip:carol@\(Self.domain)", "--from", "sip:alice@\(Self.domain)",
+                    "--server", registrar, "--bind", "127.0.0.1:0", "--user", "alice", "--password", "alice-secret",
+                    "--mic", "null", "--speaker", "null"
+                ])
             #expect(rejected.status == 1, "\(rejected.output)")
             #expect(rejected.output.contains("rejected 404 Not Found"), "\(rejected.output)")
         }
@@ -308,7 +363,8 @@ struct KamailioTests {
     /// over that very connection (Kamailio never connects to his listener), as a client behind a NAT is reached.
     @Test func incomingCallReachesATCPClientThroughItsRegistrationConnection() async throws {
         try await withKamailio(port: 25106) { loop, server in
-            let (alice, _) = try await makeAgent("alice", on: loop, proxy: SIPPeer(.udp, server),
+            let (alice, _) = try await makeAgent(
+                "alice", on: loop, proxy: SIPPeer(.udp, server),
                 credentials: SIPStaticCredentials(username: "alice", password: "alice-secret"), domain: Self.domain)
             let bobEndpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
@@ -316,13 +372,16 @@ struct KamailioTests {
             let bob = SIPUserAgent(
                 endpoint: bobEndpoint, credentials: SIPStaticCredentials(username: "bob", password: "bob-secret"),
                 configuration: SIPUserAgentConfiguration(
-                    addressOfRecord: SIPURI(user: "bob", host: Self.domain), outboundProxy: SIPPeer(.tcp, server), transport: .tcp))
+                    addressOfRecord: SIPURI(user: "bob", host: Self.domain), outboundProxy: SIPPeer(.tcp, server),
+                    transport: .tcp))
             let registration = SIPRegistration(
-                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: "bob", host: Self.domain), server: SIPPeer(.tcp, server), expires: 60),
+                configuration: SIPRegistrationConfiguration(
+                    addressOfRecord: SIPURI(user: "bob", host: Self.domain), server: SIPPeer(.tcp, server), expires: 60),
                 sender: bob.sender)
             #expect(try await registration.register().statusCode == 200)
             try await Task.sleep(for: .milliseconds(500))  // a couple of keepalives
-            let outgoing = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40030))
+            let outgoing = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40030))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -334,7 +393,9 @@ struct KamailioTests {
             #expect(try await aliceLog.ended().cause == .remoteHangup)
             let statistics = await bobEndpoint.statistics()
             #expect(statistics.connectionsOpened == 1, "\(statistics)")
-            #expect(statistics.connectionsAccepted == 0, "Kamailio connected to bob's listener instead of using his connection")
+            #expect(
+                statistics.connectionsAccepted == 0,
+                "Kamailio connected to bob's listener instead of using his connection")
             #expect(statistics.keepalivePongsReceived >= 1, "\(statistics)")
             try await alice.endpoint.close()
             try await bobEndpoint.close()
@@ -342,13 +403,17 @@ struct KamailioTests {
     }
 
     /// alice and bob as user agents with Kamailio as outbound proxy, both registered.
-    func registeredPair(loop: any EventLoop, server: SocketAddress) async throws -> (SIPUserAgent, SIPUserAgent, TraceRecorder, TraceRecorder) {
+    func registeredPair(loop: any EventLoop, server: SocketAddress) async throws -> (
+        SIPUserAgent, SIPUserAgent, TraceRecorder, TraceRecorder
+    ) {
         var agents: [(SIPUserAgent, TraceRecorder)] = []
         for user in ["alice", "bob"] {
             let credentials = SIPStaticCredentials(username: user, password: "\(user)-secret")
-            let (agent, trace) = try await makeAgent(user, on: loop, proxy: SIPPeer(.udp, server), credentials: credentials, domain: Self.domain)
+            let (agent, trace) = try await makeAgent(
+                user, on: loop, proxy: SIPPeer(.udp, server), credentials: credentials, domain: Self.domain)
             let registration = SIPRegistration(
-                configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.udp, server), expires: 60),
+                configuration: SIPRegistrationConfiguration(
+                    addressOfRecord: SIPURI(user: user, host: Self.domain), server: SIPPeer(.udp, server), expires: 60),
                 sender: agent.sender)
             #expect(try await registration.register().statusCode == 200)
             agents.append((agent, trace))
@@ -363,16 +428,28 @@ struct KamailioTests {
         let binary = try #require(BuiltExecutables.url("voice-engine"))
         try await withKamailio(port: 25069) { _, server in
             let registrar = "127.0.0.1:\(server.port ?? 0)"
-            let registered = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
-                "--user", "alice", "--password", "alice-secret", "--expires", "30", "--trace"])
+            let registered = try runTool(
+                binary,
+                [
+                    "sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                    "--user", "alice", "--password", "alice-secret", "--expires", "30", "--trace"
+                ])
             #expect(registered.status == 0, "\(registered.output)")
             #expect(registered.output.contains("registered for 30 s"))
             #expect(registered.output.contains("REGISTER sip:voiceengine.test SIP/2.0"))  // the trace, on stderr
-            let refused = try runTool(binary, ["sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
-                "--user", "alice", "--password", "wrong", "--transport", "tcp"])
+            let refused = try runTool(
+                binary,
+                [
+                    "sip", "register", "sip:alice@\(Self.domain)", "--server", registrar,
+                    "--user", "alice", "--password", "wrong", "--transport", "tcp"
+                ])
             #expect(refused.status == 77, "\(refused.output)")
-            let message = try runTool(binary, ["sip", "message", "sip:carol@\(Self.domain)", "hello", "--from", "sip:bob@\(Self.domain)",
-                "--server", registrar, "--user", "bob", "--password", "bob-secret", "--header", "X-Test: 1"])
+            let message = try runTool(
+                binary,
+                [
+                    "sip", "message", "sip:carol@\(Self.domain)", "hello", "--from", "sip:bob@\(Self.domain)",
+                    "--server", registrar, "--user", "bob", "--password", "bob-secret", "--header", "X-Test: 1"
+                ])
             #expect(message.status == 1, "\(message.output)")
             #expect(message.output.contains("404 Not Found"))
         }
@@ -389,7 +466,8 @@ struct KamailioTests {
 
     /// Runs the tool to its end with stdout and stderr into one file (a `ChildProcessGroup`).
     func runTool(_ binary: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("voice-engine-\(UUID().uuidString).log")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voice-engine-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: output) }
         let status = try ChildProcessGroup(binary.path, arguments, log: output).waitForExit()
         return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")

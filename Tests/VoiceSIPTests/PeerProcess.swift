@@ -63,8 +63,12 @@ func waitUntilUDPPortBound(_ port: Int, timeout: Duration = .seconds(5)) async -
         let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
         // Column 2 is local_address as HEXIP:HEXPORT.
         if table.split(separator: "\n").dropFirst().contains(where: { line in
-            line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { ($0 + " ").hasSuffix(needle) } ?? false
-        }) { return true }
+            line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map {
+                ($0 + " ").hasSuffix(needle)
+            } ?? false
+        }) {
+            return true
+        }
         try? await Task.sleep(for: .milliseconds(20))
     }
     return false

@@ -71,7 +71,7 @@ let tortureCases: [TortureCase] = [
     TortureCase(file: "cparam02", section: "3.3.13", rejectedAs: nil),
     TortureCase(file: "regescrt", section: "3.3.14", rejectedAs: nil),
     TortureCase(file: "sdp01", section: "3.3.15", rejectedAs: nil),
-    TortureCase(file: "inv2543", section: "3.4.1", rejectedAs: nil),
+    TortureCase(file: "inv2543", section: "3.4.1", rejectedAs: nil)
 ]
 
 @Suite("RFC 4475 torture messages")
@@ -126,7 +126,10 @@ struct RFC4475Tests {
             return
         }
         #expect(contact.displayName == "Quoted string \"\"")
-        #expect(contact.parameters == [SIPParameter("newparam", "newvalue"), SIPParameter("secondparam"), SIPParameter("q", "0.33")])
+        #expect(
+            contact.parameters == [
+                SIPParameter("newparam", "newvalue"), SIPParameter("secondparam"), SIPParameter("q", "0.33")
+            ])
         #expect(message.body.count == 150)
         #expect(message.sessionDescriptionText?.hasPrefix("v=0\r\n") == true)
     }
@@ -169,7 +172,8 @@ struct RFC4475Tests {
         let message = try SIPMessageParser.parse(datagram: try rfc4475Message("mpart01"))
         let type = try #require(message.contentType)
         #expect(type.isMultipart)
-        let multipart = try SIPMultipartBody(parsing: message.body, boundary: try #require(type.parameterValue("boundary")))
+        let multipart = try SIPMultipartBody(
+            parsing: message.body, boundary: try #require(type.parameterValue("boundary")))
         #expect(multipart.parts.count == 2)
         #expect(multipart.parts[0].contentType == SIPMediaType(type: "text", subtype: "plain"))
         #expect(multipart.parts[0].body == Array("Hello".utf8))
@@ -214,11 +218,15 @@ struct RFC4475Tests {
         #expect(bare.parameters == [SIPParameter("unknownparam")])
         #expect(bare.uri.parameters.isEmpty)
         let cparam02 = try SIPMessageParser.parse(datagram: try rfc4475Message("cparam02"))
-        guard case .address(let enclosed) = cparam02.contacts.first else { throw SIPError(.malformedHeader, "no contact") }
+        guard case .address(let enclosed) = cparam02.contacts.first else {
+            throw SIPError(.malformedHeader, "no contact")
+        }
         #expect(enclosed.uri.parameters == [SIPParameter("unknownparam")])
         #expect(enclosed.parameters.isEmpty)
         let regescrt = try SIPMessageParser.parse(datagram: try rfc4475Message("regescrt"))
-        guard case .address(let escaped) = regescrt.contacts.first else { throw SIPError(.malformedHeader, "no contact") }
+        guard case .address(let escaped) = regescrt.contacts.first else {
+            throw SIPError(.malformedHeader, "no contact")
+        }
         #expect(escaped.uri.headers == [SIPParameter("Route", "%3Csip:sip.example.com%3E")])
     }
 }

@@ -44,12 +44,14 @@ final class CallEventLog: @unchecked Sendable {
 }
 
 /// A user agent on loopback UDP (any port), fast timers, the given AOR user.
-func makeAgent(_ user: String, on loop: any EventLoop, proxy: SIPPeer? = nil, credentials: (any SIPCredentialsDelegate)? = nil,
-               domain: String = "127.0.0.1", glare: ClosedRange<Double> = 0.05...0.3) async throws -> (SIPUserAgent, TraceRecorder)
-{
+func makeAgent(
+    _ user: String, on loop: any EventLoop, proxy: SIPPeer? = nil, credentials: (any SIPCredentialsDelegate)? = nil,
+    domain: String = "127.0.0.1", glare: ClosedRange<Double> = 0.05...0.3
+) async throws -> (SIPUserAgent, TraceRecorder) {
     let endpoint = try await SIPEndpoint.startClosedWithLoop(
         on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
-        configuration: SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
+        configuration: SIPEndpointConfiguration(
+            timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
     let trace = TraceRecorder(endpoint)
     let agent = SIPUserAgent(
         endpoint: endpoint, credentials: credentials,
@@ -77,7 +79,8 @@ struct SIPCallTests {
             let (alice, aliceTrace) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
             let target = try await directURI("bob", bob)
-            let outgoing = try await alice.call(target, offering: testCapabilities(port: 40000), headers: [("X-Account", "42")])
+            let outgoing = try await alice.call(
+                target, offering: testCapabilities(port: 40000), headers: [("X-Account", "42")])
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -89,21 +92,30 @@ struct SIPCallTests {
             #expect(offer.audio.opus != nil && offer.audio.crypto.count == 2)
 
             try await call.ring()
-            let progress = try await aliceLog.wait("180") { if case .progress(let code, let reason, let early) = $0 { (code, reason, early) } else { nil } }
+            let progress = try await aliceLog.wait("180") {
+                if case .progress(let code, let reason, let early) = $0 { (code, reason, early) } else { nil }
+            }
             #expect(progress.0 == 180 && progress.1 == "Ringing" && progress.2 == nil)
 
-            let bobMedia = try await call.answer(with: testCapabilities(port: 40002), headers: [("X-Answered-By", "bob")])
+            let bobMedia = try await call.answer(
+                with: testCapabilities(port: 40002), headers: [("X-Answered-By", "bob")])
             let aliceMedia = try await aliceLog.established()
             _ = try await bobLog.established()
             #expect(aliceMedia.remotePort == 40002 && bobMedia.remotePort == 40000)
-            #expect(aliceMedia.srtp?.localKey == bobMedia.srtp?.remoteKey && aliceMedia.srtp?.remoteKey == bobMedia.srtp?.localKey)
+            #expect(
+                aliceMedia.srtp?.localKey == bobMedia.srtp?.remoteKey
+                    && aliceMedia.srtp?.remoteKey == bobMedia.srtp?.localKey)
             #expect(aliceMedia.direction == .sendrecv)
-            let answeredHeaders = try await aliceLog.wait("2xx headers") { if case .established(_, let h) = $0 { h } else { nil } }
+            let answeredHeaders = try await aliceLog.wait("2xx headers") {
+                if case .established(_, let h) = $0 { h } else { nil }
+            }
             #expect(answeredHeaders.first { $0.name == "X-Answered-By" }?.value == "bob")
 
             let held = try await outgoing.hold()
             #expect(held.direction == .sendonly)
-            let bobHeld = try await bobLog.wait("hold at bob") { if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { m } else { nil } }
+            let bobHeld = try await bobLog.wait("hold at bob") {
+                if case .mediaUpdated(let m, true) = $0, m.direction == .recvonly { m } else { nil }
+            }
             #expect(bobHeld.srtp?.remoteKey == aliceMedia.srtp?.localKey)  // hold keeps the keys: alice's
             #expect(bobHeld.srtp?.localKey == bobMedia.srtp?.localKey)  // and bob's, in his answer
             let resumed = try await outgoing.resume()
@@ -132,7 +144,8 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (alice, aliceTrace) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let outgoing = try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000))
+            let outgoing = try await alice.call(
+                try await directURI("bob", bob), offering: testCapabilities(port: 40000))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -177,7 +190,9 @@ struct SIPCallTests {
             #expect(refusedEnd.cause == .rejected && refusedEnd.statusCode == 488)
 
             // Nobody there: Timer B (64·T1 = 6.4 s with T1 = 100 ms) or ICMP ends the call as failed.
-            let nowhere = CallEventLog(try await alice.call(SIPURI(user: "nobody", host: "127.0.0.1", port: 25110), offering: testCapabilities(port: 40008)))
+            let nowhere = CallEventLog(
+                try await alice.call(
+                    SIPURI(user: "nobody", host: "127.0.0.1", port: 25110), offering: testCapabilities(port: 40008)))
             let failed = try await nowhere.ended()
             #expect(failed.cause == .failed)
             try await alice.endpoint.close()
@@ -189,11 +204,14 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (alice, _) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let aliceLog = CallEventLog(try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000)))
+            let aliceLog = CallEventLog(
+                try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000)))
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
             let early = try #require(try await call.ring(earlyMedia: testCapabilities(port: 40010)))
-            let heard = try await aliceLog.wait("183 with SDP") { if case .progress(183, _, let media?) = $0 { media } else { nil } }
+            let heard = try await aliceLog.wait("183 with SDP") {
+                if case .progress(183, _, let media?) = $0 { media } else { nil }
+            }
             #expect(heard.remotePort == 40010 && heard.srtp?.remoteKey == early.srtp?.localKey)
             try await call.answer(with: testCapabilities(port: 40010))
             let media = try await aliceLog.established()
@@ -210,7 +228,8 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (alice, _) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let outgoing = try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000))
+            let outgoing = try await alice.call(
+                try await directURI("bob", bob), offering: testCapabilities(port: 40000))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -242,9 +261,12 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (bob, _) = try await makeAgent("bob", on: loop)
             let target = try await directURI("bob", bob)
-            let probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let probe = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let peer = SIPPeer(.udp, try #require(await bob.endpoint.localAddress(.udp)))
-            func send(_ method: SIPMethod, callID: String, toTag: String? = nil, sdp: String? = nil) async throws -> SIPMessage {
+            func send(_ method: SIPMethod, callID: String, toTag: String? = nil, sdp: String? = nil) async throws
+                -> SIPMessage
+            {
                 var request = makeOutgoing(method, to: target, callID: callID)
                 if let toTag { request.headers.replace("To", with: "<\(target)>;tag=\(toTag)") }
                 request.headers.add("Contact", "<sip:probe@127.0.0.1>")
@@ -261,7 +283,8 @@ struct SIPCallTests {
             #expect(message.statusCode == 405 && message.headers.first("Allow")?.contains("INVITE") == true)
             #expect(try await send(.options, callID: "ping").statusCode == 200)
 
-            let pcmuOnly = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40050 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
+            let pcmuOnly =
+                "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40050 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
             async let refused = send(.invite, callID: "no-opus", sdp: pcmuOnly)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -281,7 +304,8 @@ struct SIPCallTests {
         try await withEventLoop { loop in
             let (alice, _) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let aliceLog = CallEventLog(try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000)))
+            let aliceLog = CallEventLog(
+                try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40000)))
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
             let bobLog = CallEventLog(call)
@@ -296,7 +320,8 @@ struct SIPCallTests {
 
             // A caller that never ACKs (a bare endpoint): the callee's hang-up holds its BYE until its endpoint closes.
             let (carol, _) = try await makeAgent("carol", on: loop)
-            let probe = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let probe = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let target = try await directURI("carol", carol)
             var invite = makeOutgoing(.invite, to: target, callID: "never-acked")
             invite.headers.add("Contact", "<sip:probe@127.0.0.1>")

@@ -3,20 +3,21 @@ import VoiceSIP
 
 /// The dialog state machine alone (RFC 3261 §12), on messages built by hand: no sockets, no clock.
 struct SIPDialogTests {
-    let invite = try! SIPMessageParser.parse(datagram: """
-        INVITE sip:bob@example.com SIP/2.0\r
-        Via: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bKinv1\r
-        Max-Forwards: 70\r
-        From: "Alice" <sip:alice@example.com>;tag=a1\r
-        To: <sip:bob@example.com>\r
-        Call-ID: dialog-1@10.0.0.1\r
-        CSeq: 7 INVITE\r
-        Contact: <sip:alice@10.0.0.1:5060>\r
-        Record-Route: <sip:p2.example.com;lr>, <sip:p1.example.com;lr>\r
-        Content-Length: 0\r
-        \r
+    let invite = try! SIPMessageParser.parse(
+        datagram: """
+            INVITE sip:bob@example.com SIP/2.0\r
+            Via: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bKinv1\r
+            Max-Forwards: 70\r
+            From: "Alice" <sip:alice@example.com>;tag=a1\r
+            To: <sip:bob@example.com>\r
+            Call-ID: dialog-1@10.0.0.1\r
+            CSeq: 7 INVITE\r
+            Contact: <sip:alice@10.0.0.1:5060>\r
+            Record-Route: <sip:p2.example.com;lr>, <sip:p1.example.com;lr>\r
+            Content-Length: 0\r
+            \r
 
-        """)
+            """)
 
     func ok() -> SIPMessage {
         var response = SIPMessage.response(to: invite, status: 200, toTag: "b1")
@@ -71,7 +72,9 @@ struct SIPDialogTests {
     }
 
     @Test func responsesWithoutTagsOrInvitesWithoutContactMakeNoDialog() {
-        #expect(throws: SIPError.self) { try SIPDialog.uac(invite: invite, response: .response(to: invite, status: 200)) }
+        #expect(throws: SIPError.self) {
+            try SIPDialog.uac(invite: invite, response: .response(to: invite, status: 200))
+        }
         var noContact = invite
         noContact.headers.remove("Contact")
         #expect(throws: SIPError.self) { try SIPDialog.uas(invite: noContact, localTag: "b1") }
@@ -89,13 +92,17 @@ struct SIPDialogTests {
             dialogs += 1
             let contact = SIPURI(user: "bob", host: "192.0.2.2", port: 5070)
             for request in [
-                dialog.makeRequest(.bye, contact: contact), dialog.makeRequest(.invite, contact: contact, body: Array("v=0\r\n".utf8), contentType: "application/sdp"),
-                dialog.makeAck(inviteSequence: dialog.localSequence, contact: contact),
+                dialog.makeRequest(.bye, contact: contact),
+                dialog.makeRequest(
+                    .invite, contact: contact, body: Array("v=0\r\n".utf8), contentType: "application/sdp"),
+                dialog.makeAck(inviteSequence: dialog.localSequence, contact: contact)
             ] {
                 var sent = request
                 sent.headers.prepend("Via", "SIP/2.0/UDP 192.0.2.2:5070;branch=z9hG4bKtest")
                 sent.headers.add("Max-Forwards", "70")
-                #expect(throws: Never.self, "\(testCase.file): \(sent.wireText)") { try SIPMessageParser.parse(datagram: sent.serialized()) }
+                #expect(throws: Never.self, "\(testCase.file): \(sent.wireText)") {
+                    try SIPMessageParser.parse(datagram: sent.serialized())
+                }
             }
         }
         #expect(dialogs >= 5, "only \(dialogs) torture INVITEs made a dialog")

@@ -50,7 +50,8 @@ enum Party {
         headers.add("Contact", SIPAddress(uri: aliceContact).description)
         headers.add("Allow", SIPUserAgent.allow)
         headers.add("Content-Type", "application/sdp")
-        return .request(.invite, SIPURI(user: "bob", host: "192.0.2.2"), headers: headers, body: Array(offer.serialize().utf8))
+        return .request(
+            .invite, SIPURI(user: "bob", host: "192.0.2.2"), headers: headers, body: Array(offer.serialize().utf8))
     }
 
     /// A request as its transaction sends it: with a top Via of `branch`.
@@ -62,13 +63,20 @@ enum Party {
 
     /// A request as the endpoint hands it to the session: with its server transaction (none for an ACK).
     static func received(_ request: SIPMessage, from host: String = "192.0.2.1") -> SIPIncomingRequest {
-        let transaction = request.requestMethod == .ack
-            ? nil : SIPTransactionID(role: .server, key: request.topVia?.branch ?? "", method: request.requestMethod ?? .invite)
-        return SIPIncomingRequest(message: request, transaction: transaction, peer: SIPPeer(.udp, try! SocketAddress(ipAddress: host, port: 5060)))
+        let transaction =
+            request.requestMethod == .ack
+            ? nil
+            : SIPTransactionID(
+                role: .server, key: request.topVia?.branch ?? "", method: request.requestMethod ?? .invite)
+        return SIPIncomingRequest(
+            message: request, transaction: transaction,
+            peer: SIPPeer(.udp, try! SocketAddress(ipAddress: host, port: 5060)))
     }
 
     /// A response of the peer's to `request`: its tag and, on 101–299, its Contact; `sdp` as the body.
-    static func response(_ status: Int, to request: SIPMessage, tag: String, contact: SIPURI, sdp: SessionDescription? = nil) -> SIPMessage {
+    static func response(
+        _ status: Int, to request: SIPMessage, tag: String, contact: SIPURI, sdp: SessionDescription? = nil
+    ) -> SIPMessage {
         var response = SIPMessage.response(to: request, status: status, toTag: tag)
         if (101...299).contains(status) { response.headers.add("Contact", SIPAddress(uri: contact).description) }
         if let sdp {
@@ -105,26 +113,34 @@ struct SessionScript {
     /// Alice calling bob, offering `Party.aliceCapabilities`.
     static func caller(random: any RandomNumberGenerator & Sendable = MidRangeRandom()) -> SessionScript {
         let offer = SessionDescription.makeOffer(Party.aliceCapabilities, sessionID: 1)
-        return SessionScript(SIPInviteSession(
-            outgoing: Party.aliceInvite(offer: offer), offer: offer, capabilities: Party.aliceCapabilities,
-            configuration: Party.configuration(contact: Party.aliceContact, glareBackoff: 2.1...4.0), random: random))
+        return SessionScript(
+            SIPInviteSession(
+                outgoing: Party.aliceInvite(offer: offer), offer: offer, capabilities: Party.aliceCapabilities,
+                configuration: Party.configuration(contact: Party.aliceContact, glareBackoff: 2.1...4.0), random: random
+            ))
     }
 
     /// Bob called by alice: `invite` is her INVITE as it reached him.
-    static func callee(_ invite: SIPMessage, random: any RandomNumberGenerator & Sendable = MidRangeRandom()) throws -> SessionScript {
-        SessionScript(SIPInviteSession(
-            incoming: Party.received(invite), offer: try Party.sdp(of: invite),
-            configuration: Party.configuration(contact: Party.bobContact, glareBackoff: 0...2), random: random))
+    static func callee(_ invite: SIPMessage, random: any RandomNumberGenerator & Sendable = MidRangeRandom()) throws
+        -> SessionScript
+    {
+        SessionScript(
+            SIPInviteSession(
+                incoming: Party.received(invite), offer: try Party.sdp(of: invite),
+                configuration: Party.configuration(contact: Party.bobContact, glareBackoff: 0...2), random: random))
     }
 
     @discardableResult
     mutating func step(
-        at seconds: Double, _ input: SIPInviteSession.Input, _ expected: [String], sourceLocation: SourceLocation = #_sourceLocation
+        at seconds: Double, _ input: SIPInviteSession.Input, _ expected: [String],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) -> [SIPInviteAction] {
         let now = instant(seconds)
         if case .timer(let timer) = input {
-            #expect(timers[timer] == now, "\(timer) fired at \(now) but its deadline is \(timers[timer].map { "\($0)" } ?? "none")",
-                    sourceLocation: sourceLocation)
+            #expect(
+                timers[timer] == now,
+                "\(timer) fired at \(now) but its deadline is \(timers[timer].map { "\($0)" } ?? "none")",
+                sourceLocation: sourceLocation)
             timers[timer] = nil
         }
         let actions = feed(at: seconds, input)
@@ -188,7 +204,8 @@ func describe(_ action: SIPInviteAction) -> String {
     case .send(let request, .inviteTarget, _):
         return "send \(request.requestMethod?.rawValue ?? "?")"
     case .send(let request, .nextHop(let hop), let purpose):
-        return "send \(request.requestMethod?.rawValue ?? "?") to \(hop.host)" + (purpose == .byeOfFork ? " (other fork)" : "")
+        return "send \(request.requestMethod?.rawValue ?? "?") to \(hop.host)"
+            + (purpose == .byeOfFork ? " (other fork)" : "")
     case .sendAck(_, let hop):
         return "ACK to \(hop.host)"
     case .respond(let response, let request):

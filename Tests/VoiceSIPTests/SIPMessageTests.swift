@@ -29,9 +29,11 @@ let inviteWithSDP = """
 struct SIPMessageTests {
     @Test func compactFormsFoldingAndMultipleValues() throws {
         let message = try SIPMessageParser.parse(datagram: inviteWithSDP)
-        #expect(message.headers.fields.map(\.name) == [
-            "Via", "Max-Forwards", "To", "From", "Call-ID", "CSeq", "Contact", "X-Custom", "Content-Type", "Content-Length",
-        ])
+        #expect(
+            message.headers.fields.map(\.name) == [
+                "Via", "Max-Forwards", "To", "From", "Call-ID", "CSeq", "Contact", "X-Custom", "Content-Type",
+                "Content-Length"
+            ])
         #expect(message.headers.first("X-Custom") == "one, two")
         #expect(message.headers["x-custom"] == ["one, two"])
         #expect(message.contacts.count == 2)
@@ -55,7 +57,9 @@ struct SIPMessageTests {
         #expect(from.uri.scheme == .sips)
         #expect(from.uri.port == 5061)
         #expect(from.tag == "1928301774")
-        #expect(from.description == "\"Alice \\\"A\\\" Smith\" <sips:alice@atlanta.example.com:5061;transport=tls>;tag=1928301774")
+        #expect(
+            from.description
+                == "\"Alice \\\"A\\\" Smith\" <sips:alice@atlanta.example.com:5061;transport=tls>;tag=1928301774")
 
         let withHeaders = try SIPURI(parsing: "sip:carol@chicago.com?Subject=next%20meeting&Priority=urgent")
         #expect(withHeaders.headers == [SIPParameter("Subject", "next%20meeting"), SIPParameter("Priority", "urgent")])
@@ -66,10 +70,13 @@ struct SIPMessageTests {
         #expect(withPassword.description == "sip:alice:secretword@atlanta.com;transport=tcp")
     }
 
-    @Test("malformed URIs are rejected with a reason", arguments: [
-        "sip:", "sip:user@", "sip:@host", "sip:host:99999", "sip:host:", "sip:[::1", "sip:user@host;=x", "sip:us%2@host",
-        "sip:us%zzer@host", "tel:", "1sip:host", "sip:host?novalue", "sip:host;p=", "sip:ho st",
-    ])
+    @Test(
+        "malformed URIs are rejected with a reason",
+        arguments: [
+            "sip:", "sip:user@", "sip:@host", "sip:host:99999", "sip:host:", "sip:[::1", "sip:user@host;=x",
+            "sip:us%2@host",
+            "sip:us%zzer@host", "tel:", "1sip:host", "sip:host?novalue", "sip:host;p=", "sip:ho st"
+        ])
     func malformedURIs(_ text: String) {
         #expect(throws: SIPError.self) { try SIPURI(parsing: text) }
     }
@@ -84,7 +91,10 @@ struct SIPMessageTests {
         #expect(tokens.uri.parameters == [SIPParameter("lr")])
         let quotedParameter = try SIPAddress(parsing: "<sip:a@b>;note=\"a;b,c\"")
         #expect(quotedParameter.parameters == [SIPParameter("note", "\"a;b,c\"")])
-        for bad in ["<sip:a@b", "\"open <sip:a@b>", "A, B <sip:a@b>", "< sip:a@b>", "sip:a@b?x=y", "<sip:a@b>;", "<sip:a@b> junk"] {
+        for bad in [
+            "<sip:a@b", "\"open <sip:a@b>", "A, B <sip:a@b>", "< sip:a@b>", "sip:a@b?x=y", "<sip:a@b>;",
+            "<sip:a@b> junk"
+        ] {
             #expect(throws: SIPError.self, "\(bad)") { try SIPAddress(parsing: bad) }
         }
     }
@@ -99,14 +109,18 @@ struct SIPMessageTests {
         #expect(via.rport == nil)
         via.received = "192.0.2.1"
         via.parameters.set("rport", "12345")
-        #expect(via.description == "SIP/2.0/UDP pc33.atlanta.com:5066;branch=z9hG4bKnashds8;rport=12345;received=192.0.2.1")
+        #expect(
+            via.description == "SIP/2.0/UDP pc33.atlanta.com:5066;branch=z9hG4bKnashds8;rport=12345;received=192.0.2.1")
         let parsed = try SIPVia(parsing: via.description)
         #expect(parsed.rport == 12345)
         #expect(parsed.received == "192.0.2.1")
         let v6 = try SIPVia(parsing: "SIP/2.0/TCP [2001:db8::9:1];branch=z9hG4bKas3;received=2001:db8::9:255")
         #expect(v6.host == "[2001:db8::9:1]")
         #expect(v6.received == "2001:db8::9:255")
-        for bad in ["SIP/2.0/UDP", "SIP/2.0 host", "SIP/3.0/UDP host", "SIP/2.0/UDP host;branch", "SIP/2.0/UDP host:70000", "SIP/2.0/UDPhost"] {
+        for bad in [
+            "SIP/2.0/UDP", "SIP/2.0 host", "SIP/3.0/UDP host", "SIP/2.0/UDP host;branch", "SIP/2.0/UDP host:70000",
+            "SIP/2.0/UDPhost"
+        ] {
             #expect(throws: SIPError.self, "\(bad)") { try SIPVia(parsing: bad) }
         }
     }
@@ -115,14 +129,22 @@ struct SIPMessageTests {
         var headers = SIPHeaders()
         headers.add("Via", SIPVia(transport: "UDP", host: "127.0.0.1", port: 5060, branch: "z9hG4bK1").description)
         headers.add("Max-Forwards", "70")
-        headers.add("From", SIPAddress(displayName: "Alice", uri: SIPURI(user: "alice", host: "example.com"), parameters: [SIPParameter("tag", "1")]).description)
+        headers.add(
+            "From",
+            SIPAddress(
+                displayName: "Alice", uri: SIPURI(user: "alice", host: "example.com"),
+                parameters: [SIPParameter("tag", "1")]
+            ).description)
         headers.add("To", SIPAddress(uri: SIPURI(user: "bob", host: "example.com")).description)
         headers.add("Call-ID", "abc@127.0.0.1")
         headers.add("CSeq", SIPCSeq(1, .message).description)
         headers.add("Content-Type", "text/plain")
-        let request = SIPMessage.request(.message, SIPURI(user: "bob", host: "example.com"), headers: headers, body: Array("hi".utf8))
+        let request = SIPMessage.request(
+            .message, SIPURI(user: "bob", host: "example.com"), headers: headers, body: Array("hi".utf8))
         let text = request.wireText
-        #expect(text.hasPrefix("MESSAGE sip:bob@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bK1\r\n"))
+        #expect(
+            text.hasPrefix("MESSAGE sip:bob@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bK1\r\n")
+        )
         #expect(text.hasSuffix("Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"))
         let parsed = try SIPMessageParser.parse(datagram: request.serialized())
         #expect(parsed.body == Array("hi".utf8))
@@ -138,13 +160,16 @@ struct SIPMessageTests {
         sdpHeaders.add("Content-Type", "application/sdp")
         var isupHeaders = SIPHeaders()
         isupHeaders.add("Content-Type", "application/isup;version=itu-t92+")
-        let multipart = SIPMultipartBody(boundary: "unique-boundary-1", parts: [
-            SIPBodyPart(headers: isupHeaders, body: [0x01, 0x00, 0x0D, 0x0A, 0xFF]),
-            SIPBodyPart(headers: sdpHeaders, body: sdp),
-        ])
+        let multipart = SIPMultipartBody(
+            boundary: "unique-boundary-1",
+            parts: [
+                SIPBodyPart(headers: isupHeaders, body: [0x01, 0x00, 0x0D, 0x0A, 0xFF]),
+                SIPBodyPart(headers: sdpHeaders, body: sdp)
+            ])
         var headers = try SIPMessageParser.parse(datagram: inviteWithSDP).headers
         headers.replace("Content-Type", with: "multipart/mixed;boundary=\"unique-boundary-1\"")
-        let message = SIPMessage.request(.invite, SIPURI(user: "bob", host: "example.com"), headers: headers, body: multipart.serialized())
+        let message = SIPMessage.request(
+            .invite, SIPURI(user: "bob", host: "example.com"), headers: headers, body: multipart.serialized())
         let parsed = try SIPMessageParser.parse(datagram: message.serialized())
         #expect(parsed.sessionDescriptionText == String(decoding: sdp, as: UTF8.self))
         let parts = try SIPMultipartBody(parsing: parsed.body, boundary: "unique-boundary-1")
@@ -152,17 +177,22 @@ struct SIPMessageTests {
         #expect(throws: SIPError.self) { try SIPMultipartBody(parsing: Array("--b\r\n\r\nx\r\n".utf8), boundary: "b") }
     }
 
-    @Test("malformed messages are rejected with a reason", arguments: [
-        ("", SIPError.Kind.malformedStartLine),
-        ("INVITE sip:a@b SIP/2.0", .malformedStartLine),
-        ("INVITE sip:a@b SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\n", .malformedHeader),
-        ("SIP/2.0 99 Low\r\n\r\n", .valueOutOfRange),
-        ("SIP/2.0 2000 OK\r\n\r\n", .valueOutOfRange),
-        ("SIP/3.0 200 OK\r\n\r\n", .unsupportedVersion),
-        ("INVITE sip:a@b SIP/2.0\r\nNo colon here\r\n\r\n", .malformedHeader),
-        ("INVITE sip:a@b SIP/2.0\r\n folded first\r\n\r\n", .malformedHeader),
-        ("OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:a@b>\r\nCall-ID: x\r\nCSeq: 1 OPTIONS\r\nX: \u{FF}\r\n\r\n", .malformedHeader),
-    ])
+    @Test(
+        "malformed messages are rejected with a reason",
+        arguments: [
+            ("", SIPError.Kind.malformedStartLine),
+            ("INVITE sip:a@b SIP/2.0", .malformedStartLine),
+            ("INVITE sip:a@b SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\n", .malformedHeader),
+            ("SIP/2.0 99 Low\r\n\r\n", .valueOutOfRange),
+            ("SIP/2.0 2000 OK\r\n\r\n", .valueOutOfRange),
+            ("SIP/3.0 200 OK\r\n\r\n", .unsupportedVersion),
+            ("INVITE sip:a@b SIP/2.0\r\nNo colon here\r\n\r\n", .malformedHeader),
+            ("INVITE sip:a@b SIP/2.0\r\n folded first\r\n\r\n", .malformedHeader),
+            (
+                "OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:a@b>\r\nCall-ID: x\r\nCSeq: 1 OPTIONS\r\nX: \u{FF}\r\n\r\n",
+                .malformedHeader
+            )
+        ])
     func malformedMessages(_ text: String, _ kind: SIPError.Kind) {
         var bytes = Array(text.utf8)
         if text.contains("X: ") { bytes = bytes.map { $0 == 0xC3 ? 0xFF : $0 }.filter { $0 != 0xBF } }
@@ -211,7 +241,9 @@ struct SIPStreamFramerTests {
     @Test func streamMessageWithoutContentLengthIsAnError() {
         var framer = SIPStreamFramer()
         framer.append(Array("OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP h;branch=z9hG4bK1\r\n\r\n".utf8))
-        #expect(throws: SIPError(.bodyLength, "a message on a stream must carry Content-Length (RFC 3261 §18.3)")) { try framer.next() }
+        #expect(throws: SIPError(.bodyLength, "a message on a stream must carry Content-Length (RFC 3261 §18.3)")) {
+            try framer.next()
+        }
     }
 
     @Test func oversizedStreamIsAnError() {

@@ -6,7 +6,7 @@ import VoiceSIP
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Network namespaces made by the test: Kamailio and a caller in a "public" one, a callee behind a masquerading
@@ -30,13 +30,16 @@ enum SIPNATNetwork {
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables")
         else { return false }
         let probe = "\(prefix)probe"
-        return sh("ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s").0 == 0
+        return sh(
+            "ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s"
+        ).0 == 0
     }()
 
     static func create() throws {
         teardown()
         let p = prefix
-        let (status, output) = sh("""
+        let (status, output) = sh(
+            """
             set -e
             for n in pub nat host; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
             ip link add \(p)pn netns \(p)pub type veth peer name \(p)np netns \(p)nat
@@ -84,7 +87,9 @@ enum SIPNATNetwork {
             address.sin_port = 0
             inet_pton(AF_INET, host, &address.sin_addr)
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard fd >= 0, bound == 0, fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
                 box.result = .failure(SIPError(.transport, "UDP socket on \(host) in \(name): errno \(errno)"))
@@ -103,7 +108,9 @@ enum SIPNATNetwork {
 /// the same NAT without keepalives, is unreachable by then (the control that shows the timeout is real).
 @Suite(
     "SIP client behind a NAT", .tags(.interop, .live, .root), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: kamailioPath), "kamailio is not installed (make test-deps installs it)"),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: kamailioPath),
+        "kamailio is not installed (make test-deps installs it)"),
     .enabled(if: SIPNATNetwork.available, "needs root, ip and iptables to create network namespaces with NAT"))
 struct SIPNATTests {
     static let domain = KamailioTests.domain
@@ -114,23 +121,29 @@ struct SIPNATTests {
         let pub = "\(SIPNATNetwork.prefix)pub", host = "\(SIPNATNetwork.prefix)host"
         let timers = SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))
         try await KamailioTests().withKamailio(
-            port: 25170, namespace: pub, host: "10.18.1.1", probeSocket: { try SIPNATNetwork.udpSocket(in: pub, host: "10.18.1.1") }
+            port: 25170, namespace: pub, host: "10.18.1.1",
+            probeSocket: { try SIPNATNetwork.udpSocket(in: pub, host: "10.18.1.1") }
         ) { loop, server in
             let proxy = SIPPeer(.udp, server)
-            func agent(_ user: String, in namespace: String, address: String, keepalive: TimeAmount?) async throws -> (SIPUserAgent, SIPRegistration) {
+            func agent(_ user: String, in namespace: String, address: String, keepalive: TimeAmount?) async throws -> (
+                SIPUserAgent, SIPRegistration
+            ) {
                 let endpoint = try await SIPEndpoint.startClosedWithLoop(
                     on: loop, boundUDPSocket: try SIPNATNetwork.udpSocket(in: namespace, host: address),
                     configuration: SIPEndpointConfiguration(timers: timers, keepaliveInterval: keepalive))
                 let agent = SIPUserAgent(
                     endpoint: endpoint, credentials: SIPStaticCredentials(username: user, password: "\(user)-secret"),
-                    configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: proxy))
+                    configuration: SIPUserAgentConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), outboundProxy: proxy))
                 let registration = SIPRegistration(
-                    configuration: SIPRegistrationConfiguration(addressOfRecord: SIPURI(user: user, host: Self.domain), server: proxy, expires: 60),
+                    configuration: SIPRegistrationConfiguration(
+                        addressOfRecord: SIPURI(user: user, host: Self.domain), server: proxy, expires: 60),
                     sender: agent.sender)
                 return (agent, registration)
             }
             let (alice, _) = try await agent("alice", in: pub, address: "10.18.1.1", keepalive: nil)
-            let (bob, bobRegistration) = try await agent("bob", in: host, address: "192.168.28.2", keepalive: .milliseconds(500))
+            let (bob, bobRegistration) = try await agent(
+                "bob", in: host, address: "192.168.28.2", keepalive: .milliseconds(500))
             let (dave, daveRegistration) = try await agent("dave", in: host, address: "192.168.28.2", keepalive: nil)
             let bobTrace = TraceRecorder(bob.endpoint)
             #expect(try await bobRegistration.register().statusCode == 200)
@@ -143,7 +156,8 @@ struct SIPNATTests {
             #expect(await bob.endpoint.statistics().keepalivesSent >= 6)
             #expect(await dave.endpoint.statistics().keepalivesSent == 0)
 
-            let toBob = try await alice.call(SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40050))
+            let toBob = try await alice.call(
+                SIPURI(user: "bob", host: Self.domain), offering: testCapabilities(port: 40050))
             let aliceLog = CallEventLog(toBob)
             let incoming = await nextCall(of: bob, within: .seconds(5))
             let call = try #require(incoming, "alice's INVITE did not reach bob: \(aliceLog.events)")
@@ -159,9 +173,11 @@ struct SIPNATTests {
             // dave's mapping has expired: Kamailio's INVITE (and its retransmissions) die at the NAT, and dave never
             // hears of the call.
             let daveBefore = await dave.endpoint.statistics().messagesReceived
-            let toDave = CallEventLog(try await alice.call(SIPURI(user: "dave", host: Self.domain), offering: testCapabilities(port: 40054)))
+            let toDave = CallEventLog(
+                try await alice.call(SIPURI(user: "dave", host: Self.domain), offering: testCapabilities(port: 40054)))
             try await Task.sleep(for: .seconds(4))
-            #expect(await dave.endpoint.statistics().messagesReceived == daveBefore, "dave was reached without keepalives")
+            #expect(
+                await dave.endpoint.statistics().messagesReceived == daveBefore, "dave was reached without keepalives")
             #expect(!toDave.events.contains { if case .established = $0 { true } else { false } })
             for endpoint in [alice.endpoint, bob.endpoint, dave.endpoint] { try await endpoint.close() }
         }

@@ -18,8 +18,10 @@ struct SIPTLSTests {
         try await withEventLoop { loop in
             let host = loopback(family)
             let configuration = SIPEndpointConfiguration(tls: pki.trustingConfiguration)
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tls: try SocketAddress(ipAddress: host, port: 0), configuration: configuration)
             let answering = AnsweringServer(server)
             let clientSide = AnsweringServer(client)
             let serverAddress = try #require(await server.localAddress(.tls))
@@ -29,7 +31,8 @@ struct SIPTLSTests {
             let bodies = ["hello 1", "hello 2", String(repeating: "x", count: 40_000)]
             for (index, body) in bodies.enumerated() {
                 let response = try await client.request(
-                    makeOutgoing(.message, to: uri, callID: "tls-\(family)-\(index)", body: body), to: SIPPeer(.tls, serverAddress)
+                    makeOutgoing(.message, to: uri, callID: "tls-\(family)-\(index)", body: body),
+                    to: SIPPeer(.tls, serverAddress)
                 ).get()
                 #expect(response.statusCode == 200)
             }
@@ -40,7 +43,9 @@ struct SIPTLSTests {
             // The server reaches the client over the connection the client opened.
             let back = try #require(answering.seen.first?.peer)
             #expect(back.transport == .tls)
-            let reverse = try await server.request(makeOutgoing(.options, to: SIPURI(user: "alice", host: uriHost), callID: "back-\(family)"), to: back).get()
+            let reverse = try await server.request(
+                makeOutgoing(.options, to: SIPURI(user: "alice", host: uriHost), callID: "back-\(family)"), to: back
+            ).get()
             #expect(reverse.statusCode == 200)
             #expect(clientSide.seen.count == 1)
             #expect(await server.statistics().connectionsOpened == 0)
@@ -63,9 +68,11 @@ struct SIPTLSTests {
         let pki = try TestCertificates()
         defer { pki.remove() }
         try await withEventLoop { loop in
-            let named = SIPTLSConfiguration(certificateChainFile: pki.namedOnlyCertificateFile, privateKeyFile: pki.serverKeyFile)
+            let named = SIPTLSConfiguration(
+                certificateChainFile: pki.namedOnlyCertificateFile, privateKeyFile: pki.serverKeyFile)
             let server = try await SIPEndpoint.startClosedWithLoop(
-                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: named))
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(tls: named))
             let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
             let trusting = SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile)))
@@ -73,7 +80,8 @@ struct SIPTLSTests {
             let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: trusting)
             let accepted = try await client.request(
                 makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "voiceengine.test"), callID: "named"),
-                to: SIPPeer(.tls, address, serverName: "voiceengine.test")).get()
+                to: SIPPeer(.tls, address, serverName: "voiceengine.test")
+            ).get()
             #expect(accepted.statusCode == 200)
             try await client.close()
             // Known by another name, or by its address only: refused with a typed error, before any request.
@@ -81,8 +89,10 @@ struct SIPTLSTests {
                 let other = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: trusting)
                 let error = await #expect(throws: SIPError.self) {
                     _ = try await other.request(
-                        makeOutgoing(.options, to: SIPURI(scheme: .sips, host: serverName ?? "127.0.0.1"), callID: callID),
-                        to: SIPPeer(.tls, address, serverName: serverName)).get()
+                        makeOutgoing(
+                            .options, to: SIPURI(scheme: .sips, host: serverName ?? "127.0.0.1"), callID: callID),
+                        to: SIPPeer(.tls, address, serverName: serverName)
+                    ).get()
                 }
                 #expect(error?.kind == .tls)
                 #expect(error?.reason.contains("failedToValidateHostname") == true, "\(String(describing: error))")
@@ -98,26 +108,37 @@ struct SIPTLSTests {
         defer { pki.remove() }
         try await withEventLoop { loop in
             let server = try await SIPEndpoint.startClosedWithLoop(
-                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
             let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: SIPEndpointConfiguration(tls: pki.distrustingConfiguration))
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, configuration: SIPEndpointConfiguration(tls: pki.distrustingConfiguration))
             let error = await #expect(throws: SIPError.self) {
-                _ = try await client.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "untrusted"), to: SIPPeer(.tls, address)).get()
+                _ = try await client.request(
+                    makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "untrusted"),
+                    to: SIPPeer(.tls, address)
+                ).get()
             }
             #expect(error?.kind == .tls)
             #expect(error?.reason.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(String(describing: error))")
             #expect(answering.seen.isEmpty)
             // Nothing is left to reuse: a second try fails the same way, over a new connection.
             await #expect(throws: SIPError.self) {
-                _ = try await client.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "untrusted-2"), to: SIPPeer(.tls, address)).get()
+                _ = try await client.request(
+                    makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "untrusted-2"),
+                    to: SIPPeer(.tls, address)
+                ).get()
             }
             #expect(await client.statistics().connectionsOpened == 2)
             #expect(await client.connectionCount() == 0)
             // Without any TLS configuration there is no TLS at all.
             let bare = try await SIPEndpoint.startClosedWithLoop(on: loop)
             let unconfigured = await #expect(throws: SIPError.self) {
-                _ = try await bare.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "bare"), to: SIPPeer(.tls, address)).get()
+                _ = try await bare.request(
+                    makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "bare"),
+                    to: SIPPeer(.tls, address)
+                ).get()
             }
             #expect(unconfigured?.kind == .tls)
             try await bare.close()
@@ -133,15 +154,24 @@ struct SIPTLSTests {
         defer { pki.remove() }
         try await withEventLoop { loop in
             let server = try await SIPEndpoint.startClosedWithLoop(
-                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
+                on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                configuration: SIPEndpointConfiguration(tls: pki.trustingConfiguration))
             let answering = AnsweringServer(server)
             let address = try #require(await server.localAddress(.tls))
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
-            let response = try await client.request(makeOutgoing(.options, to: SIPURI(scheme: .sips, host: "127.0.0.1", port: address.port), callID: "via-tls"), to: SIPPeer(.tls, address)).get()
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop,
+                configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration(trustRoots: .pemFile(pki.caFile))))
+            let response = try await client.request(
+                makeOutgoing(
+                    .options, to: SIPURI(scheme: .sips, host: "127.0.0.1", port: address.port), callID: "via-tls"),
+                to: SIPPeer(.tls, address)
+            ).get()
             #expect(response.statusCode == 200)
             let seen = try #require(answering.seen.first)
             let via = try #require(seen.message.topVia)
-            #expect(via.transport == "TLS" && via.host == "127.0.0.1" && via.port == seen.peer.address.port, "\(via) over \(seen.peer)")
+            #expect(
+                via.transport == "TLS" && via.host == "127.0.0.1" && via.port == seen.peer.address.port,
+                "\(via) over \(seen.peer)")
             try await client.close()
             try await server.close()
         }
@@ -159,7 +189,8 @@ struct SIPTLSTests {
     @Test func listenerWithoutCertificateIsRefused() async throws {
         try await withEventLoop { loop in
             let error = await #expect(throws: SIPError.self) {
-                _ = try await SIPEndpoint.startClosedWithLoop(on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                _ = try await SIPEndpoint.startClosedWithLoop(
+                    on: loop, tls: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                     configuration: SIPEndpointConfiguration(tls: SIPTLSConfiguration()))
             }
             #expect(error?.kind == .tls)

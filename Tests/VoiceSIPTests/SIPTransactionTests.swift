@@ -2,7 +2,9 @@ import Testing
 import VoiceSIP
 
 /// A request as a UAC sends it: top Via with an RFC 3261 branch.
-func makeRequest(_ method: SIPMethod, branch: String = "z9hG4bK-test-1", cseq: UInt32 = 1, sentBy: String = "127.0.0.1:5060") -> SIPMessage {
+func makeRequest(
+    _ method: SIPMethod, branch: String = "z9hG4bK-test-1", cseq: UInt32 = 1, sentBy: String = "127.0.0.1:5060"
+) -> SIPMessage {
     var headers = SIPHeaders()
     headers.add("Via", "SIP/2.0/UDP \(sentBy);branch=\(branch)")
     headers.add("Max-Forwards", "70")
@@ -18,7 +20,9 @@ func seconds(_ value: Double) -> SIPInstant { SIPInstant(.milliseconds(Int64((va
 
 /// Runs the layer's clock from one deadline to the next until nothing is pending or `limit` is passed, and
 /// returns every event with the time it happened.
-func runClock(_ layer: inout SIPTransactionLayer<String>, from start: SIPInstant = .origin, until limit: SIPInstant = seconds(120))
+func runClock(
+    _ layer: inout SIPTransactionLayer<String>, from start: SIPInstant = .origin, until limit: SIPInstant = seconds(120)
+)
     -> [(SIPInstant, SIPTransactionEvent<String>)]
 {
     var events: [(SIPInstant, SIPTransactionEvent<String>)] = []
@@ -101,7 +105,9 @@ struct SIPTransactionTests {
 
         // A retransmitted 486 is answered with the same ACK and not passed up again.
         let again = layer.receive(busy, from: "peer", reliable: false, now: seconds(2))
-        guard case .send(let ack2, _)? = again.first, again.count == 1 else { throw SIPError(.invalidState, "\(again)") }
+        guard case .send(let ack2, _)? = again.first, again.count == 1 else {
+            throw SIPError(.invalidState, "\(again)")
+        }
         #expect(ack2 == ack)
         // Timer D: 32 s after the final response.
         let rest = runClock(&layer, from: seconds(2))
@@ -118,7 +124,9 @@ struct SIPTransactionTests {
         #expect(layer.clientState(id) == .accepted)
         // RFC 6026: a retransmitted (or forked) 2xx reaches the TU, which ACKs it; no ACK from the transaction.
         let again = layer.receive(ok, from: "peer", reliable: false, now: seconds(2))
-        guard case .response(let r, id)? = again.first, again.count == 1 else { throw SIPError(.invalidState, "\(again)") }
+        guard case .response(let r, id)? = again.first, again.count == 1 else {
+            throw SIPError(.invalidState, "\(again)")
+        }
         #expect(r.statusCode == 200)
         #expect(layer.nextDeadline == seconds(33))  // Timer M = 64·T1 after the first 2xx
         _ = layer.advance(to: seconds(33))
@@ -164,7 +172,9 @@ struct SIPTransactionTests {
         #expect(trying.statusCode == 100)
         // The retransmitted INVITE is answered with the last response, not passed up.
         let retransmitted = layer.receive(invite, from: "caller", reliable: false, now: seconds(0.5))
-        guard case .send(let again, _)? = retransmitted.first, retransmitted.count == 1 else { throw SIPError(.invalidState, "\(retransmitted)") }
+        guard case .send(let again, _)? = retransmitted.first, retransmitted.count == 1 else {
+            throw SIPError(.invalidState, "\(retransmitted)")
+        }
         #expect(again.statusCode == 100)
 
         _ = try layer.respond(response(486, to: invite), on: id, now: seconds(1))
@@ -219,7 +229,9 @@ struct SIPTransactionTests {
             var layer = SIPTransactionLayer<String>()
             let message = makeRequest(.message)
             let arrival = layer.receive(message, from: "peer", reliable: reliable, now: .origin)
-            guard case .request(_, let id, _)? = arrival.first, arrival.count == 1 else { throw SIPError(.invalidState, "\(arrival)") }
+            guard case .request(_, let id, _)? = arrival.first, arrival.count == 1 else {
+                throw SIPError(.invalidState, "\(arrival)")
+            }
             #expect(layer.receive(message, from: "peer", reliable: reliable, now: seconds(0.5)).isEmpty)
             let ok = response(200, to: message)
             _ = try layer.respond(ok, on: id, now: seconds(1))
@@ -242,7 +254,9 @@ struct SIPTransactionTests {
         #expect(cancel.topVia?.branch == invite.topVia?.branch)
         #expect(cancel.cseq == SIPCSeq(1, .cancel))
         let cancelEvents = layer.receive(cancel, from: "caller", reliable: false, now: seconds(0.1))
-        guard case .request(_, let cancelID, _)? = cancelEvents.first else { throw SIPError(.invalidState, "\(cancelEvents)") }
+        guard case .request(_, let cancelID, _)? = cancelEvents.first else {
+            throw SIPError(.invalidState, "\(cancelEvents)")
+        }
         #expect(cancelID.method == .cancel)
         let inviteID = try #require(layer.inviteTransaction(cancelledBy: cancel))
         #expect(inviteID.method == .invite)
@@ -254,7 +268,10 @@ struct SIPTransactionTests {
         guard case .request(_, let id, _) = arrival[0] else { throw SIPError(.invalidState, "\(arrival)") }
         let notFound = response(404, to: old)
         _ = try legacy.respond(notFound, on: id, now: .origin)
-        #expect(legacy.receive(SIPMessage.ack(for: old, response: notFound), from: "caller", reliable: false, now: seconds(0.1)).isEmpty)
+        #expect(
+            legacy.receive(
+                SIPMessage.ack(for: old, response: notFound), from: "caller", reliable: false, now: seconds(0.1)
+            ).isEmpty)
         #expect(legacy.serverState(id) == .confirmed)
     }
 
@@ -265,6 +282,10 @@ struct SIPTransactionTests {
         guard case .response(let failure, id)? = events.first else { throw SIPError(.invalidState, "\(events)") }
         #expect(failure.statusCode == 503)
         #expect(layer.clientCount == 0)
-        #expect(throws: SIPError.self) { try layer.send(request: SIPMessage.ack(for: makeRequest(.invite), response: failure), to: "peer", reliable: true, now: .origin) }
+        #expect(throws: SIPError.self) {
+            try layer.send(
+                request: SIPMessage.ack(for: makeRequest(.invite), response: failure), to: "peer", reliable: true,
+                now: .origin)
+        }
     }
 }

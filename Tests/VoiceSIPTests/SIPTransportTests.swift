@@ -49,10 +49,12 @@ extension SIPEndpoint {
 
     /// `start(on:boundUDPSocket:…)`, and closed by the enclosing `withEventLoop` before its loop shuts down.
     static func startClosedWithLoop(
-        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
+        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil,
+        tls: SocketAddress? = nil,
         configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
     ) async throws -> SIPEndpoint {
-        let endpoint = try await start(on: eventLoop, boundUDPSocket: descriptor, tcp: tcp, tls: tls, configuration: configuration)
+        let endpoint = try await start(
+            on: eventLoop, boundUDPSocket: descriptor, tcp: tcp, tls: tls, configuration: configuration)
         EndpointsOfTheLoop.current?.add(endpoint)
         return endpoint
     }
@@ -93,13 +95,17 @@ struct SIPTransportTests {
     func udpRoundTrip(family: String) async throws {
         try await withEventLoop { loop in
             let host = loopback(family)
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: host, port: 0))
             let answering = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.udp))
             let clientAddress = try #require(await client.localAddress(.udp))
             let uri = SIPURI(user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port)
-            let response = try await client.request(makeOutgoing(.options, to: uri, callID: "udp-\(family)"), to: SIPPeer(.udp, serverAddress)).get()
+            let response = try await client.request(
+                makeOutgoing(.options, to: uri, callID: "udp-\(family)"), to: SIPPeer(.udp, serverAddress)
+            ).get()
             #expect(response.statusCode == 200)
             #expect(response.to?.tag == "srv")
             let seen = try #require(answering.seen.first)
@@ -117,24 +123,36 @@ struct SIPTransportTests {
     func tcpConnectionReuse(family: String) async throws {
         try await withEventLoop { loop in
             let host = loopback(family)
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
             let answering = AnsweringServer(server)
             let clientSide = AnsweringServer(client)
             let serverAddress = try #require(await server.localAddress(.tcp))
-            let uri = SIPURI(user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port, parameters: [SIPParameter("transport", "tcp")])
+            let uri = SIPURI(
+                user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port,
+                parameters: [SIPParameter("transport", "tcp")])
             for index in 1...3 {
                 let response = try await client.request(
-                    makeOutgoing(.message, to: uri, callID: "tcp-\(family)-\(index)", body: "hello \(index)"), to: SIPPeer(.tcp, serverAddress)
+                    makeOutgoing(.message, to: uri, callID: "tcp-\(family)-\(index)", body: "hello \(index)"),
+                    to: SIPPeer(.tcp, serverAddress)
                 ).get()
                 #expect(response.statusCode == 200)
             }
-            #expect(answering.seen.map { String(decoding: $0.message.body, as: UTF8.self) } == ["hello 1", "hello 2", "hello 3"])
+            #expect(
+                answering.seen.map { String(decoding: $0.message.body, as: UTF8.self) } == [
+                    "hello 1", "hello 2", "hello 3"
+                ])
             #expect(await client.statistics().connectionsOpened == 1)
             #expect(await server.statistics().connectionsAccepted == 1)
             // The server reaches the client over the connection the client opened (its ephemeral source address).
             let back = try #require(answering.seen.first?.peer)
-            let reverse = try await server.request(makeOutgoing(.options, to: SIPURI(user: "alice", host: family == "IPv6" ? "[::1]" : host), callID: "back-\(family)"), to: back).get()
+            let reverse = try await server.request(
+                makeOutgoing(
+                    .options, to: SIPURI(user: "alice", host: family == "IPv6" ? "[::1]" : host),
+                    callID: "back-\(family)"), to: back
+            ).get()
             #expect(reverse.statusCode == 200)
             #expect(clientSide.seen.count == 1)
             #expect(await server.statistics().connectionsOpened == 0)
@@ -145,7 +163,8 @@ struct SIPTransportTests {
 
     @Test func streamBytesSplitAnywhereAndKeepalivesOverTCP() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             _ = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.tcp))
             let raw = try await RawTCPClient.connect(on: loop, to: serverAddress)
@@ -156,7 +175,9 @@ struct SIPTransportTests {
             for start in stride(from: 0, to: bytes.count, by: 7) {
                 try await raw.write(Array(bytes[start..<min(start + 7, bytes.count)]))
             }
-            let received = try await raw.read(until: { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") && $0.count > 10 })
+            let received = try await raw.read(until: {
+                String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") && $0.count > 10
+            })
             let text = String(decoding: received, as: UTF8.self)
             #expect(text.hasPrefix("\r\nSIP/2.0 200 OK\r\n"), "pong then the response: \(text.debugDescription)")
             // A malformed message on a stream closes the connection and is counted.
@@ -171,14 +192,18 @@ struct SIPTransportTests {
 
     @Test func crlfKeepalivesAreAnsweredWithPongs() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             _ = AnsweringServer(server)
             // The client pings every 50 ms on its open connections (RFC 5626 §4.4.1); the server answers each.
             let client = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
                 configuration: SIPEndpointConfiguration(keepaliveInterval: .milliseconds(50)))
             let serverAddress = try #require(await server.localAddress(.tcp))
-            let response = try await client.request(makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "keepalive"), to: SIPPeer(.tcp, serverAddress)).get()
+            let response = try await client.request(
+                makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "keepalive"),
+                to: SIPPeer(.tcp, serverAddress)
+            ).get()
             #expect(response.statusCode == 200)
             try await Task.sleep(for: .milliseconds(300))
             let periodic = await client.statistics().keepalivePongsReceived
@@ -195,17 +220,23 @@ struct SIPTransportTests {
 
     @Test func malformedDatagramsAreCountedAndDropped() async throws {
         try await withEventLoop { loop in
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let answering = AnsweringServer(server)
             let serverAddress = try #require(await server.localAddress(.udp))
             let sender = try await DatagramBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
             for garbage in ["garbage", "INVITE sip:a@b SIP/2.0\r\n\r\n", "SIP/2.0 999 X\r\n\r\n"] {
-                try await sender.writeAndFlush(AddressedEnvelope(remoteAddress: serverAddress, data: ByteBuffer(string: garbage)))
+                try await sender.writeAndFlush(
+                    AddressedEnvelope(remoteAddress: serverAddress, data: ByteBuffer(string: garbage)))
             }
             try await sender.close()
             // Still serving after the garbage.
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-            let response = try await client.request(makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "after-garbage"), to: SIPPeer(.udp, serverAddress)).get()
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let response = try await client.request(
+                makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "after-garbage"),
+                to: SIPPeer(.udp, serverAddress)
+            ).get()
             #expect(response.statusCode == 200)
             #expect(await server.statistics().malformedDropped == 3)
             #expect(answering.seen.count == 1)
@@ -217,11 +248,15 @@ struct SIPTransportTests {
     @Test func silentPeerTimesOutWithTimerBAndRetransmissions() async throws {
         try await withEventLoop { loop in
             // T1 = 5 ms: Timer B after 320 ms of real time, with Timer A retransmissions counted by the silent peer.
-            let configuration = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(5), t2: .milliseconds(40), t4: .milliseconds(50)))
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
+            let configuration = SIPEndpointConfiguration(
+                timers: SIPTimerConfiguration(t1: .milliseconds(5), t2: .milliseconds(40), t4: .milliseconds(50)))
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
             let counter = DatagramCounter()
             let silent = try await DatagramBootstrap(group: loop)
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(counter) } }
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(counter) }
+                }
                 .bind(host: "127.0.0.1", port: 0).get()
             var invite = makeOutgoing(.invite, to: SIPURI(host: "127.0.0.1"), callID: "timer-b")
             invite.headers.replace("CSeq", with: "1 INVITE")
@@ -248,19 +283,26 @@ struct SIPTransportTests {
     func viaOfAClientWithoutListenerNamesItsConnection(family: String) async throws {
         try await withEventLoop { loop in
             let host = loopback(family)
-            let server = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
+            let server = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: host, port: 0))
             let answering = AnsweringServer(server)
             let client = try await SIPEndpoint.startClosedWithLoop(on: loop)
             let serverAddress = try #require(await server.localAddress(.tcp))
-            let uri = SIPURI(user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port, parameters: [SIPParameter("transport", "tcp")])
+            let uri = SIPURI(
+                user: "bob", host: family == "IPv6" ? "[::1]" : host, port: serverAddress.port,
+                parameters: [SIPParameter("transport", "tcp")])
             for index in 1...2 {
-                let response = try await client.request(makeOutgoing(.options, to: uri, callID: "via-\(family)-\(index)"), to: SIPPeer(.tcp, serverAddress)).get()
+                let response = try await client.request(
+                    makeOutgoing(.options, to: uri, callID: "via-\(family)-\(index)"), to: SIPPeer(.tcp, serverAddress)
+                ).get()
                 #expect(response.statusCode == 200)
             }
             #expect(answering.seen.count == 2)
             for seen in answering.seen {
                 let via = try #require(seen.message.topVia)
-                #expect(via.host == (family == "IPv6" ? "[::1]" : host) && via.port == seen.peer.address.port, "\(via) over \(seen.peer)")
+                #expect(
+                    via.host == (family == "IPv6" ? "[::1]" : host) && via.port == seen.peer.address.port,
+                    "\(via) over \(seen.peer)")
             }
             #expect(await client.statistics().connectionsOpened == 1)
             try await client.close()
@@ -276,7 +318,8 @@ struct SIPTransportTests {
         let closedOnTheLoop = NIOLockedValueBox(false)
         await #expect(throws: BodyFailed.self) {
             try await withEventLoop { loop in
-                let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+                let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                    on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
                 endpoint.onClosing { closedOnTheLoop.withLockedValue { $0 = true } }
                 throw BodyFailed()
             }
@@ -286,12 +329,16 @@ struct SIPTransportTests {
 
     @Test func refusedTCPConnectionReachesTheTUAs503() async throws {
         try await withEventLoop { loop in
-            let client = try await SIPEndpoint.startClosedWithLoop(on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             // A port nobody listens on: bind a listener, note its port, close it.
             let probe = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
             let closedAddress = try #require(probe.localAddress)
             try await probe.close()
-            let response = try await client.request(makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "refused"), to: SIPPeer(.tcp, closedAddress)).get()
+            let response = try await client.request(
+                makeOutgoing(.options, to: SIPURI(host: "127.0.0.1"), callID: "refused"),
+                to: SIPPeer(.tcp, closedAddress)
+            ).get()
             #expect(response.statusCode == 503)
             try await client.close()
         }
@@ -315,7 +362,9 @@ final class RawTCPClient: ChannelInboundHandler, @unchecked Sendable {
     static func connect(on loop: any EventLoop, to address: SocketAddress) async throws -> RawTCPClient {
         let client = RawTCPClient()
         client.channel = try await ClientBootstrap(group: loop)
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(client) } }
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(client) }
+            }
             .connect(to: address).get()
         return client
     }

@@ -14,7 +14,9 @@ let sippPath = "/usr/bin/sipp"
 /// the scenario completed. Ports 25070–25079 and 25120–25129 are this suite's.
 @Suite(
     "SIPp scenarios", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: sippPath), "sipp is not installed (make test-deps installs sip-tester)"))
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: sippPath),
+        "sipp is not installed (make test-deps installs sip-tester)"))
 struct SIPpTests {
     /// Starts SIPp with `scenario` bound to 127.0.0.1:`port`, runs `body`, and returns SIPp's exit status (nil
     /// if it had to be stopped). Skips the test when SIPp does not start.
@@ -25,38 +27,53 @@ struct SIPpTests {
     ) async throws -> Int32? {
         let directory = try makeTemporaryDirectory("sipp")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let arguments = [
-            "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p", "\(port)",
-            "-m", "1", "-timeout", "20s", "-timeout_error", "-nostdin", "-trace_err",
-            "-error_file", directory.appendingPathComponent("errors.log").path,
-        ] + extra
+        let arguments =
+            [
+                "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p",
+                "\(port)",
+                "-m", "1", "-timeout", "20s", "-timeout_error", "-nostdin", "-trace_err",
+                "-error_file", directory.appendingPathComponent("errors.log").path
+            ] + extra
         let sipp = try PeerProcess(name: "sipp", executable: sippPath, arguments: arguments, directory: directory)
         defer { sipp.stop() }
-        guard await waitUntilUDPPortBound(port), sipp.isRunning else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
+        guard await waitUntilUDPPortBound(port), sipp.isRunning else {
+            try Test.cancel("SIPp did not start:\n\(sipp.logTail)")
+        }
         try await withEventLoop { loop in try await body(loop, try SocketAddress(ipAddress: "127.0.0.1", port: port)) }
         guard expectCompletion else { return nil }
         let status = await sipp.waitForExit(timeout: .seconds(5))
         if status != 0 {
-            let errors = (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
-            Issue.record("SIPp \(scenario) ended with \(status.map(String.init) ?? "no exit"):\n\(errors.suffix(1500))\n\(sipp.logTail)")
+            let errors =
+                (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
+            Issue.record(
+                "SIPp \(scenario) ended with \(status.map(String.init) ?? "no exit"):\n\(errors.suffix(1500))\n\(sipp.logTail)"
+            )
         }
         return status
     }
 
     func makeInvite(to server: SocketAddress, callID: String) -> SIPMessage {
-        var invite = makeOutgoing(.invite, to: SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), callID: callID)
+        var invite = makeOutgoing(
+            .invite, to: SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), callID: callID)
         invite.headers.add("Contact", "<sip:alice@127.0.0.1>")
         return invite
     }
 
-    @Test("rejected INVITE: the final status reaches the caller and the transaction ACKs it", arguments: [
-        (486, "Busy Here", 25070), (603, "Decline", 25071),
-    ])
+    @Test(
+        "rejected INVITE: the final status reaches the caller and the transaction ACKs it",
+        arguments: [
+            (486, "Busy Here", 25070), (603, "Decline", 25071)
+        ])
     func rejectedInvite(status: Int, reason: String, port: Int) async throws {
-        try await withSIPp("uas-reject", port: port, arguments: ["-key", "status", "\(status)", "-key", "reason", reason]) { loop, server in
-            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        try await withSIPp(
+            "uas-reject", port: port, arguments: ["-key", "status", "\(status)", "-key", "reason", reason]
+        ) { loop, server in
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let provisional = NIOLockedValueBox<[Int]>([])
-            let response = try await endpoint.request(makeInvite(to: server, callID: "reject-\(status)"), to: SIPPeer(.udp, server)) { r in
+            let response = try await endpoint.request(
+                makeInvite(to: server, callID: "reject-\(status)"), to: SIPPeer(.udp, server)
+            ) { r in
                 provisional.withLockedValue { $0.append(r.statusCode ?? 0) }
             }.get()
             #expect(response.statusCode == status)
@@ -70,11 +87,14 @@ struct SIPpTests {
         // SIPp just listens (its scenario never completes); what counts is what reached it and what we report.
         try await withSIPp("uas-silent", port: 25072, expectCompletion: false) { loop, server in
             // T1 = 20 ms: Timer B (64·T1) after 1.28 s instead of 32 s.
-            let configuration = SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(160), t4: .milliseconds(200)))
-            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
+            let configuration = SIPEndpointConfiguration(
+                timers: SIPTimerConfiguration(t1: .milliseconds(20), t2: .milliseconds(160), t4: .milliseconds(200)))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration)
             let trace = TraceRecorder(endpoint)
             do {
-                _ = try await endpoint.request(makeInvite(to: server, callID: "silent"), to: SIPPeer(.udp, server)).get()
+                _ = try await endpoint.request(makeInvite(to: server, callID: "silent"), to: SIPPeer(.udp, server))
+                    .get()
                 Issue.record("an unanswered INVITE produced a response")
             } catch let error as SIPError {
                 #expect(error.kind == .timeout)
@@ -88,7 +108,8 @@ struct SIPpTests {
 
     @Test func answeredInviteWith200RetransmittedUntilAckedThenBye() async throws {
         try await withSIPp("uas-answer", port: 25073) { loop, server in
-            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let retransmitted = NIOLockedValueBox(0)
             endpoint.onStrayResponse { response in
                 if response.statusCode == 200 { retransmitted.withLockedValue { $0 += 1 } }
@@ -101,10 +122,11 @@ struct SIPpTests {
             // passes the copies on as stray responses (RFC 6026: the dialog, not the transaction, ACKs a 2xx).
             try await Task.sleep(for: .milliseconds(1200))
             #expect(retransmitted.withLockedValue { $0 } >= 1)
-            let remote = try #require(ok.contacts.first.flatMap { contact -> SIPURI? in
-                if case .address(let address) = contact { return address.uri }
-                return nil
-            })
+            let remote = try #require(
+                ok.contacts.first.flatMap { contact -> SIPURI? in
+                    if case .address(let address) = contact { return address.uri }
+                    return nil
+                })
             var inDialog = SIPHeaders()
             inDialog.add("From", try #require(invite.headers.first("From")))
             inDialog.add("To", try #require(ok.headers.first("To")))
@@ -116,7 +138,8 @@ struct SIPpTests {
             endpoint.sendStateless(.request(.ack, remote, headers: ackHeaders), to: SIPPeer(.udp, server))
             var byeHeaders = inDialog
             byeHeaders.add("CSeq", "2 BYE")
-            let bye = try await endpoint.request(.request(.bye, remote, headers: byeHeaders), to: SIPPeer(.udp, server)).get()
+            let bye = try await endpoint.request(.request(.bye, remote, headers: byeHeaders), to: SIPPeer(.udp, server))
+                .get()
             #expect(bye.statusCode == 200)
             try await endpoint.close()
         }
@@ -124,7 +147,8 @@ struct SIPpTests {
 
     @Test func malformedMessagesAreDroppedAndTheNextRequestsAnswered() async throws {
         try await withEventLoop { loop in
-            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let server = AnsweringServer(endpoint)
             let local = try #require(await endpoint.localAddress(.udp))
             try await runSIPpClient("uac-options-malformed", port: 25074, target: local)
@@ -138,7 +162,8 @@ struct SIPpTests {
 
     @Test func invitesFromSIPpAreRejectedThroughTheServerTransaction() async throws {
         try await withEventLoop { loop in
-            let endpoint = try await SIPEndpoint.startClosedWithLoop(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let endpoint = try await SIPEndpoint.startClosedWithLoop(
+                on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
             let server = AnsweringServer(endpoint, status: 486)
             let local = try #require(await endpoint.localAddress(.udp))
             try await runSIPpClient("uac-invite-rejected", port: 25075, target: local)
@@ -176,7 +201,9 @@ struct SIPpTests {
             try await sipp
             // The retransmitted INVITE was answered from the transaction (a second 100) and made no second call.
             #expect(trace.count("recv", containing: "CSeq: 1 INVITE") >= 2)
-            #expect(trace.count("send", containing: "SIP/2.0 100 Trying") == trace.count("recv", containing: "CSeq: 1 INVITE"))
+            #expect(
+                trace.count("send", containing: "SIP/2.0 100 Trying")
+                    == trace.count("recv", containing: "CSeq: 1 INVITE"))
             #expect(trace.count("send", containing: "SIP/2.0 491") == 1)
             #expect(trace.count("recv", containing: "SIP/2.0 491") == 1)
             #expect(trace.count("send", containing: "SIP/2.0 500") == 1)
@@ -191,7 +218,8 @@ struct SIPpTests {
     @Test func forkedAnswersAreEachAckedAndAllButOneHungUp() async throws {
         try await withSIPp("uas-forked-2xx", port: 25121) { loop, server in
             let (agent, trace) = try await makeAgent("alice", on: loop)
-            let call = try await agent.call(SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), offering: testCapabilities(port: 40064))
+            let call = try await agent.call(
+                SIPURI(user: "sipp", host: "127.0.0.1", port: server.port), offering: testCapabilities(port: 40064))
             let log = CallEventLog(call)
             let media = try await log.established()
             #expect(media.remotePort == 40060)  // fork A's answer
@@ -270,11 +298,14 @@ struct SIPpTests {
         try await withEventLoop { loop in
             let endpoint = try await SIPEndpoint.startClosedWithLoop(
                 on: loop, tcp: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
-                configuration: SIPEndpointConfiguration(timers: SIPTimerConfiguration(t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
+                configuration: SIPEndpointConfiguration(
+                    timers: SIPTimerConfiguration(
+                        t1: .milliseconds(100), t2: .milliseconds(800), t4: .milliseconds(800))))
             let trace = TraceRecorder(endpoint)
             let agent = SIPUserAgent(
                 endpoint: endpoint, credentials: nil,
-                configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "voiceengine", host: "127.0.0.1"), transport: .tcp))
+                configuration: SIPUserAgentConfiguration(
+                    addressOfRecord: SIPURI(user: "voiceengine", host: "127.0.0.1"), transport: .tcp))
             let local = try #require(await endpoint.localAddress(.tcp))
             async let sipp: Void = runSIPpClient("uac-ack-never", port: 25124, target: local, transport: "t1")
             var incoming = agent.incomingCalls.makeAsyncIterator()
@@ -289,7 +320,9 @@ struct SIPpTests {
             try await sipp
             #expect(trace.count("recv", containing: "\nACK sip:") == 0)
             // T1 doubling to T2 within 64·T1: 0.1, 0.3, 0.7, 1.5, 2.3, … — at least five retransmissions.
-            #expect(trace.count("send", containing: "SIP/2.0 200 OK") >= 6, "\(trace.count("send", containing: "SIP/2.0 200 OK")) 200s sent")
+            #expect(
+                trace.count("send", containing: "SIP/2.0 200 OK") >= 6,
+                "\(trace.count("send", containing: "SIP/2.0 200 OK")) 200s sent")
             #expect(trace.count("send", containing: "\nBYE sip:") == 1)
             try await endpoint.close()
         }
@@ -303,9 +336,11 @@ struct SIPpTests {
         let sipp = try PeerProcess(
             name: "sipp", executable: sippPath,
             arguments: [
-                "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p", "\(port)",
+                "-sf", peersDirectory.appendingPathComponent("sipp/\(scenario).xml").path, "-i", "127.0.0.1", "-p",
+                "\(port)",
                 "-m", "1", "-timeout", "15s", "-timeout_error", "-nostdin", "-s", "voiceengine", "-trace_err",
-                "-error_file", directory.appendingPathComponent("errors.log").path, "-t", transport, "127.0.0.1:\(target.port ?? 0)",
+                "-error_file", directory.appendingPathComponent("errors.log").path, "-t", transport,
+                "127.0.0.1:\(target.port ?? 0)"
             ],
             directory: directory)
         defer { sipp.stop() }

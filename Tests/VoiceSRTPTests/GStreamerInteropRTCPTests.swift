@@ -31,7 +31,7 @@ extension GStreamerInteropTests {
             executable: GStreamer.launchPath!,
             arguments: [
                 "udpsrc", "address=127.0.0.1", "port=\(port)", "num-buffers=\(datagrams.count)", "caps=\(caps)", "!",
-                "d.rtcp_sink", "srtpdec", "name=d", "d.rtcp_src", "!", "filesink", "location=\(output.path)",
+                "d.rtcp_sink", "srtpdec", "name=d", "d.rtcp_src", "!", "filesink", "location=\(output.path)"
             ])
         defer { gst.kill() }
 
@@ -91,7 +91,7 @@ extension GStreamerInteropTests {
                 "key=\(GStreamer.hexString(key.bytes))", "rtp-cipher=\(parameters.cipher)",
                 "rtp-auth=\(parameters.rtpAuth)", "rtcp-cipher=\(parameters.cipher)",
                 "rtcp-auth=\(parameters.rtcpAuth)", "e.rtcp_src_0", "!", "udpsink", "host=127.0.0.1",
-                "port=\(receiveSocket.port)", "sync=false", "async=false",
+                "port=\(receiveSocket.port)", "sync=false", "async=false"
             ])
         defer { gst.kill() }
 

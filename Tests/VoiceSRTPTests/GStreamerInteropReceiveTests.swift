@@ -29,14 +29,14 @@ extension GStreamerInteropTests {
             "freq=\(Int(frequency))", "volume=0.5", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1", "!",
             "opusenc", "frame-size=20", "!",
             "rtpopuspay", "pt=\(Self.payloadType)", "ssrc=\(ssrc)", "seqnum-offset=\(Self.wrappingSequenceStart)",
-            "timestamp-offset=\(firstTimestamp)", "!",
+            "timestamp-offset=\(firstTimestamp)", "!"
         ]
         if let suite, let key {
             let parameters = GStreamer.srtpParameters(suite)
             pipeline += [
                 "srtpenc", "key=\(GStreamer.hexString(key.bytes))", "rtp-cipher=\(parameters.cipher)",
                 "rtp-auth=\(parameters.rtpAuth)", "rtcp-cipher=\(parameters.cipher)",
-                "rtcp-auth=\(parameters.rtcpAuth)", "!",
+                "rtcp-auth=\(parameters.rtcpAuth)", "!"
             ]
         }
         pipeline += ["udpsink", "host=127.0.0.1", "port=\(socket.port)", "sync=false"]

@@ -110,12 +110,12 @@ struct GStreamerInteropTests {
         let caps = Self.receiveCaps(suite: suite, key: receiverKey, ssrc: ssrc)
         var pipeline = [
             "-e", "udpsrc", "address=127.0.0.1", "port=\(port)", "num-buffers=\(datagrams.count)", "caps=\(caps)",
-            "!",
+            "!"
         ]
         if suite != nil { pipeline += ["srtpdec", "!"] }
         pipeline += [
             "rtpopusdepay", "!", "opusdec", "!", "audioconvert", "!", "audio/x-raw,format=S16LE,rate=48000,channels=1",
-            "!", "filesink", "location=\(output.path)",
+            "!", "filesink", "location=\(output.path)"
         ]
         let gst = try BoundedProcess(executable: GStreamer.launchPath!, arguments: pipeline)
         defer { gst.kill() }

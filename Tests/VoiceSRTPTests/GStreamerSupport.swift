@@ -2,7 +2,7 @@ import Foundation
 import VoiceSRTP
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 // Support for the GStreamer interoperability tests: finding GStreamer, running gst-launch-1.0 as a bounded child
@@ -15,7 +15,7 @@ enum GStreamer {
     /// audiotestsrc, -tools for gst-launch-1.0 and gst-inspect-1.0).
     static let requiredElements = [
         "udpsrc", "udpsink", "srtpenc", "srtpdec", "rtpopuspay", "rtpopusdepay", "opusenc", "opusdec",
-        "audioconvert", "audiotestsrc", "filesink",
+        "audioconvert", "audiotestsrc", "filesink"
     ]
 
     /// Hard limit on any one GStreamer process; past it the process is killed and the test fails. Generous: on a

@@ -6,7 +6,7 @@ import VoiceSRTP
 import VoiceTestSupport
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `RTPCaptureAnalysis` on real captures made by software nobody here wrote: dumpcap (Wireshark's capture engine)
@@ -41,7 +41,9 @@ struct RTPCaptureAnalysisTests {
         // Two ports next to each other: RTP, and SRTCP on the next one. Our sockets hold them so nothing is refused.
         let receiver = try LoopbackUDPSocket()
         let rtcpReceiver = try? LoopbackUDPSocket(port: receiver.port &+ 1)
-        guard rtcpReceiver != nil else { return try await captureGStreamerCall(interface: interface, linkType: linkType) }
+        guard rtcpReceiver != nil else {
+            return try await captureGStreamerCall(interface: interface, linkType: linkType)
+        }
         let ssrc = UInt32.random(in: 1 ... .max)
         let key = SRTPMasterKey.random(for: .aesCM128HmacSHA1_80)
 
@@ -86,7 +88,8 @@ struct RTPCaptureAnalysisTests {
                 continue
             }
             guard ContinuousClock.now < deadline, gst.isRunning || received.count >= Self.frames + 1 else {
-                Issue.record(Comment(rawValue: gst.diagnostics("got \(received.count) RTP and \(rtcpCount) RTCP datagrams")))
+                Issue.record(
+                    Comment(rawValue: gst.diagnostics("got \(received.count) RTP and \(rtcpCount) RTCP datagrams")))
                 return nil
             }
             try await Task.sleep(for: .milliseconds(5))
@@ -116,9 +119,13 @@ struct RTPCaptureAnalysisTests {
         // opusenc's lookahead makes one packet more than frames; the receiving socket is the reference.
         #expect(rtp.count == capture.received.count && rtp.count == Self.frames + 1, "every packet the receiver got")
         let receivedHeaders = capture.received.map { d in
-            (UInt16(d[2]) << 8 | UInt16(d[3]), UInt32(d[4]) << 24 | UInt32(d[5]) << 16 | UInt32(d[6]) << 8 | UInt32(d[7]))
+            (
+                UInt16(d[2]) << 8 | UInt16(d[3]),
+                UInt32(d[4]) << 24 | UInt32(d[5]) << 16 | UInt32(d[6]) << 8 | UInt32(d[7])
+            )
         }
-        #expect(receivedHeaders.map(\.0) == rtp.map(\.sequenceNumber!) && receivedHeaders.map(\.1) == rtp.map(\.timestamp!))
+        #expect(
+            receivedHeaders.map(\.0) == rtp.map(\.sequenceNumber!) && receivedHeaders.map(\.1) == rtp.map(\.timestamp!))
         #expect(rtcp.count >= 1, "rtpbin's sender reports")
         #expect(rtp.allSatisfy { $0.ssrc == capture.ssrc && $0.payloadType == Self.payloadType })
         #expect(rtp.allSatisfy { $0.hasHeaderExtension }, "GStreamer's RFC 8285 extensions on every packet")
@@ -136,7 +143,8 @@ struct RTPCaptureAnalysisTests {
         #expect(stream.lost == 0 && stream.clockRate == 48_000)
         #expect(stream.jitterMilliseconds >= 0 && stream.jitterMilliseconds < 20)
 
-        let wrong = try RTPCaptureAnalysis(capture: bytes, srtp: (.aesCM128HmacSHA1_80, .random(for: .aesCM128HmacSHA1_80)))
+        let wrong = try RTPCaptureAnalysis(
+            capture: bytes, srtp: (.aesCM128HmacSHA1_80, .random(for: .aesCM128HmacSHA1_80)))
         #expect(wrong.packets.count == right.packets.count)
         #expect(wrong.packets.allSatisfy { $0.srtp == .authFail }, "a wrong key authenticates nothing")
         #expect(wrong.streams.first?.packets == 0 && wrong.streams.first?.authenticationFailures == rtp.count)
@@ -145,9 +153,10 @@ struct RTPCaptureAnalysisTests {
         #expect(keyless.packets.allSatisfy { $0.srtp == .none })
         #expect(keyless.streams.first?.expected == rtp.count - 1)
         // Without the key the SRTP tag is part of the payload: 10 bytes more than the authenticated payload.
-        #expect(zip(keyless.packets, right.packets).allSatisfy { k, r in
-            k.kind == .rtcp || k.payloadLength == r.payloadLength.map { $0 + 10 }
-        })
+        #expect(
+            zip(keyless.packets, right.packets).allSatisfy { k, r in
+                k.kind == .rtcp || k.payloadLength == r.payloadLength.map { $0 + 10 }
+            })
 
         // tshark's dissection of the same file: same sequence numbers, timestamps and times.
         if let tshark = Dumpcap.tsharkPath {
@@ -168,7 +177,9 @@ struct RTPCaptureAnalysisTests {
 
     @Test("a truncated or foreign file is an error naming the problem, never a crash")
     func malformedCaptures() throws {
-        #expect(throws: RTPCaptureAnalysisError.self) { _ = try RTPCaptureAnalysis(capture: Array("not a capture".utf8)) }
+        #expect(throws: RTPCaptureAnalysisError.self) {
+            _ = try RTPCaptureAnalysis(capture: Array("not a capture".utf8))
+        }
         var writer = PcapWriter(format: .pcapng)
         writer.write(
             PcapUDPPacket(
@@ -199,9 +210,11 @@ struct RTPCaptureAnalysisTests {
     static func linkType(ofPcapng bytes: [UInt8]) -> UInt32? {
         var offset = 0
         while offset + 12 <= bytes.count {
-            let type = UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+            let type =
+                UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
                 | UInt32(bytes[offset + 3]) << 24
-            let length = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
+            let length =
+                Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
                 | Int(bytes[offset + 7]) << 24
             if type == 1 { return UInt32(bytes[offset + 8]) | UInt32(bytes[offset + 9]) << 8 }
             guard length >= 12 else { return nil }
@@ -237,9 +250,12 @@ enum Dumpcap {
     static let missingRequirement: String? = {
         guard let path else { return "dumpcap not on PATH (apt: tshark)" }
         // A one-second capture on lo: refused without root or CAP_NET_RAW/CAP_NET_ADMIN.
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("dumpcap-probe-\(UUID().uuidString).pcapng")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "dumpcap-probe-\(UUID().uuidString).pcapng")
         defer { try? FileManager.default.removeItem(at: file) }
-        guard let probe = try? BoundedProcess(executable: path, arguments: ["-q", "-i", "lo", "-a", "duration:1", "-w", file.path])
+        guard
+            let probe = try? BoundedProcess(
+                executable: path, arguments: ["-q", "-i", "lo", "-a", "duration:1", "-w", file.path])
         else { return "dumpcap cannot be started" }
         guard probe.waitBlocking(timeout: .seconds(30)) == 0 else {
             return "dumpcap cannot capture on lo here (needs root or CAP_NET_RAW): "

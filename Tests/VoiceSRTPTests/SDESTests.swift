@@ -51,10 +51,14 @@ import VoiceTestSupport
     }
 
     @Test func producedLinesUseTwoToTheNForPowersOfTwoAndDecimalOtherwise() throws {
-        let key = SRTPMasterKey(bytes: Array(0 ..< 30))
-        let a = SDESCryptoAttribute(tag: 1, suite: .aesCM128HmacSHA1_80, key: key, lifetime: 1 << 31,
-                                    mki: SDESMasterKeyIdentifier(value: 255, length: 1), sessionParameters: ["KDR=0"])
-        #expect(a.attributeLine == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd|2^31|255:1 KDR=0")
+        let key = SRTPMasterKey(bytes: Array(0..<30))
+        let a = SDESCryptoAttribute(
+            tag: 1, suite: .aesCM128HmacSHA1_80, key: key, lifetime: 1 << 31,
+            mki: SDESMasterKeyIdentifier(value: 255, length: 1), sessionParameters: ["KDR=0"])
+        #expect(
+            a.attributeLine
+                == "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd|2^31|255:1 KDR=0"
+        )
         let b = SDESCryptoAttribute(tag: 1, suite: .aesCM128HmacSHA1_80, key: key, lifetime: 3_000_000)
         #expect(b.attributeLine.hasSuffix("|3000000"))
         #expect(try SDESCryptoAttribute(parsing: a.attributeLine) == a)
@@ -62,7 +66,8 @@ import VoiceTestSupport
     }
 
     @Test func descriptionsNeverShowTheKey() throws {
-        let attribute = try SDESCryptoAttribute(parsing: "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(Self.rfcKey)|2^20|1:4")
+        let attribute = try SDESCryptoAttribute(
+            parsing: "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(Self.rfcKey)|2^20|1:4")
         for text in ["\(attribute)", "\(attribute.keys[0])", String(reflecting: attribute.key)] {
             #expect(!text.contains(Self.rfcKey))
             #expect(!text.contains("PS1u"))
@@ -85,14 +90,19 @@ import VoiceTestSupport
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR===", .badBase64),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBRX", .badBase64),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:|2^20", .badBase64),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0m",
-         .wrongKeyLength(suite: .aesCM128HmacSHA1_80, expected: 30, actual: 24)),
+        (
+            "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0m",
+            .wrongKeyLength(suite: .aesCM128HmacSHA1_80, expected: 30, actual: 24)
+        ),
         ("a=crypto:1 AEAD_AES_256_GCM inline:\(k30)", .wrongKeyLength(suite: .aeadAES256GCM, expected: 44, actual: 30)),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|2^49", .badLifetime("'2^49' exceeds 2^48")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|2^", .badLifetime("'2^' is not 2^n")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|0", .badLifetime("lifetime 0")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|12x", .badLifetime("'12x' is not a decimal number or 2^n")),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|281474976710657", .badLifetime("'281474976710657' exceeds 2^48")),
+        (
+            "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|281474976710657",
+            .badLifetime("'281474976710657' exceeds 2^48")
+        ),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:4|2^20", .badLifetime("lifetime after MKI")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|2^20|2^10", .badLifetime("more than one lifetime")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:0", .badMKI("length 0 is outside 1…128")),
@@ -100,12 +110,21 @@ import VoiceTestSupport
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|256:1", .badMKI("value 256 does not fit in 1 bytes")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:", .badMKI("'1:' is not value:length")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|a:4", .badMKI("'a:4' is not value:length")),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|99999999999999999999:128", .badMKI("value 99999999999999999999 is too large")),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:4;inline:\(k30)", .badMKI("several keys need an MKI each")),
+        (
+            "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|99999999999999999999:128",
+            .badMKI("value 99999999999999999999 is too large")
+        ),
+        (
+            "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:4;inline:\(k30)",
+            .badMKI("several keys need an MKI each")
+        ),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:4;inline:\(k30)|1:4", .badMKI("MKI values repeat")),
         ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|1:4;inline:\(k30)|2:2", .badMKI("MKI lengths differ")),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|2^20|1:4|x", .malformed("too many '|' fields in a key parameter")),
-        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30);", .missingInline),
+        (
+            "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30)|2^20|1:4|x",
+            .malformed("too many '|' fields in a key parameter")
+        ),
+        ("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(k30);", .missingInline)
     ]
 
     @Test func everyMalformedLineIsRejectedWithItsReason() {
@@ -121,7 +140,9 @@ import VoiceTestSupport
 
     @Test func validateCatchesWhatTheInitialiserCannot() {
         let short = SDESCryptoAttribute(tag: 1, suite: .aeadAES128GCM, key: SRTPMasterKey(bytes: [1, 2]))
-        #expect(throws: SDESError.wrongKeyLength(suite: .aeadAES128GCM, expected: 28, actual: 2)) { try short.validate() }
+        #expect(throws: SDESError.wrongKeyLength(suite: .aeadAES128GCM, expected: 28, actual: 2)) {
+            try short.validate()
+        }
         let badLife = SDESCryptoAttribute(tag: 1, suite: .aeadAES128GCM, key: .random(for: .aeadAES128GCM), lifetime: 0)
         #expect(throws: SDESError.self) { try badLife.validate() }
     }
@@ -131,13 +152,13 @@ import VoiceTestSupport
         var rng = SplitMix64(seed: 0x5DE5)
         let seeds = [
             "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:\(Self.rfcKey)|2^20|1:4 FEC_ORDER=FEC_SRTP",
-            SDESCryptoAttribute.generate(suite: .aeadAES256GCM).attributeLine,
+            SDESCryptoAttribute.generate(suite: .aeadAES256GCM).attributeLine
         ]
         let alphabet = Array("0123456789:|;^= aA+/inlecrypto_AESGCM\u{0}\u{FF}é".unicodeScalars)
         var accepted = 0
-        for i in 0 ..< 5000 {
+        for i in 0..<5000 {
             var scalars = Array(seeds[i % seeds.count].unicodeScalars)
-            for _ in 0 ..< Int(rng.next() % 4) + 1 {
+            for _ in 0..<Int(rng.next() % 4) + 1 {
                 let pos = Int(rng.next() % UInt64(scalars.count + 1))
                 switch rng.next() % 3 {
                 case 0 where pos < scalars.count: scalars.remove(at: pos)

@@ -10,11 +10,11 @@ struct SRTPEngineCryptoTests {
         let installed = SRTPSession.engineCrypto
         #expect(installed.hmacSHA1, "libsrtp's self-test refused the engine's HMAC-SHA1")
         #if arch(x86_64)
-            let cpu = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
-            let flags = cpu.split(separator: "\n").first { $0.hasPrefix("flags") }?.split(separator: " ") ?? []
-            if flags.contains("aes") {
-                #expect(installed.aesNI, "this CPU has AES-NI but the AES-NI AES-ICM is not installed")
-            }
+        let cpu = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        let flags = cpu.split(separator: "\n").first { $0.hasPrefix("flags") }?.split(separator: " ") ?? []
+        if flags.contains("aes") {
+            #expect(installed.aesNI, "this CPU has AES-NI but the AES-NI AES-ICM is not installed")
+        }
         #endif
     }
 

@@ -69,7 +69,7 @@ struct SRTPKnownAnswerTests {
             name: "derived AEAD_AES_256_GCM RTCP", suite: .aeadAES256GCM,
             key: "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f a0a1a2a3a4a5a6a7a8a9aaab",
             rtcp: true, plaintext: rtcpPlain,
-            protected: "81c8000bcafebabe8abfafa780070a90e80f9161cf4aac081ed93aaa53c15b0f3ed1a3b984167b0380000001"),
+            protected: "81c8000bcafebabe8abfafa780070a90e80f9161cf4aac081ed93aaa53c15b0f3ed1a3b984167b0380000001")
     ]
 
     @Test(arguments: vectors)
@@ -91,7 +91,8 @@ struct SRTPKnownAnswerTests {
     static var vectorFilePath: String { SharedTestData.path("srtp/SRTP_TEST_VECTORS.txt") }
 
     /// Guards the restated data against typos: every published vector restated above appears in the shared file.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: vectorFilePath), "shared test data absent (\(vectorFile))"))
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: vectorFilePath), "shared test data absent (\(vectorFile))"))
     func restatedVectorsMatchTheSharedVectorFile() throws {
         let text = try String(contentsOfFile: Self.vectorFilePath, encoding: .utf8).lowercased()
         for vector in Self.vectors where !vector.name.hasPrefix("derived") && !vector.name.contains("keeps") {

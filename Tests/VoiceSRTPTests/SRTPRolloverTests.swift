@@ -6,7 +6,7 @@ import VoiceSRTP
 /// every later packet, so the call goes silent.
 @Suite struct SRTPRolloverTests {
     /// Sequence numbers 65530…65535, 0…10, as a sender protects them.
-    static let wrapSequence: [UInt16] = Array(65530 ... 65535) + Array(0 ... 10)
+    static let wrapSequence: [UInt16] = Array(65530...65535) + Array(0...10)
 
     private func protectAll(_ sender: SRTPSession, _ seqs: [UInt16]) throws -> [UInt16: [UInt8]] {
         var out: [UInt16: [UInt8]] = [:]
@@ -31,9 +31,9 @@ import VoiceSRTP
 
     @Test func wrapPacketArrivingLateAfterManyPostWrapPacketsAuthenticates() throws {
         let (sender, receiver) = try sessionPair(.aesCM128HmacSHA1_80)
-        let protected = try protectAll(sender, Array(65500 ... 65535) + Array(0 ... 300))
-        for seq in UInt16(65500) ... 65534 { _ = try receiver.unprotected(protected[seq]!) }
-        for seq in UInt16(0) ... 300 { _ = try receiver.unprotected(protected[seq]!) }
+        let protected = try protectAll(sender, Array(65500...65535) + Array(0...300))
+        for seq in UInt16(65500)...65534 { _ = try receiver.unprotected(protected[seq]!) }
+        for seq in UInt16(0)...300 { _ = try receiver.unprotected(protected[seq]!) }
         #expect(try receiver.unprotected(protected[65535]!) == rtpPacket(sequence: 65535))
     }
 
@@ -64,12 +64,15 @@ import VoiceSRTP
         let sender = try SRTPSession(suite: suite, key: key, direction: .outbound, ssrc: .specific(0x1234_5678))
         let receiver = try SRTPSession(suite: suite, key: key, direction: .inbound, ssrc: .specific(0x1234_5678))
         let protected = try protectAll(sender, [65535, 0, 1, 2])
-        for seq in [UInt16(1), 2, 65535, 0] { #expect(try receiver.unprotected(protected[seq]!) == rtpPacket(sequence: seq)) }
+        for seq in [UInt16(1), 2, 65535, 0] {
+            #expect(try receiver.unprotected(protected[seq]!) == rtpPacket(sequence: seq))
+        }
     }
 
     @Test func failedFirstPacketLeavesTheBufferAndTheSessionUntouched() throws {
         let (sender, receiver) = try sessionPair(.aesCM128HmacSHA1_80)
-        let other = try SRTPSession(suite: .aesCM128HmacSHA1_80, key: .random(for: .aesCM128HmacSHA1_80), direction: .outbound)
+        let other = try SRTPSession(
+            suite: .aesCM128HmacSHA1_80, key: .random(for: .aesCM128HmacSHA1_80), direction: .outbound)
         let forged = try other.protected(rtpPacket(sequence: 5))
         var buffer = forged
         let error = buffer.withUnsafeMutableBytes { b in srtpError { _ = try receiver.unprotect(b, length: b.count) } }

@@ -9,12 +9,12 @@ import VoiceSRTP
     @Test(arguments: SRTPCryptoSuite.allCases)
     func protectThenUnprotectRestoresEachPacket(suite: SRTPCryptoSuite) throws {
         let (sender, receiver) = try sessionPair(suite)
-        for seq in UInt16(1000) ..< 1100 {
+        for seq in UInt16(1000)..<1100 {
             let packet = rtpPacket(sequence: seq)
             let protected = try sender.protected(packet)
             #expect(protected.count == packet.count + suite.rtpTrailerLength)
-            #expect(Array(protected[0 ..< 12]) == Array(packet[0 ..< 12]), "the RTP header stays in the clear")
-            #expect(Array(protected[12 ..< packet.count]) != Array(packet[12...]), "the payload is encrypted")
+            #expect(Array(protected[0..<12]) == Array(packet[0..<12]), "the RTP header stays in the clear")
+            #expect(Array(protected[12..<packet.count]) != Array(packet[12...]), "the payload is encrypted")
             #expect(try receiver.unprotected(protected) == packet)
         }
     }
@@ -51,14 +51,14 @@ import VoiceSRTP
     @Test func packetOlderThanTheReplayWindowIsRejectedAsOld() throws {
         let (sender, receiver) = try sessionPair(.aesCM128HmacSHA1_80, replayWindow: 64)
         let first = try sender.protected(rtpPacket(sequence: 100))
-        for seq in UInt16(101) ... 300 { _ = try receiver.unprotected(try sender.protected(rtpPacket(sequence: seq))) }
+        for seq in UInt16(101)...300 { _ = try receiver.unprotected(try sender.protected(rtpPacket(sequence: seq))) }
         #expect(srtpError { _ = try receiver.unprotected(first) } == .replayOld)
     }
 
     @Test func largeReplayWindowAcceptsHeavilyReorderedPackets() throws {
         let (sender, receiver) = try sessionPair(.aesCM128HmacSHA1_80)  // default window 1024
         let late = try sender.protected(rtpPacket(sequence: 100))
-        for seq in UInt16(101) ... 900 { _ = try receiver.unprotected(try sender.protected(rtpPacket(sequence: seq))) }
+        for seq in UInt16(101)...900 { _ = try receiver.unprotected(try sender.protected(rtpPacket(sequence: seq))) }
         #expect(try receiver.unprotected(late) == rtpPacket(sequence: 100))
     }
 
@@ -78,7 +78,7 @@ import VoiceSRTP
         let (sender, receiver) = try sessionPair(suite)
         let report = rtcpReceiverReport()
         var previous: [UInt8] = []
-        for _ in 0 ..< 5 {
+        for _ in 0..<5 {
             let protected = try sender.protectedRTCP(report)
             #expect(protected.count == report.count + suite.rtcpTrailerLength)
             #expect(protected != previous, "each SRTCP packet has a new index")
@@ -98,10 +98,13 @@ import VoiceSRTP
         let tooSmall = packet.withUnsafeMutableBytes { b in srtpError { _ = try sender.protect(b, length: b.count) } }
         #expect(tooSmall == .bufferTooSmall(needed: packet.count + 10, capacity: packet.count))
         var rtcp = rtcpReceiverReport()
-        let rtcpSmall = rtcp.withUnsafeMutableBytes { b in srtpError { _ = try sender.protectRTCP(b, length: b.count) } }
+        let rtcpSmall = rtcp.withUnsafeMutableBytes { b in srtpError { _ = try sender.protectRTCP(b, length: b.count) }
+        }
         #expect(rtcpSmall == .bufferTooSmall(needed: rtcp.count + 14, capacity: rtcp.count))
         #expect(srtpError { _ = try receiver.unprotected([0x80, 0, 0]) } == .badParameter(call: "srtp_unprotect"))
-        #expect(srtpError { _ = try receiver.unprotected([0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 9]) } == .badParameter(call: "srtp_unprotect"), "shorter than a tag")
+        #expect(
+            srtpError { _ = try receiver.unprotected([0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 9]) }
+                == .badParameter(call: "srtp_unprotect"), "shorter than a tag")
         #expect(
             srtpError { _ = try SRTPSession(suite: suite, key: SRTPMasterKey(bytes: [1, 2, 3]), direction: .inbound) }
                 == .badKey(expectedLength: 30, actualLength: 3))
@@ -109,13 +112,22 @@ import VoiceSRTP
             srtpError { _ = try SRTPSession(suite: .aeadAES256GCM, key: .random(for: suite), direction: .inbound) }
                 == .badKey(expectedLength: 44, actualLength: 30))
         #expect(
-            srtpError { _ = try SRTPSession(suite: suite, key: .random(for: suite), direction: .inbound, replayWindow: 16) }
+            srtpError {
+                _ = try SRTPSession(suite: suite, key: .random(for: suite), direction: .inbound, replayWindow: 16)
+            }
                 == .badParameter(call: "srtp_create"))
     }
 
     @Test func keyMaterialIsRedactedInDescriptions() {
         let key = SRTPMasterKey(bytes: Array(repeating: 0xAB, count: 30))
-        for text in ["\(key)", String(reflecting: key), { var s = ""; dump(key, to: &s); return s }()] {
+        for text in [
+            "\(key)", String(reflecting: key),
+            {
+                var s = ""
+                dump(key, to: &s)
+                return s
+            }()
+        ] {
             #expect(!text.lowercased().contains("ab, ") && !text.contains("171") && !text.lowercased().contains("abab"))
             #expect(text.contains("redacted") || text.contains("SRTPMasterKey"))
         }

@@ -4,7 +4,7 @@ import VoiceSRTP
 func hex(_ string: String) -> [UInt8] {
     let digits = Array(string.filter { !$0.isWhitespace })
     precondition(digits.count % 2 == 0, "odd hex length")
-    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0 ... $0 + 1]), radix: 16)! }
+    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
 }
 
 /// A minimal RTP packet (version 2, PT 111) with a recognisable payload.
@@ -15,7 +15,7 @@ func rtpPacket(sequence: UInt16, ssrc: UInt32 = 0x1234_5678, timestamp: UInt32? 
     var bytes: [UInt8] = [0x80, 111, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
     bytes += [UInt8(ts >> 24), UInt8((ts >> 16) & 0xFF), UInt8((ts >> 8) & 0xFF), UInt8(ts & 0xFF)]
     bytes += [UInt8(ssrc >> 24), UInt8((ssrc >> 16) & 0xFF), UInt8((ssrc >> 8) & 0xFF), UInt8(ssrc & 0xFF)]
-    for i in 0 ..< payloadLength { bytes.append(UInt8(truncatingIfNeeded: Int(sequence) &* 31 &+ i)) }
+    for i in 0..<payloadLength { bytes.append(UInt8(truncatingIfNeeded: Int(sequence) &* 31 &+ i)) }
     return bytes
 }
 
@@ -23,7 +23,7 @@ func rtpPacket(sequence: UInt16, ssrc: UInt32 = 0x1234_5678, timestamp: UInt32? 
 func rtcpReceiverReport(ssrc: UInt32 = 0x1234_5678) -> [UInt8] {
     var bytes: [UInt8] = [0x81, 201, 0, 7]
     bytes += [UInt8(ssrc >> 24), UInt8((ssrc >> 16) & 0xFF), UInt8((ssrc >> 8) & 0xFF), UInt8(ssrc & 0xFF)]
-    for i in 0 ..< 24 { bytes.append(UInt8(i * 7)) }
+    for i in 0..<24 { bytes.append(UInt8(i * 7)) }
     return bytes
 }
 
@@ -34,7 +34,7 @@ extension SRTPSession {
         let n = try buffer.withUnsafeMutableBytes { b in
             try protect(b, length: packet.count)
         }
-        return Array(buffer[0 ..< n])
+        return Array(buffer[0..<n])
     }
 
     func unprotected(_ packet: [UInt8]) throws -> [UInt8] {
@@ -42,7 +42,7 @@ extension SRTPSession {
         let n = try buffer.withUnsafeMutableBytes { b in
             try unprotect(b, length: packet.count)
         }
-        return Array(buffer[0 ..< n])
+        return Array(buffer[0..<n])
     }
 
     func protectedRTCP(_ packet: [UInt8]) throws -> [UInt8] {
@@ -50,7 +50,7 @@ extension SRTPSession {
         let n = try buffer.withUnsafeMutableBytes { b in
             try protectRTCP(b, length: packet.count)
         }
-        return Array(buffer[0 ..< n])
+        return Array(buffer[0..<n])
     }
 
     func unprotectedRTCP(_ packet: [UInt8]) throws -> [UInt8] {
@@ -58,7 +58,7 @@ extension SRTPSession {
         let n = try buffer.withUnsafeMutableBytes { b in
             try unprotectRTCP(b, length: packet.count)
         }
-        return Array(buffer[0 ..< n])
+        return Array(buffer[0..<n])
     }
 }
 

@@ -33,8 +33,9 @@ import VoiceCore
         await session.startEngine()
         try await session.send(.callEstablished("A"))
         clock.advance(by: .milliseconds(5_000))
-        #expect(await session.handle(.interruptionBegan(reason: .suspended))
-            == [.stopCapture, .stopPlayout, .deactivateSession])
+        #expect(
+            await session.handle(.interruptionBegan(reason: .suspended))
+                == [.stopCapture, .stopPlayout, .deactivateSession])
         #expect(await session.state.isInterrupted)
         #expect(await session.interruptionDeadline == .milliseconds(35_000))
         for _ in 0..<29 {

@@ -14,12 +14,24 @@ private struct DeviceModel {
 
     mutating func apply(_ effect: SessionEffect) {
         switch effect {
-        case .activateSession: #expect(!active, "activated twice"); active = true
-        case .deactivateSession: #expect(active, "deactivated while inactive"); active = false
-        case .startCapture: #expect(!capture, "capture started twice"); capture = true
-        case .stopCapture: #expect(capture, "capture stopped twice"); capture = false
-        case .startPlayout: #expect(!playout, "playout started twice"); playout = true
-        case .stopPlayout: #expect(playout, "playout stopped twice"); playout = false
+        case .activateSession:
+            #expect(!active, "activated twice")
+            active = true
+        case .deactivateSession:
+            #expect(active, "deactivated while inactive")
+            active = false
+        case .startCapture:
+            #expect(!capture, "capture started twice")
+            capture = true
+        case .stopCapture:
+            #expect(capture, "capture stopped twice")
+            capture = false
+        case .startPlayout:
+            #expect(!playout, "playout started twice")
+            playout = true
+        case .stopPlayout:
+            #expect(playout, "playout stopped twice")
+            playout = false
         case .setCategory: categorySets += 1
         default: break
         }
@@ -38,10 +50,11 @@ private struct DeviceModel {
         case 5, 6: return .callProgressing(calls.randomElement(using: &rng)!)
         case 7, 8: return .callEstablished(calls.randomElement(using: &rng)!)
         case 9, 10:
-            return .callEnded(calls.randomElement(using: &rng)!, cause: AudioSessionEndReason.allCases.randomElement(using: &rng)!)
+            return .callEnded(
+                calls.randomElement(using: &rng)!, cause: AudioSessionEndReason.allCases.randomElement(using: &rng)!)
         case 11:
             let sources: [InterruptionSource] = [
-                .hostApplication, .device(.suspended), .device(.deviceLost), .device(.deviceBusy),
+                .hostApplication, .device(.suspended), .device(.deviceLost), .device(.deviceBusy)
             ]
             return .interruptionBegan(sources.randomElement(using: &rng)!)
         case 12, 13: return .interruptionEnded

@@ -24,4 +24,3 @@ func makeTemporaryDirectory() -> String {
     try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
-

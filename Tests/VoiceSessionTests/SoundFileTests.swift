@@ -37,7 +37,8 @@ import VoiceTestSupport
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for rate in [8_000, 16_000, 32_000] {
             let samples = Self.sine(425, rate: rate, count: rate / 10)
-            let path = try Self.write(WAVFile(format: AudioFormat(sampleRate: rate), samples: samples), "ok.wav", in: dir)
+            let path = try Self.write(
+                WAVFile(format: AudioFormat(sampleRate: rate), samples: samples), "ok.wav", in: dir)
             let file = try SoundFile(path: path)
             #expect(file.sampleRate == rate && file.samples == samples)
         }
@@ -80,7 +81,7 @@ import VoiceTestSupport
             (garbage, .malformed, ["malformed", "not a WAV file"]),
             (truncated, .malformed, ["malformed", "'fmt '"]),
             (empty, .empty, ["no samples"]),
-            (dir + "/missing.wav", .unreadable, ["unreadable", "not found"]),
+            (dir + "/missing.wav", .unreadable, ["unreadable", "not found"])
         ]
         for (path, property, phrases) in cases {
             do {
@@ -143,7 +144,8 @@ import VoiceTestSupport
         let count = fileRate * cycles / Int(frequency)
         let amplitude = 12_000.0
         let file = try SoundFile(
-            wav: WAVFile(format: AudioFormat(sampleRate: fileRate), samples: Self.sine(frequency, rate: fileRate, count: count)))
+            wav: WAVFile(
+                format: AudioFormat(sampleRate: fileRate), samples: Self.sine(frequency, rate: fileRate, count: count)))
         let format = AudioFormat(sampleRate: deviceRate)
         let controller = AudioController(deviceFormat: format)
         try controller.startPlayingSoundFile(file, loop: true)

@@ -12,7 +12,9 @@ struct ToneCase: Sendable, CustomTestStringConvertible {
 }
 
 private let toneCases: [ToneCase] = ToneProfile.all.flatMap { profile in
-    CallProgressTone.allCases.flatMap { tone in [8_000, 16_000, 48_000].map { ToneCase(profile: profile, tone: tone, rate: $0) } }
+    CallProgressTone.allCases.flatMap { tone in
+        [8_000, 16_000, 48_000].map { ToneCase(profile: profile, tone: tone, rate: $0) }
+    }
 }
 
 @Suite struct ToneGeneratorTests {
@@ -115,7 +117,7 @@ private let toneCases: [ToneCase] = ToneProfile.all.flatMap { profile in
             (.us, .callWaiting, [440], [480, 425]),
             (.eu, .ringback, [425], [440, 480]),
             (.eu, .busy, [425], [480, 620]),
-            (.eu, .callWaiting, [425], [440]),
+            (.eu, .callWaiting, [425], [440])
         ]
         for (profile, tone, present, absent) in checks {
             let spec = profile.spec(for: tone)
@@ -150,7 +152,9 @@ private let toneCases: [ToneCase] = ToneProfile.all.flatMap { profile in
         let output = Self.render(&generator, count: 8_000, block: 80)
         #expect(generator.isFinished)
         #expect(output[2_000...].allSatisfy { $0 == 0 }, "100 + 50 + 100 ms = 2000 samples, then silence")
-        #expect(output[1_200..<2_000].filter { $0 != 0 }.count >= 550, "the second burst sounds (1 kHz at 8 kHz hits 0 on 2 of 8 samples)")
+        #expect(
+            output[1_200..<2_000].filter { $0 != 0 }.count >= 550,
+            "the second burst sounds (1 kHz at 8 kHz hits 0 on 2 of 8 samples)")
         #expect(output[800..<1_200].allSatisfy { $0 == 0 })
     }
 

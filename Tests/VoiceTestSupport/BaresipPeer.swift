@@ -18,7 +18,8 @@ public enum BaresipPeer {
     ///   - mediaEncryption: the account's `mediaenc`: `srtp-mand` (SDES) or `dtls_srtp` (RFC 5763/5764, baresip's
     ///     `dtls_srtp` module, with rtcp-mux so that one handshake on the RTP port keys the call).
     public static func configure(
-        directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40, mediaEncryption: String = "srtp-mand"
+        directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40,
+        mediaEncryption: String = "srtp-mand"
     ) throws -> [String] {
         let keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
         let config = """
@@ -57,7 +58,9 @@ public enum BaresipPeer {
         let count = source.int16Samples.count
         let repeats = Int(seconds * Double(source.format.sampleRate) / Double(max(count, 1))) + 1
         let path = directory.appendingPathComponent("baresip-source.wav").path
-        try WAVFile.write(pcm16: Array([[Int16]](repeating: source.int16Samples, count: repeats).joined()), format: source.format, to: path)
+        try WAVFile.write(
+            pcm16: Array([[Int16]](repeating: source.int16Samples, count: repeats).joined()), format: source.format,
+            to: path)
         return path
     }
 

@@ -16,8 +16,12 @@ public enum BuiltExecutables {
 
 extension BuiltExecutables {
     /// Runs the built executable `name` with `arguments` to its end: its exit status, stdout and stderr.
-    public static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        guard let executable = url(name) else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: name]) }
+    public static func run(_ name: String, _ arguments: [String]) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        guard let executable = url(name) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: name])
+        }
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -28,6 +32,8 @@ extension BuiltExecutables {
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
+        )
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A peer program the tests start (Kamailio, sqlite3, the `voice-engine` tool) in a process group of its own
@@ -51,7 +51,8 @@ public final class ChildProcessGroup: @unchecked Sendable {
         for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         posix_spawnattr_setpgroup(&attributes, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -100,16 +101,20 @@ public final class ChildProcessGroup: @unchecked Sendable {
     /// `Process` misses a child's exit while another `Process` runs); its exit status and output.
     @discardableResult
     public static func shell(_ script: String) -> (status: Int32, output: String) {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("voiceengine-sh-\(UUID().uuidString).log")
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voiceengine-sh-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
-        guard let child = try? ChildProcessGroup("/bin/sh", ["-c", script], log: log) else { return (-1, "cannot run /bin/sh") }
+        guard let child = try? ChildProcessGroup("/bin/sh", ["-c", script], log: log) else {
+            return (-1, "cannot run /bin/sh")
+        }
         let status = child.waitForExit()
         return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
     /// The last lines of the log, for failure messages.
     public var logTail: String {
-        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")
+        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(
+            separator: "\n")
     }
 
     /// One `waitpid`: the exit status when the leader has exited (and is now reaped), else nil.

@@ -27,7 +27,7 @@ public enum ConferenceTalkers {
         let talkers = [
             try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k.wav").path).int16Samples,
             try WAVFile.read(path: vectors.appendingPathComponent("speech_like_16k_b.wav").path).int16Samples,
-            speechLike(41),
+            speechLike(41)
         ]
         return (talkers, speechLike(59))
     }

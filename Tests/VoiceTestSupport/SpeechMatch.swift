@@ -37,7 +37,8 @@ public enum SpeechMatch {
     /// recorded — a room's adaptive jitter buffer growing in steps of 100+ ms under a bursty sender (baresip on a
     /// loaded machine: 1.24 → 1.33 → 1.46 s within 2 s) — which a single alignment would score as not heard.
     public static func piecewiseMedian(
-        sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15, maximumOffsetSeconds: Double = 5
+        sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15,
+        maximumOffsetSeconds: Double = 5
     ) -> Double {
         let window = 4_000, piece = Int(pieceSeconds * 16_000), reach = Int(fineSearchSeconds * 16_000)
         var results: [Double] = []
@@ -47,8 +48,10 @@ public enum SpeechMatch {
             // heard index = sent index + offset (as in median).
             // The piece starts `pieceStart` into the recording: its lag (piece index − sent index) is searched
             // around minus that, as far either way as the whole recording's would be.
-            let offset = envelopeOffset(
-                sent: sent, heard: part, maxFrames: Int(maximumOffsetSeconds * 100), around: -pieceStart / 160) * 160
+            let offset =
+                envelopeOffset(
+                    sent: sent, heard: part, maxFrames: Int(maximumOffsetSeconds * 100), around: -pieceStart / 160)
+                * 160
             var at = 0
             while at + window <= part.count {
                 let observed = part[at..<(at + window)]

@@ -9,8 +9,11 @@ let chromiumPath = "/usr/bin/chromium"
 /// speech-like vector (TestVectors/speech_like_48k.wav), so the test also runs on a fresh clone.
 let speechPath: String = {
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    let shared = here.appendingPathComponent("../../../shared/testdata/speech/jfk_48k_mono.wav").standardizedFileURL.path
-    if ProcessInfo.processInfo.environment["VOICEENGINE_WEBRTC_SPEECH"] == "vector" || !FileManager.default.fileExists(atPath: shared) {
+    let shared = here.appendingPathComponent("../../../shared/testdata/speech/jfk_48k_mono.wav").standardizedFileURL
+        .path
+    if ProcessInfo.processInfo.environment["VOICEENGINE_WEBRTC_SPEECH"] == "vector"
+        || !FileManager.default.fileExists(atPath: shared)
+    {
         return here.appendingPathComponent("../../TestVectors/speech_like_48k.wav").standardizedFileURL.path
     }
     return shared
@@ -33,7 +36,8 @@ final class ChromiumPeer: @unchecked Sendable {
     let log: URL
 
     init(url: String, audioFile: String) throws {
-        profile = FileManager.default.temporaryDirectory.appendingPathComponent("voiceengine-chromium-\(UUID().uuidString)")
+        profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voiceengine-chromium-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
         log = profile.appendingPathComponent("chromium.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -42,7 +46,7 @@ final class ChromiumPeer: @unchecked Sendable {
             "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
             "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
             "--use-file-for-fake-audio-capture=\(audioFile)", "--autoplay-policy=no-user-gesture-required",
-            "--allow-loopback-in-peer-connection", url,
+            "--allow-loopback-in-peer-connection", url
         ]
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
@@ -94,7 +98,11 @@ func bestEnvelopeCorrelation(_ heard: ArraySlice<Int16>, _ reference: [Int16], b
         let seg = (0..<h.count).map { r[($0 + lag) % r.count] }
         let sm = seg.reduce(0, +) / Double(seg.count)
         var dot = 0.0, sn = 0.0
-        for i in 0..<h.count { let d = seg[i] - sm; dot += hd[i] * d; sn += d * d }
+        for i in 0..<h.count {
+            let d = seg[i] - sm
+            dot += hd[i] * d
+            sn += d * d
+        }
         if hn > 0, sn > 0 { best = max(best, dot / (hn * sn.squareRoot())) }
     }
     return best
@@ -104,53 +112,58 @@ func bestEnvelopeCorrelation(_ heard: ArraySlice<Int16>, _ reference: [Int16], b
 /// the fake microphone, candidates limited to 127.0.0.1, the same measure as the demo page (createOffer() to the
 /// offerer's first decoded inbound audio).
 let chromiumToChromiumPage = #"""
-<!doctype html><html><body><script>
-"use strict";
-const loopbackOnly = (sdp) => sdp.split("\r\n").filter((l) => !l.startsWith("a=candidate:") || l.includes(" 127.0.0.1 ")).join("\r\n");
-async function gathered(pc) {
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === "complete") resolve();
-    pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
-    setTimeout(resolve, 2000);
-  });
-}
-(async () => {
-  const ws = new WebSocket(`ws://${location.host}/ws`);
-  await new Promise((resolve) => { ws.onopen = resolve; });
-  const send = (o) => ws.send(JSON.stringify(o));
-  try {
-    const mic = await navigator.mediaDevices.getUserMedia({audio: true});
-    const a = new RTCPeerConnection(), b = new RTCPeerConnection();
-    mic.getTracks().forEach((t) => { a.addTrack(t, mic); b.addTrack(t.clone(), mic); });
-    // Chromium decodes received audio only for a sink: play both sides, as the demo page does.
-    for (const pc of [a, b]) pc.ontrack = (e) => { const el = new Audio(); el.srcObject = e.streams[0]; el.play(); };
-    const started = performance.now();
-    await a.setLocalDescription(await a.createOffer());
-    await gathered(a);
-    const gatheredAt = performance.now();
-    const lines = a.localDescription.sdp.split("\r\n").filter((l) => l.startsWith("a=candidate:"));
-    if (!lines.some((l) => l.includes(" 127.0.0.1 "))) throw new Error("no loopback candidate among: " + lines.join(" | "));
-    setTimeout(() => send({type: "error", message: "no audio after 10 s; candidates: " + lines.join(" | ") + "; ice " + a.iceConnectionState}), 10000);
-    await b.setRemoteDescription({type: "offer", sdp: loopbackOnly(a.localDescription.sdp)});
-    await b.setLocalDescription(await b.createAnswer());
-    await gathered(b);
-    await a.setRemoteDescription({type: "answer", sdp: loopbackOnly(b.localDescription.sdp)});
-    for (;;) {
-      let samples = 0;
-      (await a.getStats()).forEach((s) => { if (s.type === "inbound-rtp" && s.kind === "audio") samples = s.totalSamplesReceived || 0; });
-      if (samples > 0) break;
-      await new Promise((r) => setTimeout(r, 5));
+    <!doctype html><html><body><script>
+    "use strict";
+    const loopbackOnly = (sdp) => sdp.split("\r\n").filter((l) => !l.startsWith("a=candidate:") || l.includes(" 127.0.0.1 ")).join("\r\n");
+    async function gathered(pc) {
+      await new Promise((resolve) => {
+        if (pc.iceGatheringState === "complete") resolve();
+        pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") resolve(); };
+        setTimeout(resolve, 2000);
+      });
     }
-    send({type: "timing", offerToFirstAudioMs: performance.now() - started, gatheringMs: gatheredAt - started});
-  } catch (e) { send({type: "error", message: String(e)}); }
-})();
-</script></body></html>
-"""#
+    (async () => {
+      const ws = new WebSocket(`ws://${location.host}/ws`);
+      await new Promise((resolve) => { ws.onopen = resolve; });
+      const send = (o) => ws.send(JSON.stringify(o));
+      try {
+        const mic = await navigator.mediaDevices.getUserMedia({audio: true});
+        const a = new RTCPeerConnection(), b = new RTCPeerConnection();
+        mic.getTracks().forEach((t) => { a.addTrack(t, mic); b.addTrack(t.clone(), mic); });
+        // Chromium decodes received audio only for a sink: play both sides, as the demo page does.
+        for (const pc of [a, b]) pc.ontrack = (e) => { const el = new Audio(); el.srcObject = e.streams[0]; el.play(); };
+        const started = performance.now();
+        await a.setLocalDescription(await a.createOffer());
+        await gathered(a);
+        const gatheredAt = performance.now();
+        const lines = a.localDescription.sdp.split("\r\n").filter((l) => l.startsWith("a=candidate:"));
+        if (!lines.some((l) => l.includes(" 127.0.0.1 "))) throw new Error("no loopback candidate among: " + lines.join(" | "));
+        setTimeout(() => send({type: "error", message: "no audio after 10 s; candidates: " + lines.join(" | ") + "; ice " + a.iceConnectionState}), 10000);
+        await b.setRemoteDescription({type: "offer", sdp: loopbackOnly(a.localDescription.sdp)});
+        await b.setLocalDescription(await b.createAnswer());
+        await gathered(b);
+        await a.setRemoteDescription({type: "answer", sdp: loopbackOnly(b.localDescription.sdp)});
+        for (;;) {
+          let samples = 0;
+          (await a.getStats()).forEach((s) => { if (s.type === "inbound-rtp" && s.kind === "audio") samples = s.totalSamplesReceived || 0; });
+          if (samples > 0) break;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        send({type: "timing", offerToFirstAudioMs: performance.now() - started, gatheringMs: gatheredAt - started});
+      } catch (e) { send({type: "error", message: String(e)}); }
+    })();
+    </script></body></html>
+    """#
 
 @Suite(
-    "Headless Chromium calls the engine", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
-    .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file (../shared/testdata/speech or TestVectors)"))
+    "Headless Chromium calls the engine", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: chromiumPath),
+        "chromium is not installed (make test-deps installs it)"),
+    .enabled(
+        if: FileManager.default.fileExists(atPath: speechPath),
+        "no speech file (../shared/testdata/speech or TestVectors)"))
 struct ChromiumInteropTests {
     @Test func engineAnswersAndSpeechArrivesBothWays() async throws { try await call(engineOffers: false) }
 
@@ -173,12 +186,17 @@ struct ChromiumInteropTests {
     func engineTricklesItsCandidatesAndConnectsBeforeRelayGatheringEnds() async throws {
         let coturn = try Coturn()
         defer { coturn.stop() }
-        let proxy = try DelayingUDPProxy(to: TransportAddress("127.0.0.1", port: Coturn.port)!, delay: .milliseconds(1000))
+        let proxy = try DelayingUDPProxy(
+            to: TransportAddress("127.0.0.1", port: Coturn.port)!, delay: .milliseconds(1000))
         defer { proxy.stop() }
         let call = try await call(engineOffers: false, extraQuery: "trickle", trickleTURN: proxy.address)
         let trickled = call.trickled
-        print("engine trickled:", trickled.map { "\($0.candidate.map { "\($0.kind) \($0.host):\($0.port)" } ?? "end-of-candidates") at \(($0.at - call.startedAt).milliseconds) ms" },
-              "gathering errors:", call.gatheringErrors)
+        print(
+            "engine trickled:",
+            trickled.map {
+                "\($0.candidate.map { "\($0.kind) \($0.host):\($0.port)" } ?? "end-of-candidates") at \(($0.at - call.startedAt).milliseconds) ms"
+            },
+            "gathering errors:", call.gatheringErrors)
         #expect(call.gatheringErrors.isEmpty, "\(call.gatheringErrors)")
         #expect(trickled.first?.candidate?.kind == .host, "the host candidate goes first, at once")
         #expect(trickled.last.map { $0.candidate == nil } == true, "end-of-candidates last")
@@ -186,8 +204,10 @@ struct ChromiumInteropTests {
         let relay = try #require(trickled.first { $0.candidate?.kind == .relay }, "no relay candidate trickled")
         let firstAudio = try #require(call.firstAudioAt)
         let firstMs = (firstAudio - call.startedAt).milliseconds, relayMs = (relay.at - call.startedAt).milliseconds
-        #expect(firstAudio < relay.at,
-                "media must flow on the host pair before the relay candidate was gathered (first packet \(firstMs) ms, relay \(relayMs) ms)")
+        #expect(
+            firstAudio < relay.at,
+            "media must flow on the host pair before the relay candidate was gathered (first packet \(firstMs) ms, relay \(relayMs) ms)"
+        )
         #expect(call.transport?.remoteAddress.map { !(27500...27599).contains($0.port) } == true, "host pair selected")
     }
 
@@ -198,12 +218,14 @@ struct ChromiumInteropTests {
         let coturn = try Coturn()
         defer { coturn.stop() }
         let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "chromium")
-        let query = "turn=127.0.0.1:\(Coturn.port)&user=\(credentials.username)&pass="
+        let query =
+            "turn=127.0.0.1:\(Coturn.port)&user=\(credentials.username)&pass="
             + (credentials.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         let call = try await call(engineOffers: false, extraQuery: query)
         let remote = try #require(call.transport?.remoteAddress)
-        #expect(remote.host == "127.0.0.1" && (27500...27599).contains(remote.port),
-                "media came from \(remote), not from coturn's relay ports 27500–27599")
+        #expect(
+            remote.host == "127.0.0.1" && (27500...27599).contains(remote.port),
+            "media came from \(remote), not from coturn's relay ports 27500–27599")
     }
 
     /// One call: Chromium loads the page, the engine answers its offer (or offers), both send the speech file for
@@ -211,14 +233,17 @@ struct ChromiumInteropTests {
     @discardableResult
     /// `trickleTURN`: the engine answers as a full agent trickling its candidates, gathered through this TURN
     /// server (coturn's secret); the page must apply all of them and the end.
-    func call(engineOffers: Bool, extraQuery: String = "", tamperFingerprint: Bool = false,
-              trickleTURN: TransportAddress? = nil) async throws -> WebRTCAudioCall {
+    func call(
+        engineOffers: Bool, extraQuery: String = "", tamperFingerprint: Bool = false,
+        trickleTURN: TransportAddress? = nil
+    ) async throws -> WebRTCAudioCall {
         let speech = try WAVFile(contentsOfFile: speechPath).int16Samples
         let certificate = try DTLSCertificate()
         let record = BrowserCallRecord()
         let server = try await WebRTCSignallingServer(page: WebRTCDemoPage.html) { text, connection in
             guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                  let type = json["type"] as? String else { return [] }
+                let type = json["type"] as? String
+            else { return [] }
             switch type {
             case "offer", "ready":
                 var sdp = json["sdp"] as? String ?? ""
@@ -240,10 +265,12 @@ struct ChromiumInteropTests {
                     let turn = trickleTURN.map {
                         TURNServer(address: $0, credentials: .restAPI(secret: Coturn.secret, user: "engine"))
                     }
-                    let call = type == "ready"
+                    let call =
+                        type == "ready"
                         ? try WebRTCAudioCall(offeringWith: certificate, capture: capture, playout: playout)
-                        : try WebRTCAudioCall(answering: sdp, certificate: certificate, fullICE: turn != nil,
-                                              trickle: turn != nil, turnServer: turn, capture: capture, playout: playout)
+                        : try WebRTCAudioCall(
+                            answering: sdp, certificate: certificate, fullICE: turn != nil,
+                            trickle: turn != nil, turnServer: turn, capture: capture, playout: playout)
                     if turn != nil {
                         // In gathering order: one task sends what the transport thread yields.
                         let (messages, continuation) = AsyncStream.makeStream(of: String.self)
@@ -259,7 +286,10 @@ struct ChromiumInteropTests {
                             }
                         }
                     }
-                    record.lock.withLock { record.call = call; record.offerAt = Date() }
+                    record.lock.withLock {
+                        record.call = call
+                        record.offerAt = Date()
+                    }
                     if type == "offer" { call.start() }
                     let reply = try JSONSerialization.data(
                         withJSONObject: ["type": type == "ready" ? "offer" : "answer", "sdp": call.localDescription])
@@ -278,7 +308,11 @@ struct ChromiumInteropTests {
                 // Chromium's trickled candidates (an empty one is its end-of-candidates).
                 let line = json["candidate"] as? String ?? ""
                 let call = record.lock.withLock { record.call }
-                if line.isEmpty { call?.addRemoteCandidate(nil) } else if let c = ICECandidate(sdpValue: line) { call?.addRemoteCandidate(c) }
+                if line.isEmpty {
+                    call?.addRemoteCandidate(nil)
+                } else if let c = ICECandidate(sdpValue: line) {
+                    call?.addRemoteCandidate(c)
+                }
             case "candidate-added":
                 record.lock.withLock { record.candidatesAdded.append(json["candidate"] as? String ?? "?") }
             case "timing":
@@ -287,7 +321,13 @@ struct ChromiumInteropTests {
                 }
             case "stats":
                 record.lock.withLock {
-                    for (k, v) in json { if let d = v as? Double { record.browserStats[k] = d } else if let i = v as? Int { record.browserStats[k] = Double(i) } }
+                    for (k, v) in json {
+                        if let d = v as? Double {
+                            record.browserStats[k] = d
+                        } else if let i = v as? Int {
+                            record.browserStats[k] = Double(i)
+                        }
+                    }
                 }
             case "error":
                 record.lock.withLock { record.pageErrors.append(json["message"] as? String ?? text) }
@@ -316,32 +356,41 @@ struct ChromiumInteropTests {
         call?.stop()
         await server.close()
         let log = (try? String(contentsOf: chromium.log, encoding: .utf8)) ?? ""
-        let (received, stats, errors) = record.lock.withLock { (record.received, record.browserStats, record.pageErrors) }
+        let (received, stats, errors) = record.lock.withLock {
+            (record.received, record.browserStats, record.pageErrors)
+        }
         #expect(errors.isEmpty, "page: \(errors)")
         if trickleTURN != nil, let c = call {
             let added = record.lock.withLock { record.candidatesAdded }
-            #expect(added == c.trickled.map { $0.candidate?.sdpValue ?? "" },
-                    "Chromium applied \(added), the engine trickled \(c.trickled.map { $0.candidate?.sdpValue ?? "" })")
+            #expect(
+                added == c.trickled.map { $0.candidate?.sdpValue ?? "" },
+                "Chromium applied \(added), the engine trickled \(c.trickled.map { $0.candidate?.sdpValue ?? "" })")
         }
         let c = try #require(call, "Chromium sent no offer; its log ends:\n\(log.suffix(2000))")
         if tamperFingerprint {
             guard case .dtls(.fingerprintMismatch) = c.failure else {
-                Issue.record("a wrong fingerprint must end the call with fingerprintMismatch, got \(String(describing: c.failure))")
+                Issue.record(
+                    "a wrong fingerprint must end the call with fingerprintMismatch, got \(String(describing: c.failure))"
+                )
                 return c
             }
             #expect(c.statistics == nil, "no media may flow without an authenticated peer")
             return c
         }
         #expect(c.failure == nil, "\(String(describing: c.failure))")
-        let engineStats = try #require(c.statistics, "DTLS never completed (\(String(describing: c.transport?.received)))")
+        let engineStats = try #require(
+            c.statistics, "DTLS never completed (\(String(describing: c.transport?.received)))")
         // Engine side: Chromium's fake microphone (the speech file) decoded by the engine.
         #expect(engineStats.packetsReceived > 250, "engine received \(engineStats.packetsReceived) packets")
         let firstAudio = try #require(c.firstAudioAt)
         let decoded = c.firstDecodedAt.map { "\(($0 - c.startedAt).milliseconds) ms" } ?? "none"
-        print(engineOffers ? "engine offered:" : "engine answered:", trickleTURN != nil ? "(trickling its candidates)" : extraQuery.isEmpty ? "" : "(?\(extraQuery.prefix(12))…)",
-              "engine-side from the offer/answer exchange: DTLS up \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms,",
-              "first packet \((firstAudio - c.startedAt).milliseconds) ms, first decoded frame \(decoded);",
-              "page-side: \(record.lock.withLock { record.timing })")
+        print(
+            engineOffers ? "engine offered:" : "engine answered:",
+            trickleTURN != nil
+                ? "(trickling its candidates)" : extraQuery.isEmpty ? "" : "(?\(extraQuery.prefix(12))…)",
+            "engine-side from the offer/answer exchange: DTLS up \(((c.connectedAt ?? firstAudio) - c.startedAt).milliseconds) ms,",
+            "first packet \((firstAudio - c.startedAt).milliseconds) ms, first decoded frame \(decoded);",
+            "page-side: \(record.lock.withLock { record.timing })")
         let skip = 48_000 * 2  // the stream's first blocks are silence while the jitter buffer fills
         let heard = received.count > skip + 48_000 * 4 ? received[skip...] : received[...]
         let correlation = bestEnvelopeCorrelation(heard, speech)
@@ -349,14 +398,16 @@ struct ChromiumInteropTests {
         // A control that shares the file's level and spectrum but not its timing: the same speech reversed.
         let control = bestEnvelopeCorrelation(heard, Array(speech.reversed()))
         print("control (reversed speech): \(control)")
-        #expect(correlation > 0.6 && correlation > control + 0.2,
-                "engine's received audio does not follow the file Chromium played (\(correlation), control \(control))")
+        #expect(
+            correlation > 0.6 && correlation > control + 0.2,
+            "engine's received audio does not follow the file Chromium played (\(correlation), control \(control))")
         // Browser side: what the engine sent, as the page's getStats saw it.
         print("browser inbound-rtp: \(stats)")
         #expect((stats["packetsReceived"] ?? 0) > 250)
         let samples = stats["totalSamplesReceived"] ?? 0, concealed = stats["concealedSamples"] ?? 0
         #expect(samples > 0 && concealed / samples < 0.05, "browser concealed \(concealed) of \(samples) samples")
-        #expect((stats["totalAudioEnergy"] ?? 0) > 0.01, "browser heard silence (energy \(stats["totalAudioEnergy"] ?? 0))")
+        #expect(
+            (stats["totalAudioEnergy"] ?? 0) > 0.01, "browser heard silence (energy \(stats["totalAudioEnergy"] ?? 0))")
         return c
     }
 
@@ -364,7 +415,9 @@ struct ChromiumInteropTests {
     @Test func chromiumToChromiumReferenceTiming() async throws {
         let record = BrowserCallRecord()
         let server = try await WebRTCSignallingServer(page: chromiumToChromiumPage) { text, _ in
-            guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [] }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+                return []
+            }
             record.lock.withLock {
                 if json["type"] as? String == "error" { record.pageErrors.append(json["message"] as? String ?? text) }
                 for (k, v) in json { if let d = v as? Double { record.timing[k] = d } }

@@ -14,7 +14,8 @@ final class Coturn: @unchecked Sendable {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceengine-coturn-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voiceengine-coturn-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("turnserver.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -23,7 +24,7 @@ final class Coturn: @unchecked Sendable {
             "-n", "--listening-ip=127.0.0.1", "--listening-port=\(Self.port)", "--relay-ip=127.0.0.1",
             "--min-port=27500", "--max-port=27599", "--use-auth-secret", "--static-auth-secret=\(Self.secret)",
             "--realm=voiceengine.test", "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint",
-            "--allow-loopback-peers", "--log-file=stdout", "--simple-log", "--pidfile=\(directory.path)/turn.pid",
+            "--allow-loopback-peers", "--log-file=stdout", "--simple-log", "--pidfile=\(directory.path)/turn.pid"
         ]
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
@@ -31,7 +32,9 @@ final class Coturn: @unchecked Sendable {
         try process.run()
     }
 
-    var log: String { (try? String(contentsOf: directory.appendingPathComponent("turnserver.log"), encoding: .utf8)) ?? "" }
+    var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("turnserver.log"), encoding: .utf8)) ?? ""
+    }
 
     func stop() {
         // coturn takes seconds to wind down on SIGTERM; it keeps no state worth a clean shutdown here.
@@ -41,15 +44,19 @@ final class Coturn: @unchecked Sendable {
 }
 
 @Suite(
-    "TURN against coturn (RFC 8656, TURN REST credentials)", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed (make test-deps installs it)"))
+    "TURN against coturn (RFC 8656, TURN REST credentials)", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: turnserverPath),
+        "coturn is not installed (make test-deps installs it)"))
 struct CoturnTests {
     let server = TransportAddress("127.0.0.1", port: Coturn.port)!
 
     /// Waits until coturn answers an Allocate (it takes a moment to bind).
     func client(_ credentials: TURNCredentials) throws -> TURNClient {
-        TURNClient(socket: try DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!), server: server,
-                   credentials: credentials)
+        TURNClient(
+            socket: try DatagramSocket(bind: TransportAddress("127.0.0.1", port: 0)!), server: server,
+            credentials: credentials)
     }
 
     @Test func allocatesARelayAndCarriesDataBothWays() throws {
@@ -92,7 +99,9 @@ struct CoturnTests {
         defer { coturn.stop() }
         Thread.sleep(forTimeInterval: 0.5)
         let turn = try client(.restAPI(secret: "not-the-secret", user: "mallory"))
-        #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) { try turn.allocate(timeout: .seconds(5)) }
+        #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) {
+            try turn.allocate(timeout: .seconds(5))
+        }
     }
 
     @Test func expiredCredentialsAreRefused() throws {
@@ -120,7 +129,8 @@ struct CoturnTests {
         defer { buffer.deallocate() }
         var answered = 0
         let deadline = Date().addingTimeInterval(3)
-        while Date() < deadline, answered < 2, let (n, _) = turn.socket.receive(into: buffer, timeoutMilliseconds: 500) {
+        while Date() < deadline, answered < 2, let (n, _) = turn.socket.receive(into: buffer, timeoutMilliseconds: 500)
+        {
             var resend = false
             if turn.handleRefreshAnswer(Array(buffer[0..<n]), resend: &resend) { answered += 1 }
             #expect(!resend)

@@ -24,8 +24,10 @@ struct DTLSSRTPTests {
     @Test func twoEnginesAgreeOnGCMAndMirrorTheirKeys() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate()
         #expect(clientCert.fingerprint.bytes.count == 32 && clientCert.fingerprint != serverCert.fingerprint)
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
         Self.pump(client, server, first: client.start())
         guard case .connected(let c) = client.state, case .connected(let s) = server.state else {
             Issue.record("not connected: client \(client.state), server \(server.state)")
@@ -38,7 +40,10 @@ struct DTLSSRTPTests {
         let (clientOut, _) = try c.makeSessions()
         let (_, serverIn) = try s.makeSessions()
         var packet = [UInt8](repeating: 0, count: 12 + 40 + 16)
-        packet[0] = 0x80; packet[1] = 111; packet[3] = 1; packet[11] = 7
+        packet[0] = 0x80
+        packet[1] = 111
+        packet[3] = 1
+        packet[11] = 7
         for i in 12..<52 { packet[i] = UInt8(i) }
         let original = Array(packet[0..<52])
         let protected = try packet.withUnsafeMutableBytes { try clientOut.protect($0, length: 52) }
@@ -49,21 +54,29 @@ struct DTLSSRTPTests {
 
     @Test func aPeerOfferingOnlyAESCMGetsAESCM() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate()
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client,
-                                             remoteFingerprint: serverCert.fingerprint, suites: [.aesCM128HmacSHA1_80])
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client,
+            remoteFingerprint: serverCert.fingerprint, suites: [.aesCM128HmacSHA1_80])
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
         Self.pump(client, server, first: client.start())
-        guard case .connected(let keys) = server.state else { Issue.record("server \(server.state)"); return }
+        guard case .connected(let keys) = server.state else {
+            Issue.record("server \(server.state)")
+            return
+        }
         #expect(keys.suite == .aesCM128HmacSHA1_80 && keys.localKey.count == 30)
     }
 
     @Test func aFingerprintMismatchFailsBothSidesWithTypedErrors() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate(), other = try DTLSCertificate()
         // The server was told a different client fingerprint (a man in the middle, or mixed-up signalling).
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server, remoteFingerprint: other.fingerprint)
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server, remoteFingerprint: other.fingerprint)
         Self.pump(client, server, first: client.start())
-        #expect(server.state == .failed(.fingerprintMismatch(expected: other.fingerprint, actual: clientCert.fingerprint)))
+        #expect(
+            server.state == .failed(.fingerprintMismatch(expected: other.fingerprint, actual: clientCert.fingerprint)))
         guard case .failed(.alertReceived(let code, _)) = client.state else {
             Issue.record("client should have received an alert, is \(client.state)")
             return
@@ -73,24 +86,29 @@ struct DTLSSRTPTests {
 
     @Test func noCommonProfileIsATypedError() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate()
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client,
-                                             remoteFingerprint: serverCert.fingerprint, suites: [.aesCM128HmacSHA1_32])
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server,
-                                             remoteFingerprint: clientCert.fingerprint, suites: [.aeadAES128GCM])
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client,
+            remoteFingerprint: serverCert.fingerprint, suites: [.aesCM128HmacSHA1_32])
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server,
+            remoteFingerprint: clientCert.fingerprint, suites: [.aeadAES128GCM])
         Self.pump(client, server, first: client.start())
         #expect(client.state == .failed(.noCommonSRTPProfile))
     }
 
     @Test func aLostFlightIsRetransmittedWhenTheTimerExpires() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate()
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
         let lost = client.start()
         #expect(!lost.isEmpty)
         let wait = try #require(client.timeUntilRetransmission)
         #expect(wait > .zero && wait <= .seconds(1))
         #expect(client.handleTimeout().isEmpty)  // not due yet
-        Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18 + 0.05)
+        Thread.sleep(
+            forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18 + 0.05)
         let again = client.handleTimeout()
         #expect(!again.isEmpty)
         Self.pump(client, server, first: again)
@@ -100,8 +118,10 @@ struct DTLSSRTPTests {
 
     @Test func garbageIsDroppedWithoutEndingTheHandshake() throws {
         let clientCert = try DTLSCertificate(), serverCert = try DTLSCertificate()
-        let client = try DTLSSRTPAssociation(certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
-        let server = try DTLSSRTPAssociation(certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
+        let client = try DTLSSRTPAssociation(
+            certificate: clientCert, role: .client, remoteFingerprint: serverCert.fingerprint)
+        let server = try DTLSSRTPAssociation(
+            certificate: serverCert, role: .server, remoteFingerprint: clientCert.fingerprint)
         let hello = client.start()
         _ = [UInt8]([]).withUnsafeBytes { server.receive($0) }
         #expect(server.droppedRecords == 1)

@@ -26,7 +26,8 @@ struct ICEAgentTests {
         var unreachable: (TransportAddress, TransportAddress) -> Bool = { _, _ in false }
         var cut = false
         var now = MediaTime.zero
-        private var inFlight: [(at: MediaTime, agent: Int, base: TransportAddress, from: TransportAddress, bytes: [UInt8])] = []
+        private var inFlight:
+            [(at: MediaTime, agent: Int, base: TransportAddress, from: TransportAddress, bytes: [UInt8])] = []
         /// Every datagram each agent sent, with the time.
         var sent: [[(time: MediaTime, transmit: ICEAgent.Transmit)]] = []
 
@@ -65,7 +66,8 @@ struct ICEAgentTests {
                 if nats[j] == nil, list.contains(t.destination) {
                     inFlight.append((now + latency, j, t.destination, source, t.datagram))
                 } else if let nat = nats[j], let base = list.first(where: { nat.mapped($0) == t.destination }),
-                          nat.permissions.contains([base, source]) {
+                    nat.permissions.contains([base, source])
+                {
                     inFlight.append((now + latency, j, base, source, t.datagram))
                 }
             }
@@ -78,13 +80,19 @@ struct ICEAgentTests {
             while now - start < limit {
                 for (i, agent) in agents.enumerated() {
                     agent.tick(now: now)
-                    for t in agent.takeTransmits() { sent[i].append((now, t)); route(from: i, t) }
+                    for t in agent.takeTransmits() {
+                        sent[i].append((now, t))
+                        route(from: i, t)
+                    }
                 }
                 let due = inFlight.filter { $0.at <= now }
                 inFlight.removeAll { $0.at <= now }
                 for p in due {
                     agents[p.agent].handle(p.bytes, from: p.from, base: p.base, now: now)
-                    for t in agents[p.agent].takeTransmits() { sent[p.agent].append((now, t)); route(from: p.agent, t) }
+                    for t in agents[p.agent].takeTransmits() {
+                        sent[p.agent].append((now, t))
+                        route(from: p.agent, t)
+                    }
                 }
                 if until() { return now - start }
                 now += .milliseconds(1)
@@ -97,7 +105,7 @@ struct ICEAgentTests {
             var seen = Set<[UInt8]>()
             return sent[agent].compactMap { entry in
                 guard let m = try? STUNMessage(parsing: entry.transmit.datagram), m.messageClass == .request,
-                      !m.has(STUNAttribute.Kind.useCandidate), seen.insert(m.transactionID).inserted
+                    !m.has(STUNAttribute.Kind.useCandidate), seen.insert(m.transactionID).inserted
                 else { return nil }
                 return entry.time
             }
@@ -108,18 +116,26 @@ struct ICEAgentTests {
 
     static func address(_ host: String, _ port: UInt16) -> TransportAddress { TransportAddress(host, port: port)! }
 
-    @Test("host candidates on several interfaces: the best reachable pair is nominated (IPv6 first), checks paced by Ta",
-          arguments: [true, false])
+    @Test(
+        "host candidates on several interfaces: the best reachable pair is nominated (IPv6 first), checks paced by Ta",
+        arguments: [true, false])
     func hostCandidatesOnEveryInterface(ipv6Routes: Bool) throws {
         let net = Network()
         let a = ICEAgent(role: .controlling), b = ICEAgent(role: .controlled)
         // In gathering order: the routable IPv4 interface last, so it has the lowest IPv4 local preference.
-        net.add(a, bases: [Self.address("2001:db8::1", 1000), Self.address("192.168.7.1", 1000), Self.address("10.0.0.1", 1000)])
-        net.add(b, bases: [Self.address("2001:db8::2", 2000), Self.address("172.16.0.2", 2000), Self.address("10.0.0.2", 2000)])
+        net.add(
+            a,
+            bases: [
+                Self.address("2001:db8::1", 1000), Self.address("192.168.7.1", 1000), Self.address("10.0.0.1", 1000)
+            ])
+        net.add(
+            b,
+            bases: [Self.address("2001:db8::2", 2000), Self.address("172.16.0.2", 2000), Self.address("10.0.0.2", 2000)]
+        )
         // Only 10/8 (and 2001:db8::/32 when `ipv6Routes`) route to each other; 192.168/172.16 are other links.
         net.unreachable = { from, to in
             !(from.host.hasPrefix("10.") && to.host.hasPrefix("10.")
-              || ipv6Routes && from.host.hasPrefix("2001:") && to.host.hasPrefix("2001:"))
+                || ipv6Routes && from.host.hasPrefix("2001:") && to.host.hasPrefix("2001:"))
         }
         net.exchange(0, 1)
         #expect(a.pairs.count == 5 && b.pairs.count == 5)  // 1 IPv6 pair + 2×2 IPv4 pairs, never across families
@@ -233,14 +249,19 @@ struct ICEAgentTests {
         #expect(a.local != oldA && b.local != oldB && a.pairs.isEmpty)
         #expect(a.selected == before && a.hasConsent(now: net.now))  // media keeps going meanwhile
         net.exchange(0, 1)
-        try #require(net.run(for: .seconds(5)) { a.selected?.local == Self.address("10.0.0.1", 1000) && b.selected?.remote == Self.address("10.0.0.1", 1000) } != nil)
+        try #require(
+            net.run(for: .seconds(5)) {
+                a.selected?.local == Self.address("10.0.0.1", 1000)
+                    && b.selected?.remote == Self.address("10.0.0.1", 1000)
+            } != nil)
         #expect(a.state == .connected && b.state == .connected)
 
         // A check signed with the old credentials is refused (401).
         let stale = ICELiteAgent.check(from: oldA, to: oldB, priority: 1, nominate: false)
         let rejected = b.rejectedRequests
-        b.handle(stale.serialize(integrityKey: STUNMessage.shortTermKey(password: oldB.password), fingerprint: true),
-                 from: Self.address("10.0.0.1", 1000), base: Self.address("10.0.0.2", 2000), now: net.now)
+        b.handle(
+            stale.serialize(integrityKey: STUNMessage.shortTermKey(password: oldB.password), fingerprint: true),
+            from: Self.address("10.0.0.1", 1000), base: Self.address("10.0.0.2", 2000), now: net.now)
         #expect(b.rejectedRequests == rejected + 1)
         let reply = try STUNMessage(parsing: try #require(b.takeTransmits().first).datagram)
         #expect(try reply.errorCode()?.code == 401)
@@ -275,13 +296,17 @@ struct ICEAgentTests {
         a.addLocalCandidate(kind: .host, address: base, base: base)
         var generator = SystemRandomNumberGenerator()
         for n in [0, 1, 19, 20, 28, 100] {
-            a.handle((0..<n).map { _ in UInt8.random(in: 0...255, using: &generator) }, from: peer, base: base, now: .zero)
+            a.handle(
+                (0..<n).map { _ in UInt8.random(in: 0...255, using: &generator) }, from: peer, base: base, now: .zero)
         }
-        let noIntegrity = STUNMessage(method: .binding, messageClass: .request,
-                                      attributes: [.string(STUNAttribute.Kind.username, "\(a.local.ufrag):x")])
+        let noIntegrity = STUNMessage(
+            method: .binding, messageClass: .request,
+            attributes: [.string(STUNAttribute.Kind.username, "\(a.local.ufrag):x")])
         a.handle(noIntegrity.serialize(fingerprint: true), from: peer, base: base, now: .zero)
         let wrongKey = ICELiteAgent.check(from: .random(), to: a.local, priority: 1, nominate: true)
-        a.handle(wrongKey.serialize(integrityKey: Array("wrong".utf8), fingerprint: true), from: peer, base: base, now: .zero)
+        a.handle(
+            wrongKey.serialize(integrityKey: Array("wrong".utf8), fingerprint: true), from: peer, base: base, now: .zero
+        )
         #expect(a.rejectedRequests == 8)
         #expect(a.pairs.isEmpty && a.selected == nil)
         let codes = a.takeTransmits().compactMap { try? STUNMessage(parsing: $0.datagram).errorCode()?.code }

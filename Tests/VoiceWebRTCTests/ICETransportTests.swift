@@ -22,28 +22,39 @@ struct ICETransportTests {
         try #require(HostCandidates.addresses(includeLoopback: true).contains { $0.host == "::1" }, "no IPv6 loopback")
         let certA = try DTLSCertificate(), certB = try DTLSCertificate()
         let agentA = ICEAgent(role: .controlling), agentB = ICEAgent(role: .controlled)
-        let socketsA = try hosts.map { try DatagramSocket(bind: $0) }, socketsB = try hosts.map { try DatagramSocket(bind: $0) }
+        let socketsA = try hosts.map { try DatagramSocket(bind: $0) },
+            socketsB = try hosts.map { try DatagramSocket(bind: $0) }
         let offer = try agentA.gather(sockets: socketsA)
         let answer = try agentB.gather(sockets: socketsB)
-        #expect(offer.count == 2 && offer.first { $0.host == "::1" }!.priority > offer.first { $0.host == "127.0.0.1" }!.priority)
+        #expect(
+            offer.count == 2
+                && offer.first { $0.host == "::1" }!.priority > offer.first { $0.host == "127.0.0.1" }!.priority)
         // Signalling: the candidates travel as SDP lines.
         agentA.setRemoteCredentials(agentB.local)
         agentB.setRemoteCredentials(agentA.local)
         for c in answer { agentA.addRemoteCandidate(try #require(ICECandidate(sdpValue: c.sdpValue))) }
         for c in offer { agentB.addRemoteCandidate(try #require(ICECandidate(sdpValue: c.sdpValue))) }
-        for agent in [agentA, agentB] { agent.localGatheringDone(); agent.remoteGatheringDone() }
+        for agent in [agentA, agentB] {
+            agent.localGatheringDone()
+            agent.remoteGatheringDone()
+        }
 
-        let a = WebRTCTransport(sockets: socketsA, ice: .full(agentA),
-                                dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
-        let b = WebRTCTransport(sockets: socketsB, ice: .full(agentB),
-                                dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
+        let a = WebRTCTransport(
+            sockets: socketsA, ice: .full(agentA),
+            dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
+        let b = WebRTCTransport(
+            sockets: socketsB, ice: .full(agentB),
+            dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
         let atA = WebRTCTransportTests.Received(), atB = WebRTCTransportTests.Received()
         a.onSRTP = { datagram, _ in atA.unprotect(datagram, with: a.keys) }
         b.onSRTP = { datagram, _ in atB.unprotect(datagram, with: b.keys) }
         let clock = MonotonicClock()
         a.start { clock.now }
         b.start { clock.now }
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, a.keys == nil || b.keys == nil { Thread.sleep(forTimeInterval: 0.005) }
         let ka = try #require(a.keys, "A: ICE \(agentA.state), DTLS \(a.dtls.state)")
@@ -56,13 +67,19 @@ struct ICETransportTests {
         let outB = try SRTPSession(suite: kb.suite, key: kb.localKey, direction: .outbound)
         for i in 0..<30 {
             for (session, transport, ssrc) in [(outA, a, UInt32(0xA)), (outB, b, UInt32(0xB))] {
-                var packet = WebRTCTransportTests.rtp(sequence: UInt16(i), ssrc: ssrc, payload: [UInt8](repeating: UInt8(i), count: 40), room: 16)
+                var packet = WebRTCTransportTests.rtp(
+                    sequence: UInt16(i), ssrc: ssrc, payload: [UInt8](repeating: UInt8(i), count: 40), room: 16)
                 let n = try packet.withUnsafeMutableBytes { try session.protect($0, length: 52) }
-                #expect(packet.withUnsafeBytes { transport.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now) })
+                #expect(
+                    packet.withUnsafeBytes {
+                        transport.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now)
+                    })
             }
         }
         let until = Date().addingTimeInterval(3)
-        while Date() < until, atA.lock.withLock({ atA.payloads.count }) < 30 || atB.lock.withLock({ atB.payloads.count }) < 30 {
+        while Date() < until,
+            atA.lock.withLock({ atA.payloads.count }) < 30 || atB.lock.withLock({ atB.payloads.count }) < 30
+        {
             Thread.sleep(forTimeInterval: 0.01)
         }
         atA.lock.withLock { #expect(atA.payloads.count == 30 && atA.failures == 0) }

@@ -29,37 +29,40 @@ final class NATNetwork: @unchecked Sendable {
     /// Whether this machine lets us make namespaces and NAT rules (root, `ip`, `iptables`).
     static let available: Bool = {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
-              FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables") else { return false }
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables")
+        else { return false }
         let probe = "\(prefix)probe"
-        return sh("ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s").0 == 0
+        return sh(
+            "ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s"
+        ).0 == 0
     }()
 
     init() throws {
         Self.teardown()
         let p = Self.prefix
         let script = """
-        set -e
-        for n in pub natA hostA natB hostB; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
-        ip link add \(p)pa netns \(p)pub type veth peer name \(p)ap netns \(p)natA
-        ip link add \(p)pb netns \(p)pub type veth peer name \(p)bp netns \(p)natB
-        ip link add \(p)ah netns \(p)natA type veth peer name \(p)ha netns \(p)hostA
-        ip link add \(p)bh netns \(p)natB type veth peer name \(p)hb netns \(p)hostB
-        ip -n \(p)pub addr add 10.17.1.1/24 dev \(p)pa; ip -n \(p)pub link set \(p)pa up
-        ip -n \(p)pub addr add 10.17.2.1/24 dev \(p)pb; ip -n \(p)pub link set \(p)pb up
-        ip -n \(p)natA addr add 10.17.1.2/24 dev \(p)ap; ip -n \(p)natA link set \(p)ap up
-        ip -n \(p)natA addr add 192.168.17.1/24 dev \(p)ah; ip -n \(p)natA link set \(p)ah up
-        ip -n \(p)natB addr add 10.17.2.2/24 dev \(p)bp; ip -n \(p)natB link set \(p)bp up
-        ip -n \(p)natB addr add 192.168.18.1/24 dev \(p)bh; ip -n \(p)natB link set \(p)bh up
-        ip -n \(p)hostA addr add 192.168.17.2/24 dev \(p)ha; ip -n \(p)hostA link set \(p)ha up
-        ip -n \(p)hostB addr add 192.168.18.2/24 dev \(p)hb; ip -n \(p)hostB link set \(p)hb up
-        ip -n \(p)natA route add default via 10.17.1.1
-        ip -n \(p)natB route add default via 10.17.2.1
-        ip -n \(p)hostA route add default via 192.168.17.1
-        ip -n \(p)hostB route add default via 192.168.18.1
-        for n in natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
-        ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
-        ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
-        """
+            set -e
+            for n in pub natA hostA natB hostB; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
+            ip link add \(p)pa netns \(p)pub type veth peer name \(p)ap netns \(p)natA
+            ip link add \(p)pb netns \(p)pub type veth peer name \(p)bp netns \(p)natB
+            ip link add \(p)ah netns \(p)natA type veth peer name \(p)ha netns \(p)hostA
+            ip link add \(p)bh netns \(p)natB type veth peer name \(p)hb netns \(p)hostB
+            ip -n \(p)pub addr add 10.17.1.1/24 dev \(p)pa; ip -n \(p)pub link set \(p)pa up
+            ip -n \(p)pub addr add 10.17.2.1/24 dev \(p)pb; ip -n \(p)pub link set \(p)pb up
+            ip -n \(p)natA addr add 10.17.1.2/24 dev \(p)ap; ip -n \(p)natA link set \(p)ap up
+            ip -n \(p)natA addr add 192.168.17.1/24 dev \(p)ah; ip -n \(p)natA link set \(p)ah up
+            ip -n \(p)natB addr add 10.17.2.2/24 dev \(p)bp; ip -n \(p)natB link set \(p)bp up
+            ip -n \(p)natB addr add 192.168.18.1/24 dev \(p)bh; ip -n \(p)natB link set \(p)bh up
+            ip -n \(p)hostA addr add 192.168.17.2/24 dev \(p)ha; ip -n \(p)hostA link set \(p)ha up
+            ip -n \(p)hostB addr add 192.168.18.2/24 dev \(p)hb; ip -n \(p)hostB link set \(p)hb up
+            ip -n \(p)natA route add default via 10.17.1.1
+            ip -n \(p)natB route add default via 10.17.2.1
+            ip -n \(p)hostA route add default via 192.168.17.1
+            ip -n \(p)hostB route add default via 192.168.18.1
+            for n in natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
+            ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
+            ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
+            """
         let (status, output) = Self.sh(script)
         guard status == 0 else {
             Self.teardown()
@@ -82,7 +85,7 @@ final class NATNetwork: @unchecked Sendable {
             let fd = open("/var/run/netns/\(name)", O_RDONLY)
             typealias SetNS = @convention(c) (Int32, Int32) -> Int32
             guard fd >= 0, let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns"),
-                  unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000 /* CLONE_NEWNET */) == 0
+                unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000 /* CLONE_NEWNET */) == 0
             else {
                 box.result = .failure(NSError(domain: "setns \(name)", code: Int(errno)))
                 return
@@ -97,8 +100,11 @@ final class NATNetwork: @unchecked Sendable {
 }
 
 @Suite(
-    "Two engines behind NATs, through coturn", .tags(.interop, .live, .cli, .root), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: turnserverPath), "coturn is not installed (make test-deps installs it)"),
+    "Two engines behind NATs, through coturn", .tags(.interop, .live, .cli, .root), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: turnserverPath),
+        "coturn is not installed (make test-deps installs it)"),
     .enabled(if: NATNetwork.available, "needs root, ip and iptables to create network namespaces with NAT"))
 struct NATTraversalTests {
     let server = TransportAddress("10.17.1.1", port: 27478)!
@@ -107,15 +113,17 @@ struct NATTraversalTests {
     /// (``ChildProcessGroup``: stopped and reaped whatever else runs).
     func startCoturn() throws -> ChildProcessGroup {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("ve17-coturn-\(UUID().uuidString).log")
-        let p = try ChildProcessGroup("/usr/sbin/ip", [
-            "netns", "exec", "\(NATNetwork.prefix)pub", turnserverPath, "-n", "--listening-ip=10.17.1.1",
-            "--listening-port=27478", "--relay-ip=10.17.1.1", "--min-port=27500", "--max-port=27599",
-            "--use-auth-secret", "--static-auth-secret=\(Coturn.secret)", "--realm=voiceengine.test",
-            "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint", "--log-file=stdout",
-            "--simple-log", "--pidfile=/tmp/ve17-coturn-\(UUID().uuidString).pid",
-            // Peers are relay addresses on the server itself (both engines' allocations).
-            "--allowed-peer-ip=10.17.1.1",
-        ], log: log)
+        let p = try ChildProcessGroup(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", "\(NATNetwork.prefix)pub", turnserverPath, "-n", "--listening-ip=10.17.1.1",
+                "--listening-port=27478", "--relay-ip=10.17.1.1", "--min-port=27500", "--max-port=27599",
+                "--use-auth-secret", "--static-auth-secret=\(Coturn.secret)", "--realm=voiceengine.test",
+                "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay", "--fingerprint", "--log-file=stdout",
+                "--simple-log", "--pidfile=/tmp/ve17-coturn-\(UUID().uuidString).pid",
+                // Peers are relay addresses on the server itself (both engines' allocations).
+                "--allowed-peer-ip=10.17.1.1"
+            ], log: log)
         Thread.sleep(forTimeInterval: 0.7)
         return p
     }
@@ -128,11 +136,16 @@ struct NATTraversalTests {
     @Test func callConnectsThroughRelayedCandidatesOnly() throws {
         let network = try NATNetwork()
         let coturn = try startCoturn()
-        defer { stop(coturn); _ = network }
+        defer {
+            stop(coturn)
+            _ = network
+        }
         let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "engine")
         // Each engine's socket lives behind its NAT.
-        let socketA = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
-        let socketB = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
+        let socketA = try NATNetwork.socket(
+            in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        let socketB = try NATNetwork.socket(
+            in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
         let turnA = TURNClient(socket: socketA, server: server, credentials: credentials)
         let turnB = TURNClient(socket: socketB, server: server, credentials: credentials)
         // Server-reflexive: coturn sees each engine at its NAT's public address, not its host address.
@@ -163,22 +176,33 @@ struct NATTraversalTests {
         let started = clock.now
         a.start { clock.now }
         b.start { clock.now }
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, a.keys == nil || b.keys == nil { Thread.sleep(forTimeInterval: 0.002) }
-        print("behind NATs through coturn: ICE + DTLS-SRTP done \((clock.now - started).milliseconds) ms after the transports started (relays allocated before)")
-        let keys = try #require(a.keys, "DTLS through the relays did not complete: A \(a.dtls.state), B \(b.dtls.state)")
-        #expect(a.remoteAddress == relayB && b.remoteAddress == relayA, "the pair must be relayed: \(String(describing: a.remoteAddress)) / \(String(describing: b.remoteAddress))")
+        print(
+            "behind NATs through coturn: ICE + DTLS-SRTP done \((clock.now - started).milliseconds) ms after the transports started (relays allocated before)"
+        )
+        let keys = try #require(
+            a.keys, "DTLS through the relays did not complete: A \(a.dtls.state), B \(b.dtls.state)")
+        #expect(
+            a.remoteAddress == relayB && b.remoteAddress == relayA,
+            "the pair must be relayed: \(String(describing: a.remoteAddress)) / \(String(describing: b.remoteAddress))")
         let out = try SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound)
         for i in 0..<20 {
-            var packet = WebRTCTransportTests.rtp(sequence: UInt16(i), ssrc: 0xA, payload: [UInt8](repeating: UInt8(i), count: 40), room: 16)
+            var packet = WebRTCTransportTests.rtp(
+                sequence: UInt16(i), ssrc: 0xA, payload: [UInt8](repeating: UInt8(i), count: 40), room: 16)
             let n = try packet.withUnsafeMutableBytes { try out.protect($0, length: 52) }
             #expect(packet.withUnsafeBytes { a.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now) })
         }
         let until = Date().addingTimeInterval(3)
         while Date() < until, got.lock.withLock({ got.payloads.count }) < 20 { Thread.sleep(forTimeInterval: 0.01) }
         got.lock.withLock { #expect(got.payloads.count == 20 && got.failures == 0) }
-        #expect(b.receivedChannelData >= 20, "media should arrive as ChannelData on the bound channel (\(b.receivedChannelData))")
+        #expect(
+            b.receivedChannelData >= 20,
+            "media should arrive as ChannelData on the bound channel (\(b.receivedChannelData))")
     }
 
     /// Full ICE on both sides: each engine gathers host, server-reflexive and relayed candidates through coturn,
@@ -193,11 +217,16 @@ struct NATTraversalTests {
     func fullICEConnectsThroughServerReflexiveOrRelayedCandidates(peerInPublic: Bool) throws {
         let network = try NATNetwork()
         let coturn = try startCoturn()
-        defer { stop(coturn); _ = network }
+        defer {
+            stop(coturn)
+            _ = network
+        }
         let clock = MonotonicClock()
         let credentials = TURNCredentials.restAPI(secret: Coturn.secret, user: "engine")
-        let socketA = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
-        let socketB = peerInPublic
+        let socketA = try NATNetwork.socket(
+            in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        let socketB =
+            peerInPublic
             ? try NATNetwork.socket(in: "\(NATNetwork.prefix)pub", bind: TransportAddress("10.17.1.1", port: 0)!)
             : try NATNetwork.socket(in: "\(NATNetwork.prefix)hostB", bind: TransportAddress("192.168.18.2", port: 0)!)
         let turnA = TURNClient(socket: socketA, server: server, credentials: credentials)
@@ -218,20 +247,28 @@ struct NATTraversalTests {
         agentB.setRemoteCredentials(agentA.local)
         for c in answer { agentA.addRemoteCandidate(c) }
         for c in offer { agentB.addRemoteCandidate(c) }
-        for agent in [agentA, agentB] { agent.localGatheringDone(); agent.remoteGatheringDone() }
+        for agent in [agentA, agentB] {
+            agent.localGatheringDone()
+            agent.remoteGatheringDone()
+        }
         // The relays forward only from permitted peers (coturn here allows relaying to its own address only).
         for (turn, remote) in [(turnA, answer), (turnB, offer)] {
             for c in remote where c.kind == .relay { try turn.createPermission(for: c.address!) }
         }
         let certA = try DTLSCertificate(), certB = try DTLSCertificate()
-        let a = WebRTCTransport(sockets: [socketA], ice: .full(agentA),
-                                dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
-        let b = WebRTCTransport(sockets: [socketB], ice: .full(agentB),
-                                dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
+        let a = WebRTCTransport(
+            sockets: [socketA], ice: .full(agentA),
+            dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
+        let b = WebRTCTransport(
+            sockets: [socketB], ice: .full(agentB),
+            dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
         a.relay = turnA
         b.relay = turnB
         a.relayRefreshInterval = .milliseconds(200)  // so the refreshes of a long call happen in this short one
-        final class FirstMedia: @unchecked Sendable { let lock = NSLock(); var at: MediaTime? }
+        final class FirstMedia: @unchecked Sendable {
+            let lock = NSLock()
+            var at: MediaTime?
+        }
         let got = WebRTCTransportTests.Received(), first = FirstMedia()
         b.onSRTP = { datagram, now in
             got.unprotect(datagram, with: b.keys)
@@ -242,11 +279,15 @@ struct NATTraversalTests {
         var sequence: UInt16 = 0
         a.onTick = { now in
             guard let keys = a.keys else { return }
-            if outA.value == nil { outA.value = try? SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound) }
+            if outA.value == nil {
+                outA.value = try? SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound)
+            }
             guard let session = outA.value, sequence < 50 else { return }
-            var packet = WebRTCTransportTests.rtp(sequence: sequence, ssrc: 0xA, payload: [UInt8](repeating: 7, count: 40), room: 16)
+            var packet = WebRTCTransportTests.rtp(
+                sequence: sequence, ssrc: 0xA, payload: [UInt8](repeating: 7, count: 40), room: 16)
             guard let n = try? packet.withUnsafeMutableBytes({ try session.protect($0, length: 52) }) else { return }
-            if packet.withUnsafeBytes({ a.sendOnTransportThread(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: now) }) {
+            if packet.withUnsafeBytes({ a.sendOnTransportThread(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: now) }
+            ) {
                 sequence += 1
             }
         }
@@ -257,19 +298,27 @@ struct NATTraversalTests {
         while Date() < deadline, got.lock.withLock({ got.payloads.count }) < 50 { Thread.sleep(forTimeInterval: 0.005) }
         a.stop()
         b.stop()
-        let firstAt = try #require(first.lock.withLock { first.at }, "no media: A \(agentA.state) \(a.dtls.state), B \(agentB.state) \(b.dtls.state)")
-        print("full ICE, \(peerInPublic ? "one engine behind a NAT" : "both behind NATs"): gathering (srflx + relay, both engines) \((gathered - offerAt).milliseconds) ms; "
-              + "transports started → first SRTP unprotected \((firstAt - started).milliseconds) ms; "
-              + "offer → first media \((firstAt - offerAt).milliseconds) ms; pair A \(String(describing: agentA.selected)) ")
+        let firstAt = try #require(
+            first.lock.withLock { first.at },
+            "no media: A \(agentA.state) \(a.dtls.state), B \(agentB.state) \(b.dtls.state)")
+        print(
+            "full ICE, \(peerInPublic ? "one engine behind a NAT" : "both behind NATs"): gathering (srflx + relay, both engines) \((gathered - offerAt).milliseconds) ms; "
+                + "transports started → first SRTP unprotected \((firstAt - started).milliseconds) ms; "
+                + "offer → first media \((firstAt - offerAt).milliseconds) ms; pair A \(String(describing: agentA.selected)) "
+        )
         got.lock.withLock { #expect(got.payloads.count == 50 && got.failures == 0) }
         // The transport thread refreshed A's allocation and permission without blocking; coturn accepted them.
-        #expect(turnA.refreshSuccesses >= 2 && turnA.refreshFailures == 0, "\(turnA.refreshSuccesses) / \(turnA.refreshFailures)")
+        #expect(
+            turnA.refreshSuccesses >= 2 && turnA.refreshFailures == 0,
+            "\(turnA.refreshSuccesses) / \(turnA.refreshFailures)")
         let sa = try #require(agentA.selected), sb = try #require(agentB.selected)
         // A relayed pair carries media as ChannelData (no allocation per packet): the transport bound a channel to
         // the remote when the pair was selected, confirmed before DTLS finished, so all 50 packets used it; a
         // relayed receiver gets the peer's datagrams as ChannelData too. A direct pair sends none.
-        print("A: local \(sa.local == turnA.relayedAddress ? "relayed" : "direct"), \(a.sentChannelData) media sent as ChannelData; "
-              + "B: local \(sb.local == turnB.relayedAddress ? "relayed" : "direct"), \(b.receivedChannelData) received as ChannelData")
+        print(
+            "A: local \(sa.local == turnA.relayedAddress ? "relayed" : "direct"), \(a.sentChannelData) media sent as ChannelData; "
+                + "B: local \(sb.local == turnB.relayedAddress ? "relayed" : "direct"), \(b.receivedChannelData) received as ChannelData"
+        )
         if sa.local == turnA.relayedAddress {
             #expect(turnA.boundChannels.values.contains(sa.remote), "\(turnA.boundChannels)")
             #expect(a.sentChannelData == 50)
@@ -280,36 +329,51 @@ struct NATTraversalTests {
         if peerInPublic {
             #expect(sb.remote == offer[1].address && sa.remote == socketB.localAddress, "\(sa) / \(sb)")
         } else {
-            let remoteKinds = answer.filter { $0.address == sa.remote }.map(\.kind) + offer.filter { $0.address == sb.remote }.map(\.kind)
-            #expect(!remoteKinds.isEmpty && remoteKinds.allSatisfy { $0 == .srflx || $0 == .relay || $0 == .prflx }, "\(remoteKinds)")
+            let remoteKinds =
+                answer.filter { $0.address == sa.remote }.map(\.kind)
+                + offer.filter { $0.address == sb.remote }.map(\.kind)
+            #expect(
+                !remoteKinds.isEmpty && remoteKinds.allSatisfy { $0 == .srflx || $0 == .relay || $0 == .prflx },
+                "\(remoteKinds)")
             #expect(!remoteKinds.contains(.host))
         }
         // A wrong TURN secret ends gathering with a typed error.
-        let socketC = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        let socketC = try NATNetwork.socket(
+            in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
         let wrong = TURNClient(socket: socketC, server: server, credentials: .restAPI(secret: "wrong", user: "engine"))
-        #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) { try ICEAgent(role: .controlling).gather(sockets: [socketC], turn: wrong) }
+        #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) {
+            try ICEAgent(role: .controlling).gather(sockets: [socketC], turn: wrong)
+        }
     }
 
     /// `voice-engine call --webrtc` in each private namespace, with coturn for srflx and relay candidates: the
     /// two processes connect across the NATs with full ICE, speech goes both ways, and the offerer reports offer →
     /// first decoded audio. With a wrong secret the offerer stops at gathering with the TURN server's 401.
-    @Test(.enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
-          .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
+    @Test(
+        .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"),
+        .enabled(if: FileManager.default.fileExists(atPath: speechPath), "no speech file"))
     func callCommandAcrossTheNATs() throws {
         let network = try NATNetwork()
         let coturn = try startCoturn()
-        defer { stop(coturn); _ = network }
+        defer {
+            stop(coturn)
+            _ = network
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-nat-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func peer(_ role: String, _ namespace: String, _ host: String, secret: String = Coturn.secret) throws
-            -> WebRTCCallCommandTests.Peer {
+            -> WebRTCCallCommandTests.Peer
+        {
             try WebRTCCallCommandTests.Peer(
                 role, in: directory, wrapper: ["/usr/sbin/ip", "netns", "exec", NATNetwork.prefix + namespace],
                 extra: ["--bind", host, "--turn", "10.17.1.1:27478", "--turn-secret", secret])
         }
         let offerer = try peer("offer", "hostA", "192.168.17.2"), answerer = try peer("answer", "hostB", "192.168.18.2")
-        defer { offerer.process.stop(); answerer.process.stop() }
+        defer {
+            offerer.process.stop()
+            answerer.process.stop()
+        }
         let sdp = WebRTCCallCommandTests.signal(offerer, answerer)
         #expect(sdp.contains("typ srflx") && sdp.contains("typ relay"))
         let logs = offerer.logText + answerer.logText
@@ -330,8 +394,12 @@ struct NATTraversalTests {
     @Test func wrongTURNCredentialsFailWithATypedError() throws {
         let network = try NATNetwork()
         let coturn = try startCoturn()
-        defer { stop(coturn); _ = network }
-        let socket = try NATNetwork.socket(in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
+        defer {
+            stop(coturn)
+            _ = network
+        }
+        let socket = try NATNetwork.socket(
+            in: "\(NATNetwork.prefix)hostA", bind: TransportAddress("192.168.17.2", port: 0)!)
         let turn = TURNClient(socket: socket, server: server, credentials: .restAPI(secret: "wrong", user: "engine"))
         #expect(throws: TURNError.rejected(code: 401, reason: "Unauthorized")) { try turn.allocate() }
     }

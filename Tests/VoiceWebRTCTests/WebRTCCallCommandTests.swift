@@ -31,18 +31,26 @@ struct WebRTCCallCommandTests {
             heard = directory.appendingPathComponent("\(role).wav")
             log = directory.appendingPathComponent("\(role).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let arguments = ["call", "--webrtc", role, "--mic", "file:\(speechPath)", "--loop-mic",
-                             "--speaker", "file:\(heard.path)", "--duration", "6"] + extra
+            let arguments =
+                [
+                    "call", "--webrtc", role, "--mic", "file:\(speechPath)", "--loop-mic",
+                    "--speaker", "file:\(heard.path)", "--duration", "6"
+                ] + extra
             input = Pipe()
             output = Pipe()
             // Close-on-exec, so that no other child started meanwhile holds these ends (the spawned peer gets its
             // own as stdin and stdout, without the flag).
-            for handle in [input.fileHandleForReading, input.fileHandleForWriting, output.fileHandleForReading, output.fileHandleForWriting] {
+            for handle in [
+                input.fileHandleForReading, input.fileHandleForWriting, output.fileHandleForReading,
+                output.fileHandleForWriting
+            ] {
                 _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
             }
             process = try ChildProcessGroup(
-                wrapper.first ?? tool.path, wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [tool.path] + arguments, log: log,
-                stdinDescriptor: input.fileHandleForReading.fileDescriptor, stdoutDescriptor: output.fileHandleForWriting.fileDescriptor)
+                wrapper.first ?? tool.path,
+                wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [tool.path] + arguments, log: log,
+                stdinDescriptor: input.fileHandleForReading.fileDescriptor,
+                stdoutDescriptor: output.fileHandleForWriting.fileDescriptor)
             try input.fileHandleForReading.close()
             try output.fileHandleForWriting.close()
         }
@@ -70,7 +78,9 @@ struct WebRTCCallCommandTests {
         let answer = answerer.readBlock(timeout: 10)
         offerer.write(answer)
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline, offerer.process.isRunning || answerer.process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        while Date() < deadline, offerer.process.isRunning || answerer.process.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         return offer + answer
     }
 
@@ -82,19 +92,26 @@ struct WebRTCCallCommandTests {
             let tail = try WAVFile(contentsOfFile: peer.heard.path).int16Samples.dropFirst(48_000)
             let similar = bestEnvelopeCorrelation(tail, speech)
             let control = bestEnvelopeCorrelation(tail, speech.reversed())
-            print("\(peer.heard.lastPathComponent): envelope correlation \(similar), reversed-speech control \(control)")
-            #expect(similar > 0.8 && similar > control + 0.15, "envelope correlation \(similar) vs reversed control \(control)")
+            print(
+                "\(peer.heard.lastPathComponent): envelope correlation \(similar), reversed-speech control \(control)")
+            #expect(
+                similar > 0.8 && similar > control + 0.15,
+                "envelope correlation \(similar) vs reversed control \(control)")
         }
     }
 
     @Test func twoEnginesCallEachOtherOverICEAndDTLS() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-call-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "webrtc-call-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         // Host candidates on two interfaces each (IPv4 and IPv6 loopback): the IPv6 pair must win.
         let offerer = try Peer("offer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
         let answerer = try Peer("answer", in: directory, extra: ["--bind", "127.0.0.1,::1"])
-        defer { offerer.process.stop(); answerer.process.stop() }
+        defer {
+            offerer.process.stop()
+            answerer.process.stop()
+        }
         let sdp = Self.signal(offerer, answerer)
         #expect(sdp.contains("a=candidate:") && sdp.contains("a=fingerprint:sha-256") && !sdp.contains("ice-lite"))
         #expect(sdp.contains("a=setup:actpass") && (sdp.contains("a=setup:active") || sdp.contains("a=setup:passive")))
@@ -113,23 +130,31 @@ struct WebRTCCallCommandTests {
     /// microphone kept a period's cushion in its ring).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/env"), "no /usr/bin/env"))
     func aCallRunsOnALSADevices() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-alsa-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "webrtc-alsa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         try "pcm.vetestnull {\n    type null\n}\n".write(
             to: directory.appendingPathComponent(".asoundrc"), atomically: true, encoding: .utf8)
-        let offerer = try Peer("offer", in: directory, wrapper: ["/usr/bin/env", "HOME=\(directory.path)"],
-                               extra: ["--mic", "vetestnull", "--speaker", "vetestnull", "--duration", "4"])
+        let offerer = try Peer(
+            "offer", in: directory, wrapper: ["/usr/bin/env", "HOME=\(directory.path)"],
+            extra: ["--mic", "vetestnull", "--speaker", "vetestnull", "--duration", "4"])
         let answerer = try Peer("answer", in: directory, extra: ["--duration", "4"])
-        defer { offerer.process.stop(); answerer.process.stop() }
+        defer {
+            offerer.process.stop()
+            answerer.process.stop()
+        }
         Self.signal(offerer, answerer)
         let logs = offerer.logText + answerer.logText
         print(logs.split(separator: "\n").filter { !$0.hasPrefix("ALSA lib") }.joined(separator: "\n"))
         #expect(offerer.exitStatus == 0 && answerer.exitStatus == 0, "\(logs)")
         #expect(offerer.logText.contains("webrtc: microphone vetestnull, speaker vetestnull, 48 kHz mono"), "\(logs)")
         let short = offerer.logText.firstMatch(of: /microphone vetestnull: (\d+) short blocks/).flatMap { Int($0.1) }
-        #expect(short.map { $0 < 40 } == true, "the ALSA microphone missed \(short.map(String.init) ?? "?") of ~400 blocks")
-        let received = offerer.logText.firstMatch(of: /packets sent (\d+), received (\d+)/).flatMap { (Int($0.1), Int($0.2)) }
+        #expect(
+            short.map { $0 < 40 } == true, "the ALSA microphone missed \(short.map(String.init) ?? "?") of ~400 blocks")
+        let received = offerer.logText.firstMatch(of: /packets sent (\d+), received (\d+)/).flatMap {
+            (Int($0.1), Int($0.2))
+        }
         #expect((received?.0 ?? 0) > 120 && (received?.1 ?? 0) > 120, "\(String(describing: received))")
     }
 
@@ -138,13 +163,15 @@ struct WebRTCCallCommandTests {
     /// another rate than the transport's 48 kHz is refused as a bad option (64).
     @Test func alsaDevicesAreOpenedByName() async throws {
         let tool = try #require(BuiltExecutables.url("voice-engine"))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-alsa-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "webrtc-alsa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func run(_ arguments: [String]) async throws -> (Int32?, String) {
             let log = directory.appendingPathComponent("\(UUID().uuidString).log")
-            let child = try ChildProcessGroup(tool.path, ["call", "--webrtc", "answer"] + arguments, log: log,
-                                              stdin: URL(fileURLWithPath: "/dev/null"))
+            let child = try ChildProcessGroup(
+                tool.path, ["call", "--webrtc", "answer"] + arguments, log: log,
+                stdin: URL(fileURLWithPath: "/dev/null"))
             defer { child.stop() }
             let status = await child.wait(timeout: .seconds(20))
             return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")

@@ -6,11 +6,14 @@ import VoiceTestSupport
 /// calls, the engine echoes, and the tool says when the browser receives the echo. Port 27090 is this test's.
 @Suite(
     "voice-engine webrtc-demo with Chromium", .tags(.interop, .live, .cli), .scheduledByTags, .timeLimit(.minutes(1)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: chromiumPath), "chromium is not installed (make test-deps installs it)"),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: chromiumPath),
+        "chromium is not installed (make test-deps installs it)"),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "the voice-engine tool is not built"))
 struct WebRTCDemoCommandTests {
     @Test func aBrowserCallsTheDemoAndHearsTheEcho() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webrtc-demo-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "webrtc-demo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = directory.appendingPathComponent("demo.log")
@@ -25,13 +28,17 @@ struct WebRTCDemoCommandTests {
         defer { stopPeer(demo, grace: 1) }
         func output() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         var deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !output().contains("Open http://127.0.0.1:27090/") { Thread.sleep(forTimeInterval: 0.05) }
+        while Date() < deadline, !output().contains("Open http://127.0.0.1:27090/") {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         #expect(output().contains("Open http://127.0.0.1:27090/"), "the tool did not announce its page: \(output())")
 
         let chromium = try ChromiumPeer(url: "http://127.0.0.1:27090/?autocall&raw", audioFile: speechPath)
         defer { chromium.stop() }
         deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, !output().contains("the browser receives the engine's echo") { Thread.sleep(forTimeInterval: 0.1) }
+        while Date() < deadline, !output().contains("the browser receives the engine's echo") {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         #expect(output().contains("call: answered an offer"), "\(output())")
         #expect(output().contains("the browser receives the engine's echo"), "\(output())")
     }

@@ -18,7 +18,8 @@ struct WebRTCSDPTests {
         let t = offer.transport
         #expect(t.ice.ufrag == "J5MH" && t.ice.password == "RQybpOneqcHXvk7ZcJoPCAZy")
         #expect(t.setup == .actpass && t.mid == "0" && t.trickle && !t.iceLite)
-        #expect(t.fingerprint.algorithm == "sha-256" && t.fingerprint.bytes.count == 32 && t.fingerprint.bytes[0] == 0x21)
+        #expect(
+            t.fingerprint.algorithm == "sha-256" && t.fingerprint.bytes.count == 32 && t.fingerprint.bytes[0] == 0x21)
         #expect(t.audioLevelExtensionID == 1)
         // Two UDP host candidates (v4 and v6); the TCP ones are not kept.
         #expect(t.candidates.map(\.host) == ["192.0.2.2", "fd00::2"])
@@ -33,8 +34,11 @@ struct WebRTCSDPTests {
         let local = WebRTCLocalParameters(
             ice: ICECredentials(ufrag: "engineUF", password: "enginePasswordOf24chars_"),
             fingerprint: DTLSFingerprint(bytes: Array(repeating: 0xAB, count: 32)),
-            candidates: [ICECandidate(foundation: "1", priority: ICECandidate.priority(kind: .host),
-                                      host: "127.0.0.1", port: 27_010, kind: .host)])
+            candidates: [
+                ICECandidate(
+                    foundation: "1", priority: ICECandidate.priority(kind: .host),
+                    host: "127.0.0.1", port: 27_010, kind: .host)
+            ])
         let (text, negotiated, role) = try WebRTCSessionDescription.answer(
             to: offer, localCapabilities: AudioCapabilities(address: "127.0.0.1", port: 27_010), local: local)
         #expect(role == .client)
@@ -48,11 +52,16 @@ struct WebRTCSDPTests {
         #expect(lines.contains("a=fingerprint:" + local.fingerprint.sdpValue))
         #expect(lines.contains("a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
         #expect(lines.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 27010 typ host"))
-        #expect(lines.contains { $0.hasPrefix("a=fmtp:111 ") && $0.contains("useinbandfec=1") && $0.contains("minptime=10") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("a=fmtp:111 ") && $0.contains("useinbandfec=1") && $0.contains("minptime=10")
+            })
         // Video and the data channel: port 0, their mids kept, in the offer's order.
         let mLines = lines.filter { $0.hasPrefix("m=") }
         #expect(mLines.count == 3)
-        #expect(mLines[1].hasPrefix("m=video 0 UDP/TLS/RTP/SAVPF ") && mLines[2] == "m=application 0 UDP/DTLS/SCTP webrtc-datachannel")
+        #expect(
+            mLines[1].hasPrefix("m=video 0 UDP/TLS/RTP/SAVPF ")
+                && mLines[2] == "m=application 0 UDP/DTLS/SCTP webrtc-datachannel")
         #expect(lines.contains("a=mid:1") && lines.contains("a=mid:2"))
         // Our answer parses as a WebRTC description with our parameters.
         let parsed = try WebRTCSessionDescription(parsing: text)
@@ -69,7 +78,8 @@ struct WebRTCSDPTests {
         #expect(t.fingerprint.bytes.first == 0x75 && t.candidates.isEmpty && t.audioLevelExtensionID == 1)
         #expect(offer.base.audio.opus?.payloadType == 109)
         let local = WebRTCLocalParameters(
-            ice: ICECredentials.random(), fingerprint: DTLSFingerprint(bytes: Array(repeating: 1, count: 32)), candidates: [])
+            ice: ICECredentials.random(), fingerprint: DTLSFingerprint(bytes: Array(repeating: 1, count: 32)),
+            candidates: [])
         let (text, negotiated, role) = try WebRTCSessionDescription.answer(
             to: offer, localCapabilities: AudioCapabilities(address: "::1", port: 27_011), local: local)
         #expect(negotiated.payloadType == 109 && role == .client)
@@ -85,15 +95,25 @@ struct WebRTCSDPTests {
             text.split(separator: "\r\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix(prefix) }
                 .joined(separator: "\r\n")
         }
-        #expect(throws: WebRTCSDPError.missingAttribute("ice-ufrag")) { try WebRTCSessionDescription(parsing: without("a=ice-ufrag")) }
-        #expect(throws: WebRTCSDPError.missingAttribute("fingerprint")) { try WebRTCSessionDescription(parsing: without("a=fingerprint")) }
-        #expect(throws: WebRTCSDPError.missingAttribute("setup")) { try WebRTCSessionDescription(parsing: without("a=setup")) }
+        #expect(throws: WebRTCSDPError.missingAttribute("ice-ufrag")) {
+            try WebRTCSessionDescription(parsing: without("a=ice-ufrag"))
+        }
+        #expect(throws: WebRTCSDPError.missingAttribute("fingerprint")) {
+            try WebRTCSessionDescription(parsing: without("a=fingerprint"))
+        }
+        #expect(throws: WebRTCSDPError.missingAttribute("setup")) {
+            try WebRTCSessionDescription(parsing: without("a=setup"))
+        }
         let sha1 = text.replacingOccurrences(of: "a=fingerprint:sha-256 21:32", with: "a=fingerprint:sha-1 21:32")
         #expect(throws: WebRTCSDPError.self) { try WebRTCSessionDescription(parsing: sha1) }
     }
 
     @Test func candidateLinesRoundTrip() throws {
-        let c = try #require(ICECandidate(sdpValue: "candidate:842163049 1 udp 1677729535 203.0.113.7 61000 typ srflx raddr 10.0.0.2 rport 61000 generation 0"))
+        let c = try #require(
+            ICECandidate(
+                sdpValue:
+                    "candidate:842163049 1 udp 1677729535 203.0.113.7 61000 typ srflx raddr 10.0.0.2 rport 61000 generation 0"
+            ))
         #expect(c.kind == .srflx && c.relatedHost == "10.0.0.2" && c.relatedPort == 61000)
         #expect(ICECandidate(sdpValue: c.sdpValue) == c)
         #expect(ICECandidate(sdpValue: "candidate:1 1 udp x 1.2.3.4 5 typ host") == nil)
@@ -110,8 +130,10 @@ struct ICELiteAgentTests {
     @Test func answersAnAuthenticCheckAndSelectsTheNominatedPair() throws {
         let agent = ICELiteAgent(local: engine, remote: browser)
         let check = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: true)
-        let reply = try #require(agent.handle(check.serialize(integrityKey: STUNMessage.shortTermKey(password: engine.password), fingerprint: true),
-                                              from: source, now: .seconds(1)))
+        let reply = try #require(
+            agent.handle(
+                check.serialize(integrityKey: STUNMessage.shortTermKey(password: engine.password), fingerprint: true),
+                from: source, now: .seconds(1)))
         let response = try STUNMessage(parsing: reply)
         #expect(response.messageClass == .successResponse && response.transactionID == check.transactionID)
         #expect(try response.xorAddress() == source)
@@ -123,8 +145,10 @@ struct ICELiteAgentTests {
     @Test func wrongPasswordGets401AndNoConsent() throws {
         let agent = ICELiteAgent(local: engine, remote: browser)
         let check = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: true)
-        let reply = try #require(agent.handle(check.serialize(integrityKey: Array("wrong".utf8), fingerprint: true),
-                                              from: source, now: .seconds(1)))
+        let reply = try #require(
+            agent.handle(
+                check.serialize(integrityKey: Array("wrong".utf8), fingerprint: true),
+                from: source, now: .seconds(1)))
         #expect(try STUNMessage(parsing: reply).errorCode()?.code == 401)
         #expect(agent.selectedAddress == nil && !agent.hasConsent(now: .seconds(1)) && agent.rejectedChecks == 1)
         #expect(agent.handle([1, 2, 3], from: source, now: .seconds(1)) == nil && agent.rejectedChecks == 2)
@@ -141,10 +165,15 @@ struct ICELiteAgentTests {
         #expect(!agent.nominated && !agent.hasConsent(now: .seconds(1)))
         // A check with the old credentials (or with a stranger's ufrag) is refused.
         let stale = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: true)
-        #expect(try STUNMessage(parsing: #require(agent.handle(stale.serialize(integrityKey: key), from: source, now: .seconds(2)))).errorCode()?.code == 401)
+        #expect(
+            try STUNMessage(
+                parsing: #require(agent.handle(stale.serialize(integrityKey: key), from: source, now: .seconds(2)))
+            ).errorCode()?.code == 401)
         let fresh = ICELiteAgent.check(from: newBrowser, to: newEngine, priority: 100, nominate: true)
-        let reply = try #require(agent.handle(fresh.serialize(integrityKey: STUNMessage.shortTermKey(password: newEngine.password)),
-                                              from: source, now: .seconds(2)))
+        let reply = try #require(
+            agent.handle(
+                fresh.serialize(integrityKey: STUNMessage.shortTermKey(password: newEngine.password)),
+                from: source, now: .seconds(2)))
         #expect(try STUNMessage(parsing: reply).messageClass == .successResponse && agent.hasConsent(now: .seconds(2)))
     }
 
@@ -153,8 +182,10 @@ struct ICELiteAgentTests {
         var check = ICELiteAgent.check(from: browser, to: engine, priority: 100, nominate: false)
         check.attributes.removeAll { $0.type == STUNAttribute.Kind.iceControlling }
         check.attributes.append(.uint64(STUNAttribute.Kind.iceControlled, 7))
-        let reply = try #require(agent.handle(check.serialize(integrityKey: STUNMessage.shortTermKey(password: engine.password)),
-                                              from: source, now: .zero))
+        let reply = try #require(
+            agent.handle(
+                check.serialize(integrityKey: STUNMessage.shortTermKey(password: engine.password)),
+                from: source, now: .zero))
         #expect(try STUNMessage(parsing: reply).errorCode()?.code == 487)
     }
 }

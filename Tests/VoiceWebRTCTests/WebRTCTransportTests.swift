@@ -18,17 +18,23 @@ struct WebRTCTransportTests {
         /// Unprotects one SRTP datagram with the peer's key and keeps its payload (a failure is counted).
         func unprotect(_ datagram: UnsafeMutableRawBufferPointer, with keys: DTLSSRTPKeys?) {
             lock.withLock {
-                guard let keys, let inbound = try? SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound),
-                      let n = try? inbound.unprotect(datagram, length: datagram.count)
-                else { failures += 1; return }
+                guard let keys,
+                    let inbound = try? SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound),
+                    let n = try? inbound.unprotect(datagram, length: datagram.count)
+                else {
+                    failures += 1
+                    return
+                }
                 payloads.append(Array(datagram[12..<n]))
             }
         }
     }
 
     static func rtp(sequence: UInt16, ssrc: UInt32, payload: [UInt8], room: Int) -> [UInt8] {
-        var p: [UInt8] = [0x80, 111, UInt8(sequence >> 8), UInt8(sequence & 0xFF), 0, 0, 0, UInt8(sequence & 0xFF),
-                          UInt8(ssrc >> 24), UInt8((ssrc >> 16) & 0xFF), UInt8((ssrc >> 8) & 0xFF), UInt8(ssrc & 0xFF)]
+        var p: [UInt8] = [
+            0x80, 111, UInt8(sequence >> 8), UInt8(sequence & 0xFF), 0, 0, 0, UInt8(sequence & 0xFF),
+            UInt8(ssrc >> 24), UInt8((ssrc >> 16) & 0xFF), UInt8((ssrc >> 8) & 0xFF), UInt8(ssrc & 0xFF)
+        ]
         p += payload
         return p + [UInt8](repeating: 0, count: room)
     }
@@ -43,12 +49,14 @@ struct WebRTCTransportTests {
         // The answerer: ICE-lite, setup:active (DTLS client), as it answers a browser.
         let answerer = WebRTCTransport(
             socket: answererSocket, ice: .liteControlled(ICELiteAgent(local: answererICE, remote: offererICE)),
-            dtls: try DTLSSRTPAssociation(certificate: answererCert, role: .client, remoteFingerprint: offererCert.fingerprint))
+            dtls: try DTLSSRTPAssociation(
+                certificate: answererCert, role: .client, remoteFingerprint: offererCert.fingerprint))
         // The offerer: controlling, nominates the answerer's host candidate, DTLS server (setup:actpass → passive).
         let offerer = WebRTCTransport(
             socket: offererSocket,
             ice: .controlling(local: offererICE, remote: answererICE, candidate: answererSocket.localAddress),
-            dtls: try DTLSSRTPAssociation(certificate: offererCert, role: .server, remoteFingerprint: answererCert.fingerprint))
+            dtls: try DTLSSRTPAssociation(
+                certificate: offererCert, role: .server, remoteFingerprint: answererCert.fingerprint))
 
         let atAnswerer = Received(), atOfferer = Received()
         for (transport, sink) in [(answerer, atAnswerer), (offerer, atOfferer)] {
@@ -57,30 +65,44 @@ struct WebRTCTransportTests {
         }
         answerer.start { clock.now }
         offerer.start { clock.now }
-        defer { answerer.stop(); offerer.stop() }
+        defer {
+            answerer.stop()
+            offerer.stop()
+        }
 
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, atAnswerer.lock.withLock({ atAnswerer.connected == nil }) || atOfferer.lock.withLock({ atOfferer.connected == nil }) {
+        while Date() < deadline,
+            atAnswerer.lock.withLock({ atAnswerer.connected == nil })
+                || atOfferer.lock.withLock({ atOfferer.connected == nil })
+        {
             Thread.sleep(forTimeInterval: 0.01)
         }
         let a = try #require(atAnswerer.lock.withLock { atAnswerer.connected }).get()
         let o = try #require(atOfferer.lock.withLock { atOfferer.connected }).get()
         #expect(a.suite == .aeadAES128GCM && a.localKey == o.remoteKey)
-        #expect(answerer.remoteAddress == offererSocket.localAddress && offerer.remoteAddress == answererSocket.localAddress)
+        #expect(
+            answerer.remoteAddress == offererSocket.localAddress && offerer.remoteAddress == answererSocket.localAddress
+        )
 
         // 50 packets each way (one session per direction, as a stream keeps them).
         let aOut = try SRTPSession(suite: a.suite, key: a.localKey, direction: .outbound)
         let oOut = try SRTPSession(suite: o.suite, key: o.localKey, direction: .outbound)
         for i in 0..<50 {
             let payload = (0..<40).map { UInt8(truncatingIfNeeded: $0 * 7 + i) }
-            for (session, transport, ssrc) in [(aOut, answerer, UInt32(0xA), ), (oOut, offerer, UInt32(0xB))] {
+            for (session, transport, ssrc) in [(aOut, answerer, UInt32(0xA),), (oOut, offerer, UInt32(0xB))] {
                 var packet = Self.rtp(sequence: UInt16(i), ssrc: ssrc, payload: payload, room: 16)
                 let n = try packet.withUnsafeMutableBytes { try session.protect($0, length: 52) }
-                #expect(packet.withUnsafeBytes { transport.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now) })
+                #expect(
+                    packet.withUnsafeBytes {
+                        transport.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: clock.now)
+                    })
             }
         }
         let until = Date().addingTimeInterval(5)
-        while Date() < until, atAnswerer.lock.withLock({ atAnswerer.payloads.count }) < 50 || atOfferer.lock.withLock({ atOfferer.payloads.count }) < 50 {
+        while Date() < until,
+            atAnswerer.lock.withLock({ atAnswerer.payloads.count }) < 50
+                || atOfferer.lock.withLock({ atOfferer.payloads.count }) < 50
+        {
             Thread.sleep(forTimeInterval: 0.01)
         }
         for sink in [atAnswerer, atOfferer] {

@@ -37,7 +37,9 @@ let benchmarks: @Sendable () -> Void = {
 final class PolledReceiveWorkload: @unchecked Sendable {
     var sender: UDPMediaTransport!
     var receiver: UDPMediaTransport!
-    let packet = [UInt8](repeating: 0, count: 120).enumerated().map { $0.offset == 0 ? 0x80 : $0.offset == 1 ? 111 : $0.element }
+    let packet = [UInt8](repeating: 0, count: 120).enumerated().map {
+        $0.offset == 0 ? 0x80 : $0.offset == 1 ? 111 : $0.element
+    }
 
     init() {
         let done = DispatchSemaphore(value: 0)

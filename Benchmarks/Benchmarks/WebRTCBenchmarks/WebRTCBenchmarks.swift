@@ -19,7 +19,8 @@ let benchmarks: @Sendable () -> Void = {
     if let server = try! BenchmarkTURNServer.start() {
         let relayed = try! WebRTCPathWorkload(relay: (server, BenchmarkTURNServer.secret))
         blackHole(relayed.run(100))
-        precondition(relayed.sentChannelData == 100, "the relayed pair must send ChannelData, sent \(relayed.sentChannelData)")
+        precondition(
+            relayed.sentChannelData == 100, "the relayed pair must send ChannelData, sent \(relayed.sentChannelData)")
         Benchmark("WebRTC.relayPath.20ms", configuration: configuration) { benchmark in
             blackHole(relayed.run(benchmark.scaledIterations.count))
         }

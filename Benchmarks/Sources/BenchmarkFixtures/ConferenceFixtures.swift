@@ -70,7 +70,8 @@ public final class ConferenceWorkload: @unchecked Sendable {
             try MediaStream(
                 configuration: MediaStreamConfiguration(
                     opus: Self.opus, deviceFormat: format,
-                    srtp: srtp ? MediaStreamSRTP(suite: Self.suite, localKey: clientKeys[i], remoteKey: roomKeys[i]) : nil,
+                    srtp: srtp
+                        ? MediaStreamSRTP(suite: Self.suite, localKey: clientKeys[i], remoteKey: roomKeys[i]) : nil,
                     voiceProcessing: false, seed: UInt64(1_000 + i)),
                 sink: sink)
         }
@@ -115,7 +116,8 @@ public final class ConferenceWorkload: @unchecked Sendable {
                 label: "p\(i)",
                 configuration: MediaStreamConfiguration(
                     opus: Self.opus, deviceFormat: format,
-                    srtp: srtp ? MediaStreamSRTP(suite: Self.suite, localKey: localKeys[i], remoteKey: remoteKeys[i]) : nil,
+                    srtp: srtp
+                        ? MediaStreamSRTP(suite: Self.suite, localKey: localKeys[i], remoteKey: remoteKeys[i]) : nil,
                     voiceProcessing: false, seed: UInt64(5_000 + i)),
                 sink: sink, now: .zero)
         }

@@ -34,7 +34,8 @@ public enum Fixtures {
     /// One 20 ms Opus RTP packet as a call sends it: a 12-byte header (version 2, payload type 111, sequence 0,
     /// ``rtpSSRC``) and the median-sized frame of the 16 kHz speech encoded with ``opusConfiguration(sampleRate:)``.
     public static func opusRTPPacket() throws(OpusError) -> FixedBuffer<UInt8> {
-        let stream = try EncodedStream(pcm: speech(sampleRate: 16_000), configuration: opusConfiguration(sampleRate: 16_000))
+        let stream = try EncodedStream(
+            pcm: speech(sampleRate: 16_000), configuration: opusConfiguration(sampleRate: 16_000))
         let bySize = (0..<stream.count).sorted { stream.lengths.pointer[$0] < stream.lengths.pointer[$1] }
         var bytes: [UInt8] = [0x80, 111, 0, 0, 0, 0, 0, 0]
         bytes += withUnsafeBytes(of: rtpSSRC.bigEndian) { Array($0) }

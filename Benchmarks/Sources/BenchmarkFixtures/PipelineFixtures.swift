@@ -61,8 +61,9 @@ public enum PipelineFixtures {
     /// `Fixtures.seed`, leg B's the one with the next seed. Each leg's echo is added as it plays (``PipelineRoom``).
     public static func microphones() -> (a: FixedBuffer<Int16>, b: FixedBuffer<Int16>) {
         let near = [Fixtures.seed, Fixtures.seed &+ 1].map {
-            FixedBuffer(copying: SignalGenerator.toInt16(
-                SignalGenerator.speechLike(sampleRate: deviceRate, seconds: Fixtures.seconds, seed: $0)))
+            FixedBuffer(
+                copying: SignalGenerator.toInt16(
+                    SignalGenerator.speechLike(sampleRate: deviceRate, seconds: Fixtures.seconds, seed: $0)))
         }
         return (near[0], near[1])
     }
@@ -76,13 +77,15 @@ public final class PipelineRoom {
     var position = 0
 
     public init() {
-        line = FixedBuffer(count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
+        line = FixedBuffer(
+            count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
     }
 
     /// The microphone block: `near` plus the echo of what was played a delay-line length ago; then `played` (the
     /// block the loudspeaker played this tick) enters the line.
     public func capture(
-        near: UnsafeBufferPointer<Int16>, played: UnsafeBufferPointer<Int16>, into mic: UnsafeMutableBufferPointer<Int16>
+        near: UnsafeBufferPointer<Int16>, played: UnsafeBufferPointer<Int16>,
+        into mic: UnsafeMutableBufferPointer<Int16>
     ) {
         let l = line.pointer
         var p = position

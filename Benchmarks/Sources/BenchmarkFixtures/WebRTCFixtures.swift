@@ -47,10 +47,12 @@ public final class WebRTCPathWorkload {
         agentB.setRemoteCredentials(agentA.local)
         answer.forEach(agentA.addRemoteCandidate)
         offer.forEach(agentB.addRemoteCandidate)
-        sender = WebRTCTransport(sockets: [socketA], ice: .full(agentA),
-                                 dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
-        receiver = WebRTCTransport(sockets: [socketB], ice: .full(agentB),
-                                   dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
+        sender = WebRTCTransport(
+            sockets: [socketA], ice: .full(agentA),
+            dtls: try DTLSSRTPAssociation(certificate: certA, role: .server, remoteFingerprint: certB.fingerprint))
+        receiver = WebRTCTransport(
+            sockets: [socketB], ice: .full(agentB),
+            dtls: try DTLSSRTPAssociation(certificate: certB, role: .client, remoteFingerprint: certA.fingerprint))
         sender.relay = turnA
         receiver.relay = turnB
         let clock = MonotonicClock()
@@ -73,7 +75,9 @@ public final class WebRTCPathWorkload {
         inbound = try SRTPSession(suite: keys.suite, key: keys.localKey, direction: .inbound)
         packet = try Fixtures.opusRTPPacket()
         receiver.onSRTP = { [inbound, unowned self] datagram, _ in
-            do { unprotected &+= try inbound.unprotect(datagram, length: datagram.count) } catch { fatalError("unprotect: \(error)") }
+            do { unprotected &+= try inbound.unprotect(datagram, length: datagram.count) } catch {
+                fatalError("unprotect: \(error)")
+            }
         }
     }
 
@@ -119,10 +123,12 @@ public enum BenchmarkTURNServer {
         let port = 27900 + Int(getpid() % 40)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = ["-n", "--listening-ip=127.0.0.1", "--listening-port=\(port)", "--relay-ip=127.0.0.1",
-                       "--min-port=27940", "--max-port=27999", "--use-auth-secret", "--static-auth-secret=\(secret)",
-                       "--realm=voiceengine.bench", "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay",
-                       "--allow-loopback-peers", "--no-stdout-log", "--log-file=/dev/null"]
+        p.arguments = [
+            "-n", "--listening-ip=127.0.0.1", "--listening-port=\(port)", "--relay-ip=127.0.0.1",
+            "--min-port=27940", "--max-port=27999", "--use-auth-secret", "--static-auth-secret=\(secret)",
+            "--realm=voiceengine.bench", "--no-tls", "--no-dtls", "--no-cli", "--no-tcp-relay",
+            "--allow-loopback-peers", "--no-stdout-log", "--log-file=/dev/null"
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

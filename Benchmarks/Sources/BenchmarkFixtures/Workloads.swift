@@ -62,7 +62,8 @@ public final class OpusDecodeWorkload {
     public init(sampleRate: Int) throws(OpusError) {
         self.sampleRate = sampleRate
         stream = try EncodedStream(
-            pcm: Fixtures.speech(sampleRate: sampleRate), configuration: Fixtures.opusConfiguration(sampleRate: sampleRate))
+            pcm: Fixtures.speech(sampleRate: sampleRate),
+            configuration: Fixtures.opusConfiguration(sampleRate: sampleRate))
         decoder = try OpusDecoder(sampleRate: sampleRate, channels: 1)
         pcm = FixedBuffer(count: decoder.maxFrameSamples, repeating: 0)
     }

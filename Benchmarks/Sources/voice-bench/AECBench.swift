@@ -40,19 +40,22 @@ struct AECBench: ParsableCommand {
     @Option(help: "Steady state starts here, seconds into each vector.")
     var steadyStateFrom = 10.0
 
-    @Option(help: ArgumentHelp(
-        "Score the realistic set instead of the vectors: a folder written by Benchmarks/scripts/aec-realistic.py.",
-        valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Score the realistic set instead of the vectors: a folder written by Benchmarks/scripts/aec-realistic.py.",
+            valueName: "dir"))
     var realistic: String?
 
-    @Option(help: ArgumentHelp(
-        "Score the AEC-Challenge recordings in this folder (echo_double_talk.wav, *_lpb.wav / *_mic.wav).",
-        valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Score the AEC-Challenge recordings in this folder (echo_double_talk.wav, *_lpb.wav / *_mic.wav).",
+            valueName: "dir"))
     var real: String?
 
-    @Option(help: ArgumentHelp(
-        "Floor of the engine's per-band residual-echo suppressor in dB, or 'off' (default: the configuration's).",
-        valueName: "dB"))
+    @Option(
+        help: ArgumentHelp(
+            "Floor of the engine's per-band residual-echo suppressor in dB, or 'off' (default: the configuration's).",
+            valueName: "dB"))
     var suppressorFloor: String?
 
     @Flag(inversion: .prefixedNo, help: "Score near-end PESQ-WB in the realistic mode (--no-pesq: figures null).")
@@ -81,18 +84,21 @@ struct AECBench: ParsableCommand {
                 far: folder.appendingPathComponent(first.far), farSamples: try Self.read(folder, first.far, rate: rate),
                 sampleRate: rate)
             if webrtcSkipped == nil {
-                print("WebRTC self-test (far end as its own echo): \(f(selfTestERLE)) dB removed, pass mark "
-                    + "\(f(WebRTCEchoReference.minimumSelfTestERLE, 0))")
+                print(
+                    "WebRTC self-test (far end as its own echo): \(f(selfTestERLE)) dB removed, pass mark "
+                        + "\(f(WebRTCEchoReference.minimumSelfTestERLE, 0))")
             }
         }
         if let webrtcSkipped { print("note: WebRTC figures are null: \(webrtcSkipped)") }
         let webrtcConfigurations = webrtcSkipped == nil ? WebRTCEchoReference.configurations : []
-        print("voice-bench aec: ERLE (dB) over far-end single talk from \(steadyStateFrom) s; raw MDF tail "
-            + "\(AECBenchmark.rawTailMilliseconds) ms, no alignment")
+        print(
+            "voice-bench aec: ERLE (dB) over far-end single talk from \(steadyStateFrom) s; raw MDF tail "
+                + "\(AECBenchmark.rawTailMilliseconds) ms, no alignment")
         let headerRate = manifest.vectors.first?.scenario.sampleRate ?? 16_000
         for configuration in webrtcConfigurations {
-            print("  \(configuration.key): gst-launch-1.0 "
-                + WebRTCEchoReference.describe(configuration, sampleRate: headerRate))
+            print(
+                "  \(configuration.key): gst-launch-1.0 "
+                    + WebRTCEchoReference.describe(configuration, sampleRate: headerRate))
         }
         print(
             pad("scenario", 24) + pad("raw", 7) + pad("engine", 8) + pad("webrtc ns/aec", 15) + pad("conv s", 8)
@@ -132,15 +138,17 @@ struct AECBench: ParsableCommand {
                 if let failure { print("note: \(result.name) \(configuration.key): \(failure)") }
             }
             let nullReason = webrtcSkipped.map(quoted) ?? "null"
-            let webrtcColumn = webrtcSkipped == nil
+            let webrtcColumn =
+                webrtcSkipped == nil
                 ? "\(f(webrtcERLE["webrtc"]))/\(f(webrtcERLE["webrtc_aec_only"]))" : "-"
             print(
                 pad(result.name, 24) + pad(f(result.erleRaw), 7) + pad(f(result.erleEngine), 8) + pad(webrtcColumn, 15)
                     + pad(f(result.convergenceSeconds, 0), 8)
-                    + pad(result.nearEndSegSNREngine == nil
-                        ? "-"
-                        : "\(f(result.nearEndSegSNREngine))/\(f(result.nearEndSegSNRRaw))/"
-                            + f(webrtcNearSNR["webrtc"]),
+                    + pad(
+                        result.nearEndSegSNREngine == nil
+                            ? "-"
+                            : "\(f(result.nearEndSegSNREngine))/\(f(result.nearEndSegSNRRaw))/"
+                                + f(webrtcNearSNR["webrtc"]),
                         17)
                     + pad(f(result.estimatedDriftPPM), 11)
                     + pad("\(f(result.microsecondsPerBlockEngine))/\(f(result.microsecondsPerBlockRaw))", 14))
@@ -149,7 +157,9 @@ struct AECBench: ParsableCommand {
                 "{\"name\":\(quoted(result.name)),\"erle_db\":{\"speex_raw\":\(j(result.erleRaw)),"
                     + "\"engine\":\(j(result.erleEngine)),\"webrtc\":\(j(webrtcERLE["webrtc"])),"
                     + "\"webrtc_aec_only\":\(j(webrtcERLE["webrtc_aec_only"]))},"
-                    + "\"webrtc\":" + (webrtcSkipped == nil ? "{\(webrtcDetails.joined(separator: ","))}"
+                    + "\"webrtc\":"
+                    + (webrtcSkipped == nil
+                        ? "{\(webrtcDetails.joined(separator: ","))}"
                         : "{\"null_reason\":\(nullReason)}") + ","
                     + "\"convergence_s\":\(j(result.convergenceSeconds)),"
                     + "\"near_end_segsnr_db\":{\"speex_raw\":\(j(result.nearEndSegSNRRaw)),"

@@ -20,7 +20,8 @@ struct BaresipCall {
             .map(BaresipCall.init(executable:))
     }
 
-    func run(speech: WAVFile, seconds: Double, warmUp: Double, processing: Bool, application: String) throws -> LiveRun {
+    func run(speech: WAVFile, seconds: Double, warmUp: Double, processing: Bool, application: String) throws -> LiveRun
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("voice-bench-baresip-\(getpid())")
         try? FileManager.default.removeItem(at: directory)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -42,7 +43,8 @@ struct BaresipCall {
             try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
             try Self.config(port: ports[index], wav: wavPath, processing: processing, application: application)
                 .write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-            try "<sip:\(name)@127.0.0.1:\(ports[index])>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
+            try
+                "<sip:\(name)@127.0.0.1:\(ports[index])>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto\n"
                 .write(to: config.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
@@ -74,7 +76,8 @@ struct BaresipCall {
         let delta = ThreadCost(threads: threads)
         return LiveRun(
             cpuMillisecondsPerCallSecond: Double(delta.cpuNanoseconds) / 1e6 / seconds,
-            wakeupsPerCallSecond: Double(delta.switches) / seconds, threadCount: after.map(\.threads.count).reduce(0, +),
+            wakeupsPerCallSecond: Double(delta.switches) / seconds,
+            threadCount: after.map(\.threads.count).reduce(0, +),
             threads: delta)
     }
 

@@ -25,7 +25,7 @@ struct CodecSuite: SideBySideSuite {
             try decodeCase(sampleRate: 48_000),
             try concealCase(sampleRate: 16_000),
             try resampleCase(from: 48_000, to: 16_000),
-            try resampleCase(from: 16_000, to: 48_000),
+            try resampleCase(from: 16_000, to: 48_000)
         ]
     }
 
@@ -80,7 +80,8 @@ struct CodecSuite: SideBySideSuite {
         let pcm = FixedBuffer<Int16>(count: workload.pcm.count, repeating: 0)
         // Bring the C decoder to the same state: the same real packets first.
         let stream = try EncodedStream(
-            pcm: Fixtures.speech(sampleRate: sampleRate), configuration: Fixtures.opusConfiguration(sampleRate: sampleRate))
+            pcm: Fixtures.speech(sampleRate: sampleRate),
+            configuration: Fixtures.opusConfiguration(sampleRate: sampleRate))
         let warmed = cb_decode_loop(
             c.pointer, stream.bytes.pointer.baseAddress, stream.offsets.pointer.baseAddress,
             stream.lengths.pointer.baseAddress, Int32(stream.count), 0,

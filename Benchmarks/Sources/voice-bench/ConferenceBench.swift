@@ -49,13 +49,23 @@ struct ConferenceBench: ParsableCommand {
     @Option(help: "Loss (%) on every leg of the quality run.")
     var lossPercent = 5.0
 
-    @Option(help: "Jitter (ms): normal extra delay with this mean and standard deviation (clipped at 0) on every leg of the quality run.")
+    @Option(
+        help:
+            "Jitter (ms): normal extra delay with this mean and standard deviation (clipped at 0) on every leg of the quality run."
+    )
     var jitterMilliseconds = 20.0
 
-    @Flag(inversion: .prefixedNo, help: "In-band FEC on every encoder of the quality run (clients, talkers, shared), as the server negotiates it.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "In-band FEC on every encoder of the quality run (clients, talkers, shared), as the server negotiates it."
+    )
     var qualityFec = true
 
-    @Flag(inversion: .prefixedNo, help: "Talk spurts after dormancy resume at the jitter buffer's target delay (ConferenceRoomConfiguration.restartsTalkSpurtsAtTargetDelay).")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Talk spurts after dormancy resume at the jitter buffer's target delay (ConferenceRoomConfiguration.restartsTalkSpurtsAtTargetDelay)."
+    )
     var qualityTargetRestart = true
 
     @Option(help: "Directions the quality run's loss and jitter apply to: both, up (to the room) or down (from it).")
@@ -64,19 +74,32 @@ struct ConferenceBench: ParsableCommand {
     @Flag(help: "End with one JSON line.")
     var json = false
 
-    @Flag(inversion: .prefixedNo, help: "Both sides send RTCP (SR/RR + SDES, SRTCP-protected, RFC 3550 schedule); --no-rtcp compares the mixing alone.")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Both sides send RTCP (SR/RR + SDES, SRTCP-protected, RFC 3550 schedule); --no-rtcp compares the mixing alone."
+    )
     var rtcp = true
 
-    @Option(help: "Profiling: build the workload of the first --sizes once, then run only the timed room ticks (a fresh room per round, as in the measurement) for this many seconds of this thread's CPU, print the time per tick and exit (no table, no quality run); for `perf record`.")
+    @Option(
+        help:
+            "Profiling: build the workload of the first --sizes once, then run only the timed room ticks (a fresh room per round, as in the measurement) for this many seconds of this thread's CPU, print the time per tick and exit (no table, no quality run); for `perf record`."
+    )
     var profileRoom = 0.0
 
     @Option(help: "Which room --profile-room runs: swift (ConferenceRoom) or c (cbaseline_conference.c).")
     var profileSide = "swift"
 
-    @Option(help: "With --profile-room: a perf control FIFO (`perf record -D -1 --control fifo:PATH`); \"enable\" is written to it when the room loop starts and \"disable\" when it ends, so the profile holds the room's ticks only.")
+    @Option(
+        help:
+            "With --profile-room: a perf control FIFO (`perf record -D -1 --control fifo:PATH`); \"enable\" is written to it when the room loop starts and \"disable\" when it ends, so the profile holds the room's ticks only."
+    )
     var profileControl: String?
 
-    @Option(help: "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it.")
+    @Option(
+        help:
+            "Seconds (real time, 2 s of it warm-up) Janus AudioBridge runs each room size with plain-RTP participants, side by side with the Swift room on the same plain-RTP datagrams; 0 skips it."
+    )
     var janusSeconds = 0.0
 
     func validate() throws {
@@ -107,11 +130,14 @@ struct ConferenceBench: ParsableCommand {
             throw ValidationError("--profile-control: \(path): \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFIFO else {
-            throw ValidationError("--profile-control: \(path) is not a FIFO (mkfifo it and give it to perf record --control fifo:\(path))")
+            throw ValidationError(
+                "--profile-control: \(path) is not a FIFO (mkfifo it and give it to perf record --control fifo:\(path))"
+            )
         }
         let fd = open(path, O_WRONLY | O_NONBLOCK)
         guard fd >= 0 else {
-            let reason = errno == ENXIO
+            let reason =
+                errno == ENXIO
                 ? "nobody reads it (run the bench under perf record -D -1 --control fifo:\(path))"
                 : String(cString: strerror(errno))
             throw ValidationError("--profile-control: cannot write to \(path): \(reason)")
@@ -122,11 +148,16 @@ struct ConferenceBench: ParsableCommand {
     mutating func run() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
-        let folders = testdata.map { [$0 + "/speech"] }
-            ?? [repository.deletingLastPathComponent().appendingPathComponent("shared/testdata/speech").path,
-                "../shared/testdata/speech"]
+        let folders =
+            testdata.map { [$0 + "/speech"] }
+            ?? [
+                repository.deletingLastPathComponent().appendingPathComponent("shared/testdata/speech").path,
+                "../shared/testdata/speech"
+            ]
         guard let speech = folders.lazy.compactMap({ ConferenceWorkload.speech(in: $0) }).first else {
-            print("voice-bench conference: skipped: no real speech under \(folders.joined(separator: " or ")) (--testdata)")
+            print(
+                "voice-bench conference: skipped: no real speech under \(folders.joined(separator: " or ")) (--testdata)"
+            )
             return
         }
         let roomSizes = sizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
@@ -140,10 +171,12 @@ struct ConferenceBench: ParsableCommand {
         print(
             "voice-bench conference: Swift ConferenceRoom vs plain C loop (same libsrtp/libopus calls), \(talkers) talkers"
                 + " (real speech), the rest silent with DTX, Opus 16 kHz 24 kb/s c5, SRTP; CPU per 20 ms tick, median of"
-                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s" + (rtcp ? "; RTCP on both sides" : "; no RTCP on either side"))
+                + " \(rounds) alternating rounds of \(fixed(seconds, 0)) s"
+                + (rtcp ? "; RTCP on both sides" : "; no RTCP on either side"))
         print(
             column("room", 6) + column("Swift µs/tick", 15, right: true) + column("C µs/tick", 12, right: true)
-                + column("ratio", 8, right: true) + column("paired", 8, right: true) + column("paired 95 % CI", 16, right: true)
+                + column("ratio", 8, right: true) + column("paired", 8, right: true)
+                + column("paired 95 % CI", 16, right: true)
                 + column("min ratio", 10, right: true) + column("part./core", 12, right: true)
                 + column("C part./core", 14, right: true))
         fflush(nil)
@@ -221,7 +254,8 @@ struct ConferenceBench: ParsableCommand {
                         + "  RTCP \(fixed(Double(cCounts.rtcp_protects) / k, 3))")
                 costLines.append(
                     "  \(column("", 4)) model: decodes ≈ talkers (+ DTX updates), encodes = talkers + 1 (shared, when"
-                        + " anyone listens), protects = participants sent to, RTCP = participants ÷ (4.1 s ÷ 20 ms) per tick")
+                        + " anyone listens), protects = participants sent to, RTCP = participants ÷ (4.1 s ÷ 20 ms) per tick"
+                )
             }
         }
         // The target is judged on one statistic, fixed in advance (Benchmarks/README.md, Conference mixer): the
@@ -230,12 +264,15 @@ struct ConferenceBench: ParsableCommand {
             "Target Swift/C ≤ 1.05, judged on the upper end of the paired ratio's 95 % CI (median of per-round"
                 + " Swift/C, sign-test interval): "
                 + verdicts.map { v in
-                    "\(v.participants): " + (v.upper.map { $0 <= 1.05 ? "met (≤ \(fixed($0, 3)))" : "not shown (\(fixed($0, 3)))" }
-                        ?? "too few rounds")
+                    "\(v.participants): "
+                        + (v.upper.map { $0 <= 1.05 ? "met (≤ \(fixed($0, 3)))" : "not shown (\(fixed($0, 3)))" }
+                            ?? "too few rounds")
                 }.joined(separator: ", "))
         print("Library calls per 20 ms tick (participant-ticks decoded incl. PLC; packets = payloads decoded):")
         for line in costLines { print(line) }
-        print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) — CPU time, not wall time.")
+        print(
+            "Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) — CPU time, not wall time."
+        )
         fflush(nil)
 
         var janusJSON = ""
@@ -346,19 +383,31 @@ struct ConferenceBench: ParsableCommand {
     /// time; its process CPU over the measured window) beside the Swift room on the same plain-RTP datagrams (fast
     /// time, this thread's CPU).
     private func janus(speech: [[Int16]], sizes: [Int]) throws -> String {
-        let script = URL(fileURLWithPath: PESQ.script).deletingLastPathComponent().appendingPathComponent("janus-audiobridge.py").path
-        print("Janus AudioBridge side by side (plain RTP, no SRTP on either side; Janus in real time, CPU of its process):")
-        print(column("room", 6) + column("Swift part./core", 18, right: true) + column("Janus part./core", 18, right: true)
-            + column("Janus mixed pkts", 18, right: true))
+        let script = URL(fileURLWithPath: PESQ.script).deletingLastPathComponent().appendingPathComponent(
+            "janus-audiobridge.py"
+        ).path
+        print(
+            "Janus AudioBridge side by side (plain RTP, no SRTP on either side; Janus in real time, CPU of its process):"
+        )
+        print(
+            column("room", 6) + column("Swift part./core", 18, right: true)
+                + column("Janus part./core", 18, right: true)
+                + column("Janus mixed pkts", 18, right: true))
         var items: [String] = []
         for n in sizes {
             guard 2 * n <= 88 else {
-                print(column("\(n)", 6) + "   does not fit: Janus takes 2 ports per plain-RTP participant, the bench has 90 (28310-28399)")
+                print(
+                    column("\(n)", 6)
+                        + "   does not fit: Janus takes 2 ports per plain-RTP participant, the bench has 90 (28310-28399)"
+                )
                 continue
             }
             let ticks = Int(janusSeconds * 50)
-            let w = try ConferenceWorkload(participants: n, talkers: min(talkers, n), ticks: ticks, speech: speech, srtp: false)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("voice-bench-janus-\(getpid()).vcwl").path
+            let w = try ConferenceWorkload(
+                participants: n, talkers: min(talkers, n), ticks: ticks, speech: speech, srtp: false)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "voice-bench-janus-\(getpid()).vcwl"
+            ).path
             try w.write(to: file)
             defer { try? FileManager.default.removeItem(atPath: file) }
             var stats: ConferenceRoomStatistics?
@@ -378,22 +427,27 @@ struct ConferenceBench: ParsableCommand {
                 let line = String(decoding: output, as: UTF8.self).split(separator: "\n").last,
                 let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             else {
-                print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
-                    + column("failed (exit \(process.terminationStatus))", 30, right: true))
+                print(
+                    column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                        + column("failed (exit \(process.terminationStatus))", 30, right: true))
                 continue
             }
             let janusPerCore = (object["participants_per_core"] as? Double) ?? 0
             let mixed = (object["mixed_packets_received"] as? Int) ?? 0
             guard mixed > 0 else {
-                print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
-                    + "   Janus sent no mixed audio back: its CPU (\(fixed(janusPerCore, 0)) part./core) is not a measurement")
+                print(
+                    column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                        + "   Janus sent no mixed audio back: its CPU (\(fixed(janusPerCore, 0)) part./core) is not a measurement"
+                )
                 continue
             }
-            print(column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
-                + column(fixed(janusPerCore, 0), 18, right: true) + column("\(mixed)", 18, right: true))
+            print(
+                column("\(n)", 6) + column(fixed(swiftPerCore, 0), 18, right: true)
+                    + column(fixed(janusPerCore, 0), 18, right: true) + column("\(mixed)", 18, right: true))
             fflush(nil)
-            items.append("{\"participants\":\(n),\"swift_plain_participants_per_core\":\(fixed(swiftPerCore, 1)),"
-                + "\"janus_participants_per_core\":\(fixed(janusPerCore, 1))}")
+            items.append(
+                "{\"participants\":\(n),\"swift_plain_participants_per_core\":\(fixed(swiftPerCore, 1)),"
+                    + "\"janus_participants_per_core\":\(fixed(janusPerCore, 1))}")
         }
         return ",\"janus\":[\(items.joined(separator: ","))]"
     }
@@ -402,9 +456,12 @@ struct ConferenceBench: ParsableCommand {
     private func quality(speech: [[Int16]]) throws -> String {
         let durationMs = Int(qualitySeconds * 1000)
         let samples = durationMs * 16
-        let inputs = (0..<3).map { i in (0..<samples).map { speech[i % speech.count][$0 % speech[i % speech.count].count] } }
+        let inputs = (0..<3).map { i in
+            (0..<samples).map { speech[i % speech.count][$0 % speech[i % speech.count].count] }
+        }
         let network = NetworkConditions(
-            baseDelayMilliseconds: 30, jitter: .normal(meanMilliseconds: jitterMilliseconds, standardDeviationMilliseconds: jitterMilliseconds),
+            baseDelayMilliseconds: 30,
+            jitter: .normal(meanMilliseconds: jitterMilliseconds, standardDeviationMilliseconds: jitterMilliseconds),
             loss: .bernoulli(probability: lossPercent / 100))
         let impaired = ConferenceSimulation.Directions(rawValue: qualityImpaired) ?? .both
         var members = (0..<3).map {
@@ -422,17 +479,22 @@ struct ConferenceBench: ParsableCommand {
         var roomConfiguration = ConferenceRoomConfiguration()
         roomConfiguration.restartsTalkSpurtsAtTargetDelay = qualityTargetRestart
         let sim = try ConferenceSimulation(
-            configuration: .init(members: members, room: roomConfiguration, opus: opus, durationMilliseconds: durationMs))
+            configuration: .init(
+                members: members, room: roomConfiguration, opus: opus, durationMilliseconds: durationMs))
         let result = sim.run()
         print(
             "Quality: 5 participants, 3 talkers (real speech), legs impaired \(impaired.rawValue): \(fixed(lossPercent, 0)) % loss,"
                 + " normal jitter mean/sd \(fixed(jitterMilliseconds, 0)) ms, 30 ms base delay; FEC \(qualityFec ? "on" : "off"),"
                 + " spurts restart at \(qualityTargetRestart ? "the target delay" : "once");"
                 + " \(fixed(qualitySeconds, 0)) s. Received mix vs the ideal mix of the other talkers' clean speech,"
-                + " sample-aligned (ideal) and with each talker at the delay it reached this listener with (aligned, 1 s windows)")
-        print(column("participant", 14) + column("PESQ ideal", 11, right: true) + column("PESQ aligned", 13, right: true)
-            + column("spec. dB", 9, right: true) + column("aligned dB", 11, right: true) + column("lag ms", 8, right: true)
-            + column("loss %", 8, right: true) + column("conceal %", 11, right: true) + "   talkers' lags in this mix (ms, min–max)")
+                + " sample-aligned (ideal) and with each talker at the delay it reached this listener with (aligned, 1 s windows)"
+        )
+        print(
+            column("participant", 14) + column("PESQ ideal", 11, right: true) + column("PESQ aligned", 13, right: true)
+                + column("spec. dB", 9, right: true) + column("aligned dB", 11, right: true)
+                + column("lag ms", 8, right: true)
+                + column("loss %", 8, right: true) + column("conceal %", 11, right: true)
+                + "   talkers' lags in this mix (ms, min–max)")
         var items: [String] = []
         for (i, m) in members.enumerated() {
             let others = (0..<3).filter { $0 != i }
@@ -453,12 +515,14 @@ struct ConferenceBench: ParsableCommand {
             let alignedDistance = SpectralDistance.measure(
                 reference: alignedReference, degraded: degraded, sampleRate: 16_000)
             let client = result.clients[i]
-            let lossPercent = client.expectedPackets == 0 ? 0 : 100 * Double(client.lostPackets) / Double(client.expectedPackets)
+            let lossPercent =
+                client.expectedPackets == 0 ? 0 : 100 * Double(client.lostPackets) / Double(client.expectedPackets)
             let conceal = 100 * client.jitterBuffer.concealmentRatio
-            let lagText = others.indices.map { k in
-                let r = alignment.lagRangeMilliseconds(k)
-                return "t\(others[k]) \(fixed(r.min, 0))–\(fixed(r.max, 0))"
-            }.joined(separator: ", ") + "; apart \(fixed(alignment.meanLagDifferenceMilliseconds(0, 1), 0)) ms"
+            let lagText =
+                others.indices.map { k in
+                    let r = alignment.lagRangeMilliseconds(k)
+                    return "t\(others[k]) \(fixed(r.min, 0))–\(fixed(r.max, 0))"
+                }.joined(separator: ", ") + "; apart \(fixed(alignment.meanLagDifferenceMilliseconds(0, 1), 0)) ms"
             print(
                 column(m.label, 14) + column(pesq.map { fixed($0, 2) } ?? "n/a", 11, right: true)
                     + column(pesqAligned.map { fixed($0, 2) } ?? "n/a", 13, right: true)
@@ -470,7 +534,8 @@ struct ConferenceBench: ParsableCommand {
             items.append(
                 "{\"participant\":\"\(m.label)\",\"pesq_wb\":\(pesq.map { fixed($0, 3) } ?? "null"),"
                     + "\"pesq_wb_aligned\":\(pesqAligned.map { fixed($0, 3) } ?? "null"),"
-                    + "\"spectral_db\":\(fixed(distance.decibels, 3)),\"spectral_db_aligned\":\(fixed(alignedDistance.decibels, 3))}")
+                    + "\"spectral_db\":\(fixed(distance.decibels, 3)),\"spectral_db_aligned\":\(fixed(alignedDistance.decibels, 3))}"
+            )
         }
         print("Room side (what the mixer decoded from each talker):")
         for p in result.participants.prefix(3) {
@@ -481,7 +546,9 @@ struct ConferenceBench: ParsableCommand {
         print(
             "Shared encoder: FEC \(result.room.sharedEncoderFEC ? "on" : "off"), expected loss"
                 + " \(result.room.sharedExpectedLossPercent) %, \(result.room.sharedFECAdaptations) adaptations")
-        print("Mixer clipped samples: \(result.room.clippedSamples); limiter active in \(result.room.limitedBlocks) blocks")
+        print(
+            "Mixer clipped samples: \(result.room.clippedSamples); limiter active in \(result.room.limitedBlocks) blocks"
+        )
         fflush(nil)
         return ",\"quality\":[\(items.joined(separator: ","))],\"clipped_samples\":\(result.room.clippedSamples)"
     }

@@ -23,16 +23,25 @@ struct JitterBench: ParsableCommand {
     @Option(help: "Replay this trace (CSV send_ms,arrival_ms) instead of the standard scenarios.")
     var trace: String?
 
-    @Option(help: "Shared test data folder holding speech/jfk_16k_mono.wav (default: ../shared/testdata next to the repository).")
+    @Option(
+        help:
+            "Shared test data folder holding speech/jfk_16k_mono.wav (default: ../shared/testdata next to the repository)."
+    )
     var testdata: String?
 
     @Option(help: "Seconds of speech per standard scenario.")
     var seconds: Double = 30
 
-    @Option(help: "Also run this many draws of each standard scenario (seeds moved by 1000 each, the first draw being the standard one) and print how often the adaptive buffer meets the criterion, how often speexdsp dominates it, and each strategy's mean delay ÷ oracle floor. 0: off.")
+    @Option(
+        help:
+            "Also run this many draws of each standard scenario (seeds moved by 1000 each, the first draw being the standard one) and print how often the adaptive buffer meets the criterion, how often speexdsp dominates it, and each strategy's mean delay ÷ oracle floor. 0: off."
+    )
     var seeds: Int = 0
 
-    @Flag(help: "Instead of the delay scenarios, the listening-quality table: the whole real-speech set (65 s) through 0/5/10 % loss without jitter, with 30 ms jitter, and 5/10 % bursts, over --quality-seeds draws; PESQ-WB (Benchmarks/scripts/pesq-wb.py, where Python's pesq is installed) of adaptive, speexdsp and the ideal receiver, the spectral distance to the ideal receiver, mean delay, late loss and time-stretching.")
+    @Flag(
+        help:
+            "Instead of the delay scenarios, the listening-quality table: the whole real-speech set (65 s) through 0/5/10 % loss without jitter, with 30 ms jitter, and 5/10 % bursts, over --quality-seeds draws; PESQ-WB (Benchmarks/scripts/pesq-wb.py, where Python's pesq is installed) of adaptive, speexdsp and the ideal receiver, the spectral distance to the ideal receiver, mean delay, late loss and time-stretching."
+    )
     var quality = false
 
     @Option(help: "Draws of each quality condition (seeds 1...N).")
@@ -57,8 +66,12 @@ struct JitterBench: ParsableCommand {
         // This file is Benchmarks/Sources/voice-bench/JitterBench.swift: the repository root is four levels up.
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
-        let shared = testdata.map { [$0] }
-            ?? [repository.deletingLastPathComponent().appendingPathComponent("shared/testdata").path, "../shared/testdata"]
+        let shared =
+            testdata.map { [$0] }
+            ?? [
+                repository.deletingLastPathComponent().appendingPathComponent("shared/testdata").path,
+                "../shared/testdata"
+            ]
         let candidates = shared.flatMap { dir in
             ["jfk_16k_mono.wav", "pystoi_clean_16k.wav"].map { "\(dir)/speech/\($0)" }
         }
@@ -77,7 +90,9 @@ struct JitterBench: ParsableCommand {
             scenarios = JitterBenchmark.standardScenarios(seconds: seconds)
         }
 
-        print("voice-bench jitter: speech \(speech.source) (\(speech.samples.count / 16_000) s, looped), Opus 16 kHz 20 ms FEC")
+        print(
+            "voice-bench jitter: speech \(speech.source) (\(speech.samples.count / 16_000) s, looped), Opus 16 kHz 20 ms FEC"
+        )
         if let note = speech.note { print("note: \(note)") }
         var results: [JitterBenchmark.ScenarioResult] = []
         for scenario in scenarios {
@@ -87,16 +102,18 @@ struct JitterBench: ParsableCommand {
         print(JitterBenchmark.table(results))
         let met = results.filter { $0.adaptiveMeetsCriteria() }.map(\.name)
         let missed = results.filter { !$0.adaptiveMeetsCriteria() }.map(\.name)
-        print("adaptive mean ≤ 1.25 × oracle and ≤ speex at ≤ speex late loss: met \(met.count)/\(results.count)"
-            + (missed.isEmpty ? "" : ", missed: \(missed.joined(separator: ", "))"))
+        print(
+            "adaptive mean ≤ 1.25 × oracle and ≤ speex at ≤ speex late loss: met \(met.count)/\(results.count)"
+                + (missed.isEmpty ? "" : ", missed: \(missed.joined(separator: ", "))"))
         if seeds > 1 {  // validate() refuses --seeds with --trace
             var draws = [results]
             for k in 1..<seeds {
                 let moved = JitterBenchmark.standardScenarios(seconds: seconds, seedOffset: UInt64(k) * 1_000)
                 draws.append(try moved.map { try JitterBenchmark.run($0, speech: speech.samples) })
             }
-            print("\nover \(seeds) draws of each scenario (meets: the criterion above; not dominated: within 1.25 x oracle and "
-                + "speexdsp not better on one figure and no worse on the other):")
+            print(
+                "\nover \(seeds) draws of each scenario (meets: the criterion above; not dominated: within 1.25 x oracle and "
+                    + "speexdsp not better on one figure and no worse on the other):")
             print(JitterBenchmark.seedSweepTable(JitterBenchmark.seedSweep(draws)))
         }
         if json { print(JitterBenchmark.json(results)) }
@@ -105,20 +122,29 @@ struct JitterBench: ParsableCommand {
 
     /// The listening-quality table (Benchmarks/README.md section 7): means over `qualitySeeds` draws per condition.
     func runQuality(shared: [String]) throws {
-        guard let speech = try shared.lazy.compactMap({ try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech") }).first
+        guard
+            let speech = try shared.lazy.compactMap({ try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech") })
+                .first
         else {
-            throw ValidationError("no real speech under \(shared.joined(separator: " or ")): the quality table needs it (--testdata)")
+            throw ValidationError(
+                "no real speech under \(shared.joined(separator: " or ")): the quality table needs it (--testdata)")
         }
         let seconds = Double(speech.samples.count / 320 * 320) / 16_000
-        print("voice-bench jitter --quality: \(speech.source), \(String(format: "%.1f", seconds)) s, Opus 16 kHz 20 ms 24 kb/s FEC, "
-            + "means of \(qualitySeeds) draws")
-        print("PESQ-WB of adaptive / speexdsp / ideal receiver against the input (aligned by overall delay); dist: spectral "
-            + "distance to the ideal receiver (dB); delay: mean end-to-end (ms); stretch: samples per minute")
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? " " + s : String(repeating: " ", count: w - s.count) + s }
+        print(
+            "voice-bench jitter --quality: \(speech.source), \(String(format: "%.1f", seconds)) s, Opus 16 kHz 20 ms 24 kb/s FEC, "
+                + "means of \(qualitySeeds) draws")
+        print(
+            "PESQ-WB of adaptive / speexdsp / ideal receiver against the input (aligned by overall delay); dist: spectral "
+                + "distance to the ideal receiver (dB); delay: mean end-to-end (ms); stretch: samples per minute")
+        func pad(_ s: String, _ w: Int) -> String {
+            s.count >= w ? " " + s : String(repeating: " ", count: w - s.count) + s
+        }
         func f(_ x: Double?, _ d: Int = 2) -> String { x.map { String(format: "%.\(d)f", $0) } ?? "—" }
-        print("condition".padding(toLength: 17, withPad: " ", startingAt: 0) + pad("PESQ ad", 8) + pad("speex", 7) + pad("ideal", 7)
-            + pad("dist ad", 8) + pad("speex", 7) + pad("delay ad", 9) + pad("speex", 7) + pad("late % ad", 10)
-            + pad("speex", 7) + pad("stretch ad", 11) + pad("FEC ad", 7) + pad("speex", 6))
+        print(
+            "condition".padding(toLength: 17, withPad: " ", startingAt: 0) + pad("PESQ ad", 8) + pad("speex", 7)
+                + pad("ideal", 7)
+                + pad("dist ad", 8) + pad("speex", 7) + pad("delay ad", 9) + pad("speex", 7) + pad("late % ad", 10)
+                + pad("speex", 7) + pad("stretch ad", 11) + pad("FEC ad", 7) + pad("speex", 6))
         let names = JitterBenchmark.qualityScenarios(seconds: seconds).map(\.name)
         for (index, name) in names.enumerated() {
             var sums = [Double](repeating: 0, count: 13)
@@ -145,10 +171,11 @@ struct JitterBench: ParsableCommand {
             }
             let n = Double(qualitySeeds)
             func pesq(_ k: Int) -> Double? { pesqCount[k] == qualitySeeds ? sums[k] / n : nil }
-            print(name.padding(toLength: 17, withPad: " ", startingAt: 0) + pad(f(pesq(0)), 8) + pad(f(pesq(1)), 7)
-                + pad(f(pesq(2)), 7) + pad(f(sums[3] / n), 8) + pad(f(sums[4] / n), 7) + pad(f(sums[5] / n, 1), 9)
-                + pad(f(sums[6] / n, 1), 7) + pad(f(sums[7] / n), 10) + pad(f(sums[8] / n), 7)
-                + pad(f(sums[9] / n, 0), 11) + pad(f(sums[10] / n, 0), 7) + pad(f(sums[11] / n, 0), 6))
+            print(
+                name.padding(toLength: 17, withPad: " ", startingAt: 0) + pad(f(pesq(0)), 8) + pad(f(pesq(1)), 7)
+                    + pad(f(pesq(2)), 7) + pad(f(sums[3] / n), 8) + pad(f(sums[4] / n), 7) + pad(f(sums[5] / n, 1), 9)
+                    + pad(f(sums[6] / n, 1), 7) + pad(f(sums[7] / n), 10) + pad(f(sums[8] / n), 7)
+                    + pad(f(sums[9] / n, 0), 11) + pad(f(sums[10] / n, 0), 7) + pad(f(sums[11] / n, 0), 6))
             fflush(nil)
         }
     }

@@ -36,10 +36,16 @@ struct LiveBench: ParsableCommand {
     @Option(help: "Seconds after the start before measuring (establishment, buffers settled).")
     var warmUp = 2.0
 
-    @Option(help: "Runs per row; the medians are reported (engine and baresip alternate, the order flipped every pair). With 6 or more, the first row's target is judged on the paired ratio's 95 % CI.")
+    @Option(
+        help:
+            "Runs per row; the medians are reported (engine and baresip alternate, the order flipped every pair). With 6 or more, the first row's target is judged on the paired ratio's 95 % CI."
+    )
     var repeats = 3
 
-    @Option(help: "Opus application of the baresip reference: voip (as the engine's MediaStreamConfiguration.defaultOpus) or audio (baresip's own default, which at 16 kHz 32 kb/s c5 encodes CELT instead of SILK).")
+    @Option(
+        help:
+            "Opus application of the baresip reference: voip (as the engine's MediaStreamConfiguration.defaultOpus) or audio (baresip's own default, which at 16 kHz 32 kb/s c5 encodes CELT instead of SILK)."
+    )
     var baresipApplication = BaresipCall.defaultApplication
 
     @Option(help: "Microphone WAV (16 kHz mono), looped.")
@@ -48,10 +54,16 @@ struct LiveBench: ParsableCommand {
     @Flag(help: "Voice processing on (AEC, NS, VAD; baresip: speex_pp). Off by default.")
     var voiceProcessing = false
 
-    @Flag(help: "With --voice-processing: no echo canceller, noise suppression and VAD only (EchoCanceller.Stage.echoFilter off), as baresip's speex_pp.")
+    @Flag(
+        help:
+            "With --voice-processing: no echo canceller, noise suppression and VAD only (EchoCanceller.Stage.echoFilter off), as baresip's speex_pp."
+    )
     var noEchoCanceller = false
 
-    @Flag(help: "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads.")
+    @Flag(
+        help:
+            "A media thread per call end (LiveCallOptions.sharedMediaThread false) instead of the process's shared media threads."
+    )
     var threadPerCall = false
 
     @Flag(help: "Sockets read by NIO's event loop (ReceiveMode.eventLoop) instead of by the media thread at its tick.")
@@ -71,8 +83,12 @@ struct LiveBench: ParsableCommand {
         guard seconds.isFinite, (1...600).contains(seconds) else { throw ValidationError("--seconds takes 1...600") }
         guard warmUp.isFinite, (0.5...60).contains(warmUp) else { throw ValidationError("--warm-up takes 0.5...60") }
         guard (1...50).contains(repeats) else { throw ValidationError("--repeats takes 1...50") }
-        guard voiceProcessing || !noEchoCanceller else { throw ValidationError("--no-echo-canceller needs --voice-processing") }
-        guard ["voip", "audio"].contains(baresipApplication) else { throw ValidationError("--baresip-application takes voip or audio") }
+        guard voiceProcessing || !noEchoCanceller else {
+            throw ValidationError("--no-echo-canceller needs --voice-processing")
+        }
+        guard ["voip", "audio"].contains(baresipApplication) else {
+            throw ValidationError("--baresip-application takes voip or audio")
+        }
         guard FileManager.default.isReadableFile(atPath: speech) else {
             throw ValidationError("--speech \(speech): no such readable file")
         }
@@ -85,15 +101,20 @@ struct LiveBench: ParsableCommand {
             throw ValidationError("--speech \(speech): \(wav.format), expected 16 kHz mono")
         }
         let baresip = noBaresip ? nil : BaresipCall.find()
-        let processing = (voiceProcessing ? (noEchoCanceller ? "on without the echo canceller (NS, VAD; baresip speex_pp)"
-                                                               : "on (AEC, NS, VAD; baresip speex_pp)") : "off")
+        let processing =
+            (voiceProcessing
+                ? (noEchoCanceller
+                    ? "on without the echo canceller (NS, VAD; baresip speex_pp)"
+                    : "on (AEC, NS, VAD; baresip speex_pp)") : "off")
             + (threadPerCall ? ", a media thread per call end" : ", shared media threads (at most one per core)")
             + (eventLoopReceive ? ", sockets read by the NIO event loop" : "")
         print(
             "voice-bench live: real-time calls in one process (two LiveCalls each, looping WAV microphone, null "
                 + "speaker, loopback UDP, SRTP, Opus 16 kHz 32 kb/s c5), voice processing \(processing); "
                 + "\(fixed(seconds, 0)) s measured after \(fixed(warmUp, 0)) s, median of \(repeats) runs")
-        print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) at the start — CPU time, not wall time")
+        print(
+            "Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(loadAverage()) at the start — CPU time, not wall time"
+        )
         if baresip == nil && !noBaresip { print("baresip column skipped: baresip is not installed") }
         if baresip != nil { print("baresip: Opus application \(baresipApplication) (the engine's: voip)") }
         print(
@@ -127,19 +148,25 @@ struct LiveBench: ParsableCommand {
             let wakeups = SideBySideRunner.median(engine.map(\.wakeupsPerCallSecond))
             let threadCount = engine.last!.threadCount
             let overhead = cpu / (fast / 1e6)
-            var line = pad("\(count)", 5) + pad(fixed(cpu, 2), 15) + pad(fixed(fast / 1e6, 2), 16)
+            var line =
+                pad("\(count)", 5) + pad(fixed(cpu, 2), 15) + pad(fixed(fast / 1e6, 2), 16)
                 + pad(fixed(overhead, 2) + "×", 10) + pad("\(threadCount)", 9) + pad(fixed(wakeups, 0), 17)
-            var jsonExtra = ",\"baresip_cpu_ms_per_call_s\":null,\"baresip_wakeups_per_call_s\":null,\"ratio_to_baresip\":null"
+            var jsonExtra =
+                ",\"baresip_cpu_ms_per_call_s\":null,\"baresip_wakeups_per_call_s\":null,\"ratio_to_baresip\":null"
             if !reference.isEmpty {
                 let bCPU = SideBySideRunner.median(reference.map(\.cpuMillisecondsPerCallSecond))
                 let bWake = SideBySideRunner.median(reference.map(\.wakeupsPerCallSecond))
-                let ratios = zip(engine, reference).map { $0.cpuMillisecondsPerCallSecond / $1.cpuMillisecondsPerCallSecond }
+                let ratios = zip(engine, reference).map {
+                    $0.cpuMillisecondsPerCallSecond / $1.cpuMillisecondsPerCallSecond
+                }
                 let ratio = SideBySideRunner.median(ratios)
                 let interval = SideBySideRunner.medianConfidenceInterval(ratios)
-                line += pad(fixed(bCPU, 2), 19) + pad(fixed(bWake, 0), 25) + fixed(ratio, 2) + "×"
+                line +=
+                    pad(fixed(bCPU, 2), 19) + pad(fixed(bWake, 0), 25) + fixed(ratio, 2) + "×"
                     + " (runs \(fixed(ratios.min()!, 2))–\(fixed(ratios.max()!, 2))"
                     + (interval.map { ", 95 % CI \(fixed($0.low, 2))–\(fixed($0.high, 2))" } ?? "") + ")"
-                jsonExtra = ",\"baresip_cpu_ms_per_call_s\":\(fixed(bCPU, 3)),\"baresip_wakeups_per_call_s\":"
+                jsonExtra =
+                    ",\"baresip_cpu_ms_per_call_s\":\(fixed(bCPU, 3)),\"baresip_wakeups_per_call_s\":"
                     + "\(fixed(bWake, 1)),\"ratio_to_baresip\":\(fixed(ratio, 3)),\"ratio_ci95\":"
                     + (interval.map { "[\(fixed($0.low, 3)),\(fixed($0.high, 3))]" } ?? "null")
                 verdict = Self.verdict(ratios: ratios, interval: interval, target: voiceProcessing ? 1.3 : 1.0)
@@ -152,15 +179,16 @@ struct LiveBench: ParsableCommand {
             // no room left: per run, the cores the media threads used, how long they waited runnable for a CPU,
             // and how many of the machine's cores were busy (every process) over the window.
             print(
-                "    per run: " + engine.map { run in
-                    "media \(run.mediaThreads) thr \(fixed(run.mediaCores, 2)) cores, waited \(fixed(run.mediaWaitMillisecondsPerSecond, 0)) ms/s"
-                        + ", ticks begun ≥ 10 ms late \(fixed(100 * run.delayedTickShare, 1)) %"
-                        + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
-                        + " (stolen \(fixed(run.machineStolenCores, 3)))"
-                        + ", ends not intact \(run.damagedEnds)/\(2 * count)"
-                        + ", worst end concealed \(fixed(100 * run.worstConcealment, 2)) %"
-                        + " (late packets \(run.worstLatePackets), accelerated \(run.worstAcceleratedSamples) samples)"
-                }.joined(separator: "; "))
+                "    per run: "
+                    + engine.map { run in
+                        "media \(run.mediaThreads) thr \(fixed(run.mediaCores, 2)) cores, waited \(fixed(run.mediaWaitMillisecondsPerSecond, 0)) ms/s"
+                            + ", ticks begun ≥ 10 ms late \(fixed(100 * run.delayedTickShare, 1)) %"
+                            + ", machine \(fixed(run.machineBusyCores, 2))/\(ProcessInfo.processInfo.activeProcessorCount)"
+                            + " (stolen \(fixed(run.machineStolenCores, 3)))"
+                            + ", ends not intact \(run.damagedEnds)/\(2 * count)"
+                            + ", worst end concealed \(fixed(100 * run.worstConcealment, 2)) %"
+                            + " (late packets \(run.worstLatePackets), accelerated \(run.worstAcceleratedSamples) samples)"
+                    }.joined(separator: "; "))
             fflush(nil)
             if threads, let last = engine.last {
                 for group in last.threads.byName {
@@ -177,7 +205,9 @@ struct LiveBench: ParsableCommand {
         }
         if let verdict { print(verdict) }
         if json {
-            print("{\"suite\":\"live\",\"voice_processing\":\(voiceProcessing),\"echo_canceller\":\(voiceProcessing && !noEchoCanceller),\"results\":[\(rows.joined(separator: ","))]}")
+            print(
+                "{\"suite\":\"live\",\"voice_processing\":\(voiceProcessing),\"echo_canceller\":\(voiceProcessing && !noEchoCanceller),\"results\":[\(rows.joined(separator: ","))]}"
+            )
         }
         if !failures.isEmpty {
             throw LiveBenchFailure("audio did not arrive intact (\(failures.joined(separator: "; ")))")
@@ -189,7 +219,8 @@ struct LiveBench: ParsableCommand {
     /// met when the lower end is over it, and undecided in between. A single median of a few runs moves more than
     /// the margin on this machine, so no verdict is given from fewer than 6 pairs.
     static func verdict(ratios: [Double], interval: (low: Double, high: Double)?, target: Double) -> String {
-        let rule = "Target engine/baresip ≤ \(fixed(target, 1)), judged on the upper end of the 95 % CI of the median "
+        let rule =
+            "Target engine/baresip ≤ \(fixed(target, 1)), judged on the upper end of the 95 % CI of the median "
             + "paired ratio (sign-test interval, \(ratios.count) pairs): "
         guard let interval else { return rule + "too few pairs (at least 6; --repeats)" }
         if interval.high <= target { return rule + "met (CI \(fixed(interval.low, 3))–\(fixed(interval.high, 3)))" }
@@ -318,15 +349,16 @@ enum EngineCalls {
             delayed += result.statistics.delayedTicks
             let r = result.report
             if r.jitterBuffer.concealmentRatio >= worst?.concealmentRatio ?? 0 { worst = r.jitterBuffer }
-            let intact = result.wasEstablished && r.rtp.lost == 0 && r.rtp.received >= r.rtp.expected - 1
+            let intact =
+                result.wasEstablished && r.rtp.lost == 0 && r.rtp.received >= r.rtp.expected - 1
                 && r.drops.counts.authenticationFailed == 0 && r.jitterBuffer.concealmentRatio < 0.05
                 && r.rtp.received > Int((seconds + warmUp) * 40)
             if !intact { damagedEnds += 1 }
             if !intact && damage == nil {
                 damage =
                     "call \(index / 2 + 1) side \(index % 2 == 0 ? "A" : "B") did not arrive intact: received "
-                        + "\(r.rtp.received)/\(r.rtp.expected), lost \(r.rtp.lost), authentication failures "
-                        + "\(r.drops.counts.authenticationFailed), concealed \(r.jitterBuffer.concealmentRatio)"
+                    + "\(r.rtp.received)/\(r.rtp.expected), lost \(r.rtp.lost), authentication failures "
+                    + "\(r.drops.counts.authenticationFailed), concealed \(r.jitterBuffer.concealmentRatio)"
             }
         }
         let delta = after.since(before)
@@ -359,14 +391,17 @@ enum FastTimeCall {
         var count = 0
         func send(_ datagram: UnsafeRawBufferPointer, kind: MediaPacketKind, now: MediaTime) {
             guard count < lengths.count, datagram.count <= 1500 else { return }
-            storage.withUnsafeMutableBytes { UnsafeMutableRawBufferPointer(rebasing: $0[(count * 1500)...]).copyMemory(from: datagram) }
+            storage.withUnsafeMutableBytes {
+                UnsafeMutableRawBufferPointer(rebasing: $0[(count * 1500)...]).copyMemory(from: datagram)
+            }
             lengths[count] = datagram.count
             count += 1
         }
         func deliver(to stream: MediaStream, at now: MediaTime) {
             storage.withUnsafeBytes { bytes in
                 for i in 0..<count {
-                    stream.receiveDatagram(UnsafeRawBufferPointer(rebasing: bytes[(i * 1500)..<(i * 1500 + lengths[i])]), arrival: now)
+                    stream.receiveDatagram(
+                        UnsafeRawBufferPointer(rebasing: bytes[(i * 1500)..<(i * 1500 + lengths[i])]), arrival: now)
                 }
             }
             count = 0
@@ -374,7 +409,9 @@ enum FastTimeCall {
     }
 
     /// Thread CPU nanoseconds per call-second (both streams) over `seconds` of fast time, after 2 s of warm-up.
-    static func cpuNanosecondsPerCallSecond(wav: WAVFile, voiceProcessing: Bool, cancelEcho: Bool = true, seconds: Int) -> Double {
+    static func cpuNanosecondsPerCallSecond(wav: WAVFile, voiceProcessing: Bool, cancelEcho: Bool = true, seconds: Int)
+        -> Double
+    {
         let format = AudioFormat(sampleRate: 16_000)
         let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
         var generator = SeededGenerator(seed: 7)

@@ -36,7 +36,8 @@ struct PipelineBench: ParsableCommand {
     @Option(help: "20 ms steps run on both sides before measuring (echo canceller aligned, jitter buffer settled).")
     var warmUpSteps = 500
 
-    @Option(help: "Profiling aid: run only this side (swift or c) for --profile-steps steps after the warm-up, then exit.")
+    @Option(
+        help: "Profiling aid: run only this side (swift or c) for --profile-steps steps after the warm-up, then exit.")
     var profile: String?
 
     @Option(help: "Steps (20 ms, both legs) of the --profile run.")
@@ -74,7 +75,8 @@ struct PipelineBench: ParsableCommand {
             guard options.filter.map({ f in names.contains { $0.contains(f) } }) ?? true else { continue }
             let pair = try PipelinePair(sameCallsOnly: sameCalls)
             pair.warmUp(steps: warmUpSteps)
-            for result in pair.measure(names: names, rounds: options.rounds, roundNanoseconds: options.roundMilliseconds * 1e6)
+            for result in pair.measure(
+                names: names, rounds: options.rounds, roundNanoseconds: options.roundMilliseconds * 1e6)
             where options.filter.map({ result.name.contains($0) }) ?? true {
                 report.printRow(result)
                 results.append(result)
@@ -90,7 +92,9 @@ struct PipelineBench: ParsableCommand {
                     + "Swift \(fixed(legsPerCore!.swift, 1)), C \(fixed(legsPerCore!.c, 1))")
         }
         if options.json {
-            let legs = legsPerCore.map { ",\"legs_per_core\":\(fixed($0.swift, 1)),\"c_legs_per_core\":\(fixed($0.c, 1))" }
+            let legs = legsPerCore.map {
+                ",\"legs_per_core\":\(fixed($0.swift, 1)),\"c_legs_per_core\":\(fixed($0.c, 1))"
+            }
             report.printJSON(results, extraFields: legs ?? ",\"legs_per_core\":null")
         }
         fflush(nil)
@@ -106,7 +110,8 @@ private final class PipelinePair {
     let cOperationNanoseconds = FixedBuffer<UInt64>(count: 3, repeating: 0)
     /// The C legs' rooms (the same acoustics as the Swift loopback's `PipelineRoom`s) and microphone scratch.
     let roomLines = [0, 1].map { _ in
-        FixedBuffer<Int16>(count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
+        FixedBuffer<Int16>(
+            count: Int(PipelineFixtures.echoDelaySeconds * Double(PipelineFixtures.deviceRate)), repeating: 0)
     }
     let rooms = FixedBuffer<cb_room>(count: 2, repeating: cb_room())
     let microphone = FixedBuffer<Int16>(count: PipelineFixtures.deviceRate / 100, repeating: 0)

@@ -100,7 +100,9 @@ struct RealisticAECClip {
         // blocks), so every canceller gets the same samples.
         func trimmed(_ name: String, far: [Int16], mic: [Int16]) throws -> (far: URL, mic: URL) {
             let count = min(far.count, mic.count) / 160 * 160
-            let urls = (scratch.appendingPathComponent("\(name)_far.wav"), scratch.appendingPathComponent("\(name)_mic.wav"))
+            let urls = (
+                scratch.appendingPathComponent("\(name)_far.wav"), scratch.appendingPathComponent("\(name)_mic.wav")
+            )
             let format = AudioFormat(sampleRate: 16_000, channels: 1)
             try WAVFile.write(pcm16: Array(far[..<count]), format: format, to: urls.0.path)
             try WAVFile.write(pcm16: Array(mic[..<count]), format: format, to: urls.1.path)
@@ -111,8 +113,10 @@ struct RealisticAECClip {
         let challenge = try trimmed("real_challenge", far: try read("farend_double_talk.wav"), mic: mixed)
         let device1 = "DLhjtuwiEkS-68TsUVvW5g_nearend_singletalk"
         let device2 = "DMTgmZwtgUilp4omPK7-OQ_doubletalk"
-        let pair1 = try trimmed("real_device1", far: try read("\(device1)_lpb.wav"), mic: try read("\(device1)_mic.wav"))
-        let pair2 = try trimmed("real_device2", far: try read("\(device2)_lpb.wav"), mic: try read("\(device2)_mic.wav"))
+        let pair1 = try trimmed(
+            "real_device1", far: try read("\(device1)_lpb.wav"), mic: try read("\(device1)_mic.wav"))
+        let pair2 = try trimmed(
+            "real_device2", far: try read("\(device2)_lpb.wav"), mic: try read("\(device2)_mic.wav"))
         return [
             RealisticAECClip(
                 name: "challenge_double_talk", group: "real", parameters: "AEC-Challenge synthetic",
@@ -127,7 +131,7 @@ struct RealisticAECClip {
             RealisticAECClip(
                 name: "device_double_talk", group: "real", parameters: "real device",
                 far: pair2.far, mic: pair2.mic, near: nil, echoDelay: 0, farOnset: 8_000,
-                nearSingleTalk: false, singleTalkUntil: 56_000),
+                nearSingleTalk: false, singleTalkUntil: 56_000)
         ]
     }
 
@@ -191,7 +195,8 @@ enum RealisticAECScoring {
         }
         if let move = clip.moveAt {
             scores.erleAfterMove = AECRunner.erle(
-                mic: mic, output: output, blocks: mask, blockSize: 160, fromBlock: move / 160, toBlock: move / 160 + 200)
+                mic: mic, output: output, blocks: mask, blockSize: 160, fromBlock: move / 160, toBlock: move / 160 + 200
+            )
         }
         return scores
     }
@@ -201,11 +206,14 @@ enum RealisticAECScoring {
         guard clip.near != nil || clip.nearWithNoise != nil else { return }
         let degraded = scratch.appendingPathComponent("voice-bench-realistic-\(getpid()).wav")
         defer { try? FileManager.default.removeItem(at: degraded) }
-        guard (try? WAVFile.write(pcm16: output, format: AudioFormat(sampleRate: 16_000, channels: 1), to: degraded.path))
-            != nil
+        guard
+            (try? WAVFile.write(pcm16: output, format: AudioFormat(sampleRate: 16_000, channels: 1), to: degraded.path))
+                != nil
         else { return }
         func score(_ reference: URL?, from start: Int) -> Double? {
-            reference.flatMap { PESQWideband.score(reference: $0, degraded: degraded, startSeconds: Double(start) / 16_000) }
+            reference.flatMap {
+                PESQWideband.score(reference: $0, degraded: degraded, startSeconds: Double(start) / 16_000)
+            }
         }
         if let from = clip.doubleTalkFrom {
             scores.pesqDoubleTalk = score(clip.near, from: from)
@@ -304,15 +312,19 @@ extension AECBench {
         if !pesq { PESQWideband.unavailableReason = "not requested (--no-pesq)" }
         let webrtcSkipped = webrtc ? WebRTCEchoReference.unavailableReason : "not requested (--no-webrtc)"
         if let webrtcSkipped { print("note: WebRTC figures are null: \(webrtcSkipped)") }
-        print("voice-bench aec realistic: ERLE (dB) over far-end single talk, whole clip / first 2 s of echo / 2 s "
-            + "after a device move; PESQ-WB (dt: double talk, nst: near-end single talk; in: the microphone's own) "
-            + "against the near talker without noise (dt, nst) and against the microphone without echo, near talker "
-            + "plus noise (dt+n, nst+n); nst°: a lone near talker after the far end (hand clips) against the same "
-            + "canceller's output without echo; bg: far-end single talk's background against the canceller's own "
-            + "with no far end, dB (first 2 s of echo, from 4 s); echo: echo-only ERLE, the output's energy minus that "
-            + "background as residual echo (whole / first 2 s); e engine, w WebRTC (moderate NS)")
-        let header = ["clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "dt e/w/in", "nst e/w/in",
-            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw", "nst° e/w", "bg 2s e/w", "bg later e/w", "echo e/w", "echo 2s e/w"]
+        print(
+            "voice-bench aec realistic: ERLE (dB) over far-end single talk, whole clip / first 2 s of echo / 2 s "
+                + "after a device move; PESQ-WB (dt: double talk, nst: near-end single talk; in: the microphone's own) "
+                + "against the near talker without noise (dt, nst) and against the microphone without echo, near talker "
+                + "plus noise (dt+n, nst+n); nst°: a lone near talker after the far end (hand clips) against the same "
+                + "canceller's output without echo; bg: far-end single talk's background against the canceller's own "
+                + "with no far end, dB (first 2 s of echo, from 4 s); echo: echo-only ERLE, the output's energy minus that "
+                + "background as residual echo (whole / first 2 s); e engine, w WebRTC (moderate NS)")
+        let header = [
+            "clip", "parameters", "ERLE e/w", "2s e/w", "move e/w", "dt e/w/in", "nst e/w/in",
+            "dt+n e/w/in", "nst+n e/w/in", "µs e/raw", "nst° e/w", "bg 2s e/w", "bg later e/w", "echo e/w",
+            "echo 2s e/w"
+        ]
         let widths = [24, 22, 12, 12, 12, 17, 17, 17, 17, 10, 11, 13, 13, 12, 12]
         print(zip(header, widths).map { pad($0, $1) }.joined())
         var groups: [String: [[Double?]]] = [:]
@@ -334,14 +346,17 @@ extension AECBench {
             RealisticAECScoring.pesq(clip: clip, output: engine.output, scratch: scratch, into: &e)
             // The same canceller on the microphone without echo: with the far end fed (the reference for a lone near
             // talker after the far end) and with a silent far end (the background when nobody speaks).
-            let nearWithNoise = try clip.nearWithNoise.map { Array(try WAVFile.read(path: $0.path).int16Samples.prefix(count)) }
+            let nearWithNoise = try clip.nearWithNoise.map {
+                Array(try WAVFile.read(path: $0.path).int16Samples.prefix(count))
+            }
             // The echo alone, as the microphone held it (the echo-only ERLE of both cancellers).
             let echo = nearWithNoise.map { near in zip(mic, near).map { Int16(clamping: Int($0) - Int($1)) } }
             let silentFar = scratch.appendingPathComponent("voice-bench-silent-far-\(getpid()).wav")
             defer { try? FileManager.default.removeItem(at: silentFar) }
             if let nearWithNoise, let echo, nearWithNoise.count == count, clip.farOnset != nil {
                 if let from = clip.nearAloneFrom {
-                    let own = try AECRunner.runEngine(far: Array(far[..<count]), mic: nearWithNoise, configuration: engineConfiguration)
+                    let own = try AECRunner.runEngine(
+                        far: Array(far[..<count]), mic: nearWithNoise, configuration: engineConfiguration)
                     e.pesqNearAloneOwn = RealisticAECScoring.pesq(
                         output: engine.output, reference: own.output, from: from, scratch: scratch)
                 }
@@ -367,15 +382,16 @@ extension AECBench {
                         if let from = clip.nearAloneFrom,
                             let own = WebRTCEchoReference.process(
                                 far: clip.far, mic: noisyURL, micSamples: nearWithNoise, sampleRate: 16_000,
-                                configuration: WebRTCEchoReference.withNoiseSuppression).output
+                                configuration: WebRTCEchoReference.withNoiseSuppression
+                            ).output
                         {
                             w.pesqNearAloneOwn = RealisticAECScoring.pesq(
                                 output: output, reference: own, from: from, scratch: scratch)
                         }
                         if let quiet = WebRTCEchoReference.process(
                             far: silentFar, mic: noisyURL, micSamples: nearWithNoise, sampleRate: 16_000,
-                            configuration: WebRTCEchoReference.withNoiseSuppression).output
-                        {
+                            configuration: WebRTCEchoReference.withNoiseSuppression
+                        ).output {
                             RealisticAECScoring.background(
                                 clip: clip, echo: echo, output: output, background: quiet, mask: mask, into: &w)
                         }
@@ -395,7 +411,7 @@ extension AECBench {
                 input.pesqDoubleTalkWithNoise, e.pesqNearSingleTalkWithNoise, w.pesqNearSingleTalkWithNoise,
                 input.pesqNearSingleTalkWithNoise, engine.microsecondsPerBlock, raw.microsecondsPerBlock,
                 e.pesqNearAloneOwn, w.pesqNearAloneOwn, e.backgroundFirst2s, w.backgroundFirst2s, e.backgroundLater,
-                w.backgroundLater, e.echoERLE, w.echoERLE, e.echoERLEFirst2s, w.echoERLEFirst2s,
+                w.backgroundLater, e.echoERLE, w.echoERLE, e.echoERLEFirst2s, w.echoERLEFirst2s
             ]
             if groups[clip.group] == nil { order.append(clip.group) }
             groups[clip.group, default: []].append(figures)

@@ -17,7 +17,8 @@ struct Report {
         print("voice-bench \(suite): \(subject), same calls and input; median of \(rounds) alternating rounds")
         print(
             pad("operation", nameWidth) + pad("Swift µs", 12, right: true) + pad("C µs", 12, right: true)
-                + pad("ratio", 9, right: true) + pad("paired", 9, right: true) + pad(countTitle, countWidth, right: true))
+                + pad("ratio", 9, right: true) + pad("paired", 9, right: true)
+                + pad(countTitle, countWidth, right: true))
         fflush(nil)  // all streams: progress shows when piped too
     }
 
@@ -25,7 +26,8 @@ struct Report {
         print(
             pad(r.name, nameWidth) + pad(fixed(r.swiftMicroseconds, 3), 12, right: true)
                 + pad(fixed(r.cMicroseconds, 3), 12, right: true) + pad(fixed(r.ratio, 3), 9, right: true)
-                + pad(fixed(r.pairedRatio, 3), 9, right: true) + pad(String(r.iterationsPerRound), countWidth, right: true))
+                + pad(fixed(r.pairedRatio, 3), 9, right: true)
+                + pad(String(r.iterationsPerRound), countWidth, right: true))
         fflush(nil)  // all streams: progress shows when piped too
     }
 

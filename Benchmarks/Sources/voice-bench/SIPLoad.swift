@@ -5,7 +5,7 @@ import VoiceEngine
 import VoiceSIP
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `voice-bench sip --load`: call setups per second through a loopback UAS of the engine under SIPp load.
@@ -43,7 +43,9 @@ enum SIPLoad {
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         Task {
-            do { outcome.result = .success(try await measure(rates: rates, seconds: seconds, sippPort: sippPort)) } catch {
+            do {
+                outcome.result = .success(try await measure(rates: rates, seconds: seconds, sippPort: sippPort))
+            } catch {
                 outcome.result = .failure(error)
             }
             done.signal()
@@ -52,7 +54,10 @@ enum SIPLoad {
         let steps = try outcome.result!.get()
         let best = steps.filter(\.passed).max { $0.rate < $1.rate }
         if let best {
-            print(String(format: "highest rate without failed calls: %d calls/s (%.0f µs engine CPU per call setup)", best.rate, best.cpuMicrosecondsPerCall))
+            print(
+                String(
+                    format: "highest rate without failed calls: %d calls/s (%.0f µs engine CPU per call setup)",
+                    best.rate, best.cpuMicrosecondsPerCall))
         } else {
             print("no rate passed")
         }
@@ -88,9 +93,12 @@ enum SIPLoad {
         for rate in rates {
             let step = try await runStep(rate: rate, seconds: seconds, target: port, sippPort: sippPort)
             steps.append(step)
-            print(String(format: "%-7d %-6d %-6d %-7d %-8d %-11.0f %.0f%@", step.rate, step.calls, step.successful, step.failed,
-                         step.retransmissions, step.achievedRate, step.cpuMicrosecondsPerCall,
-                         step.passed ? "" : "  <- failed, incomplete or late"))
+            print(
+                String(
+                    format: "%-7d %-6d %-6d %-7d %-8d %-11.0f %.0f%@", step.rate, step.calls, step.successful,
+                    step.failed,
+                    step.retransmissions, step.achievedRate, step.cpuMicrosecondsPerCall,
+                    step.passed ? "" : "  <- failed, incomplete or late"))
             if !step.passed { break }
         }
         try await endpoint.close()
@@ -109,7 +117,7 @@ enum SIPLoad {
         process.arguments = [
             "-sf", scenario, "-i", "127.0.0.1", "-p", "\(sippPort)", "-s", "uas", "-r", "\(rate)", "-m", "\(calls)",
             "-timeout", "\(Int(seconds) + 15)s", "-timeout_error", "-nostdin", "-trace_stat", "-stf", stats.path,
-            "-fd", "1", "127.0.0.1:\(target)",
+            "-fd", "1", "127.0.0.1:\(target)"
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -126,8 +134,10 @@ enum SIPLoad {
         let cpu = cpuSeconds() - before
         return Step(
             rate: rate, calls: calls, successful: Int(row["SuccessfulCall(C)"] ?? "") ?? 0,
-            failed: Int(row["FailedCall(C)"] ?? "") ?? calls, retransmissions: Int(row["Retransmissions(C)"] ?? "") ?? 0,
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, cpuSeconds: cpu)
+            failed: Int(row["FailedCall(C)"] ?? "") ?? calls,
+            retransmissions: Int(row["Retransmissions(C)"] ?? "") ?? 0,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, cpuSeconds: cpu
+        )
     }
 
     /// The last line of SIPp's `-trace_stat` CSV (semicolon separated) by column name.

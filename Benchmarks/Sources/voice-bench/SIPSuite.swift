@@ -12,11 +12,14 @@ import VoiceSIP
 struct SIPSuite: SideBySideSuite {
     static let configuration = CommandConfiguration(
         commandName: "sip",
-        abstract: "SIP INVITE parsing: VoiceSIP's parser + validation vs libre's sip_msg_decode (libre0); --load: call setups per second under SIPp.")
+        abstract:
+            "SIP INVITE parsing: VoiceSIP's parser + validation vs libre's sip_msg_decode (libre0); --load: call setups per second under SIPp."
+    )
     static let suiteName = "sip"
 
     @OptionGroup var options: SideBySideOptions
-    @Flag(help: "Instead of parsing: call setups per second through the engine's loopback UAS under SIPp load (SIPLoad).")
+    @Flag(
+        help: "Instead of parsing: call setups per second through the engine's loopback UAS under SIPp load (SIPLoad).")
     var load = false
     @Option(help: "--load: the call rates tried, in order, until one fails.")
     var rates = "50,100,150,200,300,400,600,800"
@@ -27,7 +30,9 @@ struct SIPSuite: SideBySideSuite {
 
     mutating func run() throws {
         guard load else { return try runSideBySide() }
-        let parsed = rates.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
+        let parsed = rates.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter {
+            $0 > 0
+        }
         guard !parsed.isEmpty else { throw ValidationError("--rates: comma-separated calls per second") }
         try SIPLoad.run(rates: parsed, seconds: loadSeconds, sippPort: sippPort)
     }
@@ -48,7 +53,8 @@ struct SIPSuite: SideBySideSuite {
                     for _ in 0..<n where (try? SIPMessageParser.parse(datagram: message)) != nil { parsed += 1 }
                     return parsed
                 },
-                c: { n in message.withUnsafeBufferPointer { Int(cb_sip_parse_loop($0.baseAddress, $0.count, Int64(n))) } })
+                c: { n in message.withUnsafeBufferPointer { Int(cb_sip_parse_loop($0.baseAddress, $0.count, Int64(n))) }
+                })
         ]
     }
 }

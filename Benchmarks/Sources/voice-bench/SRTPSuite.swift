@@ -16,7 +16,8 @@ import VoiceEngine
 struct SRTPSuite: SideBySideSuite {
     static let suiteName = "srtp"
     static let configuration = CommandConfiguration(
-        commandName: "srtp", abstract: "SRTP protect/unprotect of a 20 ms Opus packet per suite: SRTPSession vs a plain C loop.")
+        commandName: "srtp",
+        abstract: "SRTP protect/unprotect of a 20 ms Opus packet per suite: SRTPSession vs a plain C loop.")
 
     @OptionGroup var options: SideBySideOptions
 
@@ -79,8 +80,9 @@ struct SRTPSuite: SideBySideSuite {
         let lengths = FixedBuffer<Int32>(count: count, repeating: 0)
         let sender = try SRTPSession(suite: suite, key: key, direction: .outbound)
         for index in 0..<count {
-            let slot = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(protected.pointer)[
-                (index * stride)..<((index + 1) * stride)])
+            let slot = UnsafeMutableRawBufferPointer(
+                rebasing: UnsafeMutableRawBufferPointer(protected.pointer)[
+                    (index * stride)..<((index + 1) * stride)])
             Fixtures.copyRTPPacket(UnsafeRawBufferPointer(packet.pointer), into: slot, sequence: UInt16(index))
             lengths.pointer[index] = Int32(try sender.protect(slot, length: packet.count))
         }
@@ -116,7 +118,8 @@ final class InboundFeed {
     private var next = 0
 
     init(
-        suite: SRTPCryptoSuite, key: SRTPMasterKey, packets: FixedBuffer<UInt8>, stride: Int, lengths: FixedBuffer<Int32>
+        suite: SRTPCryptoSuite, key: SRTPMasterKey, packets: FixedBuffer<UInt8>, stride: Int,
+        lengths: FixedBuffer<Int32>
     ) throws {
         (self.suite, self.key, self.packets, self.stride, self.lengths) = (suite, key, packets, stride, lengths)
         session = try SRTPSession(suite: suite, key: key, direction: .inbound)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 import ArgumentParser
 import CBaseline
@@ -27,10 +27,14 @@ struct SideBySideResult {
 
 /// Options every side-by-side suite takes.
 struct SideBySideOptions: ParsableArguments {
-    @Flag(help: "End the output with one JSON line: {\"suite\":…,\"results\":[{\"name\",\"swift_us\",\"c_us\",\"ratio\"}]}.")
+    @Flag(
+        help:
+            "End the output with one JSON line: {\"suite\":…,\"results\":[{\"name\",\"swift_us\",\"c_us\",\"ratio\"}]}."
+    )
     var json = false
 
-    @Option(help: "Measured rounds per side; each round alternates Swift and C (the first of each pair alternates too).")
+    @Option(
+        help: "Measured rounds per side; each round alternates Swift and C (the first of each pair alternates too).")
     var rounds = 31
 
     @Option(help: "Target duration of one round, in milliseconds (sets the iterations per round).")

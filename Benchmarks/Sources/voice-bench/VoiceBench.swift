@@ -14,7 +14,10 @@ struct VoiceBench: ParsableCommand {
         commandName: "voice-bench",
         abstract: "Times VoiceEngine's Swift wrappers against a plain C loop making the same library calls.",
         discussion: "Build in release: swift run -c release --package-path Benchmarks voice-bench codec [--json]",
-        subcommands: [CodecSuite.self, SRTPSuite.self, JitterBench.self, AECBench.self, PipelineBench.self, LiveBench.self, SIPSuite.self, ConferenceBench.self, WebRTCSuite.self]
+        subcommands: [
+            CodecSuite.self, SRTPSuite.self, JitterBench.self, AECBench.self, PipelineBench.self, LiveBench.self,
+            SIPSuite.self, ConferenceBench.self, WebRTCSuite.self
+        ]
     )
 
     /// As `voice-engine` does: a failure is one `error:` line (plus the usage line for a usage error), exit 64

@@ -37,7 +37,7 @@ enum WebRTCEchoReference {
         var properties: [String] {
             [
                 "echo-cancel=true", "extended-filter=true", "delay-agnostic=true", "gain-control=false",
-                "high-pass-filter=false", "experimental-agc=false",
+                "high-pass-filter=false", "experimental-agc=false"
             ]
                 + (noiseSuppressionLevel.map { ["noise-suppression=true", "noise-suppression-level=\($0)"] }
                     ?? ["noise-suppression=false"])
@@ -65,7 +65,7 @@ enum WebRTCEchoReference {
         for (element, package) in [
             ("webrtcdsp", "gstreamer1.0-plugins-bad"), ("webrtcechoprobe", "gstreamer1.0-plugins-bad"),
             ("audiointerleave", "gstreamer1.0-plugins-base"), ("deinterleave", "gstreamer1.0-plugins-good"),
-            ("wavparse", "gstreamer1.0-plugins-good"), ("wavenc", "gstreamer1.0-plugins-good"),
+            ("wavparse", "gstreamer1.0-plugins-good"), ("wavenc", "gstreamer1.0-plugins-good")
         ] where (try? run(inspect, [element]).status) != 0 {
             return "GStreamer element \(element) not found (\(package))"
         }
@@ -78,12 +78,16 @@ enum WebRTCEchoReference {
     {
         let caps = "audio/x-raw,format=S16LE,rate=\(sampleRate),channels=1,layout=interleaved"
         let decode = ["wavparse", "!", "audioconvert", "!", "audioresample", "!", caps]
-        return ["-q", "audiointerleave", "name=interleave", "output-buffer-duration=10000000", "!",
-                "deinterleave", "name=split"]
+        return [
+            "-q", "audiointerleave", "name=interleave", "output-buffer-duration=10000000", "!",
+            "deinterleave", "name=split"
+        ]
             + ["filesrc", "location=\(far)", "!"] + decode + ["!", "interleave.sink_0"]
             + ["filesrc", "location=\(mic)", "!"] + decode + ["!", "interleave.sink_1"]
-            + ["split.src_0", "!", "audioconvert", "!", caps, "!", "webrtcechoprobe", "name=farprobe", "!",
-               "fakesink", "sync=false", "async=false"]
+            + [
+                "split.src_0", "!", "audioconvert", "!", caps, "!", "webrtcechoprobe", "name=farprobe", "!",
+                "fakesink", "sync=false", "async=false"
+            ]
             + ["split.src_1", "!", "audioconvert", "!", caps, "!", "webrtcdsp", "probe=farprobe"]
             + configuration.properties
             + ["!", "wavenc", "!", "filesink", "location=\(out)", "sync=false", "async=false"]
@@ -91,8 +95,10 @@ enum WebRTCEchoReference {
 
     /// One line describing `configuration`'s pipeline, for the report.
     static func describe(_ configuration: Configuration, sampleRate: Int) -> String {
-        launchArguments(far: "FAR.wav", mic: "MIC.wav", out: "OUT.wav", sampleRate: sampleRate,
-            configuration: configuration).dropFirst().joined(separator: " ")
+        launchArguments(
+            far: "FAR.wav", mic: "MIC.wav", out: "OUT.wav", sampleRate: sampleRate,
+            configuration: configuration
+        ).dropFirst().joined(separator: " ")
     }
 
     /// Runs `configuration` on the pair and returns its output shifted earlier by the element's latency (the last
@@ -110,15 +116,19 @@ enum WebRTCEchoReference {
             try WAVFile.write(
                 pcm16: [Int16](repeating: 0, count: micSamples.count),
                 format: AudioFormat(sampleRate: sampleRate, channels: 1), to: silent.path)
-            let passThrough = try launch(far: silent, mic: mic, out: calibration, sampleRate: sampleRate,
+            let passThrough = try launch(
+                far: silent, mic: mic, out: calibration, sampleRate: sampleRate,
                 configuration: configuration, expectedCount: micSamples.count)
             let (latency, correlation) = bestLag(input: micSamples, output: passThrough, sampleRate: sampleRate)
             guard correlation >= 0.8 else {
-                return Outcome(failure: String(format:
-                    "latency not found: with a silent far end the output matches the microphone at best %.2f (lag %d)",
-                    correlation, latency))
+                return Outcome(
+                    failure: String(
+                        format:
+                            "latency not found: with a silent far end the output matches the microphone at best %.2f (lag %d)",
+                        correlation, latency))
             }
-            let output = try launch(far: far, mic: mic, out: out, sampleRate: sampleRate,
+            let output = try launch(
+                far: far, mic: mic, out: out, sampleRate: sampleRate,
                 configuration: configuration, expectedCount: micSamples.count)
             let aligned = Array(output[latency...]) + [Int16](repeating: 0, count: latency)
             return Outcome(output: aligned, latencySamples: latency)
@@ -239,7 +249,9 @@ enum WebRTCEchoReference {
         }
         process.waitUntilExit()
         let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-        let line = text.split(separator: "\n").first { $0.contains("ERROR") || $0.contains("rror") } ?? text
+        let line =
+            text.split(separator: "\n").first { $0.contains("ERROR") || $0.contains("rror") }
+            ?? text
             .split(separator: "\n").first ?? ""
         return (process.terminationStatus, String(line.prefix(300)))
     }

@@ -12,7 +12,8 @@ struct WebRTCSuite: SideBySideSuite {
     static let suiteName = "webrtc"
     static let configuration = CommandConfiguration(
         commandName: "webrtc",
-        abstract: "The WebRTC transport's SRTP path after the handshake (ICE-selected socket, demux) vs a plain C loop.")
+        abstract: "The WebRTC transport's SRTP path after the handshake (ICE-selected socket, demux) vs a plain C loop."
+    )
 
     @OptionGroup var options: SideBySideOptions
 
@@ -33,16 +34,19 @@ struct WebRTCSuite: SideBySideSuite {
         let received = FixedBuffer<UInt8>(count: 1_500, repeating: 0)
         var sequence: UInt16 = 0
         _ = workload.run(100)  // libsrtp creates the inbound stream on the first packet
-        return [SideBySideCase(
-            name: "WebRTC.srtpPath.\(workload.suite.rawValue)",
-            swift: { n in workload.run(n) },
-            c: { n in
-                let total = cb_srtp_udp_loop(
-                    out.pointer, inbound.pointer, tx.descriptor, rx.descriptor, rx.localAddress.port,
-                    packet.pointer.baseAddress, Int32(packet.count), &sequence, Int64(n), buffer.pointer.baseAddress,
-                    received.pointer.baseAddress, Int32(received.count))
-                precondition(total >= 0, "C loop failed: \(total)")
-                return Int(total)
-            })]
+        return [
+            SideBySideCase(
+                name: "WebRTC.srtpPath.\(workload.suite.rawValue)",
+                swift: { n in workload.run(n) },
+                c: { n in
+                    let total = cb_srtp_udp_loop(
+                        out.pointer, inbound.pointer, tx.descriptor, rx.descriptor, rx.localAddress.port,
+                        packet.pointer.baseAddress, Int32(packet.count), &sequence, Int64(n),
+                        buffer.pointer.baseAddress,
+                        received.pointer.baseAddress, Int32(received.count))
+                    precondition(total >= 0, "C loop failed: \(total)")
+                    return Int(total)
+                })
+        ]
     }
 }

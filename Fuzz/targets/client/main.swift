@@ -32,7 +32,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // throwing check functions crashes Swift 6.3's SIL generation.)
     let targets: [CallTarget?] = [
         try? CallTarget.sip(checking: text), try? CallTarget.phoneNumber(checking: text),
-        try? CallTarget.conference(checking: text), try? CallTarget.user(checking: text),
+        try? CallTarget.conference(checking: text), try? CallTarget.user(checking: text)
     ]
     for case let target? in targets {
         let uri = target.requestURIText(domain: "voiceengine.test")

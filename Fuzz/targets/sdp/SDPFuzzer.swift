@@ -18,7 +18,7 @@ private let capabilities: [AudioCapabilities] = [
     // DTLS-SRTP keying (a=fingerprint/a=setup offers, RFC 5763), as the conference server answers.
     AudioCapabilities(
         address: "127.0.0.1", port: 7000,
-        dtlsFingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")),
+        dtlsFingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"))
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")

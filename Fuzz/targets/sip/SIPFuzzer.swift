@@ -14,9 +14,13 @@ import VoiceSIP
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: size > 0 ? data : nil, count: size))
     if let message = try? SIPMessageParser.parse(datagram: bytes) {
-        _ = (message.via, message.from, message.to, message.cseq, message.contacts, message.routes, message.recordRoutes)
+        _ = (
+            message.via, message.from, message.to, message.cseq, message.contacts, message.routes, message.recordRoutes
+        )
         _ = (message.maxForwards, message.expires, message.sessionDescriptionText)
-        _ = message.headers.first("Reason").map { SIPCallEnd(.cancelled, reasonPhrase: "", cancelReason: $0).cancelReasonSIPCause }
+        _ = message.headers.first("Reason").map {
+            SIPCallEnd(.cancelled, reasonPhrase: "", cancelReason: $0).cancelReasonSIPCause
+        }
         let wire = message.serialized()
         guard var again = try? SIPMessageParser.parse(datagram: wire) else {
             preconditionFailure("serialized message does not parse:\n\(String(decoding: wire, as: UTF8.self))")
@@ -24,7 +28,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         var original = message
         again.headers.remove("Content-Length")
         original.headers.remove("Content-Length")
-        precondition(again == original, "serialized message parses differently:\n\(String(decoding: wire, as: UTF8.self))")
+        precondition(
+            again == original, "serialized message parses differently:\n\(String(decoding: wire, as: UTF8.self))")
     }
     var framer = SIPStreamFramer(maximumMessageBytes: 4096)
     let cut = size / 2

@@ -21,8 +21,9 @@ private let source = TransportAddress("127.0.0.1", port: 27_000)!
 private let base = TransportAddress("127.0.0.1", port: 27_001)!
 nonisolated(unsafe) private var clock = MediaTime.zero
 nonisolated(unsafe) private let fullAgent: ICEAgent = {
-    let agent = ICEAgent(role: .controlling, local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
-                         remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"), tieBreaker: 7)
+    let agent = ICEAgent(
+        role: .controlling, local: ICECredentials(ufrag: "engn", password: "enginepasswordengine12"),
+        remote: ICECredentials(ufrag: "brws", password: "browserpasswordbrowser"), tieBreaker: 7)
     agent.addLocalCandidate(kind: .host, address: base, base: base)
     return agent
 }()
@@ -47,12 +48,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = message.verifyIntegrity(key: STUNMessage.shortTermKey(password: "enginepasswordengine12"))
         if message.attributes.allSatisfy({ $0.value.count < 60_000 }) {
             let again = message.serialize(integrityKey: [1, 2, 3], fingerprint: true)
-            guard (try? STUNMessage(parsing: again)) != nil else { preconditionFailure("re-serialized STUN does not parse") }
+            guard (try? STUNMessage(parsing: again)) != nil else {
+                preconditionFailure("re-serialized STUN does not parse")
+            }
         }
     }
     _ = try? TURNChannelData(parsing: bytes)
     if bytes.withUnsafeBytes({ PacketKind($0) }) == .dtls,
-       let server = try? DTLSSRTPAssociation(certificate: certificate, role: .server, remoteFingerprint: peerFingerprint) {
+        let server = try? DTLSSRTPAssociation(
+            certificate: certificate, role: .server, remoteFingerprint: peerFingerprint)
+    {
         _ = bytes.withUnsafeBytes { server.receive($0) }
         _ = bytes.withUnsafeBytes { server.receive($0) }
     }
@@ -63,7 +68,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     fullAgent.handle(bytes, from: source, base: base, now: clock)
     fullAgent.tick(now: clock)
     for t in fullAgent.takeTransmits() {
-        guard (try? STUNMessage(parsing: t.datagram)) != nil else { preconditionFailure("ICE agent output does not parse") }
+        guard (try? STUNMessage(parsing: t.datagram)) != nil else {
+            preconditionFailure("ICE agent output does not parse")
+        }
     }
     // Binding (even last byte) or Allocate (odd): the two requests startGathering sends, in that order.
     let requests = turn.startGathering(now: clock)
@@ -73,7 +80,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         answer.replaceSubrange(8..<20, with: request[8..<20])
         if let (send, _) = turn.handleGatheringAnswer(answer, now: clock) {
             for d in send {
-                guard (try? STUNMessage(parsing: d)) != nil else { preconditionFailure("TURN gathering output does not parse") }
+                guard (try? STUNMessage(parsing: d)) != nil else {
+                    preconditionFailure("TURN gathering output does not parse")
+                }
             }
         }
         _ = turn.gatheringTimers(now: clock + .seconds(20))

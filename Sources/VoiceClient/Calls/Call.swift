@@ -28,8 +28,10 @@ public actor Call {
     private var holdsAudio = false
 
     public init(
-        id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:], audioSession: AudioSession,
-        clock: any MediaClock, noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout, viaPush: Bool = false
+        id: CallID, direction: CallDirection, remote: String, headers: [String: String] = [:],
+        audioSession: AudioSession,
+        clock: any MediaClock, noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout,
+        viaPush: Bool = false
     ) {
         self.id = id
         self.direction = direction
@@ -37,7 +39,8 @@ public actor Call {
         self.headers = headers
         self.audioSession = audioSession
         self.clock = clock
-        machine = CallStateMachine(direction: direction, startedAt: clock.now, noAnswerTimeout: noAnswerTimeout, viaPush: viaPush)
+        machine = CallStateMachine(
+            direction: direction, startedAt: clock.now, noAnswerTimeout: noAnswerTimeout, viaPush: viaPush)
         (updates, continuation) = AsyncStream.makeStream(of: CallEffect.self)
         (driverEffects, driverContinuation) = AsyncStream.makeStream(of: CallEffect.self)
         for effect in machine.initialEffects {
@@ -59,13 +62,19 @@ public actor Call {
 
     @discardableResult public func answer() async throws(CallRefusal) -> [CallEffect] { try await apply(.answer) }
     @discardableResult public func hangup() async throws(CallRefusal) -> [CallEffect] { try await apply(.hangup) }
-    @discardableResult public func mute(_ on: Bool) async throws(CallRefusal) -> [CallEffect] { try await apply(.mute(on)) }
-    @discardableResult public func hold(_ on: Bool) async throws(CallRefusal) -> [CallEffect] { try await apply(.hold(on)) }
+    @discardableResult public func mute(_ on: Bool) async throws(CallRefusal) -> [CallEffect] {
+        try await apply(.mute(on))
+    }
+    @discardableResult public func hold(_ on: Bool) async throws(CallRefusal) -> [CallEffect] {
+        try await apply(.hold(on))
+    }
     /// Ends an unanswered call at the no-answer timeout; call it periodically.
     @discardableResult public func tick() async -> [CallEffect] { (try? await apply(.tick)) ?? [] }
 
     /// An event from the dialog layer.
-    @discardableResult public func dialog(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] { try await apply(event) }
+    @discardableResult public func dialog(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] {
+        try await apply(event)
+    }
 
     private func apply(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] {
         let before = machine.state
@@ -97,7 +106,9 @@ public actor Call {
             case .ended:
                 if holdsAudio {
                     holdsAudio = false
-                    if let report = try? await audioSession.callEnded(id, cause: machine.details.endCause?.sessionReason ?? .failed) {
+                    if let report = try? await audioSession.callEnded(
+                        id, cause: machine.details.endCause?.sessionReason ?? .failed)
+                    {
                         machine.attach(report)
                     } else if let report = await audioSession.lastReport, report.callID == id {
                         // The session had ended the call itself (interruption timeout).
@@ -109,7 +120,9 @@ public actor Call {
             }
             return []
         } catch {
-            let refused = (try? machine.handle(.failed(.media("the audio session refused the call: \(error)")), at: clock.now)) ?? []
+            let refused =
+                (try? machine.handle(.failed(.media("the audio session refused the call: \(error)")), at: clock.now))
+                ?? []
             return refused
         }
     }

@@ -14,7 +14,10 @@ public struct CallAudioDevices: Sendable, Hashable {
     /// ringing cadence.
     public var ringtone: String?
 
-    public init(microphone: String = "default", speaker: String = "default", sampleRate: Int = 48_000, voiceProcessing: Bool = true, ringtone: String? = nil) {
+    public init(
+        microphone: String = "default", speaker: String = "default", sampleRate: Int = 48_000,
+        voiceProcessing: Bool = true, ringtone: String? = nil
+    ) {
         self.microphone = microphone
         self.speaker = speaker
         self.sampleRate = sampleRate
@@ -79,7 +82,12 @@ final class CallTones: Sendable {
     // MARK: Where the tones are heard
 
     /// A call is under way (or a busy tone plays) on `speaker`: the tones are played there until its media starts.
-    func callBegan(speaker: String) { update { $0.activity += 1; $0.speaker = speaker } }
+    func callBegan(speaker: String) {
+        update {
+            $0.activity += 1
+            $0.speaker = speaker
+        }
+    }
     /// A call is over; when its media ran, both counts change in one step, so the player does not start in between
     /// (a file speaker would be written over) unless a busy tone is to be heard.
     func callEnded(hadMedia: Bool = false) {

@@ -23,7 +23,10 @@ actor CallLink {
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
     private var heardFromNetwork = false
 
-    init(call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities, devices: CallAudioDevices, tones: CallTones) {
+    init(
+        call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities,
+        devices: CallAudioDevices, tones: CallTones
+    ) {
         self.call = call
         self.sip = sip
         self.transport = transport
@@ -47,7 +50,8 @@ actor CallLink {
         return (
             transport,
             AudioCapabilities(
-                address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites), rtcpPort: Int(rtcp.port))
+                address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites),
+                rtcpPort: Int(rtcp.port))
         )
     }
 
@@ -85,7 +89,9 @@ actor CallLink {
         case .ended(let end):
             // The media stops first, so its report is on the call when the app sees the end.
             await finish()
-            if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) { _ = try? await call.dialog(event) }
+            if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) {
+                _ = try? await call.dialog(event)
+            }
         }
     }
 
@@ -109,9 +115,12 @@ actor CallLink {
             return .failed(.sip(status: status, reason: end.reasonPhrase))
         case (.failed, _):
             if end.statusCode == 408 {
-                return heardFromNetwork ? .networkTimeout : .failed(.network("the service did not answer (\(end.reasonPhrase))"))
+                return heardFromNetwork
+                    ? .networkTimeout : .failed(.network("the service did not answer (\(end.reasonPhrase))"))
             }
-            if end.statusCode == nil || (end.statusCode == 503 && end.reasonPhrase == "Transport Error") { return .failed(.network(end.reasonPhrase)) }
+            if end.statusCode == nil || (end.statusCode == 503 && end.reasonPhrase == "Transport Error") {
+                return .failed(.network(end.reasonPhrase))
+            }
             return .failed(.sip(status: end.statusCode ?? 0, reason: end.reasonPhrase))
         }
     }
@@ -122,7 +131,9 @@ actor CallLink {
         // at their rate (a file microphone may set another).
         tones.mediaStarting()
         do {
-            let started = try SIPCallMedia(negotiated: negotiated, callID: call.id, transport: transport, devices: devices, tones: tones.controller)
+            let started = try SIPCallMedia(
+                negotiated: negotiated, callID: call.id, transport: transport, devices: devices, tones: tones.controller
+            )
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
         } catch {
@@ -155,7 +166,9 @@ actor CallLink {
             tones.stopRingtone()
         case .stateChanged(.ended):
             let cause = await call.details.endCause
-            if call.direction == .outgoing, cause == .denied || cause == .failure { tones.playBusyTone(on: devices.speaker) }
+            if call.direction == .outgoing, cause == .denied || cause == .failure {
+                tones.playBusyTone(on: devices.speaker)
+            }
             endSeen = true
             await finish()
             releaseTones()

@@ -104,7 +104,10 @@ public struct CallStateMachine: Sendable, Hashable {
 
     public static let defaultNoAnswerTimeout = MediaTime.seconds(60)
 
-    public init(direction: CallDirection, startedAt: MediaTime, noAnswerTimeout: MediaTime = defaultNoAnswerTimeout, viaPush: Bool = false) {
+    public init(
+        direction: CallDirection, startedAt: MediaTime, noAnswerTimeout: MediaTime = defaultNoAnswerTimeout,
+        viaPush: Bool = false
+    ) {
         self.direction = direction
         self.noAnswerTimeout = noAnswerTimeout
         details = CallDetails(startedAt: startedAt, viaPush: viaPush)
@@ -121,7 +124,8 @@ public struct CallStateMachine: Sendable, Hashable {
         if state == .ended {
             // Late network events after the end are dropped; the app's requests are refused.
             switch event {
-            case .tick, .remoteHangup, .remoteCanceled, .answeredElsewhere, .networkTimeout, .failed, .progress, .ringing, .established,
+            case .tick, .remoteHangup, .remoteCanceled, .answeredElsewhere, .networkTimeout, .failed, .progress,
+                .ringing, .established,
                 .remoteDeclined, .remoteNoAnswer, .transferred:
                 return []
             default: throw refuse
@@ -142,7 +146,8 @@ public struct CallStateMachine: Sendable, Hashable {
             // call is hung up with a BYE — the caller may already be established.
             if direction == .incoming && answered { return end(.hungUp, at: now, send: .sendBye) }
             // The callee hanging up before answering declines: both sides see *denied*.
-            return direction == .outgoing ? end(.canceled, at: now, send: .sendCancel) : end(.denied, at: now, send: .sendDecline(status: 603))
+            return direction == .outgoing
+                ? end(.canceled, at: now, send: .sendCancel) : end(.denied, at: now, send: .sendDecline(status: 603))
         case .mute(let on):
             guard !unanswered else { throw refuse }
             guard on != muted else { return [] }
@@ -210,7 +215,10 @@ public struct CallStateMachine: Sendable, Hashable {
         var effects: [CallEffect] = []
         if direction == .incoming, state != .established, !answered { effects.append(.stopRingtone) }
         if let send { effects.append(send) }
-        if muted { muted = false; effects.append(.setMicrophoneMuted(false)) }
+        if muted {
+            muted = false
+            effects.append(.setMicrophoneMuted(false))
+        }
         onHold = false
         return effects + move(to: .ended, at: now)
     }

@@ -21,7 +21,9 @@ public enum CallTarget: Sendable, Hashable, CustomStringConvertible {
     /// `user@domain`, `user@domain:port` or a `sip:` URI.
     public static func sip(checking address: String) throws(VoiceClientError) -> CallTarget {
         let text = address.hasPrefix("sip:") ? address : "sip:" + address
-        guard let uri = try? SIPURI(parsing: text), uri.scheme == .sip, let user = uri.user, !user.isEmpty, !uri.host.isEmpty else {
+        guard let uri = try? SIPURI(parsing: text), uri.scheme == .sip, let user = uri.user, !user.isEmpty,
+            !uri.host.isEmpty
+        else {
             throw .invalidCall("'\(address)' is not a SIP address (user@domain)")
         }
         return .sip(uri)
@@ -31,7 +33,9 @@ public enum CallTarget: Sendable, Hashable, CustomStringConvertible {
     public static func phoneNumber(checking number: String) throws(VoiceClientError) -> CallTarget {
         let kept = number.filter { !" -.()".contains($0) }
         let digits = kept.dropFirst()
-        guard kept.first == "+", (1...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else {
+        guard kept.first == "+", (1...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+            digits.first != "0"
+        else {
             throw .invalidCall("'\(number)' is not an E.164 phone number (+, country code, at most 15 digits)")
         }
         return .phoneNumber(kept)
@@ -40,7 +44,9 @@ public enum CallTarget: Sendable, Hashable, CustomStringConvertible {
     /// A conference room ID: printable ASCII, 1–64 characters.
     public static func conference(checking id: String) throws(VoiceClientError) -> CallTarget {
         guard !id.isEmpty, id.count <= maximumConferenceIDLength else {
-            throw .invalidCall("conference ID must have 1 to \(maximumConferenceIDLength) characters, '\(id.prefix(80))' has \(id.count)")
+            throw .invalidCall(
+                "conference ID must have 1 to \(maximumConferenceIDLength) characters, '\(id.prefix(80))' has \(id.count)"
+            )
         }
         guard id.unicodeScalars.allSatisfy({ (0x20...0x7E).contains($0.value) }) else {
             throw .invalidCall("conference ID '\(id)' must be printable ASCII")

@@ -71,7 +71,9 @@ final class ClientCalls {
     ) async throws(VoiceClientError) -> Call {
         let checked: [(name: String, value: String)]
         do { checked = try CustomHeaders.validate(headers) } catch { throw .invalidCall(Self.reason(error)) }
-        guard let agent = registration.agent, let grant = registration.grant else { throw .invalidState("the client is not started") }
+        guard let agent = registration.agent, let grant = registration.grant else {
+            throw .invalidState("the client is not started")
+        }
         let transport: UDPMediaTransport
         let capabilities: AudioCapabilities
         do { (transport, capabilities) = try await CallLink.bindMedia(host: registration.mediaHost) } catch {
@@ -79,15 +81,19 @@ final class ClientCalls {
         }
         let sip: SIPCall
         do {
-            sip = try await agent.call(target.requestURI(domain: grant.domain), offering: capabilities, headers: checked.map { ($0.name, $0.value) })
+            sip = try await agent.call(
+                target.requestURI(domain: grant.domain), offering: capabilities,
+                headers: checked.map { ($0.name, $0.value) })
         } catch {
             await transport.close()
             throw .network("INVITE: \(error)")
         }
         let call = Call(
-            id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers, audioSession: audioSession,
+            id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers,
+            audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
-        let link = CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones)
+        let link = CallLink(
+            call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones)
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
@@ -109,10 +115,13 @@ final class ClientCalls {
         let caller = sip.remote.uri.user.map(SIPUserPart.unescape) ?? sip.remote.uri.description
         let viaPush = push.takePushedCall()
         let call = Call(
-            id: CallID(sip.callID), direction: .incoming, remote: caller, headers: headers, audioSession: audioSession, clock: clock,
+            id: CallID(sip.callID), direction: .incoming, remote: caller, headers: headers, audioSession: audioSession,
+            clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(CallLink(call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones))
+        adopt(
+            CallLink(
+                call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones))
         events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 

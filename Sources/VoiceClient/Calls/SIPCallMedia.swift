@@ -34,7 +34,8 @@ package final class SIPCallMedia: Sendable {
             sampleRate: devices.sampleRate)
         do {
             let mixed = tones.flatMap { $0.deviceFormat == pair.playout.format ? $0 : nil }
-            let configuration = adjust(MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: devices.voiceProcessing))
+            let configuration = adjust(
+                MediaStreamConfiguration(negotiated: negotiated, voiceProcessing: devices.voiceProcessing))
             live = try LiveCall(
                 callID: callID, configuration: configuration, transport: transport, capture: pair.capture,
                 playout: pair.playout, options: options, tones: mixed)

@@ -47,7 +47,10 @@ final class ClientMessages {
         let id = UUID().uuidString.lowercased()
         let now = clock.now
         for recipient in Set(recipients).sorted() {
-            outbox.add(OutgoingMessage(id: id, recipient: recipient, text: text, headers: checked, firstAttempt: now, nextAttempt: now, attempts: 0))
+            outbox.add(
+                OutgoingMessage(
+                    id: id, recipient: recipient, text: text, headers: checked, firstAttempt: now, nextAttempt: now,
+                    attempts: 0))
         }
         return id
     }
@@ -66,22 +69,28 @@ final class ClientMessages {
             case .delivered: events.yield(.messageDelivered(id: message.id, recipient: message.recipient))
             case .storedForLaterDelivery:
                 events.yield(.messageStoredForLaterDelivery(id: message.id, recipient: message.recipient))
-                let headers = Dictionary(message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
-                await push.askToPush(recipient: message.recipient, payload: push.payload(.message, id: message.id, headers: headers))
+                let headers = Dictionary(
+                    message.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+                await push.askToPush(
+                    recipient: message.recipient, payload: push.payload(.message, id: message.id, headers: headers))
             case .failed(let reason, let status):
-                events.yield(.messageFailed(id: message.id, recipient: message.recipient, reason: reason, sipStatus: status))
+                events.yield(
+                    .messageFailed(id: message.id, recipient: message.recipient, reason: reason, sipStatus: status))
             case nil: break
             }
         }
     }
 
     private nonisolated(nonsending) func attempt(_ message: OutgoingMessage) async -> MessageAttemptOutcome {
-        guard let sender = registration.sender, let serverPeer = registration.serverPeer, let grant = registration.grant else {
+        guard let sender = registration.sender, let serverPeer = registration.serverPeer, let grant = registration.grant
+        else {
             return .unsent(reason: "the client is not started")
         }
         cseq &+= 1
         var headers = SIPHeaders()
-        headers.add("From", "<sip:\(SIPUserPart.escape(userID))@\(grant.domain)>;tag=\(UUID().uuidString.prefix(8).lowercased())")
+        headers.add(
+            "From",
+            "<sip:\(SIPUserPart.escape(userID))@\(grant.domain)>;tag=\(UUID().uuidString.prefix(8).lowercased())")
         headers.add("To", "<sip:\(SIPUserPart.escape(message.recipient))@\(grant.domain)>")
         // One Call-ID per message and recipient on every attempt, so the recipient drops a repeated delivery.
         headers.add("Call-ID", "\(message.id)-\(SIPUserPart.escape(message.recipient))")
@@ -90,7 +99,8 @@ final class ClientMessages {
         for (name, value) in message.headers { headers.add(name, value) }
         let uri = SIPURI(user: SIPUserPart.escape(message.recipient), host: grant.domain)
         do {
-            let response = try await sender.send(.request(.message, uri, headers: headers, body: Array(message.text.utf8)), to: serverPeer)
+            let response = try await sender.send(
+                .request(.message, uri, headers: headers, body: Array(message.text.utf8)), to: serverPeer)
             return .classify(status: response.statusCode ?? 500, reason: response.reasonPhrase ?? "")
         } catch {
             return .unsent(reason: "\(error)")
@@ -99,7 +109,9 @@ final class ClientMessages {
 
     /// Answers a request that is neither a call nor a response, on the event loop: a MESSAGE with 200 (it goes
     /// to `inbox`), anything else with 405.
-    static func receive(_ request: SIPIncomingRequest, on endpoint: SIPEndpoint, into inbox: AsyncStream<SIPMessage>.Continuation) {
+    static func receive(
+        _ request: SIPIncomingRequest, on endpoint: SIPEndpoint, into inbox: AsyncStream<SIPMessage>.Continuation
+    ) {
         guard request.transaction != nil, let method = request.message.requestMethod else { return }
         switch method {
         case .message:
@@ -120,6 +132,9 @@ final class ClientMessages {
         for field in message.headers where field.name.lowercased().hasPrefix("x-") { custom[field.name] = field.value }
         let sender = message.from.flatMap { $0.uri.user }.map(SIPUserPart.unescape) ?? ""
         let id = callID.split(separator: "-").prefix(5).joined(separator: "-")
-        events.yield(.messageReceived(IncomingMessage(id: id, sender: sender, text: String(decoding: message.body, as: UTF8.self), headers: custom)))
+        events.yield(
+            .messageReceived(
+                IncomingMessage(
+                    id: id, sender: sender, text: String(decoding: message.body, as: UTF8.self), headers: custom)))
     }
 }

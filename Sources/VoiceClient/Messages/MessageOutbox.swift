@@ -20,7 +20,9 @@ public struct OutgoingMessage: Sendable, Equatable {
         nextAttempt: MediaTime, attempts: Int = 0, lastFailure: String? = nil
     ) {
         (self.id, self.recipient, self.text, self.headers) = (id, recipient, text, headers)
-        (self.firstAttempt, self.nextAttempt, self.attempts, self.lastFailure) = (firstAttempt, nextAttempt, attempts, lastFailure)
+        (self.firstAttempt, self.nextAttempt, self.attempts, self.lastFailure) = (
+            firstAttempt, nextAttempt, attempts, lastFailure
+        )
     }
 
     public static func == (a: OutgoingMessage, b: OutgoingMessage) -> Bool {
@@ -76,7 +78,9 @@ public struct MessageOutbox: Sendable {
     /// Applies the outcome of an attempt made at `now`. Returns the final outcome to report, or nil while the
     /// message is kept for another attempt; `unsent` at or after the 12 hours becomes
     /// ``MessageFinalOutcome/failed(reason:sipStatus:)``.
-    public mutating func record(_ outcome: MessageAttemptOutcome, for id: String, recipient: String, at now: MediaTime) -> MessageFinalOutcome? {
+    public mutating func record(_ outcome: MessageAttemptOutcome, for id: String, recipient: String, at now: MediaTime)
+        -> MessageFinalOutcome?
+    {
         guard let index = pending.firstIndex(where: { $0.id == id && $0.recipient == recipient }) else { return nil }
         switch outcome {
         case .delivered:
@@ -92,11 +96,13 @@ public struct MessageOutbox: Sendable {
             var message = pending[index]
             message.attempts += 1
             message.lastFailure = reason
-            let delay = min(Self.longestRetryDelay.nanoseconds, Self.firstRetryDelay.nanoseconds << min(message.attempts - 1, 20))
+            let delay = min(
+                Self.longestRetryDelay.nanoseconds, Self.firstRetryDelay.nanoseconds << min(message.attempts - 1, 20))
             // The last attempt is made when the 12 hours are up; when that one fails too, the message fails.
             if now - message.firstAttempt >= Self.retryWindow {
                 pending.remove(at: index)
-                return .failed(reason: "not sent within 12 hours (\(message.attempts) attempts; last: \(reason))", sipStatus: nil)
+                return .failed(
+                    reason: "not sent within 12 hours (\(message.attempts) attempts; last: \(reason))", sipStatus: nil)
             }
             message.nextAttempt = min(now + MediaTime(nanoseconds: delay), message.firstAttempt + Self.retryWindow)
             pending[index] = message

@@ -6,7 +6,8 @@ public enum CustomHeaders {
     public static let maximumTotalBytes = 1024
 
     /// Returns the headers when they follow the rules, else the reason.
-    public static func validate(_ headers: [String: String]) throws(VoiceClientError) -> [(name: String, value: String)] {
+    public static func validate(_ headers: [String: String]) throws(VoiceClientError) -> [(name: String, value: String)]
+    {
         var total = 0
         var result: [(name: String, value: String)] = []
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
@@ -22,11 +23,14 @@ public enum CustomHeaders {
             total += name.utf8.count + value.utf8.count
             result.append((name, value))
         }
-        if total > maximumTotalBytes { throw .invalidMessage("custom headers total \(total) bytes, at most \(maximumTotalBytes) allowed") }
+        if total > maximumTotalBytes {
+            throw .invalidMessage("custom headers total \(total) bytes, at most \(maximumTotalBytes) allowed")
+        }
         return result
     }
 
-    private static let tokenCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.!%*_+`'~".unicodeScalars)
+    private static let tokenCharacters = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.!%*_+`'~".unicodeScalars)
 }
 
 /// User IDs in SIP URIs: characters outside RFC 3261's `unreserved` / `user-unreserved` are %-escaped, so any
@@ -36,7 +40,11 @@ enum SIPUserPart {
         var result = ""
         for byte in userID.utf8 {
             let scalar = Unicode.Scalar(byte)
-            if allowed.contains(scalar) { result.unicodeScalars.append(scalar) } else { result += String(format: "%%%02X", byte) }
+            if allowed.contains(scalar) {
+                result.unicodeScalars.append(scalar)
+            } else {
+                result += String(format: "%%%02X", byte)
+            }
         }
         return result
     }
@@ -56,5 +64,6 @@ enum SIPUserPart {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()&=+$,;?/".unicodeScalars)
+    private static let allowed = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()&=+$,;?/".unicodeScalars)
 }

@@ -19,7 +19,8 @@ final class ClientPush {
 
     init(
         userID: String, configuration: VoiceClientConfiguration, unixTime: @escaping @Sendable () -> UInt64,
-        group: MultiThreadedEventLoopGroup, events: AsyncStream<VoiceClientEvent>.Continuation, registration: ClientRegistration
+        group: MultiThreadedEventLoopGroup, events: AsyncStream<VoiceClientEvent>.Continuation,
+        registration: ClientRegistration
     ) {
         self.userID = userID
         self.configuration = configuration
@@ -38,8 +39,11 @@ final class ClientPush {
     /// in a ``VoiceClientEvent/shouldSendPushNotifications(recipient:payload:pushData:)``.
     nonisolated(nonsending) func askToPush(recipient: String, payload: PushPayload) async {
         guard let grant = registration.grant else { return }
-        let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
-        guard let pushData = try? await service.pushData(of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
+        let service = RegistrationServiceConnection(
+            host: configuration.serviceHost, port: configuration.registrationPort)
+        guard
+            let pushData = try? await service.pushData(
+                of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
             !pushData.isEmpty, let encoded = try? payload.encoded()
         else { return }
         events.yield(.shouldSendPushNotifications(recipient: recipient, payload: encoded, pushData: pushData))

@@ -20,8 +20,12 @@ public struct PushPayload: Sendable, Equatable, Codable {
 
     public static let maximumServicePayloadBytes = 100
 
-    public init(kind: Kind, sender: String, id: String, sentAt: UInt64, canceled: Bool = false, headers: [String: String] = [:]) {
-        (self.kind, self.sender, self.id, self.sentAt, self.canceled, self.headers) = (kind, sender, id, sentAt, canceled, headers)
+    public init(
+        kind: Kind, sender: String, id: String, sentAt: UInt64, canceled: Bool = false, headers: [String: String] = [:]
+    ) {
+        (self.kind, self.sender, self.id, self.sentAt, self.canceled, self.headers) = (
+            kind, sender, id, sentAt, canceled, headers
+        )
     }
 
     enum CodingKeys: String, CodingKey {
@@ -39,7 +43,8 @@ public struct PushPayload: Sendable, Equatable, Codable {
         bare.headers = [:]
         let data = (try? JSONEncoder().encode(bare)) ?? Data()
         guard data.count <= Self.maximumServicePayloadBytes else {
-            throw .invalidPushData("the service payload is \(data.count) bytes, at most \(Self.maximumServicePayloadBytes) allowed")
+            throw .invalidPushData(
+                "the service payload is \(data.count) bytes, at most \(Self.maximumServicePayloadBytes) allowed")
         }
         return data
     }
@@ -62,7 +67,9 @@ public struct PushPayload: Sendable, Equatable, Codable {
             throw .invalidPushData("not a push payload: \(error)")
         }
         do { _ = try UserID.validate(payload.sender) } catch { throw .invalidPushData("sender: \(error)") }
-        guard !payload.id.isEmpty, payload.id.utf8.count <= 64 else { throw .invalidPushData("the ID must have 1 to 64 bytes") }
+        guard !payload.id.isEmpty, payload.id.utf8.count <= 64 else {
+            throw .invalidPushData("the ID must have 1 to 64 bytes")
+        }
         _ = try payload.servicePayload()
         do { _ = try CustomHeaders.validate(payload.headers) } catch { throw .invalidPushData("headers: \(error)") }
         return payload

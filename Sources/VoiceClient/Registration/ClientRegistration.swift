@@ -59,14 +59,17 @@ final class ClientRegistration {
     ) async throws -> SIPUserAgent {
         let grant = try await credentials()
         let server: SocketAddress
-        do { server = try SocketAddress.makeAddressResolvingHost(configuration.serviceHost, port: configuration.sipPort) } catch {
+        do {
+            server = try SocketAddress.makeAddressResolvingHost(configuration.serviceHost, port: configuration.sipPort)
+        } catch {
             throw VoiceClientError.network("cannot resolve \(configuration.serviceHost): \(error)")
         }
         let local = try LocalAddress.towards(server)
         let t1 = configuration.sipT1
         let timers = SIPTimerConfiguration(t1: t1, t2: min(.seconds(4), t1 * 8), t4: min(.seconds(5), t1 * 10))
         let endpoint = try await SIPEndpoint.start(
-            on: group.next(), udp: local, configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
+            on: group.next(), udp: local,
+            configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
         sipCredentials.set(grant)
         let peer = SIPPeer(.udp, server)
         let agent = SIPUserAgent(
@@ -94,7 +97,9 @@ final class ClientRegistration {
                 expires: configuration.registrationExpires),
             sender: sender)
         let result: SIPRegistrationResult
-        do { result = try await binding.startRefreshing() } catch { throw VoiceClientError.network("REGISTER: \(error)") }
+        do { result = try await binding.startRefreshing() } catch {
+            throw VoiceClientError.network("REGISTER: \(error)")
+        }
         guard result.succeeded else {
             if result.statusCode == 401 || result.statusCode == 403 { self.grant = nil }
             throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
@@ -115,7 +120,9 @@ final class ClientRegistration {
             healthy = true
         case .success(let result):
             if healthy {
-                events.yield(.registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)")))
+                events.yield(
+                    .registrationLost(.registrationLost("refresh refused: \(result.statusCode) \(result.reasonPhrase)"))
+                )
                 renewNow = result.statusCode == 401 || result.statusCode == 403
             }
             healthy = false
@@ -172,9 +179,11 @@ final class ClientRegistration {
     private nonisolated(nonsending) func requestGrant() async throws -> RegistrationGrant {
         let signed: SignedRegistration
         do { signed = try await sign(userID) } catch { throw VoiceClientError.signingFailed("\(error)") }
-        let service = RegistrationServiceConnection(host: configuration.serviceHost, port: configuration.registrationPort)
+        let service = RegistrationServiceConnection(
+            host: configuration.serviceHost, port: configuration.registrationPort)
         let request = RegistrationRequest(
-            applicationKey: configuration.applicationKey, userID: userID, signed: signed, pushData: configuration.pushData)
+            applicationKey: configuration.applicationKey, userID: userID, signed: signed,
+            pushData: configuration.pushData)
         let grant = try await service.register(request, on: group.next())
         self.grant = grant
         return grant
@@ -197,7 +206,9 @@ final class RenewableCredentials: SIPCredentialsDelegate, @unchecked Sendable {
 /// address the service can send to (not 0.0.0.0).
 enum LocalAddress {
     static func towards(_ server: SocketAddress) throws -> SocketAddress {
-        guard server.protocol == .inet || server.protocol == .inet6 else { throw VoiceClientError.network("unsupported address \(server)") }
+        guard server.protocol == .inet || server.protocol == .inet6 else {
+            throw VoiceClientError.network("unsupported address \(server)")
+        }
         let fd = socket(server.protocol == .inet ? AF_INET : AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw VoiceClientError.network("socket: errno \(errno)") }
         defer { close(fd) }
@@ -211,7 +222,8 @@ enum LocalAddress {
         guard named == 0 else { throw VoiceClientError.network("getsockname: errno \(errno)") }
         let bound = withUnsafeBytes(of: storage) { raw in
             storage.ss_family == sa_family_t(AF_INET)
-                ? SocketAddress(raw.load(as: sockaddr_in.self), host: "") : SocketAddress(raw.load(as: sockaddr_in6.self), host: "")
+                ? SocketAddress(raw.load(as: sockaddr_in.self), host: "")
+                : SocketAddress(raw.load(as: sockaddr_in6.self), host: "")
         }
         guard let ip = bound.ipAddress else { throw VoiceClientError.network("getsockname gave no IP address") }
         return try SocketAddress(ipAddress: ip, port: 0)

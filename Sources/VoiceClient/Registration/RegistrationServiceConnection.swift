@@ -21,13 +21,17 @@ public struct RegistrationServiceConnection: Sendable {
     /// Sends `request` and returns the grant.
     /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal, or
     ///   ``VoiceClientError/registrationServiceUnavailable(_:)``.
-    public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError) -> RegistrationGrant {
+    public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError)
+        -> RegistrationGrant
+    {
         try await post("/v1/registrations", request, authorization: nil, on: eventLoop)
     }
 
     /// The push data of `userID`'s device (the app-sent push model), asked with this device's own credentials:
     /// empty when the user attached none.
-    public func pushData(of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+    public func pushData(
+        of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop
+    )
         async throws(VoiceClientError) -> [Data]
     {
         let answer: PushDataAnswer = try await post(
@@ -40,7 +44,9 @@ public struct RegistrationServiceConnection: Sendable {
         _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
     ) async throws(VoiceClientError) -> Answer {
         let body: Data
-        do { body = try JSONEncoder().encode(request) } catch { throw .registrationServiceUnavailable("cannot encode the request: \(error)") }
+        do { body = try JSONEncoder().encode(request) } catch {
+            throw .registrationServiceUnavailable("cannot encode the request: \(error)")
+        }
         var head = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
         if let authorization { head += "Authorization: Basic \(authorization)\r\n" }
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
@@ -55,7 +61,9 @@ public struct RegistrationServiceConnection: Sendable {
         }
         let decoder = JSONDecoder()
         if status == 200, let answer = try? decoder.decode(Answer.self, from: Data(payload)) { return answer }
-        if let refusal = try? decoder.decode(RegistrationRefusal.self, from: Data(payload)) { throw .registrationRefused(refusal) }
+        if let refusal = try? decoder.decode(RegistrationRefusal.self, from: Data(payload)) {
+            throw .registrationRefused(refusal)
+        }
         throw .registrationServiceUnavailable("HTTP \(status) from \(host):\(port)")
     }
 
@@ -67,7 +75,9 @@ public struct RegistrationServiceConnection: Sendable {
             channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(timeout)
                 .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected)) }
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected))
+                    }
                 }
                 .connect(host: host, port: port).get()
         } catch {
@@ -106,7 +116,9 @@ private final class CollectingHandler: ChannelInboundHandler, @unchecked Sendabl
 enum HTTPReply {
     static func parse(_ bytes: [UInt8]) -> (status: Int, body: [UInt8])? {
         let separator: [UInt8] = [13, 10, 13, 10]
-        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else {
+            return nil
+        }
         let head = String(decoding: bytes[..<end], as: UTF8.self)
         let statusLine = head.split(separator: "\r\n").first ?? ""
         let fields = statusLine.split(separator: " ")

@@ -6,7 +6,7 @@ import VoiceRTP
 import VoiceSession
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// One real-time call: a ``MediaStream`` between two audio devices and a ``UDPMediaTransport``, driven by one
@@ -199,7 +199,9 @@ public final class LiveCall: @unchecked Sendable {
     /// ``updateMedia(srtp:direction:)`` with what SIP negotiated (`NegotiatedAudio.srtp` and `.direction`).
     public func updateMedia(_ negotiated: NegotiatedAudio) throws(LiveCallError) {
         try updateMedia(
-            srtp: negotiated.srtp.map { MediaStreamSRTP(suite: $0.suite, localKey: $0.localKey, remoteKey: $0.remoteKey) },
+            srtp: negotiated.srtp.map {
+                MediaStreamSRTP(suite: $0.suite, localKey: $0.localKey, remoteKey: $0.remoteKey)
+            },
             direction: negotiated.direction)
     }
 

@@ -5,7 +5,7 @@ import VoiceDevices
 import VoiceSession
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Flags and counters shared between the control plane and the media thread: atomics only, so neither side
@@ -299,25 +299,31 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// drains both transport queues into the stream; latches the remote on packets the stream accepted.
     func receive(paused: Bool) {
         transport.receiveFromSocket()
-        while transport.withNextPacket(.rtp, { (packet: ReceivedPacket) -> Void in
-            if paused {
-                shared.datagramsDiscarded.wrappingAdd(1, ordering: .relaxed)
-                return
-            }
-            shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
-            let before = stream.stats.packetsReceived
-            stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
-            if stream.stats.packetsReceived != before {
-                shared.lastMediaNanoseconds.store(packet.arrival.nanoseconds, ordering: .relaxed)
-                latch(packet.source)
-            }
-        }) != nil {}
-        while transport.withNextPacket(.rtcp, { (packet: ReceivedPacket) -> Void in
-            shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
-            let before = stream.stats.rtcpReceived
-            stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
-            if stream.stats.rtcpReceived != before { latchRTCP(packet.source) }
-        }) != nil {}
+        while transport.withNextPacket(
+            .rtp,
+            { (packet: ReceivedPacket) -> Void in
+                if paused {
+                    shared.datagramsDiscarded.wrappingAdd(1, ordering: .relaxed)
+                    return
+                }
+                shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
+                let before = stream.stats.packetsReceived
+                stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+                if stream.stats.packetsReceived != before {
+                    shared.lastMediaNanoseconds.store(packet.arrival.nanoseconds, ordering: .relaxed)
+                    latch(packet.source)
+                }
+            }) != nil
+        {}
+        while transport.withNextPacket(
+            .rtcp,
+            { (packet: ReceivedPacket) -> Void in
+                shared.datagramsReceived.wrappingAdd(1, ordering: .relaxed)
+                let before = stream.stats.rtcpReceived
+                stream.receiveDatagram(packet.bytes, arrival: packet.arrival)
+                if stream.stats.rtcpReceived != before { latchRTCP(packet.source) }
+            }) != nil
+        {}
     }
 
     /// Authenticated RTCP: with RTCP on the RTP port it latches that port as RTP does; on a port of its own it

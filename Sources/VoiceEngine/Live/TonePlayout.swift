@@ -29,7 +29,8 @@ public final class TonePlayout: @unchecked Sendable {
     /// - Throws: ``LiveCallError/deviceOpenFailed(device:reason:)``.
     public init(controller: AudioController, speaker: LiveDeviceName) throws(LiveCallError) {
         self.controller = controller
-        device = try speaker.open(direction: .playout, format: controller.deviceFormat, loop: false, clocking: .realTime)
+        device = try speaker.open(
+            direction: .playout, format: controller.deviceFormat, loop: false, clocking: .realTime)
     }
 
     /// Starts the speaker and the feeding thread. Starting a running player does nothing.

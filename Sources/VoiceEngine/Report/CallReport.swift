@@ -228,7 +228,8 @@ public struct CallReport: Sendable, Codable {
             lateLossRate: j.lateLossRate,
             acceleratedSamples: j.acceleratedSamples, slowedDownSamples: j.slowedDownSamples,
             stretchedSamplesPerMinute: j.playedSamples > 0
-                ? Double(j.acceleratedSamples + j.slowedDownSamples) * 60 * Double(c.processingRate) / Double(j.playedSamples) : 0,
+                ? Double(j.acceleratedSamples + j.slowedDownSamples) * 60 * Double(c.processingRate)
+                    / Double(j.playedSamples) : 0,
             flushes: j.flushes)
         fec = FEC(
             recoveredFrames: j.fecRecoveredFrames, encoderFECEnabled: s.encoderFECEnabled,
@@ -251,7 +252,7 @@ public struct CallReport: Sendable, Codable {
             "Ie = \(model.equipmentImpairment), Bpl = \(model.packetLossRobustness) for wideband Opus (not in G.113 Appendix I; common practice, conservative against G.711+PLC Bpl 25.1)",
             "A = \(model.advantage)",
             "one-way delay = mean jitter-buffer delay + packet time + codec lookahead + network one-way delay; device and resampler latency not included",
-            "Ppl = (lost + late - FEC recovered) / expected",
+            "Ppl = (lost + late - FEC recovered) / expected"
         ]
         assumptions.append(
             networkOneWayMilliseconds != nil

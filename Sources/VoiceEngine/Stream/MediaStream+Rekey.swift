@@ -51,11 +51,13 @@ extension MediaStream {
         _ current: SRTPSession, _ buffer: UnsafeMutableRawBufferPointer, length: Int, rtcp: Bool = false
     ) throws(SRTPError) -> Int {
         guard let retiring = retiringSRTPIn, let scratch = rekeyBuffer?.scratch, length <= scratch.count else {
-            return rtcp ? try current.unprotectRTCP(buffer, length: length) : try current.unprotect(buffer, length: length)
+            return rtcp
+                ? try current.unprotectRTCP(buffer, length: length) : try current.unprotect(buffer, length: length)
         }
         scratch.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: length)
         do {
-            let plain = rtcp ? try current.unprotectRTCP(buffer, length: length) : try current.unprotect(buffer, length: length)
+            let plain =
+                rtcp ? try current.unprotectRTCP(buffer, length: length) : try current.unprotect(buffer, length: length)
             if !rtcp {
                 // The peer has switched: its old key is done, and it can read our new one.
                 retiringSRTPIn = nil
@@ -65,7 +67,8 @@ extension MediaStream {
         } catch {
             guard error == .authenticationFailed else { throw error }
             buffer.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: length)
-            return rtcp ? try retiring.unprotectRTCP(buffer, length: length) : try retiring.unprotect(buffer, length: length)
+            return rtcp
+                ? try retiring.unprotectRTCP(buffer, length: length) : try retiring.unprotect(buffer, length: length)
         }
     }
 }

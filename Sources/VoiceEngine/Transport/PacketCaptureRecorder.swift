@@ -130,11 +130,13 @@ public final class PacketCaptureRecorder: Sendable {
                 let wall = max(0, time + wallOffset)
                 let (from, to) = outgoing ? (me, peer) : (peer, me)
                 batch.append(
-                    (time, batch.count,
-                     PcapUDPPacket(
-                        seconds: wall / 1_000_000_000, nanoseconds: UInt32(wall % 1_000_000_000),
-                        source: PcapEndpoint(address: from.address, port: from.port),
-                        destination: PcapEndpoint(address: to.address, port: to.port), payload: Array(bytes))))
+                    (
+                        time, batch.count,
+                        PcapUDPPacket(
+                            seconds: wall / 1_000_000_000, nanoseconds: UInt32(wall % 1_000_000_000),
+                            source: PcapEndpoint(address: from.address, port: from.port),
+                            destination: PcapEndpoint(address: to.address, port: to.port), payload: Array(bytes))
+                    ))
             }) != nil {}
         }
         take(received, outgoing: false)

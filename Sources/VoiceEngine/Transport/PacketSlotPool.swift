@@ -64,7 +64,8 @@ final class PacketSlotPool {
         guard let index = filled.pop() else { return nil }
         let i = Int(index)
         defer { free.push(index) }
-        return try body(UnsafeRawBufferPointer(start: storage + i * slotSize, count: lengths[i]), sources[i], arrivals[i])
+        return try body(
+            UnsafeRawBufferPointer(start: storage + i * slotSize, count: lengths[i]), sources[i], arrivals[i])
     }
 
     /// Consumer: drops every queued packet (e.g. after an interruption); returns how many.

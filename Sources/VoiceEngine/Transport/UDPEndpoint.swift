@@ -77,7 +77,9 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    private static func write(high: UInt64, low: UInt64, port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
+    private static func write(high: UInt64, low: UInt64, port: UInt16, into storage: inout sockaddr_storage)
+        -> socklen_t
+    {
         withUnsafeMutableBytes(of: &storage) { raw in
             let sa = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
             sa.pointee = sockaddr_in6()
@@ -118,7 +120,8 @@ public struct UDPEndpoint: Hashable, Sendable, CustomStringConvertible {
     static func ipAddress(_ address: in6_addr) -> IPAddress {
         var copy = address
         return withUnsafeBytes(of: &copy) { bytes in
-            .v6(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            .v6(
+                high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
                 low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
     }

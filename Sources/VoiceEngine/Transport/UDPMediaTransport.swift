@@ -231,7 +231,8 @@ public final class UDPMediaTransport: Sendable {
     {
         let endpoint = try UDPEndpoint(host: host, port: port)
         let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .socketCall("socket", errno: errno) }
         var keep = false
         defer { if !keep { Glibc.close(fd) } }
@@ -257,7 +258,9 @@ public final class UDPMediaTransport: Sendable {
         let gotName = withUnsafeMutablePointer(to: &named) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &namedLength) }
         }
-        guard gotName == 0, let local = UDPEndpoint(socketAddress: named) else { throw .socketCall("getsockname", errno: errno) }
+        guard gotName == 0, let local = UDPEndpoint(socketAddress: named) else {
+            throw .socketCall("getsockname", errno: errno)
+        }
         keep = true
         return (fd, family, local)
     }

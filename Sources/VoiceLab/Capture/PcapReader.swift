@@ -108,7 +108,9 @@ public struct PcapReader: Sendable {
             let captured = Self.u32(data, offset + 8, bigEndian: bigEndian)
             let original = Self.u32(data, offset + 12, bigEndian: bigEndian)
             guard captured <= Self.maximumRecordLength else { throw .recordTooLarge(length: captured, offset: offset) }
-            guard data.count - offset - 16 >= Int(captured) else { throw .truncated(what: "pcap record", offset: offset) }
+            guard data.count - offset - 16 >= Int(captured) else {
+                throw .truncated(what: "pcap record", offset: offset)
+            }
             let limit: UInt32 = pcapNanoseconds ? 1_000_000_000 : 1_000_000
             guard fraction < limit else {
                 throw .badBlock(reason: "sub-second timestamp \(fraction) out of range", offset: offset)
@@ -153,7 +155,9 @@ public struct PcapReader: Sendable {
         guard length <= Self.maximumRecordLength + 64 || Self.u32(data, start, bigEndian: bigEndian) != 6 else {
             throw .recordTooLarge(length: length, offset: start)
         }
-        guard UInt64(length) <= UInt64(data.count - start) else { throw .truncated(what: "pcapng block", offset: start) }
+        guard UInt64(length) <= UInt64(data.count - start) else {
+            throw .truncated(what: "pcapng block", offset: start)
+        }
         let trailer = Self.u32(data, start + Int(length) - 4, bigEndian: bigEndian)
         guard trailer == length else {
             throw .badBlock(reason: "trailing length \(trailer) differs from \(length)", offset: start)
@@ -194,22 +198,29 @@ public struct PcapReader: Sendable {
                         let v = data[o + 4]
                         let exponent = UInt64(v & 0x7F)
                         if v & 0x80 != 0 {
-                            guard exponent <= 63 else { throw .badBlock(reason: "if_tsresol 2^-\(exponent)", offset: start) }
+                            guard exponent <= 63 else {
+                                throw .badBlock(reason: "if_tsresol 2^-\(exponent)", offset: start)
+                            }
                             units = 1 << exponent
                         } else {
-                            guard exponent <= 19 else { throw .badBlock(reason: "if_tsresol 10^-\(exponent)", offset: start) }
-                            units = (0 ..< exponent).reduce(UInt64(1)) { r, _ in r * 10 }
+                            guard exponent <= 19 else {
+                                throw .badBlock(reason: "if_tsresol 10^-\(exponent)", offset: start)
+                            }
+                            units = (0..<exponent).reduce(UInt64(1)) { r, _ in r * 10 }
                         }
                     }
                     o += 4 + (optionLength + 3) & ~3
                 }
                 interfaces.append(Interface(linkType: linkType, snapLength: snap, unitsPerSecond: units))
             case 6:  // Enhanced Packet Block
-                guard bodyEnd - bodyStart >= 20 else { throw .badBlock(reason: "short enhanced packet block", offset: start) }
+                guard bodyEnd - bodyStart >= 20 else {
+                    throw .badBlock(reason: "short enhanced packet block", offset: start)
+                }
                 let interfaceID = Self.u32(data, bodyStart, bigEndian: bigEndian)
                 guard interfaceID < interfaces.count else { throw .undefinedInterface(interfaceID, offset: start) }
                 let interface = interfaces[Int(interfaceID)]
-                let ts = UInt64(Self.u32(data, bodyStart + 4, bigEndian: bigEndian)) << 32
+                let ts =
+                    UInt64(Self.u32(data, bodyStart + 4, bigEndian: bigEndian)) << 32
                     | UInt64(Self.u32(data, bodyStart + 8, bigEndian: bigEndian))
                 let captured = Self.u32(data, bodyStart + 12, bigEndian: bigEndian)
                 let original = Self.u32(data, bodyStart + 16, bigEndian: bigEndian)
@@ -233,7 +244,9 @@ public struct PcapReader: Sendable {
                 }
                 return (interface.linkType, bodyStart + 20, Int(captured), Int64(seconds), UInt32(nanos))
             case 3:  // Simple Packet Block: no timestamp, interface 0
-                guard bodyEnd - bodyStart >= 4 else { throw .badBlock(reason: "short simple packet block", offset: start) }
+                guard bodyEnd - bodyStart >= 4 else {
+                    throw .badBlock(reason: "short simple packet block", offset: start)
+                }
                 guard let interface = interfaces.first else { throw .undefinedInterface(0, offset: start) }
                 let original = Self.u32(data, bodyStart, bigEndian: bigEndian)
                 let available = UInt32(bodyEnd - bodyStart - 4)
@@ -337,7 +350,7 @@ public struct PcapReader: Sendable {
             seconds: seconds, nanoseconds: nanoseconds,
             source: PcapEndpoint(address: source, port: u16(d, p, bigEndian: true)),
             destination: PcapEndpoint(address: destination, port: u16(d, p + 2, bigEndian: true)),
-            payload: Array(d[(p + 8) ..< (p + udpLength)]))
+            payload: Array(d[(p + 8)..<(p + udpLength)]))
     }
 
     // MARK: Bytes
@@ -357,13 +370,15 @@ public struct PcapReader: Sendable {
 
     /// The bytes of a capture file (the reader keeps the whole file in memory).
     public static func readFile(_ path: String) throws(PcapError) -> [UInt8] {
-        guard let file = fopen(path, "rb") else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard let file = fopen(path, "rb") else {
+            throw .io("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
         defer { fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n > 0 { bytes.append(contentsOf: chunk[0 ..< n]) }
+            if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
             if n < chunk.count {
                 if ferror(file) != 0 { throw .io("cannot read \(path)") }
                 return bytes

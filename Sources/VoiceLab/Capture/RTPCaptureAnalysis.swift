@@ -168,7 +168,9 @@ public struct RTPCaptureAnalysis: Sendable {
             var check = SRTPCheck.none
             var length: Int? = bytes.count
             if let session {
-                (check, length) = unprotect(bytes, into: &buffer) { (buffer, length) throws(SRTPError) in try session.unprotectRTCP(buffer, length: length) }
+                (check, length) = unprotect(bytes, into: &buffer) { (buffer, length) throws(SRTPError) in
+                    try session.unprotectRTCP(buffer, length: length)
+                }
                 if check != .ok { length = nil }
             }
             return Packet(
@@ -180,7 +182,9 @@ public struct RTPCaptureAnalysis: Sendable {
         var check = SRTPCheck.none
         var length = bytes.count
         if let session {
-            let result = unprotect(bytes, into: &buffer) { (buffer, length) throws(SRTPError) in try session.unprotect(buffer, length: length) }
+            let result = unprotect(bytes, into: &buffer) { (buffer, length) throws(SRTPError) in
+                try session.unprotect(buffer, length: length)
+            }
             check = result.check
             if let unprotected = result.length { length = unprotected }
         }
@@ -197,7 +201,8 @@ public struct RTPCaptureAnalysis: Sendable {
         }
         guard let parsed else { return nil }
         return Packet(
-            time: time, kind: .rtp, ssrc: UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8
+            time: time, kind: .rtp,
+            ssrc: UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8
                 | UInt32(bytes[11]),
             payloadType: bytes[1] & 0x7F, sequenceNumber: UInt16(bytes[2]) << 8 | UInt16(bytes[3]),
             timestamp: UInt32(bytes[4]) << 24 | UInt32(bytes[5]) << 16 | UInt32(bytes[6]) << 8 | UInt32(bytes[7]),
@@ -250,11 +255,14 @@ public struct RTPCaptureAnalysis: Sendable {
         }
         return order.map { ssrc in
             var stream = bySSRC[ssrc]!
-            stream.payloadType = payloadTypes[ssrc]!.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }!.key
+            stream.payloadType =
+                payloadTypes[ssrc]!.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }!.key
             let counted = accepted[ssrc] ?? []
             stream.clockRate = clockRate(payloadType: stream.payloadType, packets: counted)
             var statistics = ReceiveStatistics(clockRate: stream.clockRate)
-            for p in counted { statistics.update(sequenceNumber: p.sequence, rtpTimestamp: p.timestamp, arrival: p.arrival) }
+            for p in counted {
+                statistics.update(sequenceNumber: p.sequence, rtpTimestamp: p.timestamp, arrival: p.arrival)
+            }
             stream.expected = Int(statistics.expected)
             stream.packets = statistics.isValid ? Int(statistics.received) : 0
             stream.lost = stream.expected - stream.packets
@@ -267,7 +275,7 @@ public struct RTPCaptureAnalysis: Sendable {
     static let staticClockRates: [UInt8: Int] = [
         0: 8000, 3: 8000, 4: 8000, 5: 8000, 6: 16000, 7: 8000, 8: 8000, 9: 8000, 10: 44100, 11: 44100, 12: 8000,
         13: 8000, 14: 90000, 15: 8000, 16: 11025, 17: 22050, 18: 8000, 25: 90000, 26: 90000, 28: 90000, 31: 90000,
-        32: 90000, 33: 90000, 34: 90000,
+        32: 90000, 33: 90000, 34: 90000
     ]
     /// Rates a dynamic payload type's inferred rate snaps to.
     static let usualClockRates = [8000, 12000, 16000, 24000, 32000, 44100, 48000, 90000]

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 import VoiceCodec
 import VoiceConference
@@ -203,7 +203,8 @@ public final class ConferenceSimulation {
             }
             let stream = try MediaStream(configuration: client, sink: up, now: clock.now)
             legs.append(
-                Leg(member: m, client: stream, up: up, down: down, clientConfiguration: client,
+                Leg(
+                    member: m, client: stream, up: up, down: down, clientConfiguration: client,
                     roomConfiguration: roomSide))
         }
         self.legs = legs
@@ -275,8 +276,9 @@ public final class ConferenceSimulation {
             clock.advance(by: tickTime)
         }
         let participants = legs.map { leg in
-            leg.participant?.statistics ?? leg.finalStatistics ?? ConferenceParticipantStatistics(
-                id: 0, label: leg.member.label)
+            leg.participant?.statistics ?? leg.finalStatistics
+                ?? ConferenceParticipantStatistics(
+                    id: 0, label: leg.member.label)
         }
         return Result(
             received: received, room: room.statistics, participants: participants,

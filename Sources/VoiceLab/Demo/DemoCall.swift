@@ -378,7 +378,7 @@ public enum DemoCall {
                 sender: .a, receiverReport: reportB, senderReport: reportA, delays: delays[.b]!, senderHasEcho: false),
             summary(
                 sender: .b, receiverReport: reportA, senderReport: reportB, delays: delays[.a]!,
-                senderHasEcho: echo != nil),
+                senderHasEcho: echo != nil)
         ]
         let report = Report(
             configuration: configuration, directions: directions, a: reportA, b: reportB,
@@ -503,7 +503,7 @@ public enum DemoCall {
         func f(_ x: Double?, _ digits: Int = 1) -> String { x.map { String(format: "%.\(digits)f", $0) } ?? "-" }
         let header = [
             "direction", "MOS", "R", "loss %", "conceal %", "FEC rec", "delay ms", "p95 ms", "RTT ms", "jitter ms",
-            "ERLE dB", "recv+lost=exp",
+            "ERLE dB", "recv+lost=exp"
         ]
         var rows = [header]
         for d in report.directions {
@@ -511,7 +511,7 @@ public enum DemoCall {
                 d.direction, f(d.mos, 2), f(d.rFactor), f(d.lossPercent), f(d.concealmentPercent, 2),
                 String(d.fecRecoveredFrames), f(d.meanBufferDelayMilliseconds), f(d.p95BufferDelayMilliseconds),
                 f(d.roundTripMilliseconds), f(d.jitterMilliseconds), f(d.erleDecibels),
-                "\(d.received)+\(d.lost)=\(d.expected)",
+                "\(d.received)+\(d.lost)=\(d.expected)"
             ])
         }
         let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }

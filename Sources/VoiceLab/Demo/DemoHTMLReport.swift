@@ -30,14 +30,14 @@ enum DemoHTMLReport {
             heading: "Call quality per direction",
             columns: [
                 "Direction", "MOS", "R", "Loss %", "Residual loss %", "Concealed %", "FEC recovered",
-                "Buffer delay ms (mean)", "Buffer delay ms (p95)", "RTT ms", "Jitter ms", "ERLE dB",
+                "Buffer delay ms (mean)", "Buffer delay ms (p95)", "RTT ms", "Jitter ms", "ERLE dB"
             ],
             rows: report.directions.map { d in
                 [
                     d.direction, f(d.mos, 2), f(d.rFactor), f(d.lossPercent, 2), f(d.residualLossPercent, 2),
                     f(d.concealmentPercent, 2), String(d.fecRecoveredFrames), f(d.meanBufferDelayMilliseconds),
                     f(d.p95BufferDelayMilliseconds), f(d.roundTripMilliseconds), f(d.jitterMilliseconds),
-                    f(d.erleDecibels),
+                    f(d.erleDecibels)
                 ]
             })
 
@@ -46,13 +46,13 @@ enum DemoHTMLReport {
             heading: "Packets per direction",
             columns: [
                 "Direction", "RTP sent", "Expected", "Received", "Lost", "Late", "UDP datagrams sent",
-                "Read from socket", "Dropped by simulator", "Delivered", "Transport lost", "Stray",
+                "Read from socket", "Dropped by simulator", "Delivered", "Transport lost", "Stray"
             ],
             rows: zip(report.directions, transport).map { d, t in
                 [
                     d.direction, String(d.sent), String(d.expected), String(d.received), String(d.lost),
                     String(d.late), String(t.sent), String(t.arrived), String(t.droppedBySimulator),
-                    String(t.delivered), String(t.transportLost), String(t.stray),
+                    String(t.delivered), String(t.transportLost), String(t.stray)
                 ]
             })
 
@@ -83,7 +83,7 @@ enum DemoHTMLReport {
                             }, stepped: true),
                         .init(
                             name: "buffer level", color: "#bbbbbb",
-                            points: steered ? samples.map { ($0.timeSeconds, $0.bufferDelayMilliseconds) } : []),
+                            points: steered ? samples.map { ($0.timeSeconds, $0.bufferDelayMilliseconds) } : [])
                     ]))
         }
 
@@ -113,17 +113,21 @@ enum DemoHTMLReport {
                 series: [
                     .init(
                         name: "A plays (from B)", color: colorA,
-                        points: report.timeline.filter { $0.side == .a }.map { ($0.timeSeconds, level($0.playedLevelDBFS)) }
+                        points: report.timeline.filter { $0.side == .a }.map {
+                            ($0.timeSeconds, level($0.playedLevelDBFS))
+                        }
                     ),
                     .init(
                         name: "B plays (from A)", color: colorB,
-                        points: report.timeline.filter { $0.side == .b }.map { ($0.timeSeconds, level($0.playedLevelDBFS)) }
+                        points: report.timeline.filter { $0.side == .b }.map {
+                            ($0.timeSeconds, level($0.playedLevelDBFS))
+                        }
                     ),
                     .init(
                         name: "B microphone (with echo)", color: colorMic,
                         points: report.timeline.filter { $0.side == .b }.map {
                             ($0.timeSeconds, level($0.microphoneLevelDBFS))
-                        }),
+                        })
                 ]))
 
         html.addChart(
@@ -172,7 +176,8 @@ enum DemoHTMLReport {
                     concealedPercent: played > 0 ? min(100, max(0, 100 * Double(concealed) / Double(played))) : 0))
         }
         if let last = windows.last, let end = marks.last {
-            windows.append(Window(time: end.timeSeconds, lossPercent: last.lossPercent, concealedPercent: last.concealedPercent))
+            windows.append(
+                Window(time: end.timeSeconds, lossPercent: last.lossPercent, concealedPercent: last.concealedPercent))
         }
         return windows
     }

@@ -69,11 +69,14 @@ public struct SVGChart: Sendable {
         let xStep = Self.niceStep((xMax - xMin) / 6)
         var xTick = (xMin / xStep).rounded(.up) * xStep
         while xTick <= xMax + xStep / 1000 {
-            svg += "<text x=\"\(f(px(xTick)))\" y=\"\(f(top + plotHeight + 14))\" text-anchor=\"middle\">\(Self.label(xTick))</text>\n"
+            svg +=
+                "<text x=\"\(f(px(xTick)))\" y=\"\(f(top + plotHeight + 14))\" text-anchor=\"middle\">\(Self.label(xTick))</text>\n"
             xTick += xStep
         }
-        svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(height - 6))\" text-anchor=\"middle\">\(Self.escape(xLabel))</text>\n"
-        svg += "<text transform=\"translate(12 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\">\(Self.escape(yLabel))</text>\n"
+        svg +=
+            "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(height - 6))\" text-anchor=\"middle\">\(Self.escape(xLabel))</text>\n"
+        svg +=
+            "<text transform=\"translate(12 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\">\(Self.escape(yLabel))</text>\n"
         for (index, line) in series.enumerated() {
             var path = ""
             var previousY: Double?
@@ -88,7 +91,8 @@ public struct SVGChart: Sendable {
             }
             svg += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"1.5\"/>\n"
             let legendX = left + 8 + Double(index) * 150
-            svg += "<line x1=\"\(f(legendX))\" y1=\"\(f(top + 10))\" x2=\"\(f(legendX + 16))\" y2=\"\(f(top + 10))\" stroke=\"\(line.color)\" stroke-width=\"2\"/>"
+            svg +=
+                "<line x1=\"\(f(legendX))\" y1=\"\(f(top + 10))\" x2=\"\(f(legendX + 16))\" y2=\"\(f(top + 10))\" stroke=\"\(line.color)\" stroke-width=\"2\"/>"
             svg += "<text x=\"\(f(legendX + 20))\" y=\"\(f(top + 14))\">\(Self.escape(line.name))</text>\n"
         }
         return svg + "</svg>"

@@ -54,7 +54,9 @@ public enum JitterBenchmark {
         public var simulation: JitterSimulation.Result
 
         /// Mean delay ÷ oracle floor.
-        public var oracleRatio: Double { oracleMilliseconds > 0 ? meanDelayMilliseconds / oracleMilliseconds : .infinity }
+        public var oracleRatio: Double {
+            oracleMilliseconds > 0 ? meanDelayMilliseconds / oracleMilliseconds : .infinity
+        }
 
         init(_ r: JitterSimulation.Result, ideal: [Int16]) {
             let s = r.statistics
@@ -96,7 +98,8 @@ public enum JitterBenchmark {
         /// exactly when this is true.
         public var speexDominatesAdaptive: Bool {
             (speex.latePackets <= adaptive.latePackets && speex.meanDelayMilliseconds < adaptive.meanDelayMilliseconds)
-                || (speex.latePackets < adaptive.latePackets && speex.meanDelayMilliseconds <= adaptive.meanDelayMilliseconds)
+                || (speex.latePackets < adaptive.latePackets
+                    && speex.meanDelayMilliseconds <= adaptive.meanDelayMilliseconds)
         }
     }
 
@@ -125,20 +128,27 @@ public enum JitterBenchmark {
             (
                 "outage3s",
                 NetworkConditions(
-                    baseDelayMilliseconds: 30, jitter: calm, outages: [Outage(start: .seconds(10), duration: .seconds(3))],
+                    baseDelayMilliseconds: 30, jitter: calm,
+                    outages: [Outage(start: .seconds(10), duration: .seconds(3))],
                     seed: 4)
             ),
-            ("drift+200ppm", NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: 200, seed: 5)),
-            ("drift-200ppm", NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: -200, seed: 6)),
+            (
+                "drift+200ppm",
+                NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: 200, seed: 5)
+            ),
+            (
+                "drift-200ppm",
+                NetworkConditions(baseDelayMilliseconds: 30, jitter: calm, senderClockSkewPPM: -200, seed: 6)
+            ),
             (
                 "step20_150_20",
                 NetworkConditions(
                     baseDelayMilliseconds: 20,
                     phases: [
                         DelayPhase(start: .seconds(10), baseDelayMilliseconds: 150),
-                        DelayPhase(start: .seconds(20), baseDelayMilliseconds: 20),
+                        DelayPhase(start: .seconds(20), baseDelayMilliseconds: 20)
                     ], seed: 7)
-            ),
+            )
         ]
         return list.map { name, conditions in
             var moved = conditions
@@ -159,12 +169,13 @@ public enum JitterBenchmark {
             ("loss10", .none, .bernoulli(probability: 0.10)), ("jitter30", jitter, .none),
             ("jitter30_loss5", jitter, .bernoulli(probability: 0.05)),
             ("jitter30_loss10", jitter, .bernoulli(probability: 0.10)),
-            ("burst5", .none, bursty(0.05)), ("burst10", .none, bursty(0.10)),
+            ("burst5", .none, bursty(0.05)), ("burst10", .none, bursty(0.10))
         ]
         return list.map { name, jitter, loss in
             Scenario(
                 name: name,
-                network: .conditions(NetworkConditions(baseDelayMilliseconds: 40, jitter: jitter, loss: loss, seed: seed)),
+                network: .conditions(
+                    NetworkConditions(baseDelayMilliseconds: 40, jitter: jitter, loss: loss, seed: seed)),
                 seconds: seconds)
         }
     }
@@ -213,7 +224,8 @@ public enum JitterBenchmark {
     /// A fixed-width table of ``seedSweep(_:)``.
     public static func seedSweepTable(_ rows: [SeedSweepRow]) -> String {
         var lines = [
-            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "draws".leftPadded(6) + "meets".leftPadded(7)
+            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "draws".leftPadded(6)
+                + "meets".leftPadded(7)
                 + "not dominated".leftPadded(15) + "mean/oracle adaptive".leftPadded(22) + "speex".leftPadded(7)
         ]
         for row in rows {
@@ -221,7 +233,8 @@ public enum JitterBenchmark {
             lines.append(
                 row.name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(row.draws).leftPadded(6)
                     + String(row.meetsCriteria).leftPadded(7) + String(row.notDominated).leftPadded(15)
-                    + fixed(row.adaptiveOracleRatioSum / n, 2).leftPadded(22) + fixed(row.speexOracleRatioSum / n, 2).leftPadded(7))
+                    + fixed(row.adaptiveOracleRatioSum / n, 2).leftPadded(22)
+                    + fixed(row.speexOracleRatioSum / n, 2).leftPadded(7))
         }
         return lines.joined(separator: "\n")
     }
@@ -276,7 +289,7 @@ public enum JitterBenchmark {
     /// minute). File names are relative to a `speech/` folder.
     public static let speechSetFiles = [
         "jfk_16k_mono.wav", "mediastreamer2_hello_16k.wav", "pjsip_input_16k.wav", "pystoi_clean_16k.wav",
-        "webrtcvad_leaktest_8k.wav", "mediastreamer2_silence_voice_16k.wav",
+        "webrtcvad_leaktest_8k.wav", "mediastreamer2_silence_voice_16k.wav"
     ]
 
     /// Every file of ``speechSetFiles`` under `directory` that can be read, mono, joined end to end at 16 kHz
@@ -342,14 +355,16 @@ public enum JitterBenchmark {
     public static func table(_ results: [ScenarioResult]) -> String {
         func pad(_ s: String, _ w: Int) -> String { s.leftPadded(w) }
         var lines = [
-            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0) + "strategy".padding(toLength: 9, withPad: " ", startingAt: 0)
+            "scenario".padding(toLength: 17, withPad: " ", startingAt: 0)
+                + "strategy".padding(toLength: 9, withPad: " ", startingAt: 0)
                 + pad("mean ms", 9) + pad("p95 ms", 8) + pad("late %", 8) + pad("conceal %", 10) + pad("FEC", 5)
                 + pad("oracle ms", 10) + pad("mean/oracle", 12) + pad("stretch/min", 12) + pad("dist dB", 8)
         ]
         for r in results {
             for (name, s) in [("adaptive", r.adaptive), ("speex", r.speex)] {
                 lines.append(
-                    r.name.padding(toLength: 17, withPad: " ", startingAt: 0) + name.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    r.name.padding(toLength: 17, withPad: " ", startingAt: 0)
+                        + name.padding(toLength: 9, withPad: " ", startingAt: 0)
                         + pad(fixed(s.meanDelayMilliseconds, 1), 9) + pad(fixed(s.p95DelayMilliseconds, 1), 8)
                         + pad(fixed(s.lateLossPercent, 2), 8) + pad(fixed(s.concealmentPercent, 2), 10)
                         + pad(String(s.fecRecoveredFrames), 5) + pad(fixed(s.oracleMilliseconds, 1), 10)

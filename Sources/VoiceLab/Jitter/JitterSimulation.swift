@@ -105,7 +105,8 @@ public enum JitterSimulation {
         var sequence = configuration.initialSequence
         var sent = 0
         var withFEC = 0
-        var frames = [IdealReceiver.Frame](repeating: IdealReceiver.Frame(payload: [], arrived: false), count: frameCount)
+        var frames = [IdealReceiver.Frame](
+            repeating: IdealReceiver.Frame(payload: [], arrived: false), count: frameCount)
         var sentFrameIndex: [Int] = []
         for k in 0..<frameCount {
             let n = try input.withUnsafeBufferPointer { pcm in
@@ -153,11 +154,13 @@ public enum JitterSimulation {
                 break
             }
             link.receive(until: now) { p, arrival in
-                strategy.insert(payload: p.bytes, sequenceNumber: p.sequence, rtpTimestamp: p.timestamp, arrival: arrival)
+                strategy.insert(
+                    payload: p.bytes, sequenceNumber: p.sequence, rtpTimestamp: p.timestamp, arrival: arrival)
             }
             let playingBefore = strategy.playoutTimestamp
             let op = output.withUnsafeMutableBufferPointer { out in
-                strategy.playoutTick(into: UnsafeMutableBufferPointer(rebasing: out[(tick * block)..<((tick + 1) * block)]))
+                strategy.playoutTick(
+                    into: UnsafeMutableBufferPointer(rebasing: out[(tick * block)..<((tick + 1) * block)]))
             }
             operations.append(op)
             var delay: Double?

@@ -42,9 +42,10 @@ public struct ConferenceAlignment: Sendable {
             // Prefix sums of s4² for the normalisation.
             var prefix = [Double](repeating: 0, count: s4.count + 1)
             for k in 0..<s4.count { prefix[k + 1] = prefix[k] + Double(s4[k] * s4[k]) }
-            let loudest = stride(from: 0, to: max(0, s.count - window), by: window).map { start in
-                prefix[min(s4.count, (start + window) / 4)] - prefix[start / 4]
-            }.max() ?? 0
+            let loudest =
+                stride(from: 0, to: max(0, s.count - window), by: window).map { start in
+                    prefix[min(s4.count, (start + window) / 4)] - prefix[start / 4]
+                }.max() ?? 0
             var previous = 0
             var talkerLags: [Int] = []
             var talkerActive: [Bool] = []
@@ -132,7 +133,8 @@ public struct ConferenceAlignment: Sendable {
         (0..<(x.count / 4)).map { x[4 * $0] + x[4 * $0 + 1] + x[4 * $0 + 2] + x[4 * $0 + 3] }
     }
 
-    private static func refine(_ r: [Float], _ s: [Float], start: Int, count: Int, around lag: Int, maxLag: Int) -> Int {
+    private static func refine(_ r: [Float], _ s: [Float], start: Int, count: Int, around lag: Int, maxLag: Int) -> Int
+    {
         var best = -Double.infinity
         var bestLag = lag
         for l in max(0, lag - 4)...min(maxLag, lag + 4) {

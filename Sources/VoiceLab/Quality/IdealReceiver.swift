@@ -43,7 +43,8 @@ public enum IdealReceiver {
                 n = d
                 result.decodedFrames += 1
             } else if k + 1 < frames.count, frames[k + 1].arrived, OpusPacket.hasFEC(frames[k + 1].payload),
-                let d = try? decoder.decodeFEC(from: frames[k + 1].payload, frameSamples: frameSamples, into: &pcm), d > 0
+                let d = try? decoder.decodeFEC(from: frames[k + 1].payload, frameSamples: frameSamples, into: &pcm),
+                d > 0
             {
                 n = d
                 result.fecRecoveredFrames += 1
@@ -59,12 +60,16 @@ public enum IdealReceiver {
     /// `pcm` converted from `inputRate` to `outputRate` (speexdsp's resampler), whole: to compare the ideal
     /// receiver's output (at the decoder's rate) with a call's (at the device's), or to join clips of several rates.
     /// - Throws: `ResamplerError` for rates the resampler refuses.
-    public static func resampled(_ pcm: [Int16], from inputRate: Int, to outputRate: Int) throws(ResamplerError) -> [Int16] {
+    public static func resampled(_ pcm: [Int16], from inputRate: Int, to outputRate: Int) throws(ResamplerError)
+        -> [Int16]
+    {
         guard inputRate != outputRate else { return pcm }
         let resampler = try Resampler(inputRate: inputRate, outputRate: outputRate)
         var out = [Int16](repeating: 0, count: resampler.maximumOutputCount(forInput: pcm.count) + 1_024)
         let produced = try out.withUnsafeMutableBufferPointer { (o) throws(ResamplerError) -> Int in
-            try pcm.withUnsafeBufferPointer { (i) throws(ResamplerError) -> Int in try resampler.process(i, into: o).produced }
+            try pcm.withUnsafeBufferPointer { (i) throws(ResamplerError) -> Int in
+                try resampler.process(i, into: o).produced
+            }
         }
         return Array(out[0..<produced])
     }

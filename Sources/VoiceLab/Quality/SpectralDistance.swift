@@ -79,7 +79,9 @@ public struct SpectralDistance: Sendable, Hashable {
             var ranges: [Range<Int>] = []
             var start = max(1, Int((hz(low) / binHz).rounded()))
             for b in 1...SpectralDistance.bandCount {
-                let end = max(start + 1, Int((hz(low + (high - low) * Double(b) / Double(SpectralDistance.bandCount)) / binHz).rounded()))
+                let end = max(
+                    start + 1,
+                    Int((hz(low + (high - low) * Double(b) / Double(SpectralDistance.bandCount)) / binHz).rounded()))
                 ranges.append(start..<end)
                 start = end
             }
@@ -100,7 +102,8 @@ public struct SpectralDistance: Sendable, Hashable {
             let size = fft.size
             var re = [Float](repeating: 0, count: size)
             var im = [Float](repeating: 0, count: size)
-            var out = Features(frames: count, bands: [Float](repeating: 0, count: count * SpectralDistance.bandCount),
+            var out = Features(
+                frames: count, bands: [Float](repeating: 0, count: count * SpectralDistance.bandCount),
                 energy: [Float](repeating: 0, count: count))
             for f in 0..<count {
                 let start = offset + f * hop
@@ -109,7 +112,9 @@ public struct SpectralDistance: Sendable, Hashable {
                     im[i] = 0
                 }
                 re.withUnsafeMutableBufferPointer { r in
-                    im.withUnsafeMutableBufferPointer { m in fft.transform(re: r.baseAddress!, im: m.baseAddress!, inverse: false) }
+                    im.withUnsafeMutableBufferPointer { m in
+                        fft.transform(re: r.baseAddress!, im: m.baseAddress!, inverse: false)
+                    }
                 }
                 var total: Float = 0
                 for (b, range) in bands.enumerated() {
@@ -152,7 +157,9 @@ public struct SpectralDistance: Sendable, Hashable {
     }
 
     /// The RMS band difference (dB) of reference frame `i` against degraded frame `j` (silence past its end).
-    static func frameDistance(_ ref: Analysis.Features, _ i: Int, _ deg: Analysis.Features, _ j: Int, floor: Float) -> Float {
+    static func frameDistance(_ ref: Analysis.Features, _ i: Int, _ deg: Analysis.Features, _ j: Int, floor: Float)
+        -> Float
+    {
         let n = bandCount
         var sum: Float = 0
         for b in 0..<n {
@@ -203,6 +210,9 @@ public struct SpectralDistance: Sendable, Hashable {
             blockStart = blockEnd
         }
         lags.sort()
-        return (frames > 0 ? (total / Double(frames)).squareRoot() : 0, frames, lags.isEmpty ? globalLag : lags[lags.count / 2])
+        return (
+            frames > 0 ? (total / Double(frames)).squareRoot() : 0, frames,
+            lags.isEmpty ? globalLag : lags[lags.count / 2]
+        )
     }
 }

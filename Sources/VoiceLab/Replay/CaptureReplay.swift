@@ -36,7 +36,8 @@ public enum CaptureReplayError: Error, Sendable, Equatable, CustomStringConverti
             "the key authenticates none of SSRC \(Self.hex(ssrc))'s \(packets) packets; "
                 + (authenticated.isEmpty
                     ? "it authenticates no RTP stream of the capture"
-                    : "it authenticates " + authenticated.map { "SSRC \(Self.hex($0.ssrc)) (\($0.packets) packets)" }
+                    : "it authenticates "
+                        + authenticated.map { "SSRC \(Self.hex($0.ssrc)) (\($0.packets) packets)" }
                         .joined(separator: ", "))
         case .keyAuthenticatesNothing(let ssrcs, let plainOpus):
             "the key authenticates no RTP packet of the capture (SSRCs \(ssrcs.map(Self.hex).joined(separator: ", ")))"
@@ -136,7 +137,9 @@ public enum CaptureReplay {
                 throw .badKey("\(error)")
             }
             authenticated = Dictionary(
-                uniqueKeysWithValues: analysis.streams.filter { $0.authenticated > 0 }.map { ($0.ssrc, $0.authenticated) })
+                uniqueKeysWithValues: analysis.streams.filter { $0.authenticated > 0 }.map {
+                    ($0.ssrc, $0.authenticated)
+                })
         }
         let ranking = authenticated.map { a in counts.mapValues { _ in 0 }.merging(a) { $1 } } ?? counts
         let chosen =
@@ -148,7 +151,9 @@ public enum CaptureReplay {
             if options.ssrc != nil {
                 throw .keyDoesNotAuthenticate(
                     ssrc: chosen, packets: counts[chosen]!,
-                    authenticated: authenticated.sorted { $0.value > $1.value }.map { .init(ssrc: $0.key, packets: $0.value) })
+                    authenticated: authenticated.sorted { $0.value > $1.value }.map {
+                        .init(ssrc: $0.key, packets: $0.value)
+                    })
             }
             let looks = opusLikeness(datagrams.filter { rtpSSRC($0.payload) == chosen }.map(\.payload))
             throw .keyAuthenticatesNothing(ssrcs: counts.keys.sorted(), plainOpus: looks.isOpus)
@@ -236,7 +241,8 @@ public enum CaptureReplay {
     /// Whether RTP payloads look like Opus: at most 10 % malformed (RFC 6716 frame count and duration) and four TOC
     /// bytes covering at least half the packets (an encoder keeps its mode, bandwidth and frame size; SRTP
     /// ciphertext spreads over all 256 values).
-    static func opusLikeness(_ datagrams: [[UInt8]]) -> (isOpus: Bool, checked: Int, malformed: Int, distinctTOCs: Int) {
+    static func opusLikeness(_ datagrams: [[UInt8]]) -> (isOpus: Bool, checked: Int, malformed: Int, distinctTOCs: Int)
+    {
         var tocs: [UInt8: Int] = [:]
         var malformed = 0
         var checked = 0

@@ -59,7 +59,8 @@ public enum AECRunner {
                 try mic.withUnsafeBufferPointer { m throws(SpeexDSPError) in
                     try output.withUnsafeMutableBufferPointer { o throws(SpeexDSPError) in
                         try canceller.process(
-                            mic: UnsafeBufferPointer(rebasing: m[range]), farEnd: UnsafeBufferPointer(rebasing: f[range]),
+                            mic: UnsafeBufferPointer(rebasing: m[range]),
+                            farEnd: UnsafeBufferPointer(rebasing: f[range]),
                             into: UnsafeMutableBufferPointer(rebasing: o[range]))
                     }
                 }
@@ -91,7 +92,8 @@ public enum AECRunner {
         far: [Int16], mic: [Int16], sampleRate: Int, tailMilliseconds: Int
     ) throws(SpeexDSPError) -> (output: [Int16], microsecondsPerBlock: Double) {
         let n = sampleRate / 100
-        let filter = try MDFEchoFilter(sampleRate: sampleRate, blockSize: n, tailSamples: tailMilliseconds * sampleRate / 1000)
+        let filter = try MDFEchoFilter(
+            sampleRate: sampleRate, blockSize: n, tailSamples: tailMilliseconds * sampleRate / 1000)
         let blocks = min(far.count, mic.count) / n
         var output = [Int16](repeating: 0, count: blocks * n)
         let clock = ContinuousClock()
@@ -102,7 +104,8 @@ public enum AECRunner {
                     for b in 0..<blocks {
                         let range = b * n..<(b + 1) * n
                         filter.cancel(
-                            mic: UnsafeBufferPointer(rebasing: m[range]), reference: UnsafeBufferPointer(rebasing: f[range]),
+                            mic: UnsafeBufferPointer(rebasing: m[range]),
+                            reference: UnsafeBufferPointer(rebasing: f[range]),
                             into: UnsafeMutableBufferPointer(rebasing: o[range]))
                     }
                 }
@@ -207,7 +210,8 @@ public enum AECRunner {
     /// Near-end preservation: segmental SNR (20 ms frames) of the output against the clean near end.
     public static func nearEndSegmentalSNR(near: [Int16], output: [Int16], sampleRate: Int) -> Double {
         SignalMetrics.segmentalSNR(
-            reference: SignalGenerator.toFloat(near), test: SignalGenerator.toFloat(output), frameLength: sampleRate / 50,
+            reference: SignalGenerator.toFloat(near), test: SignalGenerator.toFloat(output),
+            frameLength: sampleRate / 50,
             silenceThresholdDBFS: -40)
     }
 }
@@ -261,7 +265,8 @@ public enum AECBenchmark {
         var config = configuration
         config.sampleRate = sampleRate
         let engine = try AECRunner.runEngine(far: far, mic: mic, configuration: config)
-        let raw = try AECRunner.runRawMDF(far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: rawTailMilliseconds)
+        let raw = try AECRunner.runRawMDF(
+            far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: rawTailMilliseconds)
         let n = sampleRate / 100
         let mask = AECRunner.singleTalkBlocks(referenceMeanSquare: engine.referenceMeanSquare, near: near, blockSize: n)
         let from = Int(steadyStateSeconds * 100)
@@ -282,8 +287,12 @@ public enum AECBenchmark {
             name: name,
             erleRaw: AECRunner.erle(mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from),
             erleEngine: steady,
-            nearEndSegSNREngine: near.map { AECRunner.nearEndSegmentalSNR(near: $0, output: engine.output, sampleRate: sampleRate) },
-            nearEndSegSNRRaw: near.map { AECRunner.nearEndSegmentalSNR(near: $0, output: raw.output, sampleRate: sampleRate) },
+            nearEndSegSNREngine: near.map {
+                AECRunner.nearEndSegmentalSNR(near: $0, output: engine.output, sampleRate: sampleRate)
+            },
+            nearEndSegSNRRaw: near.map {
+                AECRunner.nearEndSegmentalSNR(near: $0, output: raw.output, sampleRate: sampleRate)
+            },
             microsecondsPerBlockEngine: engine.microsecondsPerBlock, microsecondsPerBlockRaw: raw.microsecondsPerBlock,
             estimatedDriftPPM: engine.statistics.estimatedDriftPPM,
             finalDelayMilliseconds: engine.statistics.estimatedDelayMilliseconds, convergenceSeconds: convergence,
@@ -314,7 +323,7 @@ public enum AECBenchmark {
             make("drift_plus_100ppm") { $0.driftPPM = 100 },
             make("drift_minus_100ppm") { $0.driftPPM = -100 },
             make("drift_plus_1000ppm") { $0.driftPPM = 1000 },
-            make("drift_minus_1000ppm") { $0.driftPPM = -1000 },
+            make("drift_minus_1000ppm") { $0.driftPPM = -1000 }
         ]
     }
 }

@@ -121,7 +121,8 @@ public enum AECVectorGenerator {
         let noise: [Float] =
             s.noiseDBFS.map {
                 SignalGenerator.pinkNoise(
-                    rms: Foundation.pow(10, $0 / 20) / 2.0.squareRoot(), sampleRate: rate, seconds: s.seconds, seed: 4242)
+                    rms: Foundation.pow(10, $0 / 20) / 2.0.squareRoot(), sampleRate: rate, seconds: s.seconds,
+                    seed: 4242)
             } ?? [Float](repeating: 0, count: count)
         let mic = (0..<count).map { echo[$0] + near[$0] + noise[$0] }
         return AECSignals(

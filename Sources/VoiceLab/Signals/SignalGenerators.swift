@@ -7,14 +7,18 @@ import Foundation
 /// checks never depend on recordings the project cannot ship.
 public enum SignalGenerator {
     /// A sine tone.
-    public static func sine(frequency: Double, amplitude: Double = 0.5, sampleRate: Int, seconds: Double, phase: Double = 0) -> [Float] {
+    public static func sine(
+        frequency: Double, amplitude: Double = 0.5, sampleRate: Int, seconds: Double, phase: Double = 0
+    ) -> [Float] {
         let count = Int((seconds * Double(sampleRate)).rounded())
         let step = 2 * Double.pi * frequency / Double(sampleRate)
         return (0..<count).map { Float(amplitude * sin(phase + step * Double($0))) }
     }
 
     /// A logarithmic sweep from `from` to `to` Hz (exponential chirp, constant energy per octave).
-    public static func sweep(from f0: Double, to f1: Double, amplitude: Double = 0.5, sampleRate: Int, seconds: Double) -> [Float] {
+    public static func sweep(from f0: Double, to f1: Double, amplitude: Double = 0.5, sampleRate: Int, seconds: Double)
+        -> [Float]
+    {
         let count = Int((seconds * Double(sampleRate)).rounded())
         let k = Foundation.log(f1 / f0) / seconds
         return (0..<count).map { i in
@@ -80,7 +84,7 @@ public enum SignalGenerator {
                 let formants = [
                     (300 + 500 * rng.nextUnit(), 90.0),
                     (900 + 1300 * rng.nextUnit(), 120.0),
-                    (2200 + 900 * rng.nextUnit(), 180.0),
+                    (2200 + 900 * rng.nextUnit(), 180.0)
                 ]
                 let loudness = level * (0.5 + 0.5 * rng.nextUnit())
                 var phase = 0.0

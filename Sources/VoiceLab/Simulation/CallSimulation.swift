@@ -175,7 +175,7 @@ public final class CallSimulation {
 
             if tick % timelineEvery == 0 {
                 for (side, stream, frame, mic) in [
-                    (CallSide.a, streamA, frameA, micFrameA), (.b, streamB, frameB, micFrameB),
+                    (CallSide.a, streamA, frameA, micFrameA), (.b, streamB, frameB, micFrameB)
                 ] {
                     let s = stream.statistics
                     timeline.append(

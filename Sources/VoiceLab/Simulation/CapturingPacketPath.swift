@@ -27,7 +27,9 @@ public final class CapturingPacketPath: CallPacketPath {
     ///   - inner: the path that carries the datagrams.
     ///   - file: the open capture.
     ///   - endpointA, endpointB: the addresses the capture shows for A and B (IPv4 or IPv6, both the same family).
-    public init(wrapping inner: any CallPacketPath, file: PcapFileWriter, endpointA: PcapEndpoint, endpointB: PcapEndpoint) {
+    public init(
+        wrapping inner: any CallPacketPath, file: PcapFileWriter, endpointA: PcapEndpoint, endpointB: PcapEndpoint
+    ) {
         self.inner = inner
         self.file = file
         endpoints = [.a: endpointA, .b: endpointB]

@@ -124,7 +124,8 @@ public enum OneWaySimulation {
             var rendered = try idealReceiver(
                 sent: path.sentRTP[.a] ?? [], fates: path.fates(from: .a), srtp: srtpA, configuration: a)
             rendered.output = try IdealReceiver.resampled(rendered.output, from: a.processingRate, to: sampleRate)
-            distance = SpectralDistance.measure(reference: rendered.output, degraded: result.playedB, sampleRate: sampleRate)
+            distance = SpectralDistance.measure(
+                reference: rendered.output, degraded: result.playedB, sampleRate: sampleRate)
             ideal = rendered
         }
         return Result(

@@ -137,14 +137,23 @@ public struct AECVectorRunner {
         let value: Double
         switch check.metric {
         case "erle_db":
-            value = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
+            value =
+                AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to)
+                ?? 0
         case "erle_gain_over_raw_db":
             let raw = try AECRunner.runRawMDF(
                 far: far, mic: mic, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
-            let engine = AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0
-            value = engine - (AECRunner.erle(mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0)
+            let engine =
+                AECRunner.erle(mic: mic, output: run.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to)
+                ?? 0
+            value =
+                engine
+                - (AECRunner.erle(
+                    mic: mic, output: raw.output, blocks: mask, blockSize: n, fromBlock: from, toBlock: to) ?? 0)
         case "near_end_segsnr_db":
-            guard let near else { throw TestVectorError.missingParameter(check: check.name, parameter: "near (clean near end)") }
+            guard let near else {
+                throw TestVectorError.missingParameter(check: check.name, parameter: "near (clean near end)")
+            }
             let fromSample = from * n
             let end = min(to.map { $0 * n } ?? run.output.count, run.output.count)
             value = AECRunner.nearEndSegmentalSNR(
@@ -156,10 +165,12 @@ public struct AECVectorRunner {
             let echo = AECVectorGenerator.generate(vector.scenario).echo
             let withoutEcho = zip(mic, echo).map { Int16(clamping: Int($0) - Int($1)) }
             let quiet = try AECRunner.runEngine(
-                far: [Int16](repeating: 0, count: withoutEcho.count), mic: withoutEcho, configuration: vector.configuration)
-            value = AECRunner.echoOnlyERLE(
-                echo: echo, output: run.output, background: quiet.output, mask: mask, from: from,
-                to: to ?? mask.count, blockSize: n) ?? 0
+                far: [Int16](repeating: 0, count: withoutEcho.count), mic: withoutEcho,
+                configuration: vector.configuration)
+            value =
+                AECRunner.echoOnlyERLE(
+                    echo: echo, output: run.output, background: quiet.output, mask: mask, from: from,
+                    to: to ?? mask.count, blockSize: n) ?? 0
         default:
             throw TestVectorError.unknownCheck(check.metric)
         }
@@ -167,7 +178,9 @@ public struct AECVectorRunner {
             name: check.name, metric: check.metric, value: value, min: check.min, max: check.max, target: check.target)
     }
 
-    private mutating func processed(_ vector: AECVectorManifest.Vector) throws -> (AECRunner.Run, [Int16], [Int16]?, [Int16]) {
+    private mutating func processed(_ vector: AECVectorManifest.Vector) throws -> (
+        AECRunner.Run, [Int16], [Int16]?, [Int16]
+    ) {
         if let cached = cache[vector.scenario.name] { return (cached.0, cached.1, cached.2, cached.3) }
         let rate = vector.scenario.sampleRate
         let far = try load(vector.far, rate: rate)

@@ -56,7 +56,9 @@ public struct TestVectorRunner: Sendable {
 
     // MARK: Opus
 
-    private func encoderConfiguration(_ check: TestVectorManifest.CheckSpec, rate: Int, fec: Bool) throws -> OpusEncoderConfiguration {
+    private func encoderConfiguration(_ check: TestVectorManifest.CheckSpec, rate: Int, fec: Bool) throws
+        -> OpusEncoderConfiguration
+    {
         let p = check.parameters
         let application: OpusApplication = p.application == "audio" ? .audio : .voip
         guard let duration = OpusFrameDuration(rawValue: p.frameMilliseconds ?? 20) else {
@@ -102,7 +104,9 @@ public struct TestVectorRunner: Sendable {
                 switch source {
                 case .packet: try packets[index].withUnsafeBufferPointer { try decoder.decode($0, into: pcm) }
                 case .fecFromNext:
-                    try packets[index + 1].withUnsafeBufferPointer { try decoder.decodeFEC(from: $0, frameSamples: frame, into: pcm) }
+                    try packets[index + 1].withUnsafeBufferPointer {
+                        try decoder.decodeFEC(from: $0, frameSamples: frame, into: pcm)
+                    }
                 case .concealed: try decoder.conceal(frameSamples: frame, into: pcm)
                 }
             }
@@ -138,7 +142,8 @@ public struct TestVectorRunner: Sendable {
         let packets = try encode(input, configuration: configuration)
         let lost = Self.lossPattern(
             count: packets.count, percent: try required(p.lossPercent, "lossPercent", check), seed: p.lossSeed ?? 1)
-        let clean = try decode(packets, sources: Array(repeating: .packet, count: packets.count), rate: rate, frame: frame)
+        let clean = try decode(
+            packets, sources: Array(repeating: .packet, count: packets.count), rate: rate, frame: frame)
         let plcSources: [FrameSource] = lost.map { $0 ? .concealed : .packet }
         let fecSources: [FrameSource] = lost.indices.map { i in
             !lost[i] ? .packet : (i + 1 < lost.count && !lost[i + 1] ? .fecFromNext : .concealed)
@@ -165,14 +170,17 @@ public struct TestVectorRunner: Sendable {
     /// Resamples in 10 ms blocks, as the pipeline does. `exact` uses the float API, so that the measurement is not
     /// floored by 16-bit quantization (a stop band below -96 dBFS rounds to digital silence in 16-bit).
     private func resample(_ input: [Float], from: Int, to: Int, quality: Int?, exact: Bool = false) throws -> [Float] {
-        let resampler = try quality.map { try Resampler(inputRate: from, outputRate: to, quality: $0) }
+        let resampler =
+            try quality.map { try Resampler(inputRate: from, outputRate: to, quality: $0) }
             ?? Resampler(inputRate: from, outputRate: to)
         if exact { return try resampleBlocks(input, block: from / 100, resampler: resampler) }
         return SignalGenerator.toFloat(
             try resampleBlocks(SignalGenerator.toInt16(input), block: from / 100, resampler: resampler))
     }
 
-    private func resampleBlocks<Sample: ResamplerSample>(_ input: [Sample], block: Int, resampler: Resampler) throws -> [Sample] {
+    private func resampleBlocks<Sample: ResamplerSample>(_ input: [Sample], block: Int, resampler: Resampler) throws
+        -> [Sample]
+    {
         var output: [Sample] = []
         var scratch = [Sample](repeating: .zero, count: resampler.maximumOutputCount(forInput: block))
         var offset = 0

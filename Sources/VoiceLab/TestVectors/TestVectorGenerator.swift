@@ -13,10 +13,12 @@ public enum TestVectorGenerator {
         switch spec.signal {
         case "sine":
             floats = SignalGenerator.sine(
-                frequency: spec.frequency ?? 1_000, amplitude: spec.amplitude ?? 0.5, sampleRate: rate, seconds: spec.seconds)
+                frequency: spec.frequency ?? 1_000, amplitude: spec.amplitude ?? 0.5, sampleRate: rate,
+                seconds: spec.seconds)
         case "sweep":
             floats = SignalGenerator.sweep(
-                from: spec.frequency ?? 50, to: spec.toFrequency ?? Double(rate) * 0.45, amplitude: spec.amplitude ?? 0.5,
+                from: spec.frequency ?? 50, to: spec.toFrequency ?? Double(rate) * 0.45,
+                amplitude: spec.amplitude ?? 0.5,
                 sampleRate: rate, seconds: spec.seconds)
         case "speechLike":
             floats = SignalGenerator.speechLike(

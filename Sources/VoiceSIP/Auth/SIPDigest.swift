@@ -19,7 +19,9 @@ public struct SIPCredentials: Equatable, Sendable {
 /// The same credentials for every realm: the common case of one account on one server.
 public struct SIPStaticCredentials: SIPCredentialsDelegate {
     public let credentials: SIPCredentials
-    public init(username: String, password: String) { credentials = SIPCredentials(username: username, password: password) }
+    public init(username: String, password: String) {
+        credentials = SIPCredentials(username: username, password: password)
+    }
     public func credentials(forRealm realm: String) -> SIPCredentials? { credentials }
 }
 
@@ -55,7 +57,10 @@ public struct SIPDigestChallenge: Equatable, Sendable {
             if scanner.peek == UInt8(ascii: "\"") {
                 parameters[name.lowercased()] = try scanner.quotedString(in: "Digest challenge").value
             } else {
-                parameters[name.lowercased()] = String(decoding: scanner.take { SIPCharacter.isToken($0) || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=") }, as: UTF8.self)
+                parameters[name.lowercased()] = String(
+                    decoding: scanner.take {
+                        SIPCharacter.isToken($0) || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=")
+                    }, as: UTF8.self)
             }
         } while scanner.consumeSeparator(UInt8(ascii: ","))
         guard let realm = parameters["realm"], let nonce = parameters["nonce"] else {
@@ -69,7 +74,8 @@ public struct SIPDigestChallenge: Equatable, Sendable {
         self.nonce = nonce
         self.opaque = parameters["opaque"]
         self.algorithm = algorithm
-        self.qop = parameters["qop"].map { $0.split(separator: ",").map { String(String($0).trimmingWhitespace) } } ?? []
+        self.qop =
+            parameters["qop"].map { $0.split(separator: ",").map { String(String($0).trimmingWhitespace) } } ?? []
         self.stale = parameters["stale"]?.caseInsensitiveEquals("true") ?? false
     }
 }
@@ -95,14 +101,17 @@ public struct SIPDigestAuthenticator: Sendable {
         let ha2 = hash(Array("\(method.rawValue):\(uri)".utf8))
         var fields = [
             "username=\(quoted(credentials.username))", "realm=\(quoted(challenge.realm))",
-            "nonce=\(quoted(challenge.nonce))", "uri=\(quoted(uri))",
+            "nonce=\(quoted(challenge.nonce))", "uri=\(quoted(uri))"
         ]
         let response: String
         if challenge.qop.isEmpty {
             response = hash(Array("\(ha1):\(challenge.nonce):\(ha2)".utf8))
         } else {
             guard challenge.qop.contains(where: { $0.caseInsensitiveEquals("auth") }) else {
-                throw SIPError(.malformedHeader, "Digest challenge offers only qop=\(challenge.qop.joined(separator: ",")); auth-int is not supported")
+                throw SIPError(
+                    .malformedHeader,
+                    "Digest challenge offers only qop=\(challenge.qop.joined(separator: ",")); auth-int is not supported"
+                )
             }
             let count = (nonceCounts[challenge.nonce] ?? 0) &+ 1
             nonceCounts[challenge.nonce] = count

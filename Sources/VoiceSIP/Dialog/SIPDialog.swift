@@ -12,13 +12,17 @@ public struct SIPDialogID: Hashable, Sendable, CustomStringConvertible {
 
     /// The dialog a received request belongs to: its To tag is ours, its From tag the peer's.
     public init?(receivedRequest request: SIPMessage) {
-        guard let callID = request.callID, let local = request.to?.tag, let remote = request.from?.tag else { return nil }
+        guard let callID = request.callID, let local = request.to?.tag, let remote = request.from?.tag else {
+            return nil
+        }
         self.init(callID: callID, localTag: local, remoteTag: remote)
     }
 
     /// The dialog a received response belongs to (we sent the request): From tag ours, To tag the peer's.
     public init?(receivedResponse response: SIPMessage) {
-        guard let callID = response.callID, let local = response.from?.tag, let remote = response.to?.tag else { return nil }
+        guard let callID = response.callID, let local = response.from?.tag, let remote = response.to?.tag else {
+            return nil
+        }
         self.init(callID: callID, localTag: local, remoteTag: remote)
     }
 
@@ -50,13 +54,16 @@ public struct SIPDialog: Sendable {
         guard let id = SIPDialogID(receivedResponse: response) else {
             throw SIPError(.inconsistent, "the response to INVITE has no To tag: it creates no dialog")
         }
-        guard let from = invite.from, let to = response.to, let cseq = invite.cseq, let requestURI = invite.requestURI else {
+        guard let from = invite.from, let to = response.to, let cseq = invite.cseq, let requestURI = invite.requestURI
+        else {
             throw SIPError(.missingOrRepeatedHeader, "the INVITE lacks From, CSeq or a Request-URI")
         }
-        let target = response.contacts.compactMap { if case .address(let a) = $0 { a.uri } else { nil } }.first ?? requestURI
+        let target =
+            response.contacts.compactMap { if case .address(let a) = $0 { a.uri } else { nil } }.first ?? requestURI
         return SIPDialog(
             id: id, localAddress: from.withoutTag, remoteAddress: to.withoutTag, remoteTarget: target,
-            routeSet: response.recordRoutes.reversed(), localSequence: cseq.sequence, remoteSequence: nil, isCaller: true)
+            routeSet: response.recordRoutes.reversed(), localSequence: cseq.sequence, remoteSequence: nil,
+            isCaller: true)
     }
 
     /// The dialog a UAS creates when it answers `invite` with a tag of its own (§12.1.1), numbering its own requests
@@ -67,7 +74,8 @@ public struct SIPDialog: Sendable {
         guard let callID = invite.callID, let from = invite.from, let remoteTag = from.tag, let to = invite.to,
             let cseq = invite.cseq
         else { throw SIPError(.missingOrRepeatedHeader, "the INVITE lacks Call-ID, From with a tag, To or CSeq") }
-        guard let target = invite.contacts.compactMap({ if case .address(let a) = $0 { a.uri } else { nil } }).first else {
+        guard let target = invite.contacts.compactMap({ if case .address(let a) = $0 { a.uri } else { nil } }).first
+        else {
             throw SIPError(.missingOrRepeatedHeader, "the INVITE has no Contact: no target for requests in the dialog")
         }
         return SIPDialog(
@@ -112,7 +120,9 @@ public struct SIPDialog: Sendable {
 
     /// The ACK of a 2xx to the INVITE with CSeq `inviteSequence` (§13.2.2.4): a request of the dialog of its own,
     /// with the INVITE's sequence number.
-    public mutating func makeAck(inviteSequence: UInt32, contact: SIPURI, body: [UInt8] = [], contentType: String? = nil) -> SIPMessage {
+    public mutating func makeAck(
+        inviteSequence: UInt32, contact: SIPURI, body: [UInt8] = [], contentType: String? = nil
+    ) -> SIPMessage {
         makeRequest(.ack, contact: contact, sequence: inviteSequence, body: body, contentType: contentType)
     }
 
@@ -128,7 +138,9 @@ public struct SIPDialog: Sendable {
     /// target from a target-refresh request (re-INVITE, UPDATE) (§12.2.2). An ACK or CANCEL is not numbered
     /// separately and is always accepted.
     public mutating func admit(_ request: SIPMessage) -> Admission {
-        guard let method = request.requestMethod, method != .ack, method != .cancel, let cseq = request.cseq else { return .accept }
+        guard let method = request.requestMethod, method != .ack, method != .cancel, let cseq = request.cseq else {
+            return .accept
+        }
         if let last = remoteSequence, cseq.sequence <= last { return .outOfOrder(received: cseq.sequence, last: last) }
         remoteSequence = cseq.sequence
         if method == .invite || method == .update { refreshTarget(from: request) }

@@ -47,13 +47,16 @@ public struct SIPAddress: Equatable, Hashable, Sendable, CustomStringConvertible
                 throw SIPError(.malformedHeader, "\(header): quoted display name not followed by '<'")
             }
         } else if scanner.peek != UInt8(ascii: "<"),
-            let angle = scanner.bytes[scanner.index...].firstIndex(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ":") }),
+            let angle = scanner.bytes[scanner.index...].firstIndex(where: {
+                $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ":")
+            }),
             scanner.bytes[angle] == UInt8(ascii: "<")
         {
             // `*(token LWS) "<"`: an unquoted display name is made of tokens only (RFC 4475 §3.1.2.15).
             let words = scanner.bytes[scanner.index..<angle]
             guard words.allSatisfy({ SIPCharacter.isToken($0) || SIPCharacter.isWhitespace($0) }) else {
-                throw SIPError(.malformedHeader, "\(header): display name has characters outside a token and is not quoted")
+                throw SIPError(
+                    .malformedHeader, "\(header): display name has characters outside a token and is not quoted")
             }
             let trimmed = String(decoding: words, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\t" })
             displayName = trimmed.joined(separator: " ")
@@ -73,7 +76,8 @@ public struct SIPAddress: Equatable, Hashable, Sendable, CustomStringConvertible
         // addr-spec: the URI ends where the header's parameters begin, and may not carry '?' headers or ','.
         let uri = try SIPURI.parse(&scanner, stopAtSemicolon: true)
         if scanner.peek == UInt8(ascii: "?") || scanner.peek == UInt8(ascii: ",") {
-            throw SIPError(.malformedHeader, "\(header): a URI with '?' or ',' must be enclosed in '<>' (RFC 3261 §20.10)")
+            throw SIPError(
+                .malformedHeader, "\(header): a URI with '?' or ',' must be enclosed in '<>' (RFC 3261 §20.10)")
         }
         let parameters = try scanner.headerParameters(in: header)
         return SIPAddress(uri: uri, parameters: parameters)
@@ -105,7 +109,9 @@ public enum SIPContact: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// All the values of a Contact header field.
     static func parseList(_ value: String) throws -> [SIPContact] {
         if value.trimmingWhitespace == "*" { return [.wildcard] }
-        return try splitHeaderList(value, header: "Contact").map { .address(try SIPAddress(parsing: $0, header: "Contact")) }
+        return try splitHeaderList(value, header: "Contact").map {
+            .address(try SIPAddress(parsing: $0, header: "Contact"))
+        }
     }
 }
 

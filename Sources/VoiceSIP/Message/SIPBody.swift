@@ -16,7 +16,8 @@ public struct SIPMediaType: Equatable, Sendable, CustomStringConvertible {
     public init(parsing text: some StringProtocol) throws {
         var scanner = SIPScanner(text)
         scanner.skipWhitespace()
-        guard let type = scanner.token(), scanner.consumeSeparator(UInt8(ascii: "/")), let subtype = scanner.token() else {
+        guard let type = scanner.token(), scanner.consumeSeparator(UInt8(ascii: "/")), let subtype = scanner.token()
+        else {
             throw SIPError(.malformedHeader, "Content-Type '\(text)' is not type/subtype")
         }
         self.type = type
@@ -84,7 +85,8 @@ public struct SIPMultipartBody: Equatable, Sendable {
             let atLineStart = found == 0 || (found >= 2 && body[found - 2] == 0x0D && body[found - 1] == 0x0A)
             index = found + delimiter.count
             guard atLineStart else { continue }
-            let isClose = body.count >= index + 2 && body[index] == UInt8(ascii: "-") && body[index + 1] == UInt8(ascii: "-")
+            let isClose =
+                body.count >= index + 2 && body[index] == UInt8(ascii: "-") && body[index + 1] == UInt8(ascii: "-")
             starts.append((found, index + (isClose ? 2 : 0), isClose))
             if isClose { break }
         }

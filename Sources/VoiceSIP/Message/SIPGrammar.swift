@@ -206,7 +206,10 @@ extension SIPScanner {
                 if peek == UInt8(ascii: "\"") {
                     value = try quotedString(in: what).raw
                 } else {
-                    let run = take { SIPCharacter.isToken($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") }
+                    let run = take {
+                        SIPCharacter.isToken($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "[")
+                            || $0 == UInt8(ascii: "]")
+                    }
                     guard !run.isEmpty else {
                         throw SIPError(.malformedHeader, "\(what): parameter '\(name)' has '=' but no value")
                     }
@@ -242,7 +245,13 @@ func splitHeaderList(_ value: String, header: String) throws -> [String] {
     for c in value.utf8 {
         if inQuotes {
             current.append(c)
-            if escaped { escaped = false } else if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { inQuotes = false }
+            if escaped {
+                escaped = false
+            } else if c == UInt8(ascii: "\\") {
+                escaped = true
+            } else if c == UInt8(ascii: "\"") {
+                inQuotes = false
+            }
             continue
         }
         switch c {

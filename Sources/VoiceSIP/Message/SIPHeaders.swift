@@ -81,7 +81,7 @@ public struct SIPHeaders: Equatable, Sendable, Sequence {
         "a": "Accept-Contact", "b": "Referred-By", "c": "Content-Type", "d": "Request-Disposition",
         "e": "Content-Encoding", "f": "From", "i": "Call-ID", "j": "Reject-Contact", "k": "Supported",
         "l": "Content-Length", "m": "Contact", "n": "Identity-Info", "o": "Event", "r": "Refer-To",
-        "s": "Subject", "t": "To", "u": "Allow-Events", "v": "Via", "x": "Session-Expires", "y": "Identity",
+        "s": "Subject", "t": "To", "u": "Allow-Events", "v": "Via", "x": "Session-Expires", "y": "Identity"
     ]
 
     static let knownNames: [String: String] = Dictionary(
@@ -93,7 +93,7 @@ public struct SIPHeaders: Equatable, Sendable, Sequence {
             "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Require", "Record-Route", "Reply-To", "Require",
             "Retry-After", "Route", "Server", "Subject", "Supported", "Timestamp", "To", "Unsupported",
             "User-Agent", "Via", "Warning", "WWW-Authenticate", "RAck", "RSeq", "Min-SE", "Path", "Service-Route",
-            "Reason",
+            "Reason"
         ] + compactForms.values).map { ($0.lowercased(), $0) },
         uniquingKeysWith: { first, _ in first }
     )

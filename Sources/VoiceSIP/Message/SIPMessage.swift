@@ -34,7 +34,8 @@ public struct SIPCSeq: Equatable, Hashable, Sendable, CustomStringConvertible {
         guard !digits.isEmpty else { throw SIPError(.malformedHeader, "CSeq: no sequence number") }
         // Leading zeros are legal ("0009"); the value must fit 32 bits (RFC 3261 §8.1.1.5, RFC 4475 §3.1.2.4).
         guard let sequence = decimal(String(decoding: digits, as: UTF8.self), limit: UInt64(UInt32.max)) else {
-            throw SIPError(.valueOutOfRange, "CSeq: sequence number \(String(decoding: digits, as: UTF8.self)) exceeds 2^32-1")
+            throw SIPError(
+                .valueOutOfRange, "CSeq: sequence number \(String(decoding: digits, as: UTF8.self)) exceeds 2^32-1")
         }
         let beforeMethod = scanner.index
         scanner.skipWhitespace()
@@ -42,7 +43,9 @@ public struct SIPCSeq: Equatable, Hashable, Sendable, CustomStringConvertible {
             throw SIPError(.malformedHeader, "CSeq: no method after the sequence number")
         }
         scanner.skipWhitespace()
-        guard scanner.atEnd else { throw SIPError(.malformedHeader, "CSeq: unexpected '\(scanner.rest)' after the method") }
+        guard scanner.atEnd else {
+            throw SIPError(.malformedHeader, "CSeq: unexpected '\(scanner.rest)' after the method")
+        }
         self.init(UInt32(sequence), SIPMethod(rawValue: method))
     }
 
@@ -72,13 +75,18 @@ public struct SIPMessage: Equatable, Sendable {
         self.body = body
     }
 
-    public static func request(_ method: SIPMethod, _ uri: SIPURI, headers: SIPHeaders = SIPHeaders(), body: [UInt8] = []) -> SIPMessage {
+    public static func request(
+        _ method: SIPMethod, _ uri: SIPURI, headers: SIPHeaders = SIPHeaders(), body: [UInt8] = []
+    ) -> SIPMessage {
         SIPMessage(startLine: .request(method: method, uri: uri), headers: headers, body: body)
     }
 
-    public static func response(_ statusCode: Int, _ reasonPhrase: String? = nil, headers: SIPHeaders = SIPHeaders(), body: [UInt8] = []) -> SIPMessage {
+    public static func response(
+        _ statusCode: Int, _ reasonPhrase: String? = nil, headers: SIPHeaders = SIPHeaders(), body: [UInt8] = []
+    ) -> SIPMessage {
         SIPMessage(
-            startLine: .response(statusCode: statusCode, reasonPhrase: reasonPhrase ?? SIPStatus.reasonPhrase(for: statusCode)),
+            startLine: .response(
+                statusCode: statusCode, reasonPhrase: reasonPhrase ?? SIPStatus.reasonPhrase(for: statusCode)),
             headers: headers, body: body)
     }
 
@@ -125,7 +133,9 @@ public struct SIPMessage: Equatable, Sendable {
     func parsedVia() throws -> [SIPVia] { try headers["Via"].flatMap(SIPVia.parseList) }
 
     func addressList(_ name: String) throws -> [SIPAddress] {
-        try headers[name].flatMap { try splitHeaderList($0, header: name) }.map { try SIPAddress(parsing: $0, header: name) }
+        try headers[name].flatMap { try splitHeaderList($0, header: name) }.map {
+            try SIPAddress(parsing: $0, header: name)
+        }
     }
 
     /// The checks RFC 3261 (§8.2, §20) and RFC 4475 make of a received message beyond its framing: mandatory header
@@ -136,11 +146,14 @@ public struct SIPMessage: Equatable, Sendable {
         for name in ["From", "To", "Call-ID", "CSeq"] {
             let count = headers[name].count
             guard count == 1 else {
-                throw SIPError(.missingOrRepeatedHeader, count == 0 ? "no \(name) header field" : "\(count) \(name) header fields; exactly one allowed")
+                throw SIPError(
+                    .missingOrRepeatedHeader,
+                    count == 0 ? "no \(name) header field" : "\(count) \(name) header fields; exactly one allowed")
             }
         }
         for name in ["Max-Forwards", "Content-Length", "Content-Type", "Expires"] where headers[name].count > 1 {
-            throw SIPError(.missingOrRepeatedHeader, "\(headers[name].count) \(name) header fields; at most one allowed")
+            throw SIPError(
+                .missingOrRepeatedHeader, "\(headers[name].count) \(name) header fields; at most one allowed")
         }
         _ = try SIPAddress(parsing: headers.first("From")!, header: "From")
         _ = try SIPAddress(parsing: headers.first("To")!, header: "To")
@@ -153,7 +166,7 @@ public struct SIPMessage: Equatable, Sendable {
             guard cseq.method == method else {
                 throw SIPError(.inconsistent, "CSeq method \(cseq.method) does not match the request method \(method)")
             }
-            if (uri.scheme == .sip || uri.scheme == .sips), !uri.headers.isEmpty {
+            if uri.scheme == .sip || uri.scheme == .sips, !uri.headers.isEmpty {
                 throw SIPError(.malformedURI, "Request-URI carries '?' headers, which RFC 3261 §19.1.1 forbids there")
             }
         }
@@ -161,7 +174,9 @@ public struct SIPMessage: Equatable, Sendable {
             guard !value.isEmpty, value.utf8.allSatisfy(SIPCharacter.isDigit) else {
                 throw SIPError(.malformedHeader, "Max-Forwards '\(value)' is not a number")
             }
-            guard decimal(value, limit: 255) != nil else { throw SIPError(.valueOutOfRange, "Max-Forwards \(value) exceeds 255") }
+            guard decimal(value, limit: 255) != nil else {
+                throw SIPError(.valueOutOfRange, "Max-Forwards \(value) exceeds 255")
+            }
         }
         if let value = headers.first("Expires"), value.isEmpty || !value.utf8.allSatisfy(SIPCharacter.isDigit) {
             throw SIPError(.malformedHeader, "Expires '\(value)' is not delta-seconds")

@@ -3,7 +3,9 @@
 extension SIPMessage {
     /// A response to `request`: its Via fields, From, To, Call-ID, CSeq and Timestamp copied (§8.2.6.2), To given
     /// `toTag` when the request's To has none.
-    public static func response(to request: SIPMessage, status: Int, reasonPhrase: String? = nil, toTag: String? = nil) -> SIPMessage {
+    public static func response(to request: SIPMessage, status: Int, reasonPhrase: String? = nil, toTag: String? = nil)
+        -> SIPMessage
+    {
         var headers = SIPHeaders()
         for field in request.headers where field.name == "Via" { headers.add("Via", field.value) }
         if let from = request.headers.first("From") { headers.add("From", from) }

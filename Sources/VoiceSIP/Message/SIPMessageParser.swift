@@ -37,7 +37,8 @@ public enum SIPMessageParser {
         let head = try parseHeaderBlock(bytes, from: lineEnd.next, what: "message")
         let lengths = head.headers["Content-Length"]
         guard lengths.count <= 1 else {
-            throw SIPError(.missingOrRepeatedHeader, "\(lengths.count) Content-Length header fields; at most one allowed")
+            throw SIPError(
+                .missingOrRepeatedHeader, "\(lengths.count) Content-Length header fields; at most one allowed")
         }
         let available = bytes.count - head.bodyStart
         let bodyLength: Int
@@ -50,7 +51,8 @@ public enum SIPMessageParser {
             }
             if length > available {
                 if isStream { return nil }
-                throw SIPError(.bodyLength, "Content-Length \(length) exceeds the \(available) bytes that follow the header")
+                throw SIPError(
+                    .bodyLength, "Content-Length \(length) exceeds the \(available) bytes that follow the header")
             }
             bodyLength = length
         } else {
@@ -76,13 +78,16 @@ public enum SIPMessageParser {
             guard parts.count >= 2, parts[1].utf8.count == 3, parts[1].utf8.allSatisfy(SIPCharacter.isDigit),
                 let code = Int(parts[1]), (100...699).contains(code)
             else {
-                throw SIPError(.valueOutOfRange, "status code '\(parts.count >= 2 ? parts[1] : "")' is not three digits from 100 to 699")
+                throw SIPError(
+                    .valueOutOfRange,
+                    "status code '\(parts.count >= 2 ? parts[1] : "")' is not three digits from 100 to 699")
             }
             return .response(statusCode: code, reasonPhrase: parts.count == 3 ? String(parts[2]) : "")
         }
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else {
-            throw SIPError(.malformedStartLine, "request line is not 'Method SP Request-URI SP SIP-Version' with single spaces")
+            throw SIPError(
+                .malformedStartLine, "request line is not 'Method SP Request-URI SP SIP-Version' with single spaces")
         }
         guard parts[0].utf8.allSatisfy(SIPCharacter.isToken) else {
             throw SIPError(.malformedStartLine, "method '\(parts[0])' is not a token")

@@ -74,15 +74,20 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// Parses a URI at the scanner. `stopAtSemicolon`: the URI is an `addr-spec` outside `<…>`, where `;` starts
     /// the header's own parameters (RFC 3261 §20.10), so the URI has no parameters of its own.
     static func parse(_ scanner: inout SIPScanner, stopAtSemicolon: Bool) throws -> SIPURI {
-        let schemeRun = scanner.take { SIPCharacter.isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
-        guard let first = schemeRun.first, first >= 0x41, SIPCharacter.isAlphanumeric(first), !SIPCharacter.isDigit(first),
+        let schemeRun = scanner.take {
+            SIPCharacter.isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-")
+                || $0 == UInt8(ascii: ".")
+        }
+        guard let first = schemeRun.first, first >= 0x41, SIPCharacter.isAlphanumeric(first),
+            !SIPCharacter.isDigit(first),
             scanner.consume(UInt8(ascii: ":"))
         else {
             throw SIPError(.malformedURI, "URI does not start with 'scheme:' at '\(scanner.rest)'")
         }
         let schemeName = String(decoding: schemeRun, as: UTF8.self)
         if schemeName.caseInsensitiveEquals("sip") || schemeName.caseInsensitiveEquals("sips") {
-            return try parseSIP(&scanner, scheme: schemeName.count == 3 ? .sip : .sips, stopAtSemicolon: stopAtSemicolon)
+            return try parseSIP(
+                &scanner, scheme: schemeName.count == 3 ? .sip : .sips, stopAtSemicolon: stopAtSemicolon)
         }
         if schemeName.caseInsensitiveEquals("tel") {
             let number = try scanner.takeEscaped(
@@ -92,7 +97,9 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
             return SIPURI(scheme: .tel, host: String(decoding: number, as: UTF8.self), parameters: parameters)
         }
         let opaque = try scanner.takeEscaped(
-            while: { SIPCharacter.isURIC($0) && !(stopAtSemicolon && ($0 == UInt8(ascii: ";") || $0 == UInt8(ascii: ","))) },
+            while: {
+                SIPCharacter.isURIC($0) && !(stopAtSemicolon && ($0 == UInt8(ascii: ";") || $0 == UInt8(ascii: ",")))
+            },
             what: "\(schemeName) URI")
         guard !opaque.isEmpty else { throw SIPError(.malformedURI, "'\(schemeName):' URI is empty") }
         return SIPURI(scheme: .other(schemeName), host: String(decoding: opaque, as: UTF8.self))
@@ -107,7 +114,9 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
         if rest[..<hostEnd].contains(UInt8(ascii: "@")) {
             let user = try scanner.takeEscaped(while: SIPCharacter.isUser, what: "\(what) user")
             if scanner.consume(UInt8(ascii: ":")) {
-                uri.password = String(decoding: try scanner.takeEscaped(while: SIPCharacter.isPassword, what: "\(what) password"), as: UTF8.self)
+                uri.password = String(
+                    decoding: try scanner.takeEscaped(while: SIPCharacter.isPassword, what: "\(what) password"),
+                    as: UTF8.self)
             }
             guard scanner.consume(UInt8(ascii: "@")) else {
                 throw SIPError(.malformedURI, "\(what): invalid character in user part before '\(scanner.rest)'")
@@ -118,7 +127,9 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
         uri.host = try host(&scanner, what: what)
         if scanner.consume(UInt8(ascii: ":")) {
             let digits = scanner.take(while: SIPCharacter.isDigit)
-            guard !digits.isEmpty, digits.count <= 5, let port = Int(String(decoding: digits, as: UTF8.self)), port <= 65535 else {
+            guard !digits.isEmpty, digits.count <= 5, let port = Int(String(decoding: digits, as: UTF8.self)),
+                port <= 65535
+            else {
                 throw SIPError(.valueOutOfRange, "\(what): port is not a number from 0 to 65535")
             }
             uri.port = port
@@ -132,7 +143,8 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
                     throw SIPError(.malformedURI, "\(what): header is not 'name=value' at '\(scanner.rest)'")
                 }
                 let value = try scanner.takeEscaped(while: SIPCharacter.isURIHeader, what: "\(what) header value")
-                uri.headers.append(SIPParameter(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+                uri.headers.append(
+                    SIPParameter(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
             } while scanner.consume(UInt8(ascii: "&"))
         }
         return uri
@@ -143,13 +155,17 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
         if scanner.peek == UInt8(ascii: "[") {
             let start = scanner.index
             scanner.index += 1
-            let inside = scanner.take { SIPCharacter.isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
+            let inside = scanner.take {
+                SIPCharacter.isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".")
+            }
             guard scanner.consume(UInt8(ascii: "]")), inside.contains(UInt8(ascii: ":")) else {
                 throw SIPError(.malformedURI, "\(what): bad IPv6 reference")
             }
             return String(decoding: scanner.bytes[start..<scanner.index], as: UTF8.self)
         }
-        let name = scanner.take { SIPCharacter.isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+        let name = scanner.take {
+            SIPCharacter.isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+        }
         guard let first = name.first, SIPCharacter.isAlphanumeric(first) else {
             throw SIPError(.malformedURI, "\(what): missing or invalid host at '\(scanner.rest)'")
         }
@@ -166,7 +182,9 @@ public struct SIPURI: Equatable, Hashable, Sendable, CustomStringConvertible {
             if scanner.consume(UInt8(ascii: "=")) {
                 let run = try scanner.takeEscaped(while: SIPCharacter.isParameter, what: "\(what) parameter")
                 guard !run.isEmpty else {
-                    throw SIPError(.malformedURI, "\(what): parameter '\(String(decoding: name, as: UTF8.self))' has '=' but no value")
+                    throw SIPError(
+                        .malformedURI,
+                        "\(what): parameter '\(String(decoding: name, as: UTF8.self))' has '=' but no value")
                 }
                 value = String(decoding: run, as: UTF8.self)
             }

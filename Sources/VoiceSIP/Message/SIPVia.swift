@@ -9,7 +9,9 @@ public struct SIPVia: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The prefix of a branch built by RFC 3261 rules; a branch without it comes from RFC 2543 (§17.2.3).
     public static let magicCookie = "z9hG4bK"
 
-    public init(transport: String, host: String, port: Int? = nil, branch: String? = nil, parameters: [SIPParameter] = []) {
+    public init(
+        transport: String, host: String, port: Int? = nil, branch: String? = nil, parameters: [SIPParameter] = []
+    ) {
         self.transport = transport
         self.host = host
         self.port = port
@@ -45,7 +47,8 @@ public struct SIPVia: Equatable, Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: some StringProtocol) throws {
         var scanner = SIPScanner(text)
         scanner.skipWhitespace()
-        guard let name = scanner.token(), name.caseInsensitiveEquals("SIP"), scanner.consumeSeparator(UInt8(ascii: "/")) else {
+        guard let name = scanner.token(), name.caseInsensitiveEquals("SIP"), scanner.consumeSeparator(UInt8(ascii: "/"))
+        else {
             throw SIPError(.malformedHeader, "Via: sent-protocol does not start with 'SIP/'")
         }
         guard let version = scanner.token(), scanner.consumeSeparator(UInt8(ascii: "/")) else {
@@ -60,7 +63,9 @@ public struct SIPVia: Equatable, Hashable, Sendable, CustomStringConvertible {
         self.host = try SIPURI.host(&scanner, what: "Via sent-by")
         if scanner.consumeSeparator(UInt8(ascii: ":")) {
             let digits = scanner.take(while: SIPCharacter.isDigit)
-            guard !digits.isEmpty, digits.count <= 5, let port = Int(String(decoding: digits, as: UTF8.self)), port <= 65535 else {
+            guard !digits.isEmpty, digits.count <= 5, let port = Int(String(decoding: digits, as: UTF8.self)),
+                port <= 65535
+            else {
                 throw SIPError(.valueOutOfRange, "Via: port is not a number from 0 to 65535")
             }
             self.port = port

@@ -56,7 +56,10 @@ public final class SIPCall: @unchecked Sendable {
     private var commands: [SIPInviteSession.CommandID: EventLoopPromise<NegotiatedAudio?>] = [:]
     private var lastCommand = 0
 
-    init(outgoing invite: SIPMessage, offer: SessionDescription, capabilities: AudioCapabilities, peer: SIPPeer, contact: SIPURI, agent: SIPUserAgent) {
+    init(
+        outgoing invite: SIPMessage, offer: SessionDescription, capabilities: AudioCapabilities, peer: SIPPeer,
+        contact: SIPURI, agent: SIPUserAgent
+    ) {
         direction = .outgoing
         callID = invite.callID ?? ""
         remote = invite.to ?? SIPAddress(uri: invite.requestURI ?? SIPURI(host: "invalid"))
@@ -67,7 +70,8 @@ public final class SIPCall: @unchecked Sendable {
         self.agent = agent
         session = SIPInviteSession(
             outgoing: invite, offer: offer, capabilities: capabilities,
-            configuration: agent.sessionConfiguration(contact: contact, direction: .outgoing), random: SystemRandomNumberGenerator())
+            configuration: agent.sessionConfiguration(contact: contact, direction: .outgoing),
+            random: SystemRandomNumberGenerator())
         (events, continuation) = AsyncStream.makeStream(of: SIPCallEvent.self, bufferingPolicy: .unbounded)
     }
 
@@ -81,7 +85,8 @@ public final class SIPCall: @unchecked Sendable {
         invitePeer = nil
         self.agent = agent
         session = SIPInviteSession(
-            incoming: request, offer: offer, configuration: agent.sessionConfiguration(contact: contact, direction: .incoming),
+            incoming: request, offer: offer,
+            configuration: agent.sessionConfiguration(contact: contact, direction: .incoming),
             random: SystemRandomNumberGenerator())
         (events, continuation) = AsyncStream.makeStream(of: SIPCallEvent.self, bufferingPolicy: .unbounded)
     }
@@ -101,14 +106,18 @@ public final class SIPCall: @unchecked Sendable {
     /// Sends 180 Ringing, or with `earlyMedia` 183 Session Progress with our SDP answer (the answer the 200 will
     /// repeat). Returns the early media's negotiation, if any.
     @discardableResult
-    public func ring(earlyMedia capabilities: AudioCapabilities? = nil, headers: [(String, String)] = []) async throws -> NegotiatedAudio? {
+    public func ring(earlyMedia capabilities: AudioCapabilities? = nil, headers: [(String, String)] = []) async throws
+        -> NegotiatedAudio?
+    {
         try await perform(.ring(earlyMedia: capabilities, headers: headers))
     }
 
     /// Answers with 200 OK and an SDP answer made from `capabilities`. An offer that cannot be met (no Opus, no
     /// common SRTP suite) is refused with 488 and the call ends `failed`; the error is thrown.
     @discardableResult
-    public func answer(with capabilities: AudioCapabilities, headers: [(String, String)] = []) async throws -> NegotiatedAudio {
+    public func answer(with capabilities: AudioCapabilities, headers: [(String, String)] = []) async throws
+        -> NegotiatedAudio
+    {
         try await performNegotiating(.answer(capabilities, headers: headers))
     }
 
@@ -134,7 +143,9 @@ public final class SIPCall: @unchecked Sendable {
     /// (up to 3 times); any other final failure is thrown with its status.
     /// - Parameter offering: capabilities to offer from now on instead of the call's (e.g. a new DTLS
     ///   certificate's fingerprint); kept only when the peer accepts them.
-    public func reoffer(direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities? = nil) async throws -> NegotiatedAudio {
+    public func reoffer(direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities? = nil) async throws
+        -> NegotiatedAudio
+    {
         try await performNegotiating(.reoffer(direction: direction, freshKeys: freshKeys, offering: offering))
     }
 
@@ -256,6 +267,7 @@ extension SIPUserAgent {
     func sessionConfiguration(contact: SIPURI, direction: SIPCall.Direction) -> SIPInviteSession.Configuration {
         SIPInviteSession.Configuration(
             contact: contact, timers: endpoint.configuration.timers,
-            glareBackoff: direction == .outgoing ? configuration.glareBackoffAsCaller : configuration.glareBackoffAsCallee)
+            glareBackoff: direction == .outgoing
+                ? configuration.glareBackoffAsCaller : configuration.glareBackoffAsCallee)
     }
 }

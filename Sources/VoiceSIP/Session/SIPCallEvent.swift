@@ -16,7 +16,8 @@ public enum SIPCallEvent: Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .progress(let code, let reason, let early): "progress \(code) \(reason)" + (early == nil ? "" : " (early media)")
+        case .progress(let code, let reason, let early):
+            "progress \(code) \(reason)" + (early == nil ? "" : " (early media)")
         case .established(let media, _): "established (\(media.direction), \(media.srtp.map { "\($0)" } ?? "RTP"))"
         case .mediaUpdated(let media, let byPeer): "media updated by \(byPeer ? "peer" : "us"): \(media.direction)"
         case .ended(let end): "ended: \(end)"
@@ -50,7 +51,10 @@ public struct SIPCallEnd: Sendable, Equatable, CustomStringConvertible {
     /// A forking proxy cancels the other branches with `SIP;cause=200` when one device answered.
     public var cancelReason: String?
 
-    public init(_ cause: Cause, statusCode: Int? = nil, reasonPhrase: String, headers: [SIPHeaders.Field] = [], cancelReason: String? = nil) {
+    public init(
+        _ cause: Cause, statusCode: Int? = nil, reasonPhrase: String, headers: [SIPHeaders.Field] = [],
+        cancelReason: String? = nil
+    ) {
         self.cause = cause
         self.statusCode = statusCode
         self.reasonPhrase = reasonPhrase
@@ -68,7 +72,9 @@ public struct SIPCallEnd: Sendable, Equatable, CustomStringConvertible {
         var values: [Substring] = [], start = header.startIndex, quoted = false
         for index in header.indices {
             let character = header[index]
-            if character == "\"" { quoted.toggle() } else if character == ",", !quoted {
+            if character == "\"" {
+                quoted.toggle()
+            } else if character == ",", !quoted {
                 values.append(header[start..<index])
                 start = header.index(after: index)
             }

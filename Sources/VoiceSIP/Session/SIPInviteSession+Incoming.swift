@@ -34,7 +34,8 @@ extension SIPInviteSession {
         } catch {
             // The reason in the status line, so the caller sees why (no audio, no common codec or SRTP suite).
             let reason = (error as? SIPCallError)?.reason ?? "\(error)"
-            respond(makeResponse(to: request.message, status: 488, reason: "Not Acceptable Here (\(reason))"), to: request)
+            respond(
+                makeResponse(to: request.message, status: 488, reason: "Not Acceptable Here (\(reason))"), to: request)
             end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
             complete(id, .failure(error))
             return
@@ -63,18 +64,22 @@ extension SIPInviteSession {
 
     /// The dialog our tag makes with the INVITE (§12.1.1), our first CSeq drawn from the session's generator.
     private mutating func makeDialog() throws -> SIPDialog {
-        try SIPDialog.uas(invite: invite, localTag: localTag, localSequence: UInt32.random(in: 1...0x7FFF_FFFF, using: &random))
+        try SIPDialog.uas(
+            invite: invite, localTag: localTag, localSequence: UInt32.random(in: 1...0x7FFF_FFFF, using: &random))
     }
 
     /// Our SDP answer to the remote offer into `response` (its body and Content-Type).
-    private mutating func answerOffer(_ capabilities: AudioCapabilities, into response: inout SIPMessage) throws -> NegotiatedAudio {
+    private mutating func answerOffer(_ capabilities: AudioCapabilities, into response: inout SIPMessage) throws
+        -> NegotiatedAudio
+    {
         guard let offer = remoteOffer else { throw SIPCallError(statusCode: 488, "the INVITE carries no SDP offer") }
         if let previous = localDescription, let media = negotiated {
             // The 183 already answered: the 200 repeats that answer (RFC 3264 §4: one offer, one answer).
             setSDP(previous, on: &response)
             return media
         }
-        let (answer, media) = try SessionDescription.makeAnswer(to: offer, localCapabilities: capabilities, sessionID: makeSessionID())
+        let (answer, media) = try SessionDescription.makeAnswer(
+            to: offer, localCapabilities: capabilities, sessionID: makeSessionID())
         self.capabilities = capabilities
         localDescription = answer
         setSDP(answer, on: &response)
@@ -88,7 +93,8 @@ extension SIPInviteSession {
     /// a hop between us and the caller may be UDP, so the RFC retransmits it whatever our own transport is.
     mutating func sendReliably(_ response: SIPMessage, on request: SIPIncomingRequest) {
         respond(response, to: request)
-        unacknowledged = Unacknowledged(response: response, request: request, interval: configuration.timers.t1, since: now)
+        unacknowledged = Unacknowledged(
+            response: response, request: request, interval: configuration.timers.t1, since: now)
         startTimer(.retransmission, at: now + configuration.timers.t1)
     }
 
@@ -163,7 +169,9 @@ extension SIPInviteSession {
             return
         }
         if method == .ack {
-            if let pending = unacknowledged, message.cseq?.sequence == pending.request.message.cseq?.sequence { acknowledged() }
+            if let pending = unacknowledged, message.cseq?.sequence == pending.request.message.cseq?.sequence {
+                acknowledged()
+            }
             return
         }
         guard request.transaction != nil else { return }
@@ -172,7 +180,10 @@ extension SIPInviteSession {
             return
         }
         if case .outOfOrder(let received, let last) = dialog.admit(message) {
-            respond(.response(to: message, status: 500, reasonPhrase: "Server Internal Error (CSeq \(received) not above \(last))"), to: request)
+            respond(
+                .response(
+                    to: message, status: 500, reasonPhrase: "Server Internal Error (CSeq \(received) not above \(last))"
+                ), to: request)
             return
         }
         self.dialog = dialog
@@ -180,7 +191,10 @@ extension SIPInviteSession {
         case .bye:
             respond(.response(to: message, status: 200), to: request)
             cancelRetransmission()
-            end(SIPCallEnd(.remoteHangup, reasonPhrase: message.headers.first("Reason") ?? "BYE", headers: message.customHeaders))
+            end(
+                SIPCallEnd(
+                    .remoteHangup, reasonPhrase: message.headers.first("Reason") ?? "BYE",
+                    headers: message.customHeaders))
         case .invite:
             receivedReinvite(request)
         case .options:
@@ -207,8 +221,9 @@ extension SIPInviteSession {
         respond(.response(to: message, status: 200), to: request)
         guard phase == .early else { return }  // already answered: the CANCEL has no effect (§9.2)
         respond(makeResponse(to: inviteRequest.message, status: 487), to: inviteRequest)
-        end(SIPCallEnd(
-            .cancelled, statusCode: 487, reasonPhrase: "cancelled by the caller", headers: message.customHeaders,
-            cancelReason: message.headers.first("Reason")))
+        end(
+            SIPCallEnd(
+                .cancelled, statusCode: 487, reasonPhrase: "cancelled by the caller", headers: message.customHeaders,
+                cancelReason: message.headers.first("Reason")))
     }
 }

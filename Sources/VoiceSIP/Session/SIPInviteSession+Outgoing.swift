@@ -9,8 +9,11 @@ extension SIPInviteSession {
         if cancelWanted { sendCancel() }
         guard code > 100 else { return }
         var early: NegotiatedAudio?
-        if response.to?.tag != nil, dialog == nil { dialog = try? SIPDialog.uac(invite: inviteAsSent(response), response: response) }
-        if !response.body.isEmpty, let answer = parseSDP(response.body), let offer = localDescription, let capabilities {
+        if response.to?.tag != nil, dialog == nil {
+            dialog = try? SIPDialog.uac(invite: inviteAsSent(response), response: response)
+        }
+        if !response.body.isEmpty, let answer = parseSDP(response.body), let offer = localDescription, let capabilities
+        {
             early = try? offer.negotiate(answer: answer, localCapabilities: capabilities)
             if let early { negotiated = early }
         }
@@ -27,8 +30,10 @@ extension SIPInviteSession {
     mutating func receivedFinalResponse(_ response: SIPMessage) {
         guard let code = response.statusCode else { return }
         guard (200...299).contains(code) else {
-            end(SIPCallEnd(code == 487 ? .cancelled : .rejected, statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
-                           headers: response.customHeaders))
+            end(
+                SIPCallEnd(
+                    code == 487 ? .cancelled : .rejected, statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
+                    headers: response.customHeaders))
             return
         }
         do {
@@ -48,7 +53,10 @@ extension SIPInviteSession {
         if cancelWanted || phase == .ending {
             // The 2xx crossed our CANCEL (§9.1): the call exists, so it is ended with a BYE.
             phase = .confirmed
-            sendBye(headers: [], cause: SIPCallEnd(.cancelled, statusCode: nil, reasonPhrase: "answered while cancelling; ended with BYE"))
+            sendBye(
+                headers: [],
+                cause: SIPCallEnd(
+                    .cancelled, statusCode: nil, reasonPhrase: "answered while cancelling; ended with BYE"))
             return
         }
         guard let offer = localDescription, let capabilities else { return }
@@ -66,8 +74,9 @@ extension SIPInviteSession {
             negotiated = media
             emit(.established(media, headers: response.customHeaders))
         case .failure(let error):
-            sendBye(headers: [("Reason", "SIP;cause=488;text=\"\(error)\"")],
-                    cause: SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "answer not acceptable: \(error)"))
+            sendBye(
+                headers: [("Reason", "SIP;cause=488;text=\"\(error)\"")],
+                cause: SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "answer not acceptable: \(error)"))
         }
     }
 
@@ -103,7 +112,9 @@ extension SIPInviteSession {
         }
         guard var fork = try? SIPDialog.uac(invite: inviteAsSent(response), response: response) else { return }
         let forkAck = fork.makeAck(inviteSequence: response.cseq?.sequence ?? 1, contact: configuration.contact)
-        let bye = fork.makeRequest(.bye, contact: configuration.contact, headers: [("Reason", "SIP;cause=200;text=\"Call answered elsewhere\"")])
+        let bye = fork.makeRequest(
+            .bye, contact: configuration.contact,
+            headers: [("Reason", "SIP;cause=200;text=\"Call answered elsewhere\"")])
         forkAcknowledgements[tag] = (forkAck, fork)
         sendStateless(forkAck, along: fork)
         actions.append(.send(bye, to: .nextHop(fork.nextHop), purpose: .byeOfFork))

@@ -16,7 +16,10 @@ extension SIPInviteSession {
         var offer: SessionDescription?
         var offeredCapabilities: AudioCapabilities?
 
-        init(id: CommandID, direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities?, waitLimit: SIPInstant) {
+        init(
+            id: CommandID, direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities?,
+            waitLimit: SIPInstant
+        ) {
             self.id = id
             self.direction = direction
             self.freshKeys = freshKeys
@@ -50,14 +53,16 @@ extension SIPInviteSession {
     }
 
     private mutating func sendReinvite(_ reoffer: Reoffer) {
-        guard var dialog, var capabilities = reoffer.offering ?? self.capabilities, let previous = localDescription else { return }
+        guard var dialog, var capabilities = reoffer.offering ?? self.capabilities, let previous = localDescription
+        else { return }
         var reoffer = reoffer
         if let direction = reoffer.direction { capabilities.direction = direction }
         var offer = SessionDescription.makeOffer(capabilities, sessionID: makeSessionID())
         offer.origin = previous.origin.next
         if !reoffer.freshKeys, !previous.audio.crypto.isEmpty { offer.audio.crypto = previous.audio.crypto }
-        let request = dialog.makeRequest(.invite, contact: configuration.contact, headers: [("Allow", SIPUserAgent.allow)],
-                                         body: Array(offer.serialize().utf8), contentType: "application/sdp")
+        let request = dialog.makeRequest(
+            .invite, contact: configuration.contact, headers: [("Allow", SIPUserAgent.allow)],
+            body: Array(offer.serialize().utf8), contentType: "application/sdp")
         self.dialog = dialog
         reoffer.attempts += 1
         reoffer.offer = offer
@@ -116,7 +121,8 @@ extension SIPInviteSession {
             dialog.noteSent(sequence: cseq.sequence)
             if (200...299).contains(code) {
                 dialog.refreshTarget(from: response)
-                sendStateless(dialog.makeAck(inviteSequence: cseq.sequence, contact: configuration.contact), along: dialog)
+                sendStateless(
+                    dialog.makeAck(inviteSequence: cseq.sequence, contact: configuration.contact), along: dialog)
             }
             self.dialog = dialog
         }
@@ -175,7 +181,8 @@ extension SIPInviteSession {
         if unacknowledged != nil { acknowledged() }
         guard phase == .confirmed else {
             // Not answered yet: the peer must wait (§14.2: 500 with Retry-After).
-            var busy = makeResponse(to: message, status: 500, reason: "Server Internal Error (previous INVITE in progress)")
+            var busy = makeResponse(
+                to: message, status: 500, reason: "Server Internal Error (previous INVITE in progress)")
             busy.headers.add("Retry-After", "\(Int.random(in: 0...10, using: &random))")
             respond(busy, to: request)
             return
@@ -185,14 +192,21 @@ extension SIPInviteSession {
             return
         }
         do {
-            var (answer, media) = try SessionDescription.makeAnswer(to: offer, localCapabilities: capabilities, sessionID: makeSessionID())
-            if let before = negotiated?.dtls, let after = media.dtls, let change = Self.newDTLSAssociation(from: before, to: after) {
+            var (answer, media) = try SessionDescription.makeAnswer(
+                to: offer, localCapabilities: capabilities, sessionID: makeSessionID())
+            if let before = negotiated?.dtls, let after = media.dtls,
+                let change = Self.newDTLSAssociation(from: before, to: after)
+            {
                 // RFC 8842 §5 (RFC 5763 §5): the same fingerprint and role keep the DTLS association and its SRTP
                 // keys (a hold, a mute, a codec change); a new one asks for a new handshake, which this call does
                 // not run mid-call. Refused, the re-INVITE leaves the session as it was (RFC 3261 §14.2).
-                respond(makeResponse(to: message, status: 488,
-                                     reason: "Not Acceptable Here (DTLS-SRTP: \(change) needs a new DTLS association; the call keeps its own)"),
-                        to: request)
+                respond(
+                    makeResponse(
+                        to: message, status: 488,
+                        reason:
+                            "Not Acceptable Here (DTLS-SRTP: \(change) needs a new DTLS association; the call keeps its own)"
+                    ),
+                    to: request)
                 return
             }
             if let previous = localDescription {

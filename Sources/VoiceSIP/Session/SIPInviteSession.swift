@@ -132,9 +132,10 @@ struct SIPInviteSession: Sendable {
     var actions: [SIPInviteAction] = []
 
     /// An outgoing call: `invite` as built (From with our tag, no Via), `offer` made from `capabilities`.
-    init(outgoing invite: SIPMessage, offer: SessionDescription, capabilities: AudioCapabilities,
-         configuration: Configuration, random: any RandomNumberGenerator & Sendable)
-    {
+    init(
+        outgoing invite: SIPMessage, offer: SessionDescription, capabilities: AudioCapabilities,
+        configuration: Configuration, random: any RandomNumberGenerator & Sendable
+    ) {
         direction = .outgoing
         self.configuration = configuration
         self.random = random
@@ -147,9 +148,10 @@ struct SIPInviteSession: Sendable {
     }
 
     /// An incoming call: the INVITE outside a dialog and its offer, if it had one.
-    init(incoming request: SIPIncomingRequest, offer: SessionDescription?, configuration: Configuration,
-         random: any RandomNumberGenerator & Sendable)
-    {
+    init(
+        incoming request: SIPIncomingRequest, offer: SessionDescription?, configuration: Configuration,
+        random: any RandomNumberGenerator & Sendable
+    ) {
         direction = .incoming
         self.configuration = configuration
         self.random = random
@@ -205,7 +207,10 @@ struct SIPInviteSession: Sendable {
         switch purpose {
         case .invite:
             let timeout = (error as? SIPError)?.kind == .timeout
-            end(SIPCallEnd(.failed, statusCode: timeout ? 408 : nil, reasonPhrase: timeout ? "Request Timeout (no final response)" : "\(error)"))
+            end(
+                SIPCallEnd(
+                    .failed, statusCode: timeout ? 408 : nil,
+                    reasonPhrase: timeout ? "Request Timeout (no final response)" : "\(error)"))
         case .bye: byeAnswered(nil)
         case .reinvite(let id): reinviteFailed(id, error)
         case .cancel, .byeOfFork: break
@@ -228,8 +233,10 @@ struct SIPInviteSession: Sendable {
         case .answer(let capabilities, let headers): answer(with: capabilities, headers: headers, id)
         case .reject(let status, let reason, let headers): reject(status: status, reason: reason, headers: headers, id)
         case .reoffer(let direction, let freshKeys, let offering):
-            reoffer(Reoffer(id: id, direction: direction, freshKeys: freshKeys, offering: offering,
-                            waitLimit: now + configuration.timers.transactionTimeout))
+            reoffer(
+                Reoffer(
+                    id: id, direction: direction, freshKeys: freshKeys, offering: offering,
+                    waitLimit: now + configuration.timers.transactionTimeout))
         case .hangUp(let headers): hangUp(headers: headers, id)
         }
     }
@@ -245,7 +252,9 @@ struct SIPInviteSession: Sendable {
             cancelWanted = true
             if lastProvisional != nil { sendCancel() }
         case (.early, .incoming):
-            if let request = incomingInvite { respond(makeResponse(to: request.message, status: 603, headers: headers), to: request) }
+            if let request = incomingInvite {
+                respond(makeResponse(to: request.message, status: 603, headers: headers), to: request)
+            }
             end(SIPCallEnd(.rejected, statusCode: 603, reasonPhrase: "Decline"))
         case (.answered, .incoming) where unacknowledged != nil:
             holdByeUntilAcknowledged(headers: headers)
@@ -328,7 +337,9 @@ struct SIPInviteSession: Sendable {
     // MARK: Messages
 
     /// A response of ours to `request`: our tag, and on 101–299 the Record-Route, Contact and Allow a dialog needs.
-    func makeResponse(to request: SIPMessage, status: Int, reason: String? = nil, headers: [(String, String)] = []) -> SIPMessage {
+    func makeResponse(to request: SIPMessage, status: Int, reason: String? = nil, headers: [(String, String)] = [])
+        -> SIPMessage
+    {
         var response = SIPMessage.response(to: request, status: status, reasonPhrase: reason, toTag: localTag)
         if (101...299).contains(status) {
             // The UAS copies Record-Route into responses that create the dialog (§12.1.1).

@@ -16,7 +16,8 @@ public struct SIPUserAgentConfiguration: Sendable {
     public var glareBackoffAsCallee: ClosedRange<Double>
 
     public init(
-        addressOfRecord: SIPURI, displayName: String? = nil, outboundProxy: SIPPeer? = nil, transport: SIPTransportKind = .udp,
+        addressOfRecord: SIPURI, displayName: String? = nil, outboundProxy: SIPPeer? = nil,
+        transport: SIPTransportKind = .udp,
         glareBackoffAsCaller: ClosedRange<Double> = 2.1...4.0, glareBackoffAsCallee: ClosedRange<Double> = 0.0...2.0
     ) {
         self.addressOfRecord = addressOfRecord
@@ -48,7 +49,9 @@ public final class SIPUserAgent: @unchecked Sendable {
 
     static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS"
 
-    public init(endpoint: SIPEndpoint, credentials: (any SIPCredentialsDelegate)?, configuration: SIPUserAgentConfiguration) {
+    public init(
+        endpoint: SIPEndpoint, credentials: (any SIPCredentialsDelegate)?, configuration: SIPUserAgentConfiguration
+    ) {
         self.endpoint = endpoint
         self.sender = SIPRequestSender(endpoint: endpoint, credentials: credentials)
         self.configuration = configuration
@@ -64,7 +67,9 @@ public final class SIPUserAgent: @unchecked Sendable {
 
     /// Calls `target`: sends an INVITE with an SDP offer made from `capabilities` (and the custom `headers`, e.g.
     /// `X-Account: 42`), and returns the call at once; its `events` say how it goes.
-    public func call(_ target: SIPURI, offering capabilities: AudioCapabilities, headers: [(String, String)] = []) async throws -> SIPCall {
+    public func call(_ target: SIPURI, offering capabilities: AudioCapabilities, headers: [(String, String)] = [])
+        async throws -> SIPCall
+    {
         let peer = try configuration.outboundProxy ?? SIPPeer.resolving(target, transport: configuration.transport)
         let contact = try await contactURI()
         let offer = SessionDescription.makeOffer(capabilities)
@@ -81,7 +86,8 @@ public final class SIPUserAgent: @unchecked Sendable {
         for (name, value) in headers { fields.add(name, value) }
         fields.add("Content-Type", "application/sdp")
         let invite = SIPMessage.request(.invite, target, headers: fields, body: Array(offer.serialize().utf8))
-        let call = SIPCall(outgoing: invite, offer: offer, capabilities: capabilities, peer: peer, contact: contact, agent: self)
+        let call = SIPCall(
+            outgoing: invite, offer: offer, capabilities: capabilities, peer: peer, contact: contact, agent: self)
         try await endpoint.eventLoop.submit { self.calls[callID] = call }.get()
         call.startOutgoing()
         return call
@@ -149,21 +155,26 @@ public final class SIPUserAgent: @unchecked Sendable {
         // An offer we cannot read is refused now; one we cannot meet is the application's to refuse when answering.
         var offer: SessionDescription?
         if !message.body.isEmpty {
-            guard message.contentType.map({ $0.type.lowercased() == "application" && $0.subtype.lowercased() == "sdp" }) == true,
+            guard
+                message.contentType.map({ $0.type.lowercased() == "application" && $0.subtype.lowercased() == "sdp" })
+                    == true,
                 let parsed = try? SessionDescription(parsing: String(decoding: message.body, as: UTF8.self))
             else {
                 let reason = message.contentType == nil ? "Not Acceptable Here" : "Not Acceptable Here (unreadable SDP)"
-                endpoint.respond(.response(to: message, status: 488, reasonPhrase: reason, toTag: SIPRandomToken.make()), to: request)
+                endpoint.respond(
+                    .response(to: message, status: 488, reasonPhrase: reason, toTag: SIPRandomToken.make()), to: request
+                )
                 return
             }
             offer = parsed
         }
         let call = SIPCall(incoming: request, offer: offer, contact: contact, agent: self)
-        let fresh: Bool = (try? await endpoint.eventLoop.submit {
-            guard self.calls[call.callID] == nil else { return false }
-            self.calls[call.callID] = call
-            return true
-        }.get()) ?? false
+        let fresh: Bool =
+            (try? await endpoint.eventLoop.submit {
+                guard self.calls[call.callID] == nil else { return false }
+                self.calls[call.callID] = call
+                return true
+            }.get()) ?? false
         if fresh { incomingContinuation.yield(call) }
     }
 
@@ -182,7 +193,8 @@ extension SIPPeer {
         let kind = named ?? (uri.scheme == .sips ? .tls : transport)
         let host = uri.host.hasPrefix("[") ? String(uri.host.dropFirst().dropLast()) : uri.host
         do {
-            let address = try SocketAddress.makeAddressResolvingHost(host, port: uri.port ?? (kind == .tls ? 5061 : 5060))
+            let address = try SocketAddress.makeAddressResolvingHost(
+                host, port: uri.port ?? (kind == .tls ? 5061 : 5060))
             return SIPPeer(kind, address, serverName: host.isIPAddressLiteral ? nil : host)
         } catch {
             throw SIPError(.transport, "cannot resolve \(uri.host): \(error)")

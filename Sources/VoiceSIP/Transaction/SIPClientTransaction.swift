@@ -40,9 +40,11 @@ public struct SIPClientTransaction: Sendable {
 
     /// Starts the transaction: the request is to be sent now.
     public static func start(
-        request: SIPMessage, reliable: Bool, configuration: SIPTimerConfiguration = SIPTimerConfiguration(), now: SIPInstant
+        request: SIPMessage, reliable: Bool, configuration: SIPTimerConfiguration = SIPTimerConfiguration(),
+        now: SIPInstant
     ) -> (SIPClientTransaction, [SIPTransactionOutput]) {
-        let transaction = SIPClientTransaction(request: request, reliable: reliable, configuration: configuration, now: now)
+        let transaction = SIPClientTransaction(
+            request: request, reliable: reliable, configuration: configuration, now: now)
         return (transaction, [.send(request)])
     }
 
@@ -68,10 +70,14 @@ public struct SIPClientTransaction: Sendable {
     /// A response whose top Via branch and CSeq method matched this transaction (§17.1.3).
     public mutating func receive(response: SIPMessage, now: SIPInstant) -> [SIPTransactionOutput] {
         guard let code = response.statusCode else { return [] }
-        return isInvite ? receiveInviteResponse(response, code: code, now: now) : receiveNonInviteResponse(response, code: code, now: now)
+        return isInvite
+            ? receiveInviteResponse(response, code: code, now: now)
+            : receiveNonInviteResponse(response, code: code, now: now)
     }
 
-    private mutating func receiveInviteResponse(_ response: SIPMessage, code: Int, now: SIPInstant) -> [SIPTransactionOutput] {
+    private mutating func receiveInviteResponse(_ response: SIPMessage, code: Int, now: SIPInstant)
+        -> [SIPTransactionOutput]
+    {
         switch (state, code) {
         case (.calling, 100...199), (.proceeding, 100...199):
             state = .proceeding
@@ -101,7 +107,9 @@ public struct SIPClientTransaction: Sendable {
         }
     }
 
-    private mutating func receiveNonInviteResponse(_ response: SIPMessage, code: Int, now: SIPInstant) -> [SIPTransactionOutput] {
+    private mutating func receiveNonInviteResponse(_ response: SIPMessage, code: Int, now: SIPInstant)
+        -> [SIPTransactionOutput]
+    {
         switch (state, code) {
         case (.trying, 100...199), (.proceeding, 100...199):
             state = .proceeding

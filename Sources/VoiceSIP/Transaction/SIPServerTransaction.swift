@@ -30,7 +30,8 @@ public struct SIPServerTransaction: Sendable {
     /// Starts the transaction on a new request: the TU receives it, and an INVITE is answered with 100 Trying at
     /// once (§17.2.1 allows this instead of waiting 200 ms for the TU).
     public static func start(
-        request: SIPMessage, reliable: Bool, configuration: SIPTimerConfiguration = SIPTimerConfiguration(), now: SIPInstant
+        request: SIPMessage, reliable: Bool, configuration: SIPTimerConfiguration = SIPTimerConfiguration(),
+        now: SIPInstant
     ) -> (SIPServerTransaction, [SIPTransactionOutput]) {
         var transaction = SIPServerTransaction(request: request, reliable: reliable, configuration: configuration)
         guard transaction.isInvite else { return (transaction, [.deliver(request)]) }

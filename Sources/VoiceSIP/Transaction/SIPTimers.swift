@@ -80,7 +80,10 @@ struct SIPTimerSet: Equatable, Sendable {
     /// Removes and returns the earliest timer due at `now`, if any, with the deadline it was due at: a
     /// retransmission timer restarts from that deadline, not from a late wake-up, so its schedule does not drift.
     mutating func popExpired(at now: SIPInstant) -> (timer: SIPTimer, deadline: SIPInstant)? {
-        guard let (timer, deadline) = deadlines.min(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.rawValue < $1.key.rawValue) }),
+        guard
+            let (timer, deadline) = deadlines.min(by: {
+                $0.value < $1.value || ($0.value == $1.value && $0.key.rawValue < $1.key.rawValue)
+            }),
             deadline <= now
         else { return nil }
         deadlines[timer] = nil

@@ -30,8 +30,10 @@ public struct SIPTransactionID: Hashable, Sendable, CustomStringConvertible {
         }
         // §17.2.3 for RFC 2543 peers; the To tag is left out so that the ACK (which has it) matches the INVITE.
         let uri = request.requestURI?.description ?? ""
-        let key = [uri, request.from?.tag ?? "", request.callID ?? "", "\(request.cseq?.sequence ?? 0)", via.description]
-            .joined(separator: "|")
+        let key = [
+            uri, request.from?.tag ?? "", request.callID ?? "", "\(request.cseq?.sequence ?? 0)", via.description
+        ]
+        .joined(separator: "|")
         return SIPTransactionID(role: .server, key: key, method: matchedMethod)
     }
 }
@@ -90,7 +92,8 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
             throw SIPError(.missingOrRepeatedHeader, "request has no top Via with a branch")
         }
         guard clients[id] == nil else { throw SIPError(.invalidState, "a client transaction \(id) already exists") }
-        let (transaction, outputs) = SIPClientTransaction.start(request: request, reliable: reliable, configuration: configuration, now: now)
+        let (transaction, outputs) = SIPClientTransaction.start(
+            request: request, reliable: reliable, configuration: configuration, now: now)
         return (id, store(client: (transaction, peer), id: id, outputs: outputs))
     }
 
@@ -100,14 +103,18 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     }
 
     /// The TU's response on server transaction `id`.
-    public mutating func respond(_ response: SIPMessage, on id: SIPTransactionID, now: SIPInstant) throws -> [SIPTransactionEvent<Destination>] {
+    public mutating func respond(_ response: SIPMessage, on id: SIPTransactionID, now: SIPInstant) throws
+        -> [SIPTransactionEvent<Destination>]
+    {
         guard var entry = servers[id] else { throw SIPError(.invalidState, "no server transaction \(id)") }
         let outputs = try entry.transaction.respond(response, now: now)
         return store(server: entry, id: id, outputs: outputs)
     }
 
     /// A message from `peer`, already parsed and validated.
-    public mutating func receive(_ message: SIPMessage, from peer: Destination, reliable: Bool, now: SIPInstant) -> [SIPTransactionEvent<Destination>] {
+    public mutating func receive(_ message: SIPMessage, from peer: Destination, reliable: Bool, now: SIPInstant)
+        -> [SIPTransactionEvent<Destination>]
+    {
         if message.isRequest {
             guard let id = SIPTransactionID.server(forRequest: message) else { return [] }
             if var entry = servers[id] {
@@ -115,7 +122,8 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
                 return store(server: entry, id: id, outputs: outputs)
             }
             if message.requestMethod == .ack { return [.strayAck(message, from: peer)] }
-            let (transaction, outputs) = SIPServerTransaction.start(request: message, reliable: reliable, configuration: configuration, now: now)
+            let (transaction, outputs) = SIPServerTransaction.start(
+                request: message, reliable: reliable, configuration: configuration, now: now)
             return store(server: (transaction, peer), id: id, outputs: outputs)
         }
         guard let id = SIPTransactionID.client(forResponse: message), var entry = clients[id] else {
@@ -156,7 +164,9 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
     /// Pops entries at the top that no longer match their transaction, so that `nextDeadline` is a live one.
     private mutating func dropStaleDeadlines() {
         while let top = deadlines.first {
-            let current = top.id.role == .client ? clients[top.id]?.transaction.nextDeadline : servers[top.id]?.transaction.nextDeadline
+            let current =
+                top.id.role == .client
+                ? clients[top.id]?.transaction.nextDeadline : servers[top.id]?.transaction.nextDeadline
             if current == top.deadline { return }
             deadlines.removeFirst()
         }
@@ -169,14 +179,20 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
         return store(client: entry, id: id, outputs: outputs)
     }
 
-    private mutating func store(client entry: (transaction: SIPClientTransaction, peer: Destination), id: SIPTransactionID, outputs: [SIPTransactionOutput]) -> [SIPTransactionEvent<Destination>] {
+    private mutating func store(
+        client entry: (transaction: SIPClientTransaction, peer: Destination), id: SIPTransactionID,
+        outputs: [SIPTransactionOutput]
+    ) -> [SIPTransactionEvent<Destination>] {
         let before = clients[id]?.transaction.nextDeadline
         clients[id] = entry.transaction.isTerminated ? nil : entry
         noteDeadline(entry.transaction.isTerminated ? nil : entry.transaction.nextDeadline, was: before, id: id)
         return translate(outputs, id: id, peer: entry.peer)
     }
 
-    private mutating func store(server entry: (transaction: SIPServerTransaction, peer: Destination), id: SIPTransactionID, outputs: [SIPTransactionOutput]) -> [SIPTransactionEvent<Destination>] {
+    private mutating func store(
+        server entry: (transaction: SIPServerTransaction, peer: Destination), id: SIPTransactionID,
+        outputs: [SIPTransactionOutput]
+    ) -> [SIPTransactionEvent<Destination>] {
         let before = servers[id]?.transaction.nextDeadline
         servers[id] = entry.transaction.isTerminated ? nil : entry
         noteDeadline(entry.transaction.isTerminated ? nil : entry.transaction.nextDeadline, was: before, id: id)
@@ -188,7 +204,9 @@ public struct SIPTransactionLayer<Destination: Hashable & Sendable>: Sendable {
         dropStaleDeadlines()
     }
 
-    private func translate(_ outputs: [SIPTransactionOutput], id: SIPTransactionID, peer: Destination) -> [SIPTransactionEvent<Destination>] {
+    private func translate(_ outputs: [SIPTransactionOutput], id: SIPTransactionID, peer: Destination)
+        -> [SIPTransactionEvent<Destination>]
+    {
         outputs.compactMap { output in
             switch output {
             case .send(let message): .send(message, to: peer)

@@ -20,7 +20,9 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// Open stream connections, one per transport and remote address, whichever side opened them. A TLS one is
     /// listed from the connect on but its future completes only after the handshake.
     private var connections: [ConnectionKey: EventLoopFuture<any Channel>] = [:]
-    private var pending: [SIPTransactionID: (promise: EventLoopPromise<SIPMessage>, provisional: (@Sendable (SIPMessage) -> Void)?)] = [:]
+    private var pending:
+        [SIPTransactionID: (promise: EventLoopPromise<SIPMessage>, provisional: (@Sendable (SIPMessage) -> Void)?)] =
+            [:]
     private var requestHandler: (@Sendable (SIPIncomingRequest) -> Void)?
     private var strayResponseHandler: (@Sendable (SIPMessage) -> Void)?
     private var traceHandler: (@Sendable (String) -> Void)?
@@ -57,13 +59,15 @@ public final class SIPEndpoint: @unchecked Sendable {
         on eventLoop: any EventLoop, udp: SocketAddress? = nil, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
         configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
     ) async throws -> SIPEndpoint {
-        try await start(on: eventLoop, udp: udp.map(UDPSocket.address), tcp: tcp, tls: tls, configuration: configuration)
+        try await start(
+            on: eventLoop, udp: udp.map(UDPSocket.address), tcp: tcp, tls: tls, configuration: configuration)
     }
 
     /// As `start(on:udp:tcp:tls:configuration:)` with a UDP socket made and bound by the caller (one from a
     /// socket-activation manager, or made inside another network namespace). The endpoint owns and closes it.
     public static func start(
-        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil, tls: SocketAddress? = nil,
+        on eventLoop: any EventLoop, boundUDPSocket descriptor: CInt, tcp: SocketAddress? = nil,
+        tls: SocketAddress? = nil,
         configuration: SIPEndpointConfiguration = SIPEndpointConfiguration()
     ) async throws -> SIPEndpoint {
         try await start(on: eventLoop, udp: .descriptor(descriptor), tcp: tcp, tls: tls, configuration: configuration)
@@ -75,7 +79,8 @@ public final class SIPEndpoint: @unchecked Sendable {
     }
 
     private static func start(
-        on eventLoop: any EventLoop, udp: UDPSocket?, tcp: SocketAddress?, tls: SocketAddress?, configuration: SIPEndpointConfiguration
+        on eventLoop: any EventLoop, udp: UDPSocket?, tcp: SocketAddress?, tls: SocketAddress?,
+        configuration: SIPEndpointConfiguration
     ) async throws -> SIPEndpoint {
         let contexts = try configuration.tls.map(SIPTLSContexts.init)
         if tls != nil && contexts?.server == nil {
@@ -105,7 +110,8 @@ public final class SIPEndpoint: @unchecked Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .childChannelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true))
+                            try channel.pipeline.syncOperations.addHandler(
+                                SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true))
                             endpoint.accepted(channel, transport: .tcp)
                         }
                     }
@@ -121,7 +127,8 @@ public final class SIPEndpoint: @unchecked Sendable {
                             let pipeline = channel.pipeline.syncOperations
                             try pipeline.addHandler(NIOSSLServerHandler(context: serverContext))
                             try pipeline.addHandler(
-                                SIPStreamHandler(sink: endpoint, maximumMessageBytes: maximum, accepted: true, transport: .tls))
+                                SIPStreamHandler(
+                                    sink: endpoint, maximumMessageBytes: maximum, accepted: true, transport: .tls))
                             endpoint.accepted(channel, transport: .tls)
                         }
                     }
@@ -167,7 +174,9 @@ public final class SIPEndpoint: @unchecked Sendable {
     public func connectionAddress(toward peer: SIPPeer) async throws -> SocketAddress {
         guard peer.transport != .udp else { throw SIPError(.transport, "UDP has no connection to \(peer)") }
         let channel = try await eventLoop.flatSubmit { self.connection(to: peer) }.get()
-        guard let local = channel.localAddress else { throw SIPError(.transport, "the connection to \(peer) has no local address") }
+        guard let local = channel.localAddress else {
+            throw SIPError(.transport, "the connection to \(peer) has no local address")
+        }
         return local
     }
 
@@ -220,7 +229,8 @@ public final class SIPEndpoint: @unchecked Sendable {
             let promise = self.eventLoop.makePromise(of: SIPMessage.self)
             do {
                 let prepared = self.prepare(request, for: peer)
-                let (id, events) = try self.layer.send(request: prepared, to: peer, reliable: peer.transport.isReliable, now: self.now())
+                let (id, events) = try self.layer.send(
+                    request: prepared, to: peer, reliable: peer.transport.isReliable, now: self.now())
                 self.pending[id] = (promise, onProvisional)
                 self.perform(events)
             } catch {
@@ -245,7 +255,9 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// request without a Via gets ours (a fresh branch) and Max-Forwards, as in `request(_:to:onProvisional:)`.
     public func sendStateless(_ message: SIPMessage, to peer: SIPPeer) {
         executeIfOpen {
-            self.write(message.isRequest ? self.prepare(message, for: peer) : self.message(message, preparedFor: peer), to: peer)
+            self.write(
+                message.isRequest ? self.prepare(message, for: peer) : self.message(message, preparedFor: peer),
+                to: peer)
         }
     }
 
@@ -305,7 +317,9 @@ public final class SIPEndpoint: @unchecked Sendable {
 
     private func prepare(_ request: SIPMessage, for peer: SIPPeer) -> SIPMessage {
         var request = request
-        if request.headers.first("Via") == nil { request.headers.prepend("Via", makeVia(for: peer.transport).description) }
+        if request.headers.first("Via") == nil {
+            request.headers.prepend("Via", makeVia(for: peer.transport).description)
+        }
         if request.headers.first("Max-Forwards") == nil { request.headers.add("Max-Forwards", "70") }
         return message(request, preparedFor: peer)
     }
@@ -332,10 +346,14 @@ public final class SIPEndpoint: @unchecked Sendable {
                     strayResponseHandler?(response)
                 }
             case .request(let request, let id, let peer):
-                deliver(SIPIncomingRequest(message: request, transaction: request.requestMethod == .ack ? nil : id, peer: peer))
+                deliver(
+                    SIPIncomingRequest(
+                        message: request, transaction: request.requestMethod == .ack ? nil : id, peer: peer))
             case .timedOut(let id, let timer):
                 pending.removeValue(forKey: id)?.promise.fail(
-                    SIPError(.timeout, "Timer \(timer.rawValue) fired: no \(timer == .h ? "ACK" : "final response") for \(id.method)"))
+                    SIPError(
+                        .timeout,
+                        "Timer \(timer.rawValue) fired: no \(timer == .h ? "ACK" : "final response") for \(id.method)"))
             case .strayResponse(let response, _):
                 strayResponseHandler?(response)
             case .strayAck(let ack, let peer):
@@ -350,7 +368,10 @@ public final class SIPEndpoint: @unchecked Sendable {
             requestHandler(request)
         } else if let id = request.transaction {
             // Nobody to answer: say so rather than let the peer retransmit for 32 s.
-            perform((try? layer.respond(.response(to: request.message, status: 501, toTag: SIPRandomToken.make()), on: id, now: now())) ?? [])
+            perform(
+                (try? layer.respond(
+                    .response(to: request.message, status: 501, toTag: SIPRandomToken.make()), on: id, now: now()))
+                    ?? [])
         }
     }
 
@@ -432,7 +453,8 @@ public final class SIPEndpoint: @unchecked Sendable {
         let tlsContext: SIPTLSContexts?
         if peer.transport == .tls {
             guard let tlsContexts else {
-                return eventLoop.makeFailedFuture(SIPError(.tls, "no TLS configuration (SIPEndpointConfiguration.tls) for \(peer)"))
+                return eventLoop.makeFailedFuture(
+                    SIPError(.tls, "no TLS configuration (SIPEndpointConfiguration.tls) for \(peer)"))
             }
             tlsContext = tlsContexts
         } else {
@@ -454,13 +476,16 @@ public final class SIPEndpoint: @unchecked Sendable {
                         try pipeline.addHandler(SIPTLSHandshakeHandler(handshake: handshake, peer: peer.description))
                     }
                     try pipeline.addHandler(
-                        SIPStreamHandler(sink: self, maximumMessageBytes: maximum, accepted: false, transport: peer.transport))
+                        SIPStreamHandler(
+                            sink: self, maximumMessageBytes: maximum, accepted: false, transport: peer.transport))
                 }
             }
             .connect(to: peer.address)
         let future: EventLoopFuture<any Channel>
         if tlsContext != nil {
-            connected.whenFailure { handshake.fail($0 as? SIPError ?? SIPError(.tls, "TLS connection to \(peer) failed: \($0)")) }
+            connected.whenFailure {
+                handshake.fail($0 as? SIPError ?? SIPError(.tls, "TLS connection to \(peer) failed: \($0)"))
+            }
             future = connected.and(handshake.futureResult).map { channel, _ in channel }
             // A refused handshake leaves nothing to reuse.
             future.whenFailure { _ in connected.whenSuccess { $0.close(promise: nil) } }
@@ -484,7 +509,9 @@ public final class SIPEndpoint: @unchecked Sendable {
     }
 
     private func pingConnections() {
-        for key in connections.keys { writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: SIPPeer(key.transport, key.address), failing: nil) }
+        for key in connections.keys {
+            writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: SIPPeer(key.transport, key.address), failing: nil)
+        }
         for peer in keepaliveTargets {
             _statistics.keepalivesSent += 1
             writeBytes([0x0D, 0x0A, 0x0D, 0x0A], to: peer, failing: nil)

@@ -60,7 +60,10 @@ struct SIPTLSContexts: Sendable {
                 guard let keyFile = configuration.privateKeyFile else {
                     throw SIPError(.tls, "a TLS certificate chain needs its private key file")
                 }
-                identity = (try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) }, .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+                identity = (
+                    try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) },
+                    .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
+                )
             }
             var client = TLSConfiguration.makeClientConfiguration()
             client.minimumTLSVersion = .tlsv12
@@ -75,7 +78,8 @@ struct SIPTLSContexts: Sendable {
             }
             self.client = try NIOSSLContext(configuration: client)
             if let identity {
-                var server = TLSConfiguration.makeServerConfiguration(certificateChain: identity.chain, privateKey: identity.key)
+                var server = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: identity.chain, privateKey: identity.key)
                 server.minimumTLSVersion = .tlsv12
                 self.server = try NIOSSLContext(configuration: server)
             } else {

@@ -127,7 +127,9 @@ final class SIPStreamHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        sink?.transport(dropped: SIPError(transport == .tls ? .tls : .transport, "\(transport.rawValue) error: \(error)"), from: peer)
+        sink?.transport(
+            dropped: SIPError(transport == .tls ? .tls : .transport, "\(transport.rawValue) error: \(error)"),
+            from: peer)
         context.close(promise: nil)
     }
 }

@@ -14,9 +14,13 @@ public struct SIPRegistrationConfiguration: Sendable {
     public var routeSet: [SIPURI]
     public var displayName: String?
 
-    public init(addressOfRecord: SIPURI, server: SIPPeer, registrar: SIPURI? = nil, expires: UInt32 = 3600, routeSet: [SIPURI] = [], displayName: String? = nil) {
+    public init(
+        addressOfRecord: SIPURI, server: SIPPeer, registrar: SIPURI? = nil, expires: UInt32 = 3600,
+        routeSet: [SIPURI] = [], displayName: String? = nil
+    ) {
         self.addressOfRecord = addressOfRecord
-        self.registrar = registrar ?? SIPURI(scheme: addressOfRecord.scheme, host: addressOfRecord.host, port: addressOfRecord.port)
+        self.registrar =
+            registrar ?? SIPURI(scheme: addressOfRecord.scheme, host: addressOfRecord.host, port: addressOfRecord.port)
         self.server = server
         self.expires = expires
         self.routeSet = routeSet
@@ -67,25 +71,33 @@ public actor SIPRegistration {
             // An authenticated retry went out with the next CSeq; ours continue after it (§10.3 step 7).
             if let answered = response.cseq?.sequence { sequence = max(sequence, answered) }
             // 423: the registrar wants a longer lifetime (§10.2.8).
-            if code == 423, let minimum = response.headers.first("Min-Expires").flatMap({ UInt32($0) }), minimum > requested {
+            if code == 423, let minimum = response.headers.first("Min-Expires").flatMap({ UInt32($0) }),
+                minimum > requested
+            {
                 requested = minimum
                 continue
             }
             let contact = try await contactURI()
             let contacts = response.contacts
-            let granted: UInt32 = contacts.lazy.compactMap { value -> UInt32? in
-                guard case .address(let address) = value, address.uri.user == contact.user, address.uri.host == contact.host,
-                    address.uri.port == contact.port
-                else { return nil }
-                return address.parameters[parameter: "expires"].flatMap { UInt32($0) }
-            }.first ?? response.expires ?? requested
+            let granted: UInt32 =
+                contacts.lazy.compactMap { value -> UInt32? in
+                    guard case .address(let address) = value, address.uri.user == contact.user,
+                        address.uri.host == contact.host,
+                        address.uri.port == contact.port
+                    else { return nil }
+                    return address.parameters[parameter: "expires"].flatMap { UInt32($0) }
+                }.first ?? response.expires ?? requested
             let result = SIPRegistrationResult(
                 statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
                 grantedExpires: (200...299).contains(code) ? (requested == 0 ? 0 : granted) : 0, contacts: contacts)
             last = result
             // A binding through a NAT lives only as long as the NAT's mapping: keep it warm while registered.
             if result.succeeded {
-                if requested == 0 { sender.endpoint.stopKeepalive(configuration.server) } else { sender.endpoint.keepAlive(configuration.server) }
+                if requested == 0 {
+                    sender.endpoint.stopKeepalive(configuration.server)
+                } else {
+                    sender.endpoint.keepAlive(configuration.server)
+                }
             }
             return result
         }
@@ -107,7 +119,9 @@ public actor SIPRegistration {
                 do { outcome = .success(try await self.register()) } catch { outcome = .failure(error) }
                 let result = try? outcome.get()
                 await self.countRefresh(result, outcome)
-                delay = result.map { $0.succeeded ? Self.refreshDelay(granted: $0.grantedExpires) : .seconds(30) } ?? .seconds(30)
+                delay =
+                    result.map { $0.succeeded ? Self.refreshDelay(granted: $0.grantedExpires) : .seconds(30) }
+                    ?? .seconds(30)
             }
         }
         return first
@@ -160,7 +174,9 @@ public actor SIPRegistration {
         headers.add("To", aor.description)
         headers.add("Call-ID", callID)
         headers.add("CSeq", SIPCSeq(sequence, .register).description)
-        headers.add("Contact", SIPAddress(uri: try await contactURI(), parameters: [SIPParameter("expires", "\(expires)")]).description)
+        headers.add(
+            "Contact",
+            SIPAddress(uri: try await contactURI(), parameters: [SIPParameter("expires", "\(expires)")]).description)
         headers.add("Expires", "\(expires)")
         return .request(.register, configuration.registrar, headers: headers)
     }

@@ -16,7 +16,9 @@ public actor SIPRequestSender {
     /// Sends `request` to `peer` and returns its final response; on a challenge, once more with credentials (a new
     /// branch and CSeq). The response to the retry is returned whatever it is: a second 401/407 means the
     /// credentials were refused, unless the server said the nonce was stale.
-    public func send(_ request: SIPMessage, to peer: SIPPeer, onProvisional: (@Sendable (SIPMessage) -> Void)? = nil) async throws -> SIPMessage {
+    public func send(_ request: SIPMessage, to peer: SIPPeer, onProvisional: (@Sendable (SIPMessage) -> Void)? = nil)
+        async throws -> SIPMessage
+    {
         var request = request
         try authorize(&request)
         var staleRetries = 0
@@ -25,7 +27,9 @@ public actor SIPRequestSender {
             let response = try await endpoint.request(request, to: peer, onProvisional: onProvisional).get()
             guard let code = response.statusCode, code == 401 || code == 407, let credentials else { return response }
             let proxy = code == 407
-            let offered = response.headers[proxy ? "Proxy-Authenticate" : "WWW-Authenticate"].compactMap { try? SIPDigestChallenge(parsing: $0) }
+            let offered = response.headers[proxy ? "Proxy-Authenticate" : "WWW-Authenticate"].compactMap {
+                try? SIPDigestChallenge(parsing: $0)
+            }
             guard !offered.isEmpty else { return response }
             let stale = offered.contains(where: \.stale)
             if attempt > 0 && !(stale && staleRetries == 0) { return response }
@@ -50,7 +54,8 @@ public actor SIPRequestSender {
         request.headers.remove("Proxy-Authorization")
         for (realm, entry) in challenges.sorted(by: { $0.key < $1.key }) {
             guard let account = credentials.credentials(forRealm: realm) else { continue }
-            let value = try authenticator.authorization(for: entry.challenge, credentials: account, method: method, uri: uri.description)
+            let value = try authenticator.authorization(
+                for: entry.challenge, credentials: account, method: method, uri: uri.description)
             request.headers.add(entry.proxy ? "Proxy-Authorization" : "Authorization", value)
         }
     }

@@ -24,7 +24,8 @@ public struct DTLSFingerprint: Equatable, Hashable, Sendable, CustomStringConver
 
     /// "sha-256 AB:CD:…" as `a=fingerprint:` carries it.
     public var sdpValue: String {
-        algorithm + " " + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
+        algorithm + " "
+            + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
     }
 
     public var description: String { sdpValue }

@@ -14,8 +14,10 @@ public struct DTLSSRTPKeys: Equatable, Sendable {
 
     /// The outbound (protect) and inbound (unprotect) libsrtp sessions for these keys.
     public func makeSessions() throws(SRTPError) -> (outbound: SRTPSession, inbound: SRTPSession) {
-        (try SRTPSession(suite: suite, key: localKey, direction: .outbound),
-         try SRTPSession(suite: suite, key: remoteKey, direction: .inbound))
+        (
+            try SRTPSession(suite: suite, key: localKey, direction: .outbound),
+            try SRTPSession(suite: suite, key: remoteKey, direction: .inbound)
+        )
     }
 }
 
@@ -67,8 +69,10 @@ public final class DTLSSRTPAssociation {
     ///   - suites: SRTP profiles offered/accepted, preference order; AES_CM_128_HMAC_SHA1_80, _32, AEAD_AES_128_GCM
     ///     and AEAD_AES_256_GCM have use_srtp names.
     ///   - mtu: largest datagram the association produces (1200 keeps a flight inside any tunnel).
-    public init(certificate: DTLSCertificate, role: Role, remoteFingerprint: DTLSFingerprint,
-                suites: [SRTPCryptoSuite] = DTLSSRTPAssociation.defaultSuites, mtu: Int = 1200) throws(DTLSError) {
+    public init(
+        certificate: DTLSCertificate, role: Role, remoteFingerprint: DTLSFingerprint,
+        suites: [SRTPCryptoSuite] = DTLSSRTPAssociation.defaultSuites, mtu: Int = 1200
+    ) throws(DTLSError) {
         self.role = role
         self.remoteFingerprint = remoteFingerprint
         self.mtu = mtu
@@ -81,8 +85,8 @@ public final class DTLSSRTPAssociation {
         let profiles = suites.compactMap(\.useSRTPName).joined(separator: ":")
         // SSL_CTX_set_tlsext_use_srtp returns 0 on success.
         guard !profiles.isEmpty, SSL_CTX_set_tlsext_use_srtp(context, profiles) == 0,
-              SSL_CTX_use_certificate(context, certificate.x509) == 1,
-              SSL_CTX_use_PrivateKey(context, certificate.key) == 1
+            SSL_CTX_use_certificate(context, certificate.x509) == 1,
+            SSL_CTX_use_PrivateKey(context, certificate.key) == 1
         else {
             SSL_CTX_free(context)
             throw DTLSCertificate.failure("SSL_CTX_set_tlsext_use_srtp/use_certificate")
@@ -171,7 +175,10 @@ public final class DTLSSRTPAssociation {
             var scratch = [UInt8](repeating: 0, count: 2048)
             while true {
                 let n = SSL_read(ssl, &scratch, Int32(scratch.count))
-                if n > 0 { droppedRecords += 1; continue }
+                if n > 0 {
+                    droppedRecords += 1
+                    continue
+                }
                 checkError(n)
                 break
             }
@@ -211,7 +218,7 @@ public final class DTLSSRTPAssociation {
             return fail(.fingerprintMismatch(expected: remoteFingerprint, actual: actual ?? DTLSFingerprint(bytes: [])))
         }
         guard let profile = SSL_get_selected_srtp_profile(ssl),
-              let suite = SRTPCryptoSuite(useSRTPID: profile.pointee.id)
+            let suite = SRTPCryptoSuite(useSRTPID: profile.pointee.id)
         else { return fail(.noCommonSRTPProfile) }
         // RFC 5764 §4.2: client key | server key | client salt | server salt.
         let keyLength = suite.masterKeyLength, saltLength = suite.masterSaltLength
@@ -227,8 +234,10 @@ public final class DTLSSRTPAssociation {
         let client = SRTPMasterKey(bytes: clientKey + clientSalt)
         let server = SRTPMasterKey(bytes: serverKey + serverSalt)
         explicit_bzero(&material, material.count)
-        state = .connected(DTLSSRTPKeys(
-            suite: suite, localKey: role == .client ? client : server, remoteKey: role == .client ? server : client))
+        state = .connected(
+            DTLSSRTPKeys(
+                suite: suite, localKey: role == .client ? client : server, remoteKey: role == .client ? server : client)
+        )
     }
 
     private func fail(_ error: DTLSError) {
@@ -285,8 +294,8 @@ public final class DTLSSRTPAssociation {
 /// (self-signed, so OpenSSL's own chain verdict is ignored).
 private func verifyFingerprint(_ preverify: Int32, _ store: OpaquePointer?) -> Int32 {
     guard let store, X509_STORE_CTX_get_error_depth(store) == 0,
-          let raw = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
-          let association = DTLSSRTPAssociation.from(OpaquePointer(raw))
+        let raw = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
+        let association = DTLSSRTPAssociation.from(OpaquePointer(raw))
     else { return 1 }  // certificates above the leaf (none in WebRTC) are not what the fingerprint names
     guard let certificate = X509_STORE_CTX_get_current_cert(store) else { return 0 }
     if association.noteCertificate(DTLSCertificate.fingerprint(of: certificate)) { return 1 }

@@ -20,8 +20,12 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
 
     /// - Throws: ``DTLSError/handshakeFailed(reason:)`` for a fingerprint that is not sha-256 hex, or OpenSSL's
     ///   refusal to set the association up.
-    public init(certificate: DTLSCertificate, negotiated: NegotiatedDTLS, transport: UDPMediaTransport) throws(DTLSError) {
-        guard let fingerprint = DTLSFingerprint(sdpValue: negotiated.remoteFingerprint), fingerprint.algorithm == "sha-256" else {
+    public init(certificate: DTLSCertificate, negotiated: NegotiatedDTLS, transport: UDPMediaTransport)
+        throws(DTLSError)
+    {
+        guard let fingerprint = DTLSFingerprint(sdpValue: negotiated.remoteFingerprint),
+            fingerprint.algorithm == "sha-256"
+        else {
             throw .handshakeFailed(reason: "unusable a=fingerprint \(negotiated.remoteFingerprint) (sha-256 needed)")
         }
         association = try DTLSSRTPAssociation(
@@ -69,5 +73,7 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
 
 extension DTLSSRTPKeys {
     /// The keys as a media stream takes them (`MediaStreamConfiguration.srtp`).
-    public var mediaStreamKeys: MediaStreamSRTP { MediaStreamSRTP(suite: suite, localKey: localKey, remoteKey: remoteKey) }
+    public var mediaStreamKeys: MediaStreamSRTP {
+        MediaStreamSRTP(suite: suite, localKey: localKey, remoteKey: remoteKey)
+    }
 }

@@ -15,8 +15,8 @@ public enum HostCandidates {
         for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
             let flags = Int32(bitPattern: entry.pointee.ifa_flags)
             guard flags & Int32(IFF_UP) != 0, let sa = entry.pointee.ifa_addr,
-                  includeLoopback || flags & Int32(IFF_LOOPBACK) == 0,
-                  let address = TransportAddress(socketAddress: sa)
+                includeLoopback || flags & Int32(IFF_LOOPBACK) == 0,
+                let address = TransportAddress(socketAddress: sa)
             else { continue }
             if address.family == .ipv6, address.withAddressBytes({ $0[0] == 0xFE && $0[1] & 0xC0 == 0x80 }) { continue }
             if !result.contains(address) { result.append(address) }
@@ -39,7 +39,9 @@ extension TransportAddress {
         case .v4(let address):
             self = withUnsafeBytes(of: address.bigEndian) { TransportAddress(rawAddress: $0, port: endpoint.port) }
         case .v6(let high, let low):
-            self = withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { TransportAddress(rawAddress: $0, port: endpoint.port) }
+            self = withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) {
+                TransportAddress(rawAddress: $0, port: endpoint.port)
+            }
         }
     }
 }

@@ -140,13 +140,18 @@ public final class ICEAgent {
     private var lastConsent: MediaTime?
     private var nextConsent: MediaTime?
     /// Requests that arrived before the peer's credentials (trickle: the offer's checks can beat the answer).
-    private var early: [(source: TransportAddress, base: TransportAddress, priority: UInt32, useCandidate: Bool,
-                         time: MediaTime)] = []
+    private var early:
+        [(
+            source: TransportAddress, base: TransportAddress, priority: UInt32, useCandidate: Bool,
+            time: MediaTime
+        )] = []
     private var foundations: [String: String] = [:]
     private var outbox: [Transmit] = []
 
-    public init(role: Role, local: ICECredentials = .random(), remote: ICECredentials? = nil,
-                tieBreaker: UInt64 = .random(in: 0...UInt64.max)) {
+    public init(
+        role: Role, local: ICECredentials = .random(), remote: ICECredentials? = nil,
+        tieBreaker: UInt64 = .random(in: 0...UInt64.max)
+    ) {
         self.role = role
         self.local = local
         self.remote = remote
@@ -159,9 +164,12 @@ public final class ICEAgent {
     /// `base` is the socket's address for host and srflx, the relayed address for relay; `related` is the
     /// srflx/relay candidate's raddr (the host or mapped address). Pairs with the known remote candidates form.
     @discardableResult
-    public func addLocalCandidate(kind: ICECandidate.Kind, address: TransportAddress, base: TransportAddress,
-                                  related: TransportAddress? = nil, server: String = "") -> ICECandidate {
-        if let existing = localCandidates.first(where: { $0.candidate.address == address && $0.candidate.kind == kind }) {
+    public func addLocalCandidate(
+        kind: ICECandidate.Kind, address: TransportAddress, base: TransportAddress,
+        related: TransportAddress? = nil, server: String = ""
+    ) -> ICECandidate {
+        if let existing = localCandidates.first(where: { $0.candidate.address == address && $0.candidate.kind == kind })
+        {
             return existing.candidate
         }
         // Local preference (§5.1.2.2): IPv6 before IPv4 (RFC 8421), then the order of gathering.
@@ -197,7 +205,10 @@ public final class ICEAgent {
     /// skipped (counted).
     public func addRemoteCandidate(_ candidate: ICECandidate) {
         guard candidate.isUDP, candidate.component == 1 else { return }
-        guard let address = candidate.address else { unresolvedRemoteCandidates += 1; return }
+        guard let address = candidate.address else {
+            unresolvedRemoteCandidates += 1
+            return
+        }
         if let i = remoteCandidates.firstIndex(where: { $0.address == address }) {
             // A prflx we learned from a check, now signalled: keep the signalled type and priority (§7.3.1.3).
             if remoteCandidates[i].kind == .prflx { remoteCandidates[i] = candidate }
@@ -260,8 +271,9 @@ public final class ICEAgent {
             return
         }
         if let nextConsent, let selected, now >= nextConsent {
-            sendCheck(local: selected.local, remote: selected.remote, localCredentials: selected.localCredentials,
-                      remoteCredentials: selected.remoteCredentials, nominate: false, consent: true, now: now)
+            sendCheck(
+                local: selected.local, remote: selected.remote, localCredentials: selected.localCredentials,
+                remoteCredentials: selected.remoteCredentials, nominate: false, consent: true, now: now)
             self.nextConsent = now + consentInterval * Double.random(in: 0.8...1.2)
         }
         nominateIfReady(now: now)
@@ -283,7 +295,10 @@ public final class ICEAgent {
         let controlling = role == .controlling
         let best = { (state: PairState) in
             self.pairs.indices.filter { self.pairs[$0].state == state }
-                .max { self.pairs[$0].priority(weAreControlling: controlling) < self.pairs[$1].priority(weAreControlling: controlling) }
+                .max {
+                    self.pairs[$0].priority(weAreControlling: controlling)
+                        < self.pairs[$1].priority(weAreControlling: controlling)
+                }
         }
         return best(.waiting) ?? best(.frozen)
     }
@@ -291,25 +306,31 @@ public final class ICEAgent {
     private func startCheck(_ i: Int, now: MediaTime) {
         guard let remote else { return }
         pairs[i].state = .inProgress
-        sendCheck(local: pairs[i].local, remote: pairs[i].remote, localCredentials: local, remoteCredentials: remote,
-                  nominate: false, consent: false, now: now)
+        sendCheck(
+            local: pairs[i].local, remote: pairs[i].remote, localCredentials: local, remoteCredentials: remote,
+            nominate: false, consent: false, now: now)
     }
 
-    private func sendCheck(local base: TransportAddress, remote address: TransportAddress,
-                           localCredentials: ICECredentials, remoteCredentials: ICECredentials, nominate: Bool,
-                           consent: Bool, now: MediaTime) {
-        let preference = localCandidates.first(where: { $0.base == base })
+    private func sendCheck(
+        local base: TransportAddress, remote address: TransportAddress,
+        localCredentials: ICECredentials, remoteCredentials: ICECredentials, nominate: Bool,
+        consent: Bool, now: MediaTime
+    ) {
+        let preference =
+            localCandidates.first(where: { $0.base == base })
             .map { $0.candidate.priority >> 8 & 0xFFFF } ?? 65_535
         var attributes: [STUNAttribute] = [
             .string(STUNAttribute.Kind.username, "\(remoteCredentials.ufrag):\(localCredentials.ufrag)"),
             .uint32(STUNAttribute.Kind.priority, ICECandidate.priority(kind: .prflx, localPreference: preference)),
-            role == .controlling ? .uint64(STUNAttribute.Kind.iceControlling, tieBreaker)
-                : .uint64(STUNAttribute.Kind.iceControlled, tieBreaker),
+            role == .controlling
+                ? .uint64(STUNAttribute.Kind.iceControlling, tieBreaker)
+                : .uint64(STUNAttribute.Kind.iceControlled, tieBreaker)
         ]
         if nominate { attributes.append(.flag(STUNAttribute.Kind.useCandidate)) }
         let request = STUNMessage(method: .binding, messageClass: .request, attributes: attributes)
-        let bytes = request.serialize(integrityKey: STUNMessage.shortTermKey(password: remoteCredentials.password),
-                                      fingerprint: true)
+        let bytes = request.serialize(
+            integrityKey: STUNMessage.shortTermKey(password: remoteCredentials.password),
+            fingerprint: true)
         transactions[request.transactionID] = Transaction(
             local: base, remote: address, datagram: bytes, rto: initialRTO, due: now + initialRTO,
             nominating: nominate, consent: consent, remotePassword: remoteCredentials.password)
@@ -323,7 +344,8 @@ public final class ICEAgent {
                 transactions[id] = nil
                 if t.nominating { nominating = false }  // the next tick picks the best valid pair again
                 if !t.consent, let i = pairIndex(local: t.local, remote: t.remote),
-                   pairs[i].state == .inProgress || t.nominating {
+                    pairs[i].state == .inProgress || t.nominating
+                {
                     pairs[i].state = .failed
                 }
                 continue
@@ -349,19 +371,22 @@ public final class ICEAgent {
         // The pair is valid already: its check goes again, now, with USE-CANDIDATE (outside the pacing).
         nominating = true
         guard let remote else { return }
-        sendCheck(local: pairs[best].local, remote: pairs[best].remote, localCredentials: local,
-                  remoteCredentials: remote, nominate: true, consent: false, now: now)
+        sendCheck(
+            local: pairs[best].local, remote: pairs[best].remote, localCredentials: local,
+            remoteCredentials: remote, nominate: true, consent: false, now: now)
     }
 
     private func bestValid() -> Int? {
         let controlling = role == .controlling
         return pairs.indices.filter { pairs[$0].state == .succeeded }
-            .max { pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling) }
+            .max {
+                pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling)
+            }
     }
 
     private func updateFailure() {
         guard selected == nil, localGatheringComplete, remoteGatheringComplete, remote != nil,
-              pairs.allSatisfy({ $0.state == .failed }), transactions.isEmpty, triggered.isEmpty
+            pairs.allSatisfy({ $0.state == .failed }), transactions.isEmpty, triggered.isEmpty
         else { return }
         state = .failed(.allPairsFailed)
     }
@@ -382,8 +407,10 @@ public final class ICEAgent {
         }
     }
 
-    private func handleRequest(_ request: STUNMessage, from source: TransportAddress, base: TransportAddress,
-                               now: MediaTime) {
+    private func handleRequest(
+        _ request: STUNMessage, from source: TransportAddress, base: TransportAddress,
+        now: MediaTime
+    ) {
         let key = STUNMessage.shortTermKey(password: local.password)
         // RFC 8489 §9.1.3: no USERNAME or MESSAGE-INTEGRITY → 400; wrong USERNAME or HMAC → 401.
         guard let username = request.string(STUNAttribute.Kind.username), request.integrityOffset != nil else {
@@ -393,14 +420,15 @@ public final class ICEAgent {
         }
         let parts = username.split(separator: ":", maxSplits: 1)
         guard parts.first.map(String.init) == local.ufrag, request.verifyIntegrity(key: key),
-              remote == nil || parts.count == 2 && String(parts[1]) == remote?.ufrag
+            remote == nil || parts.count == 2 && String(parts[1]) == remote?.ufrag
         else {
             rejectedRequests += 1
             reply(error: 401, "Unauthorized", to: request, from: base, destination: source, key: nil)
             return
         }
         // §7.3.1.1: role conflict.
-        let theirTieBreaker = (try? request.uint64(STUNAttribute.Kind.iceControlling))
+        let theirTieBreaker =
+            (try? request.uint64(STUNAttribute.Kind.iceControlling))
             ?? (try? request.uint64(STUNAttribute.Kind.iceControlled)) ?? nil
         if let theirs = theirTieBreaker {
             let theyControl = request.has(STUNAttribute.Kind.iceControlling)
@@ -416,9 +444,12 @@ public final class ICEAgent {
         let response = STUNMessage(
             method: .binding, messageClass: .successResponse, transactionID: request.transactionID,
             attributes: [.address(STUNAttribute.Kind.xorMappedAddress, source, transactionID: request.transactionID)])
-        outbox.append(Transmit(base: base, destination: source,
-                               datagram: response.serialize(integrityKey: key, fingerprint: true)))
-        let priority = ((try? request.uint32(STUNAttribute.Kind.priority)) ?? nil) ?? ICECandidate.priority(kind: .prflx)
+        outbox.append(
+            Transmit(
+                base: base, destination: source,
+                datagram: response.serialize(integrityKey: key, fingerprint: true)))
+        let priority =
+            ((try? request.uint32(STUNAttribute.Kind.priority)) ?? nil) ?? ICECandidate.priority(kind: .prflx)
         let useCandidate = request.has(STUNAttribute.Kind.useCandidate) && role == .controlled
         guard remote != nil else {
             if early.count < maximumPairs { early.append((source, base, priority, useCandidate, now)) }
@@ -428,17 +459,21 @@ public final class ICEAgent {
     }
 
     /// §7.3.1.3–7.3.1.5: learn a peer-reflexive remote candidate, queue a triggered check, note a nomination.
-    private func handleCheck(from source: TransportAddress, base: TransportAddress, priority: UInt32,
-                             useCandidate: Bool, now: MediaTime) {
+    private func handleCheck(
+        from source: TransportAddress, base: TransportAddress, priority: UInt32,
+        useCandidate: Bool, now: MediaTime
+    ) {
         guard localCandidates.contains(where: { $0.base == base }) else { return }
         if !remoteCandidates.contains(where: { $0.address == source }) {
-            let prflx = ICECandidate(foundation: "prflx\(remoteCandidates.count)", priority: priority,
-                                     host: source.host, port: source.port, kind: .prflx)
+            let prflx = ICECandidate(
+                foundation: "prflx\(remoteCandidates.count)", priority: priority,
+                host: source.host, port: source.port, kind: .prflx)
             remoteCandidates.append(prflx)
         }
         var index = pairIndex(local: base, remote: source)
         if index == nil, let candidate = remoteCandidates.first(where: { $0.address == source }),
-           let l = localCandidates.firstIndex(where: { $0.base == base && $0.candidate.kind != .srflx }) {
+            let l = localCandidates.firstIndex(where: { $0.base == base && $0.candidate.kind != .srflx })
+        {
             addPair(localIndex: l, remote: candidate)
             index = pairIndex(local: base, remote: source)
         }
@@ -455,8 +490,10 @@ public final class ICEAgent {
         }
     }
 
-    private func handleResponse(_ response: STUNMessage, from source: TransportAddress, base: TransportAddress,
-                                now: MediaTime) {
+    private func handleResponse(
+        _ response: STUNMessage, from source: TransportAddress, base: TransportAddress,
+        now: MediaTime
+    ) {
         guard let t = transactions[response.transactionID] else { return }  // late retransmission's answer
         guard response.verifyIntegrity(key: STUNMessage.shortTermKey(password: t.remotePassword)) else {
             rejectedRequests += 1
@@ -498,12 +535,17 @@ public final class ICEAgent {
         guard let remote else { return }
         pairs[i].nominated = true
         let controlling = role == .controlling
-        guard let best = pairs.indices.filter({ pairs[$0].nominated })
-            .max(by: { pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling) })
+        guard
+            let best = pairs.indices.filter({ pairs[$0].nominated })
+                .max(by: {
+                    pairs[$0].priority(weAreControlling: controlling)
+                        < pairs[$1].priority(weAreControlling: controlling)
+                })
         else { return }
         let pair = pairs[best]
-        let newSelection = Selected(local: pair.local, remote: pair.remote, localCredentials: local,
-                                    remoteCredentials: remote)
+        let newSelection = Selected(
+            local: pair.local, remote: pair.remote, localCredentials: local,
+            remoteCredentials: remote)
         if selected != newSelection {
             selected = newSelection
             // The pair has just passed a check: consent runs from now (RFC 7675 §5.1).
@@ -520,12 +562,17 @@ public final class ICEAgent {
         nominating = false
     }
 
-    private func reply(error code: Int, _ reason: String, to request: STUNMessage, from base: TransportAddress,
-                       destination: TransportAddress, key: [UInt8]?) {
-        let message = STUNMessage(method: .binding, messageClass: .errorResponse, transactionID: request.transactionID,
-                                  attributes: [.errorCode(code, reason: reason)])
-        outbox.append(Transmit(base: base, destination: destination,
-                               datagram: message.serialize(integrityKey: key, fingerprint: true)))
+    private func reply(
+        error code: Int, _ reason: String, to request: STUNMessage, from base: TransportAddress,
+        destination: TransportAddress, key: [UInt8]?
+    ) {
+        let message = STUNMessage(
+            method: .binding, messageClass: .errorResponse, transactionID: request.transactionID,
+            attributes: [.errorCode(code, reason: reason)])
+        outbox.append(
+            Transmit(
+                base: base, destination: destination,
+                datagram: message.serialize(integrityKey: key, fingerprint: true)))
     }
 
     // MARK: Checklist
@@ -539,17 +586,22 @@ public final class ICEAgent {
     private func addPair(localIndex: Int, remote candidate: ICECandidate) {
         let l = localCandidates[localIndex]
         guard let address = candidate.address, address.family == l.base.family,
-              pairIndex(local: l.base, remote: address) == nil
+            pairIndex(local: l.base, remote: address) == nil
         else { return }
         let foundation = "\(l.candidate.foundation)|\(candidate.foundation)"
-        var pair = CandidatePair(local: l.base, remote: address, localPriority: l.candidate.priority,
-                                 remotePriority: candidate.priority, foundation: foundation)
+        var pair = CandidatePair(
+            local: l.base, remote: address, localPriority: l.candidate.priority,
+            remotePriority: candidate.priority, foundation: foundation)
         if !pairs.contains(where: { $0.foundation == foundation }) { pair.state = .waiting }
         if pairs.count >= maximumPairs {
             // Drop the lowest-priority pair that is not being used, if the new one beats it.
             let controlling = role == .controlling
-            guard let worst = pairs.indices.filter({ [.frozen, .waiting, .failed].contains(pairs[$0].state) })
-                .min(by: { pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling) }),
+            guard
+                let worst = pairs.indices.filter({ [.frozen, .waiting, .failed].contains(pairs[$0].state) })
+                    .min(by: {
+                        pairs[$0].priority(weAreControlling: controlling)
+                            < pairs[$1].priority(weAreControlling: controlling)
+                    }),
                 pairs[worst].priority(weAreControlling: controlling) < pair.priority(weAreControlling: controlling)
             else { return }
             pairs[worst] = pair

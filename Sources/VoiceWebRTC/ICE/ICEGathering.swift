@@ -17,7 +17,8 @@ extension ICEAgent {
             gathered.append(addLocalCandidate(kind: .srflx, address: mapped, base: base, related: base, server: server))
         }
         let relayed = try turn.allocate()
-        gathered.append(addLocalCandidate(kind: .relay, address: relayed, base: relayed, related: mapped, server: server))
+        gathered.append(
+            addLocalCandidate(kind: .relay, address: relayed, base: relayed, related: mapped, server: server))
         return gathered
     }
 }

@@ -47,7 +47,7 @@ public final class ICELiteAgent {
     /// not a request to us: responses, indications, or a message that failed to parse).
     public func handle(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime) -> [UInt8]? {
         guard let request = try? STUNMessage(parsing: datagram), request.method == .binding,
-              request.messageClass == .request
+            request.messageClass == .request
         else {
             rejectedChecks += 1
             return nil
@@ -82,19 +82,23 @@ public final class ICELiteAgent {
     }
 
     private func errorResponse(to request: STUNMessage, code: Int, reason: String, key: [UInt8]? = nil) -> [UInt8] {
-        STUNMessage(method: .binding, messageClass: .errorResponse, transactionID: request.transactionID,
-                    attributes: [.errorCode(code, reason: reason)])
-            .serialize(integrityKey: key, fingerprint: true)
+        STUNMessage(
+            method: .binding, messageClass: .errorResponse, transactionID: request.transactionID,
+            attributes: [.errorCode(code, reason: reason)]
+        )
+        .serialize(integrityKey: key, fingerprint: true)
     }
 
     /// A Binding request as a full controlling agent sends it to us (for tests and for an engine-to-engine call
     /// where the other engine is the controlling side).
-    public static func check(from controlling: ICECredentials, to controlled: ICECredentials, priority: UInt32,
-                             nominate: Bool, tieBreaker: UInt64 = .random(in: 0...UInt64.max)) -> STUNMessage {
+    public static func check(
+        from controlling: ICECredentials, to controlled: ICECredentials, priority: UInt32,
+        nominate: Bool, tieBreaker: UInt64 = .random(in: 0...UInt64.max)
+    ) -> STUNMessage {
         var attributes: [STUNAttribute] = [
             .string(STUNAttribute.Kind.username, "\(controlled.ufrag):\(controlling.ufrag)"),
             .uint32(STUNAttribute.Kind.priority, priority),
-            .uint64(STUNAttribute.Kind.iceControlling, tieBreaker),
+            .uint64(STUNAttribute.Kind.iceControlling, tieBreaker)
         ]
         if nominate { attributes.append(.flag(STUNAttribute.Kind.useCandidate)) }
         return STUNMessage(method: .binding, messageClass: .request, attributes: attributes)

@@ -15,8 +15,10 @@ public struct ICECandidate: Equatable, Sendable {
     public var relatedHost: String?
     public var relatedPort: UInt16?
 
-    public init(foundation: String, component: Int = 1, transport: String = "udp", priority: UInt32, host: String,
-                port: UInt16, kind: Kind, relatedHost: String? = nil, relatedPort: UInt16? = nil) {
+    public init(
+        foundation: String, component: Int = 1, transport: String = "udp", priority: UInt32, host: String,
+        port: UInt16, kind: Kind, relatedHost: String? = nil, relatedPort: UInt16? = nil
+    ) {
         self.foundation = foundation
         self.component = component
         self.transport = transport
@@ -38,10 +40,11 @@ public struct ICECandidate: Equatable, Sendable {
         if text.hasPrefix("candidate:") { text = text.dropFirst("candidate:".count) }
         let f = text.split(separator: " ", omittingEmptySubsequences: true)
         guard f.count >= 8, f[6] == "typ", let component = Int(f[1]), (1...256).contains(component),
-              let priority = UInt32(f[3]), let port = UInt16(f[5]), let kind = Kind(rawValue: String(f[7]))
+            let priority = UInt32(f[3]), let port = UInt16(f[5]), let kind = Kind(rawValue: String(f[7]))
         else { return nil }
-        self.init(foundation: String(f[0]), component: component, transport: String(f[2]), priority: priority,
-                  host: String(f[4]), port: port, kind: kind)
+        self.init(
+            foundation: String(f[0]), component: component, transport: String(f[2]), priority: priority,
+            host: String(f[4]), port: port, kind: kind)
         var i = 8
         while i + 1 < f.count {
             switch f[i] {
@@ -62,12 +65,13 @@ public struct ICECandidate: Equatable, Sendable {
 
     /// RFC 8445 §5.1.2.1: (2^24)·type preference + (2^8)·local preference + (256 − component).
     public static func priority(kind: Kind, localPreference: UInt32 = 65_535, component: Int = 1) -> UInt32 {
-        let typePreference: UInt32 = switch kind {
-        case .host: 126
-        case .prflx: 110
-        case .srflx: 100
-        case .relay: 0
-        }
+        let typePreference: UInt32 =
+            switch kind {
+            case .host: 126
+            case .prflx: 110
+            case .srflx: 100
+            case .relay: 0
+            }
         return typePreference << 24 | (localPreference & 0xFFFF) << 8 | UInt32(256 - component)
     }
 }

@@ -70,8 +70,11 @@ public struct WebRTCSessionDescription: Sendable {
             let line = raw.hasSuffix("\r") ? raw.dropLast() : raw[...]
             if line.hasPrefix("m=") {
                 let f = line.dropFirst(2).split(separator: " ", maxSplits: 3)
-                sections.append((f.count > 0 ? String(f[0]) : "", f.count > 2 ? String(f[2]) : "",
-                                 f.count > 3 ? String(f[3]) : "", nil))
+                sections.append(
+                    (
+                        f.count > 0 ? String(f[0]) : "", f.count > 2 ? String(f[2]) : "",
+                        f.count > 3 ? String(f[3]) : "", nil
+                    ))
             } else if line.hasPrefix("a=mid:"), !sections.isEmpty {
                 sections[sections.count - 1].3 = String(line.dropFirst(6))
             }
@@ -80,8 +83,10 @@ public struct WebRTCSessionDescription: Sendable {
         transport = try Self.transportParameters(of: base)
     }
 
-    init(base: SessionDescription, transport: WebRTCTransportParameters,
-         sections: [(media: String, proto: String, formats: String, mid: String?)]) {
+    init(
+        base: SessionDescription, transport: WebRTCTransportParameters,
+        sections: [(media: String, proto: String, formats: String, mid: String?)]
+    ) {
         self.base = base
         self.transport = transport
         self.sections = sections
@@ -138,8 +143,10 @@ public struct WebRTCLocalParameters: Sendable {
     /// signalling messages.
     public var trickle: Bool
 
-    public init(ice: ICECredentials, fingerprint: DTLSFingerprint, candidates: [ICECandidate], iceLite: Bool = true,
-                trickle: Bool = false) {
+    public init(
+        ice: ICECredentials, fingerprint: DTLSFingerprint, candidates: [ICECandidate], iceLite: Bool = true,
+        trickle: Bool = false
+    ) {
         self.ice = ice
         self.fingerprint = fingerprint
         self.candidates = candidates
@@ -193,15 +200,18 @@ extension WebRTCSessionDescription {
         if let mid = offer.transport.mid { audio.otherAttributes.append("mid:\(mid)") }
         audio.otherAttributes += [
             "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
-            "fingerprint:\(local.fingerprint.sdpValue)", "setup:\(setup.rawValue)",
+            "fingerprint:\(local.fingerprint.sdpValue)", "setup:\(setup.rawValue)"
         ]
-        if let id = offer.transport.audioLevelExtensionID { audio.otherAttributes.append("extmap:\(id) \(audioLevelURI)") }
+        if let id = offer.transport.audioLevelExtensionID {
+            audio.otherAttributes.append("extmap:\(id) \(audioLevelURI)")
+        }
         audio.otherAttributes += local.candidateAttributes
         var audioOnly = answer
         audioOnly.audio = audio
         audioOnly.otherMedia = []
         audioOnly.audioIndex = 0
-        audioOnly.sessionAttributes = (offer.transport.mid.map { ["group:BUNDLE \($0)"] } ?? [])
+        audioOnly.sessionAttributes =
+            (offer.transport.mid.map { ["group:BUNDLE \($0)"] } ?? [])
             + (local.iceLite ? ["ice-lite"] : []) + ["msid-semantic: WMS"]
         // Stitch the rejected m-lines back in, in the offer's order (port 0, mid kept, JSEP §5.3.1).
         let text = audioOnly.serialize()
@@ -225,18 +235,21 @@ extension WebRTCSessionDescription {
     /// `setup:actpass`, our ICE credentials, candidates and fingerprint, ICE-lite).
     ///
     /// - Returns: the text and the base description ``negotiate(offer:answer:localCapabilities:)`` needs.
-    public static func offer(localCapabilities: AudioCapabilities, local: WebRTCLocalParameters,
-                             sessionID: UInt64 = .random(in: 1...(1 << 62))) -> (text: String, base: SessionDescription) {
+    public static func offer(
+        localCapabilities: AudioCapabilities, local: WebRTCLocalParameters,
+        sessionID: UInt64 = .random(in: 1...(1 << 62))
+    ) -> (text: String, base: SessionDescription) {
         var capabilities = localCapabilities
         capabilities.srtp = .disabled
         capabilities.rtcpMux = true
         var base = SessionDescription.makeOffer(capabilities, sessionID: sessionID)
         base.audio.transportProtocol = "UDP/TLS/RTP/SAVPF"
         if !base.audio.formats.isEmpty { base.audio.formats[0].opusParameters?.minptime = 10 }
-        base.audio.otherAttributes = [
-            "mid:0", "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
-            "fingerprint:\(local.fingerprint.sdpValue)", "setup:actpass",
-        ] + local.candidateAttributes
+        base.audio.otherAttributes =
+            [
+                "mid:0", "ice-ufrag:\(local.ice.ufrag)", "ice-pwd:\(local.ice.password)",
+                "fingerprint:\(local.fingerprint.sdpValue)", "setup:actpass"
+            ] + local.candidateAttributes
         base.sessionAttributes = ["group:BUNDLE 0"] + (local.iceLite ? ["ice-lite"] : []) + ["msid-semantic: WMS"]
         return (base.serialize(), base)
     }
@@ -244,19 +257,24 @@ extension WebRTCSessionDescription {
     /// The offerer's side: what the browser's answer agreed, its transport parameters, and our DTLS role
     /// (`setup:active` in the answer makes us the DTLS server, `passive` the client).
     public static func negotiate(offer: SessionDescription, answer text: String, localCapabilities: AudioCapabilities)
-        throws(WebRTCSDPError) -> (negotiated: NegotiatedAudio, remote: WebRTCTransportParameters, role: DTLSSRTPAssociation.Role)
+        throws(WebRTCSDPError) -> (
+            negotiated: NegotiatedAudio, remote: WebRTCTransportParameters, role: DTLSSRTPAssociation.Role
+        )
     {
         let answer = try WebRTCSessionDescription(parsing: text)
         var capabilities = localCapabilities
         capabilities.srtp = .disabled
         let negotiated: NegotiatedAudio
-        do { negotiated = try offer.negotiate(answer: answer.base, localCapabilities: capabilities) } catch { throw .sdp(error) }
+        do { negotiated = try offer.negotiate(answer: answer.base, localCapabilities: capabilities) } catch {
+            throw .sdp(error)
+        }
         let role: DTLSSRTPAssociation.Role
         switch answer.transport.setup {
         case .active: role = .server
         case .passive: role = .client
         case .actpass, .holdconn:
-            throw .badAttribute("setup", reason: "an answer must say active or passive, not \(answer.transport.setup.rawValue)")
+            throw .badAttribute(
+                "setup", reason: "an answer must say active or passive, not \(answer.transport.setup.rawValue)")
         }
         return (negotiated, answer.transport, role)
     }

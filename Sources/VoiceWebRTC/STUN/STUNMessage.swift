@@ -55,8 +55,10 @@ public struct STUNMessage: Equatable, Sendable {
     /// Whether a parsed message carried a (valid) FINGERPRINT.
     public private(set) var hadFingerprint = false
 
-    public init(method: STUNMethod, messageClass: STUNClass, transactionID: [UInt8] = STUNMessage.newTransactionID(),
-                attributes: [STUNAttribute] = []) {
+    public init(
+        method: STUNMethod, messageClass: STUNClass, transactionID: [UInt8] = STUNMessage.newTransactionID(),
+        attributes: [STUNAttribute] = []
+    ) {
         precondition(transactionID.count == 12, "a STUN transaction ID is 12 bytes")
         self.method = method
         self.messageClass = messageClass
@@ -113,7 +115,8 @@ public struct STUNMessage: Equatable, Sendable {
                 hadFingerprint = true
             case STUNAttribute.Kind.messageIntegrity:
                 guard attrLength == 20 else {
-                    throw .malformedAttribute(type: attrType, reason: "MESSAGE-INTEGRITY is \(attrLength) bytes, not 20")
+                    throw .malformedAttribute(
+                        type: attrType, reason: "MESSAGE-INTEGRITY is \(attrLength) bytes, not 20")
                 }
                 if integrityOffset == nil { integrityOffset = offset }
                 afterIntegrity = true
@@ -199,7 +202,8 @@ extension STUNMessage {
     public func attribute(_ type: UInt16) -> STUNAttribute? { attributes.first(where: { $0.type == type }) }
 
     /// An XOR-encoded address attribute (XOR-MAPPED-ADDRESS, XOR-PEER-ADDRESS, XOR-RELAYED-ADDRESS); nil if absent.
-    public func xorAddress(_ type: UInt16 = STUNAttribute.Kind.xorMappedAddress) throws(STUNError) -> TransportAddress? {
+    public func xorAddress(_ type: UInt16 = STUNAttribute.Kind.xorMappedAddress) throws(STUNError) -> TransportAddress?
+    {
         guard let attribute = attribute(type) else { return nil }
         return try attribute.decodeAddress(xorWith: transactionID)
     }
@@ -213,10 +217,13 @@ extension STUNMessage {
     /// ERROR-CODE as (300…699, reason phrase); nil if absent.
     public func errorCode() throws(STUNError) -> (code: Int, reason: String)? {
         guard let a = attribute(STUNAttribute.Kind.errorCode) else { return nil }
-        guard a.value.count >= 4 else { throw .malformedAttribute(type: a.type, reason: "ERROR-CODE shorter than 4 bytes") }
+        guard a.value.count >= 4 else {
+            throw .malformedAttribute(type: a.type, reason: "ERROR-CODE shorter than 4 bytes")
+        }
         let code = Int(a.value[2] & 0x07) * 100 + Int(a.value[3])
         guard (300...699).contains(code), a.value[3] < 100 else {
-            throw .malformedAttribute(type: a.type, reason: "error code \(a.value[2] & 0x07)/\(a.value[3]) out of range")
+            throw .malformedAttribute(
+                type: a.type, reason: "error code \(a.value[2] & 0x07)/\(a.value[3]) out of range")
         }
         return (code, String(decoding: a.value[4...], as: UTF8.self))
     }
@@ -278,7 +285,9 @@ public struct STUNAttribute: Equatable, Sendable {
 
     // MARK: Builders
 
-    public static func string(_ type: UInt16, _ text: String) -> STUNAttribute { .init(type: type, value: Array(text.utf8)) }
+    public static func string(_ type: UInt16, _ text: String) -> STUNAttribute {
+        .init(type: type, value: Array(text.utf8))
+    }
     public static func uint32(_ type: UInt16, _ v: UInt32) -> STUNAttribute { .init(type: type, value: bytes32(v)) }
     public static func uint64(_ type: UInt16, _ v: UInt64) -> STUNAttribute {
         .init(type: type, value: bytes32(UInt32(v >> 32)) + bytes32(UInt32(v & 0xFFFF_FFFF)))

@@ -20,7 +20,9 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The address bytes (4 or 16, network order) without copying them to the heap.
     public func withAddressBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withUnsafeBytes(of: (high, low)) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<(family == .ipv4 ? 4 : 16)])) }
+        try withUnsafeBytes(of: (high, low)) {
+            try body(UnsafeRawBufferPointer(rebasing: $0[0..<(family == .ipv4 ? 4 : 16)]))
+        }
     }
 
     /// From raw bytes in network order; nil unless there are exactly 4 or 16 of them.

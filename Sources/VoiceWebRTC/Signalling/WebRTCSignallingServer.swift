@@ -62,7 +62,9 @@ public final class WebRTCSignallingServer: Sendable {
                         for try await upgrade in inbound {
                             connection += 1
                             let id = connection
-                            group.addTask { await Self.serve(upgrade, id: id, page: body, sockets: sockets, handler: handler) }
+                            group.addTask {
+                                await Self.serve(upgrade, id: id, page: body, sockets: sockets, handler: handler)
+                            }
                         }
                     }
                 } catch {}
@@ -89,8 +91,10 @@ public final class WebRTCSignallingServer: Sendable {
         serveTask.cancel()
     }
 
-    private static func serve(_ upgrade: EventLoopFuture<Upgrade>, id: Int, page: ByteBuffer, sockets: OpenSockets,
-                              handler: Handler) async {
+    private static func serve(
+        _ upgrade: EventLoopFuture<Upgrade>, id: Int, page: ByteBuffer, sockets: OpenSockets,
+        handler: Handler
+    ) async {
         do {
             switch try await upgrade.get() {
             case .http(let http):
@@ -102,7 +106,9 @@ public final class WebRTCSignallingServer: Sendable {
                         headers.add(name: "Content-Type", value: "text/html; charset=utf-8")
                         headers.add(name: "Content-Length", value: found ? "\(page.readableBytes)" : "0")
                         headers.add(name: "Connection", value: "close")
-                        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: found ? .ok : .notFound, headers: headers)))
+                        try await outbound.write(
+                            .head(
+                                HTTPResponseHead(version: .http1_1, status: found ? .ok : .notFound, headers: headers)))
                         if found { try await outbound.write(.body(.byteBuffer(page))) }
                         try await outbound.write(.end(nil))
                         return
@@ -122,12 +128,14 @@ public final class WebRTCSignallingServer: Sendable {
                             let message = text
                             text = ""
                             for reply in await handler(message, id) {
-                                try await outbound.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: reply)))
+                                try await outbound.write(
+                                    WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: reply)))
                             }
                         case .ping:
                             try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
                         case .connectionClose:
-                            try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer()))
+                            try await outbound.write(
+                                WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer()))
                             return
                         default:
                             continue

@@ -13,8 +13,10 @@ public struct TURNCredentials: Equatable, Sendable {
 
     /// Time-limited credentials of the "TURN REST API" (draft-uberti-behave-turn-rest, what coturn's
     /// `use-auth-secret` checks): username "<expiry unix time>:<user>", password base64(HMAC-SHA1(secret, username)).
-    public static func restAPI(secret: String, user: String, validFor seconds: Int = 3_600,
-                               now: Date = Date()) -> TURNCredentials {
+    public static func restAPI(
+        secret: String, user: String, validFor seconds: Int = 3_600,
+        now: Date = Date()
+    ) -> TURNCredentials {
         let username = "\(Int(now.timeIntervalSince1970) + seconds):\(user)"
         let mac = STUNMessage.hmacSHA1(key: Array(secret.utf8), data: Array(username.utf8))
         return TURNCredentials(username: username, password: Data(mac).base64EncodedString())
@@ -87,9 +89,11 @@ public final class TURNClient {
 
     /// Installs a permission for `peer`'s address (RFC 8656 §9): the relay forwards only from permitted peers.
     public func createPermission(for peer: TransportAddress, timeout: Duration = .seconds(3)) throws(TURNError) {
-        _ = try authenticatedRequest(.createPermission, attributes: [
-            .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)  // XORed below with the real ID
-        ], timeout: timeout)
+        _ = try authenticatedRequest(
+            .createPermission,
+            attributes: [
+                .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)  // XORed below with the real ID
+            ], timeout: timeout)
         if !permittedPeers.contains(peer) { permittedPeers.append(peer) }
     }
 
@@ -101,10 +105,13 @@ public final class TURNClient {
         let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
         let signed: [STUNAttribute] = [
             .string(STUNAttribute.Kind.username, credentials.username),
-            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce)
         ]
-        var requests = [STUNMessage(method: .refresh, messageClass: .request,
-                                    attributes: [.uint32(STUNAttribute.Kind.lifetime, 600)] + signed)]
+        var requests = [
+            STUNMessage(
+                method: .refresh, messageClass: .request,
+                attributes: [.uint32(STUNAttribute.Kind.lifetime, 600)] + signed)
+        ]
         for peer in permittedPeers {
             var m = STUNMessage(method: .createPermission, messageClass: .request)
             m.attributes = [.address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)] + signed
@@ -126,17 +133,22 @@ public final class TURNClient {
         wantedChannels.removeAll { $0.channel == channel || $0.peer == peer }
         wantedChannels.append((channel, peer))
         let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
-        let m = channelBind(channel, to: peer, signed: [
-            .string(STUNAttribute.Kind.username, credentials.username),
-            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
-        ])
+        let m = channelBind(
+            channel, to: peer,
+            signed: [
+                .string(STUNAttribute.Kind.username, credentials.username),
+                .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce)
+            ])
         return m.serialize(integrityKey: key, fingerprint: true)
     }
 
     private func channelBind(_ channel: UInt16, to peer: TransportAddress, signed: [STUNAttribute]) -> STUNMessage {
         var m = STUNMessage(method: .channelBind, messageClass: .request)
-        m.attributes = [.uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
-                        .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)] + signed
+        m.attributes =
+            [
+                .uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
+                .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID)
+            ] + signed
         channelTransactions[m.transactionID] = channel
         return m
     }
@@ -168,12 +180,16 @@ public final class TURNClient {
 
     /// Binds `channel` (0x4000…0x4FFF) to `peer` (§12): from then on data to and from that peer may travel as
     /// ChannelData, 4 bytes of header instead of a 36-byte-or-more Send/Data indication. Also installs the permission.
-    public func bindChannel(_ channel: UInt16, to peer: TransportAddress, timeout: Duration = .seconds(3)) throws(TURNError) {
+    public func bindChannel(_ channel: UInt16, to peer: TransportAddress, timeout: Duration = .seconds(3))
+        throws(TURNError)
+    {
         precondition(TURNChannelData.channelRange.contains(channel), "ChannelData channels are 0x4000…0x4FFF")
-        _ = try authenticatedRequest(.channelBind, attributes: [
-            .uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
-            .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil),
-        ], timeout: timeout)
+        _ = try authenticatedRequest(
+            .channelBind,
+            attributes: [
+                .uint32(STUNAttribute.Kind.channelNumber, UInt32(channel) << 16),
+                .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)
+            ], timeout: timeout)
     }
 
     /// Sends `data` to `peer` through the relay (a Send indication, §11).
@@ -181,7 +197,7 @@ public final class TURNClient {
         var m = STUNMessage(method: .send, messageClass: .indication)
         m.attributes = [
             .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID),
-            STUNAttribute(type: STUNAttribute.Kind.data, value: data),
+            STUNAttribute(type: STUNAttribute.Kind.data, value: data)
         ]
         socket.send(m.serialize(fingerprint: true), to: server)
     }
@@ -189,8 +205,8 @@ public final class TURNClient {
     /// The peer and data of a Data indication (§11.6) that arrived from the server; nil for anything else.
     public static func unwrapData(_ datagram: [UInt8]) -> (peer: TransportAddress, data: [UInt8])? {
         guard let m = try? STUNMessage(parsing: datagram), m.method == .data, m.messageClass == .indication,
-              let peer = (try? m.xorAddress(STUNAttribute.Kind.xorPeerAddress)) ?? nil,
-              let data = m.attribute(STUNAttribute.Kind.data)
+            let peer = (try? m.xorAddress(STUNAttribute.Kind.xorPeerAddress)) ?? nil,
+            let data = m.attribute(STUNAttribute.Kind.data)
         else { return nil }
         return (peer, data.value)
     }
@@ -202,9 +218,10 @@ public final class TURNClient {
         let deadline = Date().addingTimeInterval(Double(timeoutMilliseconds) / 1000)
         while Date() < deadline {
             guard let (n, from) = socket.receive(into: buffer, timeoutMilliseconds: 50), from == server,
-                  let m = try? STUNMessage(parsing: Array(buffer[0..<n])), m.method == .data, m.messageClass == .indication,
-                  let peer = try? m.xorAddress(STUNAttribute.Kind.xorPeerAddress),
-                  let data = m.attribute(STUNAttribute.Kind.data)
+                let m = try? STUNMessage(parsing: Array(buffer[0..<n])), m.method == .data,
+                m.messageClass == .indication,
+                let peer = try? m.xorAddress(STUNAttribute.Kind.xorPeerAddress),
+                let data = m.attribute(STUNAttribute.Kind.data)
             else { continue }
             return (peer, data.value)
         }
@@ -218,8 +235,9 @@ public final class TURNClient {
     {
         for _ in 0..<3 {
             let (request, key) = signedRequest(method, attributes: attributes)
-            let response = try transact(request.serialize(integrityKey: key, fingerprint: true),
-                                        id: request.transactionID, timeout: timeout)
+            let response = try transact(
+                request.serialize(integrityKey: key, fingerprint: true),
+                id: request.transactionID, timeout: timeout)
             switch authenticationOutcome(response, key: key) {
             case .success: return response
             case .retry: continue
@@ -242,9 +260,12 @@ public final class TURNClient {
         guard let realm, let nonce else { return (request, nil) }
         request.attributes += [
             .string(STUNAttribute.Kind.username, credentials.username),
-            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce),
+            .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce)
         ]
-        return (request, STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password))
+        return (
+            request,
+            STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        )
     }
 
     private enum AuthenticationOutcome { case success, retry, failure(TURNError) }
@@ -304,22 +325,27 @@ public final class TURNClient {
         let deadline = now + timeout
         let binding = STUNMessage(method: .binding, messageClass: .request)
         let bytes = binding.serialize(fingerprint: true)
-        gatheringRequests = [GatheringRequest(id: binding.transactionID, datagram: bytes, key: nil, allocate: false,
-                                              attempts: 0, rto: .milliseconds(500), due: now + .milliseconds(500), deadline: deadline)]
+        gatheringRequests = [
+            GatheringRequest(
+                id: binding.transactionID, datagram: bytes, key: nil, allocate: false,
+                attempts: 0, rto: .milliseconds(500), due: now + .milliseconds(500), deadline: deadline)
+        ]
         return [bytes, allocateRequest(now: now, deadline: deadline, attempts: 0)]
     }
 
     private static let allocateAttributes: [STUNAttribute] = [
         .uint32(STUNAttribute.Kind.requestedTransport, 17 << 24),  // UDP (RFC 8656 §18.7)
-        .uint32(STUNAttribute.Kind.lifetime, 600),
+        .uint32(STUNAttribute.Kind.lifetime, 600)
     ]
 
     private func allocateRequest(now: MediaTime, deadline: MediaTime, attempts: Int) -> [UInt8] {
         let (request, key) = signedRequest(.allocate, attributes: Self.allocateAttributes)
         let bytes = request.serialize(integrityKey: key, fingerprint: true)
-        gatheringRequests.append(GatheringRequest(id: request.transactionID, datagram: bytes, key: key, allocate: true,
-                                                  attempts: attempts, rto: .milliseconds(500), due: now + .milliseconds(500),
-                                                  deadline: deadline))
+        gatheringRequests.append(
+            GatheringRequest(
+                id: request.transactionID, datagram: bytes, key: key, allocate: true,
+                attempts: attempts, rto: .milliseconds(500), due: now + .milliseconds(500),
+                deadline: deadline))
         return bytes
     }
 
@@ -329,8 +355,8 @@ public final class TURNClient {
         -> (send: [[UInt8]], event: GatheringEvent?)?
     {
         guard !gatheringRequests.isEmpty, let m = try? STUNMessage(parsing: datagram),
-              m.messageClass == .successResponse || m.messageClass == .errorResponse,
-              let index = gatheringRequests.firstIndex(where: { $0.id == m.transactionID })
+            m.messageClass == .successResponse || m.messageClass == .errorResponse,
+            let index = gatheringRequests.firstIndex(where: { $0.id == m.transactionID })
         else { return nil }
         let request = gatheringRequests.remove(at: index)
         guard request.allocate else {
@@ -398,8 +424,11 @@ public final class TURNClient {
         guard relayedAddress != nil, realm != nil, nonce != nil else { return [] }
         return peers.map { peer in
             if !permittedPeers.contains(peer) { permittedPeers.append(peer) }
-            let (request, key) = signedRequest(.createPermission, attributes: [
-                .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)])
+            let (request, key) = signedRequest(
+                .createPermission,
+                attributes: [
+                    .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: nil)
+                ])
             refreshTransactions.insert(request.transactionID)
             return request.serialize(integrityKey: key, fingerprint: true)
         }
@@ -416,7 +445,7 @@ public final class TURNClient {
             let resend = ContinuousClock.now + .milliseconds(Int(rto))
             while ContinuousClock.now < min(resend, end) {
                 guard let (n, from) = socket.receive(into: buffer, timeoutMilliseconds: 50), from == server,
-                      let m = try? STUNMessage(parsing: Array(buffer[0..<n])), m.transactionID == id
+                    let m = try? STUNMessage(parsing: Array(buffer[0..<n])), m.transactionID == id
                 else { continue }
                 return m
             }

@@ -90,9 +90,12 @@ public final class DatagramSocket: @unchecked Sendable {
             var sa = sockaddr_in()
             sa.sin_family = sa_family_t(AF_INET)
             sa.sin_port = address.port.bigEndian
-            address.withAddressBytes { bytes in withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyMemory(from: bytes) } }
+            address.withAddressBytes { bytes in withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyMemory(from: bytes) }
+            }
             return withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         var sa = sockaddr_in6()
@@ -100,7 +103,9 @@ public final class DatagramSocket: @unchecked Sendable {
         sa.sin6_port = address.port.bigEndian
         address.withAddressBytes { bytes in withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyMemory(from: bytes) } }
         return withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
     }
 

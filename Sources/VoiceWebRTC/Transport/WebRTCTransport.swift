@@ -131,7 +131,9 @@ public final class WebRTCTransport: @unchecked Sendable {
         self.ice = ice
         self.dtls = dtls
         pollDescriptors = .allocate(capacity: sockets.count)
-        for (i, s) in sockets.enumerated() { pollDescriptors[i] = pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0) }
+        for (i, s) in sockets.enumerated() {
+            pollDescriptors[i] = pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)
+        }
     }
 
     deinit {
@@ -170,8 +172,10 @@ public final class WebRTCTransport: @unchecked Sendable {
         deliver(datagram, to: selected, route: selectedRoute, consentUntil: consentUntil, now: now)
     }
 
-    private func deliver(_ datagram: UnsafeRawBufferPointer, to target: TransportAddress?, route: Route?,
-                         consentUntil: MediaTime?, now: MediaTime) -> Bool {
+    private func deliver(
+        _ datagram: UnsafeRawBufferPointer, to target: TransportAddress?, route: Route?,
+        consentUntil: MediaTime?, now: MediaTime
+    ) -> Bool {
         guard let target, let route else { return false }
         switch ice {
         case .liteControlled, .full:
@@ -181,19 +185,22 @@ public final class WebRTCTransport: @unchecked Sendable {
         }
         if case .socket(let index) = route { return sockets[index].send(datagram, to: target) }
         if let relay {
-            let channel: (UInt16, TransportAddress)? = switch route {
-            case .channel(let number): (number, target)
-            default: relayChannel
-            }
+            let channel: (UInt16, TransportAddress)? =
+                switch route {
+                case .channel(let number): (number, target)
+                default: relayChannel
+                }
             if let (channel, peer) = channel, peer == target, datagram.count <= channelBuffer.count - 4 {
                 // ChannelData (RFC 8656 §12.4): channel, length, data; padding is optional over UDP.
                 channelBuffer[0] = UInt8(channel >> 8)
                 channelBuffer[1] = UInt8(channel & 0xFF)
                 channelBuffer[2] = UInt8(datagram.count >> 8)
                 channelBuffer[3] = UInt8(datagram.count & 0xFF)
-                UnsafeMutableRawBufferPointer(rebasing: channelBuffer[4..<4 + datagram.count]).copyMemory(from: datagram)
+                UnsafeMutableRawBufferPointer(rebasing: channelBuffer[4..<4 + datagram.count]).copyMemory(
+                    from: datagram)
                 sentChannelDataCount.wrappingIncrement(ordering: .relaxed)
-                return socket.send(UnsafeRawBufferPointer(rebasing: channelBuffer[0..<4 + datagram.count]), to: relay.server)
+                return socket.send(
+                    UnsafeRawBufferPointer(rebasing: channelBuffer[0..<4 + datagram.count]), to: relay.server)
             }
             relay.send(Array(datagram), to: target)
             return true
@@ -250,7 +257,8 @@ public final class WebRTCTransport: @unchecked Sendable {
         // third syscall per packet in steady state, where each wake-up finds one datagram.
         for i in sockets.indices where pollDescriptors[i].revents != 0 {
             guard let (count, from) = sockets[i].read(into: receiveBuffer) else { continue }
-            handle(UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
+            handle(
+                UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[0..<count]), from: from, socket: i, now: clock())
             handled += 1
         }
         return handled
@@ -311,15 +319,19 @@ public final class WebRTCTransport: @unchecked Sendable {
             }
         }
         if case .controlling(let local, let remote, let candidate) = ice, selected == nil, now >= nextCheck {
-            let check = ICELiteAgent.check(from: local, to: remote,
-                                           priority: ICECandidate.priority(kind: .host), nominate: true)
+            let check = ICELiteAgent.check(
+                from: local, to: remote,
+                priority: ICECandidate.priority(kind: .host), nominate: true)
             checkTransaction = check.transactionID
-            transmit(check.serialize(integrityKey: STUNMessage.shortTermKey(password: remote.password),
-                                     fingerprint: true), to: candidate)
+            transmit(
+                check.serialize(
+                    integrityKey: STUNMessage.shortTermKey(password: remote.password),
+                    fingerprint: true), to: candidate)
             nextCheck = now + .milliseconds(50)
         }
         if let target = selected, let route = selectedRoute, !dtls.isConnectedOrFailed,
-           dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true {
+            dtls.timeUntilRetransmission.map({ $0 <= .zero }) == true
+        {
             for d in dtls.handleTimeout() { transmit(d, to: target, route: route) }
         }
     }
@@ -330,7 +342,11 @@ public final class WebRTCTransport: @unchecked Sendable {
         if !trickleStarted {
             trickleStarted = true
             agent.localCandidates.forEach { onLocalCandidate?($0.candidate) }
-            if let relay { for d in relay.startGathering(now: now, timeout: gatheringTimeout) { relay.socket.send(d, to: relay.server) } }
+            if let relay {
+                for d in relay.startGathering(now: now, timeout: gatheringTimeout) {
+                    relay.socket.send(d, to: relay.server)
+                }
+            }
         }
         if let relay, relay.isGathering {
             let (send, events) = relay.gatheringTimers(now: now)
@@ -355,10 +371,13 @@ public final class WebRTCTransport: @unchecked Sendable {
         case .mapped(let mapped):
             let base = relay.socket.localAddress
             guard mapped != base else { return }
-            onLocalCandidate?(agent.addLocalCandidate(kind: .srflx, address: mapped, base: base, related: base, server: server))
+            onLocalCandidate?(
+                agent.addLocalCandidate(kind: .srflx, address: mapped, base: base, related: base, server: server))
         case .relayed(let relayed):
-            onLocalCandidate?(agent.addLocalCandidate(kind: .relay, address: relayed, base: relayed,
-                                                      related: relay.mappedAddress, server: server))
+            onLocalCandidate?(
+                agent.addLocalCandidate(
+                    kind: .relay, address: relayed, base: relayed,
+                    related: relay.mappedAddress, server: server))
             permit(agent.remoteCandidates, relay: relay)
         case .failed(_, let error):
             lock.withLock { publishedGatheringErrors.append(error) }
@@ -368,7 +387,9 @@ public final class WebRTCTransport: @unchecked Sendable {
     /// The relay forwards only from permitted peers (RFC 8656 §9): the peer's relayed addresses, as in the
     /// non-trickle call (see ``WebRTCAudioCall``).
     private func permit(_ candidates: [ICECandidate], relay: TURNClient) {
-        let peers = Set(candidates.filter { $0.kind == .relay }.compactMap(\.address)).filter { !relay.permittedPeers.contains($0) }
+        let peers = Set(candidates.filter { $0.kind == .relay }.compactMap(\.address)).filter {
+            !relay.permittedPeers.contains($0)
+        }
         for d in relay.permissionRequests(for: Array(peers)) { relay.socket.send(d, to: relay.server) }
     }
 
@@ -418,29 +439,37 @@ public final class WebRTCTransport: @unchecked Sendable {
         select(pair?.remote, consentUntil: agent.consentDeadline, route: pairRoute)
     }
 
-    private func handle(_ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, socket index: Int,
-                        now: MediaTime) {
+    private func handle(
+        _ datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, socket index: Int,
+        now: MediaTime
+    ) {
         if let relay, from == relay.server, relay.socket === sockets[index] {
             // ChannelData from the bound peer: the payload is handled in place.
             if datagram.count >= 4, PacketKind(firstByte: datagram[0]) == .turnChannel {
                 // Once a channel is bound the relay sends everything from that peer this way (checks too).
                 let length = Int(datagram[2]) << 8 | Int(datagram[3])
                 guard let (channel, peer) = relayChannel ?? fullChannel,
-                      Int(datagram[0]) << 8 | Int(datagram[1]) == Int(channel) else {
+                    Int(datagram[0]) << 8 | Int(datagram[1]) == Int(channel)
+                else {
                     received.dropped += 1
                     return
                 }
                 receivedChannelData += 1
-                guard 4 + length <= datagram.count else { received.dropped += 1; return }
-                handle(direct: UnsafeMutableRawBufferPointer(rebasing: datagram[4..<4 + length]), from: peer,
-                       arrival: .relay, now: now)
+                guard 4 + length <= datagram.count else {
+                    received.dropped += 1
+                    return
+                }
+                handle(
+                    direct: UnsafeMutableRawBufferPointer(rebasing: datagram[4..<4 + length]), from: peer,
+                    arrival: .relay, now: now)
                 return
             }
             // Otherwise Data indications carry the peer's datagrams; answers to our gathering and refreshes are
             // the relay's.
             let bytes = Array(datagram)
             if case .full(let agent) = ice, relay.isGathering,
-               let (send, event) = relay.handleGatheringAnswer(bytes, now: now) {
+                let (send, event) = relay.handleGatheringAnswer(bytes, now: now)
+            {
                 for d in send { relay.socket.send(d, to: relay.server) }
                 if let event { gathered(event, agent: agent, relay: relay) }
                 endGatheringIfDone(agent)
@@ -452,7 +481,10 @@ public final class WebRTCTransport: @unchecked Sendable {
                 if case .full(let agent) = ice { flush(agent) }  // a channel just bound: media switches to it
                 return
             }
-            guard let relayed = TURNClient.unwrapData(bytes) else { received.dropped += 1; return }
+            guard let relayed = TURNClient.unwrapData(bytes) else {
+                received.dropped += 1
+                return
+            }
             var data = relayed.data
             data.withUnsafeMutableBytes { handle(direct: $0, from: relayed.peer, arrival: .relay, now: now) }
             return
@@ -461,8 +493,10 @@ public final class WebRTCTransport: @unchecked Sendable {
     }
 
     /// `arrival`: the route the datagram came in on (a full agent's base, and where to answer).
-    private func handle(direct datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, arrival: Route,
-                        now: MediaTime) {
+    private func handle(
+        direct datagram: UnsafeMutableRawBufferPointer, from: TransportAddress, arrival: Route,
+        now: MediaTime
+    ) {
         switch PacketKind(UnsafeRawBufferPointer(datagram)) {
         case .stun:
             received.stun += 1
@@ -474,16 +508,23 @@ public final class WebRTCTransport: @unchecked Sendable {
                 select(address, consentUntil: agent.lastConsent.map { $0 + agent.consentLifetime }, route: arrival)
             case .controlling(_, let remote, _):
                 guard let m = try? STUNMessage(parsing: bytes), m.messageClass == .successResponse,
-                      m.transactionID == checkTransaction,
-                      m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
-                else { received.dropped += 1; return }
+                    m.transactionID == checkTransaction,
+                    m.verifyIntegrity(key: STUNMessage.shortTermKey(password: remote.password))
+                else {
+                    received.dropped += 1
+                    return
+                }
                 select(from, consentUntil: nil, route: arrival)
             case .full(let agent):
-                let base: TransportAddress? = switch arrival {
-                case .socket(let index): sockets[index].localAddress
-                case .relay, .channel: relay?.relayedAddress
+                let base: TransportAddress? =
+                    switch arrival {
+                    case .socket(let index): sockets[index].localAddress
+                    case .relay, .channel: relay?.relayedAddress
+                    }
+                guard let base else {
+                    received.dropped += 1
+                    return
                 }
-                guard let base else { received.dropped += 1; return }
                 agent.handle(bytes, from: from, base: base, now: now)
                 flush(agent)
             }
