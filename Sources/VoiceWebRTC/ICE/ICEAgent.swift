@@ -1,3 +1,5 @@
+// Over 600 lines on purpose: the agent is one state machine whose candidates, timers, packet handling and checklist
+// share private state (RFC 8445 §6-§7); cut into files, that state would have to be visible to the whole module.
 import VoiceCore
 
 /// Why a full ICE agent gave up (RFC 8445 §8.1.2 / RFC 7675).
