@@ -21,7 +21,7 @@ enum RealisticSetGenerator {
     }()
 }
 
-/// Issue 15, near-end single talk on the realistic set: "the suppressor must leave a lone near-end talker
+/// Near-end single talk on the realistic set: "the suppressor must leave a lone near-end talker
 /// untouched". The ten `nst` clips of `Benchmarks/scripts/aec-realistic.py` (seeds 15001, 15005, ..., 15037; real
 /// speech, background noise at 0-40 dB SNR, the far end silent) are generated at test time and scored with PESQ-WB
 /// against both of the generator's references:

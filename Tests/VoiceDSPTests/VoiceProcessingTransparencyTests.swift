@@ -5,7 +5,7 @@ import VoiceDSP
 import VoiceLab
 import VoiceTestSupport
 
-/// Issue 15, must-deliver 5: voice processing (canceller, residual-echo and noise suppression, VAD) must leave clean
+/// Voice processing (canceller, residual-echo and noise suppression, VAD) must leave clean
 /// near-end speech alone when there is no echo, and noise suppression must help noisy speech. Measured with the
 /// project's own measure (``SpectralDistance``, dB against the clean talker) on the real speech of
 /// ../shared/testdata/speech, through the canceller exactly as a call runs it (a silent far end: nothing played).

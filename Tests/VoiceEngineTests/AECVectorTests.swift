@@ -12,7 +12,7 @@ private let aecManifest = try! AECVectorManifest.load(from: aecDirectory.appendi
 
 @Suite("AEC test vectors", .tags(.slow), .scheduledByTags)
 struct AECVectorTests {
-    /// `min`/`max` are what the canceller reaches today (with a margin) and are enforced. Issue 5's stricter targets
+    /// `min`/`max` are what the canceller reaches today (with a margin) and are enforced. The stricter targets
     /// (`target`) stay in the manifest; each one not met is recorded as a known issue, visible in the test output.
     /// A check that is itself not met yet carries a `shortfall` note and is recorded as a known issue too (which
     /// turns into a failure as soon as it passes, so the note gets removed).

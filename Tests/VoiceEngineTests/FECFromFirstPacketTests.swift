@@ -6,7 +6,7 @@ import VoiceLab
 import VoiceNetSim
 import VoiceRTP
 
-/// Issue 14, item 3: when the peer's fmtp asks for in-band FEC, Opus carries it from the first packet (expecting
+/// When the peer's fmtp asks for in-band FEC, Opus carries it from the first packet (expecting
 /// `LossAdaptationPolicy.initialExpectedLossPercent`) instead of waiting for the first RTCP report.
 @Suite struct FECFromFirstPacketTests {
     @Test func negotiatedFECStartsWithTheConfiguredExpectedLoss() throws {

@@ -38,7 +38,7 @@ func adaptiveDelayIsWithinAQuarterOfTheOracleFloorOnEveryScenario() throws {
     .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
     let results = try standardResults.get()
-    // Issue 14 traded delay for fewer stretches (a wider accelerate band under jitter, a 10 s delay histogram):
+    // The buffer trades delay for fewer stretches (a wider accelerate band under jitter, a 10 s delay histogram):
     // on burst5_pareto40 the adaptive buffer now has more delay than speexdsp (269 against 244 ms) at a quarter of
     // its late loss (1.2 against 5.3 %), and on drift+200ppm 0.5 ms more delay (45.9 against 45.4 ms) at fewer
     // late packets (0.53 against 0.67 %). Neither is dominated by speexdsp, and both stay within 1.25 × the oracle

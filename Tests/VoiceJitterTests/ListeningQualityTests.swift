@@ -7,7 +7,7 @@ import VoiceNetSim
 import VoiceTestSupport
 import VoiceLab
 
-/// Issue 14: what the listener hears, with the project's own measure (``SpectralDistance`` against the
+/// What the listener hears, with the project's own measure (``SpectralDistance`` against the
 /// ``IdealReceiver`` on the same packets), so the figures cannot regress silently without Python. Real speech
 /// (the shared set, 65 s); the tests send its first 20 s through the conditions of the table below.
 private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)

@@ -38,7 +38,7 @@ public struct AECVectorManifest: Codable, Sendable {
         public var metric: String
         public var min: Double?
         public var max: Double?
-        /// Issue 5's target for this metric (a lower bound), when it is stricter than what the canceller reaches
+        /// The target for this metric (a lower bound), when it is stricter than what the canceller reaches
         /// today: `min` is what it reaches (with a margin) and is enforced; the target stays visible and a test
         /// records every target not met as a known issue.
         public var target: Double?
@@ -73,7 +73,7 @@ public struct AECVectorResult: Sendable, Codable {
     public var value: Double
     public var min: Double?
     public var max: Double?
-    /// Issue 5's target, when stricter than `min` (see ``AECVectorManifest/Check/target``).
+    /// The target, when stricter than `min` (see ``AECVectorManifest/Check/target``).
     public var target: Double?
     public var passed: Bool { value >= (min ?? -.infinity) && value <= (max ?? .infinity) }
     /// Whether the check's target is met too (`true` when there is none beyond the thresholds).
