@@ -52,6 +52,9 @@ public struct AudioCapabilities: Equatable, Sendable {
     /// that keys that way; the handshake itself runs elsewhere (VoiceWebRTC's `DTLSSRTPAssociation`), on the
     /// media port. nil: SDES only.
     public var dtlsFingerprint: String?
+    /// First payload type of RFC 4733 `telephone-event` (DTMF in RTP), offered at each audio clock rate and
+    /// answered when the peer offers it; nil: not offered or answered (DTMF then goes by SIP INFO).
+    public var telephoneEventPayloadType: UInt8? = 101
 
     public init(
         payloadType: UInt8 = 111, address: String, port: Int, send: OpusEncoderConfiguration = .init(),
@@ -144,6 +147,9 @@ public struct NegotiatedAudio: Equatable, Sendable {
     /// Set when the stream is keyed by DTLS-SRTP instead of SDES: ``srtp`` is then nil and the media must not
     /// flow until the handshake has produced the keys.
     public var dtls: NegotiatedDTLS? = nil
+    /// The RFC 4733 telephone-event payload type both sides agreed on at the audio's clock rate; nil: the peer
+    /// did not negotiate it.
+    public var telephoneEventPayloadType: UInt8? = nil
 }
 
 extension SessionDescription {
@@ -175,6 +181,7 @@ extension SessionDescription {
             ],
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
+        audio.formats += telephoneEventFormats(for: audio.formats, local: local)
         audio.otherAttributes = dtlsAttributes
         return SessionDescription(
             origin: SDPOrigin(
@@ -253,6 +260,12 @@ extension SessionDescription {
             ],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
+        let eventClockRate = opus.rtpmap?.clockRate ?? 48_000
+        let answeredEventType =
+            local.telephoneEventPayloadType == nil ? nil : remote.telephoneEventPayloadType(clockRate: eventClockRate)
+        if let answeredEventType {
+            answerAudio.formats.append(telephoneEvent(payloadType: answeredEventType, clockRate: eventClockRate))
+        }
         answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
             origin: SDPOrigin(
@@ -268,6 +281,7 @@ extension SessionDescription {
             remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
+        negotiated.telephoneEventPayloadType = answeredEventType
         return (answer, negotiated)
     }
 
@@ -316,6 +330,13 @@ extension SessionDescription {
             remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
+        // The answer's telephone-event at the codec's clock rate, if we offered that payload type for it.
+        let clockRate = opus.rtpmap?.clockRate ?? 48_000
+        if let type = remote.telephoneEventPayloadType(clockRate: clockRate),
+            audio.telephoneEventPayloadType(clockRate: clockRate) == type
+        {
+            negotiated.telephoneEventPayloadType = type
+        }
         return negotiated
     }
 

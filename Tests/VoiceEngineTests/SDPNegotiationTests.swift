@@ -180,7 +180,7 @@ import VoiceEngine
         #expect(n.payloadType == 111 && n.encoder.inbandFEC && n.rtcpMux && n.srtp == nil)
         #expect(n.remoteAddress == "192.0.2.10" && n.remotePort == 54400)
         let mLines = answer.serialize().split(separator: "\r\n").filter { $0.hasPrefix("m=") }
-        #expect(mLines == ["m=audio 1 RTP/AVPF 111", "m=video 0 UDP/TLS/RTP/SAVPF 96"])
+        #expect(mLines == ["m=audio 1 RTP/AVPF 111 110", "m=video 0 UDP/TLS/RTP/SAVPF 96"])  // 110: telephone-event/48000
     }
 
     @Test func aBrowserOfferNeedsDTLSSoSDESOnlyPeersRefuseIt() throws {
@@ -228,7 +228,7 @@ import VoiceEngine
         #expect(parsed.audioIndex == 1)
         let (answer, _) = try SessionDescription.makeAnswer(to: parsed, localCapabilities: Self.caps(port: 1))
         let lines = answer.serialize().split(separator: "\r\n").filter { $0.hasPrefix("m=") }
-        #expect(lines == ["m=video 0 RTP/SAVP 96", "m=audio 1 RTP/SAVP 111"])
+        #expect(lines == ["m=video 0 RTP/SAVP 96", "m=audio 1 RTP/SAVP 111 101"])
     }
 
     @Test func rejectedAudioAndMissingOpusAreErrors() throws {

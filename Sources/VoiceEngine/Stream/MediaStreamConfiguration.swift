@@ -124,6 +124,9 @@ public struct MediaStreamConfiguration: Sendable {
     /// Accept RTP of any payload type (capture replay of a call whose payload type is not known); otherwise
     /// packets whose payload type differs from ``payloadType`` are dropped and counted.
     public var acceptAnyPayloadType: Bool
+    /// RTP payload type of RFC 4733 telephone-events at the audio's clock rate, when the peer negotiated them; nil:
+    /// DTMF is not sent in RTP and event packets are dropped as a wrong payload type.
+    public var telephoneEventPayloadType: UInt8?
     public var rtcp: MediaStreamRTCPSettings
     public var lossAdaptation: LossAdaptationPolicy
     /// Largest datagram accepted (and the size of every preallocated packet buffer). 1500 by default.
@@ -216,6 +219,7 @@ public struct MediaStreamConfiguration: Sendable {
                 field: "payloadType",
                 reason: "\(payloadType) must be 0...127 and outside 64...95 (RFC 5761 RTP/RTCP demux)")
         }
+        try validateTelephoneEventPayloadType()
         guard (256...65_536).contains(maximumDatagramBytes) else {
             throw .invalidConfiguration(
                 field: "maximumDatagramBytes", reason: "\(maximumDatagramBytes) must be 256...65536")
