@@ -95,7 +95,7 @@ let package = Package(
             // VoiceSDP: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall);
             // the media engine itself is the client's, so VoiceSIP does not link it.
             dependencies: [
-                "VoiceCrypto", "VoiceSDP", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceCrypto", "VoiceSDP", "VoiceRTP", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio")

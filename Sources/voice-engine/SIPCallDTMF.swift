@@ -1,0 +1,46 @@
+import Foundation
+import VoiceEngine
+import VoiceSIP
+
+/// DTMF in `sip call` and `sip listen`: `--dtmf` keys once the call is established, then `dtmf <keys>` lines read
+/// from stdin; each batch goes as RFC 4733 telephone-events when the peer negotiated them, else as SIP INFO.
+enum SIPCallDTMF {
+    static func start(keys: String?, live: LiveCall, call: SIPCall) {
+        Task {
+            if let keys {
+                // A moment for the peer's media to latch onto ours before the first event.
+                try? await Task.sleep(for: .milliseconds(500))
+                await send(keys, live: live, call: call)
+            }
+            do {
+                for try await line in FileHandle.standardInput.bytes.lines {
+                    let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                    guard words.count == 2, words[0].lowercased() == "dtmf" else {
+                        if !words.isEmpty { say("stdin: expected 'dtmf <keys>', got '\(line)'") }
+                        continue
+                    }
+                    await send(String(words[1]), live: live, call: call)
+                }
+            } catch {
+                say("stdin: \(error)")
+            }
+        }
+    }
+
+    static func send(_ keys: String, live: LiveCall, call: SIPCall) async {
+        let digits: [DTMFDigit]
+        do { digits = try DTMFDigit.parse(keys) } catch {
+            say("dtmf: \(error)")
+            return
+        }
+        if live.sendsTelephoneEvents {
+            do {
+                try live.sendDTMF(digits)
+                say("dtmf: sending \(keys) (RFC 4733)")
+            } catch { say("dtmf: \(error)") }
+        } else {
+            say("dtmf: sending \(keys) (SIP INFO)")
+            do { try await call.sendDTMF(digits) } catch { say("dtmf: \(error)") }
+        }
+    }
+}
