@@ -147,9 +147,11 @@ public struct NegotiatedAudio: Equatable, Sendable {
     /// Set when the stream is keyed by DTLS-SRTP instead of SDES: ``srtp`` is then nil and the media must not
     /// flow until the handshake has produced the keys.
     public var dtls: NegotiatedDTLS? = nil
-    /// The RFC 4733 telephone-event payload type both sides agreed on at the audio's clock rate; nil: the peer
-    /// did not negotiate it.
+    /// The RFC 4733 telephone-event payload type both sides agreed on; nil: the peer did not negotiate it.
     public var telephoneEventPayloadType: UInt8? = nil
+    /// Its clock rate: the codec's, or 8000 beside a codec at another rate (then event durations are counted at
+    /// 8 kHz while timestamps stay the audio's).
+    public var telephoneEventClockRate: Int? = nil
 }
 
 extension SessionDescription {
@@ -260,11 +262,12 @@ extension SessionDescription {
             ],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
-        let eventClockRate = opus.rtpmap?.clockRate ?? 48_000
-        let answeredEventType =
-            local.telephoneEventPayloadType == nil ? nil : remote.telephoneEventPayloadType(clockRate: eventClockRate)
-        if let answeredEventType {
-            answerAudio.formats.append(telephoneEvent(payloadType: answeredEventType, clockRate: eventClockRate))
+        let answeredEvent =
+            local.telephoneEventPayloadType == nil
+            ? nil : remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000)
+        if let answeredEvent {
+            answerAudio.formats.append(
+                telephoneEvent(payloadType: answeredEvent.payloadType, clockRate: answeredEvent.clockRate))
         }
         answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
@@ -281,7 +284,8 @@ extension SessionDescription {
             remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
-        negotiated.telephoneEventPayloadType = answeredEventType
+        negotiated.telephoneEventPayloadType = answeredEvent?.payloadType
+        negotiated.telephoneEventClockRate = answeredEvent?.clockRate
         return (answer, negotiated)
     }
 
@@ -330,12 +334,12 @@ extension SessionDescription {
             remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
-        // The answer's telephone-event at the codec's clock rate, if we offered that payload type for it.
-        let clockRate = opus.rtpmap?.clockRate ?? 48_000
-        if let type = remote.telephoneEventPayloadType(clockRate: clockRate),
-            audio.telephoneEventPayloadType(clockRate: clockRate) == type
+        // The answer's telephone-event (at the codec's clock rate, else 8000), if we offered that type at that rate.
+        if let event = remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000),
+            audio.telephoneEventPayloadType(clockRate: event.clockRate) == event.payloadType
         {
-            negotiated.telephoneEventPayloadType = type
+            negotiated.telephoneEventPayloadType = event.payloadType
+            negotiated.telephoneEventClockRate = event.clockRate
         }
         return negotiated
     }

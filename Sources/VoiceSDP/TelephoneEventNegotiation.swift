@@ -1,6 +1,8 @@
 /// RFC 4733 telephone-events in offer/answer: `a=rtpmap:<pt> telephone-event/<clock>` with `a=fmtp:<pt> 0-16`
-/// beside each audio clock rate offered, and the one at the chosen codec's clock rate in the answer (events use
-/// the audio's clock and SSRC, so a telephone-event at another rate is of no use to that stream).
+/// beside each audio clock rate offered and at 8000 Hz, and in the answer the one at the chosen codec's clock rate
+/// (RFC 4733 §2.1: events share the audio's clock and SSRC), else the one at 8000 Hz: baresip and Asterisk offer
+/// only `telephone-event/8000`, also beside Opus, and send its events with the audio's timestamps and 8 kHz
+/// durations.
 extension SessionDescription {
     /// The events we send and receive: the sixteen DTMF keys and flash (RFC 4733 §3.2).
     static let telephoneEventRange = "0-16"
@@ -12,7 +14,9 @@ extension SessionDescription {
         guard let first = local.telephoneEventPayloadType else { return [] }
         var used = Set(codecs.map(\.payloadType))
         var rates: [Int] = []
-        for rate in codecs.compactMap(\.rtpmap?.clockRate) where !rates.contains(rate) { rates.append(rate) }
+        for rate in codecs.compactMap(\.rtpmap?.clockRate) + [8_000] where !rates.contains(rate) {
+            rates.append(rate)
+        }
         var formats: [RTPFormat] = []
         var candidate = first
         for rate in rates {
@@ -33,6 +37,14 @@ extension SessionDescription {
 }
 
 extension AudioMediaDescription {
+    /// The telephone-event to use beside a codec at `clockRate`: the section's at that rate, else its 8000 Hz one.
+    func telephoneEventMatching(clockRate: Int) -> (payloadType: UInt8, clockRate: Int)? {
+        for rate in [clockRate, 8_000] {
+            if let type = telephoneEventPayloadType(clockRate: rate) { return (type, rate) }
+        }
+        return nil
+    }
+
     /// The payload type of this section's `telephone-event` at `clockRate`, if it lists one.
     public func telephoneEventPayloadType(clockRate: Int) -> UInt8? {
         formats.first {

@@ -142,3 +142,30 @@ import VoiceRTP
         #expect(throws: MediaStreamError.self) { try config.validate() }
     }
 }
+
+extension DTMFStreamTests {
+    /// Events at 8000 Hz beside Opus (baresip, Asterisk): durations in 8 kHz units (160 per 20 ms), timestamps the
+    /// audio's 48 kHz ones.
+    @Test func eventsAt8kHzCountDurationsAt8kHz() throws {
+        let pair = try Pair()
+        var config = pair.a.configuration
+        config.telephoneEventClockRate = 8_000
+        let a = try MediaStream(configuration: config, sink: pair.sinkA)
+        a.sendDTMF(try #require(DTMFDigit("3")))
+        var durations: [UInt16] = []
+        var timestamps: Set<UInt32> = []
+        for tick in 0..<30 {
+            a.processCapture(AudioFrame(format: .mono16k), now: .milliseconds(Int64(tick) * 10))
+        }
+        for packet in pair.sinkA.packets where packet.kind == .rtp {
+            try packet.bytes.withUnsafeBytes { raw in
+                let view = try RTPPacketView(raw)
+                guard view.payloadType == DTMFStreamTests.eventType else { return }
+                durations.append(try TelephoneEventPayload(parsing: view.payload).duration)
+                timestamps.insert(view.timestamp)
+            }
+        }
+        #expect(durations == [160, 320, 480, 640, 800, 800, 800])
+        #expect(timestamps.count == 1)
+    }
+}

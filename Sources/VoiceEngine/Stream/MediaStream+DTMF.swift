@@ -14,8 +14,12 @@ struct MediaStreamDTMF {
     /// Digits dropped because nobody took the received ones.
     private(set) var receivedOverflows = 0
 
-    init(ticksPerPacket: UInt32, packetMilliseconds: Int) {
-        sender = TelephoneEventSender(ticksPerPacket: ticksPerPacket, packetMilliseconds: packetMilliseconds)
+    /// - Parameters: `ticksPerPacket` of the audio's clock at `audioClockRate`; events at `eventClockRate` (nil:
+    ///   the audio's) count their durations in that clock.
+    init(ticksPerPacket: UInt32, packetMilliseconds: Int, audioClockRate: Int, eventClockRate: Int?) {
+        let eventTicks = UInt64(ticksPerPacket) * UInt64(eventClockRate ?? audioClockRate) / UInt64(audioClockRate)
+        sender = TelephoneEventSender(
+            ticksPerPacket: UInt32(max(1, eventTicks)), packetMilliseconds: packetMilliseconds)
     }
 
     mutating func pushReceived(_ digit: DTMFDigit) {
@@ -93,6 +97,9 @@ extension MediaStream {
 extension MediaStreamConfiguration {
     /// The telephone-event payload type must be a valid RTP type, outside the RTCP range and not the audio's.
     func validateTelephoneEventPayloadType() throws(MediaStreamError) {
+        if let rate = telephoneEventClockRate, !(1_000...192_000).contains(rate) {
+            throw .invalidConfiguration(field: "telephoneEventClockRate", reason: "\(rate) Hz is not an RTP clock rate")
+        }
         guard let type = telephoneEventPayloadType else { return }
         guard type < 128, !(64...95).contains(type), type != payloadType else {
             throw .invalidConfiguration(

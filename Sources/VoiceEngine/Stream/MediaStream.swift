@@ -212,7 +212,9 @@ public final class MediaStream {
         deviceBlock = deviceRate / 100
         frameSamples = opus.samplesPerChannelPerFrame
         frameTicks = OpusRTP.ticks(samples: frameSamples, codingRate: rate)
-        dtmf = MediaStreamDTMF(ticksPerPacket: frameTicks, packetMilliseconds: configuration.packetTimeMilliseconds)
+        dtmf = MediaStreamDTMF(
+            ticksPerPacket: frameTicks, packetMilliseconds: configuration.packetTimeMilliseconds,
+            audioClockRate: OpusRTP.clockRate, eventClockRate: configuration.telephoneEventClockRate)
         func samples(_ n: Int) -> UnsafeMutableBufferPointer<Int16> {
             let b = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
             b.initialize(repeating: 0)

@@ -19,5 +19,6 @@ extension MediaStreamConfiguration {
             },
             voiceProcessing: voiceProcessing, payloadType: negotiated.payloadType)
         telephoneEventPayloadType = negotiated.telephoneEventPayloadType
+        telephoneEventClockRate = negotiated.telephoneEventClockRate
     }
 }

@@ -127,6 +127,9 @@ public struct MediaStreamConfiguration: Sendable {
     /// RTP payload type of RFC 4733 telephone-events at the audio's clock rate, when the peer negotiated them; nil:
     /// DTMF is not sent in RTP and event packets are dropped as a wrong payload type.
     public var telephoneEventPayloadType: UInt8?
+    /// The telephone-events' clock rate when it is not the audio's (8000 beside Opus, as baresip and Asterisk
+    /// negotiate): event durations are counted in it; timestamps stay the audio's. nil: the audio's.
+    public var telephoneEventClockRate: Int?
     public var rtcp: MediaStreamRTCPSettings
     public var lossAdaptation: LossAdaptationPolicy
     /// Largest datagram accepted (and the size of every preallocated packet buffer). 1500 by default.
