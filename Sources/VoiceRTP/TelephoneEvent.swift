@@ -101,9 +101,10 @@ public struct TelephoneEventPayload: Sendable, Hashable {
 
     /// Array convenience for ``init(parsing:)``.
     public init(parsing bytes: [UInt8]) throws(TelephoneEventParseError) {
-        self = try bytes.withUnsafeBytes { (raw) throws(TelephoneEventParseError) -> TelephoneEventPayload in
-            try TelephoneEventPayload(parsing: raw)
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(TelephoneEventParseError) in try TelephoneEventPayload(parsing: raw) }
         }
+        self = try result.get()
     }
 
     /// Writes the 4 bytes at the start of `buffer`. - Precondition: `buffer.count >= 4`.

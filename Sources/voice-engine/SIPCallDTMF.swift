@@ -12,17 +12,23 @@ enum SIPCallDTMF {
                 try? await Task.sleep(for: .milliseconds(500))
                 await send(keys, live: live, call: call)
             }
-            do {
-                for try await line in FileHandle.standardInput.bytes.lines {
-                    let words = line.split(separator: " ", omittingEmptySubsequences: true)
-                    guard words.count == 2, words[0].lowercased() == "dtmf" else {
-                        if !words.isEmpty { say("stdin: expected 'dtmf <keys>', got '\(line)'") }
-                        continue
-                    }
-                    await send(String(words[1]), live: live, call: call)
+            for await line in standardInputLines() {
+                let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard words.count == 2, words[0].lowercased() == "dtmf" else {
+                    if !words.isEmpty { say("stdin: expected 'dtmf <keys>', got '\(line)'") }
+                    continue
                 }
-            } catch {
-                say("stdin: \(error)")
+                await send(String(words[1]), live: live, call: call)
+            }
+        }
+    }
+
+    /// Lines of stdin, read on a thread of their own (a blocking read the call's end does not wait for).
+    static func standardInputLines() -> AsyncStream<String> {
+        AsyncStream { continuation in
+            Thread.detachNewThread {
+                while let line = readLine() { continuation.yield(line) }
+                continuation.finish()
             }
         }
     }
