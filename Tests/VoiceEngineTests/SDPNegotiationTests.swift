@@ -202,7 +202,7 @@ import VoiceEngine
         #expect(n.remoteAddress == "203.0.113.5" && n.remotePort == 15346 && n.remoteRTCPPort == 15347)
         #expect(!n.rtcpMux)
         let text = answer.serialize()
-        #expect(text.contains("m=audio 30000 RTP/SAVP 107\r\n"))
+        #expect(text.contains("m=audio 30000 RTP/SAVP 107 101\r\n"))  // 101: its telephone-event/8000
         #expect(text.contains("a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:"))
         #expect(!text.contains("rtcp-mux"))
     }

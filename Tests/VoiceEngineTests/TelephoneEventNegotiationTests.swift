@@ -42,7 +42,9 @@ import VoiceEngine
     @Test func telephoneEventAt8kHzIsAnsweredBesideOpus() throws {
         let offer = try SessionDescription(parsing: SDPSamples.asteriskOffer)
         let (answer, negotiated) = try SessionDescription.makeAnswer(
-            to: offer, localCapabilities: SDPNegotiationTests.caps(port: 50000))
+            to: offer,
+            localCapabilities: SDPNegotiationTests.caps(
+                port: 50000, srtp: .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32])))
         #expect(negotiated.telephoneEventPayloadType == 101 && negotiated.telephoneEventClockRate == 8_000)
         #expect(answer.serialize().contains("a=rtpmap:101 telephone-event/8000\r\n"))
         let configuration = MediaStreamConfiguration(negotiated: negotiated)

@@ -82,7 +82,8 @@ import VoiceTestSupport
         #expect(slots[7..<10].allSatisfy { $0 == nil })  // 60 ms gap: audio
         let second = slots[10..<17].compactMap { $0 }
         #expect(second.count == 7)
-        #expect(second.first?.timestamp == 1000 + 10 * 160)
+        let secondStart = try #require(second.first).timestamp
+        #expect(secondStart == UInt32(1000 + 10 * 160))
         #expect(second.first?.marker == true)
         #expect(second.allSatisfy { $0.payload.event == 11 })
         #expect(slots[17...].allSatisfy { $0 == nil })

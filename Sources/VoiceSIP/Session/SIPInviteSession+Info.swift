@@ -20,16 +20,16 @@ public enum SIPDTMFRelay {
     public static func parse(_ body: [UInt8], bare: Bool = false) -> (digit: DTMFDigit, durationMilliseconds: Int?)? {
         guard body.count <= 1024, let text = String(validating: body, as: UTF8.self) else { return nil }
         if bare {
-            let key = text.trimmingWhitespace
+            let key = trimmed(text)
             guard key.count == 1, let digit = DTMFDigit(key.first!) else { return nil }
             return (digit, nil)
         }
         var digit: DTMFDigit?
         var duration: Int?
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        for line in text.split(whereSeparator: \.isNewline) {
             guard let equals = line.firstIndex(of: "=") else { continue }
-            let name = line[..<equals].trimmingWhitespace.lowercased()
-            let value = line[line.index(after: equals)...].trimmingWhitespace
+            let name = trimmed(line[..<equals]).lowercased()
+            let value = trimmed(line[line.index(after: equals)...])
             switch name {
             case "signal":
                 if value.count == 1, let key = value.first { digit = DTMFDigit(key) }
@@ -44,10 +44,9 @@ public enum SIPDTMFRelay {
     }
 }
 
-extension StringProtocol {
-    fileprivate var trimmingWhitespace: String {
-        String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-    }
+/// `text` without leading and trailing white space and line ends.
+private func trimmed(_ text: some StringProtocol) -> String {
+    String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
 }
 
 extension SIPInviteSession {
