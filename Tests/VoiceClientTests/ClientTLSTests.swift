@@ -128,6 +128,39 @@ struct ClientTLSTests {
         }
     }
 
+    /// A started client pings the service at its keepalive interval: with the insecure transport the CRLF CRLF
+    /// datagrams (4 bytes) to Kamailio's UDP port can be counted on the wire (tshark on `lo`); over TLS the same
+    /// pings travel inside the connection.
+    @Test(
+        .enabled(if: getuid() == 0, "capturing on lo needs root"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark"), "tshark is not installed"))
+    func clientSendsKeepalivesAtTheConfiguredInterval() async throws {
+        try await withService(sipPort: 26127, insecure: true) { service in
+            let log = service.directory.appendingPathComponent("tshark.log")
+            let tshark = try ChildProcessGroup(
+                "/usr/bin/tshark",
+                [
+                    "-i", "lo", "-l", "-f", "udp and dst port \(service.sipPort) and udp[4:2] = 12", "-a",
+                    "duration:4", "-T", "fields", "-e", "udp.payload"
+                ], log: log)
+            defer { tshark.stop() }
+            try await Task.sleep(for: .milliseconds(800))  // tshark opens the interface
+            var configuration = service.configuration()
+            configuration.keepaliveInterval = .milliseconds(400)
+            let alice = try service.client("alice", configuration: configuration)
+            let events = EventLog(alice)
+            await alice.start()
+            #expect(events.events.contains(.started), "\(events.events)")
+            _ = await tshark.wait(timeout: .seconds(10))
+            await alice.terminate()
+            let pings = (try String(contentsOf: log, encoding: .utf8)).split(separator: "\n").filter {
+                $0.replacingOccurrences(of: ":", with: "") == "0d0a0d0a"
+            }
+            // About 3 s of registration at 320–400 ms: 7 to 10 pings.
+            #expect((5...12).contains(pings.count), "\(pings.count) keepalives:\n\(tshark.logTail)")
+        }
+    }
+
     /// Starts `client` (which must fail) and returns its TLS refusal.
     static func refusal(starting client: VoiceClient) async throws -> TLSRefusal {
         let events = EventLog(client)
