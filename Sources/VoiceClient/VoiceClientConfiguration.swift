@@ -7,8 +7,9 @@ public struct VoiceClientConfiguration: Sendable {
     /// How the client reaches the service: encrypted unless the app asks otherwise by name.
     public enum Transport: Sendable, Equatable {
         /// SIP over TLS to the registrar and HTTPS to the registration service. The service's certificate must
-        /// chain to `trustRoots` and name `serverName` (the service host when nil: a host name, or the IP address
-        /// connected to); otherwise nothing is sent and the client reports ``VoiceClientError/tlsRefused(_:)``.
+        /// chain to `trustRoots` and name `serverName` (the service host when nil), or the IP address connected
+        /// to (NIOSSL accepts a certificate's IP address for any name); otherwise nothing is sent and the client
+        /// reports ``VoiceClientError/tlsRefused(_:)``.
         case tls(trustRoots: TrustRoots, serverName: String? = nil)
         /// SIP over UDP and plain HTTP: the SIP password the registration service grants and the calls' SRTP keys
         /// cross the network in clear text, readable by anyone on the path. Only for a service on loopback or a
