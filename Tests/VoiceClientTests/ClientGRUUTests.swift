@@ -40,7 +40,11 @@ struct ClientGRUUTests {
                     service.directory.appendingPathComponent("sipp-errors.log").path
                 ], log: service.directory.appendingPathComponent("sipp.log"))
             defer { sipp.stop() }
-            guard await waitUntilUDPBound(sippPort) else { try Test.cancel("SIPp did not start:\n\(sipp.logTail)") }
+            // SIPp is installed (the suite's condition): a scenario it refuses is a failure, not a skip.
+            guard await waitUntilUDPBound(sippPort) else {
+                Issue.record("SIPp did not start:\n\(sipp.logTail)")
+                return
+            }
 
             let gruu = try await Self.registerWithGRUU(
                 "gruu", contactPort: sippPort, instance: instance, service: service)
@@ -49,7 +53,7 @@ struct ClientGRUUTests {
             let alice = try service.client("alice")
             let aliceEvents = EventLog(alice)
             await alice.start()
-            #expect(aliceEvents.events.contains(.started), "\(aliceEvents.events)")
+            #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
             let call = try await alice.callUser("gruu")
             try await waitFor(call, .established)
             if scenario == "uas-gruu-caller-hangs-up" {
