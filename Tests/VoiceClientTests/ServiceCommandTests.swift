@@ -60,11 +60,27 @@ struct ServiceCommandTests {
             ], in: directory)
         #expect(missing.status == 65, "\(missing.output)")
         #expect(missing.output.contains("/nonexistent/secret"))
-        let notJSON = try await run(
+        let service = [
+            "registration-service", "--applications", secret.path, "--state", directory.path, "--shared-secret-file",
+            secret.path
+        ]
+        // HTTPS needs a certificate and key; plain HTTP only by name.
+        let noCertificate = try await run(service, in: directory)
+        #expect(noCertificate.status == 64, "\(noCertificate.output)")
+        #expect(noCertificate.output.contains("HTTPS needs --certificate and --private-key"), "\(noCertificate.output)")
+        let applications = directory.appendingPathComponent("applications.json")
+        try "{\"k\": \"s\"}".write(to: applications, atomically: true, encoding: .utf8)
+        let shared = directory.appendingPathComponent("shared-secret")
+        try "shared".write(to: shared, atomically: true, encoding: .utf8)
+        let missingCertificate = try await run(
             [
-                "registration-service", "--applications", secret.path, "--state", directory.path,
-                "--shared-secret-file", secret.path
+                "registration-service", "--applications", applications.path, "--state", directory.path,
+                "--shared-secret-file", shared.path, "--listen", "127.0.0.1:0", "--certificate",
+                "/nonexistent/server.pem", "--private-key", "/nonexistent/server.key"
             ], in: directory)
+        #expect(missingCertificate.status == 65, "\(missingCertificate.output)")
+        #expect(missingCertificate.output.contains("/nonexistent/server.pem"), "\(missingCertificate.output)")
+        let notJSON = try await run(service + ["--insecure-plain-http"], in: directory)
         #expect(notJSON.status == 65, "\(notJSON.output)")
     }
 
