@@ -78,7 +78,8 @@ struct PhoneCommand: ParsableCommand {
         let key = applicationKey
         let transport: VoiceClientConfiguration.Transport =
             insecurePlaintext
-            ? .insecurePlaintextUDPAndHTTP : .tls(trustRoots: caFile.map { .pemFile($0) } ?? .system, serverName: serverName)
+            ? .insecurePlaintextUDPAndHTTP
+            : .tls(trustRoots: caFile.map { .pemFile($0) } ?? .system, serverName: serverName)
         let configuration = VoiceClientConfiguration(
             applicationKey: key, serviceHost: server, transport: transport, sipPort: sipPort,
             registrationPort: registrationPort,

@@ -388,7 +388,11 @@ struct ClientSIPCallTests {
             await #expect {
                 _ = try await alice.callUser("bob")
             } throws: { error in
-                if case .network(let reason) = error as? VoiceClientError { reason.contains("Connection refused") } else { false }
+                if case .network(let reason) = error as? VoiceClientError {
+                    reason.contains("Connection refused")
+                } else {
+                    false
+                }
             }
             await alice.terminate()
         }

@@ -67,7 +67,8 @@ struct ClientGRUUTests {
             let errors =
                 (try? String(
                     contentsOf: service.directory.appendingPathComponent("sipp-errors.log"), encoding: .utf8)) ?? ""
-            #expect(status == 0, "SIPp's side did not complete (ACK or BYE lost):\n\(errors.suffix(2000))\n\(sipp.logTail)")
+            #expect(
+                status == 0, "SIPp's side did not complete (ACK or BYE lost):\n\(errors.suffix(2000))\n\(sipp.logTail)")
             await alice.terminate()
         }
     }

@@ -56,7 +56,8 @@ struct ClientTLSTests {
                 starting: try service.client(
                     "dave", configuration: service.configuration(serverName: "other.voiceengine.test")))
             #expect(otherName.kind == .nameMismatch && otherName.server == .sip, "\(otherName)")
-            let byName = try service.client("carol", configuration: service.configuration(serverName: "voiceengine.test"))
+            let byName = try service.client(
+                "carol", configuration: service.configuration(serverName: "voiceengine.test"))
             let events = EventLog(byName)
             await byName.start()
             #expect(await events.first { $0 == .started } != nil, "\(events.events)")

@@ -135,7 +135,8 @@ struct ServiceCommandTests {
         let serviceLog = (try? String(contentsOf: service.log, encoding: .utf8)) ?? ""
         #expect(serviceLog.contains("clients trust the service's CA: \(caFile)"), "\(serviceLog)")
         let configuration = VoiceClientConfiguration(
-            applicationKey: "demo-application-key", serviceHost: "127.0.0.1", transport: .tls(trustRoots: .pemFile(caFile)),
+            applicationKey: "demo-application-key", serviceHost: "127.0.0.1",
+            transport: .tls(trustRoots: .pemFile(caFile)),
             sipPort: tlsPort, registrationPort: httpPort, registrationExpires: 60, sipT1: .milliseconds(20))
         let known = signatures
         let alice = try VoiceClient(userID: "alice", configuration: configuration) { known[$0]! }

@@ -179,7 +179,8 @@ final class ServiceHarness: @unchecked Sendable {
     ) -> VoiceClientConfiguration {
         let transport: VoiceClientConfiguration.Transport =
             insecure
-            ? .insecurePlaintextUDPAndHTTP : .tls(trustRoots: trustRoots ?? .pemFile(pki.caFile), serverName: serverName)
+            ? .insecurePlaintextUDPAndHTTP
+            : .tls(trustRoots: trustRoots ?? .pemFile(pki.caFile), serverName: serverName)
         return VoiceClientConfiguration(
             applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", transport: transport,
             sipPort: insecure ? sipPort : tlsPort, registrationPort: registrationPort,

@@ -141,9 +141,12 @@ public struct RegistrationServiceConnection: Sendable {
         switch trustRoots {
         case .system: configuration.trustRoots = .default
         case .pemFile(let path):
-            guard try !NIOSSLCertificate.fromPEMFile(path).isEmpty else { throw SIPError(.tls, "\(path): no certificate") }
+            guard try !NIOSSLCertificate.fromPEMFile(path).isEmpty else {
+                throw SIPError(.tls, "\(path): no certificate")
+            }
             configuration.trustRoots = .file(path)
-        case .pem(let text): configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
+        case .pem(let text):
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
         }
         return try NIOSSLContext(configuration: configuration)
     }
