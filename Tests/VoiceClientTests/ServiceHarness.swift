@@ -121,21 +121,8 @@ final class ServiceHarness: @unchecked Sendable {
             (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
             + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
         let tlsConfig = directory.appendingPathComponent("tls.cfg")
-        try """
-        [server:default]
-        method = TLSv1.2+
-        verify_certificate = no
-        require_certificate = no
-        private_key = \(pki.serverKeyFile)
-        certificate = \(sipCertificate)
-
-        [client:default]
-        method = TLSv1.2+
-        verify_certificate = yes
-        require_certificate = yes
-        ca_list = \(pki.caFile)
-
-        """.write(to: tlsConfig, atomically: true, encoding: .utf8)
+        try pki.kamailioTLSConfiguration(certificate: sipCertificate).write(
+            to: tlsConfig, atomically: true, encoding: .utf8)
         let tls = [
             "-l", "tls:127.0.0.1:\(tlsPort)", "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\""
         ]

@@ -52,6 +52,26 @@ public struct TestPKI: Sendable {
         }
     }
 
+    /// Kamailio's tls module file (`modparam("tls", "config", …)`): the server presents `certificate` (the CA's
+    /// server certificate by default) with the server key; as a client it trusts only our CA.
+    public func kamailioTLSConfiguration(certificate: String? = nil) -> String {
+        """
+        [server:default]
+        method = TLSv1.2+
+        verify_certificate = no
+        require_certificate = no
+        private_key = \(serverKeyFile)
+        certificate = \(certificate ?? serverCertificateFile)
+
+        [client:default]
+        method = TLSv1.2+
+        verify_certificate = yes
+        require_certificate = yes
+        ca_list = \(caFile)
+
+        """
+    }
+
     public func remove() { try? FileManager.default.removeItem(at: directory) }
 
     private func run(_ arguments: [String]) throws {
