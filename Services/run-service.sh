@@ -19,16 +19,6 @@ names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"
 state=$(cd "$state" && pwd)
-umask 077
-if [ ! -f "$state/shared-secret" ]; then
-  head -c 32 /dev/urandom | base64 | tr -d '\n' > "$state/shared-secret"
-fi
-if [ ! -f "$state/applications.json" ]; then
-  printf '{"demo-application-key": "demo-application-secret"}\n' > "$state/applications.json"
-fi
-if [ ! -f "$state/msilo.sqlite" ]; then
-  cat /usr/share/kamailio/db_sqlite/standard-create.sql /usr/share/kamailio/db_sqlite/msilo-create.sql | sqlite3 "$state/msilo.sqlite"
-fi
 if [ ! -f "$state/ca.pem" ] || [ ! -f "$state/server.pem" ]; then
   ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
   # shellcheck disable=SC2086
@@ -40,7 +30,7 @@ if [ ! -f "$state/ca.pem" ] || [ ! -f "$state/server.pem" ]; then
     "$names" > "$state/server.ext"
   openssl x509 -req -in "$state/server.csr" -CA "$state/ca.pem" -CAkey "$state/ca.key" -CAcreateserial \
     -out "$state/server.pem" -days 825 -extfile "$state/server.ext" 2>> "$state/openssl.log"
-  chmod 644 "$state/ca.pem"
+  chmod 600 "$state/ca.key" "$state/server.key"
 fi
 cat > "$state/tls.cfg" <<TLS
 [server:default]
@@ -56,6 +46,17 @@ verify_certificate = yes
 require_certificate = yes
 ca_list = $state/ca.pem
 TLS
+if [ ! -f "$state/shared-secret" ]; then
+  head -c 32 /dev/urandom | base64 | tr -d '\n' > "$state/shared-secret"
+  chmod 600 "$state/shared-secret"
+fi
+if [ ! -f "$state/applications.json" ]; then
+  printf '{"demo-application-key": "demo-application-secret"}\n' > "$state/applications.json"
+  chmod 600 "$state/applications.json"
+fi
+if [ ! -f "$state/msilo.sqlite" ]; then
+  cat /usr/share/kamailio/db_sqlite/standard-create.sql /usr/share/kamailio/db_sqlite/msilo-create.sql | sqlite3 "$state/msilo.sqlite"
+fi
 secret=$(cat "$state/shared-secret")
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
   --state "$state" --shared-secret-file "$state/shared-secret" \
