@@ -108,7 +108,7 @@ let package = Package(
             name: "VoiceClient",
             dependencies: [
                 "VoiceEngine", "VoiceSIP", "VoiceClientWire", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio")
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         // The service side of the client: the registration service that verifies signed requests and issues the
@@ -117,7 +117,8 @@ let package = Package(
             name: "VoiceService",
             dependencies: [
                 "VoiceClientWire", "VoiceCrypto", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         .target(
@@ -176,7 +177,8 @@ let package = Package(
             dependencies: [
                 "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio")
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ]
         ),
         .testTarget(
