@@ -148,24 +148,90 @@ struct ClientTLSTests {
                 "/usr/bin/tshark",
                 [
                     "-i", "lo", "-l", "-f", "udp and dst port \(service.sipPort) and udp[4:2] = 12", "-a",
-                    "duration:4", "-T", "fields", "-e", "udp.payload"
+                    "duration:8", "-T", "fields", "-e", "frame.time_epoch", "-e", "udp.payload"
                 ], log: log)
             defer { tshark.stop() }
-            try await Task.sleep(for: .milliseconds(800))  // tshark opens the interface
+            try await Self.waitUntilCapturing(tshark)
             var configuration = service.configuration()
             configuration.keepaliveInterval = .milliseconds(400)
             let alice = try service.client("alice", configuration: configuration)
             let events = EventLog(alice)
             await alice.start()
             #expect(await events.first { $0 == .started } != nil, "\(events.events)")
-            _ = await tshark.wait(timeout: .seconds(10))
+            try await Task.sleep(for: .seconds(2.5))
             await alice.terminate()
-            let pings = (try String(contentsOf: log, encoding: .utf8)).split(separator: "\n").filter {
-                $0.replacingOccurrences(of: ":", with: "") == "0d0a0d0a"
+            _ = await tshark.wait(timeout: .seconds(10))
+            let times = (try String(contentsOf: log, encoding: .utf8)).split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: "\t")
+                return fields.count == 2 && fields[1].replacingOccurrences(of: ":", with: "") == "0d0a0d0a"
+                    ? Double(fields[0]) : nil
             }
-            // About 3 s of registration at 320–400 ms: 7 to 10 pings.
-            #expect((5...12).contains(pings.count), "\(pings.count) keepalives:\n\(tshark.logTail)")
+            // 2.5 s of registration at 320–400 ms: about 7 pings, none closer than 80 % of the interval.
+            #expect(times.count >= 4, "\(times.count) keepalives:\n\(tshark.logTail)")
+            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+            #expect(gaps.allSatisfy { $0 >= 0.3 }, "gaps \(gaps)")
+            #expect(gaps.allSatisfy { $0 <= 0.8 }, "gaps \(gaps) (the machine may be loaded)")
         }
+    }
+
+    /// Two clients register (HTTPS, then SIP over TLS) and exchange a message: a capture of every TCP byte to and
+    /// from the service's TLS and HTTPS ports holds TLS records only — no SIP, no HTTP, no password.
+    @Test(
+        .enabled(if: getuid() == 0, "capturing on lo needs root"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark"), "tshark is not installed"))
+    func registrationAndMessagesCrossTheWireEncrypted() async throws {
+        try await withService(sipPort: 26121) { service in
+            let log = service.directory.appendingPathComponent("tshark.log")
+            let tshark = try ChildProcessGroup(
+                "/usr/bin/tshark",
+                [
+                    "-i", "lo", "-l", "-f", "tcp port \(service.tlsPort) or tcp port \(service.registrationPort)",
+                    "-a", "duration:8", "-T", "fields", "-e", "tcp.payload"
+                ], log: log)
+            defer { tshark.stop() }
+            try await Self.waitUntilCapturing(tshark)
+            let alice = try service.client("alice"), bob = try service.client("bob")
+            let aliceEvents = EventLog(alice), bobEvents = EventLog(bob)
+            await bob.start()
+            await alice.start()
+            #expect(await aliceEvents.first { $0 == .started } != nil)
+            let id = try await alice.send(message: "secret words", to: ["bob"])
+            #expect(await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil)
+            #expect(await bobEvents.firstMessage()?.text == "secret words")
+            await alice.terminate()
+            await bob.terminate()
+            _ = await tshark.wait(timeout: .seconds(10))
+            let payloads = (try String(contentsOf: log, encoding: .utf8)).split(separator: "\n").compactMap {
+                line -> [UInt8]? in
+                let hex = line.replacingOccurrences(of: ":", with: "")
+                guard !hex.isEmpty, hex.count.isMultiple(of: 2), hex.allSatisfy(\.isHexDigit) else { return nil }
+                var bytes: [UInt8] = []
+                var index = hex.startIndex
+                while index < hex.endIndex {
+                    let next = hex.index(index, offsetBy: 2)
+                    bytes.append(UInt8(hex[index..<next], radix: 16)!)
+                    index = next
+                }
+                return bytes
+            }
+            #expect(payloads.count >= 10, "too few packets captured:\n\(tshark.logTail)")
+            let wire = payloads.flatMap { $0 }
+            for clear in ["SIP/2.0", "REGISTER", "MESSAGE", "POST ", "HTTP/1.1", "secret words", "alice"] {
+                #expect(!wire.contains(Array(clear.utf8)), "'\(clear)' crossed the wire in clear text")
+            }
+        }
+    }
+
+    /// Waits until tshark says it captures (loading its dissectors takes a few seconds on a loaded machine).
+    static func waitUntilCapturing(_ tshark: ChildProcessGroup) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOf: tshark.log, encoding: .utf8), text.contains("Capture started") {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("tshark did not start capturing:\n\(tshark.logTail)")
     }
 
     /// Starts `client` (which must fail) and returns its TLS refusal.
