@@ -4,7 +4,8 @@ import VoiceClient
 import VoiceTestSupport
 
 /// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
-/// seen on its side, speech both ways) and as the phone gateway, SIPp answering busy. Ports 26060–26079.
+/// seen on its side, speech both ways over DTLS-SRTP) and as the phone gateway, SIPp answering busy. Ports
+/// 26060–26079.
 @Suite(
     "VoiceClient calls to baresip and SIPp", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(2)),
@@ -35,6 +36,11 @@ struct ClientPeerCallTests {
                 #expect(
                     log.contains("X-Account: 42") && log.contains("x-campaign: spring"),
                     "baresip's trace lacks the custom headers")
+                // The service's signalling is not encrypted: the client's INVITE offers DTLS-SRTP and no SDES key.
+                #expect(
+                    log.contains("m=audio") && log.contains("UDP/TLS/RTP/SAVP") && log.contains("a=fingerprint:"),
+                    "the client's offer in baresip's trace is not DTLS-SRTP")
+                #expect(!log.contains("a=crypto"), "an SDES key crossed the unencrypted signalling")
                 try await Task.sleep(for: .milliseconds(500))
                 let toAlice = SpeechMatch.median(
                     sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples,
@@ -157,7 +163,8 @@ struct ClientPeerCallTests {
         </scenario>
         """
 
-    /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails.
+    /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails. It keys SRTP by
+    /// DTLS-SRTP (its `dtls_srtp` module): over the service's unencrypted signalling the client offers no SDES keys.
     func withBaresip(
         port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void
     ) async throws {
@@ -167,7 +174,8 @@ struct ClientPeerCallTests {
             SharedTestData.isPresent
             ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
             : try silence(into: directory)
-        let arguments = try BaresipPeer.configure(directory: directory, port: port, user: user, microphone: microphone)
+        let arguments = try BaresipPeer.configure(
+            directory: directory, port: port, user: user, microphone: microphone, mediaEncryption: "dtls_srtp")
         let baresip = try ChildProcessGroup(
             BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
         defer { baresip.stop() }
