@@ -1,6 +1,9 @@
 import Foundation
 import Testing
-import VoiceClient
+import NIOCore
+import NIOPosix
+import VoiceSIP
+@testable import VoiceClient
 import VoiceTestSupport
 
 /// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
@@ -54,6 +57,59 @@ struct ClientPeerCallTests {
                 #expect(toBaresip > 0.5, "baresip did not hear the client (\(toBaresip))")
                 await alice.terminate()
             }
+        }
+    }
+
+    /// The offer a call makes over SIP/TLS (DTLS-SRTP with SDES `a=crypto` lines next to it, on `RTP/SAVP`) as
+    /// baresip answers it in either keying: with `srtp-mand` (its SDES default) by SDES, with `dtls_srtp` by
+    /// DTLS-SRTP; media flows both ways after either. Sent here from a user agent straight to baresip on loopback.
+    @Test(arguments: ["srtp-mand", "dtls_srtp"])
+    func theOfferForTLSSignallingIsAnsweredByBaresipInEitherKeying(_ mediaEncryption: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "client-offer-\(mediaEncryption)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = mediaEncryption == "dtls_srtp" ? 26_076 : 26_074
+        try await withBaresip(port: port, mediaEncryption: mediaEncryption, in: directory) { _, _ in
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let endpoint = try await SIPEndpoint.start(
+                on: group.next(), udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+            let agent = SIPUserAgent(
+                endpoint: endpoint, credentials: nil,
+                configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "alice", host: "127.0.0.1")))
+            let media = try await CallLink.bindMedia(
+                host: "127.0.0.1", signallingEncrypted: true, iceRole: .controlling)
+            let call = try await agent.call(
+                SIPURI(user: "b", host: "127.0.0.1", port: port), offering: media.capabilities)
+            var negotiated: NegotiatedAudio?
+            events: for await event in call.events {
+                switch event {
+                case .established(let answer, _):
+                    negotiated = answer
+                    break events
+                case .ended: break events
+                default: continue
+                }
+            }
+            let answer = try #require(negotiated, "baresip (\(mediaEncryption)) did not answer our offer")
+            if mediaEncryption == "dtls_srtp" {
+                #expect(answer.dtls != nil && answer.srtp == nil, "baresip's dtls_srtp answered \(answer)")
+            } else {
+                #expect(answer.srtp != nil && answer.dtls == nil, "baresip's srtp-mand answered \(answer)")
+            }
+            let live = try await SIPCallMedia.start(
+                negotiated: answer, callID: CallID(call.callID), transport: media.transport,
+                certificate: media.certificate, ice: media.ice,
+                devices: CallAudioDevices(
+                    microphone: SharedTestData.isPresent ? "file:" + Self.speech : "null", speaker: "null",
+                    sampleRate: 16_000, voiceProcessing: false))
+            try await Task.sleep(for: .seconds(3))
+            let result = await live.stop(cause: .localHangup)
+            await call.hangUp()
+            #expect(result.wasEstablished, "media did not flow both ways with baresip (\(mediaEncryption))")
+            await media.transport.close()
+            try await endpoint.close()
+            try await group.shutdownGracefully()
         }
     }
 
@@ -166,7 +222,8 @@ struct ClientPeerCallTests {
     /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails. It keys SRTP by
     /// DTLS-SRTP (its `dtls_srtp` module): over the service's unencrypted signalling the client offers no SDES keys.
     func withBaresip(
-        port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void
+        port: Int, user: String = "b", mediaEncryption: String = "dtls_srtp", in parent: URL,
+        _ body: (URL, ChildProcessGroup) async throws -> Void
     ) async throws {
         let directory = parent.appendingPathComponent("baresip-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -175,7 +232,7 @@ struct ClientPeerCallTests {
             ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
             : try silence(into: directory)
         let arguments = try BaresipPeer.configure(
-            directory: directory, port: port, user: user, microphone: microphone, mediaEncryption: "dtls_srtp")
+            directory: directory, port: port, user: user, microphone: microphone, mediaEncryption: mediaEncryption)
         let baresip = try ChildProcessGroup(
             BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
         defer { baresip.stop() }

@@ -1,0 +1,116 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import VoiceSIP
+import VoiceTestSupport
+import VoiceWebRTC
+
+@testable import VoiceClient
+
+/// Call setup time on loopback, from the INVITE to the caller's first authenticated RTP from the callee (the live
+/// call's `established`: received RTP that passed SRTP, decoded on the next tick), for the three ways a client call
+/// can be keyed and connected: SDES-SRTP, DTLS-SRTP, and DTLS-SRTP after ICE checks. Two user agents call each other
+/// directly (no proxy) with the client's own media binding and `SIPCallMedia`; null devices.
+@Suite("Client call setup time", .tags(.live, .slow), .scheduledByTags, .serialized)
+struct CallSetupTimeTests {
+    enum Keying: String, CaseIterable, Sendable { case sdes, dtls, dtlsWithICE }
+
+    static let calls = 5
+
+    /// The caller's and the callee's media: the client's binding, reduced to what `keying` uses.
+    static func bind(_ keying: Keying, role: ICEAgent.Role) async throws -> CallLink.BoundMedia {
+        let media = try await CallLink.bindMedia(
+            host: "127.0.0.1", signallingEncrypted: keying == .sdes, iceRole: role)
+        var capabilities = media.capabilities
+        if keying == .sdes { capabilities.dtlsFingerprint = nil }
+        if keying != .dtlsWithICE { capabilities.ice = nil }
+        return CallLink.BoundMedia(
+            transport: media.transport, capabilities: capabilities, certificate: media.certificate, ice: media.ice)
+    }
+
+    static func agent(_ user: String, on loop: any EventLoop) async throws -> SIPUserAgent {
+        let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        return SIPUserAgent(
+            endpoint: endpoint, credentials: nil,
+            configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: user, host: "127.0.0.1")))
+    }
+
+    static let devices = CallAudioDevices(
+        microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+
+    /// One call: dial, answer, both media started; returns the time from the INVITE to the caller's first
+    /// authenticated RTP, and how the call was keyed.
+    static func oneCall(_ keying: Keying, caller: SIPUserAgent, callee: SIPUserAgent) async throws -> (
+        Duration, NegotiatedAudio
+    ) {
+        let calleeMedia = try await bind(keying, role: .controlled)
+        let answering = Task { () -> SIPCallMedia? in
+            for await incoming in callee.incomingCalls {
+                let negotiated = try await incoming.answer(with: calleeMedia.capabilities)
+                return try await SIPCallMedia.start(
+                    negotiated: negotiated, callID: CallID(incoming.callID), transport: calleeMedia.transport,
+                    certificate: calleeMedia.certificate, ice: calleeMedia.ice, devices: devices)
+            }
+            return nil
+        }
+        let callerMedia = try await bind(keying, role: .controlling)
+        let port = try #require(await callee.endpoint.localAddress(.udp)?.port)
+        let started = ContinuousClock.now
+        let call = try await caller.call(
+            SIPURI(user: "callee", host: "127.0.0.1", port: port), offering: callerMedia.capabilities)
+        var negotiated: NegotiatedAudio?
+        events: for await event in call.events {
+            switch event {
+            case .established(let media, _):
+                negotiated = media
+                break events
+            case .ended: break events
+            default: continue
+            }
+        }
+        let media = try #require(negotiated, "the call was not answered")
+        let live = try await SIPCallMedia.start(
+            negotiated: media, callID: CallID(call.callID), transport: callerMedia.transport,
+            certificate: callerMedia.certificate, ice: callerMedia.ice, devices: devices)
+        var flowing: Duration?
+        for await event in live.live.events {
+            if case .established = event {
+                flowing = ContinuousClock.now - started
+                break
+            }
+        }
+        _ = await live.stop(cause: .localHangup)
+        _ = await (try await answering.value)?.stop(cause: .remoteHangup)
+        await call.hangUp()
+        await callerMedia.transport.close()
+        await calleeMedia.transport.close()
+        return (try #require(flowing, "media did not flow"), media)
+    }
+
+    @Test func setupTimeOfEachKeying() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let caller = try await Self.agent("caller", on: group.next())
+        let callee = try await Self.agent("callee", on: group.next())
+        var report: [String] = []
+        for keying in Keying.allCases {
+            var times: [Duration] = []
+            for _ in 0..<Self.calls {
+                let (time, negotiated) = try await Self.oneCall(keying, caller: caller, callee: callee)
+                #expect((negotiated.dtls != nil) == (keying != .sdes), "\(keying) negotiated \(negotiated)")
+                #expect((negotiated.remoteICE != nil) == (keying == .dtlsWithICE), "\(keying): ICE \(negotiated)")
+                times.append(time)
+            }
+            times.sort()
+            let median = times[times.count / 2]
+            report.append("\(keying.rawValue): median \(median), min \(times[0]), max \(times[times.count - 1])")
+            #expect(median < .seconds(3), "\(keying) took \(median) to set up on loopback")
+        }
+        print(
+            "client call setup (INVITE → first authenticated RTP at the caller), \(Self.calls) calls each on loopback:")
+        for line in report { print("  " + line) }
+        try await caller.endpoint.close()
+        try await callee.endpoint.close()
+        try await group.shutdownGracefully()
+    }
+}
