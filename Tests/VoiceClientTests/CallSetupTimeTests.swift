@@ -29,13 +29,6 @@ struct CallSetupTimeTests {
             transport: media.transport, capabilities: capabilities, certificate: media.certificate, ice: media.ice)
     }
 
-    static func agent(_ user: String, on loop: any EventLoop) async throws -> SIPUserAgent {
-        let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-        return SIPUserAgent(
-            endpoint: endpoint, credentials: nil,
-            configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: user, host: "127.0.0.1")))
-    }
-
     static let devices = CallAudioDevices(
         microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
 
@@ -59,20 +52,13 @@ struct CallSetupTimeTests {
         let started = ContinuousClock.now
         let call = try await caller.call(
             SIPURI(user: "callee", host: "127.0.0.1", port: port), offering: callerMedia.capabilities)
-        var negotiated: NegotiatedAudio?
-        events: for await event in call.events {
-            switch event {
-            case .established(let media, _):
-                negotiated = media
-                break events
-            case .ended: break events
-            default: continue
-            }
-        }
-        let media = try #require(negotiated, "the call was not answered")
+        let media = try #require(await answeredMedia(of: call), "the call was not answered")
         let live = try await SIPCallMedia.start(
             negotiated: media, callID: CallID(call.callID), transport: callerMedia.transport,
             certificate: callerMedia.certificate, ice: callerMedia.ice, devices: devices)
+        #expect(
+            (live.ice?.selectedPair != nil) == (keying == .dtlsWithICE),
+            "\(keying): ICE selected \(live.ice?.selectedPair.map { "\($0.remote)" } ?? "no pair")")
         var flowing: Duration?
         for await event in live.live.events {
             if case .established = event {
@@ -90,8 +76,8 @@ struct CallSetupTimeTests {
 
     @Test func setupTimeOfEachKeying() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let caller = try await Self.agent("caller", on: group.next())
-        let callee = try await Self.agent("callee", on: group.next())
+        let caller = try await loopbackAgent("caller", on: group.next())
+        let callee = try await loopbackAgent("callee", on: group.next())
         var report: [String] = []
         for keying in Keying.allCases {
             var times: [Duration] = []
@@ -113,4 +99,24 @@ struct CallSetupTimeTests {
         try await callee.endpoint.close()
         try await group.shutdownGracefully()
     }
+}
+
+/// A user agent on a loopback UDP port of its own, calling peers directly (no proxy, no credentials).
+func loopbackAgent(_ user: String, on loop: any EventLoop) async throws -> SIPUserAgent {
+    let endpoint = try await SIPEndpoint.start(on: loop, udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+    return SIPUserAgent(
+        endpoint: endpoint, credentials: nil,
+        configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: user, host: "127.0.0.1")))
+}
+
+/// What the answer to `call`'s offer negotiated; nil when the call ended unanswered.
+func answeredMedia(of call: SIPCall) async -> NegotiatedAudio? {
+    for await event in call.events {
+        switch event {
+        case .established(let media, _): return media
+        case .ended: return nil
+        default: continue
+        }
+    }
+    return nil
 }

@@ -72,26 +72,13 @@ struct ClientPeerCallTests {
         let port = mediaEncryption == "dtls_srtp" ? 26_076 : 26_074
         try await withBaresip(port: port, mediaEncryption: mediaEncryption, in: directory) { _, _ in
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            let endpoint = try await SIPEndpoint.start(
-                on: group.next(), udp: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-            let agent = SIPUserAgent(
-                endpoint: endpoint, credentials: nil,
-                configuration: SIPUserAgentConfiguration(addressOfRecord: SIPURI(user: "alice", host: "127.0.0.1")))
+            let agent = try await loopbackAgent("alice", on: group.next())
             let media = try await CallLink.bindMedia(
                 host: "127.0.0.1", signallingEncrypted: true, iceRole: .controlling)
             let call = try await agent.call(
                 SIPURI(user: "b", host: "127.0.0.1", port: port), offering: media.capabilities)
-            var negotiated: NegotiatedAudio?
-            events: for await event in call.events {
-                switch event {
-                case .established(let answer, _):
-                    negotiated = answer
-                    break events
-                case .ended: break events
-                default: continue
-                }
-            }
-            let answer = try #require(negotiated, "baresip (\(mediaEncryption)) did not answer our offer")
+            let answer = try #require(
+                await answeredMedia(of: call), "baresip (\(mediaEncryption)) did not answer our offer")
             if mediaEncryption == "dtls_srtp" {
                 #expect(answer.dtls != nil && answer.srtp == nil, "baresip's dtls_srtp answered \(answer)")
             } else {
@@ -108,7 +95,7 @@ struct ClientPeerCallTests {
             await call.hangUp()
             #expect(result.wasEstablished, "media did not flow both ways with baresip (\(mediaEncryption))")
             await media.transport.close()
-            try await endpoint.close()
+            try await agent.endpoint.close()
             try await group.shutdownGracefully()
         }
     }
