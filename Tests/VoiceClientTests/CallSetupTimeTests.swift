@@ -11,8 +11,9 @@ import VoiceWebRTC
 /// Call setup time on loopback, from the INVITE to the caller's first authenticated RTP from the callee (the live
 /// call's `established`: received RTP that passed SRTP, decoded on the next tick), for the three ways a client call
 /// can be keyed and connected: SDES-SRTP, DTLS-SRTP, and DTLS-SRTP after ICE checks. Two user agents call each other
-/// directly (no proxy) with the client's own media binding and `SIPCallMedia`; null devices.
-@Suite("Client call setup time", .tags(.live, .slow), .scheduledByTags, .serialized)
+/// directly (no proxy) with the client's own media binding and `SIPCallMedia`; null devices. With ICE, media goes
+/// where the checks found the peer, not to the SDP's c=/m= address.
+@Suite("Client call setup time", .tags(.live, .slow), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
 struct CallSetupTimeTests {
     enum Keying: String, CaseIterable, Sendable { case sdes, dtls, dtlsWithICE }
 
@@ -33,10 +34,12 @@ struct CallSetupTimeTests {
         microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
 
     /// One call: dial, answer, both media started; returns the time from the INVITE to the caller's first
-    /// authenticated RTP, and how the call was keyed.
-    static func oneCall(_ keying: Keying, caller: SIPUserAgent, callee: SIPUserAgent) async throws -> (
-        Duration, NegotiatedAudio
-    ) {
+    /// authenticated RTP, how the call was keyed, and where the caller's media went and the callee's media port
+    /// is. `rewrite` changes what the caller takes from the answer before its media starts.
+    static func oneCall(
+        _ keying: Keying, caller: SIPUserAgent, callee: SIPUserAgent,
+        rewrite: (inout NegotiatedAudio) -> Void = { _ in }
+    ) async throws -> (time: Duration, negotiated: NegotiatedAudio, sentTo: UDPEndpoint?, calleePort: UDPEndpoint) {
         let calleeMedia = try await bind(keying, role: .controlled)
         let answering = Task { () -> SIPCallMedia? in
             for await incoming in callee.incomingCalls {
@@ -52,7 +55,8 @@ struct CallSetupTimeTests {
         let started = ContinuousClock.now
         let call = try await caller.call(
             SIPURI(user: "callee", host: "127.0.0.1", port: port), offering: callerMedia.capabilities)
-        let media = try #require(await answeredMedia(of: call), "the call was not answered")
+        var media = try #require(await answeredMedia(of: call), "the call was not answered")
+        rewrite(&media)
         let live = try await SIPCallMedia.start(
             negotiated: media, callID: CallID(call.callID), transport: callerMedia.transport,
             certificate: callerMedia.certificate, ice: callerMedia.ice, devices: devices)
@@ -66,12 +70,29 @@ struct CallSetupTimeTests {
                 break
             }
         }
+        let sentTo = callerMedia.transport.remote
         _ = await live.stop(cause: .localHangup)
         _ = await (try await answering.value)?.stop(cause: .remoteHangup)
         await call.hangUp()
         await callerMedia.transport.close()
         await calleeMedia.transport.close()
-        return (try #require(flowing, "media did not flow"), media)
+        return (try #require(flowing, "media did not flow"), media, sentTo, calleeMedia.transport.localEndpoint)
+    }
+
+    @Test func withICETheMediaGoesToTheSelectedPairNotToTheSDPAddress() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let caller = try await loopbackAgent("caller", on: group.next())
+        let callee = try await loopbackAgent("callee", on: group.next())
+        // The answer's c=/m= point at the discard port, where nothing answers: only the ICE candidates are right.
+        let call = try await Self.oneCall(.dtlsWithICE, caller: caller, callee: callee) { answer in
+            answer.remotePort = 9
+            answer.remoteRTCPPort = 9
+        }
+        #expect(call.negotiated.remotePort == 9)
+        #expect(call.sentTo == call.calleePort, "the caller sent to \(call.sentTo.map { "\($0)" } ?? "nowhere")")
+        try await caller.endpoint.close()
+        try await callee.endpoint.close()
+        try await group.shutdownGracefully()
     }
 
     @Test func setupTimeOfEachKeying() async throws {
@@ -82,7 +103,7 @@ struct CallSetupTimeTests {
         for keying in Keying.allCases {
             var times: [Duration] = []
             for _ in 0..<Self.calls {
-                let (time, negotiated) = try await Self.oneCall(keying, caller: caller, callee: callee)
+                let (time, negotiated, _, _) = try await Self.oneCall(keying, caller: caller, callee: callee)
                 #expect((negotiated.dtls != nil) == (keying != .sdes), "\(keying) negotiated \(negotiated)")
                 #expect((negotiated.remoteICE != nil) == (keying == .dtlsWithICE), "\(keying): ICE \(negotiated)")
                 times.append(time)
