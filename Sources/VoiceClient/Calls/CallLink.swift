@@ -4,8 +4,9 @@ import VoiceSIP
 import VoiceWebRTC
 
 /// Binds a ``Call`` (the SDK's call object and its state machine) to its SIP dialog (`SIPCall`) and its media
-/// (`LiveCall`, Opus over DTLS-SRTP, or SDES-SRTP over encrypted signalling): SIP events become ``CallEvent``s, the call's `send…` effects become SIP
-/// requests and responses, establishment starts the media on the negotiated stream and the end stops it.
+/// (`LiveCall`, Opus over DTLS-SRTP, or SDES-SRTP over encrypted signalling): SIP events become ``CallEvent``s,
+/// the call's `send…` effects become SIP requests and responses, establishment starts the media on the negotiated
+/// stream and the end stops it.
 actor CallLink {
     let call: Call
     let sip: SIPCall
