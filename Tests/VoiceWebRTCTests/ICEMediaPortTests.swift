@@ -33,6 +33,45 @@ struct ICEMediaPortTests {
         await b.close()
     }
 
+    @Test func aPeerThatGoesAwayAfterTheChecksIsReportedWhenItsConsentExpires() async throws {
+        let a = try await Self.bindPolled(), b = try await Self.bindPolled()
+        let consent = (interval: MediaTime.milliseconds(200), lifetime: MediaTime.milliseconds(1_000))
+        let staying = ICEMediaPort(transport: a, role: .controlling, consent: consent)
+        let leaving = ICEMediaPort(transport: b, role: .controlled, consent: consent)
+        async let fromA = staying.connect(to: leaving.sdp, timeout: .seconds(5))
+        async let fromB = leaving.connect(to: staying.sdp, timeout: .seconds(5))
+        let (selectedByA, selectedByB) = await (fromA, fromB)
+        #expect(selectedByA == .success(b.localEndpoint) && selectedByB == .success(a.localEndpoint))
+        let (failures, report) = AsyncStream.makeStream(of: ICEError.self)
+        staying.onFailure { report.yield($0) }
+        // Both ends keep polling their sockets (as the media threads do): consent stays fresh past its lifetime.
+        let polling = Task {
+            while !Task.isCancelled {
+                _ = a.receiveFromSocket()
+                _ = b.receiveFromSocket()
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(staying.selectedPair != nil, "consent lapsed while the peer answered")
+        // The peer goes away: its checks stop being answered.
+        leaving.stop()
+        await b.close()
+        let started = ContinuousClock.now
+        var iterator = failures.makeAsyncIterator()
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(5))
+            report.finish()
+        }
+        let failure = await iterator.next()
+        #expect(failure == .consentExpired)
+        #expect(ContinuousClock.now - started < .seconds(3), "consent expired after \(ContinuousClock.now - started)")
+        timeout.cancel()
+        polling.cancel()
+        staying.stop()
+        await a.close()
+    }
+
     @Test func aPeerThatNeverAnswersTimesOut() async throws {
         let a = try await Self.bindPolled(), silent = try await Self.bindPolled()
         let port = ICEMediaPort(transport: a, role: .controlling)

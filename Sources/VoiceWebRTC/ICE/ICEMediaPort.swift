@@ -23,10 +23,15 @@ public final class ICEMediaPort: @unchecked Sendable {
     public let sdp: SDPICEParameters
 
     /// Gathers a host candidate for each of `hosts` on the transport's port (the transport bound to each of them or
-    /// to a wildcard address); by default the address the transport is bound to.
-    public init(transport: UDPMediaTransport, role: ICEAgent.Role, hosts: [TransportAddress]? = nil) {
+    /// to a wildcard address); by default the address the transport is bound to. `consent` sets how often consent is
+    /// checked and how long it lasts unanswered (RFC 7675's 5 s and 30 s by default).
+    public init(
+        transport: UDPMediaTransport, role: ICEAgent.Role, hosts: [TransportAddress]? = nil,
+        consent: (interval: MediaTime, lifetime: MediaTime)? = nil
+    ) {
         self.transport = transport
         let agent = ICEAgent(role: role)
+        if let consent { (agent.consentInterval, agent.consentLifetime) = consent }
         self.agent = agent
         let bound = TransportAddress(transport.localEndpoint)
         let candidates = (hosts ?? [bound]).map { host in
