@@ -18,8 +18,8 @@ let package = Package(
         .library(name: "VoiceSIP", targets: ["VoiceSIP"]),
         // The calling client an app links (client, registration, messages, call objects): engine + SIP behind it.
         .library(name: "VoiceClient", targets: ["VoiceClient"]),
-        // WebRTC-compatible media transport (STUN/ICE, DTLS-SRTP, WebRTC SDP): a product of its own, so a SIP+SDES
-        // client links neither it nor libssl.
+        // WebRTC-compatible media transport (STUN/ICE, DTLS-SRTP, WebRTC SDP): a product of its own for apps that
+        // do WebRTC without the calling client; VoiceClient links it (its calls key SRTP by DTLS-SRTP).
         .library(name: "VoiceWebRTC", targets: ["VoiceWebRTC"]),
         // The conference mixer (rooms, mix-minus, shared encoding, media threads): engine modules only, no SIP.
         .library(name: "VoiceConference", targets: ["VoiceConference"]),
@@ -55,7 +55,7 @@ let package = Package(
         // The FFT's butterflies (VoiceDSP's `FFT`): C so they vectorise in release and stay fast in debug builds.
         .target(name: "CDSPKernels"),
         cLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
-        // libssl (DTLS 1.2 with use_srtp) for VoiceWebRTC only.
+        // libssl (DTLS 1.2 with use_srtp) for VoiceWebRTC (and through it the calling client's DTLS-SRTP calls).
         cLibrary("CDTLS", pkgConfig: "libssl", apt: "libssl-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
@@ -107,8 +107,9 @@ let package = Package(
         .target(
             name: "VoiceClient",
             dependencies: [
-                "VoiceEngine", "VoiceSIP", "VoiceClientWire", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl")
+                "VoiceEngine", "VoiceSIP", "VoiceClientWire", "VoiceWebRTC",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         // The service side of the client: the registration service that verifies signed requests and issues the
@@ -175,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "VoiceClientTests",
             dependencies: [
-                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab",
+                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab", "VoiceWebRTC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio")

@@ -16,7 +16,7 @@ import VoiceSIP
 ///
 /// Calls: ``callUser(_:headers:)``, ``callSIP(_:headers:)``, ``callPhoneNumber(_:headers:)`` and
 /// ``callConference(_:headers:)`` return a ``Call`` driven by a SIP INVITE dialog through the service, with its
-/// media (Opus over SDES-SRTP) on ``CallAudioDevices``; incoming calls arrive as
+/// media (Opus over DTLS-SRTP, with ICE on the media port) on ``CallAudioDevices``; incoming calls arrive as
 /// ``VoiceClientEvent/incomingCall(_:)`` while the client is started (``startListening()``).
 ///
 /// The actor composes one part per concern, each isolated to it: `ClientRegistration` (credentials and the SIP

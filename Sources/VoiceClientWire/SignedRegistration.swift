@@ -54,16 +54,35 @@ public struct RegistrationGrant: Codable, Equatable, Sendable {
     public var expires: UInt64
     /// The SIP domain of the user's address of record (`sip:<user ID>@<domain>`).
     public var domain: String
+    /// The service's STUN/TURN servers with credentials that expire with the SIP ones; nil when the service names
+    /// none (a grant without the field decodes to nil). The client's calls gather only host candidates so far.
+    public var iceServers: [ICEServer]?
 
-    public init(username: String, password: String, expires: UInt64, domain: String) {
+    public init(username: String, password: String, expires: UInt64, domain: String, iceServers: [ICEServer]? = nil) {
         self.username = username
         self.password = password
         self.expires = expires
         self.domain = domain
+        self.iceServers = iceServers
     }
 
     /// Whether the credentials are still usable at `unixTime` with `margin` seconds to spare.
     public func isValid(at unixTime: UInt64, margin: UInt64 = 60) -> Bool { unixTime + margin < expires }
+}
+
+/// A STUN or TURN server for ICE, as WebRTC's `RTCIceServer` names it: `turn:host:port` / `stun:host:port` URLs
+/// (RFC 7064/7065) and, for TURN, time-limited credentials (coturn's `use-auth-secret`: username
+/// `<expiry>:<user ID>`, credential Base64(HMAC-SHA1(shared secret, username))).
+public struct ICEServer: Codable, Equatable, Sendable {
+    public var urls: [String]
+    public var username: String?
+    public var credential: String?
+
+    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+        self.urls = urls
+        self.username = username
+        self.credential = credential
+    }
 }
 
 /// Why the registration service refused a signed request: a typed error on both sides of the wire.

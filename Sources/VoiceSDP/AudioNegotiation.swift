@@ -55,15 +55,25 @@ public struct AudioCapabilities: Equatable, Sendable {
     /// First payload type of RFC 4733 `telephone-event` (DTMF in RTP), offered at each audio clock rate and
     /// answered when the peer offers it; nil: not offered or answered (DTMF then goes by SIP INFO).
     public var telephoneEventPayloadType: UInt8? = 101
+    /// With ``dtlsFingerprint``: offers also carry `a=crypto` lines for ``srtp``'s suites on an `RTP/SAVP` line, so
+    /// a peer that only does SDES (baresip's default) answers with SDES while a DTLS-SRTP peer answers with its
+    /// fingerprint. Only for encrypted signalling: the SDES keys travel in the SDP.
+    public var offersSDESWithDTLS: Bool
+    /// Our ICE credentials and candidates (RFC 8839): offers carry them; answers only when the offer had ICE (a peer
+    /// without it gets a plain answer and media on the c=/m= address).
+    public var ice: SDPICEParameters?
 
     public init(
         payloadType: UInt8 = 111, address: String, port: Int, send: OpusEncoderConfiguration = .init(),
         receiveFEC: Bool = true, receiveDTX: Bool = false, receiveStereo: Bool = false, receiveCBR: Bool = false,
         maxReceiveBitrate: Int? = nil, maxPlaybackRate: Int = 48_000, maxptime: Int? = 120,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), rtcpMux: Bool = true,
-        rtcpPort: Int? = nil, direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil
+        rtcpPort: Int? = nil, direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil,
+        offersSDESWithDTLS: Bool = false, ice: SDPICEParameters? = nil
     ) {
+        self.ice = ice
         self.rtcpPort = rtcpPort
+        self.offersSDESWithDTLS = offersSDESWithDTLS
         precondition((96...127).contains(payloadType), "Opus needs a dynamic payload type (96…127)")
         self.dtlsFingerprint = dtlsFingerprint
         self.payloadType = payloadType
@@ -152,6 +162,28 @@ public struct NegotiatedAudio: Equatable, Sendable {
     /// Its clock rate: the codec's, or 8000 beside a codec at another rate (then event durations are counted at
     /// 8 kHz while timestamps stay the audio's).
     public var telephoneEventClockRate: Int? = nil
+    /// The peer's ICE credentials and candidates when both sides do ICE: connectivity checks then pick the address
+    /// media flows to, instead of the c=/m= one.
+    public var remoteICE: SDPICEParameters? = nil
+}
+
+/// An audio section's ICE parameters (RFC 8839 §5): `a=ice-ufrag`, `a=ice-pwd` and the `a=candidate` values.
+public struct SDPICEParameters: Equatable, Sendable {
+    public var ufrag: String
+    public var password: String
+    /// The candidates as `a=candidate:` carries them, without the `candidate:` prefix.
+    public var candidates: [String]
+
+    public init(ufrag: String, password: String, candidates: [String]) {
+        self.ufrag = ufrag
+        self.password = password
+        self.candidates = candidates
+    }
+
+    /// The attributes (without `a=`) that carry them.
+    public var attributes: [String] {
+        ["ice-ufrag:" + ufrag, "ice-pwd:" + password] + candidates.map { "candidate:" + $0 }
+    }
 }
 
 extension SessionDescription {
@@ -168,9 +200,14 @@ extension SessionDescription {
         if case .required = local.srtp { proto = "RTP/SAVP" } else { proto = "RTP/AVP" }
         var dtlsAttributes: [String] = []
         if let fingerprint = local.dtlsFingerprint {
-            // RFC 5763 §5: the offerer says actpass and lets the answerer pick the DTLS roles; no SDES keys.
-            crypto = []
-            proto = "UDP/TLS/RTP/SAVP"
+            // RFC 5763 §5: the offerer says actpass and lets the answerer pick the DTLS roles; no SDES keys unless
+            // asked to offer both (then on RTP/SAVP, the profile SDES-only peers accept).
+            if local.offersSDESWithDTLS, !crypto.isEmpty {
+                proto = "RTP/SAVP"
+            } else {
+                crypto = []
+                proto = "UDP/TLS/RTP/SAVP"
+            }
             dtlsAttributes = ["fingerprint:" + fingerprint, "setup:actpass"]
         }
         var audio = AudioMediaDescription(
@@ -184,7 +221,7 @@ extension SessionDescription {
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
         audio.formats += telephoneEventFormats(for: audio.formats, local: local)
-        audio.otherAttributes = dtlsAttributes
+        audio.otherAttributes = dtlsAttributes + (local.ice?.attributes ?? [])
         return SessionDescription(
             origin: SDPOrigin(
                 sessionID: "\(sessionID)", addressType: local.connection.addressType,
@@ -214,13 +251,17 @@ extension SessionDescription {
         // offer leaves us (passive for actpass/active, so the offerer sends the ClientHello).
         var dtls: NegotiatedDTLS?
         var dtlsAttributes: [String] = []
-        if remote.crypto.isEmpty, remote.unsupportedCrypto.isEmpty, let ours = local.dtlsFingerprint,
-            let theirs = offer.dtlsAttribute("fingerprint")
-        {
+        // An offer with both a fingerprint and a=crypto lines is answered with DTLS-SRTP: its keys never travel.
+        if let ours = local.dtlsFingerprint, let theirs = offer.dtlsAttribute("fingerprint") {
             let setup = offer.dtlsAttribute("setup")?.lowercased() ?? "active"  // RFC 4145 §4: active when absent
             guard ["actpass", "active", "passive"].contains(setup) else { throw .unsupportedDTLSSetup(setup) }
             dtls = NegotiatedDTLS(remoteFingerprint: theirs, isClient: setup == "passive")
             dtlsAttributes = ["fingerprint:" + ours, "setup:" + (setup == "passive" ? "active" : "passive")]
+        }
+        if dtls == nil, local.dtlsFingerprint != nil, supported.isEmpty,
+            !remote.crypto.isEmpty || !remote.unsupportedCrypto.isEmpty
+        {
+            throw .sdesRefused
         }
         if dtls == nil, !remote.crypto.isEmpty || !remote.unsupportedCrypto.isEmpty, !supported.isEmpty {
             // The offerer lists lines in its preference order; take the first we support. Lines with several keys,
@@ -269,7 +310,8 @@ extension SessionDescription {
             answerAudio.formats.append(
                 telephoneEvent(payloadType: answeredEvent.payloadType, clockRate: answeredEvent.clockRate))
         }
-        answerAudio.otherAttributes = dtlsAttributes
+        let remoteICE = offer.iceParameters
+        answerAudio.otherAttributes = dtlsAttributes + (remoteICE == nil ? [] : local.ice?.attributes ?? [])
         let answer = SessionDescription(
             origin: SDPOrigin(
                 sessionID: "\(sessionID)", addressType: local.connection.addressType,
@@ -286,6 +328,7 @@ extension SessionDescription {
         negotiated.dtls = dtls
         negotiated.telephoneEventPayloadType = answeredEvent?.payloadType
         negotiated.telephoneEventClockRate = answeredEvent?.clockRate
+        negotiated.remoteICE = local.ice == nil ? nil : remoteICE
         return (answer, negotiated)
     }
 
@@ -305,8 +348,9 @@ extension SessionDescription {
         }
         var srtp: NegotiatedSRTP?
         var dtls: NegotiatedDTLS?
-        if local.dtlsFingerprint != nil, audio.crypto.isEmpty {
-            // We offered DTLS-SRTP (actpass): the answer names its fingerprint and the role it took.
+        if local.dtlsFingerprint != nil, audio.crypto.isEmpty || remote.crypto.isEmpty {
+            // We offered DTLS-SRTP (actpass), maybe with SDES: the answer without a=crypto names its fingerprint
+            // and the role it took.
             guard let theirs = answer.dtlsAttribute("fingerprint") else {
                 throw .answerDoesNotMatchOffer("DTLS-SRTP was offered and the answer has no a=fingerprint")
             }
@@ -341,10 +385,21 @@ extension SessionDescription {
             negotiated.telephoneEventPayloadType = event.payloadType
             negotiated.telephoneEventClockRate = event.clockRate
         }
+        negotiated.remoteICE = local.ice == nil ? nil : answer.iceParameters
         return negotiated
     }
 
-    /// A DTLS attribute's value (`fingerprint`, `setup`) from the audio section, else from the session level
+    /// The ICE parameters of the audio section (credentials there or at session level, RFC 8839 §5.4); nil without
+    /// both credentials.
+    var iceParameters: SDPICEParameters? {
+        guard let ufrag = dtlsAttribute("ice-ufrag"), let password = dtlsAttribute("ice-pwd") else { return nil }
+        let candidates = audio.otherAttributes.compactMap { attribute in
+            attribute.lowercased().hasPrefix("candidate:") ? String(attribute.dropFirst("candidate:".count)) : nil
+        }
+        return SDPICEParameters(ufrag: ufrag, password: password, candidates: candidates)
+    }
+
+    /// A DTLS or ICE attribute's value (`fingerprint`, `setup`, `ice-ufrag`, `ice-pwd`) from the audio section, else from the session level
     /// (baresip puts both there; RFC 8122 §5 allows either).
     func dtlsAttribute(_ name: String) -> String? {
         let prefix = name + ":"

@@ -25,6 +25,9 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     case answerDoesNotMatchOffer(String)
     /// DTLS-SRTP with an `a=setup` value we cannot act on (`holdconn`, or unknown).
     case unsupportedDTLSSetup(String)
+    /// The offer keys SRTP only by SDES (`a=crypto`), which this side refuses: it accepts DTLS-SRTP only, because
+    /// its signalling is not encrypted and SDES keys would cross the network in clear text.
+    case sdesRefused
 
     public var description: String {
         switch self {
@@ -39,6 +42,8 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .srtpNotSupported: "the peer requires SRTP but SRTP is disabled locally"
         case .answerDoesNotMatchOffer(let reason): "the answer does not match the offer: \(reason)"
         case .unsupportedDTLSSetup(let setup): "DTLS-SRTP with a=setup:\(setup) is not supported"
+        case .sdesRefused:
+            "the offer keys SRTP only by SDES (a=crypto), refused over unencrypted signalling: DTLS-SRTP is required"
         }
     }
 }

@@ -13,19 +13,27 @@ public struct EphemeralCredentialIssuer: Sendable {
     public var lifetime: UInt64
     /// The SIP domain users register in.
     public var domain: String
+    /// The STUN/TURN server URLs (`turn:host:port`) handed out with every grant; coturn checks their credentials
+    /// with the same shared secret (`use-auth-secret`, `static-auth-secret`). Empty: grants carry none.
+    public var iceServerURLs: [String]
 
-    public init(sharedSecret: String, lifetime: UInt64 = 86_400, domain: String) {
+    public init(sharedSecret: String, lifetime: UInt64 = 86_400, domain: String, iceServerURLs: [String] = []) {
         self.sharedSecret = sharedSecret
         self.lifetime = lifetime
         self.domain = domain
+        self.iceServerURLs = iceServerURLs
     }
 
     public func issue(userID: String, now: UInt64) -> RegistrationGrant {
         let expires = now + lifetime
         let username = "\(expires):\(userID)"
+        let password = Self.password(username: username, secret: sharedSecret)
+        // The TURN REST credentials are the SIP ones: same username form, same HMAC, same secret and expiry.
+        let iceServers =
+            iceServerURLs.isEmpty
+            ? nil : [ICEServer(urls: iceServerURLs, username: username, credential: password)]
         return RegistrationGrant(
-            username: username, password: Self.password(username: username, secret: sharedSecret), expires: expires,
-            domain: domain)
+            username: username, password: password, expires: expires, domain: domain, iceServers: iceServers)
     }
 
     public static func password(username: String, secret: String) -> String {

@@ -4,7 +4,8 @@ import VoiceClient
 import VoiceTestSupport
 
 /// Calls between clients through the repository's Kamailio, and to real peers behind it (baresip, SIPp): the
-/// SIP dialog, the live media (Opus over SDES-SRTP) and what the call object reports. Ports 26040–26099.
+/// SIP dialog, the live media (Opus over DTLS-SRTP: the service's signalling is not encrypted) and what the call
+/// object reports. Ports 26040–26099.
 @Suite(
     "VoiceClient calls through Kamailio", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(2)),

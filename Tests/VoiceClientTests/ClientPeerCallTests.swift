@@ -1,10 +1,14 @@
 import Foundation
 import Testing
-import VoiceClient
+import NIOCore
+import NIOPosix
+import VoiceSIP
+@testable import VoiceClient
 import VoiceTestSupport
 
 /// The client calling real SIP peers behind the repository's Kamailio: baresip as a SIP address (custom headers
-/// seen on its side, speech both ways) and as the phone gateway, SIPp answering busy. Ports 26060–26079.
+/// seen on its side, speech both ways over DTLS-SRTP) and as the phone gateway, SIPp answering busy. Ports
+/// 26060–26079.
 @Suite(
     "VoiceClient calls to baresip and SIPp", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(2)),
@@ -35,6 +39,11 @@ struct ClientPeerCallTests {
                 #expect(
                     log.contains("X-Account: 42") && log.contains("x-campaign: spring"),
                     "baresip's trace lacks the custom headers")
+                // The service's signalling is not encrypted: the client's INVITE offers DTLS-SRTP and no SDES key.
+                #expect(
+                    log.contains("m=audio") && log.contains("UDP/TLS/RTP/SAVP") && log.contains("a=fingerprint:"),
+                    "the client's offer in baresip's trace is not DTLS-SRTP")
+                #expect(!log.contains("a=crypto"), "an SDES key crossed the unencrypted signalling")
                 try await Task.sleep(for: .milliseconds(500))
                 let toAlice = SpeechMatch.median(
                     sent: try WAVFile.read(path: Self.baresipSpeech).int16Samples,
@@ -48,6 +57,46 @@ struct ClientPeerCallTests {
                 #expect(toBaresip > 0.5, "baresip did not hear the client (\(toBaresip))")
                 await alice.terminate()
             }
+        }
+    }
+
+    /// The offer a call makes over SIP/TLS (DTLS-SRTP with SDES `a=crypto` lines next to it, on `RTP/SAVP`) as
+    /// baresip answers it in either keying: with `srtp-mand` (its SDES default) by SDES, with `dtls_srtp` by
+    /// DTLS-SRTP; media flows both ways after either. Sent here from a user agent straight to baresip on loopback.
+    @Test(arguments: ["srtp-mand", "dtls_srtp"])
+    func theOfferForTLSSignallingIsAnsweredByBaresipInEitherKeying(_ mediaEncryption: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "client-offer-\(mediaEncryption)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = mediaEncryption == "dtls_srtp" ? 26_076 : 26_074
+        try await withBaresip(port: port, mediaEncryption: mediaEncryption, in: directory) { _, _ in
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let agent = try await loopbackAgent("alice", on: group.next())
+            let media = try await CallLink.bindMedia(
+                host: "127.0.0.1", signallingEncrypted: true, iceRole: .controlling)
+            let call = try await agent.call(
+                SIPURI(user: "b", host: "127.0.0.1", port: port), offering: media.capabilities)
+            let answer = try #require(
+                await answeredMedia(of: call), "baresip (\(mediaEncryption)) did not answer our offer")
+            if mediaEncryption == "dtls_srtp" {
+                #expect(answer.dtls != nil && answer.srtp == nil, "baresip's dtls_srtp answered \(answer)")
+            } else {
+                #expect(answer.srtp != nil && answer.dtls == nil, "baresip's srtp-mand answered \(answer)")
+            }
+            let live = try await SIPCallMedia.start(
+                negotiated: answer, callID: CallID(call.callID), transport: media.transport,
+                certificate: media.certificate, ice: media.ice,
+                devices: CallAudioDevices(
+                    microphone: SharedTestData.isPresent ? "file:" + Self.speech : "null", speaker: "null",
+                    sampleRate: 16_000, voiceProcessing: false))
+            try await Task.sleep(for: .seconds(3))
+            let result = await live.stop(cause: .localHangup)
+            await call.hangUp()
+            #expect(result.wasEstablished, "media did not flow both ways with baresip (\(mediaEncryption))")
+            await media.transport.close()
+            try await agent.endpoint.close()
+            try await group.shutdownGracefully()
         }
     }
 
@@ -157,9 +206,11 @@ struct ClientPeerCallTests {
         </scenario>
         """
 
-    /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails.
+    /// baresip on `port` for the body, stopped afterwards; its log is printed when the body fails. It keys SRTP by
+    /// DTLS-SRTP (its `dtls_srtp` module): over the service's unencrypted signalling the client offers no SDES keys.
     func withBaresip(
-        port: Int, user: String = "b", in parent: URL, _ body: (URL, ChildProcessGroup) async throws -> Void
+        port: Int, user: String = "b", mediaEncryption: String = "dtls_srtp", in parent: URL,
+        _ body: (URL, ChildProcessGroup) async throws -> Void
     ) async throws {
         let directory = parent.appendingPathComponent("baresip-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -167,7 +218,8 @@ struct ClientPeerCallTests {
             SharedTestData.isPresent
             ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
             : try silence(into: directory)
-        let arguments = try BaresipPeer.configure(directory: directory, port: port, user: user, microphone: microphone)
+        let arguments = try BaresipPeer.configure(
+            directory: directory, port: port, user: user, microphone: microphone, mediaEncryption: mediaEncryption)
         let baresip = try ChildProcessGroup(
             BaresipPeer.executable, arguments, log: directory.appendingPathComponent("baresip.log"))
         defer { baresip.stop() }

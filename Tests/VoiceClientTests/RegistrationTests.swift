@@ -33,6 +33,21 @@ struct RegistrationTests {
         #expect(!grant.isValid(at: 1_800_000_000 - 60))
     }
 
+    @Test func grantsCarryTURNCredentialsOfTheSameHMACSchemeAndAnOldGrantDecodesWithout() throws {
+        let issuer = EphemeralCredentialIssuer(
+            sharedSecret: "shared", lifetime: 600, domain: "d", iceServerURLs: ["turn:198.51.100.7:3478"])
+        let grant = issuer.issue(userID: "alice", now: 1_800_000_000 - 600)
+        let server = try #require(grant.iceServers?.first)
+        #expect(server.urls == ["turn:198.51.100.7:3478"])
+        // coturn's use-auth-secret with the same shared secret: base64(hmac-sha1(b"shared", b"1800000000:alice")).
+        #expect(server.username == "1800000000:alice" && server.credential == "s/BIqd1ziFZRPl7ZIk0zCltr9FA=")
+        let decoded = try JSONDecoder().decode(RegistrationGrant.self, from: try JSONEncoder().encode(grant))
+        #expect(decoded == grant)
+        let withoutServers = #"{"username":"1:a","password":"p","expires":1,"domain":"d"}"#
+        #expect(try JSONDecoder().decode(RegistrationGrant.self, from: Data(withoutServers.utf8)).iceServers == nil)
+        #expect(EphemeralCredentialIssuer(sharedSecret: "s", domain: "d").issue(userID: "a", now: 0).iceServers == nil)
+    }
+
     @Test func verifierRefusesEachBadRequestWithItsTypedErrorAndNeverMovesTheSequence() throws {
         var verifier = RegistrationVerifier(applications: [Self.key: Self.secret])
         try verifier.verify(signed("alice", 5))

@@ -83,4 +83,85 @@ import VoiceEngine
         #expect(negotiated.srtp != nil && negotiated.dtls == nil)
         #expect(!answer.serialize().contains("a=fingerprint"))
     }
+
+    @Test func anOfferWithSDESNextToDTLSIsAnsweredWithDTLSByADTLSPeerAndWithSDESByAnSDESPeer() throws {
+        let offerer = AudioCapabilities(
+            address: "127.0.0.1", port: 40000, srtp: .required([.aesCM128HmacSHA1_80]), dtlsFingerprint: Self.ours,
+            offersSDESWithDTLS: true)
+        let offer = SessionDescription.makeOffer(offerer)
+        let text = offer.serialize()
+        #expect(text.contains("m=audio 40000 RTP/SAVP 111") && text.contains("a=crypto:1 AES_CM_128_HMAC_SHA1_80"))
+        #expect(text.contains("a=fingerprint:\(Self.ours)\r\n") && text.contains("a=setup:actpass\r\n"))
+
+        let theirs = "sha-256 " + Array(repeating: "BB", count: 32).joined(separator: ":")
+        let (dtlsAnswer, dtlsAnswered) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: text), localCapabilities: Self.caps(dtls: theirs, port: 50000))
+        #expect(dtlsAnswered.dtls?.isClient == false && dtlsAnswered.srtp == nil)
+        #expect(!dtlsAnswer.serialize().contains("a=crypto"), "a DTLS-SRTP answer must not send SDES keys")
+        let viaDTLS = try offer.negotiate(
+            answer: try SessionDescription(parsing: dtlsAnswer.serialize()), localCapabilities: offerer)
+        #expect(viaDTLS.dtls == NegotiatedDTLS(remoteFingerprint: theirs, isClient: true) && viaDTLS.srtp == nil)
+
+        let (sdesAnswer, sdesAnswered) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: text), localCapabilities: Self.caps(dtls: nil, port: 50000))
+        #expect(sdesAnswered.srtp != nil && sdesAnswered.dtls == nil)
+        let viaSDES = try offer.negotiate(
+            answer: try SessionDescription(parsing: sdesAnswer.serialize()), localCapabilities: offerer)
+        #expect(viaSDES.dtls == nil && viaSDES.srtp?.remoteKey == sdesAnswered.srtp?.localKey)
+    }
+
+    @Test func aDTLSOnlyAnswererRefusesAnSDESOnlyOfferWithItsOwnError() throws {
+        let offer = SessionDescription.makeOffer(Self.caps(dtls: nil))
+        let dtlsOnly = AudioCapabilities(
+            address: "127.0.0.1", port: 50000, srtp: .required([]), dtlsFingerprint: Self.ours)
+        #expect(throws: SDPError.sdesRefused) {
+            try SessionDescription.makeAnswer(
+                to: try SessionDescription(parsing: offer.serialize()), localCapabilities: dtlsOnly)
+        }
+        // Its own offers carry no SDES key even when SDES next to DTLS is asked for: it has no suite to offer.
+        var asking = dtlsOnly
+        asking.offersSDESWithDTLS = true
+        let text = SessionDescription.makeOffer(asking).serialize()
+        #expect(!text.contains("a=crypto") && text.contains("UDP/TLS/RTP/SAVP"))
+    }
+
+    static let iceA = SDPICEParameters(
+        ufrag: "aUfr", password: "aPasswordOfTwentyTwoChars",
+        candidates: ["1 1 udp 2130706431 127.0.0.1 40000 typ host"])
+    static let iceB = SDPICEParameters(
+        ufrag: "bUfr", password: "bPasswordOfTwentyTwoChars",
+        candidates: ["1 1 udp 2130706431 127.0.0.1 50000 typ host"])
+
+    @Test func iceParametersTravelInOfferAndAnswerOnlyWhenBothSidesDoICE() throws {
+        var offerer = Self.caps()
+        offerer.ice = Self.iceA
+        let offer = SessionDescription.makeOffer(offerer)
+        let text = offer.serialize()
+        #expect(text.contains("a=ice-ufrag:aUfr\r\na=ice-pwd:aPasswordOfTwentyTwoChars\r\n"))
+        #expect(text.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host\r\n"))
+
+        var answerer = Self.caps(
+            dtls: "sha-256 " + Array(repeating: "CC", count: 32).joined(separator: ":"), port: 50000)
+        answerer.ice = Self.iceB
+        let (answer, answered) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: text), localCapabilities: answerer)
+        #expect(answered.remoteICE == Self.iceA)
+        #expect(answer.serialize().contains("a=ice-ufrag:bUfr"))
+        let negotiated = try offer.negotiate(
+            answer: try SessionDescription(parsing: answer.serialize()), localCapabilities: offerer)
+        #expect(negotiated.remoteICE == Self.iceB)
+
+        // A peer without ICE: no ICE in our answer to it, none negotiated; media on its c=/m= address.
+        let plain = SessionDescription.makeOffer(Self.caps(port: 42000))
+        let (plainAnswer, plainAnswered) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: plain.serialize()), localCapabilities: answerer)
+        #expect(plainAnswered.remoteICE == nil && plainAnswered.remotePort == 42000)
+        #expect(!plainAnswer.serialize().contains("ice-ufrag") && !plainAnswer.serialize().contains("a=candidate"))
+        // An answer without ICE to our ICE offer: none negotiated either.
+        let (noICEAnswer, _) = try SessionDescription.makeAnswer(
+            to: try SessionDescription(parsing: text), localCapabilities: Self.caps(port: 51000))
+        let withoutICE = try offer.negotiate(
+            answer: try SessionDescription(parsing: noICEAnswer.serialize()), localCapabilities: offerer)
+        #expect(withoutICE.remoteICE == nil && withoutICE.remotePort == 51000)
+    }
 }

@@ -1,15 +1,21 @@
 import Foundation
 import VoiceEngine
 import VoiceSIP
+import VoiceWebRTC
 
 /// Binds a ``Call`` (the SDK's call object and its state machine) to its SIP dialog (`SIPCall`) and its media
-/// (`LiveCall`, Opus over SDES-SRTP): SIP events become ``CallEvent``s, the call's `send…` effects become SIP
-/// requests and responses, establishment starts the media on the negotiated stream and the end stops it.
+/// (`LiveCall`, Opus over DTLS-SRTP, or SDES-SRTP over encrypted signalling): SIP events become ``CallEvent``s,
+/// the call's `send…` effects become SIP requests and responses, establishment starts the media on the negotiated
+/// stream and the end stops it.
 actor CallLink {
     let call: Call
     let sip: SIPCall
     private let transport: UDPMediaTransport
     let capabilities: AudioCapabilities
+    /// The certificate whose fingerprint our SDP announced: a DTLS-SRTP handshake authenticates with it.
+    private let certificate: DTLSCertificate
+    /// ICE on the media port: its candidates are in our SDP; checks run when the peer's SDP has ICE too.
+    private let ice: ICEMediaPort
     private let devices: CallAudioDevices
     private let tones: CallTones
     private var media: SIPCallMedia?
@@ -24,13 +30,13 @@ actor CallLink {
     private var heardFromNetwork = false
 
     init(
-        call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities,
-        devices: CallAudioDevices, tones: CallTones
+        call: Call, sip: SIPCall, media: BoundMedia, devices: CallAudioDevices, tones: CallTones
     ) {
         self.call = call
         self.sip = sip
-        self.transport = transport
-        self.capabilities = capabilities
+        (transport, capabilities, certificate, ice) = (
+            media.transport, media.capabilities, media.certificate, media.ice
+        )
         self.devices = devices
         self.tones = tones
     }
@@ -40,19 +46,44 @@ actor CallLink {
     /// The reason phrase of the service's provisional response for a kept call (Services/kamailio/kamailio.cfg).
     static let pushPendingReason = "Push Pending"
 
+    /// A call's RTP socket, what its offer or answer may say, and the DTLS certificate its fingerprint names.
+    struct BoundMedia {
+        let transport: UDPMediaTransport
+        let capabilities: AudioCapabilities
+        let certificate: DTLSCertificate
+        let ice: ICEMediaPort
+    }
+
     /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses), with an
     /// RTCP socket (RTP + 1 when free, else any port) announced as `a=rtcp:` for a peer that does not multiplex.
-    static func bindMedia(host: String) async throws -> (UDPMediaTransport, AudioCapabilities) {
-        let transport = try await UDPMediaTransport.bind(host: host, port: 0)
+    ///
+    /// SRTP is keyed by DTLS-SRTP (RFC 5763/5764) on the media port, with a fresh certificate per call, so no key
+    /// crosses the network. SDES keys travel in the SDP itself: they are offered next to DTLS-SRTP (for peers that
+    /// only do SDES) and accepted only when `signallingEncrypted` (SIP over TLS); otherwise an SDES-only offer
+    /// is refused (``SDPError/sdesRefused``).
+    ///
+    /// ICE (RFC 8445/8839) runs on the same port: the SDP carries its credentials and a host candidate, the caller
+    /// controls (`iceRole`), and a peer without ICE gets its media on the c=/m= address as before.
+    static func bindMedia(host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role) async throws
+        -> BoundMedia
+    {
+        let certificate = try DTLSCertificate(commonName: "VoiceClient")
+        // Polled by the handshake, then by the call's media thread.
+        let transport = try await UDPMediaTransport.bind(
+            host: host, port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
         let rtcp: UDPEndpoint
-        do { rtcp = try transport.bindRTCPPort() } catch { rtcp = try transport.bindRTCPPort(port: 0) }
-        let suites: [SRTPCryptoSuite] = [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]
-        return (
-            transport,
-            AudioCapabilities(
-                address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites),
-                rtcpPort: Int(rtcp.port))
-        )
+        do {
+            do { rtcp = try transport.bindRTCPPort() } catch { rtcp = try transport.bindRTCPPort(port: 0) }
+        } catch {
+            await transport.close()
+            throw error
+        }
+        let suites: [SRTPCryptoSuite] = signallingEncrypted ? [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32] : []
+        let ice = ICEMediaPort(transport: transport, role: iceRole)
+        let capabilities = AudioCapabilities(
+            address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites), rtcpPort: Int(rtcp.port),
+            dtlsFingerprint: certificate.fingerprint.sdpValue, offersSDESWithDTLS: signallingEncrypted, ice: ice.sdp)
+        return BoundMedia(transport: transport, capabilities: capabilities, certificate: certificate, ice: ice)
     }
 
     /// Follows both sides until the call ends.
@@ -77,8 +108,13 @@ actor CallLink {
             _ = try? await call.dialog(status == 180 ? .ringing : .progress)
         case .established(let media, _):
             do {
-                try startMedia(media)
+                try await startMedia(media)
                 _ = try? await call.dialog(.established)
+            } catch SIPCallMediaError.iceFailed(let error) {
+                let reason = SIPCallMediaError.iceFailed(error).description
+                _ = try? await call.dialog(.failed(.network(reason)))
+            } catch let error as SIPCallMediaError {
+                _ = try? await call.dialog(.failed(.encryption(error.description)))
             } catch {
                 _ = try? await call.dialog(.failed(.media("\(error)")))
             }
@@ -115,6 +151,8 @@ actor CallLink {
             if [486, 600, 603].contains(status) { return .remoteDeclined(status: status, reason: end.reasonPhrase) }
             if status == 480 || status == 408 { return .remoteNoAnswer(status: status, reason: end.reasonPhrase) }
             return .failed(.sip(status: status, reason: end.reasonPhrase))
+        case (.failed, .incoming) where end.statusCode == 488 && end.reasonPhrase.hasSuffix(sdesRefusal):
+            return .failed(.encryption(sdesRefusal))
         case (.failed, _):
             if end.statusCode == 408 {
                 return heardFromNetwork
@@ -127,22 +165,38 @@ actor CallLink {
         }
     }
 
-    private func startMedia(_ negotiated: NegotiatedAudio) throws {
+    /// Why we answered an SDES-only offer with 488 (the end's reason phrase ends with it).
+    private static let sdesRefusal = SDPError.sdesRefused.description
+
+    private func startMedia(_ negotiated: NegotiatedAudio) async throws {
         guard media == nil else { return }
         // The tone player lets go of the speaker first; the call's playout mixes the tones instead when it runs
         // at their rate (a file microphone may set another).
         tones.mediaStarting()
         do {
-            let started = try SIPCallMedia(
-                negotiated: negotiated, callID: call.id, transport: transport, devices: devices, tones: tones.controller
-            )
+            let started = try await SIPCallMedia.start(
+                negotiated: negotiated, callID: call.id, transport: transport, certificate: certificate, ice: ice,
+                devices: devices, tones: tones.controller)
+            guard !finished else {
+                // The call ended during the DTLS-SRTP handshake: its socket is closed already.
+                _ = await started.stop(cause: .localHangup)
+                tones.mediaStopped()
+                return
+            }
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
             reportDTMF(of: started.live)
+            started.ice?.onFailure { [weak self] error in Task { await self?.connectivityLost(error) } }
         } catch {
             tones.mediaStopped()
             throw error
         }
+    }
+
+    /// The peer stopped answering consent checks (RFC 7675): it is gone, so the call fails in the network domain.
+    private func connectivityLost(_ error: ICEError) async {
+        guard !finished else { return }
+        _ = try? await call.dialog(.failed(.network("ICE: \(error)")))
     }
 
     // MARK: Call → SIP

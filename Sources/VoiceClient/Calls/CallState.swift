@@ -61,12 +61,16 @@ public enum CallError: Sendable, Hashable, CustomStringConvertible {
     case sip(status: Int, reason: String)
     case network(String)
     case media(String)
+    /// The call's SRTP keys could not be agreed securely: the DTLS-SRTP handshake failed (fingerprint mismatch,
+    /// alert, no answer), or the peer offered only SDES keys over unencrypted signalling.
+    case encryption(String)
 
     public var description: String {
         switch self {
         case .sip(let status, let reason): "SIP \(status) \(reason)"
         case .network(let reason): "network: \(reason)"
         case .media(let reason): "media: \(reason)"
+        case .encryption(let reason): "encryption: \(reason)"
         }
     }
 }

@@ -74,26 +74,28 @@ final class ClientCalls {
         guard let agent = registration.agent, let grant = registration.grant else {
             throw .invalidState("the client is not started")
         }
-        let transport: UDPMediaTransport
-        let capabilities: AudioCapabilities
-        do { (transport, capabilities) = try await CallLink.bindMedia(host: registration.mediaHost) } catch {
+        let media: CallLink.BoundMedia
+        do {
+            media = try await CallLink.bindMedia(
+                host: registration.mediaHost, signallingEncrypted: registration.signallingEncrypted,
+                iceRole: .controlling)
+        } catch {
             throw .network("cannot bind the RTP socket: \(error)")
         }
         let sip: SIPCall
         do {
             sip = try await agent.call(
-                target.requestURI(domain: grant.domain), offering: capabilities,
+                target.requestURI(domain: grant.domain), offering: media.capabilities,
                 headers: checked.map { ($0.name, $0.value) })
         } catch {
-            await transport.close()
+            await media.transport.close()
             throw .network("INVITE: \(error)")
         }
         let call = Call(
             id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers,
             audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
-        let link = CallLink(
-            call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones)
+        let link = CallLink(call: call, sip: sip, media: media, devices: devices, tones: tones)
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
@@ -104,9 +106,11 @@ final class ClientCalls {
 
     /// An INVITE from the service: RTP socket, 180 Ringing, a ringing ``Call`` for the app.
     nonisolated(nonsending) func ring(_ sip: SIPCall, mediaHost: String) async {
-        let transport: UDPMediaTransport
-        let capabilities: AudioCapabilities
-        do { (transport, capabilities) = try await CallLink.bindMedia(host: mediaHost) } catch {
+        let media: CallLink.BoundMedia
+        do {
+            media = try await CallLink.bindMedia(
+                host: mediaHost, signallingEncrypted: registration.signallingEncrypted, iceRole: .controlled)
+        } catch {
             await sip.reject(status: 500, reason: "Cannot Bind Media")
             return
         }
@@ -119,9 +123,7 @@ final class ClientCalls {
             clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(
-            CallLink(
-                call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones))
+        adopt(CallLink(call: call, sip: sip, media: media, devices: devices, tones: tones))
         events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 

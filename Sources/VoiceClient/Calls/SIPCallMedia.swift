@@ -1,5 +1,6 @@
 import VoiceEngine
 import VoiceSIP
+import VoiceWebRTC
 
 /// The media of a negotiated SIP call: a `LiveCall` on the stream the offer/answer agreed (`NegotiatedAudio`
 /// from `SIPCallEvent.established`), on a microphone and speaker opened for it, following the re-INVITEs that
@@ -8,6 +9,10 @@ import VoiceSIP
 package final class SIPCallMedia: Sendable {
     /// The running media (its events, counters and microphone switch).
     package let live: LiveCall
+    /// The DTLS-SRTP association that keyed the call, still answering the peer's late records until ``stop(cause:)``.
+    private let handshake: DTLSSRTPMediaPortHandshake?
+    /// ICE on the media port when both sides do it: answering checks and keeping consent until ``stop(cause:)``.
+    package let ice: ICEMediaPort?
 
     /// Points `transport` (the RTP socket whose address the SDP announced) at the peer, its RTCP at the peer's RTCP
     /// port when RTCP is not multiplexed, opens the devices and
@@ -23,12 +28,86 @@ package final class SIPCallMedia: Sendable {
     /// - Throws: `UDPTransportError.badAddress` for a peer address that is not an IP address, `UDPTransportError`
     ///   when RTCP needs its own port and the RTP port + 1 cannot be bound, or a
     ///   `LiveCallError` (devices, stream, start).
-    package init(
+    package convenience init(
         negotiated: NegotiatedAudio, callID: CallID, transport: UDPMediaTransport, devices: CallAudioDevices,
         options: LiveCallOptions = LiveCallOptions(), tones: AudioController? = nil,
         adjust: (MediaStreamConfiguration) -> MediaStreamConfiguration = { $0 }
     ) throws {
+        try self.init(
+            negotiated: negotiated, callID: callID, transport: transport, devices: devices, options: options,
+            tones: tones, handshake: nil, ice: nil, adjust: adjust)
+    }
+
+    /// Starts the media of a call SDES or DTLS-SRTP keyed (``NegotiatedAudio/dtls``), over ICE when both sides do
+    /// it. With `ice` and the peer's ICE parameters (``NegotiatedAudio/remoteICE``) the connectivity checks run
+    /// first on `transport` and media goes to the selected pair's address instead of the SDP's c=/m= one. For
+    /// DTLS-SRTP the handshake then runs on `transport` with `certificate`, in the role the offer/answer gave us,
+    /// and its exported keys become the call's SRTP keys; no RTP flows before. `transport` must be bound
+    /// ``UDPMediaTransport/ReceiveMode/consumerPolls`` for either.
+    /// - Throws: ``SIPCallMediaError`` (the transport stays open, nothing runs), or what
+    ///   ``init(negotiated:callID:transport:devices:options:tones:adjust:)`` throws.
+    package static func start(
+        negotiated: NegotiatedAudio, callID: CallID, transport: UDPMediaTransport, certificate: DTLSCertificate,
+        ice: ICEMediaPort? = nil, devices: CallAudioDevices, options: LiveCallOptions = LiveCallOptions(),
+        tones: AudioController? = nil, handshakeTimeout: Duration = SIPCallMedia.dtlsHandshakeTimeout
+    ) async throws -> SIPCallMedia {
         try transport.setRemote(negotiated: negotiated)
+        var connectedICE: ICEMediaPort?
+        if let ice, let remote = negotiated.remoteICE {
+            switch await ice.connect(to: remote, timeout: Self.iceTimeout) {
+            case .success(let selected):
+                transport.setRemote(selected)
+                connectedICE = ice
+            case .failure(let error):
+                ice.stop()
+                throw SIPCallMediaError.iceFailed(error)
+            }
+        }
+        guard let dtls = negotiated.dtls else {
+            return try SIPCallMedia(
+                negotiated: negotiated, callID: callID, transport: transport, devices: devices, options: options,
+                tones: tones, handshake: nil, ice: connectedICE, remoteSet: true)
+        }
+        let handshake: DTLSSRTPMediaPortHandshake
+        let keys: DTLSSRTPKeys
+        do throws(DTLSError) {
+            handshake = try DTLSSRTPMediaPortHandshake(
+                certificate: certificate, negotiated: dtls, transport: transport)
+            keys = try await handshake.run(timeout: handshakeTimeout).get()
+        } catch {
+            connectedICE?.stop()
+            throw SIPCallMediaError.dtlsHandshakeFailed(error)
+        }
+        do {
+            return try SIPCallMedia(
+                negotiated: negotiated, callID: callID, transport: transport, devices: devices, options: options,
+                tones: tones, handshake: handshake, ice: connectedICE, remoteSet: true
+            ) {
+                var keyed = $0
+                keyed.srtp = keys.mediaStreamKeys
+                return keyed
+            }
+        } catch {
+            handshake.stop()
+            connectedICE?.stop()
+            throw error
+        }
+    }
+
+    /// How long a DTLS-SRTP handshake may take (its flights are retransmitted meanwhile) before the call fails.
+    package static let dtlsHandshakeTimeout: Duration = .seconds(10)
+    /// How long ICE connectivity checks may take before the call fails.
+    package static let iceTimeout: Duration = .seconds(10)
+
+    private init(
+        negotiated: NegotiatedAudio, callID: CallID, transport: UDPMediaTransport, devices: CallAudioDevices,
+        options: LiveCallOptions, tones: AudioController?, handshake: DTLSSRTPMediaPortHandshake?,
+        ice: ICEMediaPort?, remoteSet: Bool = false,
+        adjust: (MediaStreamConfiguration) -> MediaStreamConfiguration = { $0 }
+    ) throws {
+        self.handshake = handshake
+        self.ice = ice
+        if !remoteSet { try transport.setRemote(negotiated: negotiated) }
         let pair = try LiveDeviceName.openPair(
             microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker),
             sampleRate: devices.sampleRate)
@@ -56,6 +135,26 @@ package final class SIPCallMedia: Sendable {
 
     /// Stops the devices and the media thread and returns the end-of-call report.
     package func stop(cause: AudioSessionEndReason) async -> LiveCallResult {
-        await live.stop(cause: cause)
+        let result = await live.stop(cause: cause)
+        handshake?.stop()
+        ice?.stop()
+        return result
+    }
+}
+
+/// Why a call's media could not start.
+package enum SIPCallMediaError: Error, Equatable, CustomStringConvertible {
+    /// The DTLS-SRTP handshake the offer/answer agreed on failed (fingerprint mismatch, alert, no common SRTP
+    /// profile, no answer in time): the call has no keys and no media.
+    case dtlsHandshakeFailed(DTLSError)
+    /// Both sides do ICE and no candidate pair answered its connectivity checks: the peer is not reachable at any
+    /// address it announced.
+    case iceFailed(ICEMediaPortError)
+
+    package var description: String {
+        switch self {
+        case .dtlsHandshakeFailed(let error): "DTLS-SRTP handshake failed: \(error)"
+        case .iceFailed(let error): "ICE found no working candidate pair: \(error)"
+        }
     }
 }

@@ -23,6 +23,8 @@ final class ClientRegistration {
     private(set) var sender: SIPRequestSender?
     /// The service's SIP address (the outbound proxy and registrar).
     private(set) var serverPeer: SIPPeer?
+    /// Whether SIP to the service runs over TLS: only then may a call's SDP carry SDES keys.
+    var signallingEncrypted: Bool { serverPeer?.transport == .tls }
     /// The local address SIP uses towards the service: RTP binds there too.
     private(set) var mediaHost = "127.0.0.1"
     private var endpoint: SIPEndpoint?

@@ -332,6 +332,14 @@ public final class UDPMediaTransport: Sendable {
     /// records are rare control traffic, so the RTP path is untouched (one relaxed check per non-RTP datagram).
     public func setDTLSRecordHandler(_ handler: DTLSRecordHandler?) { state.dtlsHandler.withLock { $0 = handler } }
 
+    /// A STUN message (first byte 0…3, RFC 7983 §7) and where it came from.
+    public typealias STUNMessageHandler = @Sendable (UnsafeRawBufferPointer, UDPEndpoint) -> Void
+
+    /// Hands STUN messages (first byte 0…3, RFC 7983 §7) arriving on this socket to `handler` (still counted in
+    /// `droppedNotRTP`), on the thread that reads the socket; nil stops it. For ICE connectivity and consent checks
+    /// on the media port (RFC 8445, RFC 7675): rare control traffic, like the DTLS records.
+    public func setSTUNHandler(_ handler: STUNMessageHandler?) { state.stunHandler.withLock { $0 = handler } }
+
     // MARK: Sending (any thread)
 
     /// Sends one datagram to ``remote`` without blocking: one `sendto(2)`, no allocation, no lock.
@@ -390,6 +398,8 @@ final class TransportState: Sendable {
     let counters = AtomicCounters()
     /// ``UDPMediaTransport/setDTLSRecordHandler(_:)``; consulted only for datagrams that are not RTP.
     let dtlsHandler = Mutex<UDPMediaTransport.DTLSRecordHandler?>(nil)
+    /// ``UDPMediaTransport/setSTUNHandler(_:)``; consulted only for datagrams that are not RTP.
+    let stunHandler = Mutex<UDPMediaTransport.STUNMessageHandler?>(nil)
 
     init(fd: Int32, family: Int32, configuration: UDPMediaTransport.Configuration) {
         self.fd = fd
@@ -492,6 +502,7 @@ final class TransportState: Sendable {
         if bytes[0] >> 6 != 2 {
             counters.droppedNotRTP.wrappingAdd(1, ordering: .relaxed)
             if (20...63).contains(bytes[0]), let handler = dtlsHandler.withLock({ $0 }) { handler(bytes, source) }
+            if bytes[0] < 4, let handler = stunHandler.withLock({ $0 }) { handler(bytes, source) }
             return
         }
         let isRTCP = count >= 2 && (192...223).contains(bytes[1])

@@ -60,6 +60,13 @@ extension SIPInviteSession {
         var offer = SessionDescription.makeOffer(capabilities, sessionID: makeSessionID())
         offer.origin = previous.origin.next
         if !reoffer.freshKeys, !previous.audio.crypto.isEmpty { offer.audio.crypto = previous.audio.crypto }
+        // RFC 8842 §5.5: a re-offer that keeps the DTLS association (same certificate) keeps its role; actpass would
+        // let the answerer take the other one, which needs a new association.
+        if let dtls = negotiated?.dtls, capabilities.dtlsFingerprint == self.capabilities?.dtlsFingerprint,
+            let index = offer.audio.otherAttributes.firstIndex(of: "setup:actpass")
+        {
+            offer.audio.otherAttributes[index] = dtls.isClient ? "setup:active" : "setup:passive"
+        }
         let request = dialog.makeRequest(
             .invite, contact: configuration.contact, headers: [("Allow", SIPUserAgent.allow)],
             body: Array(offer.serialize().utf8), contentType: "application/sdp")

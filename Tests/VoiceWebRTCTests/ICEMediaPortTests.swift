@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import VoiceEngine
+import VoiceTestSupport
+import VoiceWebRTC
+
+/// ICE on a SIP call's media port (`ICEMediaPort`): two agents on real loopback sockets, each driving the
+/// `UDPMediaTransport` a call's media then uses, find each other from the SDP parameters alone.
+@Suite("ICE on a media port", .tags(.live), .scheduledByTags)
+struct ICEMediaPortTests {
+    static func bindPolled(_ host: String = "127.0.0.1") async throws -> UDPMediaTransport {
+        try await UDPMediaTransport.bind(
+            host: host, port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
+    }
+
+    @Test func twoPortsSelectThePairOfTheirHostCandidatesAndKeepAnsweringChecks() async throws {
+        let a = try await Self.bindPolled(), b = try await Self.bindPolled()
+        let controlling = ICEMediaPort(transport: a, role: .controlling)
+        let controlled = ICEMediaPort(transport: b, role: .controlled)
+        #expect(controlling.sdp.candidates.count == 1 && controlling.sdp.candidates[0].contains("typ host"))
+        #expect(controlling.sdp.candidates[0].contains("127.0.0.1 \(a.localEndpoint.port)"))
+        #expect(controlling.sdp.ufrag != controlled.sdp.ufrag && controlling.sdp.password.count >= 22)
+
+        async let fromA = controlling.connect(to: controlled.sdp, timeout: .seconds(5))
+        async let fromB = controlled.connect(to: controlling.sdp, timeout: .seconds(5))
+        let (selectedByA, selectedByB) = await (fromA, fromB)
+        #expect(selectedByA == .success(b.localEndpoint), "\(selectedByA)")
+        #expect(selectedByB == .success(a.localEndpoint), "\(selectedByB)")
+        #expect(controlling.selectedPair?.remote == TransportAddress(b.localEndpoint))
+        controlling.stop()
+        controlled.stop()
+        await a.close()
+        await b.close()
+    }
+
+    @Test func aPeerThatGoesAwayAfterTheChecksIsReportedWhenItsConsentExpires() async throws {
+        let a = try await Self.bindPolled(), b = try await Self.bindPolled()
+        let consent = (interval: MediaTime.milliseconds(200), lifetime: MediaTime.milliseconds(1_000))
+        let staying = ICEMediaPort(transport: a, role: .controlling, consent: consent)
+        let leaving = ICEMediaPort(transport: b, role: .controlled, consent: consent)
+        async let fromA = staying.connect(to: leaving.sdp, timeout: .seconds(5))
+        async let fromB = leaving.connect(to: staying.sdp, timeout: .seconds(5))
+        let (selectedByA, selectedByB) = await (fromA, fromB)
+        #expect(selectedByA == .success(b.localEndpoint) && selectedByB == .success(a.localEndpoint))
+        let (failures, report) = AsyncStream.makeStream(of: ICEError.self)
+        staying.onFailure { report.yield($0) }
+        // Both ends keep polling their sockets (as the media threads do): consent stays fresh past its lifetime.
+        let polling = Task {
+            while !Task.isCancelled {
+                _ = a.receiveFromSocket()
+                _ = b.receiveFromSocket()
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(staying.selectedPair != nil, "consent lapsed while the peer answered")
+        // The peer goes away: its checks stop being answered.
+        leaving.stop()
+        await b.close()
+        let started = ContinuousClock.now
+        var iterator = failures.makeAsyncIterator()
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(5))
+            report.finish()
+        }
+        let failure = await iterator.next()
+        #expect(failure == .consentExpired)
+        #expect(ContinuousClock.now - started < .seconds(3), "consent expired after \(ContinuousClock.now - started)")
+        timeout.cancel()
+        polling.cancel()
+        staying.stop()
+        await a.close()
+    }
+
+    @Test func aPeerThatNeverAnswersTimesOut() async throws {
+        let a = try await Self.bindPolled(), silent = try await Self.bindPolled()
+        let port = ICEMediaPort(transport: a, role: .controlling)
+        let absent = ICEMediaPort(transport: silent, role: .controlled)
+        let started = ContinuousClock.now
+        let outcome = await port.connect(to: absent.sdp, timeout: .milliseconds(700))
+        #expect(outcome == .failure(.timedOut), "\(outcome)")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        port.stop()
+        await a.close()
+        await silent.close()
+    }
+}
