@@ -133,6 +133,10 @@ public final class ConferenceRoom {
     @exclusivity(unchecked) private var roster: [Unmanaged<ConferenceParticipant>] = []
     /// 20 ms: the tick period.
     public static let tickMilliseconds = 20
+    /// Told on the room's thread when a participant presses a DTMF key in its media (RFC 4733): keys in a room are
+    /// the room's to act on (a PIN, a mute toggle), not passed on to the other participants. Set it through
+    /// ``ConferenceMediaThreads/perform(on:_:)``; it runs only when a key arrives (it may allocate or lock then).
+    @exclusivity(unchecked) public var onKeyPressed: ((ConferenceParticipant, DTMFDigit) -> Void)?
 
     let block: Int
     let tickSamples: Int
@@ -349,6 +353,7 @@ public final class ConferenceRoom {
     private func receiveAndDecode(now: MediaTime) {
         forEachParticipant { p in
             if let t = p.transport { drain(t, into: p) }
+            while let key = p.stream.takeReceivedDTMF() { onKeyPressed?(p, key) }
             let accepted = p.stream.acceptedPacketCount
             let gotPacket = accepted != p.lastAccepted
             p.lastAccepted = accepted

@@ -10,12 +10,16 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
             case joined, left, muted, unmuted
             /// Answered but never mixed: its DTLS-SRTP handshake failed (the participant's `failure` says why).
             case refused
+            /// The participant pressed a DTMF key (`key`), in its media (RFC 4733) or by SIP INFO.
+            case dtmf
         }
         public var at: Double
         public var kind: Kind
         public var participant: String
         /// Participants in the room after the event.
         public var participants: Int
+        /// The key of a `dtmf` event.
+        public var key: String? = nil
     }
 
     /// One participant's leg, from the mixer's counters at the time of the report.
@@ -72,7 +76,9 @@ public struct ConferenceRoomReport: Codable, Sendable, Equatable {
         ]
         lines.append(
             "  participants over time:"
-                + timeline.map { " +\(f($0.at))s \($0.kind.rawValue) \($0.participant) (\($0.participants))" }.joined(
+                + timeline.map {
+                    " +\(f($0.at))s \($0.kind.rawValue)\($0.key.map { " " + $0 } ?? "") \($0.participant) (\($0.participants))"
+                }.joined(
                     separator: ","))
         for p in participants {
             let stay = p.leftAt.map { "\(f(p.joinedAt))-\(f($0)) s" } ?? "since \(f(p.joinedAt)) s"

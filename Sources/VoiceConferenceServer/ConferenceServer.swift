@@ -258,7 +258,9 @@ public final class ConferenceServer: @unchecked Sendable {
                 }
             case .mediaUpdated(let update, _):
                 if let participant { await participant.room.update(participant, negotiated: update) }
-            case .ended, .progress, .dtmfReceived:
+            case .dtmfReceived(let key, _):
+                participant?.room.keyPressed(key, leg: call.callID)
+            case .ended, .progress:
                 break
             }
         }

@@ -59,6 +59,21 @@ final class ConferenceServerRoom: @unchecked Sendable {
         self.threads = threads
         mixer = try ConferenceRoom(id: address.user, configuration: configuration)
         threads.add(mixer)
+        threads.perform(on: mixer) { [weak self] room in
+            room.onKeyPressed = { participant, key in self?.keyPressed(key, leg: participant.label) }
+        }
+    }
+
+    /// A participant's DTMF key, from its leg (RFC 4733, labelled with its Call-ID) or its SIP INFO: a `dtmf` event
+    /// in the room's timeline.
+    func keyPressed(_ key: DTMFDigit, leg callID: String) {
+        lock.withLock {
+            guard let member = members.first(where: { $0.call.callID == callID }) else { return }
+            timeline.append(
+                .init(
+                    at: now, kind: .dtmf, participant: member.name, participants: members.count,
+                    key: key.description))
+        }
     }
 
     /// Participants in the room, and those about to join (`reserve()`), so the room does not close under them.
