@@ -22,6 +22,8 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidCall(String)
     /// The SIP registration was lost after `start()` (a refresh was refused or not answered).
     case registrationLost(String)
+    /// The state store could not read or write a record (``ClientStateError``, described).
+    case stateStore(String)
 
     public var description: String {
         switch self {
@@ -36,6 +38,7 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         case .invalidPushData(let reason): "invalid push data: \(reason)"
         case .invalidCall(let reason): "invalid call: \(reason)"
         case .registrationLost(let reason): "registration lost: \(reason)"
+        case .stateStore(let reason): "\(reason)"
         }
     }
 }

@@ -5,6 +5,10 @@ import VoiceSIP
 /// Binds a ``Call`` (the SDK's call object and its state machine) to its SIP dialog (`SIPCall`) and its media
 /// (`LiveCall`, Opus over SDES-SRTP): SIP events become ``CallEvent``s, the call's `send…` effects become SIP
 /// requests and responses, establishment starts the media on the negotiated stream and the end stops it.
+///
+/// While the media runs, its health drives the call: device interruptions pause it (``CallEvent/mediaInterrupted(_:)``,
+/// the audio session's interruption timeout applies through ``Call/tick()``), and a ``CallHealthMonitor`` fed with
+/// the media's reception every ``sampleInterval`` reports quality and ends a call whose media stopped arriving.
 actor CallLink {
     let call: Call
     let sip: SIPCall
@@ -12,6 +16,8 @@ actor CallLink {
     let capabilities: AudioCapabilities
     private let devices: CallAudioDevices
     private let tones: CallTones
+    private let clock: any MediaClock
+    private let health: CallHealthConfiguration
     private var media: SIPCallMedia?
     private var muted = false
     private var onHold = false
@@ -25,8 +31,11 @@ actor CallLink {
 
     init(
         call: Call, sip: SIPCall, transport: UDPMediaTransport, capabilities: AudioCapabilities,
-        devices: CallAudioDevices, tones: CallTones
+        devices: CallAudioDevices, tones: CallTones, clock: any MediaClock,
+        health: CallHealthConfiguration = CallHealthConfiguration()
     ) {
+        self.clock = clock
+        self.health = health
         self.call = call
         self.sip = sip
         self.transport = transport
@@ -136,10 +145,57 @@ actor CallLink {
             )
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
+            watch(started.live)
         } catch {
             tones.mediaStopped()
             throw error
         }
+    }
+
+    // MARK: Media → call
+
+    /// How often the media's reception is sampled: often enough that a quality interval and the media timeout
+    /// are met within a quarter of the shorter one, at most twice a second.
+    var sampleInterval: MediaTime {
+        let shorter = min(health.qualityInterval, health.mediaTimeout)
+        return MediaTime(nanoseconds: min(shorter.nanoseconds / 4, MediaTime.milliseconds(500).nanoseconds))
+    }
+
+    /// Follows the media's events (interruptions) and samples its health until the media stops.
+    private func watch(_ live: LiveCall) {
+        let events = live.events
+        Task { [call] in
+            for await event in events {
+                switch event {
+                case .interruptionBegan(let reason): _ = try? await call.dialog(.mediaInterrupted(reason))
+                case .interruptionEnded: _ = try? await call.dialog(.mediaResumed)
+                default: break
+                }
+            }
+        }
+        let interval = Duration.nanoseconds(sampleInterval.nanoseconds)
+        Task { [weak self] in
+            while let self, await self.sampleHealth(live) {
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    private var monitor: CallHealthMonitor?
+
+    /// Feeds one sample to the health monitor and the call; false once the media stopped.
+    private func sampleHealth(_ live: LiveCall) async -> Bool {
+        guard !finished, media?.live === live else { return false }
+        if monitor == nil { monitor = CallHealthMonitor(configuration: health) }
+        for output in monitor!.observe(live.reception, at: clock.now) {
+            switch output {
+            case .quality(let quality): _ = try? await call.dialog(.mediaQuality(quality))
+            case .mediaTimedOut(let silence): _ = try? await call.dialog(.mediaTimeout(silence: silence))
+            }
+        }
+        // The audio session's interruption deadline is checked here too, not only at the client's tick.
+        await call.tick()
+        return !finished
     }
 
     // MARK: Call → SIP
@@ -160,6 +216,8 @@ actor CallLink {
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
+        case .mediaInterrupted, .mediaResumed, .qualityUpdated:
+            break  // for the app; the media pauses and resumes by itself
         case .startRingtone:
             tones.startRingtone()
         case .stopRingtone:

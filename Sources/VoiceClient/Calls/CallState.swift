@@ -1,3 +1,4 @@
+import Foundation
 import VoiceEngine
 
 /// A call's states, in the order the SDKs' diagram allows:
@@ -71,9 +72,12 @@ public enum CallError: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A call's times, end cause, error and end-of-call report (times on the client's clock).
+/// A call's times, end cause, error and end-of-call report. The times are on the client's monotonic clock (for
+/// durations, immune to clock changes); each has its wall-clock twin (`…WallClock`), for showing and logging.
 public struct CallDetails: Sendable, Hashable {
     public var startedAt: MediaTime
+    /// The wall-clock time at ``startedAt``; the other wall-clock times are it plus their monotonic distance.
+    public var startedAtWallClock: Date
     public var progressedAt: MediaTime?
     public var establishedAt: MediaTime?
     public var endedAt: MediaTime?
@@ -83,6 +87,14 @@ public struct CallDetails: Sendable, Hashable {
     public var report: CallStatisticsReport?
     /// Whether an incoming call came by push.
     public var viaPush: Bool = false
+
+    public var progressedAtWallClock: Date? { progressedAt.map(wallClock) }
+    public var establishedAtWallClock: Date? { establishedAt.map(wallClock) }
+    public var endedAtWallClock: Date? { endedAt.map(wallClock) }
+
+    private func wallClock(_ time: MediaTime) -> Date {
+        startedAtWallClock.addingTimeInterval((time - startedAt).seconds)
+    }
 
     /// Established time until the end (zero for a call never established).
     public var duration: MediaTime {

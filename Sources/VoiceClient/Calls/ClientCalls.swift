@@ -93,7 +93,8 @@ final class ClientCalls {
             audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
         let link = CallLink(
-            call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones)
+            call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones,
+            clock: clock, health: configuration.health)
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
@@ -121,7 +122,8 @@ final class ClientCalls {
         _ = try? await sip.ring()
         adopt(
             CallLink(
-                call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones))
+                call: call, sip: sip, transport: transport, capabilities: capabilities, devices: devices, tones: tones,
+                clock: clock, health: configuration.health))
         events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 

@@ -50,6 +50,24 @@ final class LiveCallShared: Sendable {
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
     let realtime = Atomic<Bool>(false)
     let drivenByDevice = Atomic<Bool>(false)
+    /// The stream's receive figures, copied each tick for ``LiveCall/reception``.
+    let rtpAccepted = Atomic<Int>(0), rtcpAccepted = Atomic<Int>(0)
+    let expectedPackets = Atomic<Int>(0), lostPackets = Atomic<Int>(0)
+    let jitterMicroseconds = Atomic<Int>(0), roundTripMicroseconds = Atomic<Int>(-1)
+    let playedSamples = Atomic<Int>(0), concealedSamples = Atomic<Int>(0)
+
+    var reception: LiveCallReception {
+        let roundTrip = roundTripMicroseconds.load(ordering: .relaxed)
+        return LiveCallReception(
+            rtpPacketsAccepted: rtpAccepted.load(ordering: .relaxed),
+            rtcpPacketsAccepted: rtcpAccepted.load(ordering: .relaxed),
+            datagramsDiscarded: datagramsDiscarded.load(ordering: .relaxed),
+            expectedPackets: expectedPackets.load(ordering: .relaxed), lostPackets: lostPackets.load(ordering: .relaxed),
+            jitterMilliseconds: Double(jitterMicroseconds.load(ordering: .relaxed)) / 1000,
+            roundTripMilliseconds: roundTrip < 0 ? nil : Double(roundTrip) / 1000,
+            playedSamples: playedSamples.load(ordering: .relaxed),
+            concealedSamples: concealedSamples.load(ordering: .relaxed))
+    }
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -265,6 +283,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// Tells the control plane what changed this tick: a new latched remote, establishment, the peer's BYE,
     /// the media timeout. Costs a few atomic loads when nothing did.
     private func signalChanges(now: MediaTime) {
+        publishReception()
         if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
             announcedRemote = remote
             signals.yield(.remoteLatched(remote))
@@ -285,6 +304,19 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             mediaTimedOut = true
             signals.yield(.mediaTimedOut)
         }
+    }
+
+    /// Copies the stream's receive figures for the control plane: a few relaxed atomic stores, no allocation.
+    private func publishReception() {
+        shared.rtpAccepted.store(stream.stats.packetsReceived, ordering: .relaxed)
+        shared.rtcpAccepted.store(stream.stats.rtcpReceived, ordering: .relaxed)
+        shared.expectedPackets.store(stream.stats.expectedPackets, ordering: .relaxed)
+        shared.lostPackets.store(stream.stats.lostPackets, ordering: .relaxed)
+        shared.jitterMicroseconds.store(Int(stream.stats.jitterMilliseconds * 1000), ordering: .relaxed)
+        shared.roundTripMicroseconds.store(
+            stream.stats.roundTripMilliseconds.map { Int(max($0, 0) * 1000) } ?? -1, ordering: .relaxed)
+        shared.playedSamples.store(stream.stats.jitterBuffer.playedSamples, ordering: .relaxed)
+        shared.concealedSamples.store(stream.stats.jitterBuffer.concealedSamples, ordering: .relaxed)
     }
 
     /// Drops stale audio after an interruption: what the microphone captured and the packets queued meanwhile.
