@@ -123,6 +123,7 @@ struct CallHealthTests {
         #expect(timeouts.first?.1 == .mediaTimedOut(silence: .seconds(20)))
     }
 
+    /// A peer that never sends: no quality report (nothing to judge), and the media timeout from the first sample.
     @Test func aPeerThatNeverSendsTimesOutFromTheFirstSample() {
         var monitor = CallHealthMonitor(configuration: CallHealthConfiguration(mediaTimeout: .seconds(3)))
         #expect(monitor.observe(LiveCallReception(), at: .seconds(10)).isEmpty)

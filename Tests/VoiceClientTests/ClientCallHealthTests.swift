@@ -7,8 +7,9 @@ import VoiceTestSupport
 import Glibc
 #endif
 
-/// A live call's health reaching the app through Kamailio: quality reports while the media flows, and the media
-/// timeout ending the call when the peer vanishes without a BYE (baresip killed with SIGKILL). Ports 26110–26119.
+/// A live call's health reaching the app through Kamailio: quality reports while the media flows, the media
+/// timeout ending the call when the peer vanishes without a BYE (baresip killed with SIGKILL), and a speaker that
+/// vanishes mid-call ending it after the interruption timeout. Ports 26110–26119.
 @Suite(
     "VoiceClient call health", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
@@ -95,6 +96,93 @@ struct ClientCallHealthTests {
                 #expect(reports.allSatisfy { $0.networkQuality == .good && $0.mos > 4.3 }, "\(side): \(reports)")
             }
             try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            #expect(await incoming.call.details.endCause == .hungUp)
+            await alice.terminate()
+            await bob.terminate()
+        }
+    }
+
+    /// The reading end of a FIFO, drained on a thread of its own until ``close()``: what alsa-lib's `file` plugin
+    /// writes a speaker's audio into. Closing it makes the plugin's next write fail (EPIPE), which it reports to
+    /// the device as EIO — the device is gone, as when a USB headset is pulled.
+    final class FIFOReader: @unchecked Sendable {
+        private let fd: Int32
+        private let closed = NSLock()
+        private var isClosed = false
+        private(set) var bytes = 0
+
+        init(path: String) throws {
+            guard mkfifo(path, 0o600) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            fd = open(path, O_RDONLY | O_NONBLOCK)
+            guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            Thread.detachNewThread { [self] in
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let done = closed.withLock { () -> Bool in
+                        if isClosed { return true }
+                        let got = read(fd, &buffer, buffer.count)
+                        if got > 0 { bytes += got }
+                        return false
+                    }
+                    if done { return }
+                    usleep(5_000)
+                }
+            }
+        }
+
+        var received: Int { closed.withLock { bytes } }
+
+        func close() {
+            closed.withLock {
+                guard !isClosed else { return }
+                isClosed = true
+                _ = Glibc.close(fd)
+            }
+        }
+    }
+
+    @Test func aSpeakerThatVanishesMidCallEndsTheCallAfterTheInterruptionTimeout() async throws {
+        // The plugin's failed write raises SIGPIPE first; a process playing into a pipe ignores it.
+        signal(SIGPIPE, SIG_IGN)
+        try await withService(sipPort: 26115) { service in
+            let fifo = service.directory.appendingPathComponent("speaker.fifo").path
+            let reader = try FIFOReader(path: fifo)
+            defer { reader.close() }
+            var configuration = service.configuration()
+            configuration.interruptionTimeout = .seconds(2)
+            configuration.audio = CallAudioDevices(
+                microphone: "null", speaker: "plug:'file:FILE=\(fifo),FORMAT=raw'", sampleRate: 16_000,
+                voiceProcessing: false)
+            let alice = try VoiceClient(userID: "alice", configuration: configuration) { id in service.sign(id) }
+            let bob = try service.client("bob")
+            let (call, incoming, _) = try await ringingCall(from: alice, to: bob, "bob")
+            let updates = call.updates
+            let interruptions = Task {
+                var seen: [CallEffect] = []
+                for await effect in updates {
+                    if case .mediaInterrupted = effect { seen.append(effect) }
+                    if effect == .mediaResumed { seen.append(effect) }
+                }
+                return seen
+            }
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(reader.received > 16_000, "alice's ALSA speaker wrote \(reader.received) bytes in 1.5 s")
+
+            let pulledAt = ContinuousClock.now
+            reader.close()
+            try await waitFor(call, .ended, timeout: .seconds(8))
+            let endedAfter = ContinuousClock.now - pulledAt
+            let details = await call.details
+            print("speaker gone: the call ended \(endedAfter) later: \(details.endCause as Any) \(details.error as Any)")
+            #expect(await interruptions.value == [.mediaInterrupted(.deviceLost)])
+            #expect(details.endCause == .failure)
+            #expect(details.error == .media("the audio devices were interrupted for 2 s"))
+            #expect(details.report?.endCause == .interruptionTimeout)
+            #expect(endedAfter >= .seconds(1.9) && endedAfter < .seconds(4))
+            // The BYE reached bob: a consistent end on both sides.
             try await waitFor(incoming.call, .ended)
             #expect(await incoming.call.details.endCause == .hungUp)
             await alice.terminate()

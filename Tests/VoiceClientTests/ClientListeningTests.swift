@@ -16,9 +16,11 @@ struct ClientListeningTests {
             let aliceLog = EventLog(alice), bobLog = EventLog(bob)
             await alice.start()
             await bob.start()
-            #expect(await aliceLog.first { $0 == .started } != nil && bobLog.first { $0 == .started } != nil)
+            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            #expect(aliceStarted != nil && bobStarted != nil)
             await alice.stopListening()
-            #expect(await !alice.isStarted && alice.isConnected)
+            let listening = await alice.isStarted, connected = await alice.isConnected
+            #expect(!listening && connected)
 
             // Nobody to ring: bob's call ends without reaching alice, and his message waits at the service.
             let unreachable = try await bob.callUser("alice")

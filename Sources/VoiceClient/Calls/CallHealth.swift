@@ -101,7 +101,7 @@ public struct CallHealthConfiguration: Sendable, Hashable {
 ///   the MOS. The level follows the MOS with hysteresis: it rises to a better level only once the MOS is
 ///   ``hysteresis`` above that level's lower bound, and falls only once the MOS is ``hysteresis`` below the
 ///   current level's lower bound, so a MOS wavering on a boundary does not make the level flap. An interval in
-///   which no packet was expected (the peer holds the call, or sends DTX) keeps the level.
+///   which no packet was expected (the peer holds the call, or sends nothing) gives no report and keeps the level.
 public struct CallHealthMonitor: Sendable, Hashable {
     public enum Output: Sendable, Hashable {
         case quality(CallQuality)
@@ -151,7 +151,9 @@ public struct CallHealthMonitor: Sendable, Hashable {
         let mos = Self.estimatedMOS(
             lossFraction: loss, jitterMilliseconds: reception.jitterMilliseconds,
             roundTripMilliseconds: reception.roundTripMilliseconds)
-        if expected > 0 || level == nil { level = Self.level(from: level, mos: mos) }
+        // No packet expected (the peer holds the call, or sends nothing at all): nothing to judge, no report.
+        guard expected > 0 else { return outputs }
+        level = Self.level(from: level, mos: mos)
         outputs.append(
             .quality(
                 CallQuality(

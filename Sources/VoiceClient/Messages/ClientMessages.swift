@@ -60,7 +60,7 @@ final class ClientMessages {
             outbox.add(
                 OutgoingMessage(
                     id: saved.id, recipient: saved.recipient, text: saved.text,
-                    headers: Array(zip(saved.headerNames, saved.headerValues)).map { (name: $0.0, value: $0.1) },
+                    headers: zip(saved.headerNames, saved.headerValues).map { (name: $0, value: $1) },
                     firstAttempt: now - age, nextAttempt: now, attempts: saved.attempts,
                     lastFailure: saved.lastFailure))
         }
