@@ -55,7 +55,6 @@ struct ClientCallHealthTests {
                 print("quality from baresip: " + reports.map { "\($0.1)" }.joined(separator: "; "))
                 #expect(reports.count >= 3, "\(reports.count) quality reports in 4.5 s at 1 s intervals")
                 #expect(reports.allSatisfy { $0.1.lossPercent < 1 && $0.1.networkQuality == .good })
-                #expect(reports.contains { $0.1.roundTripMilliseconds != nil } || reports.count < 6)
                 if reports.count >= 2 {
                     let gap = reports[reports.count - 1].0 - reports[reports.count - 2].0
                     #expect(gap > .milliseconds(700) && gap < .milliseconds(1600), "quality interval \(gap)")
@@ -173,6 +172,9 @@ struct ClientCallHealthTests {
 
             let pulledAt = ContinuousClock.now
             reader.close()
+            // The pipe is gone too: the busy tone after the failure opens a plain file there instead of waiting
+            // for a reader that never comes.
+            unlink(fifo)
             try await waitFor(call, .ended, timeout: .seconds(8))
             let endedAfter = ContinuousClock.now - pulledAt
             let details = await call.details

@@ -158,6 +158,8 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var established = false
     var remoteSentBye = false
     var announcedRemote: UDPEndpoint?
+    /// Ticks counted for ``publishReception()``'s every-10th-tick copy.
+    var receptionTicks = 0
     var mediaTimedOut = false
     let mediaTimeoutNanoseconds: Int64?
     static let tickNanoseconds: Int64 = 10_000_000
@@ -306,17 +308,21 @@ final class LiveCallMediaLoop: @unchecked Sendable {
         }
     }
 
-    /// Copies the stream's receive figures for the control plane: a few relaxed atomic stores, no allocation.
+    /// Copies the stream's receive figures for the control plane every 10th tick (100 ms): a copy of the
+    /// stream's statistics and a few relaxed atomic stores, no allocation.
     private func publishReception() {
-        shared.rtpAccepted.store(stream.stats.packetsReceived, ordering: .relaxed)
-        shared.rtcpAccepted.store(stream.stats.rtcpReceived, ordering: .relaxed)
-        shared.expectedPackets.store(stream.stats.expectedPackets, ordering: .relaxed)
-        shared.lostPackets.store(stream.stats.lostPackets, ordering: .relaxed)
-        shared.jitterMicroseconds.store(Int(stream.stats.jitterMilliseconds * 1000), ordering: .relaxed)
+        receptionTicks &+= 1
+        guard receptionTicks % 10 == 1 else { return }
+        let stats = stream.statistics
+        shared.rtpAccepted.store(stats.packetsReceived, ordering: .relaxed)
+        shared.rtcpAccepted.store(stats.rtcpReceived, ordering: .relaxed)
+        shared.expectedPackets.store(stats.expectedPackets, ordering: .relaxed)
+        shared.lostPackets.store(stats.lostPackets, ordering: .relaxed)
+        shared.jitterMicroseconds.store(Int(stats.jitterMilliseconds * 1000), ordering: .relaxed)
         shared.roundTripMicroseconds.store(
-            stream.stats.roundTripMilliseconds.map { Int(max($0, 0) * 1000) } ?? -1, ordering: .relaxed)
-        shared.playedSamples.store(stream.stats.jitterBuffer.playedSamples, ordering: .relaxed)
-        shared.concealedSamples.store(stream.stats.jitterBuffer.concealedSamples, ordering: .relaxed)
+            stats.roundTripMilliseconds.map { Int(max($0, 0) * 1000) } ?? -1, ordering: .relaxed)
+        shared.playedSamples.store(stats.jitterBuffer.playedSamples, ordering: .relaxed)
+        shared.concealedSamples.store(stats.jitterBuffer.concealedSamples, ordering: .relaxed)
     }
 
     /// Drops stale audio after an interruption: what the microphone captured and the packets queued meanwhile.
