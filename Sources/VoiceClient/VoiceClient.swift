@@ -71,7 +71,8 @@ public actor VoiceClient {
             deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
         let tones = CallTones(controller: audioController, ringtone: configuration.audio.ringtone)
         audioSession = AudioSession(
-            clock: clock, configuration: AudioSessionConfiguration(interruptionTimeout: configuration.interruptionTimeout),
+            clock: clock,
+            configuration: AudioSessionConfiguration(interruptionTimeout: configuration.interruptionTimeout),
             controller: audioController)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.group = group

@@ -7,19 +7,22 @@ struct CallHealthTests {
     // MARK: E-model
 
     /// Loss, jitter and RTT → MOS, against the simplified G.107 formula worked by hand.
-    @Test(arguments: [
-        (0.0, 0.0, nil, 4.405), (0.0, 0.0, 40.0, 4.395), (0.05, 0.0, nil, 3.913), (0.10, 0.0, nil, 3.399),
-        (0.20, 0.0, nil, 2.619), (0.0, 30.0, 100.0, 4.347), (0.0, 0.0, 600.0, 3.651), (1.0, 0.0, nil, 1.171),
-    ] as [(Double, Double, Double?, Double)])
+    @Test(
+        arguments: [
+            (0.0, 0.0, nil, 4.405), (0.0, 0.0, 40.0, 4.395), (0.05, 0.0, nil, 3.913), (0.10, 0.0, nil, 3.399),
+            (0.20, 0.0, nil, 2.619), (0.0, 30.0, 100.0, 4.347), (0.0, 0.0, 600.0, 3.651), (1.0, 0.0, nil, 1.171)
+        ] as [(Double, Double, Double?, Double)])
     func estimatedMOSFollowsTheEModel(loss: Double, jitter: Double, rtt: Double?, expected: Double) {
-        let mos = CallHealthMonitor.estimatedMOS(lossFraction: loss, jitterMilliseconds: jitter, roundTripMilliseconds: rtt)
+        let mos = CallHealthMonitor.estimatedMOS(
+            lossFraction: loss, jitterMilliseconds: jitter, roundTripMilliseconds: rtt)
         #expect(abs(mos - expected) < 0.001, "loss \(loss) jitter \(jitter) RTT \(String(describing: rtt)): \(mos)")
     }
 
     @Test func mosFallsAsLossJitterAndDelayGrow() {
         var previous = 5.0
         for loss in stride(from: 0.0, through: 0.5, by: 0.05) {
-            let mos = CallHealthMonitor.estimatedMOS(lossFraction: loss, jitterMilliseconds: 0, roundTripMilliseconds: nil)
+            let mos = CallHealthMonitor.estimatedMOS(
+                lossFraction: loss, jitterMilliseconds: 0, roundTripMilliseconds: nil)
             #expect(mos < previous && mos >= 1)
             previous = mos
         }
@@ -34,12 +37,13 @@ struct CallHealthTests {
     // MARK: Level with hysteresis
 
     /// From a level, a MOS → the next level: a MOS within the 0.1 margin of a bound keeps the level.
-    @Test(arguments: [
-        (nil, 4.05, NetworkQuality.good), (nil, 3.95, .fair), (nil, 3.2, .poor), (nil, 2.0, .bad),
-        (.good, 3.95, .good), (.good, 3.89, .fair), (.good, 3.45, .poor), (.good, 2.5, .bad),
-        (.fair, 4.05, .fair), (.fair, 4.11, .good), (.fair, 3.55, .fair), (.fair, 3.49, .poor),
-        (.bad, 3.15, .bad), (.bad, 3.21, .poor), (.bad, 4.2, .good), (.poor, 3.01, .poor), (.poor, 2.99, .bad),
-    ] as [(NetworkQuality?, Double, NetworkQuality)])
+    @Test(
+        arguments: [
+            (nil, 4.05, NetworkQuality.good), (nil, 3.95, .fair), (nil, 3.2, .poor), (nil, 2.0, .bad),
+            (.good, 3.95, .good), (.good, 3.89, .fair), (.good, 3.45, .poor), (.good, 2.5, .bad),
+            (.fair, 4.05, .fair), (.fair, 4.11, .good), (.fair, 3.55, .fair), (.fair, 3.49, .poor),
+            (.bad, 3.15, .bad), (.bad, 3.21, .poor), (.bad, 4.2, .good), (.poor, 3.01, .poor), (.poor, 2.99, .bad)
+        ] as [(NetworkQuality?, Double, NetworkQuality)])
     func levelChangesOnlyPastTheMargin(from: NetworkQuality?, mos: Double, expected: NetworkQuality) {
         #expect(CallHealthMonitor.level(from: from, mos: mos) == expected)
     }
@@ -67,10 +71,13 @@ struct CallHealthTests {
     /// and back, each quality report carrying its interval's loss and concealment.
     @Test func qualityLevelFollowsLossDownAndBackUp() {
         var monitor = CallHealthMonitor(configuration: CallHealthConfiguration(qualityInterval: .seconds(2)))
-        let loss: [Double] = Array(repeating: 0, count: 6) + Array(repeating: 20, count: 6) + Array(repeating: 0, count: 6)
+        let loss: [Double] =
+            Array(repeating: 0, count: 6) + Array(repeating: 20, count: 6) + Array(repeating: 0, count: 6)
         var reports: [CallQuality] = []
         for second in 0...loss.count {
-            for output in monitor.observe(Self.stream(seconds: second, lossPerSecond: loss), at: .seconds(Double(second))) {
+            for output in monitor.observe(
+                Self.stream(seconds: second, lossPerSecond: loss), at: .seconds(Double(second)))
+            {
                 guard case .quality(let quality) = output else {
                     Issue.record("unexpected \(output)")
                     continue
@@ -197,7 +204,7 @@ struct CallHealthTests {
             networkQuality: .good)
         for event: CallEvent in [
             .mediaInterrupted(.deviceLost), .mediaResumed, .mediaQuality(quality), .mediaTimeout(silence: .seconds(20)),
-            .interruptionTimeout(.seconds(30)),
+            .interruptionTimeout(.seconds(30))
         ] {
             #expect(try await call.dialog(event).isEmpty, "\(event)")
         }

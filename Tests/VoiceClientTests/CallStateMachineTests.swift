@@ -160,7 +160,9 @@ struct CallStateMachineTests {
             }
             let after = await call.state
             #expect(after == before || before.allows(after), "seed \(seed) step \(step): \(before) → \(after)")
-            if after == .ended { #expect(!(await call.isMediaInterrupted), "seed \(seed) step \(step): paused after the end") }
+            if after == .ended {
+                #expect(!(await call.isMediaInterrupted), "seed \(seed) step \(step): paused after the end")
+            }
             // The session is held only by a call that has not ended.
             if let holder = await session.state.phase.call {
                 let owner = calls.first { $0.id == holder.id }

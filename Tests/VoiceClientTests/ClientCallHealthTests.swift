@@ -66,7 +66,9 @@ struct ClientCallHealthTests {
                 try await waitFor(call, .ended, timeout: .seconds(8))
                 let ended = try #require(updates.endedAt)
                 let details = await call.details
-                print("peer killed: the call ended \(ended - killedAt) later: \(details.endCause as Any) \(details.error as Any)")
+                print(
+                    "peer killed: the call ended \(ended - killedAt) later: \(details.endCause as Any) \(details.error as Any)"
+                )
                 #expect(details.endCause == .timeout)
                 #expect(details.error == .network("no media received for 3 s"))
                 #expect(ended - killedAt >= .seconds(2.5) && ended - killedAt < .seconds(4.5))
@@ -178,7 +180,8 @@ struct ClientCallHealthTests {
             try await waitFor(call, .ended, timeout: .seconds(8))
             let endedAfter = ContinuousClock.now - pulledAt
             let details = await call.details
-            print("speaker gone: the call ended \(endedAfter) later: \(details.endCause as Any) \(details.error as Any)")
+            print(
+                "speaker gone: the call ended \(endedAfter) later: \(details.endCause as Any) \(details.error as Any)")
             #expect(await interruptions.value == [.mediaInterrupted(.deviceLost)])
             #expect(details.endCause == .failure)
             #expect(details.error == .media("the audio devices were interrupted for 2 s"))

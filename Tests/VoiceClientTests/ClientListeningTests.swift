@@ -16,7 +16,8 @@ struct ClientListeningTests {
             let aliceLog = EventLog(alice), bobLog = EventLog(bob)
             await alice.start()
             await bob.start()
-            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            let aliceStarted = await aliceLog.first { $0 == .started },
+                bobStarted = await bobLog.first { $0 == .started }
             #expect(aliceStarted != nil && bobStarted != nil)
             await alice.stopListening()
             let listening = await alice.isStarted, connected = await alice.isConnected

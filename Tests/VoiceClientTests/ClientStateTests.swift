@@ -32,9 +32,10 @@ struct ClientStateStoreTests {
         #expect(Self.mode(directory.appendingPathComponent("a.outbox.json").path) == 0o644)
         #expect(Self.mode(directory.path) == 0o700)
         // Nothing but the two records: the temporary files were renamed over them.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
-            "a.grant.json", "a.outbox.json",
-        ])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
+                "a.grant.json", "a.outbox.json"
+            ])
         try store.remove("a.grant.json")
         try store.remove("a.grant.json")
         #expect(try store.read("a.grant.json") == nil)
@@ -52,7 +53,7 @@ struct ClientStateStoreTests {
         ("outbox", Data(#"{"version":1,"userID":"alice","messages":[{"id":"#.utf8)),
         ("outbox", Data(#"{"version":1,"userID":"mallory","messages":[]}"#.utf8)),
         ("grant", Data(#"{"version":2,"userID":"alice"}"#.utf8)),
-        ("push", Data([0xFF, 0x00, 0x7B])),
+        ("push", Data([0xFF, 0x00, 0x7B]))
     ])
     func recordsTheClientDidNotWriteAreSetAsideAndReported(record: String, contents: Data) async throws {
         let directory = Self.temporaryDirectory()
@@ -97,7 +98,9 @@ struct ClientStateStoreTests {
                 default: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: index)
                 }
             }
-            if round % 10 == 0 { bytes = (0..<Int(random.next() % 64)).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+            if round % 10 == 0 {
+                bytes = (0..<Int(random.next() % 64)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            }
             try store.write(Data(bytes), to: "alice.outbox.json", secret: false)
             var configuration = VoiceClientConfiguration(applicationKey: "k", serviceHost: "127.0.0.1")
             configuration.stateStore = store
@@ -112,7 +115,9 @@ struct ClientStateStoreTests {
                 if case .messageFailed = event { reported = true }  // a mutated time put it past its 12 hours
             }
             // Every record is either taken (one message) or refused with an event; nothing in between.
-            #expect(pending.count == 1 || (pending.isEmpty && reported), "round \(round): \(String(decoding: bytes, as: UTF8.self))")
+            #expect(
+                pending.count == 1 || (pending.isEmpty && reported),
+                "round \(round): \(String(decoding: bytes, as: UTF8.self))")
             if pending.isEmpty { rejected += 1 } else { loaded += 1 }
             try? store.remove("alice.outbox.json.rejected")
         }

@@ -73,11 +73,14 @@ public actor Call {
     /// Ends an unanswered call at the no-answer timeout, and an established one whose audio interruption has
     /// outlasted the audio session's interruption timeout; call it periodically.
     @discardableResult public func tick() async -> [CallEffect] {
-        if machine.state == .established, machine.mediaInterrupted, let deadline = await audioSession.interruptionDeadline,
+        if machine.state == .established, machine.mediaInterrupted,
+            let deadline = await audioSession.interruptionDeadline,
             clock.now >= deadline
         {
             let sessionEffects = await audioSession.tick()
-            if sessionEffects.contains(where: { if case .endCall(id, .interruptionTimeout) = $0 { true } else { false } }) {
+            if sessionEffects.contains(where: {
+                if case .endCall(id, .interruptionTimeout) = $0 { true } else { false }
+            }) {
                 let timeout = await audioSession.state.configuration.interruptionTimeout
                 return (try? await apply(.interruptionTimeout(timeout))) ?? []
             }

@@ -53,7 +53,8 @@ final class ClientMessages {
                 events.yield(
                     .messageFailed(
                         id: saved.id, recipient: saved.recipient,
-                        reason: "not sent within 12 hours (\(saved.attempts) attempts; the app was not running at the end)",
+                        reason:
+                            "not sent within 12 hours (\(saved.attempts) attempts; the app was not running at the end)",
                         sipStatus: nil))
                 continue
             }

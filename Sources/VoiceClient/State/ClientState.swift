@@ -73,7 +73,8 @@ final class ClientState: Sendable {
         guard let saved = load(SavedOutbox.self, "outbox", version: \.version, user: \.userID) else { return [] }
         for message in saved.messages {
             guard let problem = message.problem else { continue }
-            report(.corrupt(record: name("outbox"), reason: "message \(message.id) to \(message.recipient): \(problem)"))
+            report(
+                .corrupt(record: name("outbox"), reason: "message \(message.id) to \(message.recipient): \(problem)"))
             perform { (store: any ClientStateStore) throws(ClientStateError) in try store.setAside(name("outbox")) }
             return []
         }
@@ -88,7 +89,9 @@ final class ClientState: Sendable {
 
     func saveGrant(_ grant: SavedGrant) { save(grant, "grant", secret: true) }
 
-    func removeGrant() { perform { (store: any ClientStateStore) throws(ClientStateError) in try store.remove(name("grant")) } }
+    func removeGrant() {
+        perform { (store: any ClientStateStore) throws(ClientStateError) in try store.remove(name("grant")) }
+    }
 
     var pushData: Data? { load(SavedPush.self, "push", version: \.version, user: \.userID)?.pushData }
 
