@@ -33,11 +33,13 @@ public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomString
     case denied
     /// Nobody answered within the no-answer timeout (60 s).
     case noAnswer
-    /// The network gave no answer (SIP Timer B, transport timeout).
+    /// The network gave no answer (SIP Timer B, transport timeout), or an established call received no media
+    /// for the media timeout (``CallHealthConfiguration/mediaTimeout``).
     case timeout
     /// The caller hung up before the callee answered.
     case canceled
-    /// Signalling, network or media failed (with ``CallDetails/error``).
+    /// Signalling, network or media failed (with ``CallDetails/error``) — also a device interruption that outlasted
+    /// the interruption timeout.
     case failure
     /// Another device of the callee answered (the call was completed elsewhere).
     case otherDeviceAnswered
