@@ -95,6 +95,8 @@ actor CallLink {
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
             try? self.media?.update(media)
+        case .dtmfReceived(let digit, _):
+            await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
         case .ended(let end):
             // The media stops first, so its report is on the call when the app sees the end.
             await finish()
@@ -161,7 +163,8 @@ actor CallLink {
         return MediaTime(nanoseconds: min(shorter.nanoseconds / 4, MediaTime.milliseconds(500).nanoseconds))
     }
 
-    /// Follows the media's events (interruptions) and samples its health until the media stops.
+    /// Follows the media's events (interruptions, the peer's RFC 4733 keys — `events` has one reader, this) and
+    /// samples its health until the media stops.
     private func watch(_ live: LiveCall) {
         let events = live.events
         Task { [call] in
@@ -169,6 +172,7 @@ actor CallLink {
                 switch event {
                 case .interruptionBegan(let reason): _ = try? await call.dialog(.mediaInterrupted(reason))
                 case .interruptionEnded: _ = try? await call.dialog(.mediaResumed)
+                case .dtmfReceived(let digit): await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
                 default: break
                 }
             }
@@ -230,8 +234,10 @@ actor CallLink {
             endSeen = true
             await finish()
             releaseTones()
-        case .stateChanged:
+        case .stateChanged, .dtmfReceived:
             break
+        case .sendDTMF(let digits):
+            await sendDTMF(digits)
         }
     }
 
@@ -264,4 +270,7 @@ actor CallLink {
 
     /// The media's counters, while it runs.
     var mediaStatistics: LiveCallStatistics? { media?.live.statistics }
+
+    /// The running media, for DTMF (Call+DTMF.swift).
+    var mediaLive: LiveCall? { media?.live }
 }

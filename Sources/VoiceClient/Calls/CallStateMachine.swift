@@ -100,6 +100,10 @@ public enum CallEffect: Sendable, Hashable {
     /// The established call's receive quality over the last interval (an event for the app, every quality
     /// interval: ``CallHealthConfiguration/qualityInterval``).
     case qualityUpdated(CallQuality)
+    /// Send these DTMF keys (``Call/sendDTMF(_:)``): RFC 4733 in the media when negotiated, else SIP INFO.
+    case sendDTMF([DTMFDigit])
+    /// The peer pressed a key (an event for the app): from the media (RFC 4733) or a SIP INFO.
+    case dtmfReceived(DTMFDigit)
 }
 
 /// Why an event was refused; the call is unchanged.

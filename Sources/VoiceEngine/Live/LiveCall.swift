@@ -314,6 +314,8 @@ public final class LiveCall: @unchecked Sendable {
             case .mediaTimedOut:
                 endSoon(.failed)
                 return
+            case .dtmfReceived(let digit):
+                continuation.yield(.dtmfReceived(digit))
             }
         }
     }

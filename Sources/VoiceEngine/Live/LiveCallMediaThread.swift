@@ -69,6 +69,10 @@ final class LiveCallShared: Sendable {
             playedSamples: playedSamples.load(ordering: .relaxed),
             concealedSamples: concealedSamples.load(ordering: .relaxed))
     }
+    /// DTMF keys from ``LiveCall/sendDTMF(_:)`` to the media thread (the control side pushes under
+    /// `dtmfProducer`, so several tasks may send; the media thread pops without waiting).
+    let dtmfToSend = SPSCQueue<DTMFDigit>(capacity: 64)
+    let dtmfProducer = Mutex(())
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -103,6 +107,8 @@ enum LiveCallSignal: Sendable {
     case remoteBye
     /// No RTP accepted for ``LiveCallOptions/mediaTimeoutSeconds`` after the call was established.
     case mediaTimedOut
+    /// The peer sent a DTMF key as an RFC 4733 telephone-event (reported once per key).
+    case dtmfReceived(DTMFDigit)
 }
 
 /// The stream's sink: every datagram goes out through the transport's non-blocking `sendto`, counted by outcome.
@@ -275,6 +281,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             }
         }
         receive(paused: paused)
+        moveDTMFToStream()
         drivenCapture?.tick()
         captureTick(paused: paused, now: now, skipped: skipped)
         playoutTick(paused: paused, now: now, scheduled: scheduled)
@@ -307,6 +314,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             mediaTimedOut = true
             signals.yield(.mediaTimedOut)
         }
+        while let digit = stream.takeReceivedDTMF() { signals.yield(.dtmfReceived(digit)) }
     }
 
     /// Copies the stream's receive figures for the control plane every 10th tick (100 ms): a copy of the
