@@ -70,21 +70,28 @@ public actor VoiceClient {
         audioController = AudioController(
             deviceFormat: AudioFormat(sampleRate: configuration.audio.sampleRate, channels: 1))
         let tones = CallTones(controller: audioController, ringtone: configuration.audio.ringtone)
-        audioSession = AudioSession(clock: clock, controller: audioController)
+        audioSession = AudioSession(
+            clock: clock,
+            configuration: AudioSessionConfiguration(interruptionTimeout: configuration.interruptionTimeout),
+            controller: audioController)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.group = group
         let (events, continuation) = AsyncStream.makeStream(of: VoiceClientEvent.self)
         (self.events, self.continuation) = (events, continuation)
+        let state = ClientState(store: configuration.stateStore, userID: checkedID) { error in
+            continuation.yield(.stateStoreFailed(.stateStore(error.description)))
+        }
         let registration = ClientRegistration(
             userID: checkedID, configuration: configuration, sign: signRegistration, unixTime: unixTime, group: group,
-            events: continuation)
+            events: continuation, state: state)
         let push = ClientPush(
             userID: checkedID, configuration: configuration, unixTime: unixTime, group: group, events: continuation,
             registration: registration)
         self.registration = registration
         self.push = push
         messages = ClientMessages(
-            userID: checkedID, clock: clock, events: continuation, registration: registration, push: push)
+            userID: checkedID, clock: clock, unixTime: unixTime, events: continuation, registration: registration,
+            push: push, state: state)
         calls = ClientCalls(
             configuration: configuration, clock: clock, audioSession: audioSession, tones: tones, events: continuation,
             registration: registration, push: push)
@@ -93,7 +100,11 @@ public actor VoiceClient {
     /// The address of record, `sip:<user ID>@<domain>` (known once registered).
     public var addressOfRecord: String? { registration.addressOfRecord }
 
+    /// Whether the user is registered: incoming calls and messages reach this client (``startListening()``).
     public var isStarted: Bool { registration.isRegistered }
+
+    /// Whether calls and messages can go out: started, or stopped listening (``stopListening()``) but not stopped.
+    public var isConnected: Bool { registration.isConnected }
 
     /// The microphone and speaker of the next calls (``setAudioDevices(_:)``); starts as the configuration's.
     public var audioDevices: CallAudioDevices { calls.devices }
@@ -108,6 +119,16 @@ public actor VoiceClient {
     public func start() async {
         guard !terminated else { return emit(.failed(.invalidState("the client was terminated"))) }
         guard !registration.isRegistered else { return emit(.started) }
+        if registration.isConnected {
+            // Stopped listening: register the kept endpoint again.
+            do {
+                try await registration.register { [weak self] outcome in Task { await self?.refreshed(outcome) } }
+                emit(.started)
+            } catch {
+                emit(.failed(error as? VoiceClientError ?? .network("\(error)")))
+            }
+            return
+        }
         if inboxReader == nil {
             let incoming = messages.incoming
             inboxReader = Task { [weak self] in
@@ -202,9 +223,17 @@ public actor VoiceClient {
     }
 
     /// Incoming calls arrive while the client is started: `start()` registers a binding that the service sends
-    /// INVITEs to and keeps it refreshed, and the client's socket stays open. Starts the client if needed.
+    /// INVITEs to and keeps it refreshed, and the client's socket stays open. Starts the client if needed, and
+    /// registers it again after ``stopListening()`` (messages the service kept meanwhile arrive then).
     public func startListening() async {
         if !registration.isRegistered { await start() }
+    }
+
+    /// An outgoing-only client: unregisters, so the service sends no calls here (a caller gets *no answer* or a
+    /// push) and keeps messages for later, while this client still places calls and sends messages on its
+    /// credentials (renewed as before). Live calls go on. ``startListening()`` registers again.
+    public func stopListening() async {
+        await registration.unbind()
     }
 
     private func place(_ target: CallTarget, headers: [String: String]) async throws(VoiceClientError) -> Call {
@@ -291,7 +320,7 @@ public actor VoiceClient {
     }
 
     private func renewCredentials() async {
-        guard registration.isRegistered else { return }
+        guard registration.isConnected else { return }
         scheduleRenewal(after: await registration.renewCredentials())
     }
 

@@ -51,6 +51,15 @@ public struct VoiceClientConfiguration: Sendable {
     public var audio: CallAudioDevices
     /// Unanswered calls end with *no answer* after this long (the SDKs' 60 s).
     public var noAnswerTimeout: MediaTime
+    /// A call whose devices stay interrupted this long ends with *failure* (the audio session's rule; the SDKs'
+    /// 30 s).
+    public var interruptionTimeout: MediaTime
+    /// The media timeout (20 s) and how often a call reports its quality (2 s).
+    public var health: CallHealthConfiguration
+    /// Where the outbox, the last registration grant and the push data are kept across restarts of the app
+    /// (``DirectoryStateStore`` for a directory the app chooses, or a store of the app's own). Nil keeps them in
+    /// memory only: unsent messages are lost on exit and every start asks the app to sign.
+    public var stateStore: (any ClientStateStore)?
 
     /// Ports left nil are the transport's defaults (``Transport/defaultSIPPort``,
     /// ``Transport/defaultRegistrationPort``).
@@ -59,8 +68,13 @@ public struct VoiceClientConfiguration: Sendable {
         sipPort: Int? = nil, registrationPort: Int? = nil, registrationExpires: UInt32 = 600,
         keepaliveInterval: Duration = .seconds(90), pushData: Data? = nil, sipT1: Duration = .milliseconds(500),
         retryCheckInterval: Duration = .seconds(1), audio: CallAudioDevices = CallAudioDevices(),
-        noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout
+        noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout,
+        interruptionTimeout: MediaTime = AudioSessionConfiguration().interruptionTimeout,
+        health: CallHealthConfiguration = CallHealthConfiguration(), stateStore: (any ClientStateStore)? = nil
     ) {
+        self.stateStore = stateStore
+        self.interruptionTimeout = interruptionTimeout
+        self.health = health
         self.audio = audio
         self.noAnswerTimeout = noAnswerTimeout
         self.applicationKey = applicationKey

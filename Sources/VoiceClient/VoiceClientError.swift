@@ -24,6 +24,8 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidCall(String)
     /// The SIP registration was lost after `start()` (a refresh was refused or not answered).
     case registrationLost(String)
+    /// The state store could not read or write a record (``ClientStateError``, described).
+    case stateStore(String)
     /// A TLS connection to the service was refused before anything was sent on it (which server, and why).
     case tlsRefused(TLSRefusal)
 
@@ -40,6 +42,7 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         case .invalidPushData(let reason): "invalid push data: \(reason)"
         case .invalidCall(let reason): "invalid call: \(reason)"
         case .registrationLost(let reason): "registration lost: \(reason)"
+        case .stateStore(let reason): "\(reason)"
         case .tlsRefused(let refusal): "TLS refused: \(refusal)"
         }
     }

@@ -25,6 +25,10 @@ public enum VoiceClientEvent: Sendable, Equatable {
     /// The SIP registration was lost after `start()`: a refresh was refused or not answered. The client keeps
     /// trying (every 30 s); `stop()` and `start()` register afresh.
     case registrationLost(VoiceClientError)
+    /// The state store (``VoiceClientConfiguration/stateStore``) failed: a record could not be written, or one
+    /// that could not be read was set aside (`<record>.rejected` in a ``DirectoryStateStore``) and the client
+    /// goes on without it.
+    case stateStoreFailed(VoiceClientError)
 }
 
 /// An incoming call: the call object, who calls, the custom headers of the call and whether it came by push

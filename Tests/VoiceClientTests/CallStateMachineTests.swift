@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VoiceClient
 import VoiceTestSupport
@@ -22,6 +23,19 @@ struct CallStateMachineTests {
         // The no-answer timeout does not apply to an established call, and nothing moves an ended one.
         #expect(try call.handle(.tick, at: .seconds(200)) == [])
         #expect(throws: CallRefusal.self) { try call.handle(.answer, at: .seconds(201)) }
+    }
+
+    @Test func wallClockTimesFollowTheMonotonicOnes() throws {
+        let wall = Date(timeIntervalSince1970: 1_800_000_000)
+        var call = CallStateMachine(direction: .outgoing, startedAt: .seconds(1), startedAtWallClock: wall)
+        _ = try call.handle(.ringing, at: .seconds(2.5))
+        _ = try call.handle(.established, at: .seconds(4))
+        _ = try call.handle(.hangup, at: .seconds(34))
+        let details = call.details
+        #expect(details.startedAtWallClock == wall)
+        #expect(details.progressedAtWallClock == wall.addingTimeInterval(1.5))
+        #expect(details.establishedAtWallClock == wall.addingTimeInterval(3))
+        #expect(details.endedAtWallClock == wall.addingTimeInterval(33))
     }
 
     @Test func endCausesOfTheCaller() throws {
@@ -107,7 +121,12 @@ struct CallStateMachineTests {
             .answer, .hangup, .mute(true), .mute(false), .hold(true), .hold(false), .progress, .ringing, .established,
             .remoteHangup,
             .remoteDeclined(status: 486, reason: "Busy Here"), .remoteCanceled, .answeredElsewhere, .transferred,
-            .failed(.network("lost")), .networkTimeout, .tick
+            .failed(.network("lost")), .networkTimeout, .tick, .mediaInterrupted(.deviceLost), .mediaResumed,
+            .mediaQuality(
+                CallQuality(
+                    lossPercent: 3, jitterMilliseconds: 4, roundTripMilliseconds: 20, concealmentPercent: 2, mos: 4.1,
+                    networkQuality: .good)),
+            .mediaTimeout(silence: .seconds(20)), .interruptionTimeout(.seconds(30))
         ]
         for step in 0..<120 {
             var live = 0
@@ -123,7 +142,9 @@ struct CallStateMachineTests {
             let call = calls[Int(random.next() % UInt64(calls.count))]
             let before = await call.state
             switch random.next() % 10 {
-            case 0: clock.advance(by: .seconds(Double(random.next() % 40)))
+            case 0:
+                clock.advance(by: .seconds(Double(random.next() % 40)))
+                _ = await call.tick()
             case 1:
                 // The device or host takes the audio away (or gives it back); a long interruption makes the
                 // session end the call itself, and the client hangs that call up.
@@ -139,6 +160,9 @@ struct CallStateMachineTests {
             }
             let after = await call.state
             #expect(after == before || before.allows(after), "seed \(seed) step \(step): \(before) → \(after)")
+            if after == .ended {
+                #expect(!(await call.isMediaInterrupted), "seed \(seed) step \(step): paused after the end")
+            }
             // The session is held only by a call that has not ended.
             if let holder = await session.state.phase.call {
                 let owner = calls.first { $0.id == holder.id }

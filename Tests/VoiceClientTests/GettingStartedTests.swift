@@ -29,15 +29,26 @@ func sendGreeting(
 }
 
 // The call function of the GettingStarted article, copied verbatim (articleHoldsTheCallFunction checks that it is).
-func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) async throws -> CallDetails {
+func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) async throws
+    -> (details: CallDetails, worstQuality: NetworkQuality?)
+{
     let call = try await client.callUser(friend, headers: ["X-Topic": "dinner"])
+    var worst: NetworkQuality?
     for await update in call.updates {
-        if case .stateChanged(.established) = update {
-            try await Task.sleep(for: .seconds(seconds))
-            try await call.hangup()
+        switch update {
+        case .stateChanged(.established):
+            Task {
+                try await Task.sleep(for: .seconds(seconds))
+                try await call.hangup()
+            }
+        case .qualityUpdated(let quality):
+            // Below .fair, show "poor connection"; quality also has loss, jitter, RTT and an estimated MOS.
+            worst = min(worst ?? quality.networkQuality, quality.networkQuality)
+        default:
+            continue
         }
     }
-    return await call.details
+    return (await call.details, worst)
 }
 
 /// The client article's code compiles and works against the real service. Port 26016.
@@ -79,8 +90,10 @@ struct ClientGettingStartedTests {
             }
             await alice.start()
             await bob.startListening()
-            let details = try await callFriend("bob", on: alice, talkFor: 1)
-            #expect(details.endCause == .hungUp && details.duration >= .seconds(1), "\(details)")
+            let (details, worst) = try await callFriend("bob", on: alice, talkFor: 3)
+            #expect(details.endCause == .hungUp && details.duration >= .seconds(3), "\(details)")
+            // A quality report every 2 s; on loopback every one is good.
+            #expect(worst == .good)
             await alice.terminate()
             await bob.terminate()
         }

@@ -201,11 +201,19 @@ struct PushPayloadTests {
         #expect(service.count <= 100, "\(service.count) bytes")
         let parsed = try PushPayload.parse(try payload.encoded())
         #expect(parsed == payload)
-        #expect(!parsed.isTimedOut(at: 1_800_000_059))
-        #expect(parsed.isTimedOut(at: 1_800_000_060))
+        #expect(!parsed.isTimedOut(at: 1_800_000_029))
+        #expect(parsed.isTimedOut(at: 1_800_000_030))
         var message = payload
         message.kind = .message
         #expect(!message.isTimedOut(at: 1_900_000_000))
+    }
+
+    /// The client's stale-push rule and the service's hold time are one figure.
+    @Test func callPushTimeoutIsTheServicesHoldTime() throws {
+        let config = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../Services/kamailio/kamailio.cfg")
+        let text = try String(contentsOf: config, encoding: .utf8)
+        #expect(text.contains("#!define PUSH_WAIT \(PushPayload.serviceHoldSeconds * 1000)\n"))
     }
 
     @Test(arguments: [

@@ -38,17 +38,4 @@ extension CallLink {
             try? await sip.sendDTMF(digits)
         }
     }
-
-    /// Reports the keys the media receives (RFC 4733) to the app, until the media ends.
-    nonisolated func reportDTMF(of live: LiveCall) {
-        let events = live.events
-        let call = call
-        Task {
-            for await event in events {
-                if case .dtmfReceived(let digit) = event {
-                    await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
-                }
-            }
-        }
-    }
 }

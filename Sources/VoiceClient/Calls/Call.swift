@@ -59,6 +59,8 @@ public actor Call {
     public var details: CallDetails { machine.details }
     public var isMuted: Bool { machine.muted }
     public var isOnHold: Bool { machine.onHold }
+    /// Whether a device interruption pauses the call's audio (``CallEffect/mediaInterrupted(_:)``).
+    public var isMediaInterrupted: Bool { machine.mediaInterrupted }
 
     @discardableResult public func answer() async throws(CallRefusal) -> [CallEffect] { try await apply(.answer) }
     @discardableResult public func hangup() async throws(CallRefusal) -> [CallEffect] { try await apply(.hangup) }
@@ -68,8 +70,23 @@ public actor Call {
     @discardableResult public func hold(_ on: Bool) async throws(CallRefusal) -> [CallEffect] {
         try await apply(.hold(on))
     }
-    /// Ends an unanswered call at the no-answer timeout; call it periodically.
-    @discardableResult public func tick() async -> [CallEffect] { (try? await apply(.tick)) ?? [] }
+    /// Ends an unanswered call at the no-answer timeout, and an established one whose audio interruption has
+    /// outlasted the audio session's interruption timeout; call it periodically.
+    @discardableResult public func tick() async -> [CallEffect] {
+        if machine.state == .established, machine.mediaInterrupted,
+            let deadline = await audioSession.interruptionDeadline,
+            clock.now >= deadline
+        {
+            let sessionEffects = await audioSession.tick()
+            if sessionEffects.contains(where: {
+                if case .endCall(id, .interruptionTimeout) = $0 { true } else { false }
+            }) {
+                let timeout = await audioSession.state.configuration.interruptionTimeout
+                return (try? await apply(.interruptionTimeout(timeout))) ?? []
+            }
+        }
+        return (try? await apply(.tick)) ?? []
+    }
 
     /// An event from the dialog layer.
     @discardableResult public func dialog(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] {
@@ -84,8 +101,21 @@ public actor Call {
 
     private func apply(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] {
         let before = machine.state
+        let wasInterrupted = machine.mediaInterrupted
         var effects = try machine.handle(event, at: clock.now)
         if machine.state != before { effects += await followAudio(from: before) }
+        for effect in effects {
+            // The audio session's interruption rules (its timeout, its report) apply to the call's devices.
+            switch effect {
+            case .mediaInterrupted(let reason): _ = try? await audioSession.send(.interruptionBegan(.device(reason)))
+            case .mediaResumed: _ = try? await audioSession.send(.interruptionEnded)
+            default: break
+            }
+        }
+        if wasInterrupted, machine.state == .ended {
+            // The interrupted devices closed with the call: the next call does not begin interrupted.
+            _ = try? await audioSession.send(.interruptionEnded)
+        }
         for effect in effects {
             continuation.yield(effect)
             driverContinuation.yield(effect)

@@ -7,6 +7,10 @@ import VoiceWebRTC
 /// (`LiveCall`, Opus over DTLS-SRTP, or SDES-SRTP over encrypted signalling): SIP events become ``CallEvent``s,
 /// the call's `send…` effects become SIP requests and responses, establishment starts the media on the negotiated
 /// stream and the end stops it.
+///
+/// While the media runs, its health drives the call: device interruptions pause it (``CallEvent/mediaInterrupted(_:)``,
+/// the audio session's interruption timeout applies through ``Call/tick()``), and a ``CallHealthMonitor`` fed with
+/// the media's reception every ``sampleInterval`` reports quality and ends a call whose media stopped arriving.
 actor CallLink {
     let call: Call
     let sip: SIPCall
@@ -18,6 +22,8 @@ actor CallLink {
     private let ice: ICEMediaPort
     private let devices: CallAudioDevices
     private let tones: CallTones
+    private let clock: any MediaClock
+    private let health: CallHealthConfiguration
     private var media: SIPCallMedia?
     private var muted = false
     private var onHold = false
@@ -30,8 +36,11 @@ actor CallLink {
     private var heardFromNetwork = false
 
     init(
-        call: Call, sip: SIPCall, media: BoundMedia, devices: CallAudioDevices, tones: CallTones
+        call: Call, sip: SIPCall, media: BoundMedia, devices: CallAudioDevices, tones: CallTones,
+        clock: any MediaClock, health: CallHealthConfiguration = CallHealthConfiguration()
     ) {
+        self.clock = clock
+        self.health = health
         self.call = call
         self.sip = sip
         (transport, capabilities, certificate, ice) = (
@@ -185,7 +194,7 @@ actor CallLink {
             }
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
-            reportDTMF(of: started.live)
+            watch(started.live)
             started.ice?.onFailure { [weak self] error in Task { await self?.connectivityLost(error) } }
         } catch {
             tones.mediaStopped()
@@ -197,6 +206,54 @@ actor CallLink {
     private func connectivityLost(_ error: ICEError) async {
         guard !finished else { return }
         _ = try? await call.dialog(.failed(.network("ICE: \(error)")))
+    }
+
+    // MARK: Media → call
+
+    /// How often the media's reception is sampled: often enough that a quality interval and the media timeout
+    /// are met within a quarter of the shorter one, at most twice a second.
+    var sampleInterval: MediaTime {
+        let shorter = min(health.qualityInterval, health.mediaTimeout)
+        return MediaTime(nanoseconds: min(shorter.nanoseconds / 4, MediaTime.milliseconds(500).nanoseconds))
+    }
+
+    /// Follows the media's events (interruptions, the peer's RFC 4733 keys — `events` has one reader, this) and
+    /// samples its health until the media stops.
+    private func watch(_ live: LiveCall) {
+        let events = live.events
+        Task { [call] in
+            for await event in events {
+                switch event {
+                case .interruptionBegan(let reason): _ = try? await call.dialog(.mediaInterrupted(reason))
+                case .interruptionEnded: _ = try? await call.dialog(.mediaResumed)
+                case .dtmfReceived(let digit): await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
+                default: break
+                }
+            }
+        }
+        let interval = Duration.nanoseconds(sampleInterval.nanoseconds)
+        Task { [weak self] in
+            while let self, await self.sampleHealth(live) {
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    private var monitor: CallHealthMonitor?
+
+    /// Feeds one sample to the health monitor and the call; false once the media stopped.
+    private func sampleHealth(_ live: LiveCall) async -> Bool {
+        guard !finished, media?.live === live else { return false }
+        if monitor == nil { monitor = CallHealthMonitor(configuration: health) }
+        for output in monitor!.observe(live.reception, at: clock.now) {
+            switch output {
+            case .quality(let quality): _ = try? await call.dialog(.mediaQuality(quality))
+            case .mediaTimedOut(let silence): _ = try? await call.dialog(.mediaTimeout(silence: silence))
+            }
+        }
+        // The audio session's interruption deadline is checked here too, not only at the client's tick.
+        await call.tick()
+        return !finished
     }
 
     // MARK: Call → SIP
@@ -217,6 +274,8 @@ actor CallLink {
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
+        case .mediaInterrupted, .mediaResumed, .qualityUpdated:
+            break  // for the app; the media pauses and resumes by itself
         case .startRingtone:
             tones.startRingtone()
         case .stopRingtone:

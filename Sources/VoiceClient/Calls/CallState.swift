@@ -1,3 +1,4 @@
+import Foundation
 import VoiceEngine
 
 /// A call's states, in the order the SDKs' diagram allows:
@@ -32,11 +33,13 @@ public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomString
     case denied
     /// Nobody answered within the no-answer timeout (60 s).
     case noAnswer
-    /// The network gave no answer (SIP Timer B, transport timeout).
+    /// The network gave no answer (SIP Timer B, transport timeout), or an established call received no media
+    /// for the media timeout (``CallHealthConfiguration/mediaTimeout``).
     case timeout
     /// The caller hung up before the callee answered.
     case canceled
-    /// Signalling, network or media failed (with ``CallDetails/error``).
+    /// Signalling, network or media failed (with ``CallDetails/error``) — also a device interruption that outlasted
+    /// the interruption timeout.
     case failure
     /// Another device of the callee answered (the call was completed elsewhere).
     case otherDeviceAnswered
@@ -75,9 +78,12 @@ public enum CallError: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A call's times, end cause, error and end-of-call report (times on the client's clock).
+/// A call's times, end cause, error and end-of-call report. The times are on the client's monotonic clock (for
+/// durations, immune to clock changes); each has its wall-clock twin (`…WallClock`), for showing and logging.
 public struct CallDetails: Sendable, Hashable {
     public var startedAt: MediaTime
+    /// The wall-clock time at ``startedAt``; the other wall-clock times are it plus their monotonic distance.
+    public var startedAtWallClock: Date
     public var progressedAt: MediaTime?
     public var establishedAt: MediaTime?
     public var endedAt: MediaTime?
@@ -87,6 +93,14 @@ public struct CallDetails: Sendable, Hashable {
     public var report: CallStatisticsReport?
     /// Whether an incoming call came by push.
     public var viaPush: Bool = false
+
+    public var progressedAtWallClock: Date? { progressedAt.map(wallClock) }
+    public var establishedAtWallClock: Date? { establishedAt.map(wallClock) }
+    public var endedAtWallClock: Date? { endedAt.map(wallClock) }
+
+    private func wallClock(_ time: MediaTime) -> Date {
+        startedAtWallClock.addingTimeInterval((time - startedAt).seconds)
+    }
 
     /// Established time until the end (zero for a call never established).
     public var duration: MediaTime {

@@ -1,3 +1,4 @@
+import Foundation
 import VoiceEngine
 
 /// What happens to a call: from the app (answer, hang up, mute, hold), from the dialog layer (provisional and
@@ -32,6 +33,17 @@ public enum CallEvent: Sendable, Hashable, CustomStringConvertible {
     case failed(CallError)
     /// No answer from the network (Timer B).
     case networkTimeout
+    // The media
+    /// A device stopped delivering audio; the call's audio is paused.
+    case mediaInterrupted(InterruptionReason)
+    /// The devices deliver again; the call's audio resumed.
+    case mediaResumed
+    /// The media's quality over the last interval.
+    case mediaQuality(CallQuality)
+    /// Nothing (neither RTP nor RTCP) arrived for `silence`: the peer or the network is gone.
+    case mediaTimeout(silence: MediaTime)
+    /// An interruption outlasted the audio session's interruption timeout (the session ended the call's audio).
+    case interruptionTimeout(MediaTime)
     // Time
     case tick
 
@@ -52,6 +64,11 @@ public enum CallEvent: Sendable, Hashable, CustomStringConvertible {
         case .transferred: "transferred"
         case .failed(let error): "failed(\(error))"
         case .networkTimeout: "networkTimeout"
+        case .mediaInterrupted(let reason): "mediaInterrupted(\(reason))"
+        case .mediaResumed: "mediaResumed"
+        case .mediaQuality(let quality): "mediaQuality(\(quality.networkQuality))"
+        case .mediaTimeout(let silence): "mediaTimeout(\(silence.seconds) s)"
+        case .interruptionTimeout(let timeout): "interruptionTimeout(\(timeout.seconds) s)"
         case .tick: "tick"
         }
     }
@@ -75,6 +92,14 @@ public enum CallEffect: Sendable, Hashable {
     case stopRingtone
     /// The call moved to `state` (an event for the app).
     case stateChanged(CallState)
+    /// The established call's audio paused: a device stopped delivering (an event for the app). Unless
+    /// ``mediaResumed`` follows within the interruption timeout (30 s), the call ends with *failure*.
+    case mediaInterrupted(InterruptionReason)
+    /// The devices deliver again and the call's audio resumed (an event for the app).
+    case mediaResumed
+    /// The established call's receive quality over the last interval (an event for the app, every quality
+    /// interval: ``CallHealthConfiguration/qualityInterval``).
+    case qualityUpdated(CallQuality)
     /// Send these DTMF keys (``Call/sendDTMF(_:)``): RFC 4733 in the media when negotiated, else SIP INFO.
     case sendDTMF([DTMFDigit])
     /// The peer pressed a key (an event for the app): from the media (RFC 4733) or a SIP INFO.
@@ -101,6 +126,8 @@ public struct CallStateMachine: Sendable, Hashable {
     public private(set) var details: CallDetails
     public private(set) var muted = false
     public private(set) var onHold = false
+    /// The established call's audio is paused by a device interruption.
+    public private(set) var mediaInterrupted = false
     /// Callee: `answer()` was called and the dialog layer is confirming it.
     public private(set) var answered = false
     /// Unanswered calls end with *no answer* after this long.
@@ -108,13 +135,14 @@ public struct CallStateMachine: Sendable, Hashable {
 
     public static let defaultNoAnswerTimeout = MediaTime.seconds(60)
 
+    /// - Parameter startedAtWallClock: the wall-clock time at `startedAt` (``CallDetails/startedAtWallClock``).
     public init(
-        direction: CallDirection, startedAt: MediaTime, noAnswerTimeout: MediaTime = defaultNoAnswerTimeout,
-        viaPush: Bool = false
+        direction: CallDirection, startedAt: MediaTime, startedAtWallClock: Date = Date(),
+        noAnswerTimeout: MediaTime = defaultNoAnswerTimeout, viaPush: Bool = false
     ) {
         self.direction = direction
         self.noAnswerTimeout = noAnswerTimeout
-        details = CallDetails(startedAt: startedAt, viaPush: viaPush)
+        details = CallDetails(startedAt: startedAt, startedAtWallClock: startedAtWallClock, viaPush: viaPush)
     }
 
     /// The effects a new call starts with (the callee's ringtone).
@@ -130,7 +158,8 @@ public struct CallStateMachine: Sendable, Hashable {
             switch event {
             case .tick, .remoteHangup, .remoteCanceled, .answeredElsewhere, .networkTimeout, .failed, .progress,
                 .ringing, .established,
-                .remoteDeclined, .remoteNoAnswer, .transferred:
+                .remoteDeclined, .remoteNoAnswer, .transferred, .mediaInterrupted, .mediaResumed, .mediaQuality,
+                .mediaTimeout, .interruptionTimeout:
                 return []
             default: throw refuse
             }
@@ -196,6 +225,27 @@ public struct CallStateMachine: Sendable, Hashable {
         case .networkTimeout:
             details.error = .network("no answer from the network")
             return end(.timeout, at: now, send: nil)
+        case .mediaInterrupted(let reason):
+            // Media runs only once established; an interruption before (or a repeated one) changes nothing.
+            guard !unanswered, !mediaInterrupted else { return [] }
+            mediaInterrupted = true
+            return [.mediaInterrupted(reason)]
+        case .mediaResumed:
+            guard mediaInterrupted else { return [] }
+            mediaInterrupted = false
+            return [.mediaResumed]
+        case .mediaQuality(let quality):
+            guard !unanswered else { return [] }
+            return [.qualityUpdated(quality)]
+        case .mediaTimeout(let silence):
+            guard !unanswered else { return [] }
+            // BYE, so the peer (if it is still there) ends too instead of waiting for its own timeout.
+            details.error = .network("no media received for \(Int(silence.seconds.rounded())) s")
+            return end(.timeout, at: now, send: .sendBye)
+        case .interruptionTimeout(let timeout):
+            guard !unanswered else { return [] }
+            details.error = .media("the audio devices were interrupted for \(Int(timeout.seconds.rounded())) s")
+            return end(.failure, at: now, send: .sendBye)
         }
     }
 
@@ -224,6 +274,7 @@ public struct CallStateMachine: Sendable, Hashable {
             effects.append(.setMicrophoneMuted(false))
         }
         onHold = false
+        mediaInterrupted = false
         return effects + move(to: .ended, at: now)
     }
 }

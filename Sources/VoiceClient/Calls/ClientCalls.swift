@@ -95,7 +95,9 @@ final class ClientCalls {
             id: CallID(sip.callID), direction: .outgoing, remote: target.description, headers: headers,
             audioSession: audioSession,
             clock: clock, noAnswerTimeout: configuration.noAnswerTimeout)
-        let link = CallLink(call: call, sip: sip, media: media, devices: devices, tones: tones)
+        let link = CallLink(
+            call: call, sip: sip, media: media, devices: devices, tones: tones, clock: clock,
+            health: configuration.health)
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
@@ -123,7 +125,10 @@ final class ClientCalls {
             clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(CallLink(call: call, sip: sip, media: media, devices: devices, tones: tones))
+        adopt(
+            CallLink(
+                call: call, sip: sip, media: media, devices: devices, tones: tones, clock: clock,
+                health: configuration.health))
         events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 

@@ -11,6 +11,9 @@ import VoiceSIP
 final class ClientMessages {
     private let userID: String
     private let clock: any MediaClock
+    private let unixTime: @Sendable () -> UInt64
+    /// Where the outbox is kept across restarts.
+    private let state: ClientState
     private let events: AsyncStream<VoiceClientEvent>.Continuation
     /// The SIP connection and the domain the requests go through.
     private let registration: ClientRegistration
@@ -27,12 +30,56 @@ final class ClientMessages {
     let incoming: AsyncStream<SIPMessage>
 
     init(
-        userID: String, clock: any MediaClock, events: AsyncStream<VoiceClientEvent>.Continuation,
-        registration: ClientRegistration, push: ClientPush
+        userID: String, clock: any MediaClock, unixTime: @escaping @Sendable () -> UInt64,
+        events: AsyncStream<VoiceClientEvent>.Continuation, registration: ClientRegistration, push: ClientPush,
+        state: ClientState
     ) {
-        (self.userID, self.clock, self.events) = (userID, clock, events)
-        (self.registration, self.push) = (registration, push)
+        (self.userID, self.clock, self.unixTime, self.events) = (userID, clock, unixTime, events)
+        (self.registration, self.push, self.state) = (registration, push, state)
         (incoming, inbox) = AsyncStream.makeStream(of: SIPMessage.self)
+        restoreOutbox()
+    }
+
+    /// Takes the messages an earlier run kept, each due at once with its 12 hours counted from its first attempt.
+    private func restoreOutbox() {
+        let now = clock.now, unixNow = unixTime()
+        var expired = false
+        for saved in state.outbox {
+            let age = MediaTime.seconds(
+                Double(unixNow > saved.firstAttemptUnixTime ? unixNow - saved.firstAttemptUnixTime : 0))
+            guard age < MessageOutbox.retryWindow else {
+                // The app was not running when its 12 hours ran out: the message fails without another attempt.
+                expired = true
+                events.yield(
+                    .messageFailed(
+                        id: saved.id, recipient: saved.recipient,
+                        reason:
+                            "not sent within 12 hours (\(saved.attempts) attempts; the app was not running at the end)",
+                        sipStatus: nil))
+                continue
+            }
+            outbox.add(
+                OutgoingMessage(
+                    id: saved.id, recipient: saved.recipient, text: saved.text,
+                    headers: zip(saved.headerNames, saved.headerValues).map { (name: $0, value: $1) },
+                    firstAttempt: now - age, nextAttempt: now, attempts: saved.attempts,
+                    lastFailure: saved.lastFailure))
+        }
+        if expired { saveOutbox() }
+    }
+
+    /// Writes the outbox to the state store (after every change, so a restart loses nothing it had).
+    private func saveOutbox() {
+        let now = clock.now, unixNow = unixTime()
+        state.saveOutbox(
+            outbox.pending.map { message in
+                let age = UInt64(max(0, (now - message.firstAttempt).seconds).rounded())
+                return ClientState.SavedMessage(
+                    id: message.id, recipient: message.recipient, text: message.text,
+                    headerNames: message.headers.map(\.name), headerValues: message.headers.map(\.value),
+                    firstAttemptUnixTime: unixNow > age ? unixNow - age : 0, attempts: message.attempts,
+                    lastFailure: message.lastFailure)
+            })
     }
 
     /// Checks the recipients and headers and keeps one message per recipient, due now.
@@ -52,6 +99,7 @@ final class ClientMessages {
                     id: id, recipient: recipient, text: text, headers: checked, firstAttempt: now, nextAttempt: now,
                     attempts: 0))
         }
+        saveOutbox()
         return id
     }
 
@@ -65,7 +113,9 @@ final class ClientMessages {
             sending.insert(key)
             let outcome = await attempt(message)
             sending.remove(key)
-            switch outbox.record(outcome, for: message.id, recipient: message.recipient, at: clock.now) {
+            let final = outbox.record(outcome, for: message.id, recipient: message.recipient, at: clock.now)
+            saveOutbox()
+            switch final {
             case .delivered: events.yield(.messageDelivered(id: message.id, recipient: message.recipient))
             case .storedForLaterDelivery:
                 events.yield(.messageStoredForLaterDelivery(id: message.id, recipient: message.recipient))

@@ -32,9 +32,13 @@ public struct PushPayload: Sendable, Equatable, Codable {
         case kind = "k", sender = "f", id = "i", sentAt = "t", canceled = "x", headers = "h"
     }
 
-    /// A call's push is stale once the caller's no-answer timeout (60 s) has passed.
-    public func isTimedOut(at unixTime: UInt64, noAnswerTimeout: UInt64 = 60) -> Bool {
-        kind == .call && unixTime >= sentAt + noAnswerTimeout
+    /// How long the service keeps a call for a callee with no connection before it gives up with 480
+    /// (`PUSH_WAIT` in Services/kamailio/kamailio.cfg): after that a relayed call push finds no call.
+    public static let serviceHoldSeconds: UInt64 = 30
+
+    /// A call's push is stale once the service's hold time (``serviceHoldSeconds``) has passed since it was sent.
+    public func isTimedOut(at unixTime: UInt64, holdTime: UInt64 = serviceHoldSeconds) -> Bool {
+        kind == .call && unixTime >= sentAt + holdTime
     }
 
     /// The service's part (everything but the headers) as JSON, at most 100 bytes.

@@ -16,6 +16,10 @@ final class ClientRegistration {
     private let unixTime: @Sendable () -> UInt64
     private let group: MultiThreadedEventLoopGroup
     private let events: AsyncStream<VoiceClientEvent>.Continuation
+    /// Where the grant and the push data are kept across restarts.
+    private let state: ClientState
+    /// The push data registered with the grant: the configuration's, else what an earlier run kept.
+    private let pushData: Data?
 
     /// The current credentials: kept over `stop()` while valid, dropped when the service refused them.
     private(set) var grant: RegistrationGrant?
@@ -40,8 +44,21 @@ final class ClientRegistration {
     init(
         userID: String, configuration: VoiceClientConfiguration, sign: @escaping VoiceClient.SignRegistration,
         unixTime: @escaping @Sendable () -> UInt64, group: MultiThreadedEventLoopGroup,
-        events: AsyncStream<VoiceClientEvent>.Continuation
+        events: AsyncStream<VoiceClientEvent>.Continuation, state: ClientState
     ) {
+        self.state = state
+        let savedPushData = state.pushData
+        let pushData = configuration.pushData ?? savedPushData
+        self.pushData = pushData
+        if let pushData, pushData != savedPushData { state.savePushData(pushData) }
+        // A kept grant serves only the application, service and push data it was granted for; its validity is
+        // checked when it is used.
+        if let saved = state.grant, saved.applicationKey == configuration.applicationKey,
+            saved.serviceHost == configuration.serviceHost, saved.registrationPort == configuration.registrationPort,
+            saved.pushData == pushData
+        {
+            grant = saved.grant
+        }
         self.userID = userID
         self.configuration = configuration
         self.sign = sign
@@ -52,6 +69,17 @@ final class ClientRegistration {
 
     /// Whether the SIP binding is registered (and kept refreshed).
     var isRegistered: Bool { binding != nil }
+
+    /// Whether the endpoint towards the service is up (registered or not): calls and messages can go out.
+    var isConnected: Bool { agent != nil }
+
+    /// Removes the SIP binding and stops refreshing it, keeping the endpoint and the credentials: the service
+    /// no longer sends calls here (it keeps messages for later), while outgoing calls and messages go on.
+    nonisolated(nonsending) func unbind() async {
+        guard let binding else { return }
+        self.binding = nil
+        _ = try? await binding.unregister()
+    }
 
     /// The address of record, `sip:<user ID>@<domain>` (known once credentials were granted).
     var addressOfRecord: String? { grant.map { "sip:\(SIPUserPart.escape(userID))@\($0.domain)" } }
@@ -121,7 +149,10 @@ final class ClientRegistration {
             throw Self.clientError(error, doing: "REGISTER")
         }
         guard result.succeeded else {
-            if result.statusCode == 401 || result.statusCode == 403 { self.grant = nil }
+            if result.statusCode == 401 || result.statusCode == 403 {
+                self.grant = nil
+                state.removeGrant()
+            }
             throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
         }
         self.binding = binding
@@ -180,7 +211,7 @@ final class ClientRegistration {
     /// - Returns: when to renew next: ``renewalDelay`` after a renewal, a tenth of the time left (at least 1 s)
     ///   after a failed one; nil when not registered.
     nonisolated(nonsending) func renewCredentials() async -> Duration? {
-        guard binding != nil else { return nil }
+        guard agent != nil else { return nil }
         do {
             let grant = try await requestGrant()
             sipCredentials.set(grant)
@@ -230,9 +261,14 @@ final class ClientRegistration {
             host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         let request = RegistrationRequest(
             applicationKey: configuration.applicationKey, userID: userID, signed: signed,
-            pushData: configuration.pushData)
+            pushData: pushData)
         let grant = try await service.register(request, on: group.next())
         self.grant = grant
+        state.saveGrant(
+            ClientState.SavedGrant(
+                version: ClientState.version, userID: userID, applicationKey: configuration.applicationKey,
+                serviceHost: configuration.serviceHost, registrationPort: configuration.registrationPort,
+                pushData: pushData, grant: grant))
         return grant
     }
 }

@@ -161,6 +161,10 @@ public final class LiveCall: @unchecked Sendable {
     /// The media thread's counters now.
     public var statistics: LiveCallStatistics { shared.snapshot }
 
+    /// What the call has received so far (loss, jitter, RTT, concealment, arrivals), as of the media thread's
+    /// latest tick.
+    public var reception: LiveCallReception { shared.reception }
+
     /// Whether media has flowed both ways.
     public var isEstablished: Bool { shared.established.load(ordering: .acquiring) }
 

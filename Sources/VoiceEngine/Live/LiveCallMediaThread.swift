@@ -50,6 +50,25 @@ final class LiveCallShared: Sendable {
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
     let realtime = Atomic<Bool>(false)
     let drivenByDevice = Atomic<Bool>(false)
+    /// The stream's receive figures, copied each tick for ``LiveCall/reception``.
+    let rtpAccepted = Atomic<Int>(0), rtcpAccepted = Atomic<Int>(0)
+    let expectedPackets = Atomic<Int>(0), lostPackets = Atomic<Int>(0)
+    let jitterMicroseconds = Atomic<Int>(0), roundTripMicroseconds = Atomic<Int>(-1)
+    let playedSamples = Atomic<Int>(0), concealedSamples = Atomic<Int>(0)
+
+    var reception: LiveCallReception {
+        let roundTrip = roundTripMicroseconds.load(ordering: .relaxed)
+        return LiveCallReception(
+            rtpPacketsAccepted: rtpAccepted.load(ordering: .relaxed),
+            rtcpPacketsAccepted: rtcpAccepted.load(ordering: .relaxed),
+            datagramsDiscarded: datagramsDiscarded.load(ordering: .relaxed),
+            expectedPackets: expectedPackets.load(ordering: .relaxed),
+            lostPackets: lostPackets.load(ordering: .relaxed),
+            jitterMilliseconds: Double(jitterMicroseconds.load(ordering: .relaxed)) / 1000,
+            roundTripMilliseconds: roundTrip < 0 ? nil : Double(roundTrip) / 1000,
+            playedSamples: playedSamples.load(ordering: .relaxed),
+            concealedSamples: concealedSamples.load(ordering: .relaxed))
+    }
     /// DTMF keys from ``LiveCall/sendDTMF(_:)`` to the media thread (the control side pushes under
     /// `dtmfProducer`, so several tasks may send; the media thread pops without waiting).
     let dtmfToSend = SPSCQueue<DTMFDigit>(capacity: 64)
@@ -146,6 +165,8 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     var established = false
     var remoteSentBye = false
     var announcedRemote: UDPEndpoint?
+    /// Ticks counted for ``publishReception()``'s every-10th-tick copy.
+    var receptionTicks = 0
     var mediaTimedOut = false
     let mediaTimeoutNanoseconds: Int64?
     static let tickNanoseconds: Int64 = 10_000_000
@@ -272,6 +293,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
     /// Tells the control plane what changed this tick: a new latched remote, establishment, the peer's BYE,
     /// the media timeout. Costs a few atomic loads when nothing did.
     private func signalChanges(now: MediaTime) {
+        publishReception()
         if transport.isLatched, let remote = transport.remote, remote != announcedRemote {
             announcedRemote = remote
             signals.yield(.remoteLatched(remote))
@@ -293,6 +315,23 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             signals.yield(.mediaTimedOut)
         }
         while let digit = stream.takeReceivedDTMF() { signals.yield(.dtmfReceived(digit)) }
+    }
+
+    /// Copies the stream's receive figures for the control plane every 10th tick (100 ms): a copy of the
+    /// stream's statistics and a few relaxed atomic stores, no allocation.
+    private func publishReception() {
+        receptionTicks &+= 1
+        guard receptionTicks % 10 == 1 else { return }
+        let stats = stream.statistics
+        shared.rtpAccepted.store(stats.packetsReceived, ordering: .relaxed)
+        shared.rtcpAccepted.store(stats.rtcpReceived, ordering: .relaxed)
+        shared.expectedPackets.store(stats.expectedPackets, ordering: .relaxed)
+        shared.lostPackets.store(stats.lostPackets, ordering: .relaxed)
+        shared.jitterMicroseconds.store(Int(stats.jitterMilliseconds * 1000), ordering: .relaxed)
+        shared.roundTripMicroseconds.store(
+            stats.roundTripMilliseconds.map { Int(max($0, 0) * 1000) } ?? -1, ordering: .relaxed)
+        shared.playedSamples.store(stats.jitterBuffer.playedSamples, ordering: .relaxed)
+        shared.concealedSamples.store(stats.jitterBuffer.concealedSamples, ordering: .relaxed)
     }
 
     /// Drops stale audio after an interruption: what the microphone captured and the packets queued meanwhile.

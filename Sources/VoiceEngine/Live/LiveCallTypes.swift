@@ -128,6 +128,46 @@ public struct LiveCallStatistics: Sendable, Hashable, Codable {
     public init() {}
 }
 
+/// What a ``LiveCall`` has received so far (cumulative), as its media thread saw it at its latest tick: the input
+/// of mid-call quality figures and of a media timeout that counts RTP and RTCP alike.
+public struct LiveCallReception: Sendable, Hashable {
+    /// RTP packets that passed SRTP and validation.
+    public var rtpPacketsAccepted = 0
+    /// RTCP packets that passed SRTCP and parsing.
+    public var rtcpPacketsAccepted = 0
+    /// Datagrams that arrived but were dropped unseen (while an interruption paused the call, or stale after it).
+    public var datagramsDiscarded = 0
+    /// RFC 3550 A.3 expected and lost packets of the peer's stream.
+    public var expectedPackets = 0
+    public var lostPackets = 0
+    /// RFC 3550 interarrival jitter of the peer's stream.
+    public var jitterMilliseconds = 0.0
+    /// The latest round-trip time from RTCP (nil before the peer answered a sender report).
+    public var roundTripMilliseconds: Double?
+    /// Samples played since playout started, and of those the ones loss concealment synthesised.
+    public var playedSamples = 0
+    public var concealedSamples = 0
+
+    public init(
+        rtpPacketsAccepted: Int = 0, rtcpPacketsAccepted: Int = 0, datagramsDiscarded: Int = 0,
+        expectedPackets: Int = 0, lostPackets: Int = 0, jitterMilliseconds: Double = 0,
+        roundTripMilliseconds: Double? = nil, playedSamples: Int = 0, concealedSamples: Int = 0
+    ) {
+        self.rtpPacketsAccepted = rtpPacketsAccepted
+        self.rtcpPacketsAccepted = rtcpPacketsAccepted
+        self.datagramsDiscarded = datagramsDiscarded
+        self.expectedPackets = expectedPackets
+        self.lostPackets = lostPackets
+        self.jitterMilliseconds = jitterMilliseconds
+        self.roundTripMilliseconds = roundTripMilliseconds
+        self.playedSamples = playedSamples
+        self.concealedSamples = concealedSamples
+    }
+
+    /// Everything that arrived from the peer: RTP and RTCP, also what an interruption made the call drop.
+    public var datagramsArrived: Int { rtpPacketsAccepted + rtcpPacketsAccepted + datagramsDiscarded }
+}
+
 /// What a finished ``LiveCall`` leaves behind.
 public struct LiveCallResult: Sendable {
     /// Why it ended.
