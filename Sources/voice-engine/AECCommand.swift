@@ -27,6 +27,15 @@ struct AECCommand: ParsableCommand {
     var tailMs: Int = EchoCancellerConfiguration().tailMilliseconds
     @Option(help: "ERLE is also reported from this many seconds on (steady state).")
     var steadyStateFrom: Double = 10
+    @Option(
+        help:
+            "Far-end single talk ends here, seconds (a double-talk recording's near talker enters): the residual over the background is measured before it."
+    )
+    var singleTalkUntil: Double?
+    @Option(help: "Start of a stretch with both ends silent, seconds: the background (default: far-end pauses).")
+    var backgroundFrom: Double?
+    @Option(help: "End of that stretch, seconds.")
+    var backgroundTo: Double?
     @Option(help: "AGC target in dBFS (off when not given).")
     var agc: Double?
     @Option(help: "Noise suppression in dB (negative); 0 switches it off.")
@@ -44,6 +53,15 @@ struct AECCommand: ParsableCommand {
         try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)
         try OptionRange("--steady-state-from", 0...86_400, "seconds").check(steadyStateFrom)
         try OptionRange("--agc", -60...0, "dBFS").check(agc)
+        try OptionRange("--single-talk-until", 0...86_400, "seconds").check(singleTalkUntil)
+        try OptionRange("--background-from", 0...86_400, "seconds").check(backgroundFrom)
+        try OptionRange("--background-to", 0...86_400, "seconds").check(backgroundTo)
+        guard (backgroundFrom == nil) == (backgroundTo == nil) else {
+            throw ValidationError("--background-from and --background-to go together")
+        }
+        if let from = backgroundFrom, let to = backgroundTo, to <= from {
+            throw ValidationError("--background-to (\(to) s) must be after --background-from (\(from) s)")
+        }
         try OptionRange("--noise-suppression", -100...0, "dB").check(noiseSuppression)
     }
 
@@ -136,6 +154,14 @@ struct AECCommand: ParsableCommand {
         }
         let stats = run.statistics
         func f(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "n/a" }
+        let until = singleTalkUntil.map { Int($0 * 100) }
+        let backgroundRange = backgroundFrom.flatMap { from in backgroundTo.map { Int(from * 100)..<Int($0 * 100) } }
+        let residual = ResidualOverBackground.measure(
+            mic: micSamples, output: run.output,
+            farTalk: ResidualOverBackground.farTalkBlocks(far: farSamples, blockSize: n, singleTalkUntilBlock: until),
+            background: ResidualOverBackground.backgroundBlocks(
+                far: farSamples, blockSize: n, range: backgroundRange, singleTalkUntilBlock: until),
+            blockSize: n)
         print("processed \(String(format: "%.2f", Double(common) / Double(rate))) s at \(rate) Hz -> \(out)")
         print(
             "single-talk regions: \(mask.filter { $0 }.count) of \(mask.count) blocks"
@@ -150,6 +176,17 @@ struct AECCommand: ParsableCommand {
             "delay: estimated \(f(stats.estimatedDelayMilliseconds)) ms, applied \(f(stats.appliedDelayMilliseconds)) ms, realignments \(stats.realignments)"
         )
         print("drift: estimated \(f(stats.estimatedDriftPPM)) ppm, compensated \(f(stats.compensatedDriftPPM)) ppm")
+        if let residual {
+            print(
+                "residual over background: \(f(residual.residualOverBackgroundDB)) dB (output in far talk, "
+                    + "\(residual.farTalkBlocks) blocks, against its background, \(residual.backgroundBlocks) blocks); floor "
+                    + "under far talk \(f(residual.floorUnderFarTalkDB)) dB and background \(f(residual.backgroundAgainstMicrophoneDB)) dB "
+                    + "against the microphone's noise floor; microphone echo-to-noise \(f(residual.echoToNoiseDB)) dB")
+        } else {
+            print(
+                "residual over background: n/a (no far-talk blocks, or the far end never pauses for 300 ms: give "
+                    + "--background-from/--background-to)")
+        }
         var nearSNR: Double?
         var nearPESQ: Double?
         if let nearSamples {
@@ -177,7 +214,8 @@ struct AECCommand: ParsableCommand {
                 erleRawMDFDB: rawAll, erleRawMDFSteadyStateDB: rawSteady, erlePerSecondDB: perSecond,
                 nearEndSegmentalSNRDB: nearSNR, nearEndPESQWB: nearPESQ, erleFirst2sDB: erleFirst2s,
                 erleFirst2sBlocks: blocks(from: onset, to: onset + 200), estimatedDriftPPM: stats.estimatedDriftPPM,
-                compensatedDriftPPM: stats.compensatedDriftPPM, realignments: stats.realignments, track: run.track)
+                compensatedDriftPPM: stats.compensatedDriftPPM, realignments: stats.realignments,
+                residualOverBackground: residual, track: run.track)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(body).write(to: URL(fileURLWithPath: report))
@@ -203,6 +241,7 @@ struct AECCommand: ParsableCommand {
         var estimatedDriftPPM: Double?
         var compensatedDriftPPM: Double
         var realignments: Int
+        var residualOverBackground: ResidualOverBackground?
         var track: [AECRunner.TrackPoint]
     }
 

@@ -13,9 +13,16 @@ import VoiceLab
 private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)
 private let hasSpeechSet = speechSet != nil
 
-/// The first `seconds` of the speech set through one quality condition (`JitterBenchmark.qualityScenarios`).
-private func quality(_ name: String, seed: UInt64 = 1, seconds: Double = 20) throws -> JitterBenchmark.ScenarioResult {
-    let speech = try #require(speechSet).samples
+/// The shared noisy real speech (`speech-noisy/`: a hissy recording and real devices' near talkers in room noise).
+private let noisySpeechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(
+    directory: SharedTestData.path("speech-noisy"), files: JitterBenchmark.noisySpeechSetFiles)
+
+/// The first `seconds` of the speech set (or the noisy set) through one quality condition
+/// (`JitterBenchmark.qualityScenarios`).
+private func quality(
+    _ name: String, seed: UInt64 = 1, seconds: Double = 20, noisy: Bool = false
+) throws -> JitterBenchmark.ScenarioResult {
+    let speech = try #require(noisy ? noisySpeechSet : speechSet).samples
     let scenario = try #require(
         JitterBenchmark.qualityScenarios(seconds: seconds, seed: seed).first { $0.name == name })
     return try JitterBenchmark.run(scenario, speech: speech)
@@ -97,6 +104,29 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
         // 0.65 dB, 916 and 0 samples/min).
         #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
         #expect(r.adaptive.stretchedSamplesPerMinute <= 1_500, "\(name)")
+        #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
+        #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
+    }
+}
+
+/// The same on noisy speech, where the codec spends bits on the noise and concealment has a background to continue
+/// (measured 0.20 / 0.42 / 0.66 dB at 0 / 5 / 10 % loss, FEC 45/45 and 83/84 frames; speexdsp 1.41 and 2.18 dB with
+/// loss). Without loss the distance is not the clean set's zero although nothing is stretched or late.
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: noisySpeechSet != nil, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
+func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
+    let clean = try quality("loss0", noisy: true)
+    print(
+        "noisy loss0: distance to ideal \(clean.adaptive.distanceToIdeal.decibels), stretched/min \(clean.adaptive.stretchedSamplesPerMinute), late % \(clean.adaptive.lateLossPercent)"
+    )
+    #expect(clean.adaptive.distanceToIdeal.decibels < 0.3)
+    for name in ["loss5", "loss10"] {
+        let r = try quality(name, noisy: true)
+        print(
+            "noisy \(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)"
+        )
+        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
     }

@@ -54,6 +54,13 @@ struct AECBench: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Score real-device far-end single talk: a folder with clips.json (the shared test data's aec-devices): "
+                + "residual echo over the background and the background against the microphone's noise floor.",
+            valueName: "dir"))
+    var devices: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Floor of the engine's per-band residual-echo suppressor in dB, or 'off' (default: the configuration's).",
             valueName: "dB"))
     var suppressorFloor: String?
@@ -64,7 +71,7 @@ struct AECBench: ParsableCommand {
     @Flag(
         inversion: .prefixedNo,
         help: ArgumentHelp(
-            "The engine's noise suppression in the realistic mode (--no-noise-suppression: the canceller and its "
+            "The engine's noise suppression in the realistic and device modes (--no-noise-suppression: the canceller and its "
                 + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
     var noiseSuppression = true
 
@@ -73,6 +80,7 @@ struct AECBench: ParsableCommand {
     }
 
     func run() throws {
+        if let devices { return try runDevices(folder: URL(fileURLWithPath: devices)) }
         if realistic != nil || real != nil { return try runRealistic(realistic: realistic, real: real) }
         let folder = directory.map { URL(fileURLWithPath: $0) } ?? Self.defaultDirectory
         let manifest = try AECVectorManifest.load(from: folder.appendingPathComponent("manifest.json"))

@@ -44,6 +44,13 @@ struct JitterBench: ParsableCommand {
     )
     var quality = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Speech of the quality table: clean (speech/, 65 s of several talkers) or noisy (speech-noisy/, 44 s of "
+                + "a hissy recording and real devices' near talkers in room noise).",
+            valueName: "clean|noisy"))
+    var speech = "clean"
+
     @Option(help: "Draws of each quality condition (seeds 1...N).")
     var qualitySeeds = 3
 
@@ -54,6 +61,12 @@ struct JitterBench: ParsableCommand {
         try requireOption("--seconds", seconds, within: 1...3_600, "s (a scenario needs at least 1 s of speech)")
         try requireOption("--seeds", Double(seeds), within: 0...1_000, "draws (0 for none)")
         try requireOption("--quality-seeds", Double(qualitySeeds), within: 1...100, "draws")
+        guard speech == "clean" || speech == "noisy" else {
+            throw ValidationError("--speech: \(speech); clean or noisy")
+        }
+        if speech == "noisy" && !quality {
+            throw ValidationError("--speech noisy chooses the --quality table's speech")
+        }
         if quality && (trace != nil || seeds > 0) {
             throw ValidationError("--quality runs its own conditions; it takes neither --trace nor --seeds")
         }
@@ -123,11 +136,16 @@ struct JitterBench: ParsableCommand {
     /// The listening-quality table (Benchmarks/README.md section 7): means over `qualitySeeds` draws per condition.
     func runQuality(shared: [String]) throws {
         guard
-            let speech = try shared.lazy.compactMap({ try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech") })
-                .first
+            let speech = try shared.lazy.compactMap({
+                self.speech == "noisy"
+                    ? try JitterBenchmark.loadSpeechSet(
+                        directory: "\($0)/speech-noisy", files: JitterBenchmark.noisySpeechSetFiles)
+                    : try JitterBenchmark.loadSpeechSet(directory: "\($0)/speech")
+            }).first
         else {
             throw ValidationError(
-                "no real speech under \(shared.joined(separator: " or ")): the quality table needs it (--testdata)")
+                "no \(self.speech) real speech under \(shared.joined(separator: " or ")): the quality table needs it "
+                    + "(--testdata)")
         }
         let seconds = Double(speech.samples.count / 320 * 320) / 16_000
         print(

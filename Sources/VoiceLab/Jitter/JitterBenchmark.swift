@@ -292,13 +292,20 @@ public enum JitterBenchmark {
         "webrtcvad_leaktest_8k.wav", "mediastreamer2_silence_voice_16k.wav"
     ]
 
-    /// Every file of ``speechSetFiles`` under `directory` that can be read, mono, joined end to end at 16 kHz
-    /// (8 kHz clips resampled), or nil when none is there.
+    /// The shared noisy real-speech recordings (a `speech-noisy/` folder; its README names the sources): a hissy old
+    /// recording and real devices' near talkers in their rooms' noise, together 44 s. Noisy input is where the codec
+    /// spends its bits on the noise and concealment has a background to continue.
+    public static let noisySpeechSetFiles = [
+        "jfk_16k_mono.wav", "device1_nearend_16k.wav", "device2_nearend_16k.wav", "device2_moving_nearend_16k.wav"
+    ]
+
+    /// Every file of `files` under `directory` that can be read, mono, joined end to end at 16 kHz (8 kHz clips
+    /// resampled), or nil when none is there.
     /// - Throws: `ResamplerError` when the resampler cannot be made.
-    public static func loadSpeechSet(directory: String) throws -> Speech? {
+    public static func loadSpeechSet(directory: String, files: [String] = speechSetFiles) throws -> Speech? {
         var samples: [Int16] = []
         var used: [String] = []
-        for name in speechSetFiles {
+        for name in files {
             let path = "\(directory)/\(name)"
             guard FileManager.default.fileExists(atPath: path), let wav = try? WAVFile(contentsOfFile: path),
                 wav.format.channels == 1

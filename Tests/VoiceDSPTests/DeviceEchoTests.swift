@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import VoiceCore
+import VoiceDSP
+import VoiceLab
+import VoiceTestSupport
+
+private let devices = URL(fileURLWithPath: SharedTestData.path("aec-devices"))
+
+/// Residual echo under the background on real devices (../shared/testdata/aec-devices, its README names every
+/// recording): the engine's output in far-end single talk against its own background and against the microphone's
+/// noise floor, measured by ``ResidualOverBackground`` as `voice-bench aec --devices` measures it. Ceilings a little
+/// over what the default configuration measures, so a regression fails; the WebRTC comparison is the benchmark's.
+@Suite(
+    "Echo canceller on real-device far-end single talk", .tags(.slow), .scheduledByTags,
+    .enabled(if: SharedTestData.exists("aec-devices/clips.json"), "../shared/testdata/aec-devices absent"))
+struct DeviceEchoTests {
+    @Test func residualEchoStaysNearTheBackground() throws {
+        let clips = try DeviceEchoClip.load(folder: devices)
+        var residuals: [Double] = []
+        for clip in clips {
+            let (far, mic) = try clip.read(folder: devices)
+            let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+            guard let figures = clip.measure(far: far, mic: mic, output: run.output) else { continue }
+            print(
+                "\(clip.name): residual over background \(figures.residualOverBackgroundDB) dB, floor under far talk "
+                    + "\(figures.floorUnderFarTalkDB) dB, background \(figures.backgroundAgainstMicrophoneDB) dB")
+            residuals.append(figures.residualOverBackgroundDB)
+            #expect(
+                figures.residualOverBackgroundDB <= DeviceEchoCeilings.residualPerClip,
+                "\(clip.name): output in far talk \(figures.residualOverBackgroundDB) dB over its background")
+            #expect(
+                figures.floorUnderFarTalkDB >= DeviceEchoCeilings.floorUnderFarTalk,
+                "\(clip.name): floor under far talk \(figures.floorUnderFarTalkDB) dB against the microphone's")
+        }
+        try #require(residuals.count >= DeviceEchoCeilings.clipsWithBackground, "clips with a background: \(residuals)")
+        let median = residuals.sorted()[residuals.count / 2]
+        #expect(median <= DeviceEchoCeilings.residualMedian, "median residual over background \(median) dB")
+    }
+
+    /// The measure itself: the microphone scored as its own output shows the echo over the background it holds
+    /// (the echo-to-noise ratio), and an output that is the microphone's background alone scores 0.
+    @Test func measureSeesTheEchoInTheMicrophone() throws {
+        let clip = try #require(try DeviceEchoClip.load(folder: devices).first { $0.name == "challenge-9mkQ-fst" })
+        let (far, mic) = try clip.read(folder: devices)
+        let unprocessed = try #require(clip.measure(far: far, mic: mic, output: mic))
+        #expect(unprocessed.residualOverBackgroundDB == unprocessed.echoToNoiseDB)
+        #expect(unprocessed.residualOverBackgroundDB > 20, "echo over the background: \(unprocessed)")
+        #expect(abs(unprocessed.backgroundAgainstMicrophoneDB) < 1e-9)
+    }
+}
+
+/// Bounds of `DeviceEchoTests` (dB), 1.5-2 dB past the default configuration's figures (residual over background
+/// 10.1, 3.2, 12.3, 8.3 dB on the four clips with a background, upper median 10.1; floor under far talk +1.8, -2.4,
+/// -1.2, -11.0 dB). The targets (median residual 1 dB, none over 3 dB, floor within 3 dB) are not met: see
+/// TestVectors/aec/README.md.
+enum DeviceEchoCeilings {
+    static let clipsWithBackground = 4
+    static let residualPerClip = 14.0
+    static let residualMedian = 11.5
+    static let floorUnderFarTalk = -13.0
+}
