@@ -99,12 +99,14 @@ public final class AudioDecoder {
     }
 
     /// Samples per channel `payload` decodes to at ``sampleRate`` and whether it carries FEC for the frame before
-    /// it; nil for a malformed Opus packet or an empty payload.
+    /// it; nil for a malformed Opus packet, an empty payload, or one longer than 120 ms (Opus' longest packet,
+    /// which receive buffers are sized for).
     public func durationAndFEC(of payload: UnsafeBufferPointer<UInt8>) -> (samples: Int, hasFEC: Bool)? {
         switch codec {
         case .opus: return OpusPacket.durationAndFEC(of: payload, sampleRate: sampleRate)
         case .telephony(let t):
-            return payload.isEmpty ? nil : (t.samples(inPayloadBytes: payload.count), false)
+            let samples = t.samples(inPayloadBytes: payload.count)
+            return payload.isEmpty || samples * 25 > sampleRate * 3 ? nil : (samples, false)
         }
     }
 

@@ -45,21 +45,22 @@ public final class TelephonyEncoder {
 
     public init(codec: TelephonyCodec) {
         self.codec = codec
-        switch codec {
-        case .pcmu, .pcma:
-            g711 = OpaquePointer(g711_init(nil, codec == .pcmu ? Int32(G711_ULAW.rawValue) : Int32(G711_ALAW.rawValue)))
-            g722 = nil
-            precondition(g711 != nil, "g711_init could not allocate its state")
-        case .g722:
-            g711 = nil
-            g722 = OpaquePointer(g722_encode_init(nil, 64_000, 0))
-            precondition(g722 != nil, "g722_encode_init could not allocate its state")
+        if codec == .g722 {
+            guard let state = g722_encode_init(nil, 64_000, 0) else {
+                preconditionFailure("g722_encode_init could not allocate its state")
+            }
+            (g711, g722) = (nil, state)
+        } else {
+            guard let state = g711_init(nil, Int32(codec == .pcmu ? G711_ULAW : G711_ALAW)) else {
+                preconditionFailure("g711_init could not allocate its state")
+            }
+            (g711, g722) = (state, nil)
         }
     }
 
     deinit {
-        if let g711 { g711_free(UnsafeMutablePointer(g711)) }
-        if let g722 { g722_encode_free(UnsafeMutablePointer(g722)) }
+        if let g711 { g711_free(g711) }
+        if let g722 { g722_encode_free(g722) }
     }
 
     /// Encodes `pcm` (mono at ``TelephonyCodec/sampleRate``; for G.722 an even count) into `payload`.
@@ -76,14 +77,14 @@ public final class TelephonyEncoder {
         }
         let count = Int32(clamping: needed * codec.samplesPerByte)
         if let g711 {
-            return Int(g711_encode(UnsafeMutablePointer(g711), output, input, count))
+            return Int(g711_encode(g711, output, input, count))
         }
-        return Int(g722_encode(UnsafeMutablePointer(g722!), output, input, count))
+        return Int(g722_encode(g722!, output, input, count))
     }
 
     /// Resets the coder state (a stream discontinuity); G.711 is stateless.
     public func reset() {
-        if let g722 { g722_encode_init(UnsafeMutablePointer(g722), 64_000, 0) }
+        if let g722 { _ = g722_encode_init(g722, 64_000, 0) }
     }
 }
 
@@ -94,28 +95,32 @@ public final class TelephonyDecoder {
     public let codec: TelephonyCodec
     private let g711: OpaquePointer?
     private let g722: OpaquePointer?
-    private let plc: OpaquePointer
+    private let plc: UnsafeMutablePointer<plc_state_t>
 
     public init(codec: TelephonyCodec) {
         self.codec = codec
-        switch codec {
-        case .pcmu, .pcma:
-            g711 = OpaquePointer(g711_init(nil, codec == .pcmu ? Int32(G711_ULAW.rawValue) : Int32(G711_ALAW.rawValue)))
-            g722 = nil
-            precondition(g711 != nil, "g711_init could not allocate its state")
-        case .g722:
-            g711 = nil
-            g722 = OpaquePointer(g722_decode_init(nil, 64_000, 0))
-            precondition(g722 != nil, "g722_decode_init could not allocate its state")
-        }
+        (g711, g722) = Self.makeState(codec)
         guard let plc = plc_init(nil) else { preconditionFailure("plc_init could not allocate its state") }
-        self.plc = OpaquePointer(plc)
+        self.plc = plc
+    }
+
+    private static func makeState(_ codec: TelephonyCodec) -> (g711: OpaquePointer?, g722: OpaquePointer?) {
+        if codec == .g722 {
+            guard let state = g722_decode_init(nil, 64_000, 0) else {
+                preconditionFailure("g722_decode_init could not allocate its state")
+            }
+            return (nil, state)
+        }
+        guard let state = g711_init(nil, Int32(codec == .pcmu ? G711_ULAW : G711_ALAW)) else {
+            preconditionFailure("g711_init could not allocate its state")
+        }
+        return (state, nil)
     }
 
     deinit {
-        if let g711 { g711_free(UnsafeMutablePointer(g711)) }
-        if let g722 { g722_decode_free(UnsafeMutablePointer(g722)) }
-        plc_free(UnsafeMutablePointer(plc))
+        if let g711 { g711_free(g711) }
+        if let g722 { g722_decode_free(g722) }
+        plc_free(plc)
     }
 
     /// The most samples `decode` writes for a payload of `payloadBytes`.
@@ -137,11 +142,11 @@ public final class TelephonyDecoder {
         }
         let produced: Int32
         if let g711 {
-            produced = g711_decode(UnsafeMutablePointer(g711), output, input, Int32(clamping: payload.count))
+            produced = g711_decode(g711, output, input, Int32(clamping: payload.count))
         } else {
-            produced = g722_decode(UnsafeMutablePointer(g722!), output, input, Int32(clamping: payload.count))
+            produced = g722_decode(g722!, output, input, Int32(clamping: payload.count))
         }
-        plc_rx(UnsafeMutablePointer(plc), output, produced)
+        plc_rx(plc, output, produced)
         return Int(produced)
     }
 
@@ -155,12 +160,12 @@ public final class TelephonyDecoder {
             pcm.count >= frameSamples,
             "TelephonyDecoder.conceal: pcm holds \(pcm.count) samples, needs \(frameSamples)")
         guard frameSamples > 0, let output = pcm.baseAddress else { return 0 }
-        return Int(plc_fillin(UnsafeMutablePointer(plc), output, Int32(clamping: frameSamples)))
+        return Int(plc_fillin(plc, output, Int32(clamping: frameSamples)))
     }
 
     /// Resets the decoder and the concealer (the sender restarted its stream).
     public func reset() {
-        if let g722 { g722_decode_init(UnsafeMutablePointer(g722), 64_000, 0) }
-        plc_init(UnsafeMutablePointer(plc))
+        if let g722 { _ = g722_decode_init(g722, 64_000, 0) }
+        _ = plc_init(plc)
     }
 }

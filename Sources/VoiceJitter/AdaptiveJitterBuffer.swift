@@ -76,6 +76,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         block = format.samplesPerBlock
         tsPerSample = Int64(configuration.rtpClockRate / configuration.sampleRate)
         tsPerMs = Double(configuration.rtpClockRate) / 1000
+        packetTimestamps = Int64(configuration.rtpClockRate / 50)
     }
 
     public var playoutTimestamp: Int64? { playout.timeline.everStarted ? playout.playingTimestamp : nil }

@@ -1,3 +1,5 @@
+import VoiceCodec
+
 /// What a jitter buffer plays for. It decides how playout restarts after a gap longer than
 /// ``AdaptiveJitterBuffer/Configuration/maximumDTXGapMilliseconds`` (a sender that went quiet for long, or a
 /// participant the mixer stopped ticking).
