@@ -293,7 +293,9 @@ struct SIPCallTests {
                 try await call.refuseUnacceptableOffer(testCapabilities(port: 40052))
             }
             let refusal = try await refused
-            #expect(refusal.statusCode == 488 && refusal.reasonPhrase == "Not Acceptable Here")
+            #expect(
+                refusal.statusCode == 488
+                    && refusal.reasonPhrase == "Not Acceptable Here (no common audio codec (offered: GSM/8000))")
             let warning = try #require(refusal.headers.first("Warning"))
             #expect(warning.hasPrefix("305 127.0.0.1") && warning.hasSuffix(" \"Incompatible media format\""))
             try await probe.close()

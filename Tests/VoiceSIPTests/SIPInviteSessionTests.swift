@@ -188,7 +188,7 @@ struct SIPInviteSessionTests {
             at: 0, .command(.refuseUnacceptableOffer(g711Only), .init(1)),
             ["respond 488 to INVITE", "emit ended failed 488 offer not acceptable: \(noCodec)", "fail #1: \(noCodec)"])
         let refusal = try bob.lastResponse()
-        #expect(refusal.reasonPhrase == "Not Acceptable Here")
+        #expect(refusal.reasonPhrase == "Not Acceptable Here (\(noCodec))")
         #expect(refusal.headers.first("Warning")?.hasSuffix(" \"Incompatible media format\"") == true)
         #expect(refusal.headers.first("Warning")?.hasPrefix("305 ") == true)
 

@@ -43,20 +43,23 @@ extension SIPInviteSession {
         }
     }
 
-    /// `488 Not Acceptable Here` to the INVITE with a Warning that says why (RFC 3261 §21.4.26, §20.43: 305
-    /// "Incompatible media format" for no common codec, 399 with the reason otherwise), and the call ends. The
-    /// server transaction retransmits the 488 until the caller's ACK.
+    /// `488 Not Acceptable Here (<why>)` to the INVITE with a Warning that says it to software too (RFC 3261
+    /// §21.4.26, §20.43: 305 "Incompatible media format" for no common codec, 399 with the reason otherwise), and the
+    /// call ends. The server transaction retransmits the 488 until the caller's ACK.
     private mutating func refuseOffer(_ request: SIPIncomingRequest, because error: any Error) {
         var agent = configuration.contact.host
         if let port = configuration.contact.port { agent += ":\(port)" }
+        let reason = ((error as? SIPCallError)?.reason ?? "\(error)").replacingOccurrences(of: "\"", with: "'")
         let warning: String
         if case .noCommonCodec = error as? SDPError {
             warning = "305 \(agent) \"Incompatible media format\""
         } else {
-            let reason = ((error as? SIPCallError)?.reason ?? "\(error)").replacingOccurrences(of: "\"", with: "'")
             warning = "399 \(agent) \"\(reason)\""
         }
-        respond(makeResponse(to: request.message, status: 488, headers: [("Warning", warning)]), to: request)
+        respond(
+            makeResponse(
+                to: request.message, status: 488, reason: "Not Acceptable Here (\(reason))",
+                headers: [("Warning", warning)]), to: request)
         end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
     }
 
