@@ -194,7 +194,8 @@ extension SessionDescription {
             dtlsAttributes = ["fingerprint:" + fingerprint, "setup:actpass"]
         }
         var audio = AudioMediaDescription(
-            port: local.port, transportProtocol: proto, formats: local.formats, direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
+            port: local.port, transportProtocol: proto, formats: local.formats, direction: local.direction,
+            ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
         audio.otherAttributes = dtlsAttributes
         return SessionDescription(

@@ -22,7 +22,9 @@ import VoiceEngine
         let offer = SessionDescription.makeOffer(Self.caps(port: 4000))
         let text = offer.serialize()
         #expect(text.contains("m=audio 4000 RTP/AVP 111 9 0 8\r\n"))
-        for line in ["a=rtpmap:111 opus/48000/2", "a=rtpmap:9 G722/8000", "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000"] {
+        for line in [
+            "a=rtpmap:111 opus/48000/2", "a=rtpmap:9 G722/8000", "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000"
+        ] {
             #expect(text.contains(line + "\r\n"), "\(line)")
         }
         let parsed = try SessionDescription(parsing: text)
@@ -32,7 +34,8 @@ import VoiceEngine
     /// The answer takes the offer's first codec we code, not ours: a trunk preferring PCMA over PCMU gets PCMA.
     @Test func theAnswerTakesTheOffersFirstCommonCodec() throws {
         let offer = try Self.peerOffer("8 0 101", rtpmaps: ["8 PCMA/8000", "0 PCMU/8000", "101 telephone-event/8000"])
-        let (answer, negotiated) = try SessionDescription.makeAnswer(to: offer, localCapabilities: Self.caps(port: 5000))
+        let (answer, negotiated) = try SessionDescription.makeAnswer(
+            to: offer, localCapabilities: Self.caps(port: 5000))
         #expect(negotiated.codec == .pcma && negotiated.payloadType == 8 && negotiated.ptime == 20)
         #expect(!negotiated.peerWantsFEC && negotiated.decoderChannels == 1 && negotiated.srtp == nil)
         #expect(answer.serialize().contains("m=audio 5000 RTP/AVP 8\r\na=rtpmap:8 PCMA/8000\r\n"))
@@ -88,7 +91,10 @@ import VoiceEngine
             #expect(!stream.statistics.encoderFECEnabled)
         }
         var wrong = MediaStreamConfiguration(codec: .pcmu, processingRate: 16_000)
-        #expect(throws: MediaStreamError.invalidConfiguration(field: "processingRate", reason: "PCMU codes at 8000 Hz, not 16000 Hz")) {
+        #expect(
+            throws: MediaStreamError.invalidConfiguration(
+                field: "processingRate", reason: "PCMU codes at 8000 Hz, not 16000 Hz")
+        ) {
             try wrong.validate()
         }
         wrong.processingRate = 8_000

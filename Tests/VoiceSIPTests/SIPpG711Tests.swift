@@ -40,7 +40,8 @@ extension SIPpTests {
         let directory = try makeTemporaryDirectory("sipp-g711")
         defer { try? FileManager.default.removeItem(at: directory) }
         let silence = directory.appendingPathComponent("silence.wav").path
-        try WAVFile.write(pcm16: [Int16](repeating: 0, count: 16_000 * 10), format: AudioFormat(sampleRate: 16_000), to: silence)
+        try WAVFile.write(
+            pcm16: [Int16](repeating: 0, count: 16_000 * 10), format: AudioFormat(sampleRate: 16_000), to: silence)
         let heardPath = directory.appendingPathComponent("heard.wav").path
         try await withSIPp("uas-answer-pcma-play", port: 25076, arguments: ["-mp", "25126"]) { loop, server in
             let (agent, _) = try await makeAgent("engine", on: loop)

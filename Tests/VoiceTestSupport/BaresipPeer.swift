@@ -51,7 +51,8 @@ public enum BaresipPeer {
             \(keyingLines)
             """
         try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-        try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=\(codecNames[codec]!);answermode=auto\n"
+        try
+            "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=\(codecNames[codec]!);answermode=auto\n"
             .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
         return ["-f", directory.path, "-s", "-t", "\(seconds)"]
     }

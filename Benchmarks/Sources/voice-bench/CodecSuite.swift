@@ -147,7 +147,9 @@ struct CodecSuite: SideBySideSuite {
             name: "\(codec.encodingName).conceal.20ms",
             swift: { workload.conceal($0) },
             c: { n in
-                Int(cb_telephony_conceal_loop(c.pointer, Int64(n), pcm.pointer.baseAddress, Int32(workload.frameSamples)))
+                Int(
+                    cb_telephony_conceal_loop(
+                        c.pointer, Int64(n), pcm.pointer.baseAddress, Int32(workload.frameSamples)))
             })
     }
 
