@@ -9,9 +9,9 @@ import VoiceTestSupport
 
 let baresipPath = "/usr/bin/baresip"
 
-/// baresip (Debian's, v1.0) against the engine with real media: Opus with SDES-SRTP on loopback, each side's speech
-/// from a file and what it heard recorded (the engine's file speaker; baresip's `sndfile` dump of what it decoded),
-/// then the speech each side sent is looked for in what the other recorded. baresip does not multiplex RTCP, so each
+/// baresip (Debian's, v1.0) against the engine with real media: Opus (or only G.711, only G.722) with SDES-SRTP on
+/// loopback, each side's speech from a file and what it heard recorded (the engine's file speaker; baresip's
+/// `sndfile` dump of what it decoded), then the speech each side sent is looked for in what the other recorded. baresip does not multiplex RTCP, so each
 /// side's reports must reach the other's RTCP port: the engine's round trip needs baresip's report blocks about the
 /// engine's sender reports. Ports 25140–25149 are this suite's.
 @Suite(
@@ -39,10 +39,7 @@ struct BaresipTests {
             let negotiated = try await log.established()
             #expect(negotiated.srtp != nil && negotiated.remotePort != 0)
             #expect(!negotiated.rtcpMux && negotiated.remoteRTCPPort == negotiated.remotePort + 1, "\(negotiated)")
-            let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-            await call.hangUp()
-            #expect(try await log.ended().cause == .localHangup)
-            try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+            try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             try await agent.endpoint.close()
         }
     }
@@ -62,10 +59,7 @@ struct BaresipTests {
                 let negotiated = try await call.answer(with: media.capabilities)
                 #expect(!negotiated.rtcpMux, "baresip offered a=rtcp-mux")
                 _ = try await log.established()
-                let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-                await call.hangUp()
-                #expect(try await log.ended().cause == .localHangup)
-                try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+                try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             }
             try await agent.endpoint.close()
         }
@@ -83,10 +77,7 @@ struct BaresipTests {
             let log = CallEventLog(call)
             let negotiated = try await log.established()
             #expect(negotiated.codec == codec && negotiated.payloadType == codec.staticPayloadType, "\(negotiated)")
-            let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-            await call.hangUp()
-            #expect(try await log.ended().cause == .localHangup)
-            try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+            try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             try await agent.endpoint.close()
         }
         try await withEventLoop { loop in
@@ -104,13 +95,20 @@ struct BaresipTests {
                 let negotiated = try await call.answer(with: media.capabilities)
                 #expect(negotiated.codec == codec, "\(negotiated)")
                 _ = try await log.established()
-                let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-                await call.hangUp()
-                #expect(try await log.ended().cause == .localHangup)
-                try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+                try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             }
             try await agent.endpoint.close()
         }
+    }
+
+    /// Runs the established call's media for ``seconds``, hangs up, and checks the speech both ways.
+    func talkAndHangUp(
+        _ call: SIPCall, _ log: CallEventLog, media: EngineMedia, negotiated: NegotiatedAudio, directory: URL
+    ) async throws {
+        let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
+        await call.hangUp()
+        #expect(try await log.ended().cause == .localHangup)
+        try verifySpeech(engineHeard: heard, baresipDirectory: directory)
     }
 
     /// The engine's speaker holds baresip's speech and baresip's decoded dump holds the engine's.
