@@ -21,10 +21,11 @@ let serviceUnavailableReason: String? = {
     if !fm.isExecutableFile(atPath: kamailioExecutable) {
         return "kamailio is not installed (make test-deps installs it)"
     }
-    for module in ["auth_ephemeral", "msilo", "db_sqlite"]
+    if !TestPKI.isAvailable { return "openssl is not installed (the service's test certificates)" }
+    for module in ["auth_ephemeral", "msilo", "db_sqlite", "tls", "nathelper"]
     where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
         return
-            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules)"
+            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules, kamailio-tls-modules)"
     }
     if !fm.isExecutableFile(atPath: sqliteExecutable) || msiloSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
         return
@@ -34,13 +35,25 @@ let serviceUnavailableReason: String? = {
 }()
 
 /// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
-/// state directory and msilo database) and the registration service in this process, sharing a fresh secret.
+/// state directory and msilo database; TLS on `tlsPort`, UDP and TCP on `sipPort`) and the registration service
+/// over HTTPS in this process, sharing a fresh secret; both present a certificate of a CA made for the test, which
+/// the clients of ``client(_:clock:pushData:audio:)`` trust.
 final class ServiceHarness: @unchecked Sendable {
     static let applicationKey = "test-application-key"
     static let applicationSecret = "test-application-secret"
+    /// Kamailio's TLS port is the SIP port plus this (clear of the other ports the tests use).
+    static let tlsPortOffset = 5000
 
     let directory: URL
     let sipPort: Int
+    var tlsPort: Int { sipPort + Self.tlsPortOffset }
+    let pki: TestPKI
+    /// The certificates Kamailio and the registration service present (set before `start()`): the test CA's by
+    /// default.
+    var sipCertificate: String
+    var httpsCertificate: String
+    /// Clients and registration service in clear text (SIP over UDP, plain HTTP), set before `start()`.
+    var insecure = false
     let sharedSecret = UUID().uuidString
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let registrationService: RegistrationService
@@ -61,6 +74,8 @@ final class ServiceHarness: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.sipPort = sipPort
+        pki = try TestPKI(prefix: "voiceclient-pki")
+        (sipCertificate, httpsCertificate) = (pki.serverCertificateFile, pki.serverCertificateFile)
         registrationService = try RegistrationService(
             applications: [Self.applicationKey: Self.applicationSecret],
             issuer: EphemeralCredentialIssuer(
@@ -72,8 +87,7 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
-        http = try await RegistrationHTTPServer.start(
-            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        try await startRegistrationService()
         let database = directory.appendingPathComponent("msilo.sqlite")
         if !FileManager.default.fileExists(atPath: database.path) {
             let schema = directory.appendingPathComponent("schema.sql")
@@ -87,6 +101,14 @@ final class ServiceHarness: @unchecked Sendable {
         try await startKamailio()
     }
 
+    /// The registration service alone (HTTPS with `httpsCertificate`, or HTTP when `insecure`).
+    func startRegistrationService() async throws {
+        http = try await RegistrationHTTPServer.start(
+            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+            security: insecure
+                ? .insecurePlainHTTP : .tls(certificateChainFile: httpsCertificate, privateKeyFile: pki.serverKeyFile))
+    }
+
     func startKamailio() async throws {
         let config = repositoryRoot.appendingPathComponent("Services/kamailio/kamailio.cfg").path
         let database = directory.appendingPathComponent("msilo.sqlite")
@@ -98,9 +120,15 @@ final class ServiceHarness: @unchecked Sendable {
         let push =
             (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
             + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
+        let tlsConfig = directory.appendingPathComponent("tls.cfg")
+        try pki.kamailioTLSConfiguration(certificate: sipCertificate).write(
+            to: tlsConfig, atomically: true, encoding: .utf8)
+        let tls = [
+            "-l", "tls:127.0.0.1:\(tlsPort)", "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\""
+        ]
         let process = try ChildProcessGroup(
             kamailioExecutable,
-            push + [
+            push + tls + [
                 "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
                 "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
                 "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
@@ -108,10 +136,10 @@ final class ServiceHarness: @unchecked Sendable {
                 "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
             ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
-        guard await waitUntilUDPBound(sipPort) else {
+        guard await waitUntilUDPBound(sipPort), await waitUntilTCPListening(tlsPort) else {
             let tail = process.logTail
             process.stop()
-            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort):\n\(tail)")
+            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort) (TLS \(tlsPort)):\n\(tail)")
         }
     }
 
@@ -131,19 +159,27 @@ final class ServiceHarness: @unchecked Sendable {
             applicationSecret: Self.applicationSecret)
     }
 
-    func configuration(pushData: Data? = nil) -> VoiceClientConfiguration {
-        VoiceClientConfiguration(
-            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", sipPort: sipPort,
-            registrationPort: registrationPort,
+    /// Over TLS trusting the test CA (`trustRoots`, `serverName` to try others), unless the harness is `insecure`.
+    func configuration(
+        pushData: Data? = nil, trustRoots: VoiceClientConfiguration.Transport.TrustRoots? = nil,
+        serverName: String? = nil
+    ) -> VoiceClientConfiguration {
+        let transport: VoiceClientConfiguration.Transport =
+            insecure
+            ? .insecurePlaintextUDPAndHTTP
+            : .tls(trustRoots: trustRoots ?? .pemFile(pki.caFile), serverName: serverName)
+        return VoiceClientConfiguration(
+            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", transport: transport,
+            sipPort: insecure ? sipPort : tlsPort, registrationPort: registrationPort,
             registrationExpires: 60, pushData: pushData,
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
     func client(
         _ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil,
-        audio: CallAudioDevices? = nil
+        audio: CallAudioDevices? = nil, configuration: VoiceClientConfiguration? = nil
     ) throws -> VoiceClient {
-        var configuration = configuration(pushData: pushData)
+        var configuration = configuration ?? self.configuration(pushData: pushData)
         // Calls in tests run on null devices unless a test gives files (no sound card needed).
         configuration.audio =
             audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
@@ -155,15 +191,19 @@ final class ServiceHarness: @unchecked Sendable {
         try? await http?.close()
         try? await group.shutdownGracefully()
         try? FileManager.default.removeItem(at: directory)
+        pki.remove()
     }
 }
 
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
 func withService(
     sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
-    pushGateway: String? = nil, appPush: Bool = false, _ body: (ServiceHarness) async throws -> Void
+    pushGateway: String? = nil, appPush: Bool = false, insecure: Bool = false,
+    prepare: (ServiceHarness) -> Void = { _ in }, _ body: (ServiceHarness) async throws -> Void
 ) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
+    harness.insecure = insecure
+    prepare(harness)
     if let gateway { harness.gateway = gateway }
     if let conferenceServer { harness.conferenceServer = conferenceServer }
     harness.pushGateway = pushGateway
@@ -185,6 +225,19 @@ func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bo
     let deadline = ContinuousClock.now + timeout
     repeat {
         if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) {
+            return true
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+    } while ContinuousClock.now < deadline
+    return false
+}
+
+/// Waits until something listens on TCP `port` on loopback (from /proc/net/tcp, state 0A).
+func waitUntilTCPListening(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
+    let needle = String(format: "0100007F:%04X 00000000:0000 0A", port)
+    let deadline = ContinuousClock.now + timeout
+    repeat {
+        if let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), table.contains(needle) {
             return true
         }
         try? await Task.sleep(for: .milliseconds(20))

@@ -21,14 +21,14 @@ import VoiceEngine
     @Test func ourOfferListsOpusThenG722ThenG711() throws {
         let offer = SessionDescription.makeOffer(Self.caps(port: 4000))
         let text = offer.serialize()
-        #expect(text.contains("m=audio 4000 RTP/AVP 111 9 0 8\r\n"))
+        #expect(text.contains("m=audio 4000 RTP/AVP 111 9 0 8 101 102\r\n"), "telephone-event at 48 and 8 kHz after")
         for line in [
             "a=rtpmap:111 opus/48000/2", "a=rtpmap:9 G722/8000", "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000"
         ] {
             #expect(text.contains(line + "\r\n"), "\(line)")
         }
         let parsed = try SessionDescription(parsing: text)
-        #expect(parsed.audio.formats.map(\.codec) == [.opus, .g722, .pcmu, .pcma])
+        #expect(parsed.audio.formats.map(\.codec) == [.opus, .g722, .pcmu, .pcma, nil, nil])
     }
 
     /// The answer takes the offer's first codec we code, not ours: a trunk preferring PCMA over PCMU gets PCMA.
@@ -38,7 +38,8 @@ import VoiceEngine
             to: offer, localCapabilities: Self.caps(port: 5000))
         #expect(negotiated.codec == .pcma && negotiated.payloadType == 8 && negotiated.ptime == 20)
         #expect(!negotiated.peerWantsFEC && negotiated.decoderChannels == 1 && negotiated.srtp == nil)
-        #expect(answer.serialize().contains("m=audio 5000 RTP/AVP 8\r\na=rtpmap:8 PCMA/8000\r\n"))
+        #expect(answer.serialize().contains("m=audio 5000 RTP/AVP 8 101\r\na=rtpmap:8 PCMA/8000\r\n"))
+        #expect(negotiated.telephoneEventPayloadType == 101 && negotiated.telephoneEventClockRate == 8_000)
 
         // Static payload types without rtpmap (RFC 3551) and G.722 before G.711.
         let bare = try Self.peerOffer("9 0", rtpmaps: [], ptime: 30)
