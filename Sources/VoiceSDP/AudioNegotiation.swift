@@ -229,7 +229,7 @@ extension SessionDescription {
         guard remote.port != 0 else { throw .audioRejected }
         guard let chosen = remote.formats.first(where: { $0.codec.map(local.codecs.contains) ?? false }),
             let codec = chosen.codec
-        else { throw .noCommonCodec(offered: remote.formats.map(\.displayName)) }
+        else { throw .noCommonCodec(offered: remote.formats.filter { !$0.isTelephoneEvent }.map(\.displayName)) }
 
         var localCrypto: SDESCryptoAttribute?
         var srtp: NegotiatedSRTP?
@@ -321,7 +321,7 @@ extension SessionDescription {
         guard remote.port != 0 else { throw .audioRejected }
         guard let chosen = remote.formats.first(where: { $0.codec.map(local.codecs.contains) ?? false }),
             let codec = chosen.codec
-        else { throw .noCommonCodec(offered: remote.formats.map(\.displayName)) }
+        else { throw .noCommonCodec(offered: remote.formats.filter { !$0.isTelephoneEvent }.map(\.displayName)) }
         guard audio.formats.contains(where: { $0.payloadType == chosen.payloadType && $0.codec == codec }) else {
             throw .answerDoesNotMatchOffer("\(codec) payload type \(chosen.payloadType) was not offered")
         }

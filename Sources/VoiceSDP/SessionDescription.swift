@@ -108,6 +108,9 @@ public struct RTPFormat: Equatable, Sendable {
         return TelephonyCodec.allCases.first(where: { $0.encodingName == name }).map(AudioCodec.telephony)
     }
 
+    /// Whether this is RFC 4733 `telephone-event` (DTMF beside a codec, not a codec).
+    var isTelephoneEvent: Bool { rtpmap?.encodingName.lowercased() == "telephone-event" }
+
     /// How an offer names this payload type's codec in a refusal: its rtpmap, else the payload type.
     var displayName: String { rtpmap?.value ?? "\(payloadType)" }
 }
