@@ -4,7 +4,7 @@
 #
 # Each target first installs the Debian packages the project links against (only those absent).
 
-APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev pkg-config
+APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev libspandsp-dev pkg-config
 # Interoperability peers for the tests (software nobody here wrote): srtpenc/srtpdec, rtpopuspay/depay, opusdec;
 # Kamailio (registrar and proxy, its db_text users) and SIPp (sip-tester) for VoiceSIP.
 TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark \

@@ -37,6 +37,8 @@ let package = Package(
     targets: [
         cLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
         cLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
+        // G.711, G.722 and their packet loss concealment (VoiceCodec's telephony codecs).
+        cLibrary("CSpanDSP", pkgConfig: "spandsp", apt: "libspandsp-dev"),
         cLibrary("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         // libsrtp 2.5.0 built from source: OpenSSL's AES-CTR/GCM with libsrtp's own HMAC-SHA1, the one build in
         // which srtp_protect/srtp_unprotect never allocate (Debian's NSS build allocates 14 times per packet).
@@ -59,7 +61,7 @@ let package = Package(
         cLibrary("CDTLS", pkgConfig: "libssl", apt: "libssl-dev"),
 
         .target(name: "VoiceCore", dependencies: [.product(name: "Atomics", package: "swift-atomics")]),
-        .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus"]),
+        .target(name: "VoiceCodec", dependencies: ["VoiceCore", "COpus", "CSpanDSP"]),
         .target(name: "VoiceDSP", dependencies: ["VoiceCore", "CSpeexDSP", "CDSPKernels"]),
         .target(name: "VoiceRTP", dependencies: ["VoiceCore"]),
         .target(name: "VoiceSRTP", dependencies: ["VoiceCore", "VoiceRTP", "CSRTP"]),

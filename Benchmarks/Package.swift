@@ -27,7 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2")
     ],
     targets: [
-        // A plain C loop over the same libopus / speexdsp calls the Swift wrappers make: the floor `voice-bench`
+        // A plain C loop over the same libopus / speexdsp / spandsp calls the Swift wrappers make: the floor `voice-bench`
         // compares against. Includes the system headers directly and links the libraries itself.
         .target(
             name: "CBaseline",
@@ -36,7 +36,7 @@ let package = Package(
             // both sides of the comparison run the same SRTP code. This package is never a dependency, so the
             // absolute include path (an unsafe flag) is fine here.
             cSettings: [.unsafeFlags(["-I", Context.packageDirectory + "/../Sources/CSRTP/include"])],
-            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp")]
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("speexdsp"), .linkedLibrary("spandsp")]
         ),
         // Deterministic inputs (speech-like PCM, pre-encoded packets) shared by the suites and voice-bench.
         .target(

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """PESQ-WB (ITU-T P.862.2) of a degraded WAV against a reference WAV, through the `pesq` package from PyPI.
 
-    Benchmarks/scripts/pesq-wb.py REFERENCE.wav DEGRADED.wav [--align] [--start S] [--end S]
+    Benchmarks/scripts/pesq-wb.py REFERENCE.wav DEGRADED.wav [--align] [--start S] [--end S] [--nb]
 
 Prints one line: the MOS-LQO. Both files must be mono 16-bit; a 48 kHz or 8 kHz file is resampled to 16 kHz
-(scipy's polyphase filter). --align first shifts DEGRADED by the lag of the cross-correlation peak (the overall
+(scipy's polyphase filter). --nb scores narrowband PESQ (ITU-T P.862, G.711's scale) at 8 kHz instead. --align first shifts DEGRADED by the lag of the cross-correlation peak (the overall
 delay of a call), as the benchmarks' tables are scored. --start/--end score a time range of the reference (s).
 Exit status: 0 scored, 2 usage, 3 `pesq` or `scipy` not installed (the caller reports the column as absent),
 4 no utterance found (PESQ's own error, e.g. on silence).
 """
 import sys
 import wave
+
+RATE = 8000 if "--nb" in sys.argv else 16000
 
 def read(path):
     import numpy as np
@@ -19,11 +21,11 @@ def read(path):
             sys.exit(f"error: {path}: expected mono 16-bit PCM")
         rate = w.getframerate()
         samples = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype("float64") / 32768.0
-    if rate != 16000:
+    if rate != RATE:
         from scipy.signal import resample_poly
         from math import gcd
-        g = gcd(16000, rate)
-        samples = resample_poly(samples, 16000 // g, rate // g)
+        g = gcd(RATE, rate)
+        samples = resample_poly(samples, RATE // g, rate // g)
     return samples
 
 def main(argv):
@@ -45,16 +47,16 @@ def main(argv):
     ref, deg = read(args[0]), read(args[1])
     if "--align" in argv:
         from scipy.signal import fftconvolve
-        n = min(len(ref), len(deg), 16000 * 20)
+        n = min(len(ref), len(deg), RATE * 20)
         corr = fftconvolve(deg[:n], ref[:n][::-1], mode="full")
         lag = int(np.argmax(np.abs(corr))) - (n - 1)
         deg = deg[lag:] if lag > 0 else np.concatenate([np.zeros(-lag), deg])
     start, end = option("--start"), option("--end")
-    lo = int((start or 0) * 16000)
-    hi = int(end * 16000) if end is not None else min(len(ref), len(deg))
+    lo = int((start or 0) * RATE)
+    hi = int(end * RATE) if end is not None else min(len(ref), len(deg))
     n = min(hi, len(ref), len(deg))
     try:
-        print(f"{pesq(16000, ref[lo:n], deg[lo:n], 'wb'):.3f}")
+        print(f"{pesq(RATE, ref[lo:n], deg[lo:n], 'nb' if RATE == 8000 else 'wb'):.3f}")
     except NoUtterancesError:
         print("error: no utterance found", file=sys.stderr)
         return 4

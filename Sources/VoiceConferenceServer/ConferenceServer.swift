@@ -203,7 +203,9 @@ public final class ConferenceServer: @unchecked Sendable {
         let capabilities = AudioCapabilities(
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
             maxPlaybackRate: 16_000, srtp: configuration.srtp, rtcpPort: media.port + 1,
-            dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue)
+            dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue,
+            // The room mixes and shares its encoders in Opus only, so a G.711/G.722-only offer is refused (488).
+            codecs: [.opus])
         var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.

@@ -62,7 +62,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// The playout-delay target chosen by ``Configuration/Target/cost`` (ms above the fastest recent packet).
     @exclusivity(unchecked) private var costTarget = 0.0
 
-    /// Creates a buffer and its Opus decoder.
+    /// Creates a buffer and its decoder (``Configuration/codec``).
     /// - Throws: `OpusError` when the decoder cannot be created for `configuration.sampleRate`.
     public init(configuration: Configuration = Configuration()) throws(OpusError) {
         precondition(
@@ -76,6 +76,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         block = format.samplesPerBlock
         tsPerSample = Int64(configuration.rtpClockRate / configuration.sampleRate)
         tsPerMs = Double(configuration.rtpClockRate) / 1000
+        packetTimestamps = Int64(configuration.rtpClockRate / 50)
     }
 
     public var playoutTimestamp: Int64? { playout.timeline.everStarted ? playout.playingTimestamp : nil }
@@ -147,7 +148,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     ) {
         // Duration and FEC flag from one opus_packet_parse (the C loop of `voice-bench conference` reads neither).
         guard !payload.isEmpty, payload.count <= configuration.maxPayloadBytes,
-            case let (samples, hasFEC)? = OpusPacket.durationAndFEC(of: payload, sampleRate: format.sampleRate),
+            case let (samples, hasFEC)? = playout.decoder.durationAndFEC(of: payload),
             samples > 0
         else {
             statistics.invalidPackets += 1

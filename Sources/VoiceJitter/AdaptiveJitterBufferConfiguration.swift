@@ -1,3 +1,5 @@
+import VoiceCodec
+
 /// What a jitter buffer plays for. It decides how playout restarts after a gap longer than
 /// ``AdaptiveJitterBuffer/Configuration/maximumDTXGapMilliseconds`` (a sender that went quiet for long, or a
 /// participant the mixer stopped ticking).
@@ -31,8 +33,11 @@ extension AdaptiveJitterBuffer {
     public struct Configuration: Sendable, Hashable {
         /// Output (and decoding) sample rate.
         public var sampleRate: Int = 16_000
-        /// RTP clock rate of the timestamps (48 kHz for Opus, RFC 7587).
+        /// RTP clock rate of the timestamps (48 kHz for Opus, RFC 7587), a multiple of ``sampleRate``: a G.722
+        /// stream (RTP clock 8000 for 16 kHz audio) hands in its timestamps doubled, on a 16 kHz clock.
         public var rtpClockRate: Int = 48_000
+        /// The codec of the payloads: what decodes and conceals them.
+        public var codec: AudioCodec = .opus
         /// Packets the buffer can hold; when full it is flushed.
         public var packetCapacity: Int = 250
         public var maxPayloadBytes: Int = 1_500

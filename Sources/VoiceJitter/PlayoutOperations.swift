@@ -55,7 +55,8 @@ final class PlayoutOperations {
     @exclusivity(unchecked) private var speechPower = 0.0
     static let speechLevelDecayPerTick = 0.986
     @exclusivity(unchecked) private var tail: [Int16]
-    private let decoder: OpusDecoder
+    /// The stream's decoder (the buffer also reads packet durations through it).
+    let decoder: AudioDecoder
     private let stretcher: TimeStretcher
     private let role: JitterBufferRole
     private let maximumDTXGapMilliseconds: Double
@@ -73,7 +74,7 @@ final class PlayoutOperations {
 
     init(configuration: AdaptiveJitterBuffer.Configuration) throws(OpusError) {
         let rate = configuration.sampleRate
-        decoder = try OpusDecoder(sampleRate: rate, channels: 1)
+        decoder = try AudioDecoder(codec: configuration.codec, sampleRate: rate)
         var stretcher = TimeStretcher(sampleRate: rate)
         stretcher.spliceCorrelationThreshold = configuration.stretching.spliceCorrelationThreshold
         stretcher.overlapRatio = configuration.stretching.spliceOverlapRatio

@@ -18,7 +18,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
     public private(set) var statistics = JitterBufferStatistics()
 
     private let handle: OpaquePointer
-    private let decoder: OpusDecoder
+    private let decoder: AudioDecoder
     private let rtpClockRate: Int
     private let tsPerSample: Int64
     private let frameTimestamps: Int32
@@ -44,10 +44,13 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
     ///   - sampleRate: output and decoding rate.
     ///   - rtpClockRate: RTP timestamp rate (48 kHz for Opus).
     ///   - frameMilliseconds: the packet duration the sender uses (speexdsp's step size).
+    ///   - codec: what decodes and conceals the payloads.
     /// - Throws: `OpusError` when the decoder cannot be created.
-    public init(sampleRate: Int = 16_000, rtpClockRate: Int = 48_000, frameMilliseconds: Int = 20) throws(OpusError) {
+    public init(
+        sampleRate: Int = 16_000, rtpClockRate: Int = 48_000, frameMilliseconds: Int = 20, codec: AudioCodec = .opus
+    ) throws(OpusError) {
         format = AudioFormat(sampleRate: sampleRate, channels: 1)
-        decoder = try OpusDecoder(sampleRate: sampleRate, channels: 1)
+        decoder = try AudioDecoder(codec: codec, sampleRate: sampleRate)
         self.rtpClockRate = rtpClockRate
         tsPerSample = Int64(rtpClockRate / sampleRate)
         frameTimestamps = Int32(rtpClockRate * frameMilliseconds / 1000)
@@ -74,7 +77,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         payload: UnsafeBufferPointer<UInt8>, sequenceNumber: UInt16, rtpTimestamp: UInt32, arrival: MediaTime
     ) {
         guard !payload.isEmpty, payload.count <= packetData.count,
-            let samples = try? OpusPacket.samplesPerChannel(in: payload, sampleRate: format.sampleRate)
+            let samples = decoder.durationAndFEC(of: payload)?.samples
         else {
             statistics.invalidPackets += 1
             return
@@ -148,7 +151,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
         return recentPayloads.withUnsafeBufferPointer { r in
             let payload = UnsafeBufferPointer(
                 rebasing: r[(slot * Self.maxPayloadBytes)..<(slot * Self.maxPayloadBytes + length)])
-            guard OpusPacket.hasFEC(payload) else { return 0 }
+            guard decoder.hasFEC(payload) else { return 0 }
             return pcm.withUnsafeMutableBufferPointer { p in
                 (try? decoder.decodeFEC(
                     from: payload, frameSamples: samples,

@@ -22,6 +22,12 @@ public enum SRTPPolicy: Equatable, Sendable {
 /// What this endpoint is able and willing to do for one audio stream; the input of ``SessionDescription/makeOffer(_:sessionID:)``
 /// and ``SessionDescription/makeAnswer(to:localCapabilities:sessionID:)``.
 public struct AudioCapabilities: Equatable, Sendable {
+    /// The codecs we code, in our preference order: an offer lists them in this order, an answer takes the
+    /// offer's first one that is here. Opus (wideband, FEC) first, then G.722 (wideband), then G.711 µ-law and
+    /// A-law, which every SIP trunk, gateway and desk phone has.
+    public var codecs: [AudioCodec]
+    /// The default order: Opus, G.722, PCMU, PCMA.
+    public static let defaultCodecs: [AudioCodec] = [.opus, .g722, .pcmu, .pcma]
     /// Dynamic payload type we offer for Opus (an answer reuses the offer's).
     public var payloadType: UInt8
     /// Address and RTP port the peer should send to (our transport's local address).
@@ -69,8 +75,11 @@ public struct AudioCapabilities: Equatable, Sendable {
         maxReceiveBitrate: Int? = nil, maxPlaybackRate: Int = 48_000, maxptime: Int? = 120,
         srtp: SRTPPolicy = .required([.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32]), rtcpMux: Bool = true,
         rtcpPort: Int? = nil, direction: MediaDirection = .sendrecv, dtlsFingerprint: String? = nil,
-        offersSDESWithDTLS: Bool = false, ice: SDPICEParameters? = nil
+        offersSDESWithDTLS: Bool = false, ice: SDPICEParameters? = nil,
+        codecs: [AudioCodec] = AudioCapabilities.defaultCodecs
     ) {
+        precondition(!codecs.isEmpty, "AudioCapabilities needs at least one codec")
+        self.codecs = codecs
         self.ice = ice
         self.rtcpPort = rtcpPort
         self.offersSDESWithDTLS = offersSDESWithDTLS
@@ -98,6 +107,21 @@ public struct AudioCapabilities: Equatable, Sendable {
             maxPlaybackRate: maxPlaybackRate, spropMaxCaptureRate: send.sampleRate,
             maxAverageBitrate: maxReceiveBitrate, stereo: receiveStereo, spropStereo: send.channels == 2,
             cbr: receiveCBR ? true : nil, useInbandFEC: receiveFEC, useDTX: receiveDTX)
+    }
+
+    /// Our payload types in preference order: Opus at ``payloadType``, the telephony codecs at their static ones.
+    var formats: [RTPFormat] {
+        codecs.map { codec in
+            switch codec {
+            case .opus:
+                RTPFormat(
+                    payloadType: payloadType, rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
+                    opusParameters: opusParameters)
+            case .telephony(let t):
+                RTPFormat(
+                    payloadType: t.payloadType, rtpmap: RTPMap(encodingName: t.encodingName, clockRate: t.rtpClockRate))
+            }
+        }
     }
 
     var connection: SDPConnection {
@@ -134,9 +158,12 @@ public struct NegotiatedDTLS: Equatable, Sendable {
 
 /// The outcome of offer/answer for one audio stream: everything a media stream is configured with.
 public struct NegotiatedAudio: Equatable, Sendable {
-    /// The Opus payload type both sides use (the offer's).
+    /// The codec both sides send (the first of the offer's that the answerer codes).
+    public var codec: AudioCodec = .opus
+    /// The codec's payload type both sides use (the offer's).
     public var payloadType: UInt8
-    /// Encoder settings for our send side: our willingness limited by the peer's receive preferences.
+    /// Encoder settings for our send side: our willingness limited by the peer's receive preferences (for a
+    /// telephony codec only `frameDuration`, the packet time, applies).
     public var encoder: OpusEncoderConfiguration
     /// Channels to decode to: 2 only when we asked for stereo and the peer says it sends stereo.
     public var decoderChannels: Int
@@ -187,7 +214,8 @@ public struct SDPICEParameters: Equatable, Sendable {
 }
 
 extension SessionDescription {
-    /// An offer for one Opus audio stream with fresh SRTP keys (one `a=crypto` line per suite, tags 1, 2, …).
+    /// An offer for one audio stream listing ``AudioCapabilities/codecs`` in order, with fresh SRTP keys (one
+    /// `a=crypto` line per suite, tags 1, 2, …).
     ///
     /// Keep the returned description: ``negotiate(answer:localCapabilities:)`` needs the keys it contains.
     public static func makeOffer(_ local: AudioCapabilities, sessionID: UInt64 = .random(in: 1...(1 << 62)))
@@ -211,14 +239,8 @@ extension SessionDescription {
             dtlsAttributes = ["fingerprint:" + fingerprint, "setup:actpass"]
         }
         var audio = AudioMediaDescription(
-            port: local.port, transportProtocol: proto,
-            formats: [
-                RTPFormat(
-                    payloadType: local.payloadType,
-                    rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
-                    opusParameters: local.opusParameters)
-            ],
-            direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
+            port: local.port, transportProtocol: proto, formats: local.formats, direction: local.direction,
+            ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
         audio.formats += telephoneEventFormats(for: audio.formats, local: local)
         audio.otherAttributes = dtlsAttributes + (local.ice?.attributes ?? [])
@@ -229,12 +251,12 @@ extension SessionDescription {
             connection: local.connection, audio: audio)
     }
 
-    /// Answers `offer`: picks its first Opus payload type, its first crypto line with a suite we support (with a
+    /// Answers `offer`: picks its first payload type of a codec in ``AudioCapabilities/codecs``, its first crypto line with a suite we support (with a
     /// fresh key of ours under the offer's tag), rtcp-mux if offered and wanted, and the send settings of
     /// ``NegotiatedAudio/encoder`` (see ``SessionDescription/negotiateSendSide(local:remote:opus:)``). Other media sections are rejected
     /// with port 0.
     ///
-    /// - Throws: ``SDPError/noOpus``, ``SDPError/audioRejected`` (offer port 0), ``SDPError/noCommonCryptoSuite(offered:)``,
+    /// - Throws: ``SDPError/noCommonCodec(offered:)``, ``SDPError/audioRejected`` (offer port 0), ``SDPError/noCommonCryptoSuite(offered:)``,
     ///   ``SDPError/srtpRequired``, ``SDPError/srtpNotSupported``, or ``SDPError/missingLine(_:)`` for no address.
     public static func makeAnswer(
         to offer: SessionDescription, localCapabilities local: AudioCapabilities,
@@ -242,7 +264,9 @@ extension SessionDescription {
     ) throws(SDPError) -> (answer: SessionDescription, negotiated: NegotiatedAudio) {
         let remote = offer.audio
         guard remote.port != 0 else { throw .audioRejected }
-        guard let opus = remote.opus else { throw .noOpus }
+        guard let chosen = remote.formats.first(where: { $0.codec.map(local.codecs.contains) ?? false }),
+            let codec = chosen.codec
+        else { throw .noCommonCodec(offered: remote.formats.filter { !$0.isTelephoneEvent }.map(\.displayName)) }
 
         var localCrypto: SDESCryptoAttribute?
         var srtp: NegotiatedSRTP?
@@ -291,21 +315,17 @@ extension SessionDescription {
         let direction = MediaDirection(
             sends: remote.direction.receives && local.direction.sends,
             receives: remote.direction.sends && local.direction.receives)
-        let encoder = negotiateSendSide(local: local, remote: remote, opus: opus)
+        let encoder = negotiateSendSide(local: local, remote: remote, format: chosen)
+        var answerFormat = local.formats.first(where: { $0.codec == codec })!
+        answerFormat.payloadType = chosen.payloadType
 
         var answerAudio = AudioMediaDescription(
-            port: local.port, transportProtocol: remote.transportProtocol,
-            formats: [
-                RTPFormat(
-                    payloadType: opus.payloadType,
-                    rtpmap: RTPMap(encodingName: "opus", clockRate: 48_000, channels: 2),
-                    opusParameters: local.opusParameters)
-            ],
+            port: local.port, transportProtocol: remote.transportProtocol, formats: [answerFormat],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
         let answeredEvent =
             local.telephoneEventPayloadType == nil
-            ? nil : remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000)
+            ? nil : remote.telephoneEventMatching(clockRate: chosen.rtpmap?.clockRate ?? codec.rtpClockRate)
         if let answeredEvent {
             answerAudio.formats.append(
                 telephoneEvent(payloadType: answeredEvent.payloadType, clockRate: answeredEvent.clockRate))
@@ -323,7 +343,7 @@ extension SessionDescription {
                 return m
             })
         var negotiated = try makeNegotiated(
-            remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
+            remoteDescription: offer, local: local, format: chosen, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
         negotiated.telephoneEventPayloadType = answeredEvent?.payloadType
@@ -335,16 +355,18 @@ extension SessionDescription {
     /// The offerer's side: combines our `self` offer with the peer's `answer`.
     ///
     /// - Throws: ``SDPError/answerDoesNotMatchOffer(_:)`` when the answer's crypto tag or suite was not offered, or
-    ///   its Opus payload type differs; ``SDPError/srtpRequired`` when we required SRTP and it has none;
-    ///   ``SDPError/audioRejected``, ``SDPError/noOpus``.
+    ///   its codec's payload type was not offered; ``SDPError/srtpRequired`` when we required SRTP and it has none;
+    ///   ``SDPError/audioRejected``, ``SDPError/noCommonCodec(offered:)``.
     public func negotiate(answer: SessionDescription, localCapabilities local: AudioCapabilities) throws(SDPError)
         -> NegotiatedAudio
     {
         let remote = answer.audio
         guard remote.port != 0 else { throw .audioRejected }
-        guard let opus = remote.opus else { throw .noOpus }
-        guard audio.formats.contains(where: { $0.payloadType == opus.payloadType && $0.isOpus }) else {
-            throw .answerDoesNotMatchOffer("Opus payload type \(opus.payloadType) was not offered")
+        guard let chosen = remote.formats.first(where: { $0.codec.map(local.codecs.contains) ?? false }),
+            let codec = chosen.codec
+        else { throw .noCommonCodec(offered: remote.formats.filter { !$0.isTelephoneEvent }.map(\.displayName)) }
+        guard audio.formats.contains(where: { $0.payloadType == chosen.payloadType && $0.codec == codec }) else {
+            throw .answerDoesNotMatchOffer("\(codec) payload type \(chosen.payloadType) was not offered")
         }
         var srtp: NegotiatedSRTP?
         var dtls: NegotiatedDTLS?
@@ -373,13 +395,13 @@ extension SessionDescription {
         let direction = MediaDirection(
             sends: remote.direction.receives && audio.direction.sends,
             receives: remote.direction.sends && audio.direction.receives)
-        let encoder = Self.negotiateSendSide(local: local, remote: remote, opus: opus)
+        let encoder = Self.negotiateSendSide(local: local, remote: remote, format: chosen)
         var negotiated = try Self.makeNegotiated(
-            remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
+            remoteDescription: answer, local: local, format: chosen, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
         // The answer's telephone-event (at the codec's clock rate, else 8000), if we offered that type at that rate.
-        if let event = remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000),
+        if let event = remote.telephoneEventMatching(clockRate: chosen.rtpmap?.clockRate ?? codec.rtpClockRate),
             audio.telephoneEventPayloadType(clockRate: event.clockRate) == event.payloadType
         {
             negotiated.telephoneEventPayloadType = event.payloadType
@@ -418,10 +440,15 @@ extension SessionDescription {
     /// - sample rate lowered to the highest Opus rate ≤ the peer's `maxplaybackrate` (no point coding more);
     /// - packet time = the peer's `a=ptime` (or fmtp `ptime`) if Opus can produce it, else ours; then capped by the
     ///   peer's `a=maxptime` and raised to its `minptime`.
+    ///
+    /// For a telephony codec only the packet time applies (from `a=ptime`/`a=maxptime`): no FEC, DTX or stereo.
     public static func negotiateSendSide(
-        local: AudioCapabilities, remote: AudioMediaDescription, opus: RTPFormat
+        local: AudioCapabilities, remote: AudioMediaDescription, format: RTPFormat
     ) -> OpusEncoderConfiguration {
-        let params = opus.opusParameters ?? OpusFormatParameters()
+        var params = format.opusParameters ?? OpusFormatParameters()
+        if format.codec != .opus {
+            params = OpusFormatParameters(useInbandFEC: false, useDTX: false)
+        }
         var encoder = local.send
         encoder.inbandFEC = local.send.inbandFEC && params.effectiveUseInbandFEC
         encoder.dtx = local.send.dtx && params.effectiveUseDTX
@@ -450,16 +477,17 @@ extension SessionDescription {
     }
 
     private static func makeNegotiated(
-        remoteDescription: SessionDescription, local: AudioCapabilities, payloadType: UInt8,
+        remoteDescription: SessionDescription, local: AudioCapabilities, format: RTPFormat,
         encoder: OpusEncoderConfiguration, srtp: NegotiatedSRTP?, rtcpMux: Bool, direction: MediaDirection
     ) throws(SDPError) -> NegotiatedAudio {
         guard let connection = remoteDescription.audioConnection else { throw .missingLine("c=") }
         let remote = remoteDescription.audio
-        let params = remote.opus?.opusParameters ?? OpusFormatParameters()
+        let codec = format.codec ?? .opus
+        let params = format.opusParameters ?? OpusFormatParameters()
         return NegotiatedAudio(
-            payloadType: payloadType, encoder: encoder,
-            decoderChannels: local.receiveStereo && params.effectiveSpropStereo ? 2 : 1,
-            peerWantsFEC: params.effectiveUseInbandFEC, srtp: srtp, rtcpMux: rtcpMux,
+            codec: codec, payloadType: format.payloadType, encoder: encoder,
+            decoderChannels: codec == .opus && local.receiveStereo && params.effectiveSpropStereo ? 2 : 1,
+            peerWantsFEC: codec == .opus && params.effectiveUseInbandFEC, srtp: srtp, rtcpMux: rtcpMux,
             ptime: encoder.frameDuration.milliseconds, remoteAddress: connection.address, remotePort: remote.port,
             remoteRTCPPort: rtcpMux ? remote.port : (remote.rtcpPort ?? remote.port + 1), direction: direction)
     }

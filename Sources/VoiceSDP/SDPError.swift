@@ -11,8 +11,9 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingLine(String)
     /// An `a=crypto:` line in the audio section is malformed (unknown suites are skipped, not rejected).
     case badCrypto(line: Int, SDESError)
-    /// The offer or answer has no Opus payload type (`a=rtpmap:<pt> opus/48000/2`) in its audio section.
-    case noOpus
+    /// The offer or answer has no payload type of a codec we use (Opus, G.722, PCMU, PCMA) in its audio section;
+    /// `offered` lists its encoding names (or bare payload types). A SIP user agent answers this `488`.
+    case noCommonCodec(offered: [String])
     /// The audio section was rejected (port 0) by the answerer, or offers nothing to use.
     case audioRejected
     /// The offer carries `a=crypto` lines, but none with a suite we support (the offered suites are listed).
@@ -34,7 +35,8 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformedLine(let line, let reason): "SDP line \(line): \(reason)"
         case .missingLine(let what): "SDP has no \(what) line"
         case .badCrypto(let line, let error): "SDP line \(line): \(error)"
-        case .noOpus: "the audio section offers no Opus payload type"
+        case .noCommonCodec(let offered):
+            "no common audio codec (offered: \(offered.isEmpty ? "none" : offered.joined(separator: ", ")))"
         case .audioRejected: "the audio section was rejected (port 0)"
         case .noCommonCryptoSuite(let offered):
             "no common SRTP crypto suite (offered: \(offered.joined(separator: ", ")))"

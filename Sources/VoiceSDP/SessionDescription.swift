@@ -94,6 +94,25 @@ public struct RTPFormat: Equatable, Sendable {
     }
 
     public var isOpus: Bool { rtpmap?.isOpus ?? false }
+
+    /// The codec this payload type carries, when it is one the engine codes: Opus by its rtpmap, G.711/G.722 by
+    /// their rtpmap (`PCMU/8000`, `PCMA/8000`, `G722/8000`, names case-insensitive) or, without one, by their
+    /// static payload type (RFC 3551: 0, 8, 9).
+    public var codec: AudioCodec? {
+        guard let rtpmap else {
+            return TelephonyCodec.allCases.first(where: { $0.payloadType == payloadType }).map(AudioCodec.telephony)
+        }
+        if rtpmap.isOpus { return .opus }
+        guard rtpmap.clockRate == 8_000, (rtpmap.channels ?? 1) == 1 else { return nil }
+        let name = rtpmap.encodingName.uppercased()
+        return TelephonyCodec.allCases.first(where: { $0.encodingName == name }).map(AudioCodec.telephony)
+    }
+
+    /// Whether this is RFC 4733 `telephone-event` (DTMF beside a codec, not a codec).
+    var isTelephoneEvent: Bool { rtpmap?.encodingName.lowercased() == "telephone-event" }
+
+    /// How an offer names this payload type's codec in a refusal: its rtpmap, else the payload type.
+    var displayName: String { rtpmap?.value ?? "\(payloadType)" }
 }
 
 /// The audio `m=` section of an SDP: everything offer/answer needs for one Opus stream.

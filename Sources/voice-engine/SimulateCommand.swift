@@ -8,14 +8,15 @@ struct SimulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
         abstract:
-            "Send IN.wav through one direction of a call (voice processing, Opus, RTP, SRTP, simulated network, jitter buffer, decoder) and write what the receiver plays.",
+            "Send IN.wav through one direction of a call (voice processing, codec, RTP, SRTP, simulated network, jitter buffer, decoder) and write what the receiver plays.",
         discussion: """
             Runs in fast time. OUT.wav is at the input's rate and includes the mouth-to-ear delay. The network is \
             either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
             (--trace FILE, CSV 'send_ms,arrival_ms', one row per RTP packet in send order, empty arrival = lost). \
             The receiver asks for in-band FEC (useinbandfec=1, as the engine's SDP does), so the sender's Opus \
             carries FEC from the first packet (expecting 5 % loss) and adapts it from the RTCP the receiver sends \
-            back over a clean path.
+            back over a clean path. With --codec pcmu, pcma (8 kHz) or g722 (16 kHz) the whole chain runs at that \
+            codec's rate and a lost packet is concealed with spandsp's PLC.
             """)
 
     @Option(help: "Input speech: mono 16-bit or float WAV, 8000...48000 Hz.")
@@ -47,6 +48,8 @@ struct SimulateCommand: ParsableCommand {
     var report: String?
     @Option(help: "Jitter buffer: adaptive or speexdsp.")
     var jitterBuffer: String = "adaptive"
+    @Option(help: "Codec: opus, g722, pcmu or pcma.")
+    var codec: String = "opus"
     @Option(help: "Opus bitrate in bits per second.")
     var bitrate: Int = 32_000
     @Option(help: "Packet time in ms: 10, 20, 40 or 60 (one Opus frame per packet).")
@@ -74,6 +77,8 @@ struct SimulateCommand: ParsableCommand {
     static let driftRange = OptionRange("--drift", -10_000...10_000, "ppm")
     static let bitrateRange = OptionRange("--bitrate", 6_000...510_000, "bits per second")
 
+    static let codecs: [String: AudioCodec] = ["opus": .opus, "g722": .g722, "pcmu": .pcmu, "pcma": .pcma]
+
     func validate() throws {
         try Self.lossRange.check(loss)
         try Self.jitterRange.check(jitter)
@@ -82,6 +87,9 @@ struct SimulateCommand: ParsableCommand {
         try Self.bitrateRange.check(bitrate)
         guard OpusFrameDuration(rawValue: ptime) != nil else {
             throw ValidationError("--ptime \(ptime): use 10, 20, 40 or 60")
+        }
+        guard Self.codecs[codec] != nil else {
+            throw ValidationError("--codec \(codec): use opus, g722, pcmu or pcma")
         }
         guard ["adaptive", "speexdsp"].contains(jitterBuffer) else {
             throw ValidationError("--jitter-buffer \(jitterBuffer): use adaptive or speexdsp")
@@ -138,7 +146,9 @@ struct SimulateCommand: ParsableCommand {
         let options = OneWaySimulation.Options(
             network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,
             voiceProcessing: !noVoiceProcessing,
-            jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture, scoresAgainstIdealReceiver: true)
+            jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture,
+            // The ideal receiver decodes Opus (its FEC is what it measures against).
+            scoresAgainstIdealReceiver: codec == "opus", codec: Self.codecs[codec] ?? .opus)
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(

@@ -231,15 +231,17 @@ import VoiceEngine
         #expect(lines == ["m=video 0 RTP/SAVP 96", "m=audio 1 RTP/SAVP 111 101"])
     }
 
-    @Test func rejectedAudioAndMissingOpusAreErrors() throws {
+    @Test func rejectedAudioAndNoCommonCodecAreErrors() throws {
         var offer = SessionDescription.makeOffer(Self.caps())
         offer.audio.port = 0
         #expect(throws: SDPError.audioRejected) {
             try SessionDescription.makeAnswer(to: offer, localCapabilities: Self.caps(port: 1))
         }
         offer.audio.port = 4000
-        offer.audio.formats = [RTPFormat(payloadType: 0, rtpmap: RTPMap(encodingName: "PCMU", clockRate: 8000))]
-        #expect(throws: SDPError.noOpus) {
+        offer.audio.formats = [
+            RTPFormat(payloadType: 3, rtpmap: RTPMap(encodingName: "GSM", clockRate: 8000)), RTPFormat(payloadType: 18)
+        ]
+        #expect(throws: SDPError.noCommonCodec(offered: ["GSM/8000", "18"])) {
             try SessionDescription.makeAnswer(to: offer, localCapabilities: Self.caps(port: 1))
         }
     }

@@ -9,9 +9,9 @@ import VoiceTestSupport
 
 let baresipPath = "/usr/bin/baresip"
 
-/// baresip (Debian's, v1.0) against the engine with real media: Opus with SDES-SRTP on loopback, each side's speech
-/// from a file and what it heard recorded (the engine's file speaker; baresip's `sndfile` dump of what it decoded),
-/// then the speech each side sent is looked for in what the other recorded. baresip does not multiplex RTCP, so each
+/// baresip (Debian's, v1.0) against the engine with real media: Opus (or only G.711, only G.722) with SDES-SRTP on
+/// loopback, each side's speech from a file and what it heard recorded (the engine's file speaker; baresip's
+/// `sndfile` dump of what it decoded), then the speech each side sent is looked for in what the other recorded. baresip does not multiplex RTCP, so each
 /// side's reports must reach the other's RTCP port: the engine's round trip needs baresip's report blocks about the
 /// engine's sender reports. Ports 25140–25149 are this suite's.
 @Suite(
@@ -39,10 +39,7 @@ struct BaresipTests {
             let negotiated = try await log.established()
             #expect(negotiated.srtp != nil && negotiated.remotePort != 0)
             #expect(!negotiated.rtcpMux && negotiated.remoteRTCPPort == negotiated.remotePort + 1, "\(negotiated)")
-            let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-            await call.hangUp()
-            #expect(try await log.ended().cause == .localHangup)
-            try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+            try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             try await agent.endpoint.close()
         }
     }
@@ -62,13 +59,56 @@ struct BaresipTests {
                 let negotiated = try await call.answer(with: media.capabilities)
                 #expect(!negotiated.rtcpMux, "baresip offered a=rtcp-mux")
                 _ = try await log.established()
-                let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
-                await call.hangUp()
-                #expect(try await log.ended().cause == .localHangup)
-                try verifySpeech(engineHeard: heard, baresipDirectory: directory)
+                try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
             }
             try await agent.endpoint.close()
         }
+    }
+
+    /// baresip with only G.711 (PCMU, PCMA) or only G.722 loaded: the engine offers Opus, G.722, PCMU, PCMA and
+    /// baresip answers its own codec; then baresip offers its codec and the engine answers it. Speech both ways.
+    @Test(arguments: [("g711", AudioCodec.pcmu, 25144), ("g722", AudioCodec.g722, 25146)])
+    func telephonyCodecCallsBothWays(module: String, codec: AudioCodec, port: Int) async throws {
+        try await withBaresip(port: port, dial: nil, codec: module) { loop, directory in
+            let (agent, _) = try await makeAgent("engine", on: loop)
+            let media = try await EngineMedia.bind()
+            let call = try await agent.call(
+                SIPURI(user: "b", host: "127.0.0.1", port: port), offering: media.capabilities)
+            let log = CallEventLog(call)
+            let negotiated = try await log.established()
+            #expect(negotiated.codec == codec && negotiated.payloadType == codec.staticPayloadType, "\(negotiated)")
+            try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
+            try await agent.endpoint.close()
+        }
+        try await withEventLoop { loop in
+            let (agent, _) = try await makeAgent("engine", on: loop)
+            let enginePort = try #require(await agent.endpoint.localAddress(.udp)?.port)
+            try await withBaresip(
+                port: port + 1, dial: "sip:engine@127.0.0.1:\(enginePort)", loop: loop, codec: module
+            ) { _, directory in
+                let media = try await EngineMedia.bind(announcingRTCPPort: true)
+                var incoming = agent.incomingCalls.makeAsyncIterator()
+                let call = try #require(await incoming.next())
+                let log = CallEventLog(call)
+                try await call.refuseUnacceptableOffer(media.capabilities)
+                try await call.ring()
+                let negotiated = try await call.answer(with: media.capabilities)
+                #expect(negotiated.codec == codec, "\(negotiated)")
+                _ = try await log.established()
+                try await talkAndHangUp(call, log, media: media, negotiated: negotiated, directory: directory)
+            }
+            try await agent.endpoint.close()
+        }
+    }
+
+    /// Runs the established call's media for ``seconds``, hangs up, and checks the speech both ways.
+    func talkAndHangUp(
+        _ call: SIPCall, _ log: CallEventLog, media: EngineMedia, negotiated: NegotiatedAudio, directory: URL
+    ) async throws {
+        let heard = try await media.run(negotiated, directory: directory, seconds: Self.seconds)
+        await call.hangUp()
+        #expect(try await log.ended().cause == .localHangup)
+        try verifySpeech(engineHeard: heard, baresipDirectory: directory)
     }
 
     /// The engine's speaker holds baresip's speech and baresip's decoded dump holds the engine's.
@@ -102,16 +142,17 @@ struct BaresipTests {
         )
     }
 
-    /// baresip on `port` with auto-answer, SRTP mandatory, Opus only, a long copy of `baresipSpeech` as microphone,
-    /// an ALSA null speaker and the `sndfile` dump; dialing `dial` when given.
+    /// baresip on `port` with auto-answer, SRTP mandatory, only `codec`'s module (`opus`, `g711`, `g722`), a long
+    /// copy of `baresipSpeech` as microphone, an ALSA null speaker and the `sndfile` dump; dialing `dial` when given.
     func withBaresip(
-        port: Int, dial: String?, loop given: (any EventLoop)? = nil, _ body: (any EventLoop, URL) async throws -> Void
+        port: Int, dial: String?, loop given: (any EventLoop)? = nil, codec: String = "opus",
+        _ body: (any EventLoop, URL) async throws -> Void
     ) async throws {
         let directory = try makeTemporaryDirectory("baresip")
         defer { try? FileManager.default.removeItem(at: directory) }
         // aufile plays its file once and baresip hangs up at its end: the file must outlast the call.
         let source = try BaresipPeer.repeated(Self.baresipSpeech, seconds: Self.seconds + 15, into: directory)
-        var arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: source)
+        var arguments = try BaresipPeer.configure(directory: directory, port: port, microphone: source, codec: codec)
         if let dial { arguments += ["-e", "/dial \(dial)"] }
         let baresip = try PeerProcess(
             name: "baresip", executable: baresipPath, arguments: arguments, directory: directory)

@@ -256,7 +256,8 @@ struct SIPCallTests {
     }
 
     /// Requests a user agent cannot take are answered with their status, never dropped silently or trapped on:
-    /// unknown dialogs 481, unreadable SDP 488, an offer without Opus 488 when answered, other methods 405.
+    /// unknown dialogs 481, unreadable SDP 488, an offer with no common codec 488 (with `Warning: 305`) before it
+    /// rings, other methods 405.
     @Test func badRequestsGetTheirStatus() async throws {
         try await withEventLoop { loop in
             let (bob, _) = try await makeAgent("bob", on: loop)
@@ -283,13 +284,20 @@ struct SIPCallTests {
             #expect(message.statusCode == 405 && message.headers.first("Allow")?.contains("INVITE") == true)
             #expect(try await send(.options, callID: "ping").statusCode == 200)
 
-            let pcmuOnly =
-                "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40050 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
-            async let refused = send(.invite, callID: "no-opus", sdp: pcmuOnly)
+            let gsmOnly =
+                "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40050 RTP/AVP 3\r\na=rtpmap:3 GSM/8000\r\n"
+            async let refused = send(.invite, callID: "no-common-codec", sdp: gsmOnly)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
-            await #expect(throws: SDPError.noOpus) { try await call.answer(with: testCapabilities(port: 40052)) }
-            #expect(try await refused.statusCode == 488)
+            await #expect(throws: SDPError.noCommonCodec(offered: ["GSM/8000"])) {
+                try await call.refuseUnacceptableOffer(testCapabilities(port: 40052))
+            }
+            let refusal = try await refused
+            #expect(
+                refusal.statusCode == 488
+                    && refusal.reasonPhrase == "Not Acceptable Here (no common audio codec (offered: GSM/8000))")
+            let warning = try #require(refusal.headers.first("Warning"))
+            #expect(warning.hasPrefix("305 127.0.0.1") && warning.hasSuffix(" \"Incompatible media format\""))
             try await probe.close()
             try await bob.endpoint.close()
         }

@@ -174,6 +174,30 @@ struct SIPInviteSessionTests {
         #expect(error as? SDPError == .srtpNotSupported)
     }
 
+    /// No common codec: 488 with `Warning: 305` before any ringing, and the call ends; an offer that can be met
+    /// passes the check without a response, and the call then rings.
+    @Test func anOfferWithNoCommonCodecIsRefusedBeforeRinging() throws {
+        var g711Only = Party.bobCapabilities
+        g711Only.codecs = [.pcmu, .pcma]
+        let noCodec = SDPError.noCommonCodec(offered: ["opus/48000/2", "G722/8000"])
+        var alice = Party.aliceCapabilities
+        alice.codecs = [.opus, .g722]
+        var bob = try SessionScript.callee(
+            Party.withVia(Party.aliceInvite(offer: SessionDescription.makeOffer(alice, sessionID: 1)), branch: "inv"))
+        bob.step(
+            at: 0, .command(.refuseUnacceptableOffer(g711Only), .init(1)),
+            ["respond 488 to INVITE", "emit ended failed 488 offer not acceptable: \(noCodec)", "fail #1: \(noCodec)"])
+        let refusal = try bob.lastResponse()
+        #expect(refusal.reasonPhrase == "Not Acceptable Here (\(noCodec))")
+        #expect(refusal.headers.first("Warning")?.hasSuffix(" \"Incompatible media format\"") == true)
+        #expect(refusal.headers.first("Warning")?.hasPrefix("305 ") == true)
+
+        var ringing = try SessionScript.callee(Self.aliceInvite())
+        ringing.step(at: 0, .command(.refuseUnacceptableOffer(Party.bobCapabilities), .init(1)), ["complete #1"])
+        ringing.step(
+            at: 0.1, .command(.ring(earlyMedia: nil, headers: []), .init(2)), ["respond 180 to INVITE", "complete #2"])
+    }
+
     // MARK: CANCEL races
 
     @Test func aHangUpBeforeAnyProvisionalWaitsForOneToCancel() throws {

@@ -1,7 +1,8 @@
 import Foundation
 import VoiceCore
 
-/// baresip (Debian's) as a far end for tests: one account on loopback with auto-answer, Opus only, SRTP
+/// baresip (Debian's) as a far end for tests: one account on loopback with auto-answer, one codec (Opus unless
+/// told: G.711 or G.722 for telephony), SRTP
 /// mandatory, a speech file as microphone (repeated to outlast the call), an ALSA null speaker, the `sndfile`
 /// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). With SDES it does not
 /// multiplex RTCP (`rtcp_mux no`): its reports go to the peer's RTCP port and it takes reports only on its own.
@@ -19,10 +20,13 @@ public enum BaresipPeer {
     ///     `dtls_srtp` module, with rtcp-mux so that one handshake on the RTP port keys the call).
     ///   - controlPort: loads `ctrl_tcp` on 127.0.0.1 at this port (netstring JSON commands such as `sndcode`, and
     ///     every event, DTMF included, sent to the connected client).
+    ///   - codec: the only codec baresip loads and offers: `opus`, `g711` (PCMU and PCMA) or `g722`.
     public static func configure(
         directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40,
-        mediaEncryption: String = "srtp-mand", controlPort: Int? = nil
+        mediaEncryption: String = "srtp-mand", controlPort: Int? = nil, codec: String = "opus"
     ) throws -> [String] {
+        let codecNames = ["opus": "opus", "g711": "PCMU,PCMA", "g722": "G722"]
+        precondition(codecNames[codec] != nil, "BaresipPeer.configure: no codec \(codec)")
         var keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
         if let controlPort { keyingLines += "module_app ctrl_tcp.so\nctrl_tcp_listen 127.0.0.1:\(controlPort)\n" }
         let config = """
@@ -36,7 +40,7 @@ public enum BaresipPeer {
             ausrc_channels 1
             auplay_channels 1
             module_path /usr/lib/baresip/modules
-            module opus.so
+            module \(codec).so
             module srtp.so
             module aufile.so
             module alsa.so
@@ -50,7 +54,8 @@ public enum BaresipPeer {
             \(keyingLines)
             """
         try config.write(to: directory.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-        try "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=opus;answermode=auto\n"
+        try
+            "<sip:\(user)@127.0.0.1:\(port)>;regint=0;mediaenc=\(mediaEncryption);audio_codecs=\(codecNames[codec]!);answermode=auto\n"
             .write(to: directory.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
         return ["-f", directory.path, "-s", "-t", "\(seconds)"]
     }

@@ -114,8 +114,19 @@ public enum SpeechMatch {
         return best.lag
     }
 
-    /// 48 kHz (baresip's dump) to 16 kHz: a 3-sample average, then every third sample.
+    /// 48 kHz (baresip's dump) to 16 kHz: a 3-sample average, then every third sample; 8 kHz (a G.711 dump or
+    /// recording) to 16 kHz by linear interpolation.
     public static func to16k(_ samples: [Int16], rate: Int) -> [Int16] {
+        if rate == 8_000 {
+            var out: [Int16] = []
+            out.reserveCapacity(samples.count * 2)
+            for (i, sample) in samples.enumerated() {
+                let next = i + 1 < samples.count ? samples[i + 1] : sample
+                out.append(sample)
+                out.append(Int16((Int(sample) + Int(next)) / 2))
+            }
+            return out
+        }
         guard rate == 48_000 else { return samples }
         var out: [Int16] = []
         out.reserveCapacity(samples.count / 3)

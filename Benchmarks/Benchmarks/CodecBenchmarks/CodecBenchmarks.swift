@@ -34,4 +34,16 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Opus.conceal.20ms.16k", configuration: configuration) { benchmark in
         blackHole(conceal.run(benchmark.scaledIterations.count))
     }
+
+    // G.711 and G.722 (spandsp): encode, decode and the concealer's history per frame; concealment of a loss.
+    for codec in TelephonyCodec.allCases {
+        let telephony = TelephonyWorkload(codec: codec)
+        blackHole(telephony.run(telephony.frameCount))
+        Benchmark("\(codec.encodingName).encode+decode.20ms", configuration: configuration) { benchmark in
+            blackHole(telephony.run(benchmark.scaledIterations.count))
+        }
+        Benchmark("\(codec.encodingName).conceal.20ms", configuration: configuration) { benchmark in
+            blackHole(telephony.conceal(benchmark.scaledIterations.count))
+        }
+    }
 }

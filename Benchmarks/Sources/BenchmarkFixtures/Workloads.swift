@@ -177,3 +177,61 @@ public final class ResampleWorkload {
         return total
     }
 }
+
+/// G.711 or G.722 through spandsp, one 20 ms frame per iteration: encode, then decode (with the concealer fed),
+/// cycling through `Fixtures.seconds` of speech at the codec's rate; ``conceal(_:)`` conceals lost frames instead.
+public final class TelephonyWorkload {
+    public let codec: TelephonyCodec
+    public let input: FixedBuffer<Int16>
+    public let frameSamples: Int
+    public let frameCount: Int
+    public let payload: FixedBuffer<UInt8>
+    public let pcm: FixedBuffer<Int16>
+    public let encoder: TelephonyEncoder
+    public let decoder: TelephonyDecoder
+    public private(set) var next = 0
+
+    public init(codec: TelephonyCodec) {
+        self.codec = codec
+        input = Fixtures.speech(sampleRate: codec.sampleRate)
+        frameSamples = codec.sampleRate / 50
+        frameCount = input.count / frameSamples
+        payload = FixedBuffer(count: codec.payloadBytes(forSamples: frameSamples), repeating: 0)
+        pcm = FixedBuffer(count: frameSamples, repeating: 0)
+        encoder = TelephonyEncoder(codec: codec)
+        decoder = TelephonyDecoder(codec: codec)
+    }
+
+    /// Encodes and decodes `iterations` frames; returns the samples decoded.
+    public func run(_ iterations: Int) -> Int {
+        let source = input.pointer.baseAddress!
+        let packet = payload.pointer
+        let output = pcm.pointer
+        let encoder = self.encoder
+        let decoder = self.decoder
+        let frameSamples = self.frameSamples
+        var index = next
+        var total = 0
+        for _ in 0..<iterations {
+            do {
+                let bytes = try encoder.encode(
+                    UnsafeBufferPointer(start: source + index * frameSamples, count: frameSamples), into: packet)
+                total &+= try decoder.decode(UnsafeBufferPointer(start: packet.baseAddress, count: bytes), into: output)
+            } catch {
+                fatalError("TelephonyWorkload: \(error)")
+            }
+            index += 1
+            if index == frameCount { index = 0 }
+        }
+        next = index
+        return total
+    }
+
+    /// Conceals `iterations` lost frames; returns the samples produced.
+    public func conceal(_ iterations: Int) -> Int {
+        let output = pcm.pointer
+        var total = 0
+        for _ in 0..<iterations { total &+= decoder.conceal(frameSamples: frameSamples, into: output) }
+        return total
+    }
+}

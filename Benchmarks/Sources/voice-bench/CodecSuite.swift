@@ -3,17 +3,21 @@ import BenchmarkFixtures
 import CBaseline
 import VoiceEngine
 
-/// `voice-bench codec`: Opus encode/decode per 20 ms frame and resampling per 10 ms block, Swift wrapper vs C.
+/// `voice-bench codec`: Opus encode/decode per 20 ms frame, G.711/G.722 encode+decode and concealment per 20 ms
+/// frame, and resampling per 10 ms block, Swift wrapper vs C.
 ///
 /// Both sides get their own codec or resampler state created with the same settings (the C side makes exactly the
 /// calls the wrapper makes: `opus_encoder_create` + the same ctls, `opus_encode`; `opus_decoder_create`,
-/// `opus_decode`; `speex_resampler_init`, `speex_resampler_process_int`), read the same input buffers and write
+/// `opus_decode`; spandsp's `g711_*`/`g722_*`, `plc_rx`, `plc_fillin`; `speex_resampler_init`,
+/// `speex_resampler_process_int`), read the same input buffers and write
 /// into buffers of the same capacity.
 struct CodecSuite: SideBySideSuite {
     static let suiteName = "codec"
     static let configuration = CommandConfiguration(
         commandName: "codec",
-        abstract: "Opus encode/decode (20 ms) and resampling (10 ms): Swift wrappers vs a plain C loop.")
+        abstract:
+            "Opus encode/decode, G.711/G.722 encode+decode and PLC (20 ms), resampling (10 ms): Swift wrappers vs a plain C loop."
+    )
 
     @OptionGroup var options: SideBySideOptions
 
@@ -24,6 +28,8 @@ struct CodecSuite: SideBySideSuite {
             try decodeCase(sampleRate: 16_000),
             try decodeCase(sampleRate: 48_000),
             try concealCase(sampleRate: 16_000),
+            telephonyCase(.pcmu), telephonyCase(.pcma), telephonyCase(.g722),
+            telephonyConcealCase(.pcmu), telephonyConcealCase(.g722),
             try resampleCase(from: 48_000, to: 16_000),
             try resampleCase(from: 16_000, to: 48_000)
         ]
@@ -94,6 +100,56 @@ struct CodecSuite: SideBySideSuite {
                 let total = cb_conceal_loop(c.pointer, Int64(n), pcm.pointer.baseAddress, Int32(workload.frameSamples))
                 precondition(total >= 0, "opus_decode(NULL) failed: \(total)")
                 return Int(total)
+            })
+    }
+
+    private static func cCodec(_ codec: TelephonyCodec) -> Int32 {
+        switch codec {
+        case .pcmu: 0
+        case .pcma: 1
+        case .g722: 2
+        }
+    }
+
+    private func telephonyCase(_ codec: TelephonyCodec) -> SideBySideCase {
+        let workload = TelephonyWorkload(codec: codec)
+        let c = CHandle(
+            cb_telephony_create(Self.cCodec(codec)), "cb_telephony_create", destroy: cb_telephony_destroy)
+        let payload = FixedBuffer<UInt8>(count: workload.payload.count, repeating: 0)
+        let pcm = FixedBuffer<Int16>(count: workload.pcm.count, repeating: 0)
+        var next = 0
+        return SideBySideCase(
+            name: "\(codec.encodingName).encode+decode.20ms",
+            swift: { workload.run($0) },
+            c: { n in
+                let total = cb_telephony_loop(
+                    c.pointer, workload.input.pointer.baseAddress, Int32(workload.frameSamples),
+                    Int32(workload.frameCount), Int64(next), Int64(n), payload.pointer.baseAddress,
+                    pcm.pointer.baseAddress)
+                next = (next + n) % workload.frameCount
+                return Int(total)
+            })
+    }
+
+    /// Concealment right after real speech: both sides first code the same `warmUpFrames` frames.
+    private func telephonyConcealCase(_ codec: TelephonyCodec) -> SideBySideCase {
+        let warmUpFrames = 50
+        let workload = TelephonyWorkload(codec: codec)
+        _ = workload.run(warmUpFrames)
+        let c = CHandle(
+            cb_telephony_create(Self.cCodec(codec)), "cb_telephony_create", destroy: cb_telephony_destroy)
+        let payload = FixedBuffer<UInt8>(count: workload.payload.count, repeating: 0)
+        let pcm = FixedBuffer<Int16>(count: workload.pcm.count, repeating: 0)
+        _ = cb_telephony_loop(
+            c.pointer, workload.input.pointer.baseAddress, Int32(workload.frameSamples), Int32(workload.frameCount),
+            0, Int64(warmUpFrames), payload.pointer.baseAddress, pcm.pointer.baseAddress)
+        return SideBySideCase(
+            name: "\(codec.encodingName).conceal.20ms",
+            swift: { workload.conceal($0) },
+            c: { n in
+                Int(
+                    cb_telephony_conceal_loop(
+                        c.pointer, Int64(n), pcm.pointer.baseAddress, Int32(workload.frameSamples)))
             })
     }
 

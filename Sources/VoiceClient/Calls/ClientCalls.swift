@@ -106,7 +106,8 @@ final class ClientCalls {
         return call
     }
 
-    /// An INVITE from the service: RTP socket, 180 Ringing, a ringing ``Call`` for the app.
+    /// An INVITE from the service: RTP socket, 180 Ringing, a ringing ``Call`` for the app; an offer the client
+    /// cannot meet (no common codec or SRTP keying) is refused with 488 before it rings, and no ``Call`` appears.
     nonisolated(nonsending) func ring(_ sip: SIPCall, mediaHost: String) async {
         let media: CallLink.BoundMedia
         do {
@@ -114,6 +115,10 @@ final class ClientCalls {
                 host: mediaHost, signallingEncrypted: registration.signallingEncrypted, iceRole: .controlled)
         } catch {
             await sip.reject(status: 500, reason: "Cannot Bind Media")
+            return
+        }
+        do { try await sip.refuseUnacceptableOffer(media.capabilities) } catch {
+            await media.transport.close()
             return
         }
         var headers: [String: String] = [:]

@@ -50,7 +50,7 @@ extension MediaStream {
             let elapsed = max(0, (now - anchorTime).nanoseconds)
             let rtp =
                 anchorTimestamp
-                &+ UInt32(truncatingIfNeeded: elapsed * Int64(OpusRTP.clockRate) / 1_000_000_000)
+                &+ UInt32(truncatingIfNeeded: elapsed * Int64(configuration.codec.rtpClockRate) / 1_000_000_000)
             written = writer.senderReport(
                 ssrc: ssrc, ntpTimestamp: ntp(at: now), rtpTimestamp: rtp, packetCount: packetizer.packetCount,
                 octetCount: packetizer.octetCount, block: block)

@@ -115,7 +115,8 @@ extension MediaStream {
         jitterBuffer.insert(
             payload: UnsafeBufferPointer(
                 start: payload.baseAddress?.assumingMemoryBound(to: UInt8.self), count: payload.count),
-            sequenceNumber: packet.sequenceNumber, rtpTimestamp: packet.timestamp, arrival: arrival)
+            sequenceNumber: packet.sequenceNumber, rtpTimestamp: packet.timestamp &* jitterTimestampScale,
+            arrival: arrival)
     }
 
     private func receiveRTCP(length n: Int, arrival: MediaTime) {
@@ -177,7 +178,7 @@ extension MediaStream {
         let fraction = Double(block.fractionLost) / 256
         stats.remoteFractionLost = fraction
         stats.remoteCumulativeLost = Int(block.cumulativeLost)
-        stats.remoteJitterMilliseconds = Double(block.jitter) * 1000 / Double(OpusRTP.clockRate)
+        stats.remoteJitterMilliseconds = Double(block.jitter) * 1000 / Double(configuration.codec.rtpClockRate)
         adaptToLoss(percent: fraction * 100)
     }
 
@@ -190,7 +191,7 @@ extension MediaStream {
             stats.smoothedRemoteLossPercent = x
             haveRemoteLoss = true
         }
-        guard policy.enabled else { return }
+        guard policy.enabled, let encoder else { return }
         let s = stats.smoothedRemoteLossPercent
         let (wantFEC, expected) = policy.setting(forLossPercent: s, fecOn: encoder.configuration.inbandFEC)
         let fecOn = encoder.configuration.inbandFEC

@@ -71,9 +71,14 @@ extension MediaStream {
 
     /// Encodes the full frame and sends it, unless on hold or DTX says it is not worth sending.
     func sendFrame(now: MediaTime) {
-        sendOneFrame(dtx: encoder.configuration.dtx, now: now) {
+        sendOneFrame(dtx: encoder?.configuration.dtx ?? false, now: now) {
             do {
-                let length = try encoder.encode(UnsafeBufferPointer(frameBuffer), into: opusBuffer)
+                let length =
+                    if let encoder {
+                        try encoder.encode(UnsafeBufferPointer(frameBuffer), into: opusBuffer)
+                    } else {
+                        try telephonyEncoder!.encode(UnsafeBufferPointer(frameBuffer), into: opusBuffer)
+                    }
                 return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(opusBuffer)[0..<length])
             } catch {
                 stats.processingErrors += 1

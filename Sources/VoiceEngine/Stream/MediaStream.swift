@@ -11,7 +11,7 @@ import VoiceSRTP
 /// Synchronous and tick-driven: nothing here reads the wall clock; every entry point takes the current media time.
 /// - send: ``processCapture(_:now:)`` with each 10 ms microphone block at the device rate → resample to the
 ///   processing rate → echo canceller (its reference is what ``renderPlayout(into:now:)`` actually played) and
-///   preprocessor when voice processing is on → every ptime: Opus → RTP → SRTP → ``sink``.
+///   preprocessor when voice processing is on → every ptime: the negotiated codec (Opus, G.722, G.711) → RTP → SRTP → ``sink``.
 /// - receive: ``receiveDatagram(_:arrival:)-(UnsafeRawBufferPointer,_)`` for every datagram from the network → RFC 5761 demux → SRTP/SRTCP
 ///   unprotect → RTP parse → RFC 3550 statistics → jitter buffer. Anything wrong is counted by reason in
 ///   ``MediaStreamStatistics/drops`` and dropped; this method never traps on input and never throws.
@@ -54,7 +54,12 @@ public final class MediaStream {
     @exclusivity(unchecked) public var isOnHold = false
 
     // Components.
-    let encoder: OpusEncoder
+    /// The Opus encoder, or nil when the stream was negotiated to a telephony codec (``telephonyEncoder``).
+    let encoder: OpusEncoder?
+    let telephonyEncoder: TelephonyEncoder?
+    /// What received RTP timestamps are multiplied by for the jitter buffer: 2 for G.722, whose 16 kHz audio is
+    /// stamped on an 8 kHz clock (the buffer needs a clock that is a multiple of the audio rate), else 1.
+    let jitterTimestampScale: UInt32
     let jitterBuffer: any JitterBufferStrategy
     let captureResampler: Resampler?
     let playoutResampler: Resampler?
@@ -76,7 +81,7 @@ public final class MediaStream {
     @exclusivity(unchecked) var pendingSRTPOut: (session: SRTPSession, deadline: Int64)?
     /// The last re-key (its scratch buffer) while its old inbound key is still accepted.
     @exclusivity(unchecked) var rekeyBuffer: MediaStreamRekey?
-    @exclusivity(unchecked) var receiveStatistics = ReceiveStatistics(clockRate: OpusRTP.clockRate)
+    @exclusivity(unchecked) var receiveStatistics: ReceiveStatistics
     @exclusivity(unchecked) var scheduler: RTCPScheduler
     @exclusivity(unchecked) var random: SeededGenerator
     let ntpBase: NTPTimeBase
@@ -138,18 +143,30 @@ public final class MediaStream {
         func component<T>(_ name: String, _ make: () throws -> T) throws(MediaStreamError) -> T {
             do { return try make() } catch { throw .componentFailed(component: name, reason: "\(error)") }
         }
-        encoder = try component("Opus encoder") { try OpusEncoder(configuration: opus) }
+        let codec = configuration.codec
+        switch codec {
+        case .opus:
+            encoder = try component("Opus encoder") { try OpusEncoder(configuration: opus) }
+            telephonyEncoder = nil
+        case .telephony(let telephony):
+            encoder = nil
+            telephonyEncoder = TelephonyEncoder(codec: telephony)
+        }
+        receiveStatistics = ReceiveStatistics(clockRate: codec.rtpClockRate)
+        let jitterClockRate = max(codec.rtpClockRate, rate)
+        jitterTimestampScale = UInt32(jitterClockRate / codec.rtpClockRate)
         switch configuration.jitterBuffer {
         case .adaptive(var c):
             c.sampleRate = rate
-            c.rtpClockRate = OpusRTP.clockRate
+            c.rtpClockRate = jitterClockRate
+            c.codec = codec
             c.maxPayloadBytes = max(c.maxPayloadBytes, configuration.maximumDatagramBytes)
             jitterBuffer = try component("jitter buffer") { try AdaptiveJitterBuffer(configuration: c) }
         case .speexdsp:
             jitterBuffer = try component("jitter buffer") {
                 try SpeexJitterBuffer(
-                    sampleRate: rate, rtpClockRate: OpusRTP.clockRate,
-                    frameMilliseconds: opus.frameDuration.milliseconds)
+                    sampleRate: rate, rtpClockRate: jitterClockRate,
+                    frameMilliseconds: opus.frameDuration.milliseconds, codec: codec)
             }
         }
         captureResampler =
@@ -200,7 +217,8 @@ public final class MediaStream {
         self.cname = cname
         let packetsPerSecond = 1000.0 / Double(opus.frameDuration.milliseconds)
         let bandwidth =
-            configuration.rtcp.sessionBandwidth ?? Double(opus.bitrate) + 40 * 8 * packetsPerSecond
+            configuration.rtcp.sessionBandwidth ?? Double(encoder == nil ? 64_000 : opus.bitrate) + 40 * 8
+            * packetsPerSecond
         scheduler = RTCPScheduler(
             sessionBandwidth: bandwidth, firstPacketSize: 60 + cname.utf8.count, now: now,
             useReducedMinimum: configuration.rtcp.useReducedMinimum, using: &random)
@@ -211,10 +229,10 @@ public final class MediaStream {
         processingBlock = rate / 100
         deviceBlock = deviceRate / 100
         frameSamples = opus.samplesPerChannelPerFrame
-        frameTicks = OpusRTP.ticks(samples: frameSamples, codingRate: rate)
+        frameTicks = UInt32(frameSamples * codec.rtpClockRate / rate)
         dtmf = MediaStreamDTMF(
             ticksPerPacket: frameTicks, packetMilliseconds: configuration.packetTimeMilliseconds,
-            audioClockRate: OpusRTP.clockRate, eventClockRate: configuration.telephoneEventClockRate)
+            audioClockRate: codec.rtpClockRate, eventClockRate: configuration.telephoneEventClockRate)
         func samples(_ n: Int) -> UnsafeMutableBufferPointer<Int16> {
             let b = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
             b.initialize(repeating: 0)
@@ -240,8 +258,8 @@ public final class MediaStream {
         playScratch = samples(
             playoutResampler?.maximumOutputCount(forInput: processingBlock) ?? processingBlock)
         playRing = SampleRing(capacity: 4 * deviceBlock + 64)
-        stats.encoderFECEnabled = opus.inbandFEC
-        stats.encoderExpectedLossPercent = opus.expectedLossPercent
+        stats.encoderFECEnabled = encoder != nil && opus.inbandFEC
+        stats.encoderExpectedLossPercent = encoder == nil ? 0 : opus.expectedLossPercent
     }
 
     deinit {
@@ -271,15 +289,18 @@ public final class MediaStream {
     /// loop that polls many streams every tick (the conference mixer's "did this participant send?").
     public var acceptedPacketCount: Int { stats.packetsReceived }
 
-    /// The encoder's current settings (FEC and expected loss change with the peer's reports).
-    public var encoderConfiguration: OpusEncoderConfiguration { encoder.configuration }
+    /// The Opus encoder's current settings (FEC and expected loss change with the peer's reports); for a
+    /// telephony codec the configured Opus settings, unused.
+    public var encoderConfiguration: OpusEncoderConfiguration {
+        encoder?.configuration ?? configuration.effectiveOpus
+    }
 
     /// The echo canceller's view of the echo path, when voice processing is on.
     public var echoCancellerStatistics: EchoCancellerStatistics? { echoCanceller?.statistics }
 
     /// Encoder lookahead in milliseconds (part of the mouth-to-ear delay).
     public var codecLookaheadMilliseconds: Double {
-        guard let samples = try? encoder.lookaheadSamples else { return 0 }
+        guard let samples = try? encoder?.lookaheadSamples else { return 0 }
         return Double(samples) * 1000 / Double(configuration.processingRate)
     }
 

@@ -100,6 +100,9 @@ public struct MediaStreamConfiguration: Sendable {
     /// is the packet time (ptime, 20 ms by default); `inbandFEC`/`expectedLossPercent` are the starting values
     /// that ``lossAdaptation`` then steers; `dtx` as negotiated (`usedtx`).
     public var opus: OpusEncoderConfiguration
+    /// The codec sent and received: Opus (``opus`` configures it) or G.722/G.711, whose rate is fixed (then
+    /// ``processingRate`` must be the codec's own, and ``opus``'s `frameDuration` is still the packet time).
+    public var codec: AudioCodec
     /// Rate of the whole processing chain (echo canceller, encoder, decoder, jitter buffer): 16 kHz by default.
     /// With voice processing on it must be 8, 16 or 48 kHz (what both speexdsp's canceller and Opus support).
     public var processingRate: Int
@@ -142,7 +145,7 @@ public struct MediaStreamConfiguration: Sendable {
     public var ntpAtZero: NTPTimestamp
 
     public init(
-        opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
+        opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus, codec: AudioCodec = .opus,
         processingRate: Int = 16_000,
         deviceFormat: AudioFormat = .mono48k, jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
         srtp: MediaStreamSRTP? = nil, voiceProcessing: Bool = true,
@@ -155,6 +158,7 @@ public struct MediaStreamConfiguration: Sendable {
         ntpAtZero: NTPTimestamp = NTPTimestamp(seconds: 3_900_000_000, fraction: 0)
     ) {
         self.opus = opus
+        self.codec = codec
         self.processingRate = processingRate
         self.deviceFormat = deviceFormat
         self.jitterBuffer = jitterBuffer
@@ -200,6 +204,10 @@ public struct MediaStreamConfiguration: Sendable {
             throw .invalidConfiguration(
                 field: "processingRate",
                 reason: "\(processingRate) Hz is not an Opus rate (8, 12, 16, 24 or 48 kHz)")
+        }
+        if let fixed = codec.fixedSampleRate, fixed != processingRate {
+            throw .invalidConfiguration(
+                field: "processingRate", reason: "\(codec) codes at \(fixed) Hz, not \(processingRate) Hz")
         }
         if voiceProcessing && ![8_000, 16_000, 48_000].contains(processingRate) {
             throw .invalidConfiguration(

@@ -19,6 +19,8 @@ public enum OneWaySimulation {
         public var voiceProcessing: Bool
         public var jitterBuffer: MediaStreamJitterBuffer
         public var opus: OpusEncoderConfiguration
+        /// The codec both ends use; a telephony codec runs both streams at its own rate.
+        public var codec: AudioCodec
         public var seed: UInt64
         public var drainMilliseconds: Int
         /// Write every datagram as it arrives at A (RTCP) or B (RTP) into this pcapng file, A as 127.0.0.1:40000
@@ -34,8 +36,9 @@ public enum OneWaySimulation {
             jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
             opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
             seed: UInt64 = 1, drainMilliseconds: Int = 1_000, capturePath: String? = nil,
-            scoresAgainstIdealReceiver: Bool = false
+            scoresAgainstIdealReceiver: Bool = false, codec: AudioCodec = .opus
         ) {
+            self.codec = codec
             self.scoresAgainstIdealReceiver = scoresAgainstIdealReceiver
             self.network = network
             self.srtpSuite = srtpSuite
@@ -89,12 +92,16 @@ public enum OneWaySimulation {
             srtpB = MediaStreamSRTP(suite: suite, localKey: kb, remoteKey: ka)
         }
         let device = AudioFormat(sampleRate: sampleRate)
+        let rate = options.codec.fixedSampleRate ?? 16_000
+        let payloadType = options.codec.staticPayloadType
         let a = MediaStreamConfiguration(
-            opus: options.opus, deviceFormat: device, jitterBuffer: options.jitterBuffer, srtp: srtpA,
-            voiceProcessing: options.voiceProcessing, seed: options.seed)
+            opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
+            jitterBuffer: options.jitterBuffer, srtp: srtpA, voiceProcessing: options.voiceProcessing,
+            payloadType: payloadType, seed: options.seed)
         let b = MediaStreamConfiguration(
-            opus: options.opus, deviceFormat: device, jitterBuffer: options.jitterBuffer, srtp: srtpB,
-            voiceProcessing: false, seed: options.seed &+ 1)
+            opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
+            jitterBuffer: options.jitterBuffer, srtp: srtpB, voiceProcessing: false, payloadType: payloadType,
+            seed: options.seed &+ 1)
         var back = NetworkConditions(baseDelayMilliseconds: 20)
         if case .conditions(let c) = options.network {
             back.baseDelayMilliseconds = c.baseDelayMilliseconds

@@ -114,8 +114,16 @@ public final class SIPCall: @unchecked Sendable {
         try await perform(.ring(earlyMedia: capabilities, headers: headers))
     }
 
-    /// Answers with 200 OK and an SDP answer made from `capabilities`. An offer that cannot be met (no Opus, no
-    /// common SRTP suite) is refused with 488 and the call ends `failed`; the error is thrown.
+    /// Before ringing: refuses the call with `488 Not Acceptable Here` and a `Warning` (305 "Incompatible media
+    /// format" when no codec is common) when `capabilities` cannot meet its offer; the call then ends `failed` and
+    /// the error is thrown. Returns without effect when the offer can be met.
+    public func refuseUnacceptableOffer(_ capabilities: AudioCapabilities) async throws {
+        _ = try await perform(.refuseUnacceptableOffer(capabilities))
+    }
+
+    /// Answers with 200 OK and an SDP answer made from `capabilities`. An offer that cannot be met (no common
+    /// codec, no common SRTP suite) is refused with 488 and a Warning and the call ends `failed`; the error is
+    /// thrown.
     @discardableResult
     public func answer(with capabilities: AudioCapabilities, headers: [(String, String)] = []) async throws
         -> NegotiatedAudio

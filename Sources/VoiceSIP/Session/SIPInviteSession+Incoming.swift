@@ -22,6 +22,47 @@ extension SIPInviteSession {
         complete(id, .success(capabilities == nil ? nil : negotiated))
     }
 
+    /// Refuses the call before it rings when `capabilities` cannot meet its offer (no common codec, no common SRTP
+    /// keying): ringing a user for a call that can only fail when answered is worse than refusing it. Completes
+    /// with nil when the offer can be met (or there is none: then we offer in the 200), with the error otherwise.
+    mutating func refuseUnacceptableOffer(_ capabilities: AudioCapabilities, _ id: CommandID) {
+        guard direction == .incoming, phase == .early, let request = incomingInvite else {
+            complete(id, .failure(SIPCallError("refuseUnacceptableOffer: not an unanswered incoming call")))
+            return
+        }
+        guard let offer = remoteOffer, localDescription == nil else {
+            complete(id, .success(nil))
+            return
+        }
+        do {
+            _ = try SessionDescription.makeAnswer(to: offer, localCapabilities: capabilities, sessionID: 1)
+            complete(id, .success(nil))
+        } catch {
+            refuseOffer(request, because: error)
+            complete(id, .failure(error))
+        }
+    }
+
+    /// `488 Not Acceptable Here (<why>)` to the INVITE with a Warning that says it to software too (RFC 3261
+    /// §21.4.26, §20.43: 305 "Incompatible media format" for no common codec, 399 with the reason otherwise), and the
+    /// call ends. The server transaction retransmits the 488 until the caller's ACK.
+    private mutating func refuseOffer(_ request: SIPIncomingRequest, because error: any Error) {
+        var agent = configuration.contact.host
+        if let port = configuration.contact.port { agent += ":\(port)" }
+        let reason = ((error as? SIPCallError)?.reason ?? "\(error)").replacingOccurrences(of: "\"", with: "'")
+        let warning: String
+        if case .noCommonCodec = error as? SDPError {
+            warning = "305 \(agent) \"Incompatible media format\""
+        } else {
+            warning = "399 \(agent) \"\(reason)\""
+        }
+        respond(
+            makeResponse(
+                to: request.message, status: 488, reason: "Not Acceptable Here (\(reason))",
+                headers: [("Warning", warning)]), to: request)
+        end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
+    }
+
     mutating func answer(with capabilities: AudioCapabilities, headers: [(String, String)], _ id: CommandID) {
         guard direction == .incoming, phase == .early, let request = incomingInvite else {
             complete(id, .failure(SIPCallError("answer: not an unanswered incoming call")))
@@ -32,11 +73,7 @@ extension SIPInviteSession {
         do {
             media = try answerOffer(capabilities, into: &response)
         } catch {
-            // The reason in the status line, so the caller sees why (no audio, no common codec or SRTP suite).
-            let reason = (error as? SIPCallError)?.reason ?? "\(error)"
-            respond(
-                makeResponse(to: request.message, status: 488, reason: "Not Acceptable Here (\(reason))"), to: request)
-            end(SIPCallEnd(.failed, statusCode: 488, reasonPhrase: "offer not acceptable: \(error)"))
+            refuseOffer(request, because: error)
             complete(id, .failure(error))
             return
         }

@@ -35,6 +35,8 @@ struct SIPInviteSession: Sendable {
     enum Command: Sendable {
         /// Incoming: 180, or 183 with our SDP answer for early media.
         case ring(earlyMedia: AudioCapabilities?, headers: [(String, String)])
+        /// Incoming, before ringing: 488 with a Warning when these capabilities cannot meet the offer.
+        case refuseUnacceptableOffer(AudioCapabilities)
         /// Incoming: 200 with our SDP answer, retransmitted until the ACK.
         case answer(AudioCapabilities, headers: [(String, String)])
         /// Incoming: a final 3xx–6xx.
@@ -235,6 +237,7 @@ struct SIPInviteSession: Sendable {
     private mutating func perform(_ command: Command, _ id: CommandID) {
         switch command {
         case .ring(let earlyMedia, let headers): ring(earlyMedia: earlyMedia, headers: headers, id)
+        case .refuseUnacceptableOffer(let capabilities): refuseUnacceptableOffer(capabilities, id)
         case .answer(let capabilities, let headers): answer(with: capabilities, headers: headers, id)
         case .reject(let status, let reason, let headers): reject(status: status, reason: reason, headers: headers, id)
         case .reoffer(let direction, let freshKeys, let offering):
