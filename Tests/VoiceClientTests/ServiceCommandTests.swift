@@ -4,7 +4,8 @@ import VoiceClient
 import VoiceTestSupport
 
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
-/// runs `voice-engine registration-service` beside Kamailio with a state directory of its own). Ports 26010–26011.
+/// runs PostgreSQL, `voice-engine registration-service` and Kamailio with a state directory of their own). Ports
+/// 26010–26011 and 26208 (PostgreSQL).
 @Suite(
     "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags,
     .serialized, .timeLimit(.minutes(2)),
@@ -61,8 +62,8 @@ struct ServiceCommandTests {
         #expect(missing.output.contains("/nonexistent/secret"))
         let notJSON = try await run(
             [
-                "registration-service", "--applications", secret.path, "--state", directory.path,
-                "--shared-secret-file", secret.path
+                "registration-service", "--applications", secret.path, "--database",
+                "postgres://voiceengine@127.0.0.1/none", "--shared-secret-file", secret.path
             ], in: directory)
         #expect(notJSON.status == 65, "\(notJSON.output)")
     }
@@ -74,14 +75,15 @@ struct ServiceCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = directory.appendingPathComponent("state")
-        let (sipPort, httpPort) = (26010, 26011)
+        let (sipPort, httpPort, databasePort) = (26010, 26011, 26208)
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             Issue.record("127.0.0.1:\(sipPort) is in use")
             return
         }
         let service = try ChildProcessGroup(
-            "/bin/sh",
+            "/usr/bin/env",
             [
+                "DB_PORT=\(databasePort)", "/bin/sh",
                 repositoryRoot.appendingPathComponent("Services/run-service.sh").path, state.path, "\(sipPort)",
                 "\(httpPort)", binary.path
             ],
@@ -91,8 +93,8 @@ struct ServiceCommandTests {
             Issue.record("the service did not start:\n\(service.logTail)")
             return
         }
-        // The script created the state directory: applications, shared secret, msilo database.
-        for file in ["applications.json", "shared-secret", "msilo.sqlite"] {
+        // The script created the state directory: applications, shared secret, the database's password and data.
+        for file in ["applications.json", "shared-secret", "database-password", "postgresql/data"] {
             #expect(
                 FileManager.default.fileExists(atPath: state.appendingPathComponent(file).path),
                 "\(file) missing:\n\(service.logTail)")
@@ -137,10 +139,13 @@ struct ServiceCommandTests {
         #expect(await bobEvents.firstMessage()?.text == "through make service")
         await alice.terminate()
         await bob.terminate()
-        // The accepted sequences are in the service's state directory.
-        let sequences = try JSONDecoder().decode(
-            [String: UInt64].self, from: Data(contentsOf: state.appendingPathComponent("sequences.json")))
-        #expect(sequences.values.sorted() == [1000, 1001])
+        // The accepted sequences are in the service's database.
+        let password = try String(contentsOf: state.appendingPathComponent("database-password"), encoding: .utf8)
+        let psql = try #require(TestPostgreSQL.binaries).appendingPathComponent("psql").path
+        let sequences = ChildProcessGroup.shell(
+            "PGPASSWORD='\(password)' '\(psql)' -X -A -t -h 127.0.0.1 -p \(databasePort) -U voiceengine -d voiceengine "
+                + "-c 'SELECT sequence FROM accepted_sequences ORDER BY sequence'")
+        #expect(sequences.output == "1000\n1001\n", "\(sequences.output)")
     }
 }
 
