@@ -85,10 +85,10 @@ public final class RegistrationStore: Sendable {
     /// schema is newer than this code knows (an older service started against a migrated database).
     public func migrate() async throws(RegistrationStoreError) {
         let logger = logger
-        try await storeOperation("migrate the schema") {
-            try await client.withTransaction(logger: logger) { connection in
+        try await storeOperation("migrate the schema", timeout: .seconds(60)) { [self] in
+            try await self.client.withTransaction(logger: logger) { connection in
                 // One node at a time (the key is arbitrary and fixed: "VoiceSvc" in ASCII).
-                try await connection.query("SELECT pg_advisory_xact_lock(6_156_082_470_612_763_491)", logger: logger)
+                try await connection.query("SELECT pg_advisory_xact_lock(6156082470612763491)", logger: logger)
                 try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS service_schema_version (
@@ -118,7 +118,7 @@ public final class RegistrationStore: Sendable {
 
     /// The schema version the database is at.
     public func currentSchemaVersion() async throws(RegistrationStoreError) -> Int {
-        try await storeOperation("read the schema version") {
+        try await storeOperation("read the schema version") { [self] in
             try await single(Int.self, "SELECT coalesce(max(version), 0) FROM service_schema_version") ?? 0
         }
     }
@@ -127,7 +127,7 @@ public final class RegistrationStore: Sendable {
 
     /// Adds the application or replaces its secret.
     public func setApplication(key: String, secret: String) async throws(RegistrationStoreError) {
-        try await storeOperation("record application \(key)") {
+        try await storeOperation("record application \(key)") { [self] in
             _ = try await client.query(
                 """
                 INSERT INTO applications (key, secret) VALUES (\(key), \(secret))
@@ -138,13 +138,13 @@ public final class RegistrationStore: Sendable {
 
     /// The application's secret, nil for an unknown key.
     public func applicationSecret(key: String) async throws(RegistrationStoreError) -> String? {
-        try await storeOperation("read application \(key)") {
+        try await storeOperation("read application \(key)") { [self] in
             try await single(String.self, "SELECT secret FROM applications WHERE key = \(key)")
         }
     }
 
     public func applicationCount() async throws(RegistrationStoreError) -> Int {
-        try await storeOperation("count the applications") {
+        try await storeOperation("count the applications") { [self] in
             try await single(Int.self, "SELECT count(*)::bigint FROM applications") ?? 0
         }
     }
@@ -158,7 +158,7 @@ public final class RegistrationStore: Sendable {
         async throws(RegistrationStoreError) -> UInt64?
     {
         let logger = logger
-        return try await storeOperation("record the registration of \(userID)") {
+        return try await storeOperation("record the registration of \(userID)") { [self] in
             try await client.withTransaction(logger: logger) { connection -> UInt64? in
                 let recorded = try await connection.query(
                     """
@@ -204,7 +204,7 @@ public final class RegistrationStore: Sendable {
     public func lastAcceptedSequence(applicationKey: String, userID: String) async throws(RegistrationStoreError)
         -> UInt64?
     {
-        try await storeOperation("read the sequence of \(userID)") {
+        try await storeOperation("read the sequence of \(userID)") { [self] in
             try await single(
                 String.self,
                 """
@@ -217,7 +217,7 @@ public final class RegistrationStore: Sendable {
 
     /// The push data the user's device attached to its last accepted registration.
     public func pushData(applicationKey: String, userID: String) async throws(RegistrationStoreError) -> Data? {
-        try await storeOperation("read the push data of \(userID)") {
+        try await storeOperation("read the push data of \(userID)") { [self] in
             try await single(
                 Data.self,
                 "SELECT push_data FROM devices WHERE application_key = \(applicationKey) AND user_id = \(userID)")
@@ -234,22 +234,51 @@ public final class RegistrationStore: Sendable {
         return nil
     }
 
-    /// Runs `body`, turning whatever the database or the connection throws into a ``RegistrationStoreError``
-    /// that says what could not be done and why (PostgreSQL's message, never the query's values).
-    private func storeOperation<Result: Sendable>(_ what: String, _ body: () async throws -> Result)
-        async throws(RegistrationStoreError) -> Result
-    {
+    /// How long an operation may wait for the database (a connection, then the answer) before the request is
+    /// answered "unavailable".
+    static let answerTimeout: Duration = .seconds(5)
+
+    /// Runs `body` within `timeout`, turning whatever the database or the connection throws into a
+    /// ``RegistrationStoreError`` that says what could not be done and why (PostgreSQL's message, never the
+    /// query's values).
+    private func storeOperation<Result: Sendable>(
+        _ what: String, timeout: Duration = RegistrationStore.answerTimeout,
+        _ body: @escaping @Sendable () async throws -> Result
+    ) async throws(RegistrationStoreError) -> Result {
         do {
-            return try await body()
+            return try await withThrowingTaskGroup(of: StoreOutcome<Result>.self) { group in
+                group.addTask { .done(try await body()) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return .timedOut
+                }
+                defer { group.cancelAll() }
+                guard case .done(let value) = try await group.next() else {
+                    throw RegistrationStoreError("cannot \(what): the database did not answer within \(timeout)")
+                }
+                return value
+            }
         } catch let error as RegistrationStoreError {
             throw error
-        } catch let error as PSQLError {
-            let reason = error.serverInfo?[.message] ?? "\(error.code)"
-            throw RegistrationStoreError("cannot \(what): \(reason)")
+        } catch let error as PostgresTransactionError {
+            throw RegistrationStoreError(
+                "cannot \(what): \(Self.reason(error.closureError ?? error.beginError ?? error.commitError ?? error))")
         } catch {
-            throw RegistrationStoreError("cannot \(what): \(error)")
+            throw RegistrationStoreError("cannot \(what): \(Self.reason(error))")
         }
     }
+
+    /// PostgreSQL's message for a server error, else the error itself.
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? RegistrationStoreError { return error.description }
+        guard let error = error as? PSQLError else { return "\(error)" }
+        return error.serverInfo?[.message] ?? "\(error.code)"
+    }
+}
+
+private enum StoreOutcome<Value: Sendable>: Sendable {
+    case done(Value)
+    case timedOut
 }
 
 /// The store could not do what was asked (database unreachable, refused the login, or answered an error): the

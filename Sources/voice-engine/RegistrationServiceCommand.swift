@@ -67,10 +67,11 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw CommandFailure.usage("--database \(error)")
         }
         let store: RegistrationStore, applicationCount: Int
+        let applicationsToAdd = apps
         do {
             (store, applicationCount) = try runBlocking {
                 let store = try await RegistrationStore.open(databaseAddress, password: password)
-                for (key, secret) in apps { try await store.setApplication(key: key, secret: secret) }
+                for (key, secret) in applicationsToAdd { try await store.setApplication(key: key, secret: secret) }
                 return (store, try await store.applicationCount())
             }
         } catch {
