@@ -89,7 +89,8 @@ struct ServiceCommandTests {
             ],
             log: directory.appendingPathComponent("service.log"))
         defer { service.stop() }
-        guard await waitUntilUDPBound(sipPort) else {
+        // The first start creates the PostgreSQL cluster (initdb) before Kamailio starts.
+        guard await waitUntilUDPBound(sipPort, timeout: .seconds(60)) else {
             Issue.record("the service did not start:\n\(service.logTail)")
             return
         }
