@@ -27,6 +27,9 @@ TEST_APT_PACKAGES += coturn
 TEST_APT_PACKAGES += iproute2 iptables
 # Kamailio's tls module: VoiceSIP's TLS tests register and call through Kamailio over `transport=tls`.
 TEST_APT_PACKAGES += kamailio-tls-modules
+# The openssl command: `make service` (Services/run-service.sh) makes the service's local CA and certificate with it,
+# and the TLS tests (VoiceTestSupport's TestPKI) their throwaway CAs.
+TEST_APT_PACKAGES += openssl
 # The reference call of `voice-bench live` (its column is skipped with a message without it).
 BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
@@ -69,26 +72,29 @@ test-fast: deps
 	VOICE_TEST_FAST=1 $(SWIFT) test
 
 ## The calling client's service on loopback (PostgreSQL, Kamailio with Services/kamailio + the registration
-## service), state in SERVICE_STATE, PostgreSQL on 127.0.0.1:SERVICE_DB_PORT; Ctrl-C stops all. Clients use
-## --server 127.0.0.1, SIP port SERVICE_SIP_PORT, HTTP SERVICE_HTTP_PORT.
+## service), state in SERVICE_STATE and in PostgreSQL on 127.0.0.1:SERVICE_DB_PORT; Ctrl-C stops all. The first run
+## makes a local CA (SERVICE_STATE/ca.pem) and a server certificate. Clients use --server 127.0.0.1, SIP over TLS on
+## SERVICE_SIP_TLS_PORT, HTTPS on SERVICE_HTTP_PORT, and trust SERVICE_STATE/ca.pem (`voice-engine phone
+## --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers.
 SERVICE_STATE ?= .service-state
 SERVICE_SIP_PORT ?= 5060
-SERVICE_HTTP_PORT ?= 8080
+SERVICE_SIP_TLS_PORT ?= 5061
+SERVICE_HTTP_PORT ?= 8443
 SERVICE_DB_PORT ?= 5433
 .PHONY: service
 service: test-deps
 	$(SWIFT) build --product voice-engine
-	DB_PORT=$(SERVICE_DB_PORT) Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
+	SIP_TLS_PORT=$(SERVICE_SIP_TLS_PORT) DB_PORT=$(SERVICE_DB_PORT) Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer and
-## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s; prints a summary, fails
-## unless all passed.
+## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s over TLS; prints a summary,
+## fails unless all passed.
 DEMO_CALLS_STATE ?= .demo-calls-state
 DEMO_CALLS_PEER_PORT ?= 5070
 .PHONY: demo-calls
 demo-calls: test-deps
 	$(SWIFT) build --product voice-engine
-	Services/demo-calls.sh $(DEMO_CALLS_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) $(DEMO_CALLS_PEER_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
+	SIP_TLS_PORT=$(SERVICE_SIP_TLS_PORT) Services/demo-calls.sh $(DEMO_CALLS_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) $(DEMO_CALLS_PEER_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Regenerates TestVectors/*.wav from TestVectors/manifest.json.
 vectors: deps

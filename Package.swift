@@ -98,7 +98,7 @@ let package = Package(
             // VoiceSDP: calls negotiate through its SessionDescription/AudioCapabilities (offer/answer in SIPCall);
             // the media engine itself is the client's, so VoiceSIP does not link it.
             dependencies: [
-                "VoiceCrypto", "VoiceSDP", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceCrypto", "VoiceSDP", "VoiceRTP", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
@@ -111,7 +111,7 @@ let package = Package(
             name: "VoiceClient",
             dependencies: [
                 "VoiceEngine", "VoiceSIP", "VoiceClientWire", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio")
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         // The service side of the client: the registration service that verifies signed requests and issues the
@@ -181,7 +181,8 @@ let package = Package(
             dependencies: [
                 "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio")
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ]
         ),
         .testTarget(

@@ -8,6 +8,7 @@
 # Devices are null (no sound card needed); logs stay in STATE_DIR/demo-calls.
 set -eu
 state=$1 sip_port=$2 http_port=$3 peer_port=$4 voice_engine=$5
+tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state/demo-calls"
 state=$(cd "$state" && pwd)
@@ -25,7 +26,7 @@ conference_port=$((peer_port + 1))
   --rtp-ports "$((peer_port + 30))-$((peer_port + 49))" --stats-dir "$logs/rooms" > "$logs/conference-server.log" 2>&1 &
 pids="$pids $!"
 
-GATEWAY="sip:127.0.0.1:$peer_port" CONFERENCE="sip:127.0.0.1:$conference_port" \
+SIP_TLS_PORT=$tls_port GATEWAY="sip:127.0.0.1:$peer_port" CONFERENCE="sip:127.0.0.1:$conference_port" \
   "$here/run-service.sh" "$state" "$sip_port" "$http_port" "$voice_engine" > "$logs/service.log" 2>&1 &
 pids="$pids $!"
 
@@ -53,7 +54,8 @@ pids="$pids $!"
 
 printf 'demo-application-secret\n' > "$logs/secret"
 sleep 3
-phone() { "$voice_engine" phone --server 127.0.0.1 --sip-port "$sip_port" --registration-port "$http_port" \
+phone() { "$voice_engine" phone --server 127.0.0.1 --sip-port "$tls_port" --registration-port "$http_port" \
+  --ca-file "$state/ca.pem" \
   --application-key demo-application-key --secret-file "$logs/secret" --mic null --speaker null --rate 16000 "$@"; }
 
 # bob: answers every call after 1 s, until his stdin (a FIFO this script holds open) ends.

@@ -1,18 +1,53 @@
 #!/bin/sh
 # Starts the calling client's service on loopback: PostgreSQL, the registration service (voice-engine
-# registration-service) and Kamailio with Services/kamailio/kamailio.cfg, the last two keeping their state in
-# PostgreSQL (a cluster of its own in STATE_DIR/postgresql, on 127.0.0.1:DB_PORT).
-#   Services/run-service.sh STATE_DIR SIP_PORT HTTP_PORT VOICE_ENGINE_BINARY
-# Applications (key → secret) are read from STATE_DIR/applications.json, created with a demo application the
-# first time, and added to the database at each start. The secret shared by the two services is created once in
-# STATE_DIR/shared-secret, the database password in STATE_DIR/database-password.
+# registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
+# TCP for SIP peers), the last two keeping their state in PostgreSQL (a cluster of its own in STATE_DIR/postgresql,
+# on 127.0.0.1:DB_PORT).
+#   Services/run-service.sh STATE_DIR SIP_PORT HTTPS_PORT VOICE_ENGINE_BINARY
+# Kamailio takes TLS on SIP_TLS_PORT (environment; SIP_PORT + 1 by default), UDP and TCP on SIP_PORT.
+# The first run creates, in STATE_DIR: a local certificate authority (ca.pem, its key ca.key) and a server
+# certificate it signs (server.pem, server.key) for SERVICE_NAMES (environment, openssl subjectAltName syntax;
+# localhost, voiceengine.test, 127.0.0.1 and ::1 by default); clients trust ca.pem (`voice-engine phone --ca-file`,
+# VoiceClientConfiguration's `.tls(trustRoots: .pemFile(…))`). Applications (key → secret) are read from
+# STATE_DIR/applications.json, created with a demo application the first time, and added to the database at each
+# start. The secret shared by the two services is created once in STATE_DIR/shared-secret, the database password
+# in STATE_DIR/database-password.
 # GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
 # (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
+tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
+names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"
 state=$(cd "$state" && pwd)
+if [ ! -f "$state/ca.pem" ] || [ ! -f "$state/server.pem" ]; then
+  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  # shellcheck disable=SC2086
+  openssl req -x509 $ec -keyout "$state/ca.key" -out "$state/ca.pem" -days 3650 -subj "/CN=VoiceEngine service CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2> "$state/openssl.log"
+  # shellcheck disable=SC2086
+  openssl req $ec -keyout "$state/server.key" -out "$state/server.csr" -subj "/CN=voiceengine.test" 2>> "$state/openssl.log"
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=%s\n' \
+    "$names" > "$state/server.ext"
+  openssl x509 -req -in "$state/server.csr" -CA "$state/ca.pem" -CAkey "$state/ca.key" -CAcreateserial \
+    -out "$state/server.pem" -days 825 -extfile "$state/server.ext" 2>> "$state/openssl.log"
+  chmod 600 "$state/ca.key" "$state/server.key"
+fi
+cat > "$state/tls.cfg" <<TLS
+[server:default]
+method = TLSv1.2+
+verify_certificate = no
+require_certificate = no
+private_key = $state/server.key
+certificate = $state/server.pem
+
+[client:default]
+method = TLSv1.2+
+verify_certificate = yes
+require_certificate = yes
+ca_list = $state/ca.pem
+TLS
 if [ ! -f "$state/shared-secret" ]; then
   head -c 32 /dev/urandom | base64 | tr -d '\n' > "$state/shared-secret"
   chmod 600 "$state/shared-secret"
@@ -61,11 +96,14 @@ echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postg
 secret=$(cat "$state/shared-secret")
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
-  --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" &
+  --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
+  --certificate "$state/server.pem" --private-key "$state/server.key" &
 registration=$!
 trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
-echo "registration service: http://127.0.0.1:$http_port/v1/registrations (pid $registration)"
-echo "kamailio: sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
+echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
+echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
+echo "clients trust the service's CA: $state/ca.pem"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
+  -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
   -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

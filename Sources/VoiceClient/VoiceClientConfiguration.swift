@@ -1,16 +1,44 @@
 import Foundation
 import VoiceEngine
+import VoiceSIP
 
 /// Where the service is and how the client talks to it.
 public struct VoiceClientConfiguration: Sendable {
+    /// How the client reaches the service: encrypted unless the app asks otherwise by name.
+    public enum Transport: Sendable, Equatable {
+        /// SIP over TLS to the registrar and HTTPS to the registration service. The service's certificate must
+        /// chain to `trustRoots` and name `serverName` (the service host when nil), or the IP address connected
+        /// to (NIOSSL accepts a certificate's IP address for any name); otherwise nothing is sent and the client
+        /// reports ``VoiceClientError/tlsRefused(_:)``.
+        case tls(trustRoots: TrustRoots, serverName: String? = nil)
+        /// SIP over UDP and plain HTTP: the SIP password the registration service grants and the calls' SRTP keys
+        /// cross the network in clear text, readable by anyone on the path. Only for a service on loopback or a
+        /// test network.
+        case insecurePlaintextUDPAndHTTP
+
+        /// The certificate authorities the service's certificate must chain to: the system's store, a PEM file,
+        /// or PEM text.
+        public typealias TrustRoots = SIPTLSConfiguration.TrustRoots
+
+        /// SIP port when none is configured: 5061 for TLS, 5060 for plain SIP.
+        public var defaultSIPPort: Int { self == .insecurePlaintextUDPAndHTTP ? 5060 : 5061 }
+        /// Registration service port when none is configured: 8443 for HTTPS, 8080 for HTTP.
+        public var defaultRegistrationPort: Int { self == .insecurePlaintextUDPAndHTTP ? 8080 : 8443 }
+    }
+
     /// The application key the app was given; the secret stays on the app's server.
     public var applicationKey: String
     /// The service host (Kamailio and the registration service), e.g. `127.0.0.1`.
     public var serviceHost: String
+    /// SIP over TLS with the system's trust store unless set.
+    public var transport: Transport
     public var sipPort: Int
     public var registrationPort: Int
     /// The lifetime asked for the SIP binding; it is refreshed at 90 %.
     public var registrationExpires: UInt32
+    /// How often the client sends a CRLF keepalive on its connection to the service (RFC 5626 §4.4.1) when the
+    /// registrar names no `Flow-Timer`; NATs and the service then keep the connection that incoming calls use.
+    public var keepaliveInterval: Duration
     /// Push data (at most 1024 bytes) kept with this device's registration.
     public var pushData: Data?
     /// SIP T1, the first retransmission interval (500 ms); T2 and T4 follow it (8 and 10 × T1, at most 4 s and
@@ -24,9 +52,12 @@ public struct VoiceClientConfiguration: Sendable {
     /// Unanswered calls end with *no answer* after this long (the SDKs' 60 s).
     public var noAnswerTimeout: MediaTime
 
+    /// Ports left nil are the transport's defaults (``Transport/defaultSIPPort``,
+    /// ``Transport/defaultRegistrationPort``).
     public init(
-        applicationKey: String, serviceHost: String, sipPort: Int = 5060, registrationPort: Int = 8080,
-        registrationExpires: UInt32 = 600, pushData: Data? = nil, sipT1: Duration = .milliseconds(500),
+        applicationKey: String, serviceHost: String, transport: Transport = .tls(trustRoots: .system),
+        sipPort: Int? = nil, registrationPort: Int? = nil, registrationExpires: UInt32 = 600,
+        keepaliveInterval: Duration = .seconds(90), pushData: Data? = nil, sipT1: Duration = .milliseconds(500),
         retryCheckInterval: Duration = .seconds(1), audio: CallAudioDevices = CallAudioDevices(),
         noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout
     ) {
@@ -34,9 +65,11 @@ public struct VoiceClientConfiguration: Sendable {
         self.noAnswerTimeout = noAnswerTimeout
         self.applicationKey = applicationKey
         self.serviceHost = serviceHost
-        self.sipPort = sipPort
-        self.registrationPort = registrationPort
+        self.transport = transport
+        self.sipPort = sipPort ?? transport.defaultSIPPort
+        self.registrationPort = registrationPort ?? transport.defaultRegistrationPort
         self.registrationExpires = registrationExpires
+        self.keepaliveInterval = keepaliveInterval
         self.pushData = pushData
         self.sipT1 = sipT1
         self.retryCheckInterval = retryCheckInterval

@@ -1,3 +1,5 @@
+import VoiceSIP
+
 /// Every error the calling client reports, each with the reason a person can act on.
 public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The user ID breaks the SDKs' rule (``UserID``); nothing was sent.
@@ -22,6 +24,8 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
     case invalidCall(String)
     /// The SIP registration was lost after `start()` (a refresh was refused or not answered).
     case registrationLost(String)
+    /// A TLS connection to the service was refused before anything was sent on it (which server, and why).
+    case tlsRefused(TLSRefusal)
 
     public var description: String {
         switch self {
@@ -36,6 +40,7 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         case .invalidPushData(let reason): "invalid push data: \(reason)"
         case .invalidCall(let reason): "invalid call: \(reason)"
         case .registrationLost(let reason): "registration lost: \(reason)"
+        case .tlsRefused(let refusal): "TLS refused: \(refusal)"
         }
     }
 }
@@ -43,4 +48,52 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
 extension VoiceClientError {
     /// The client's form of a user ID the wire rule refused.
     package init(_ error: UserIDError) { self = .invalidUserID(error.id, reason: error.reason) }
+}
+
+/// Why the client refused (or could not make) a TLS connection to the service; nothing was sent in clear text.
+public struct TLSRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Equatable, Sendable {
+        /// The certificate does not chain to the configured trust roots (or has expired).
+        case untrustedCertificate
+        /// The certificate is trusted but names neither the configured server name nor the service host.
+        case nameMismatch
+        /// The handshake failed otherwise: the server does not speak TLS, no common version, closed early.
+        case handshakeFailed
+        /// The configured trust root cannot be loaded (missing file, no PEM certificate in it).
+        case badTrustRoot
+    }
+
+    /// Which of the service's servers: SIP or the registration service.
+    public enum Server: String, Equatable, Sendable {
+        case sip
+        case registrationService
+    }
+
+    public var kind: Kind
+    public var server: Server
+    /// The TLS library's words (e.g. BoringSSL's CERTIFICATE_VERIFY_FAILED).
+    public var detail: String
+
+    public init(kind: Kind, server: Server, detail: String) {
+        self.kind = kind
+        self.server = server
+        self.detail = detail
+    }
+
+    public var description: String { "\(server.rawValue): \(kind.rawValue) (\(detail))" }
+}
+
+extension TLSRefusal {
+    /// The refusal behind a TLS error of VoiceSIP or NIOSSL talking to `server`.
+    init(_ error: any Error, server: Server) {
+        let failure = SIPTLSFailure(error)
+        let kind: Kind =
+            switch failure {
+            case .untrustedCertificate: .untrustedCertificate
+            case .nameMismatch: .nameMismatch
+            case .handshakeFailed: .handshakeFailed
+            case .badTrustRoot: .badTrustRoot
+            }
+        self.init(kind: kind, server: server, detail: (error as? SIPError)?.reason ?? "\(error)")
+    }
 }

@@ -258,7 +258,7 @@ public final class ConferenceServer: @unchecked Sendable {
                 }
             case .mediaUpdated(let update, _):
                 if let participant { await participant.room.update(participant, negotiated: update) }
-            case .ended, .progress:
+            case .ended, .progress, .dtmfReceived:
                 break
             }
         }

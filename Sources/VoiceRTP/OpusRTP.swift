@@ -101,6 +101,28 @@ public struct RTPPacketizer: Sendable {
         return end
     }
 
+    /// Writes a packet of another payload type in this stream's SSRC and sequence space — an RFC 4733 event in
+    /// place of an audio frame, whose `timestamp` is the event's start — and advances the audio timestamp by
+    /// `ticks` as the frame it replaces would have. The pending marker is left for the next audio packet.
+    /// - Complexity: O(packet size); no allocation.
+    public mutating func packetize(
+        payload: UnsafeRawBufferPointer, payloadType otherType: UInt8, timestamp: UInt32, marker: Bool,
+        ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        precondition(otherType < 128, "payload type \(otherType) not in 0...127")
+        let total = 12 + payload.count
+        precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")
+        RTPHeader.writeFixedHeader(
+            flags: 0, marker: marker, payloadType: otherType, sequenceNumber: nextSequenceNumber,
+            timestamp: timestamp, ssrc: ssrc, into: buffer)
+        let end = buffer.put(payload, at: 12)
+        nextSequenceNumber &+= 1
+        nextTimestamp &+= ticks
+        packetCount &+= 1
+        octetCount &+= UInt32(truncatingIfNeeded: payload.count)
+        return end
+    }
+
     /// Accounts for `ticks` of media that are not sent (DTX, muted): the timestamp advances, the sequence number
     /// does not, and the next packet carries the marker.
     public mutating func skip(ticks: UInt32) {

@@ -52,6 +52,9 @@ public struct AudioCapabilities: Equatable, Sendable {
     /// that keys that way; the handshake itself runs elsewhere (VoiceWebRTC's `DTLSSRTPAssociation`), on the
     /// media port. nil: SDES only.
     public var dtlsFingerprint: String?
+    /// First payload type of RFC 4733 `telephone-event` (DTMF in RTP), offered at each audio clock rate and
+    /// answered when the peer offers it; nil: not offered or answered (DTMF then goes by SIP INFO).
+    public var telephoneEventPayloadType: UInt8? = 101
 
     public init(
         payloadType: UInt8 = 111, address: String, port: Int, send: OpusEncoderConfiguration = .init(),
@@ -144,6 +147,11 @@ public struct NegotiatedAudio: Equatable, Sendable {
     /// Set when the stream is keyed by DTLS-SRTP instead of SDES: ``srtp`` is then nil and the media must not
     /// flow until the handshake has produced the keys.
     public var dtls: NegotiatedDTLS? = nil
+    /// The RFC 4733 telephone-event payload type both sides agreed on; nil: the peer did not negotiate it.
+    public var telephoneEventPayloadType: UInt8? = nil
+    /// Its clock rate: the codec's, or 8000 beside a codec at another rate (then event durations are counted at
+    /// 8 kHz while timestamps stay the audio's).
+    public var telephoneEventClockRate: Int? = nil
 }
 
 extension SessionDescription {
@@ -175,6 +183,7 @@ extension SessionDescription {
             ],
             direction: local.direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: crypto, rtcpMux: local.rtcpMux, rtcpPort: local.rtcpPort)
+        audio.formats += telephoneEventFormats(for: audio.formats, local: local)
         audio.otherAttributes = dtlsAttributes
         return SessionDescription(
             origin: SDPOrigin(
@@ -253,6 +262,13 @@ extension SessionDescription {
             ],
             direction: direction, ptime: local.send.frameDuration.milliseconds, maxptime: local.maxptime,
             crypto: localCrypto.map { [$0] } ?? [], rtcpMux: rtcpMux, rtcpPort: rtcpMux ? nil : local.rtcpPort)
+        let answeredEvent =
+            local.telephoneEventPayloadType == nil
+            ? nil : remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000)
+        if let answeredEvent {
+            answerAudio.formats.append(
+                telephoneEvent(payloadType: answeredEvent.payloadType, clockRate: answeredEvent.clockRate))
+        }
         answerAudio.otherAttributes = dtlsAttributes
         let answer = SessionDescription(
             origin: SDPOrigin(
@@ -268,6 +284,8 @@ extension SessionDescription {
             remoteDescription: offer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
+        negotiated.telephoneEventPayloadType = answeredEvent?.payloadType
+        negotiated.telephoneEventClockRate = answeredEvent?.clockRate
         return (answer, negotiated)
     }
 
@@ -316,6 +334,13 @@ extension SessionDescription {
             remoteDescription: answer, local: local, payloadType: opus.payloadType, encoder: encoder, srtp: srtp,
             rtcpMux: rtcpMux, direction: direction)
         negotiated.dtls = dtls
+        // The answer's telephone-event (at the codec's clock rate, else 8000), if we offered that type at that rate.
+        if let event = remote.telephoneEventMatching(clockRate: opus.rtpmap?.clockRate ?? 48_000),
+            audio.telephoneEventPayloadType(clockRate: event.clockRate) == event.payloadType
+        {
+            negotiated.telephoneEventPayloadType = event.payloadType
+            negotiated.telephoneEventClockRate = event.clockRate
+        }
         return negotiated
     }
 

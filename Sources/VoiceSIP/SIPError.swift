@@ -38,10 +38,13 @@ public struct SIPError: Error, Equatable, Sendable, CustomStringConvertible {
     public var kind: Kind
     /// What was wrong, in words: which header, which rule, which value.
     public var reason: String
+    /// For kind `.tls`: why the connection was refused, when it is known.
+    public var tlsFailure: SIPTLSFailure?
 
-    public init(_ kind: Kind, _ reason: String) {
+    public init(_ kind: Kind, _ reason: String, failure: SIPTLSFailure? = nil) {
         self.kind = kind
         self.reason = reason
+        self.tlsFailure = failure
     }
 
     public var description: String { "\(kind.rawValue): \(reason)" }

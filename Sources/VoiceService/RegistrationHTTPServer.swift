@@ -2,23 +2,48 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
-/// The registration service on HTTP/1.1 (NIO's HTTP codec): each request is read whole (at most 8 KiB), answered
-/// by ``RegistrationService/handle(method:path:body:)``, and the connection closed.
+/// The registration service on HTTP/1.1 (NIO's HTTP codec) in TLS (HTTPS), or in clear text when asked for by
+/// name: each request is read whole (at most 8 KiB), answered by ``RegistrationService/handle(method:path:body:)``,
+/// and the connection closed.
 public final class RegistrationHTTPServer: Sendable {
+    /// How clients reach the service: its answers carry SIP passwords, so HTTPS unless a test network is meant.
+    public enum Security: Sendable {
+        /// HTTPS with this certificate chain and private key (PEM files), TLS 1.2 or later.
+        case tls(certificateChainFile: String, privateKeyFile: String)
+        /// Plain HTTP: every grant's password crosses the network in clear text.
+        case insecurePlainHTTP
+    }
+
     public let channel: any Channel
 
     private init(channel: any Channel) { self.channel = channel }
 
     /// Listens on `address` (port 0: any free port).
-    public static func start(_ service: RegistrationService, on group: any EventLoopGroup, address: SocketAddress)
-        async throws -> RegistrationHTTPServer
-    {
+    /// - Throws: a certificate or key that cannot be loaded (before anything listens), or the bind's error.
+    public static func start(
+        _ service: RegistrationService, on group: any EventLoopGroup, address: SocketAddress, security: Security
+    ) async throws -> RegistrationHTTPServer {
+        let tls: NIOSSLContext?
+        switch security {
+        case .tls(let chainFile, let keyFile):
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+            configuration.minimumTLSVersion = .tlsv12
+            tls = try NIOSSLContext(configuration: configuration)
+        case .insecurePlainHTTP:
+            tls = nil
+        }
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(RegistrationHTTPHandler(service: service))
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tls { try pipeline.addHandler(NIOSSLServerHandler(context: tls)) }
+                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                    try pipeline.addHandler(RegistrationHTTPHandler(service: service))
                 }
             }
             .bind(to: address).get()

@@ -23,10 +23,20 @@ struct PhoneCommand: ParsableCommand {
     var user: String
     @Option(help: "The service host (Kamailio and the registration service).")
     var server: String = "127.0.0.1"
-    @Option(help: "Kamailio's SIP port.")
-    var sipPort: Int = 5060
-    @Option(help: "The registration service's HTTP port.")
-    var registrationPort: Int = 8080
+    @Option(help: "Kamailio's SIP port (5061 for TLS, 5060 with --insecure-plaintext).")
+    var sipPort: Int?
+    @Option(help: "The registration service's port (8443 for HTTPS, 8080 with --insecure-plaintext).")
+    var registrationPort: Int?
+    @Option(
+        name: .customLong("ca-file"),
+        help: "PEM file of the CA the service's certificate must chain to (default: the system's store).")
+    var caFile: String?
+    @Option(help: "The name the service's certificate must carry (default: --server).")
+    var serverName: String?
+    @Flag(
+        name: .customLong("insecure-plaintext"),
+        help: "SIP over UDP and plain HTTP: the SIP password and the calls' keys cross the network in clear text.")
+    var insecurePlaintext = false
     @Option(help: "The application key.")
     var applicationKey: String = "demo-application-key"
     @Option(name: .customLong("secret-file"), help: "File holding the application secret (the demo signs locally).")
@@ -46,6 +56,9 @@ struct PhoneCommand: ParsableCommand {
         do { _ = try UserID.validate(user) } catch { throw ValidationError("--user: \(error)") }
         try OptionRange("--sip-port", 1...65_535, "").check(sipPort)
         try OptionRange("--registration-port", 1...65_535, "").check(registrationPort)
+        if insecurePlaintext && (caFile != nil || serverName != nil) {
+            throw ValidationError("--insecure-plaintext checks no certificate: drop --ca-file and --server-name")
+        }
         try OptionRange("--no-answer-timeout", 1...3_600, "s").check(noAnswerTimeout)
         try OptionRange("--auto-answer", 0...3_600, "s").check(autoAnswer)
         try CallMediaOptions.checkRate(rate, within: 8_000...48_000)
@@ -63,8 +76,13 @@ struct PhoneCommand: ParsableCommand {
         }
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(secretFile): the application secret is empty") }
         let key = applicationKey
+        let transport: VoiceClientConfiguration.Transport =
+            insecurePlaintext
+            ? .insecurePlaintextUDPAndHTTP
+            : .tls(trustRoots: caFile.map { .pemFile($0) } ?? .system, serverName: serverName)
         let configuration = VoiceClientConfiguration(
-            applicationKey: key, serviceHost: server, sipPort: sipPort, registrationPort: registrationPort,
+            applicationKey: key, serviceHost: server, transport: transport, sipPort: sipPort,
+            registrationPort: registrationPort,
             audio: CallAudioDevices(microphone: mic, speaker: speaker, sampleRate: rate),
             noAnswerTimeout: .seconds(Double(noAnswerTimeout)))
         let client = try VoiceClient(userID: user, configuration: configuration) { userID in

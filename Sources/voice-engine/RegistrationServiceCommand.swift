@@ -10,12 +10,13 @@ import VoiceService
 struct RegistrationServiceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "registration-service",
-        abstract: "Verify signed registrations and issue ephemeral SIP credentials (HTTP, POST /v1/registrations).",
+        abstract: "Verify signed registrations and issue ephemeral SIP credentials (HTTPS, POST /v1/registrations).",
         discussion: """
-            Runs until stopped. Applications, accepted sequences and devices' push data are kept in the PostgreSQL \
-            database at --database, whose schema the service creates and migrates at start. Exit status: 0, \
-            64 usage, 65 an unreadable applications, password or secret file, 1 the database cannot be opened or \
-            the address cannot be bound.
+            Runs until stopped. Speaks HTTPS with --certificate and --private-key (PEM); plain HTTP, which sends \
+            every SIP password in clear text, only with --insecure-plain-http. Applications, accepted sequences \
+            and devices' push data are kept in the PostgreSQL database at --database, whose schema the service \
+            creates and migrates at start. Exit status: 0, 64 usage, 65 an unreadable applications, password, \
+            secret, certificate or key file, 1 the database cannot be opened or the address cannot be bound.
             """)
 
     @Option(help: "Address to listen on, host:port.")
@@ -33,8 +34,21 @@ struct RegistrationServiceCommand: ParsableCommand {
     var domain: String = "voiceengine.test"
     @Option(help: "Lifetime of issued credentials in seconds.")
     var lifetime: UInt64 = 86_400
+    @Option(help: "The server's certificate chain, PEM (HTTPS).")
+    var certificate: String?
+    @Option(name: .customLong("private-key"), help: "The certificate's private key, PEM.")
+    var privateKey: String?
+    @Flag(
+        name: .customLong("insecure-plain-http"),
+        help: "Serve plain HTTP instead of HTTPS: the granted SIP passwords cross the network in clear text.")
+    var insecurePlainHTTP = false
 
     func validate() throws {
+        switch (certificate, privateKey, insecurePlainHTTP) {
+        case (.some, .some, false), (nil, nil, true): break
+        case (_, _, true): throw ValidationError("--insecure-plain-http serves no certificate: drop --certificate")
+        default: throw ValidationError("HTTPS needs --certificate and --private-key (or --insecure-plain-http)")
+        }
         try OptionRange("--lifetime", 60...30 * 86_400, "s").check(Int(clamping: lifetime))
         guard let (_, port) = PeerAddress.split(listen), (0...65_535).contains(port) else {
             throw ValidationError("--listen \(listen): expected HOST:PORT")
@@ -62,6 +76,13 @@ struct RegistrationServiceCommand: ParsableCommand {
         guard let (host, port) = PeerAddress.split(listen) else {
             throw CommandFailure.usage("--listen \(listen): expected HOST:PORT")
         }
+        let security: RegistrationHTTPServer.Security
+        if let certificate, let privateKey {
+            for file in [certificate, privateKey] { _ = try readServiceFile(file) }
+            security = .tls(certificateChainFile: certificate, privateKeyFile: privateKey)
+        } else {
+            security = .insecurePlainHTTP
+        }
         let databaseAddress: DatabaseAddress
         do { databaseAddress = try DatabaseAddress(url: database) } catch {
             throw CommandFailure.usage("--database \(error)")
@@ -83,12 +104,18 @@ struct RegistrationServiceCommand: ParsableCommand {
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
         do {
-            server = try runBlocking { try await RegistrationHTTPServer.start(service, on: group, address: address) }
-        } catch {
+            server = try runBlocking {
+                try await RegistrationHTTPServer.start(service, on: group, address: address, security: security)
+            }
+        } catch let error as IOError {
             throw CommandFailure.runtime("cannot listen on \(listen): \(error)")
+        } catch {
+            throw CommandFailure.dataError("cannot load the certificate or key: \(error)")
         }
+        let scheme = insecurePlainHTTP ? "http" : "https"
         let line =
-            "registration service listening on \(host):\(server.port ?? port), \(applicationCount) application(s)\n"
+            "registration service listening on \(scheme)://\(host):\(server.port ?? port), \(applicationCount) "
+            + "application(s)\n"
         FileHandle.standardOutput.write(Data(line.utf8))
         // Serves until the process is stopped.
         withExtendedLifetime(server) { while true { pause() } }

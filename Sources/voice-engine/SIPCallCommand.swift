@@ -26,10 +26,18 @@ struct SIPCallOptions: ParsableArguments {
     var duration: Double?
     @Option(help: "Give up when the call is not established within this many seconds.")
     var answerTimeout: Double = 60
+    @Option(
+        help: ArgumentHelp(
+            "DTMF keys to send once the call is established (0-9 * # A-D); more with 'dtmf <keys>' lines on stdin.",
+            valueName: "keys"))
+    var dtmf: String?
 
     func validate() throws {
         try OptionRange("--duration", 0.1...86_400, "seconds").check(duration)
         try OptionRange("--answer-timeout", 0.1...3_600, "seconds").check(answerTimeout)
+        if let dtmf {
+            do { _ = try DTMFDigit.parse(dtmf) } catch { throw ValidationError("--dtmf: \(error)") }
+        }
         for header in headers where !(header.lowercased().hasPrefix("x-") && header.contains(":")) {
             throw ValidationError("--header '\(header)': expected 'X-Name: value'")
         }
@@ -226,6 +234,8 @@ enum SIPCallSession {
                 case .ended(let end):
                     established.end = end
                     stop.yield("ended")
+                case .dtmfReceived(let digit, _):
+                    say("dtmf: received \(digit)")
                 case .progress:
                     break
                 }
@@ -274,8 +284,12 @@ enum SIPCallSession {
         }
         let mediaEvents = sipMedia.live.events
         Task {
-            for await event in mediaEvents { if case .ended = event { stop.yield("media ended") } }
+            for await event in mediaEvents {
+                if case .ended = event { stop.yield("media ended") }
+                if case .dtmfReceived(let digit) = event { say("dtmf: received \(digit)") }
+            }
         }
+        SIPCallDTMF.start(keys: options.dtmf, live: sipMedia.live, call: call)
         for await next in stops where next != "established" {
             reason = next
             break

@@ -378,8 +378,25 @@ struct ClientSIPCallTests {
         }
     }
 
+    /// Over UDP the INVITE goes out and Timer B ends the call; over TLS the refused connection is an error of
+    /// `callUser` itself: nothing was sent, no call was placed.
     @Test func unreachableServerEndsTheCallWithANetworkFailure() async throws {
-        try await withService(sipPort: 26046) { service in
+        try await withService(sipPort: 26045) { service in
+            let alice = try service.client("alice")
+            await alice.start()
+            service.stopKamailio()
+            await #expect {
+                _ = try await alice.callUser("bob")
+            } throws: { error in
+                if case .network(let reason) = error as? VoiceClientError {
+                    reason.contains("Connection refused")
+                } else {
+                    false
+                }
+            }
+            await alice.terminate()
+        }
+        try await withService(sipPort: 26046, insecure: true) { service in
             let alice = try service.client("alice")
             await alice.start()
             service.stopKamailio()

@@ -281,7 +281,8 @@ struct ClientServiceTests {
                     == 1)
             let forged = RegistrationGrant(
                 username: "9999999999:mallory", password: "AAAA", expires: 9_999_999_999, domain: "voiceengine.test")
-            let connection = RegistrationServiceConnection(host: "127.0.0.1", port: service.registrationPort)
+            let connection = RegistrationServiceConnection(
+                host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
                 try await connection.pushData(
                     of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged, on: service.group.next())

@@ -132,13 +132,18 @@ struct RegistrationStoreTests {
         }
     }
 
-    @Test func clientGetsAGrantOrTheTypedRefusalOverHTTP() async throws {
+    @Test(.enabled(if: TestPKI.isAvailable, "openssl is missing"))
+    func clientGetsAGrantOrTheTypedRefusalOverHTTPS() async throws {
         try await withStore { _, store in
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let pki = try TestPKI()
+            defer { pki.remove() }
             let service = RegistrationService(store: store, issuer: Self.issuer)
             let server = try await RegistrationHTTPServer.start(
-                service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-            let connection = RegistrationServiceConnection(host: "127.0.0.1", port: try #require(server.port))
+                service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+                security: .tls(certificateChainFile: pki.serverCertificateFile, privateKeyFile: pki.serverKeyFile))
+            let connection = RegistrationServiceConnection(
+                host: "127.0.0.1", port: try #require(server.port), transport: .tls(trustRoots: .pemFile(pki.caFile)))
             let grant = try await connection.register(signed("alice", 1), on: group.next())
             #expect(grant.username.hasSuffix(":alice"))
             #expect(grant.domain == "voiceengine.test")
@@ -171,8 +176,10 @@ struct RegistrationStoreTests {
                 database: "none"))
         let service = RegistrationService(store: store, issuer: Self.issuer)
         let server = try await RegistrationHTTPServer.start(
-            service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-        let connection = RegistrationServiceConnection(host: "127.0.0.1", port: try #require(server.port))
+            service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+            security: .insecurePlainHTTP)
+        let connection = RegistrationServiceConnection(
+            host: "127.0.0.1", port: try #require(server.port), transport: .insecurePlaintextUDPAndHTTP)
         let started = ContinuousClock.now
         do {
             _ = try await connection.register(signed("alice", 1), on: group.next())

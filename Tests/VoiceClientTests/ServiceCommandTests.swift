@@ -4,8 +4,8 @@ import VoiceClient
 import VoiceTestSupport
 
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
-/// runs PostgreSQL, `voice-engine registration-service` and Kamailio with a state directory of their own). Ports
-/// 26010–26011 and 26208 (PostgreSQL).
+/// runs PostgreSQL, `voice-engine registration-service` and Kamailio with a state directory of their own, with a
+/// local CA it makes on the first run). Ports 26010–26011, 31010 (TLS) and 26208 (PostgreSQL).
 @Suite(
     "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags,
     .serialized, .timeLimit(.minutes(2)),
@@ -60,11 +60,28 @@ struct ServiceCommandTests {
             ], in: directory)
         #expect(missing.status == 65, "\(missing.output)")
         #expect(missing.output.contains("/nonexistent/secret"))
-        let notJSON = try await run(
+        let service = [
+            "registration-service", "--applications", secret.path, "--database",
+            "postgres://voiceengine@127.0.0.1/none",
+            "--shared-secret-file", secret.path
+        ]
+        // HTTPS needs a certificate and key; plain HTTP only by name.
+        let noCertificate = try await run(service, in: directory)
+        #expect(noCertificate.status == 64, "\(noCertificate.output)")
+        #expect(noCertificate.output.contains("HTTPS needs --certificate and --private-key"), "\(noCertificate.output)")
+        let applications = directory.appendingPathComponent("applications.json")
+        try "{\"k\": \"s\"}".write(to: applications, atomically: true, encoding: .utf8)
+        let shared = directory.appendingPathComponent("shared-secret")
+        try "shared".write(to: shared, atomically: true, encoding: .utf8)
+        let missingCertificate = try await run(
             [
-                "registration-service", "--applications", secret.path, "--database",
-                "postgres://voiceengine@127.0.0.1/none", "--shared-secret-file", secret.path
+                "registration-service", "--applications", applications.path, "--database",
+                "postgres://voiceengine@127.0.0.1/none", "--shared-secret-file", shared.path, "--listen",
+                "127.0.0.1:0", "--certificate", "/nonexistent/server.pem", "--private-key", "/nonexistent/server.key"
             ], in: directory)
+        #expect(missingCertificate.status == 65, "\(missingCertificate.output)")
+        #expect(missingCertificate.output.contains("/nonexistent/server.pem"), "\(missingCertificate.output)")
+        let notJSON = try await run(service + ["--insecure-plain-http"], in: directory)
         #expect(notJSON.status == 65, "\(notJSON.output)")
     }
 
@@ -75,7 +92,7 @@ struct ServiceCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = directory.appendingPathComponent("state")
-        let (sipPort, httpPort, databasePort) = (26010, 26011, 26208)
+        let (sipPort, httpPort, tlsPort, databasePort) = (26010, 26011, 26010 + ServiceHarness.tlsPortOffset, 26208)
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             Issue.record("127.0.0.1:\(sipPort) is in use")
             return
@@ -83,19 +100,23 @@ struct ServiceCommandTests {
         let service = try ChildProcessGroup(
             "/usr/bin/env",
             [
-                "DB_PORT=\(databasePort)", "/bin/sh",
+                "SIP_TLS_PORT=\(tlsPort)", "DB_PORT=\(databasePort)", "/bin/sh",
                 repositoryRoot.appendingPathComponent("Services/run-service.sh").path, state.path, "\(sipPort)",
                 "\(httpPort)", binary.path
             ],
             log: directory.appendingPathComponent("service.log"))
         defer { service.stop() }
         // The first start creates the PostgreSQL cluster (initdb) before Kamailio starts.
-        guard await waitUntilUDPBound(sipPort, timeout: .seconds(60)) else {
+        guard await waitUntilUDPBound(sipPort, timeout: .seconds(60)), await waitUntilTCPListening(tlsPort) else {
             Issue.record("the service did not start:\n\(service.logTail)")
             return
         }
-        // The script created the state directory: applications, shared secret, the database's password and data.
-        for file in ["applications.json", "shared-secret", "database-password", "postgresql/data"] {
+        // The script created the state directory: applications, shared secret, the database's password and data,
+        // the local CA and the server certificate it signed, Kamailio's TLS configuration; it says where the CA is.
+        for file in [
+            "applications.json", "shared-secret", "database-password", "postgresql/data", "ca.pem", "server.pem",
+            "server.key", "tls.cfg"
+        ] {
             #expect(
                 FileManager.default.fileExists(atPath: state.appendingPathComponent(file).path),
                 "\(file) missing:\n\(service.logTail)")
@@ -113,10 +134,13 @@ struct ServiceCommandTests {
                 ], in: directory)
             signatures[user] = try JSONDecoder().decode(SignedRegistration.self, from: Data(signed.output.utf8))
         }
+        let caFile = state.appendingPathComponent("ca.pem").path
+        let serviceLog = (try? String(contentsOf: service.log, encoding: .utf8)) ?? ""
+        #expect(serviceLog.contains("clients trust the service's CA: \(caFile)"), "\(serviceLog)")
         let configuration = VoiceClientConfiguration(
-            applicationKey: "demo-application-key", serviceHost: "127.0.0.1", sipPort: sipPort,
-            registrationPort: httpPort,
-            registrationExpires: 60, sipT1: .milliseconds(20))
+            applicationKey: "demo-application-key", serviceHost: "127.0.0.1",
+            transport: .tls(trustRoots: .pemFile(caFile)),
+            sipPort: tlsPort, registrationPort: httpPort, registrationExpires: 60, sipT1: .milliseconds(20))
         let known = signatures
         let alice = try VoiceClient(userID: "alice", configuration: configuration) { known[$0]! }
         let bob = try VoiceClient(userID: "bob", configuration: configuration) { known[$0]! }
@@ -177,8 +201,9 @@ struct PhoneCommandTests {
             let phone = try ChildProcessGroup(
                 binary.path,
                 [
-                    "phone", "--user", "bob", "--server", "127.0.0.1", "--sip-port", "\(service.sipPort)",
-                    "--registration-port", "\(service.registrationPort)", "--application-key",
+                    "phone", "--user", "bob", "--server", "127.0.0.1", "--sip-port", "\(service.tlsPort)",
+                    "--registration-port", "\(service.registrationPort)", "--ca-file", service.pki.caFile,
+                    "--application-key",
                     ServiceHarness.applicationKey,
                     "--secret-file", secret.path, "--mic", "null", "--speaker", "null", "--rate", "16000",
                     "--auto-answer", "0.2"

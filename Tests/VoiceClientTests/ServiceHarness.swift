@@ -19,10 +19,11 @@ let serviceUnavailableReason: String? = {
     if !fm.isExecutableFile(atPath: kamailioExecutable) {
         return "kamailio is not installed (make test-deps installs it)"
     }
-    for module in ["auth_ephemeral", "msilo", "db_postgres"]
+    if !TestPKI.isAvailable { return "openssl is not installed (the service's test certificates)" }
+    for module in ["auth_ephemeral", "msilo", "db_postgres", "tls", "nathelper"]
     where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
         return
-            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-postgres-modules, kamailio-extra-modules)"
+            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-postgres-modules, kamailio-extra-modules, kamailio-tls-modules)"
     }
     if kamailioSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
         return "Kamailio's PostgreSQL schema is missing (make test-deps installs kamailio-postgres-modules)"
@@ -31,14 +32,25 @@ let serviceUnavailableReason: String? = {
 }()
 
 /// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
-/// state directory) and the registration service in this process, sharing a fresh secret and a fresh database of
-/// the test process's PostgreSQL.
+/// state directory; TLS on `tlsPort`, UDP and TCP on `sipPort`) and the registration service over HTTPS in this
+/// process, sharing a fresh secret and a fresh database of the test process's PostgreSQL; both present a
+/// certificate of a CA made for the test, which the clients of ``client(_:clock:pushData:audio:)`` trust.
 final class ServiceHarness: @unchecked Sendable {
     static let applicationKey = "test-application-key"
     static let applicationSecret = "test-application-secret"
+    /// Kamailio's TLS port is the SIP port plus this (clear of the other ports the tests use).
+    static let tlsPortOffset = 5000
 
     let directory: URL
     let sipPort: Int
+    var tlsPort: Int { sipPort + Self.tlsPortOffset }
+    let pki: TestPKI
+    /// The certificates Kamailio and the registration service present (set before `start()`): the test CA's by
+    /// default.
+    var sipCertificate: String
+    var httpsCertificate: String
+    /// Clients and registration service in clear text (SIP over UDP, plain HTTP), set before `start()`.
+    var insecure = false
     let sharedSecret = UUID().uuidString
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let database: TestDatabase
@@ -62,6 +74,8 @@ final class ServiceHarness: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.sipPort = sipPort
         self.credentialLifetime = credentialLifetime
+        pki = try TestPKI(prefix: "voiceclient-pki")
+        (sipCertificate, httpsCertificate) = (pki.serverCertificateFile, pki.serverCertificateFile)
         database = try TestPostgreSQL.shared().database()
         registrationService = RegistrationService(
             store: RegistrationStore(try DatabaseAddress(url: database.url)),
@@ -73,12 +87,20 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
+        try await startRegistrationService()
+        try database.psql("", files: kamailioSchema)
+        try await startKamailio()
+    }
+
+    /// The registration service alone (HTTPS with `httpsCertificate`, or HTTP when `insecure`) on `port` (0: any),
+    /// its store migrated and holding the test application.
+    func startRegistrationService(port: Int = 0) async throws {
         try await registrationService.store.migrate()
         try await registrationService.store.setApplication(key: Self.applicationKey, secret: Self.applicationSecret)
-        try database.psql("", files: kamailioSchema)
         http = try await RegistrationHTTPServer.start(
-            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0))
-        try await startKamailio()
+            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: port),
+            security: insecure
+                ? .insecurePlainHTTP : .tls(certificateChainFile: httpsCertificate, privateKeyFile: pki.serverKeyFile))
     }
 
     /// Stops the registration service and starts a new one (a new store on the same database) on the same port.
@@ -87,11 +109,10 @@ final class ServiceHarness: @unchecked Sendable {
         try await http?.close()
         await registrationService.store.close()
         registrationService = RegistrationService(
-            store: try await RegistrationStore.open(try DatabaseAddress(url: database.url)),
+            store: RegistrationStore(try DatabaseAddress(url: database.url)),
             issuer: EphemeralCredentialIssuer(
                 sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"))
-        http = try await RegistrationHTTPServer.start(
-            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: port))
+        try await startRegistrationService(port: port)
     }
 
     func startKamailio() async throws {
@@ -104,9 +125,15 @@ final class ServiceHarness: @unchecked Sendable {
         let push =
             (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
             + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
+        let tlsConfig = directory.appendingPathComponent("tls.cfg")
+        try pki.kamailioTLSConfiguration(certificate: sipCertificate).write(
+            to: tlsConfig, atomically: true, encoding: .utf8)
+        let tls = [
+            "-l", "tls:127.0.0.1:\(tlsPort)", "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\""
+        ]
         let process = try ChildProcessGroup(
             kamailioExecutable,
-            push + [
+            push + tls + [
                 "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
                 "-A", "SECRET=\"\(sharedSecret)\"", "-A", "DB_URL=\"\(database.url)\"",
                 "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
@@ -114,10 +141,10 @@ final class ServiceHarness: @unchecked Sendable {
                 "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
             ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
-        guard await waitUntilUDPBound(sipPort) else {
+        guard await waitUntilUDPBound(sipPort), await waitUntilTCPListening(tlsPort) else {
             let tail = process.logTail
             process.stop()
-            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort):\n\(tail)")
+            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort) (TLS \(tlsPort)):\n\(tail)")
         }
     }
 
@@ -137,19 +164,27 @@ final class ServiceHarness: @unchecked Sendable {
             applicationSecret: Self.applicationSecret)
     }
 
-    func configuration(pushData: Data? = nil) -> VoiceClientConfiguration {
-        VoiceClientConfiguration(
-            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", sipPort: sipPort,
-            registrationPort: registrationPort,
+    /// Over TLS trusting the test CA (`trustRoots`, `serverName` to try others), unless the harness is `insecure`.
+    func configuration(
+        pushData: Data? = nil, trustRoots: VoiceClientConfiguration.Transport.TrustRoots? = nil,
+        serverName: String? = nil
+    ) -> VoiceClientConfiguration {
+        let transport: VoiceClientConfiguration.Transport =
+            insecure
+            ? .insecurePlaintextUDPAndHTTP
+            : .tls(trustRoots: trustRoots ?? .pemFile(pki.caFile), serverName: serverName)
+        return VoiceClientConfiguration(
+            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", transport: transport,
+            sipPort: insecure ? sipPort : tlsPort, registrationPort: registrationPort,
             registrationExpires: 60, pushData: pushData,
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
     }
 
     func client(
         _ userID: String, clock: any MediaClock = MonotonicClock(), pushData: Data? = nil,
-        audio: CallAudioDevices? = nil
+        audio: CallAudioDevices? = nil, configuration: VoiceClientConfiguration? = nil
     ) throws -> VoiceClient {
-        var configuration = configuration(pushData: pushData)
+        var configuration = configuration ?? self.configuration(pushData: pushData)
         // Calls in tests run on null devices unless a test gives files (no sound card needed).
         configuration.audio =
             audio ?? CallAudioDevices(microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
@@ -163,15 +198,19 @@ final class ServiceHarness: @unchecked Sendable {
         database.drop()
         try? await group.shutdownGracefully()
         try? FileManager.default.removeItem(at: directory)
+        pki.remove()
     }
 }
 
 /// Runs `body` with the service started on `sipPort`, shut down afterwards whatever happens.
 func withService(
     sipPort: Int, credentialLifetime: UInt64 = 3600, gateway: String? = nil, conferenceServer: String? = nil,
-    pushGateway: String? = nil, appPush: Bool = false, _ body: (ServiceHarness) async throws -> Void
+    pushGateway: String? = nil, appPush: Bool = false, insecure: Bool = false,
+    prepare: (ServiceHarness) -> Void = { _ in }, _ body: (ServiceHarness) async throws -> Void
 ) async throws {
     let harness = try ServiceHarness(sipPort: sipPort, credentialLifetime: credentialLifetime)
+    harness.insecure = insecure
+    prepare(harness)
     if let gateway { harness.gateway = gateway }
     if let conferenceServer { harness.conferenceServer = conferenceServer }
     harness.pushGateway = pushGateway
@@ -193,6 +232,19 @@ func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bo
     let deadline = ContinuousClock.now + timeout
     repeat {
         if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) {
+            return true
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+    } while ContinuousClock.now < deadline
+    return false
+}
+
+/// Waits until something listens on TCP `port` on loopback (from /proc/net/tcp, state 0A).
+func waitUntilTCPListening(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
+    let needle = String(format: "0100007F:%04X 00000000:0000 0A", port)
+    let deadline = ContinuousClock.now + timeout
+    repeat {
+        if let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), table.contains(needle) {
             return true
         }
         try? await Task.sleep(for: .milliseconds(20))

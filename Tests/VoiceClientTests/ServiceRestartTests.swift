@@ -42,7 +42,8 @@ struct ServiceRestartTests {
                 await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: stored, recipient: "carol") }
                     != nil, "\(aliceEvents.events)")
             // A request the service accepted, to replay after the restart.
-            let connection = RegistrationServiceConnection(host: "127.0.0.1", port: service.registrationPort)
+            let connection = RegistrationServiceConnection(
+                host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             let dave = RegistrationRequest(
                 applicationKey: ServiceHarness.applicationKey, userID: "dave", signed: service.sign("dave"))
             _ = try await connection.register(dave, on: service.group.next())

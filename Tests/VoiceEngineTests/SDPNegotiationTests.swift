@@ -180,7 +180,7 @@ import VoiceEngine
         #expect(n.payloadType == 111 && n.encoder.inbandFEC && n.rtcpMux && n.srtp == nil)
         #expect(n.remoteAddress == "192.0.2.10" && n.remotePort == 54400)
         let mLines = answer.serialize().split(separator: "\r\n").filter { $0.hasPrefix("m=") }
-        #expect(mLines == ["m=audio 1 RTP/AVPF 111", "m=video 0 UDP/TLS/RTP/SAVPF 96"])
+        #expect(mLines == ["m=audio 1 RTP/AVPF 111 110", "m=video 0 UDP/TLS/RTP/SAVPF 96"])  // 110: telephone-event/48000
     }
 
     @Test func aBrowserOfferNeedsDTLSSoSDESOnlyPeersRefuseIt() throws {
@@ -202,7 +202,7 @@ import VoiceEngine
         #expect(n.remoteAddress == "203.0.113.5" && n.remotePort == 15346 && n.remoteRTCPPort == 15347)
         #expect(!n.rtcpMux)
         let text = answer.serialize()
-        #expect(text.contains("m=audio 30000 RTP/SAVP 107\r\n"))
+        #expect(text.contains("m=audio 30000 RTP/SAVP 107 101\r\n"))  // 101: its telephone-event/8000
         #expect(text.contains("a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:"))
         #expect(!text.contains("rtcp-mux"))
     }
@@ -228,7 +228,7 @@ import VoiceEngine
         #expect(parsed.audioIndex == 1)
         let (answer, _) = try SessionDescription.makeAnswer(to: parsed, localCapabilities: Self.caps(port: 1))
         let lines = answer.serialize().split(separator: "\r\n").filter { $0.hasPrefix("m=") }
-        #expect(lines == ["m=video 0 RTP/SAVP 96", "m=audio 1 RTP/SAVP 111"])
+        #expect(lines == ["m=video 0 RTP/SAVP 96", "m=audio 1 RTP/SAVP 111 101"])
     }
 
     @Test func rejectedAudioAndMissingOpusAreErrors() throws {

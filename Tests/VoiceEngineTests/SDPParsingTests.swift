@@ -150,7 +150,7 @@ enum SDPSamples {
         let offer = SessionDescription.makeOffer(caps)
         let text = offer.serialize()
         #expect(text.contains("a=rtpmap:111 opus/48000/2\r\n"))
-        #expect(text.contains("m=audio 40000 RTP/SAVP 111\r\n"))
+        #expect(text.contains("m=audio 40000 RTP/SAVP 111 101 102\r\n"))
         #expect(text.contains("a=crypto:1 AEAD_AES_128_GCM inline:"))
         #expect(text.contains("a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:"))
         #expect(

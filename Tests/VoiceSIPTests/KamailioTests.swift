@@ -53,20 +53,7 @@ struct KamailioTests {
         if sha256 { arguments += ["-A", "WITH_SHA256"] }
         if let tls {
             let tlsConfig = directory.appendingPathComponent("tls.cfg")
-            try """
-            [server:default]
-            method = TLSv1.2+
-            verify_certificate = no
-            require_certificate = no
-            private_key = \(tls.serverKeyFile)
-            certificate = \(tls.serverCertificateFile)
-
-            [client:default]
-            method = TLSv1.2+
-            verify_certificate = no
-            require_certificate = no
-
-            """.write(to: tlsConfig, atomically: true, encoding: .utf8)
+            try tls.kamailioTLSConfiguration().write(to: tlsConfig, atomically: true, encoding: .utf8)
             arguments += [
                 "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\"", "-l", "tls:127.0.0.1:\(port + 1)", "-l",
                 "tls:[::1]:\(port + 1)"

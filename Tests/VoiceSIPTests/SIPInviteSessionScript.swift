@@ -220,6 +220,8 @@ func describe(_ action: SIPInviteAction) -> String {
         return "emit established \(media.direction)"
     case .emit(.mediaUpdated(let media, let byPeer)):
         return "emit media \(media.direction) by \(byPeer ? "peer" : "us")"
+    case .emit(.dtmfReceived(let digit, _)):
+        return "emit DTMF \(digit)"
     case .emit(.ended(let end)):
         return "emit ended \(end)"
     case .complete(let id, .success(let media)):

@@ -17,11 +17,14 @@ public enum BaresipPeer {
     ///   - microphone: a 16-bit mono WAV already long enough for the call (``repeated(_:seconds:into:)``).
     ///   - mediaEncryption: the account's `mediaenc`: `srtp-mand` (SDES) or `dtls_srtp` (RFC 5763/5764, baresip's
     ///     `dtls_srtp` module, with rtcp-mux so that one handshake on the RTP port keys the call).
+    ///   - controlPort: loads `ctrl_tcp` on 127.0.0.1 at this port (netstring JSON commands such as `sndcode`, and
+    ///     every event, DTMF included, sent to the connected client).
     public static func configure(
         directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40,
-        mediaEncryption: String = "srtp-mand"
+        mediaEncryption: String = "srtp-mand", controlPort: Int? = nil
     ) throws -> [String] {
-        let keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
+        var keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
+        if let controlPort { keyingLines += "module_app ctrl_tcp.so\nctrl_tcp_listen 127.0.0.1:\(controlPort)\n" }
         let config = """
             poll_method epoll
             net_interface 127.0.0.1

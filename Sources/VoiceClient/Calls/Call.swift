@@ -76,6 +76,12 @@ public actor Call {
         try await apply(event)
     }
 
+    /// Yields an effect outside the state machine (DTMF): to the app's ``updates`` and/or the dialog driver.
+    func yield(_ effect: CallEffect, toApp: Bool, toDriver: Bool) {
+        if toApp { continuation.yield(effect) }
+        if toDriver { driverContinuation.yield(effect) }
+    }
+
     private func apply(_ event: CallEvent) async throws(CallRefusal) -> [CallEffect] {
         let before = machine.state
         var effects = try machine.handle(event, at: clock.now)

@@ -86,6 +86,8 @@ actor CallLink {
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
             try? self.media?.update(media)
+        case .dtmfReceived(let digit, _):
+            await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
         case .ended(let end):
             // The media stops first, so its report is on the call when the app sees the end.
             await finish()
@@ -136,6 +138,7 @@ actor CallLink {
             )
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
+            reportDTMF(of: started.live)
         } catch {
             tones.mediaStopped()
             throw error
@@ -172,8 +175,10 @@ actor CallLink {
             endSeen = true
             await finish()
             releaseTones()
-        case .stateChanged:
+        case .stateChanged, .dtmfReceived:
             break
+        case .sendDTMF(let digits):
+            await sendDTMF(digits)
         }
     }
 
@@ -206,4 +211,7 @@ actor CallLink {
 
     /// The media's counters, while it runs.
     var mediaStatistics: LiveCallStatistics? { media?.live.statistics }
+
+    /// The running media, for DTMF (Call+DTMF.swift).
+    var mediaLive: LiveCall? { media?.live }
 }

@@ -75,6 +75,10 @@ public enum CallEffect: Sendable, Hashable {
     case stopRingtone
     /// The call moved to `state` (an event for the app).
     case stateChanged(CallState)
+    /// Send these DTMF keys (``Call/sendDTMF(_:)``): RFC 4733 in the media when negotiated, else SIP INFO.
+    case sendDTMF([DTMFDigit])
+    /// The peer pressed a key (an event for the app): from the media (RFC 4733) or a SIP INFO.
+    case dtmfReceived(DTMFDigit)
 }
 
 /// Why an event was refused; the call is unchanged.

@@ -40,7 +40,7 @@ final class ClientPush {
     nonisolated(nonsending) func askToPush(recipient: String, payload: PushPayload) async {
         guard let grant = registration.grant else { return }
         let service = RegistrationServiceConnection(
-            host: configuration.serviceHost, port: configuration.registrationPort)
+            host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         guard
             let pushData = try? await service.pushData(
                 of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),

@@ -31,6 +31,9 @@ final class ClientRegistration {
     private let sipCredentials = RenewableCredentials()
     /// Whether the last refresh succeeded: a loss is reported once, a later success re-arms the report.
     private var healthy = true
+    /// Sends the keepalives of ``KeepaliveSchedule`` on the flow to the service while registered.
+    private var keepaliveTask: Task<Void, Never>?
+    private var keepalive: KeepaliveSchedule?
 
     init(
         userID: String, configuration: VoiceClientConfiguration, sign: @escaping VoiceClient.SignRegistration,
@@ -67,15 +70,30 @@ final class ClientRegistration {
         let local = try LocalAddress.towards(server)
         let t1 = configuration.sipT1
         let timers = SIPTimerConfiguration(t1: t1, t2: min(.seconds(4), t1 * 8), t4: min(.seconds(5), t1 * 10))
-        let endpoint = try await SIPEndpoint.start(
-            on: group.next(), udp: local,
-            configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
+        let peer: SIPPeer
+        let endpoint: SIPEndpoint
+        switch configuration.transport {
+        case .tls(let trustRoots, let serverName):
+            // A TLS client only: no listener; the service reaches the client over the connection it registered
+            // on, and the Contact names that connection.
+            let tls = SIPTLSConfiguration(trustRoots: trustRoots)
+            do { try tls.check() } catch { throw VoiceClientError.tlsRefused(TLSRefusal(error, server: .sip)) }
+            peer = SIPPeer(.tls, server, serverName: serverName ?? configuration.serviceHost)
+            endpoint = try await SIPEndpoint.start(
+                on: group.next(),
+                configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient", tls: tls))
+        case .insecurePlaintextUDPAndHTTP:
+            peer = SIPPeer(.udp, server)
+            endpoint = try await SIPEndpoint.start(
+                on: group.next(), udp: local,
+                configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient"))
+        }
         sipCredentials.set(grant)
-        let peer = SIPPeer(.udp, server)
         let agent = SIPUserAgent(
             endpoint: endpoint, credentials: sipCredentials,
             configuration: SIPUserAgentConfiguration(
-                addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), outboundProxy: peer))
+                addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), outboundProxy: peer,
+                transport: peer.transport))
         try await agent.onOtherRequest { [endpoint] request in onRequest(request, endpoint) }
         self.agent = agent
         mediaHost = local.ipAddress ?? "127.0.0.1"
@@ -98,14 +116,29 @@ final class ClientRegistration {
             sender: sender)
         let result: SIPRegistrationResult
         do { result = try await binding.startRefreshing() } catch {
-            throw VoiceClientError.network("REGISTER: \(error)")
+            throw Self.clientError(error, doing: "REGISTER")
         }
         guard result.succeeded else {
             if result.statusCode == 401 || result.statusCode == 403 { self.grant = nil }
             throw VoiceClientError.sipRegistrationFailed(status: result.statusCode, reason: result.reasonPhrase)
         }
         self.binding = binding
+        keepAlive(KeepaliveSchedule(flowTimer: result.flowTimer, configured: configuration.keepaliveInterval))
         await binding.observeRefreshes(onRefresh)
+    }
+
+    /// (Re)starts the keepalives when the schedule changed (a refresh may bring another Flow-Timer).
+    private func keepAlive(_ schedule: KeepaliveSchedule) {
+        guard schedule != keepalive || keepaliveTask == nil, let endpoint, let serverPeer else { return }
+        keepaliveTask?.cancel()
+        keepalive = schedule
+        keepaliveTask = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: schedule.delay(fraction: Double.random(in: 0..<1)))
+                guard !Task.isCancelled else { return }
+                endpoint.sendKeepalive(to: serverPeer)
+            }
+        }
     }
 
     /// Reports a refresh that failed after `start()` (once per loss).
@@ -118,6 +151,7 @@ final class ClientRegistration {
         switch outcome {
         case .success(let result) where result.succeeded:
             healthy = true
+            keepAlive(KeepaliveSchedule(flowTimer: result.flowTimer, configured: configuration.keepaliveInterval))
         case .success(let result):
             if healthy {
                 events.yield(
@@ -157,12 +191,23 @@ final class ClientRegistration {
 
     /// Unregisters (or only stops refreshing) and closes the endpoint; the credentials are kept.
     nonisolated(nonsending) func tearDown(unregister: Bool) async {
+        keepaliveTask?.cancel()
+        (keepaliveTask, keepalive) = (nil, nil)
         if let binding {
             if unregister { _ = try? await binding.unregister() } else { await binding.stopRefreshing() }
         }
         try? await endpoint?.close()
         (binding, endpoint, sender, serverPeer, agent) = (nil, nil, nil, nil, nil)
         healthy = true
+    }
+
+    /// A SIP failure as the app sees it: a TLS refusal says why, anything else is a network error.
+    static func clientError(_ error: any Error, doing what: String) -> VoiceClientError {
+        if let client = error as? VoiceClientError { return client }
+        if let sip = error as? SIPError, sip.kind == .tls, sip.tlsFailure != nil {
+            return .tlsRefused(TLSRefusal(sip, server: .sip))
+        }
+        return .network("\(what): \(error)")
     }
 
     private func remainingSeconds(of grant: RegistrationGrant) -> UInt64 {
@@ -180,7 +225,7 @@ final class ClientRegistration {
         let signed: SignedRegistration
         do { signed = try await sign(userID) } catch { throw VoiceClientError.signingFailed("\(error)") }
         let service = RegistrationServiceConnection(
-            host: configuration.serviceHost, port: configuration.registrationPort)
+            host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         let request = RegistrationRequest(
             applicationKey: configuration.applicationKey, userID: userID, signed: signed,
             pushData: configuration.pushData)

@@ -1,25 +1,35 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
+import VoiceSIP
 
-/// The client side of the registration service, JSON over HTTP/1.1 (`Connection: close`): `POST
+/// The client side of the registration service, JSON over HTTP/1.1 (`Connection: close`) in TLS (HTTPS, the
+/// certificate checked as the configuration's ``VoiceClientConfiguration/Transport`` says) or, when asked for by
+/// name, in clear text: `POST
 /// /v1/registrations` with a ``RegistrationRequest``, answered with a ``RegistrationGrant`` (200) or a
 /// ``RegistrationRefusal`` (403/409/400); `POST /v1/push-data` with the device's own credentials (Basic), answered
 /// with a user's push data.
 public struct RegistrationServiceConnection: Sendable {
     public var host: String
     public var port: Int
+    /// HTTPS with its trust roots and server name, or plain HTTP.
+    public var transport: VoiceClientConfiguration.Transport
     /// How long to wait for the whole exchange.
     public var timeout: TimeAmount
 
-    public init(host: String, port: Int, timeout: TimeAmount = .seconds(10)) {
+    public init(
+        host: String, port: Int, transport: VoiceClientConfiguration.Transport, timeout: TimeAmount = .seconds(10)
+    ) {
         self.host = host
         self.port = port
+        self.transport = transport
         self.timeout = timeout
     }
 
     /// Sends `request` and returns the grant.
-    /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal, or
+    /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal,
+    ///   ``VoiceClientError/tlsRefused(_:)`` (nothing was sent), or
     ///   ``VoiceClientError/registrationServiceUnavailable(_:)``.
     public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError)
         -> RegistrationGrant
@@ -53,6 +63,8 @@ public struct RegistrationServiceConnection: Sendable {
         let reply: [UInt8]
         do {
             reply = try await exchange(Array(head.utf8) + Array(body), on: eventLoop)
+        } catch let error as VoiceClientError {
+            throw error
         } catch {
             throw .registrationServiceUnavailable("\(host):\(port): \(error)")
         }
@@ -67,8 +79,23 @@ public struct RegistrationServiceConnection: Sendable {
         throw .registrationServiceUnavailable("HTTP \(status) from \(host):\(port)")
     }
 
-    /// Writes `bytes` on a new TCP connection and returns everything read until the server closes it.
+    /// Writes `bytes` on a new TCP connection (in TLS unless the transport is the insecure one) and returns
+    /// everything read until the server closes it. With TLS, NIOSSL holds the bytes until the handshake has checked
+    /// the certificate: a refused one fails with ``VoiceClientError/tlsRefused(_:)`` and nothing was written.
     private func exchange(_ bytes: [UInt8], on eventLoop: any EventLoop) async throws -> [UInt8] {
+        let tls: NIOSSLContext?
+        let serverName: String?
+        switch transport {
+        case .tls(let trustRoots, let name):
+            do { tls = try Self.context(trusting: trustRoots) } catch {
+                throw VoiceClientError.tlsRefused(
+                    TLSRefusal(kind: .badTrustRoot, server: .registrationService, detail: "\(error)"))
+            }
+            let expected = name ?? host
+            serverName = expected.isIPAddress ? nil : expected
+        case .insecurePlaintextUDPAndHTTP:
+            (tls, serverName) = (nil, nil)
+        }
         let collected = eventLoop.makePromise(of: [UInt8].self)
         let channel: any Channel
         do {
@@ -76,7 +103,12 @@ public struct RegistrationServiceConnection: Sendable {
                 .connectTimeout(timeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(CollectingHandler(promise: collected))
+                        if let tls {
+                            try channel.pipeline.syncOperations.addHandler(
+                                try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        }
+                        try channel.pipeline.syncOperations.addHandler(
+                            CollectingHandler(promise: collected, secured: tls != nil))
                     }
                 }
                 .connect(host: host, port: port).get()
@@ -90,8 +122,33 @@ public struct RegistrationServiceConnection: Sendable {
             channel.close(promise: nil)
         }
         defer { timer.cancel() }
-        try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+        do {
+            try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+        } catch {
+            // A refused handshake fails the write too; the collector's error says why.
+            _ = try await collected.futureResult.get()
+            throw error
+        }
         return try await collected.futureResult.get()
+    }
+
+    private static func context(trusting trustRoots: VoiceClientConfiguration.Transport.TrustRoots) throws
+        -> NIOSSLContext
+    {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.certificateVerification = .fullVerification
+        switch trustRoots {
+        case .system: configuration.trustRoots = .default
+        case .pemFile(let path):
+            guard try !NIOSSLCertificate.fromPEMFile(path).isEmpty else {
+                throw SIPError(.tls, "\(path): no certificate")
+            }
+            configuration.trustRoots = .file(path)
+        case .pem(let text):
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
+        }
+        return try NIOSSLContext(configuration: configuration)
     }
 }
 
@@ -99,15 +156,24 @@ public struct RegistrationServiceConnection: Sendable {
 private final class CollectingHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     private let promise: EventLoopPromise<[UInt8]>
+    /// Behind a TLS handler: an error before the answer is a refused handshake.
+    private let secured: Bool
     private var bytes: [UInt8] = []
-    init(promise: EventLoopPromise<[UInt8]>) { self.promise = promise }
+    init(promise: EventLoopPromise<[UInt8]>, secured: Bool) {
+        self.promise = promise
+        self.secured = secured
+    }
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
         bytes += buffer.readBytes(length: buffer.readableBytes) ?? []
     }
     func channelInactive(context: ChannelHandlerContext) { promise.succeed(bytes) }
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        promise.fail(error)
+        let handshake =
+            secured && bytes.isEmpty
+            && (error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError)
+        promise.fail(
+            handshake ? VoiceClientError.tlsRefused(TLSRefusal(error, server: .registrationService)) : error)
         context.close(promise: nil)
     }
 }
@@ -125,4 +191,9 @@ enum HTTPReply {
         guard fields.count >= 2, fields[0].hasPrefix("HTTP/1."), let status = Int(fields[1]) else { return nil }
         return (status, Array(bytes[(end + 4)...]))
     }
+}
+
+extension String {
+    /// An IPv4 or IPv6 literal: TLS checks it against the certificate's IP addresses, and sends no SNI.
+    fileprivate var isIPAddress: Bool { (try? SocketAddress(ipAddress: self, port: 0)) != nil }
 }

@@ -310,6 +310,8 @@ public final class LiveCall: @unchecked Sendable {
             case .mediaTimedOut:
                 endSoon(.failed)
                 return
+            case .dtmfReceived(let digit):
+                continuation.yield(.dtmfReceived(digit))
             }
         }
     }

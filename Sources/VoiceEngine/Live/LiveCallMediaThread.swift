@@ -50,6 +50,10 @@ final class LiveCallShared: Sendable {
     let datagramsReceived = Atomic<Int>(0), datagramsDiscarded = Atomic<Int>(0)
     let realtime = Atomic<Bool>(false)
     let drivenByDevice = Atomic<Bool>(false)
+    /// DTMF keys from ``LiveCall/sendDTMF(_:)`` to the media thread (the control side pushes under
+    /// `dtmfProducer`, so several tasks may send; the media thread pops without waiting).
+    let dtmfToSend = SPSCQueue<DTMFDigit>(capacity: 64)
+    let dtmfProducer = Mutex(())
 
     var snapshot: LiveCallStatistics {
         var s = LiveCallStatistics()
@@ -84,6 +88,8 @@ enum LiveCallSignal: Sendable {
     case remoteBye
     /// No RTP accepted for ``LiveCallOptions/mediaTimeoutSeconds`` after the call was established.
     case mediaTimedOut
+    /// The peer sent a DTMF key as an RFC 4733 telephone-event (reported once per key).
+    case dtmfReceived(DTMFDigit)
 }
 
 /// The stream's sink: every datagram goes out through the transport's non-blocking `sendto`, counted by outcome.
@@ -254,6 +260,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             }
         }
         receive(paused: paused)
+        moveDTMFToStream()
         drivenCapture?.tick()
         captureTick(paused: paused, now: now, skipped: skipped)
         playoutTick(paused: paused, now: now, scheduled: scheduled)
@@ -285,6 +292,7 @@ final class LiveCallMediaLoop: @unchecked Sendable {
             mediaTimedOut = true
             signals.yield(.mediaTimedOut)
         }
+        while let digit = stream.takeReceivedDTMF() { signals.yield(.dtmfReceived(digit)) }
     }
 
     /// Drops stale audio after an interruption: what the microphone captured and the packets queued meanwhile.

@@ -18,6 +18,8 @@ public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
     case interruptionEnded
     /// A file-backed microphone reached the end of its file and now delivers silence.
     case microphoneEnded
+    /// The peer pressed a key: an RFC 4733 telephone-event, reported once at its start.
+    case dtmfReceived(DTMFDigit)
     /// The call ended; ``LiveCall/stop(cause:)`` returns the report.
     case ended(AudioSessionEndReason)
 
@@ -29,6 +31,7 @@ public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
         case .interruptionBegan(let reason): "interrupted (\(reason))"
         case .interruptionEnded: "interruption ended"
         case .microphoneEnded: "microphone input ended"
+        case .dtmfReceived(let digit): "DTMF \(digit) received"
         case .ended(let cause): "ended (\(cause))"
         }
     }

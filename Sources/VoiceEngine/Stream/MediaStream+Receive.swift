@@ -59,7 +59,10 @@ extension MediaStream {
             stats.drops.unknownSSRC += 1
             return
         }
-        if !configuration.acceptAnyPayloadType && buffer[1] & 0x7F != configuration.payloadType {
+        let packetType = buffer[1] & 0x7F
+        if !configuration.acceptAnyPayloadType && packetType != configuration.payloadType
+            && packetType != configuration.telephoneEventPayloadType
+        {
             stats.drops.wrongPayloadType += 1
             return
         }
@@ -104,6 +107,10 @@ extension MediaStream {
         stats.packetsReceived += 1
         stats.bytesReceived += n
         remoteSentSinceLastReport = true
+        if packetType == configuration.telephoneEventPayloadType {
+            receiveTelephoneEvent(packet)
+            return
+        }
         let payload = packet.payload
         jitterBuffer.insert(
             payload: UnsafeBufferPointer(

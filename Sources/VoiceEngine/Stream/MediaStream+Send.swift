@@ -106,6 +106,7 @@ extension MediaStream {
             stats.framesSuppressed += 1
             return
         }
+        if sendTelephoneEventIfDue(now: now) { return }
         guard let payload = encode() else {
             packetizer.skip(ticks: frameTicks)
             return
@@ -121,8 +122,15 @@ extension MediaStream {
             stats.framesSuppressed += 1
             return
         }
+        let length = packetizer.packetize(
+            payload: payload, ticks: frameTicks, into: UnsafeMutableRawBufferPointer(sendBuffer))
+        sendPacket(length: length, now: now)
+    }
+
+    /// SRTP → sink for the RTP packet of `packetLength` bytes at the start of `sendBuffer`.
+    func sendPacket(length packetLength: Int, now: MediaTime) {
         let buffer = UnsafeMutableRawBufferPointer(sendBuffer)
-        var packetLength = packetizer.packetize(payload: payload, ticks: frameTicks, into: buffer)
+        var packetLength = packetLength
         switchOutboundKeyIfDue(now: now)
         if let srtp = unretainedSRTPOut {
             // -1: protect failed (counted below); the session is held by `srtpOut` (no retain here).

@@ -112,6 +112,8 @@ public final class MediaStream {
     @exclusivity(unchecked) var haveRemoteLoss = false
     @exclusivity(unchecked) var erleMic = 0.0
     @exclusivity(unchecked) var erleOut = 0.0
+    /// RFC 4733 events to send and received (``sendDTMF(_:)``, ``takeReceivedDTMF()``).
+    @exclusivity(unchecked) var dtmf: MediaStreamDTMF
 
     /// Creates the stream and everything it will need during the call.
     /// - Parameters:
@@ -210,6 +212,9 @@ public final class MediaStream {
         deviceBlock = deviceRate / 100
         frameSamples = opus.samplesPerChannelPerFrame
         frameTicks = OpusRTP.ticks(samples: frameSamples, codingRate: rate)
+        dtmf = MediaStreamDTMF(
+            ticksPerPacket: frameTicks, packetMilliseconds: configuration.packetTimeMilliseconds,
+            audioClockRate: OpusRTP.clockRate, eventClockRate: configuration.telephoneEventClockRate)
         func samples(_ n: Int) -> UnsafeMutableBufferPointer<Int16> {
             let b = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
             b.initialize(repeating: 0)

@@ -124,6 +124,12 @@ public struct MediaStreamConfiguration: Sendable {
     /// Accept RTP of any payload type (capture replay of a call whose payload type is not known); otherwise
     /// packets whose payload type differs from ``payloadType`` are dropped and counted.
     public var acceptAnyPayloadType: Bool
+    /// RTP payload type of RFC 4733 telephone-events at the audio's clock rate, when the peer negotiated them; nil:
+    /// DTMF is not sent in RTP and event packets are dropped as a wrong payload type.
+    public var telephoneEventPayloadType: UInt8?
+    /// The telephone-events' clock rate when it is not the audio's (8000 beside Opus, as baresip and Asterisk
+    /// negotiate): event durations are counted in it; timestamps stay the audio's. nil: the audio's.
+    public var telephoneEventClockRate: Int?
     public var rtcp: MediaStreamRTCPSettings
     public var lossAdaptation: LossAdaptationPolicy
     /// Largest datagram accepted (and the size of every preallocated packet buffer). 1500 by default.
@@ -216,6 +222,7 @@ public struct MediaStreamConfiguration: Sendable {
                 field: "payloadType",
                 reason: "\(payloadType) must be 0...127 and outside 64...95 (RFC 5761 RTP/RTCP demux)")
         }
+        try validateTelephoneEventPayloadType()
         guard (256...65_536).contains(maximumDatagramBytes) else {
             throw .invalidConfiguration(
                 field: "maximumDatagramBytes", reason: "\(maximumDatagramBytes) must be 256...65536")

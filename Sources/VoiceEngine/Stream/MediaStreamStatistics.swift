@@ -25,13 +25,15 @@ public struct MediaStreamDrops: Sendable, Hashable, Codable {
     public var wrongPayloadType = 0
     /// RTP the RFC 3550 sequence validation rejected (a huge jump not yet confirmed).
     public var badSequence = 0
+    /// RFC 4733 telephone-event packets too short to hold an event.
+    public var malformedTelephoneEvent = 0
 
     public init() {}
 
     /// All drops.
     public var total: Int {
         empty + tooLarge + notRTP + malformedRTP + malformedRTCP + authenticationFailed + replayed
-            + rtcpAuthenticationFailed + unknownSSRC + wrongPayloadType + badSequence
+            + rtcpAuthenticationFailed + unknownSSRC + wrongPayloadType + badSequence + malformedTelephoneEvent
     }
 }
 
@@ -43,6 +45,11 @@ public struct MediaStreamStatistics: Sendable {
     public var bytesSent = 0
     /// Frames not sent: DTX (silence) and hold.
     public var framesSuppressed = 0
+    /// DTMF: RFC 4733 packets sent in place of audio frames, digits whose events were sent and digits received
+    /// (each once, whatever the retransmissions).
+    public var telephoneEventPacketsSent = 0
+    public var dtmfDigitsSent = 0
+    public var dtmfDigitsReceived = 0
     public var rtcpSent = 0
     public var rtcpBytesSent = 0
 

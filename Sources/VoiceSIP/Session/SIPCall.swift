@@ -1,4 +1,5 @@
 import NIOCore
+import VoiceRTP
 import VoiceSDP
 
 /// One call: an INVITE dialog with its SDP offer/answer (RFC 3261 §13–15, RFC 3264), driven by a calling client.
@@ -13,7 +14,8 @@ import VoiceSDP
 /// `cancelled` (200 to the CANCEL, 487 to the INVITE).
 ///
 /// **In the call**: `hold()` (re-INVITE with `a=sendonly`), `resume()` (`a=sendrecv`), `rekey()` (fresh SDES keys),
-/// each returning the new `NegotiatedAudio` and reported as `.mediaUpdated`; the peer's re-INVITEs are answered
+/// each returning the new `NegotiatedAudio` and reported as `.mediaUpdated`; `sendDTMF(_:)` sends keys as SIP INFO
+/// and the peer's INFO keys are answered 200 and reported as `.dtmfReceived`; the peer's re-INVITEs are answered
 /// from the same capabilities and reported as `.mediaUpdated(byPeer: true)`. A re-INVITE crossing ours is answered
 /// 491 and ours, refused with 491, is retried after RFC 3261 §14.1's random delay. A request whose CSeq is not
 /// above the last one is answered 500 (§12.2.2). The media itself (a `LiveCall` made with
@@ -153,6 +155,15 @@ public final class SIPCall: @unchecked Sendable {
     /// when the call has ended; `headers` (e.g. `X-Reason`) go on the BYE, CANCEL's INVITE or the rejection.
     public func hangUp(headers: [(String, String)] = []) async {
         _ = try? await perform(.hangUp(headers: headers))
+    }
+
+    /// Sends `digits` as SIP INFO requests (`application/dtmf-relay`, one per key, each waiting for the previous
+    /// one's 200): the DTMF fallback for a peer that did not negotiate RFC 4733 telephone-events (with them, send
+    /// the keys in the media instead). Throws the first refusal or timeout; the keys after it are not sent.
+    public func sendDTMF(_ digits: [DTMFDigit], durationMilliseconds: Int = 160) async throws {
+        for digit in digits {
+            _ = try await perform(.sendDTMF(digit, durationMilliseconds: durationMilliseconds))
+        }
     }
 
     /// Runs `command` in the session on the event loop and returns its result once the session completes it.

@@ -1,4 +1,5 @@
 import VoiceSDP
+import VoiceRTP
 
 /// What happens to a `SIPCall`, in order, on its `events` stream (single consumer; finished after `.ended`).
 public enum SIPCallEvent: Sendable, CustomStringConvertible {
@@ -11,6 +12,9 @@ public enum SIPCallEvent: Sendable, CustomStringConvertible {
     /// A re-INVITE changed the media: hold (`sendonly`/`inactive`), resume, new SRTP keys. `byPeer`: the peer's
     /// re-INVITE (we answered it) rather than ours.
     case mediaUpdated(NegotiatedAudio, byPeer: Bool)
+    /// The peer sent a DTMF key by SIP INFO (`application/dtmf-relay`), with the duration it gave (ms). Keys sent
+    /// as RFC 4733 telephone-events travel in the media and are the media's to report.
+    case dtmfReceived(DTMFDigit, durationMilliseconds: Int?)
     /// The call is over, and why.
     case ended(SIPCallEnd)
 
@@ -20,6 +24,7 @@ public enum SIPCallEvent: Sendable, CustomStringConvertible {
             "progress \(code) \(reason)" + (early == nil ? "" : " (early media)")
         case .established(let media, _): "established (\(media.direction), \(media.srtp.map { "\($0)" } ?? "RTP"))"
         case .mediaUpdated(let media, let byPeer): "media updated by \(byPeer ? "peer" : "us"): \(media.direction)"
+        case .dtmfReceived(let digit, _): "DTMF \(digit) (SIP INFO)"
         case .ended(let end): "ended: \(end)"
         }
     }

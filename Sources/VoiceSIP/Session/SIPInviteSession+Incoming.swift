@@ -197,6 +197,8 @@ extension SIPInviteSession {
                     headers: message.customHeaders))
         case .invite:
             receivedReinvite(request)
+        case .info:
+            receivedInfo(request)
         case .options:
             var ok = SIPMessage.response(to: message, status: 200)
             ok.headers.add("Allow", SIPUserAgent.allow)

@@ -1,4 +1,5 @@
 import VoiceSDP
+import VoiceRTP
 
 /// One INVITE dialog's signalling (RFC 3261 §13–15, RFC 3264 offer/answer, RFC 6026's 2xx handling) as a state
 /// machine: `handle(_:at:)` takes what happened — a message received, the outcome of a request sent, a timer
@@ -42,6 +43,8 @@ struct SIPInviteSession: Sendable {
         case reoffer(direction: MediaDirection?, freshKeys: Bool, offering: AudioCapabilities?)
         /// CANCEL, 603 or BYE, whichever the phase calls for; completes when the call has ended.
         case hangUp(headers: [(String, String)])
+        /// One DTMF key as a SIP INFO (`application/dtmf-relay`); completes with its final response.
+        case sendDTMF(DTMFDigit, durationMilliseconds: Int)
     }
 
     /// Everything that moves the session.
@@ -199,6 +202,7 @@ struct SIPInviteSession: Sendable {
         case .invite: receivedFinalResponse(response)
         case .bye: byeAnswered(response)
         case .reinvite(let id): reinviteAnswered(response, id)
+        case .info(let id): infoAnswered(response, id)
         case .cancel, .byeOfFork: break
         }
     }
@@ -213,6 +217,7 @@ struct SIPInviteSession: Sendable {
                     reasonPhrase: timeout ? "Request Timeout (no final response)" : "\(error)"))
         case .bye: byeAnswered(nil)
         case .reinvite(let id): reinviteFailed(id, error)
+        case .info(let id): infoAnswered(nil, id, error: error)
         case .cancel, .byeOfFork: break
         }
     }
@@ -238,6 +243,7 @@ struct SIPInviteSession: Sendable {
                     id: id, direction: direction, freshKeys: freshKeys, offering: offering,
                     waitLimit: now + configuration.timers.transactionTimeout))
         case .hangUp(let headers): hangUp(headers: headers, id)
+        case .sendDTMF(let digit, let duration): sendDTMFInfo(digit, durationMilliseconds: duration, id)
         }
     }
 
@@ -400,6 +406,8 @@ enum SIPInviteRequestPurpose: Hashable, Sendable {
     case byeOfFork
     /// The re-INVITE of a re-offer.
     case reinvite(SIPInviteSession.CommandID)
+    /// A DTMF INFO.
+    case info(SIPInviteSession.CommandID)
 }
 
 /// The timers of one INVITE session.

@@ -47,7 +47,7 @@ public final class SIPUserAgent: @unchecked Sendable {
     /// Takes requests outside dialogs that are neither INVITE nor OPTIONS (e.g. MESSAGE); nil: 405.
     private var otherRequests: (@Sendable (SIPIncomingRequest) -> Void)?
 
-    static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS"
+    static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
 
     public init(
         endpoint: SIPEndpoint, credentials: (any SIPCredentialsDelegate)?, configuration: SIPUserAgentConfiguration

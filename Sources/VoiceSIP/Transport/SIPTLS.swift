@@ -11,6 +11,8 @@ public struct SIPTLSConfiguration: Sendable {
         case system
         /// The certificates in one PEM file (a private CA; tests make one with openssl).
         case pemFile(String)
+        /// The certificates in PEM text (a private CA shipped inside an app).
+        case pem(String)
     }
 
     public var trustRoots: TrustRoots
@@ -39,9 +41,16 @@ extension SIPTLSConfiguration {
         if case .pemFile(let path) = trustRoots {
             let certificates: [NIOSSLCertificate]
             do { certificates = try NIOSSLCertificate.fromPEMFile(path) } catch {
-                throw SIPError(.tls, "not a PEM certificate file (\(error))")
+                throw SIPError(.tls, "not a PEM certificate file (\(error))", failure: .badTrustRoot)
             }
-            guard !certificates.isEmpty else { throw SIPError(.tls, "no PEM certificate in it") }
+            guard !certificates.isEmpty else {
+                throw SIPError(.tls, "no PEM certificate in it", failure: .badTrustRoot)
+            }
+        }
+        if case .pem(let text) = trustRoots {
+            guard (try? NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))?.isEmpty == false else {
+                throw SIPError(.tls, "the trust root holds no PEM certificate", failure: .badTrustRoot)
+            }
         }
         _ = try SIPTLSContexts(self)
     }
@@ -71,6 +80,7 @@ struct SIPTLSContexts: Sendable {
             switch configuration.trustRoots {
             case .system: client.trustRoots = .default
             case .pemFile(let path): client.trustRoots = .file(path)
+            case .pem(let text): client.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(text.utf8)))
             }
             if let identity {
                 client.certificateChain = identity.chain
@@ -88,7 +98,7 @@ struct SIPTLSContexts: Sendable {
         } catch let error as SIPError {
             throw error
         } catch {
-            throw SIPError(.tls, "cannot load the TLS configuration: \(error)")
+            throw SIPError(.tls, "cannot load the TLS configuration: \(error)", failure: .badTrustRoot)
         }
     }
 
@@ -122,23 +132,57 @@ final class SIPTLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        handshake.fail(SIPError(.tls, "TLS handshake with \(peer) failed: \(Self.describe(error))"))
+        handshake.fail(
+            SIPError(
+                .tls, "TLS handshake with \(peer) failed: \(Self.describe(error))", failure: SIPTLSFailure(error)))
         context.fireErrorCaught(error)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        handshake.fail(SIPError(.tls, "TLS connection to \(peer) closed before the handshake completed"))
+        handshake.fail(
+            SIPError(
+                .tls, "TLS connection to \(peer) closed before the handshake completed", failure: .handshakeFailed))
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        handshake.fail(SIPError(.tls, "TLS connection to \(peer) closed before the handshake completed"))
+        handshake.fail(
+            SIPError(
+                .tls, "TLS connection to \(peer) closed before the handshake completed", failure: .handshakeFailed))
     }
 
     /// BoringSSL's error queue (e.g. CERTIFICATE_VERIFY_FAILED) or NIOSSL's hostname failure, in words.
     static func describe(_ error: any Error) -> String {
         if case NIOSSLError.handshakeFailed(let reason) = error { return "\(reason)" }
         return "\(error)"
+    }
+}
+
+/// Why a TLS connection was refused, for code to switch on (the error's reason says it in words).
+public enum SIPTLSFailure: String, Equatable, Sendable {
+    /// The server's certificate does not chain to a trusted root (or has expired, or is not for a server).
+    case untrustedCertificate
+    /// The certificate is trusted but names neither the server name asked for nor the address connected to.
+    case nameMismatch
+    /// The handshake failed otherwise: the peer does not speak TLS, no common version or cipher, closed early.
+    case handshakeFailed
+    /// Our own trust root or certificate could not be loaded.
+    case badTrustRoot
+
+    /// Classifies an error from NIOSSL's handshake (BoringSSL's CERTIFICATE_VERIFY_FAILED, NIOSSL's host name
+    /// check).
+    public init(_ error: any Error) {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            self = .nameMismatch
+        } else if case NIOSSLError.handshakeFailed(let reason) = error,
+            "\(reason)".contains("CERTIFICATE_VERIFY_FAILED")
+        {
+            self = .untrustedCertificate
+        } else if let sip = error as? SIPError, let failure = sip.tlsFailure {
+            self = failure
+        } else {
+            self = .handshakeFailed
+        }
     }
 }
 

@@ -36,6 +36,8 @@ public struct SIPRegistrationResult: Equatable, Sendable {
     public var grantedExpires: UInt32
     /// Every contact the registrar holds for the AOR (RFC 3261 §10.3 step 8).
     public var contacts: [SIPContact]
+    /// The registrar's `Flow-Timer` (RFC 5626 §5.4): the seconds within which it wants a keepalive on our flow.
+    public var flowTimer: UInt32? = nil
 
     public var succeeded: Bool { (200...299).contains(statusCode) }
 }
@@ -89,7 +91,8 @@ public actor SIPRegistration {
                 }.first ?? response.expires ?? requested
             let result = SIPRegistrationResult(
                 statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
-                grantedExpires: (200...299).contains(code) ? (requested == 0 ? 0 : granted) : 0, contacts: contacts)
+                grantedExpires: (200...299).contains(code) ? (requested == 0 ? 0 : granted) : 0, contacts: contacts,
+                flowTimer: response.headers.first("Flow-Timer").flatMap { UInt32($0) })
             last = result
             // A binding through a NAT lives only as long as the NAT's mapping: keep it warm while registered.
             if result.succeeded {
