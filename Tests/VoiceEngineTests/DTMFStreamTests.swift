@@ -73,10 +73,17 @@ import VoiceRTP
     /// 48 kHz, three end packets.
     @Test func eventPacketsShareTheAudioSequenceAndFollowRFC4733() throws {
         var pair = try Pair(srtp: false)
-        var seen: [(type: UInt8, sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32, event: TelephoneEventPayload?)] = []
+        var seen:
+            [(
+                type: UInt8, sequence: UInt16, timestamp: UInt32, marker: Bool, ssrc: UInt32,
+                event: TelephoneEventPayload?
+            )] = []
         func record(_ packet: RTPPacketView) -> Bool {
-            let event = packet.payloadType == DTMFStreamTests.eventType ? try? TelephoneEventPayload(parsing: packet.payload) : nil
-            seen.append((packet.payloadType, packet.sequenceNumber, packet.timestamp, packet.marker, packet.ssrc, event))
+            let event =
+                packet.payloadType == DTMFStreamTests.eventType
+                ? try? TelephoneEventPayload(parsing: packet.payload) : nil
+            seen.append(
+                (packet.payloadType, packet.sequenceNumber, packet.timestamp, packet.marker, packet.ssrc, event))
             return true
         }
         pair.run(milliseconds: 100, link: record)

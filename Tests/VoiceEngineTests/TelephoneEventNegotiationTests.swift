@@ -51,9 +51,12 @@ import VoiceEngine
         #expect(configuration.telephoneEventClockRate == 8_000)
         // Offerer side: an answer that keeps only our 8000 Hz telephone-event.
         let ours = SessionDescription.makeOffer(SDPNegotiationTests.caps())
-        var reply = try SessionDescription.makeAnswer(to: ours, localCapabilities: SDPNegotiationTests.caps(port: 50000)).answer
+        var reply = try SessionDescription.makeAnswer(
+            to: ours, localCapabilities: SDPNegotiationTests.caps(port: 50000)
+        ).answer
         reply.audio.formats.removeAll { $0.rtpmap?.encodingName == "telephone-event" }
-        reply.audio.formats.append(RTPFormat(payloadType: 102, rtpmap: RTPMap(encodingName: "telephone-event", clockRate: 8_000)))
+        reply.audio.formats.append(
+            RTPFormat(payloadType: 102, rtpmap: RTPMap(encodingName: "telephone-event", clockRate: 8_000)))
         let mine = try ours.negotiate(answer: reply, localCapabilities: SDPNegotiationTests.caps())
         #expect(mine.telephoneEventPayloadType == 102 && mine.telephoneEventClockRate == 8_000)
     }

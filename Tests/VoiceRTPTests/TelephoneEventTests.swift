@@ -51,7 +51,8 @@ import VoiceTestSupport
             expected[1] &= 0xBF
             #expect(payload.bytes == expected)
             _ = receiver.receive(
-                payload, timestamp: UInt32.random(in: .min ... .max, using: &random), marker: Bool.random(using: &random))
+                payload, timestamp: UInt32.random(in: .min ... .max, using: &random),
+                marker: Bool.random(using: &random))
         }
     }
 
@@ -60,7 +61,8 @@ import VoiceTestSupport
     /// 20 ms at 8 kHz, 100 ms tones: durations grow 160 per packet, one timestamp for the event, the marker on its
     /// first packet, the end packet three times, then audio for the gap before the next digit.
     @Test func senderFollowsRFC4733Timing() throws {
-        var sender = TelephoneEventSender(clockRate: 8000, packetMilliseconds: 20, toneMilliseconds: 100, gapMilliseconds: 60)
+        var sender = TelephoneEventSender(
+            clockRate: 8000, packetMilliseconds: 20, toneMilliseconds: 100, gapMilliseconds: 60)
         #expect(sender.nextPacket(audioTimestamp: 0) == nil)
         for digit in try DTMFDigit.parse("1#") {
             let queued = sender.enqueue(digit)

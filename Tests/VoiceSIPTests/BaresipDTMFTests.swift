@@ -22,7 +22,8 @@ struct BaresipDTMFTests {
         let directory = try makeTemporaryDirectory("baresip-dtmf")
         defer { try? FileManager.default.removeItem(at: directory) }
         let silence = directory.appendingPathComponent("silence.wav").path
-        try WAVFile.write(pcm16: [Int16](repeating: 0, count: 16_000 * 40), format: AudioFormat(sampleRate: 16_000), to: silence)
+        try WAVFile.write(
+            pcm16: [Int16](repeating: 0, count: 16_000 * 40), format: AudioFormat(sampleRate: 16_000), to: silence)
         let arguments = try BaresipPeer.configure(
             directory: directory, port: 25160, microphone: silence, controlPort: 25162)
         let baresip = try PeerProcess(
@@ -130,5 +131,8 @@ final class BaresipControl: @unchecked Sendable {
         return keys
     }
 
-    func close() { Glibc.shutdown(socket, Int32(SHUT_RDWR)); Glibc.close(socket) }
+    func close() {
+        Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        Glibc.close(socket)
+    }
 }

@@ -10,17 +10,20 @@ import VoiceTestSupport
 @Suite struct SIPDTMFRelayTests {
     @Test func bodyIsSignalAndDuration() throws {
         let digit = try #require(DTMFDigit("5"))
-        #expect(String(decoding: SIPDTMFRelay.body(digit, durationMilliseconds: 160), as: UTF8.self) == "Signal=5\r\nDuration=160\r\n")
+        #expect(
+            String(decoding: SIPDTMFRelay.body(digit, durationMilliseconds: 160), as: UTF8.self)
+                == "Signal=5\r\nDuration=160\r\n")
         let parsed = try #require(SIPDTMFRelay.parse(SIPDTMFRelay.body(digit, durationMilliseconds: 160)))
         #expect(parsed.digit == digit && parsed.durationMilliseconds == 160)
     }
 
-    @Test(arguments: [
-        ("Signal= 9\nDuration= 250\n", "9", 250),
-        ("signal=#\r\n", "#", nil),
-        ("Signal=11\r\nDuration=100", "#", 100),  // the event code some gateways send
-        ("Foo=bar\r\nSignal = d\r\nDuration=x", "D", nil),
-    ] as [(String, String, Int?)])
+    @Test(
+        arguments: [
+            ("Signal= 9\nDuration= 250\n", "9", 250),
+            ("signal=#\r\n", "#", nil),
+            ("Signal=11\r\nDuration=100", "#", 100),  // the event code some gateways send
+            ("Foo=bar\r\nSignal = d\r\nDuration=x", "D", nil)
+        ] as [(String, String, Int?)])
     func acceptsTheVariantsPeersSend(body: String, key: String, duration: Int?) throws {
         let parsed = try #require(SIPDTMFRelay.parse(Array(body.utf8)))
         #expect(parsed.digit.description == key)
@@ -49,10 +52,13 @@ import VoiceTestSupport
             if round % 2 == 0 {
                 body = seed
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
-                    body[Int.random(in: 0..<body.count, using: &random)] = UInt8.random(in: .min ... .max, using: &random)
+                    body[Int.random(in: 0..<body.count, using: &random)] = UInt8.random(
+                        in: .min ... .max, using: &random)
                 }
             } else {
-                body = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+                body = (0..<Int.random(in: 0...40, using: &random)).map { _ in
+                    UInt8.random(in: .min ... .max, using: &random)
+                }
             }
             if let parsed = SIPDTMFRelay.parse(body) {
                 accepted += 1
@@ -71,7 +77,8 @@ struct SIPInfoDTMFTests {
         try await withEventLoop { loop in
             let (alice, aliceTrace) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let outgoing = try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40010))
+            let outgoing = try await alice.call(
+                try await directURI("bob", bob), offering: testCapabilities(port: 40010))
             let aliceLog = CallEventLog(outgoing)
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
@@ -89,7 +96,9 @@ struct SIPInfoDTMFTests {
             }
             #expect(keys(bobLog).map(\.0) == ["1", "2", "*", "#"])
             #expect(keys(bobLog).allSatisfy { $0.1 == 160 })
-            _ = try await aliceLog.wait("DTMF A") { if case .dtmfReceived(let d, _) = $0, d.description == "A" { d } else { nil } }
+            _ = try await aliceLog.wait("DTMF A") {
+                if case .dtmfReceived(let d, _) = $0, d.description == "A" { d } else { nil }
+            }
             #expect(keys(aliceLog).map(\.0) == ["9", "A"])
             #expect(keys(aliceLog).allSatisfy { $0.1 == 250 })
             // Four INFOs (UDP may retransmit one on a loaded machine), each answered 200.
@@ -105,7 +114,8 @@ struct SIPInfoDTMFTests {
         try await withEventLoop { loop in
             let (alice, _) = try await makeAgent("alice", on: loop)
             let (bob, _) = try await makeAgent("bob", on: loop)
-            let outgoing = try await alice.call(try await directURI("bob", bob), offering: testCapabilities(port: 40014))
+            let outgoing = try await alice.call(
+                try await directURI("bob", bob), offering: testCapabilities(port: 40014))
             var incoming = bob.incomingCalls.makeAsyncIterator()
             let call = try #require(await incoming.next())
             await #expect(throws: SIPCallError.self) { try await outgoing.sendDTMF(try DTMFDigit.parse("1")) }

@@ -66,7 +66,8 @@ struct SIPpDTMFTests {
             _ = await live.stop(cause: .remoteHangup)
             #expect(keys.text == "123456789*#", "SIPp: \(sipp.logTail)")
             let status = await sipp.waitForExit(timeout: .seconds(5))
-            let errors = (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
+            let errors =
+                (try? String(contentsOf: directory.appendingPathComponent("errors.log"), encoding: .utf8)) ?? ""
             #expect(status == 0, "SIPp: \(errors.suffix(1500))\n\(sipp.logTail)")
         }
     }

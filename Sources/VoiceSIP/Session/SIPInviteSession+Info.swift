@@ -67,7 +67,8 @@ extension SIPInviteSession {
             return
         }
         guard let relay = SIPDTMFRelay.parse(message.body, bare: bare) else {
-            respond(.response(to: message, status: 400, reasonPhrase: "Bad Request (no DTMF key in the body)"), to: request)
+            respond(
+                .response(to: message, status: 400, reasonPhrase: "Bad Request (no DTMF key in the body)"), to: request)
             return
         }
         respond(.response(to: message, status: 200), to: request)
