@@ -9,9 +9,12 @@ APT_PACKAGES := libopus-dev libspeexdsp-dev libasound2-dev libssl-dev libspandsp
 # Kamailio (registrar and proxy, its db_text users) and SIPp (sip-tester) for VoiceSIP.
 TEST_APT_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad tshark \
 	kamailio sip-tester
-# The calling client's service (VoiceClientTests, `make service`): Kamailio's auth_ephemeral, msilo on sqlite (and
-# the extra modules the service configuration grows into), sqlite3 to create the msilo database.
-TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-sqlite-modules kamailio-extra-modules sqlite3
+# The calling client's service (VoiceClientTests, `make service`): Kamailio's auth_ephemeral and msilo (and the
+# extra modules the service configuration grows into).
+TEST_APT_PACKAGES += kamailio-autheph-modules kamailio-extra-modules
+# The service's store (`make service`, VoiceClientTests' RegistrationStoreTests, ServiceRestartTests and every test
+# of the service): PostgreSQL, and Kamailio's db_postgres for its registrations and stored messages.
+TEST_APT_PACKAGES += postgresql kamailio-postgres-modules
 # Managed push for calls (VoiceClientTests' ManagedPushTests): Kamailio's tsilo, http_client and htable.
 TEST_APT_PACKAGES += kamailio-utils-modules
 # baresip for VoiceSIP's call tests (Tests/VoiceSIPTests/BaresipTests.swift: the engine calls it and it calls the engine).
@@ -68,18 +71,20 @@ test: test-deps
 test-fast: deps
 	VOICE_TEST_FAST=1 $(SWIFT) test
 
-## The calling client's service on loopback (Kamailio with Services/kamailio + the registration service), state in
-## SERVICE_STATE; Ctrl-C stops both. The first run makes a local CA (SERVICE_STATE/ca.pem) and a server certificate.
-## Clients use --server 127.0.0.1, SIP over TLS on SERVICE_SIP_TLS_PORT, HTTPS on SERVICE_HTTP_PORT, and trust
-## SERVICE_STATE/ca.pem (`voice-engine phone --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers.
+## The calling client's service on loopback (PostgreSQL, Kamailio with Services/kamailio + the registration
+## service), state in SERVICE_STATE and in PostgreSQL on 127.0.0.1:SERVICE_DB_PORT; Ctrl-C stops all. The first run
+## makes a local CA (SERVICE_STATE/ca.pem) and a server certificate. Clients use --server 127.0.0.1, SIP over TLS on
+## SERVICE_SIP_TLS_PORT, HTTPS on SERVICE_HTTP_PORT, and trust SERVICE_STATE/ca.pem (`voice-engine phone
+## --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers.
 SERVICE_STATE ?= .service-state
 SERVICE_SIP_PORT ?= 5060
 SERVICE_SIP_TLS_PORT ?= 5061
 SERVICE_HTTP_PORT ?= 8443
+SERVICE_DB_PORT ?= 5433
 .PHONY: service
 service: test-deps
 	$(SWIFT) build --product voice-engine
-	SIP_TLS_PORT=$(SERVICE_SIP_TLS_PORT) Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
+	SIP_TLS_PORT=$(SERVICE_SIP_TLS_PORT) DB_PORT=$(SERVICE_DB_PORT) Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer and
 ## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s over TLS; prints a summary,

@@ -31,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // TLS for SIP (`sips:`, `transport=tls`) in VoiceSIP.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // The registration service's store (PostgreSQL), in VoiceService only: clients do not link it.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
@@ -121,7 +124,8 @@ let package = Package(
             dependencies: [
                 "VoiceClientWire", "VoiceCrypto", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl")
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")
             ]
         ),
         .target(

@@ -1,17 +1,19 @@
 #!/bin/sh
-# Starts the calling client's service on loopback: the registration service (voice-engine registration-service,
-# HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and TCP for SIP peers),
-# both keeping their state in one directory of their own.
+# Starts the calling client's service on loopback: PostgreSQL, the registration service (voice-engine
+# registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
+# TCP for SIP peers), the last two keeping their state in PostgreSQL (a cluster of its own in STATE_DIR/postgresql,
+# on 127.0.0.1:DB_PORT).
 #   Services/run-service.sh STATE_DIR SIP_PORT HTTPS_PORT VOICE_ENGINE_BINARY
 # Kamailio takes TLS on SIP_TLS_PORT (environment; SIP_PORT + 1 by default), UDP and TCP on SIP_PORT.
 # The first run creates, in STATE_DIR: a local certificate authority (ca.pem, its key ca.key) and a server
 # certificate it signs (server.pem, server.key) for SERVICE_NAMES (environment, openssl subjectAltName syntax;
 # localhost, voiceengine.test, 127.0.0.1 and ::1 by default); clients trust ca.pem (`voice-engine phone --ca-file`,
 # VoiceClientConfiguration's `.tls(trustRoots: .pemFile(…))`). Applications (key → secret) are read from
-# STATE_DIR/applications.json, created with a demo application the first time. The secret shared by the two
-# services is created once in STATE_DIR/shared-secret.
+# STATE_DIR/applications.json, created with a demo application the first time, and added to the database at each
+# start. The secret shared by the two services is created once in STATE_DIR/shared-secret, the database password
+# in STATE_DIR/database-password.
 # GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
-# (defaults in kamailio.cfg). Stops both on Ctrl-C.
+# (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
@@ -54,19 +56,54 @@ if [ ! -f "$state/applications.json" ]; then
   printf '{"demo-application-key": "demo-application-secret"}\n' > "$state/applications.json"
   chmod 600 "$state/applications.json"
 fi
-if [ ! -f "$state/msilo.sqlite" ]; then
-  cat /usr/share/kamailio/db_sqlite/standard-create.sql /usr/share/kamailio/db_sqlite/msilo-create.sql | sqlite3 "$state/msilo.sqlite"
+
+# PostgreSQL: created the first time (initdb, the database, Kamailio's tables from Kamailio's own schema files);
+# the registration service creates and migrates its tables itself. Run as postgres when started as root.
+db_port=${DB_PORT:-5433}
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+as_postgres=""
+[ "$(id -u)" -ne 0 ] || as_postgres="setpriv --reuid=postgres --regid=postgres --init-groups"
+if [ ! -f "$state/database-password" ]; then
+  head -c 24 /dev/urandom | base64 | tr -d '\n/+=' > "$state/database-password"
+  chmod 600 "$state/database-password"
 fi
+db_password=$(cat "$state/database-password")
+if [ ! -d "$state/postgresql/data" ]; then
+  mkdir -p "$state/postgresql"
+  [ -z "$as_postgres" ] || chown postgres: "$state/postgresql"
+  $as_postgres test -w "$state/postgresql" || { echo "the postgres user cannot reach $state/postgresql" >&2; exit 1; }
+  # initdb reads the password from a file of the server's user, removed afterwards.
+  cp "$state/database-password" "$state/postgresql/password"
+  [ -z "$as_postgres" ] || chown postgres: "$state/postgresql/password"
+  $as_postgres "$pg_bin/initdb" -D "$state/postgresql/data" -U voiceengine --pwfile="$state/postgresql/password" \
+    --auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C > "$state/postgresql/initdb.log"
+  rm "$state/postgresql/password"
+fi
+$as_postgres "$pg_bin/postgres" -D "$state/postgresql/data" -p "$db_port" -k "$state/postgresql" \
+  -c listen_addresses=127.0.0.1 > "$state/postgresql/server.log" 2>&1 &
+database=$!
+trap 'kill -INT $database 2>/dev/null' EXIT INT TERM
+for _ in $(seq 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$db_port" && break; sleep 0.2; done
+export PGPASSWORD="$db_password"
+psql="$pg_bin/psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $db_port -U voiceengine"
+if [ -z "$($psql -d postgres -c "SELECT 1 FROM pg_database WHERE datname = 'voiceengine'")" ]; then
+  $psql -d postgres -c "CREATE DATABASE voiceengine"
+  for table in standard usrloc msilo; do $psql -d voiceengine -f "/usr/share/kamailio/postgres/$table-create.sql"; done
+fi
+unset PGPASSWORD
+echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postgresql (pid $database)"
+
 secret=$(cat "$state/shared-secret")
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
-  --state "$state" --shared-secret-file "$state/shared-secret" \
+  --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
+  --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
   --certificate "$state/server.pem" --private-key "$state/server.key" &
 registration=$!
-trap 'kill $registration 2>/dev/null' EXIT INT TERM
+trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
 echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
 echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
   -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
-  -A "SECRET=\"$secret\"" -A "MSILO_DB=\"sqlite://$state/msilo.sqlite\"" \
+  -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
   -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

@@ -1,66 +1,62 @@
 import Foundation
 import VoiceClientWire
 
-/// The registration service: verifies signed requests (``RegistrationVerifier``), issues ephemeral credentials
-/// (``EphemeralCredentialIssuer``) and keeps the accepted sequences in `stateDirectory/sequences.json`, written
-/// before the grant is returned, so a restart never accepts a replay.
+/// The registration service: verifies signed requests (``RegistrationVerifier``), records the accepted sequence
+/// and the device's push data in the ``RegistrationStore`` (committed before the grant is returned, so no restart
+/// and no other node ever accepts a replay), and issues ephemeral credentials (``EphemeralCredentialIssuer``).
 public actor RegistrationService {
-    private var verifier: RegistrationVerifier
+    public let store: RegistrationStore
     private let issuer: EphemeralCredentialIssuer
-    private let stateFile: URL?
     private let unixTime: @Sendable () -> UInt64
-    /// Requests accepted and refused so far (for the log and the tests).
+    /// Requests accepted and refused so far by this instance (for the log and the tests).
     package private(set) var accepted = 0
     package private(set) var refused = 0
 
     /// - Parameters:
-    ///   - applications: application key → secret.
-    ///   - stateDirectory: where the accepted sequences are kept (nil: in memory only).
+    ///   - store: applications, accepted sequences and devices (shared by every node of the service).
     ///   - unixTime: the wall clock in seconds, injectable for tests.
     public init(
-        applications: [String: String], issuer: EphemeralCredentialIssuer, stateDirectory: URL?,
+        store: RegistrationStore, issuer: EphemeralCredentialIssuer,
         unixTime: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) }
-    ) throws {
-        stateFile = stateDirectory?.appendingPathComponent("sequences.json")
-        var sequences: [String: UInt64] = [:]
-        if let stateFile, let data = try? Data(contentsOf: stateFile) {
-            sequences = try JSONDecoder().decode([String: UInt64].self, from: data)
-        }
-        verifier = RegistrationVerifier(applications: applications, lastSequences: sequences)
+    ) {
+        self.store = store
         self.issuer = issuer
         self.unixTime = unixTime
     }
 
-    /// Verifies `request` and returns the credentials, or the typed refusal.
-    public func register(_ request: RegistrationRequest) throws(RegistrationRefusal) -> RegistrationGrant {
+    /// Verifies `request`, records it and returns the credentials; throws the typed ``RegistrationRefusal``, or a
+    /// ``RegistrationStoreError`` when the store cannot answer (nothing was recorded then).
+    public func register(_ request: RegistrationRequest) async throws -> RegistrationGrant {
         do {
-            try verifier.verify(request)
-        } catch {
-            refused += 1
-            throw error
-        }
-        if let stateFile {
-            do {
-                try JSONEncoder().encode(verifier.lastSequences).write(to: stateFile, options: .atomic)
-            } catch {
-                throw .malformedRequest("the service cannot record the sequence: \(error)")
+            let secret = try await store.applicationSecret(key: request.applicationKey)
+            try RegistrationVerifier.verify(request, applicationSecret: secret)
+            if let last = try await store.acceptSequence(
+                applicationKey: request.applicationKey, userID: request.userID, sequence: request.sequence,
+                pushData: request.pushData)
+            {
+                throw RegistrationRefusal.sequenceNotIncreasing(received: request.sequence, lastAccepted: last)
             }
+        } catch let refusal as RegistrationRefusal {
+            refused += 1
+            throw refusal
         }
         accepted += 1
         return issuer.issue(userID: request.userID, now: unixTime())
     }
 
     /// The push data the user's device attached to its last registration.
-    public func pushData(applicationKey: String, userID: String) -> Data? {
-        verifier.pushData(applicationKey: applicationKey, userID: userID)
+    public func pushData(applicationKey: String, userID: String) async throws -> Data? {
+        try await store.pushData(applicationKey: applicationKey, userID: userID)
     }
 
     /// Answers one HTTP request: (status, JSON body). `authorization` is the Authorization header, if any.
-    public func handle(method: String, path: String, authorization: String? = nil, body: [UInt8]) -> (
+    public func handle(method: String, path: String, authorization: String? = nil, body: [UInt8]) async -> (
         status: Int, body: Data
     ) {
         let encoder = JSONEncoder()
-        if method == "POST", path == "/v1/push-data" { return pushDataAnswer(authorization: authorization, body: body) }
+        if method == "POST", path == "/v1/push-data" {
+            return await pushDataAnswer(authorization: authorization, body: body)
+        }
         guard method == "POST", path == "/v1/registrations" else {
             return (
                 404,
@@ -80,9 +76,9 @@ public actor RegistrationService {
             )
         }
         do {
-            let grant = try register(request)
+            let grant = try await register(request)
             return (200, (try? encoder.encode(grant)) ?? Data())
-        } catch {
+        } catch let error as RegistrationRefusal {
             let status =
                 switch error {
                 case .credentialsRefused: 401
@@ -91,12 +87,14 @@ public actor RegistrationService {
                 case .unknownApplicationKey, .forgedSignature: 403
                 }
             return (status, (try? encoder.encode(error)) ?? Data())
+        } catch {
+            return Self.storeUnavailable(error)
         }
     }
 
     /// A registered device asks for another user's push data (app-sent push), proving itself with the
     /// ephemeral credentials this service issued it (HTTP Basic).
-    private func pushDataAnswer(authorization: String?, body: [UInt8]) -> (status: Int, body: Data) {
+    private func pushDataAnswer(authorization: String?, body: [UInt8]) async -> (status: Int, body: Data) {
         let encoder = JSONEncoder()
         guard let authorization, authorization.hasPrefix("Basic "),
             let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
@@ -113,7 +111,17 @@ public actor RegistrationService {
         guard let query = try? JSONDecoder().decode(PushDataQuery.self, from: Data(body)) else {
             return (400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a push-data query"))) ?? Data())
         }
-        let data = verifier.pushData(applicationKey: query.applicationKey, userID: query.userID)
+        let data: Data?
+        do {
+            data = try await store.pushData(applicationKey: query.applicationKey, userID: query.userID)
+        } catch {
+            return Self.storeUnavailable(error)
+        }
         return (200, (try? encoder.encode(PushDataAnswer(pushData: data.map { [$0] } ?? []))) ?? Data())
+    }
+
+    /// 503 with a body that is no refusal: the client reports the service unavailable and tries again later.
+    private static func storeUnavailable(_ error: any Error) -> (status: Int, body: Data) {
+        (503, (try? JSONEncoder().encode(["unavailable": "\(error)"])) ?? Data())
     }
 }

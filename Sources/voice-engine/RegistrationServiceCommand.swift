@@ -13,17 +13,20 @@ struct RegistrationServiceCommand: ParsableCommand {
         abstract: "Verify signed registrations and issue ephemeral SIP credentials (HTTPS, POST /v1/registrations).",
         discussion: """
             Runs until stopped. Speaks HTTPS with --certificate and --private-key (PEM); plain HTTP, which sends \
-            every SIP password in clear text, only with --insecure-plain-http. Accepted sequences are kept in \
-            STATE/sequences.json. Exit status: 0, 64 usage, 65 an unreadable applications, secret, certificate or \
-            key file, 1 the address cannot be bound.
+            every SIP password in clear text, only with --insecure-plain-http. Applications, accepted sequences \
+            and devices' push data are kept in the PostgreSQL database at --database, whose schema the service \
+            creates and migrates at start. Exit status: 0, 64 usage, 65 an unreadable applications, password, \
+            secret, certificate or key file, 1 the database cannot be opened or the address cannot be bound.
             """)
 
     @Option(help: "Address to listen on, host:port.")
     var listen: String = "127.0.0.1:8080"
-    @Option(help: "JSON file mapping application keys to application secrets.")
-    var applications: String
-    @Option(help: "Directory for the service's state (accepted sequences).")
-    var state: String
+    @Option(help: "PostgreSQL database, postgres://USER@HOST:PORT/DATABASE (or ?host=/socket/directory).")
+    var database: String
+    @Option(name: .customLong("database-password-file"), help: "File holding the database user's password.")
+    var databasePasswordFile: String?
+    @Option(help: "JSON file of application keys to secrets, added to (or updated in) the database at start.")
+    var applications: String?
     @Option(
         name: .customLong("shared-secret-file"), help: "File holding the secret shared with Kamailio's auth_ephemeral.")
     var sharedSecretFile: String
@@ -50,16 +53,22 @@ struct RegistrationServiceCommand: ParsableCommand {
         guard let (_, port) = PeerAddress.split(listen), (0...65_535).contains(port) else {
             throw ValidationError("--listen \(listen): expected HOST:PORT")
         }
+        do { _ = try DatabaseAddress(url: database) } catch { throw ValidationError("--database \(error)") }
     }
 
     func run() throws {
-        let apps: [String: String]
-        do { apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications)) } catch let
-            failure as CommandFailure
-        {
-            throw failure
-        } catch {
-            throw CommandFailure.dataError("\(applications): not a JSON object of application keys to secrets")
+        var apps: [String: String] = [:]
+        if let applications {
+            do {
+                apps = try JSONDecoder().decode([String: String].self, from: try readServiceFile(applications))
+            } catch let failure as CommandFailure {
+                throw failure
+            } catch {
+                throw CommandFailure.dataError("\(applications): not a JSON object of application keys to secrets")
+            }
+        }
+        let password = try databasePasswordFile.map {
+            String(decoding: try readServiceFile($0), as: UTF8.self).trimmingCharacters(in: .newlines)
         }
         let secret = String(decoding: try readServiceFile(sharedSecretFile), as: UTF8.self).trimmingCharacters(
             in: .whitespacesAndNewlines)
@@ -67,13 +76,6 @@ struct RegistrationServiceCommand: ParsableCommand {
         guard let (host, port) = PeerAddress.split(listen) else {
             throw CommandFailure.usage("--listen \(listen): expected HOST:PORT")
         }
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        let service = try RegistrationService(
-            applications: apps,
-            issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
-            stateDirectory: URL(fileURLWithPath: state))
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let security: RegistrationHTTPServer.Security
         if let certificate, let privateKey {
             for file in [certificate, privateKey] { _ = try readServiceFile(file) }
@@ -81,6 +83,25 @@ struct RegistrationServiceCommand: ParsableCommand {
         } else {
             security = .insecurePlainHTTP
         }
+        let databaseAddress: DatabaseAddress
+        do { databaseAddress = try DatabaseAddress(url: database) } catch {
+            throw CommandFailure.usage("--database \(error)")
+        }
+        let store: RegistrationStore, applicationCount: Int
+        let applicationsToAdd = apps
+        do {
+            (store, applicationCount) = try runBlocking {
+                let store = try await RegistrationStore.open(databaseAddress, password: password)
+                for (key, secret) in applicationsToAdd { try await store.setApplication(key: key, secret: secret) }
+                return (store, try await store.applicationCount())
+            }
+        } catch {
+            throw CommandFailure.runtime("cannot open the database: \(error)")
+        }
+        let service = RegistrationService(
+            store: store, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
         do {
             server = try runBlocking {
@@ -93,7 +114,8 @@ struct RegistrationServiceCommand: ParsableCommand {
         }
         let scheme = insecurePlainHTTP ? "http" : "https"
         let line =
-            "registration service listening on \(scheme)://\(host):\(server.port ?? port), \(apps.count) application(s)\n"
+            "registration service listening on \(scheme)://\(host):\(server.port ?? port), \(applicationCount) "
+            + "application(s)\n"
         FileHandle.standardOutput.write(Data(line.utf8))
         // Serves until the process is stopped.
         withExtendedLifetime(server) { while true { pause() } }

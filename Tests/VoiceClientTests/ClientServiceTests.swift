@@ -21,10 +21,10 @@ struct ClientServiceTests {
             #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
             // Bob's device attached 1024 bytes of push data to its registration; the service keeps them.
             #expect(
-                await service.registrationService.pushData(applicationKey: ServiceHarness.applicationKey, userID: "bob")
-                    == bobPushData)
+                try await service.registrationService.pushData(
+                    applicationKey: ServiceHarness.applicationKey, userID: "bob") == bobPushData)
             #expect(
-                await service.registrationService.pushData(
+                try await service.registrationService.pushData(
                     applicationKey: ServiceHarness.applicationKey, userID: "alice") == nil)
             #expect(await bobEvents.first { $0 == .started } != nil, "\(bobEvents.events)")
             #expect(await alice.addressOfRecord == "sip:alice@voiceengine.test")

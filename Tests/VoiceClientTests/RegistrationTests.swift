@@ -48,83 +48,54 @@ struct RegistrationTests {
         #expect(EphemeralCredentialIssuer(sharedSecret: "s", domain: "d").issue(userID: "a", now: 0).iceServers == nil)
     }
 
-    @Test func verifierRefusesEachBadRequestWithItsTypedErrorAndNeverMovesTheSequence() throws {
-        var verifier = RegistrationVerifier(applications: [Self.key: Self.secret])
-        try verifier.verify(signed("alice", 5))
-        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 5, lastAccepted: 5)) {
-            try verifier.verify(signed("alice", 5))
-        }
-        #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 3, lastAccepted: 5)) {
-            try verifier.verify(signed("alice", 3))
-        }
+    @Test func verifierRefusesEachBadRequestWithItsTypedError() throws {
+        try RegistrationVerifier.verify(signed("alice", 5), applicationSecret: Self.secret)
         #expect(throws: RegistrationRefusal.forgedSignature) {
-            try verifier.verify(signed("alice", 9, secret: "guessed"))
+            try RegistrationVerifier.verify(signed("alice", 9, secret: "guessed"), applicationSecret: Self.secret)
         }
         var tampered = signed("alice", 10)
         tampered.sequence = 11  // signature of 10 sent with 11
-        #expect(throws: RegistrationRefusal.forgedSignature) { try verifier.verify(tampered) }
+        #expect(throws: RegistrationRefusal.forgedSignature) {
+            try RegistrationVerifier.verify(tampered, applicationSecret: Self.secret)
+        }
         var unknown = signed("alice", 12)
         unknown.applicationKey = "other-key"
-        #expect(throws: RegistrationRefusal.unknownApplicationKey("other-key")) { try verifier.verify(unknown) }
-        #expect(throws: RegistrationRefusal.self) { try verifier.verify(signed("ålice", 13)) }
+        #expect(throws: RegistrationRefusal.unknownApplicationKey("other-key")) {
+            try RegistrationVerifier.verify(unknown, applicationSecret: nil)
+        }
+        #expect(throws: RegistrationRefusal.self) {
+            try RegistrationVerifier.verify(signed("ålice", 13), applicationSecret: Self.secret)
+        }
         var pushy = signed("alice", 14)
         pushy.pushData = Data(count: 1025)
-        #expect(throws: RegistrationRefusal.pushDataTooLarge(1025)) { try verifier.verify(pushy) }
-        // None of the refusals moved the sequence: 6 is still accepted, and other users have their own.
-        #expect(verifier.lastSequences.values.max() == 5)
-        try verifier.verify(signed("alice", 6))
-        try verifier.verify(signed("bob", 1))
+        #expect(throws: RegistrationRefusal.pushDataTooLarge(1025)) {
+            try RegistrationVerifier.verify(pushy, applicationSecret: Self.secret)
+        }
+        pushy.pushData = Data(count: 1024)
+        try RegistrationVerifier.verify(pushy, applicationSecret: Self.secret)
     }
 
-    @Test func acceptedSequencesSurviveARestartOfTheService() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "registration-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let issuer = EphemeralCredentialIssuer(sharedSecret: "s", domain: "voiceengine.test")
-        let first = try RegistrationService(
-            applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory, unixTime: { 1000 })
-        let grant = try await first.register(signed("alice", 7))
-        #expect(grant.username == "\(1000 + issuer.lifetime):alice")
-        let restarted = try RegistrationService(
-            applications: [Self.key: Self.secret], issuer: issuer, stateDirectory: directory)
-        await #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 7, lastAccepted: 7)) {
-            try await restarted.register(signed("alice", 7))
+    @Test func databaseURLsAreReadAsLibpqReadsThem() throws {
+        let tcp = try DatabaseAddress(url: "postgres://voice:pw@127.0.0.1:5433/service")
+        #expect(
+            tcp
+                == DatabaseAddress(
+                    endpoint: .tcp(host: "127.0.0.1", port: 5433), username: "voice", password: "pw",
+                    database: "service"))
+        #expect(tcp.isLocal)
+        let remote = try DatabaseAddress(url: "postgresql://voice@db.example.com/service")
+        #expect(remote.endpoint == .tcp(host: "db.example.com", port: 5432))
+        #expect(!remote.isLocal)
+        #expect(remote.password == nil)
+        let socket = try DatabaseAddress(url: "postgres://voice@/service?host=/run/postgresql")
+        #expect(socket.endpoint == .unixSocket(path: "/run/postgresql/.s.PGSQL.5432"))
+        #expect(socket.isLocal)
+        for bad in [
+            "mysql://voice@127.0.0.1/service", "postgres://127.0.0.1/service", "postgres://voice@127.0.0.1",
+            "postgres://voice@127.0.0.1:0/service", "postgres://voice@/service", "not a url"
+        ] {
+            #expect(throws: DatabaseAddress.ParseError.self, "\(bad)") { try DatabaseAddress(url: bad) }
         }
-    }
-
-    @Test(.enabled(if: TestPKI.isAvailable, "openssl is missing"))
-    func clientGetsAGrantOrTheTypedRefusalOverHTTPS() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let service = try RegistrationService(
-            applications: [Self.key: Self.secret],
-            issuer: EphemeralCredentialIssuer(sharedSecret: "s", domain: "voiceengine.test"), stateDirectory: nil)
-        let server = try await RegistrationHTTPServer.start(
-            service, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
-            security: .tls(certificateChainFile: pki.serverCertificateFile, privateKeyFile: pki.serverKeyFile))
-        let connection = RegistrationServiceConnection(
-            host: "127.0.0.1", port: try #require(server.port), transport: .tls(trustRoots: .pemFile(pki.caFile)))
-        let grant = try await connection.register(signed("alice", 1), on: group.next())
-        #expect(grant.username.hasSuffix(":alice"))
-        #expect(grant.domain == "voiceengine.test")
-        await #expect(
-            throws: VoiceClientError.registrationRefused(.sequenceNotIncreasing(received: 1, lastAccepted: 1))
-        ) {
-            try await connection.register(signed("alice", 1), on: group.next())
-        }
-        await #expect(throws: VoiceClientError.registrationRefused(.forgedSignature)) {
-            try await connection.register(signed("alice", 2, secret: "wrong"), on: group.next())
-        }
-        #expect(await service.accepted == 1)
-        #expect(await service.refused == 2)
-        try await server.close()
-        // Nobody listening: unavailable, not a refusal.
-        await #expect(throws: VoiceClientError.self) {
-            try await connection.register(signed("alice", 3), on: group.next())
-        }
-        try await group.shutdownGracefully()
     }
 }
 

@@ -4,8 +4,8 @@ import VoiceClient
 import VoiceTestSupport
 
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
-/// runs `voice-engine registration-service` beside Kamailio with a state directory of its own, with a local CA it
-/// makes on the first run). Ports 26010–26011 and 31010 (TLS).
+/// runs PostgreSQL, `voice-engine registration-service` and Kamailio with a state directory of their own, with a
+/// local CA it makes on the first run). Ports 26010–26011, 31010 (TLS) and 26208 (PostgreSQL).
 @Suite(
     "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags,
     .serialized, .timeLimit(.minutes(2)),
@@ -61,8 +61,9 @@ struct ServiceCommandTests {
         #expect(missing.status == 65, "\(missing.output)")
         #expect(missing.output.contains("/nonexistent/secret"))
         let service = [
-            "registration-service", "--applications", secret.path, "--state", directory.path, "--shared-secret-file",
-            secret.path
+            "registration-service", "--applications", secret.path, "--database",
+            "postgres://voiceengine@127.0.0.1/none",
+            "--shared-secret-file", secret.path
         ]
         // HTTPS needs a certificate and key; plain HTTP only by name.
         let noCertificate = try await run(service, in: directory)
@@ -74,9 +75,9 @@ struct ServiceCommandTests {
         try "shared".write(to: shared, atomically: true, encoding: .utf8)
         let missingCertificate = try await run(
             [
-                "registration-service", "--applications", applications.path, "--state", directory.path,
-                "--shared-secret-file", shared.path, "--listen", "127.0.0.1:0", "--certificate",
-                "/nonexistent/server.pem", "--private-key", "/nonexistent/server.key"
+                "registration-service", "--applications", applications.path, "--database",
+                "postgres://voiceengine@127.0.0.1/none", "--shared-secret-file", shared.path, "--listen",
+                "127.0.0.1:0", "--certificate", "/nonexistent/server.pem", "--private-key", "/nonexistent/server.key"
             ], in: directory)
         #expect(missingCertificate.status == 65, "\(missingCertificate.output)")
         #expect(missingCertificate.output.contains("/nonexistent/server.pem"), "\(missingCertificate.output)")
@@ -91,7 +92,7 @@ struct ServiceCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = directory.appendingPathComponent("state")
-        let (sipPort, httpPort, tlsPort) = (26010, 26011, 26010 + ServiceHarness.tlsPortOffset)
+        let (sipPort, httpPort, tlsPort, databasePort) = (26010, 26011, 26010 + ServiceHarness.tlsPortOffset, 26208)
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             Issue.record("127.0.0.1:\(sipPort) is in use")
             return
@@ -99,20 +100,22 @@ struct ServiceCommandTests {
         let service = try ChildProcessGroup(
             "/usr/bin/env",
             [
-                "SIP_TLS_PORT=\(tlsPort)", "/bin/sh",
+                "SIP_TLS_PORT=\(tlsPort)", "DB_PORT=\(databasePort)", "/bin/sh",
                 repositoryRoot.appendingPathComponent("Services/run-service.sh").path, state.path, "\(sipPort)",
                 "\(httpPort)", binary.path
             ],
             log: directory.appendingPathComponent("service.log"))
         defer { service.stop() }
-        guard await waitUntilUDPBound(sipPort), await waitUntilTCPListening(tlsPort) else {
+        // The first start creates the PostgreSQL cluster (initdb) before Kamailio starts.
+        guard await waitUntilUDPBound(sipPort, timeout: .seconds(60)), await waitUntilTCPListening(tlsPort) else {
             Issue.record("the service did not start:\n\(service.logTail)")
             return
         }
-        // The script created the state directory: applications, shared secret, msilo database, the local CA and
-        // the server certificate it signed, Kamailio's TLS configuration; it says where the CA is.
+        // The script created the state directory: applications, shared secret, the database's password and data,
+        // the local CA and the server certificate it signed, Kamailio's TLS configuration; it says where the CA is.
         for file in [
-            "applications.json", "shared-secret", "msilo.sqlite", "ca.pem", "server.pem", "server.key", "tls.cfg"
+            "applications.json", "shared-secret", "database-password", "postgresql/data", "ca.pem", "server.pem",
+            "server.key", "tls.cfg"
         ] {
             #expect(
                 FileManager.default.fileExists(atPath: state.appendingPathComponent(file).path),
@@ -161,10 +164,13 @@ struct ServiceCommandTests {
         #expect(await bobEvents.firstMessage()?.text == "through make service")
         await alice.terminate()
         await bob.terminate()
-        // The accepted sequences are in the service's state directory.
-        let sequences = try JSONDecoder().decode(
-            [String: UInt64].self, from: Data(contentsOf: state.appendingPathComponent("sequences.json")))
-        #expect(sequences.values.sorted() == [1000, 1001])
+        // The accepted sequences are in the service's database.
+        let password = try String(contentsOf: state.appendingPathComponent("database-password"), encoding: .utf8)
+        let psql = try #require(TestPostgreSQL.binaries).appendingPathComponent("psql").path
+        let sequences = ChildProcessGroup.shell(
+            "PGPASSWORD='\(password)' '\(psql)' -X -A -t -h 127.0.0.1 -p \(databasePort) -U voiceengine -d voiceengine "
+                + "-c 'SELECT sequence FROM accepted_sequences ORDER BY sequence'")
+        #expect(sequences.output == "1000\n1001\n", "\(sequences.output)")
     }
 }
 

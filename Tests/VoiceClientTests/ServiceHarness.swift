@@ -8,36 +8,33 @@ import VoiceSIP
 import VoiceTestSupport
 
 let kamailioExecutable = "/usr/sbin/kamailio"
-let sqliteExecutable = "/usr/bin/sqlite3"
-let msiloSchema = [
-    "/usr/share/kamailio/db_sqlite/standard-create.sql", "/usr/share/kamailio/db_sqlite/msilo-create.sql"
-]
+/// Kamailio's tables (version, location, silo) as the installed Kamailio expects them.
+let kamailioSchema = ["standard", "usrloc", "msilo"].map { "/usr/share/kamailio/postgres/\($0)-create.sql" }
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
-/// Why the service cannot run here, or nil when Kamailio, its modules and sqlite3 are installed.
+/// Why the service cannot run here, or nil when Kamailio, its modules and PostgreSQL are installed.
 let serviceUnavailableReason: String? = {
     let fm = FileManager.default
     if !fm.isExecutableFile(atPath: kamailioExecutable) {
         return "kamailio is not installed (make test-deps installs it)"
     }
     if !TestPKI.isAvailable { return "openssl is not installed (the service's test certificates)" }
-    for module in ["auth_ephemeral", "msilo", "db_sqlite", "tls", "nathelper"]
+    for module in ["auth_ephemeral", "msilo", "db_postgres", "tls", "nathelper"]
     where !fm.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\(module).so") {
         return
-            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-sqlite-modules, kamailio-extra-modules, kamailio-tls-modules)"
+            "Kamailio's \(module) module is not installed (make test-deps installs kamailio-autheph-modules, kamailio-postgres-modules, kamailio-extra-modules, kamailio-tls-modules)"
     }
-    if !fm.isExecutableFile(atPath: sqliteExecutable) || msiloSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
-        return
-            "sqlite3 or Kamailio's sqlite schema is missing (make test-deps installs sqlite3 and kamailio-sqlite-modules)"
+    if kamailioSchema.contains(where: { !fm.fileExists(atPath: $0) }) {
+        return "Kamailio's PostgreSQL schema is missing (make test-deps installs kamailio-postgres-modules)"
     }
-    return nil
+    return TestPostgreSQL.unavailableReason
 }()
 
 /// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
-/// state directory and msilo database; TLS on `tlsPort`, UDP and TCP on `sipPort`) and the registration service
-/// over HTTPS in this process, sharing a fresh secret; both present a certificate of a CA made for the test, which
-/// the clients of ``client(_:clock:pushData:audio:)`` trust.
+/// state directory; TLS on `tlsPort`, UDP and TCP on `sipPort`) and the registration service over HTTPS in this
+/// process, sharing a fresh secret and a fresh database of the test process's PostgreSQL; both present a
+/// certificate of a CA made for the test, which the clients of ``client(_:clock:pushData:audio:)`` trust.
 final class ServiceHarness: @unchecked Sendable {
     static let applicationKey = "test-application-key"
     static let applicationSecret = "test-application-secret"
@@ -56,7 +53,9 @@ final class ServiceHarness: @unchecked Sendable {
     var insecure = false
     let sharedSecret = UUID().uuidString
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    let registrationService: RegistrationService
+    let database: TestDatabase
+    private let credentialLifetime: UInt64
+    private(set) var registrationService: RegistrationService
     private(set) var http: RegistrationHTTPServer?
     private(set) var kamailio: ChildProcessGroup?
     private var sequence: UInt64 = 0
@@ -74,13 +73,14 @@ final class ServiceHarness: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.sipPort = sipPort
+        self.credentialLifetime = credentialLifetime
         pki = try TestPKI(prefix: "voiceclient-pki")
         (sipCertificate, httpsCertificate) = (pki.serverCertificateFile, pki.serverCertificateFile)
-        registrationService = try RegistrationService(
-            applications: [Self.applicationKey: Self.applicationSecret],
+        database = try TestPostgreSQL.shared().database()
+        registrationService = RegistrationService(
+            store: RegistrationStore(try DatabaseAddress(url: database.url)),
             issuer: EphemeralCredentialIssuer(
-                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"),
-            stateDirectory: directory)
+                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"))
     }
 
     var registrationPort: Int { http?.port ?? 0 }
@@ -88,30 +88,35 @@ final class ServiceHarness: @unchecked Sendable {
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
         try await startRegistrationService()
-        let database = directory.appendingPathComponent("msilo.sqlite")
-        if !FileManager.default.fileExists(atPath: database.path) {
-            let schema = directory.appendingPathComponent("schema.sql")
-            try msiloSchema.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n").write(
-                to: schema, atomically: true, encoding: .utf8)
-            let sqlite = try ChildProcessGroup(
-                sqliteExecutable, [database.path], log: directory.appendingPathComponent("sqlite.log"), stdin: schema)
-            let status = await sqlite.wait(timeout: .seconds(10))
-            #expect(status == 0, "sqlite3 could not create the msilo database: \(sqlite.logTail)")
-        }
+        try database.psql("", files: kamailioSchema)
         try await startKamailio()
     }
 
-    /// The registration service alone (HTTPS with `httpsCertificate`, or HTTP when `insecure`).
-    func startRegistrationService() async throws {
+    /// The registration service alone (HTTPS with `httpsCertificate`, or HTTP when `insecure`) on `port` (0: any),
+    /// its store migrated and holding the test application.
+    func startRegistrationService(port: Int = 0) async throws {
+        try await registrationService.store.migrate()
+        try await registrationService.store.setApplication(key: Self.applicationKey, secret: Self.applicationSecret)
         http = try await RegistrationHTTPServer.start(
-            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: 0),
+            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: port),
             security: insecure
                 ? .insecurePlainHTTP : .tls(certificateChainFile: httpsCertificate, privateKeyFile: pki.serverKeyFile))
     }
 
+    /// Stops the registration service and starts a new one (a new store on the same database) on the same port.
+    func restartRegistrationService() async throws {
+        let port = registrationPort
+        try await http?.close()
+        await registrationService.store.close()
+        registrationService = RegistrationService(
+            store: RegistrationStore(try DatabaseAddress(url: database.url)),
+            issuer: EphemeralCredentialIssuer(
+                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"))
+        try await startRegistrationService(port: port)
+    }
+
     func startKamailio() async throws {
         let config = repositoryRoot.appendingPathComponent("Services/kamailio/kamailio.cfg").path
-        let database = directory.appendingPathComponent("msilo.sqlite")
         // Something already on the port would answer in Kamailio's place with another secret.
         if await waitUntilUDPBound(sipPort, timeout: .zero) {
             throw VoiceClientError.network(
@@ -130,7 +135,7 @@ final class ServiceHarness: @unchecked Sendable {
             kamailioExecutable,
             push + tls + [
                 "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
-                "-A", "SECRET=\"\(sharedSecret)\"", "-A", "MSILO_DB=\"sqlite://\(database.path)\"",
+                "-A", "SECRET=\"\(sharedSecret)\"", "-A", "DB_URL=\"\(database.url)\"",
                 "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
                 "CONFERENCE=\"\(conferenceServer)\"",
                 "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
@@ -189,6 +194,8 @@ final class ServiceHarness: @unchecked Sendable {
     func shutdown() async {
         stopKamailio()
         try? await http?.close()
+        await registrationService.store.close()
+        database.drop()
         try? await group.shutdownGracefully()
         try? FileManager.default.removeItem(at: directory)
         pki.remove()
