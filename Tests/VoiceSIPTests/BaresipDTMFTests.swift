@@ -45,16 +45,7 @@ struct BaresipDTMFTests {
             let negotiated = try await log.established()
             #expect(negotiated.telephoneEventClockRate == 8_000, "\(negotiated)")
             try transport.setRemote(negotiated: negotiated)
-            let format = AudioFormat(sampleRate: 16_000)
-            let live = try LiveCall(
-                configuration: MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format),
-                transport: transport,
-                capture: NullAudioDevice(direction: .capture, format: format, clocking: .realTime),
-                playout: NullAudioDevice(direction: .playout, format: format, clocking: .realTime))
-            let heard = KeyLog()
-            let events = live.events
-            Task { for await event in events { if case .dtmfReceived(let digit) = event { heard.append(digit) } } }
-            try live.start()
+            let (live, heard) = try KeyLog.startCall(negotiated: negotiated, transport: transport)
             try await Task.sleep(for: .milliseconds(500))
 
             try live.sendDTMF("159*#D")

@@ -49,16 +49,7 @@ struct SIPpDTMFTests {
             let negotiated = try await call.answer(with: capabilities)
             #expect(negotiated.telephoneEventPayloadType == 101 && negotiated.srtp == nil)
             try transport.setRemote(negotiated: negotiated)
-            let format = AudioFormat(sampleRate: 16_000)
-            let live = try LiveCall(
-                configuration: MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format),
-                transport: transport,
-                capture: NullAudioDevice(direction: .capture, format: format, clocking: .realTime),
-                playout: NullAudioDevice(direction: .playout, format: format, clocking: .realTime))
-            let keys = KeyLog()
-            let events = live.events
-            Task { for await event in events { if case .dtmfReceived(let digit) = event { keys.append(digit) } } }
-            try live.start()
+            let (live, keys) = try KeyLog.startCall(negotiated: negotiated, transport: transport)
 
             let end = try await log.ended()
             #expect(end.cause == .remoteHangup)
@@ -79,4 +70,19 @@ final class KeyLog: @unchecked Sendable {
     private var keys = ""
     func append(_ digit: DTMFDigit) { lock.withLock { keys.append(digit.character) } }
     var text: String { lock.withLock { keys } }
+
+    /// Starts a live call on null devices (16 kHz, real-time clocking) whose received keys this log collects.
+    static func startCall(negotiated: NegotiatedAudio, transport: UDPMediaTransport) throws -> (LiveCall, KeyLog) {
+        let format = AudioFormat(sampleRate: 16_000)
+        let live = try LiveCall(
+            configuration: MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format),
+            transport: transport,
+            capture: NullAudioDevice(direction: .capture, format: format, clocking: .realTime),
+            playout: NullAudioDevice(direction: .playout, format: format, clocking: .realTime))
+        let keys = KeyLog()
+        let events = live.events
+        Task { for await event in events { if case .dtmfReceived(let digit) = event { keys.append(digit) } } }
+        try live.start()
+        return (live, keys)
+    }
 }
