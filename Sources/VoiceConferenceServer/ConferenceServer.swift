@@ -156,6 +156,10 @@ public final class ConferenceServer: @unchecked Sendable {
         lock.withLock { rooms.mapValues { $0.participantCount } }
     }
 
+    /// Media port pairs handed to calls and not yet given back. A refused or ended call gives its pair back just
+    /// after its final response or BYE, once its sockets are closed.
+    public var mediaPortPairsInUse: Int { ports.portsInUse }
+
     /// Writes every open room's report to the statistics directory (SIGUSR1) and returns the reports.
     @discardableResult
     public func writeReports() async -> [ConferenceRoomReport] {

@@ -68,6 +68,9 @@ final class ServiceHarness: @unchecked Sendable {
     var pushWaitMilliseconds = 10_000
     /// App-sent push: Kamailio keeps INVITEs to users with no binding without posting anywhere.
     var appPush = false
+    /// The registration service's port (0: any). A test that restarts the service on its port names one outside the
+    /// ephemeral range: an ephemeral port given back can be taken by an outgoing connection before the restart binds.
+    var registrationListenPort = 0
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
@@ -87,7 +90,7 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
-        try await startRegistrationService()
+        try await startRegistrationService(port: registrationListenPort)
         try database.psql("", files: kamailioSchema)
         try await startKamailio()
     }

@@ -27,7 +27,9 @@ struct ServiceRestartTests {
     // connection dies with Kamailio and the call right after the restart does not reach it (no reconnection yet).
     @Test(arguments: [Restarted.registrationService])
     func nothingIsLostAcrossARestart(of restarted: Restarted) async throws {
-        try await withService(sipPort: restarted.sipPort) { service in
+        try await withService(
+            sipPort: restarted.sipPort, prepare: { $0.registrationListenPort = restarted.sipPort + 1 }
+        ) { service in
             let bobPushData = Data("bob's device token".utf8)
             let alice = try service.client("alice"), bob = try service.client("bob", pushData: bobPushData)
             let aliceEvents = EventLog(alice), bobEvents = EventLog(bob)

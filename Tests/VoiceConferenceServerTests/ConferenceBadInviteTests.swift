@@ -59,6 +59,8 @@ struct ConferenceBadInviteTests {
             #expect(server.roomOccupancy().isEmpty)
             // Still serving, with both media ports free again.
             for _ in 0..<2 {
+                // The server gives a call's pair back just after its 488 or BYE: the next call waits for that.
+                #expect(await eventually { server.mediaPortPairsInUse == 0 }, "the media pair was not given back")
                 let call = try await caller.call(room, offering: AudioCapabilities(address: "127.0.0.1", port: 28_792))
                 guard case .success = await outcome(of: call) else {
                     throw SIPCallError("a good INVITE was refused after the bad ones")

@@ -7,7 +7,8 @@ import VoiceEngine
     @Test func offerListsTelephoneEventAfterTheCodecAtItsClockRateAndAt8kHz() throws {
         let offer = SessionDescription.makeOffer(SDPNegotiationTests.caps())
         let text = offer.serialize()
-        #expect(text.contains("m=audio 40000 RTP/SAVP 111 101 102\r\n"))
+        // After Opus, G.722, PCMU and PCMA: telephone-event at Opus's 48 kHz, then at 8 kHz for the others.
+        #expect(text.contains("m=audio 40000 RTP/SAVP 111 9 0 8 101 102\r\n"))
         #expect(text.contains("a=rtpmap:101 telephone-event/48000\r\n"))
         #expect(text.contains("a=fmtp:101 0-16\r\n"))
         #expect(text.contains("a=rtpmap:102 telephone-event/8000\r\n"))
