@@ -115,7 +115,17 @@ final class ServiceHarness: @unchecked Sendable {
             store: RegistrationStore(try DatabaseAddress(url: database.url)),
             issuer: EphemeralCredentialIssuer(
                 sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"))
-        try await startRegistrationService(port: port)
+        // The old listener's port can stay taken for a moment after its close: retry it, then take any port (the
+        // clients reach the service again through `registrationPort`).
+        for _ in 0..<20 {
+            do { return try await startRegistrationService(port: port) } catch let error as IOError
+                where error.errnoCode == EADDRINUSE
+            {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        print("registration service: port \(port) still in use after its restart, listening on another")
+        try await startRegistrationService(port: 0)
     }
 
     func startKamailio() async throws {

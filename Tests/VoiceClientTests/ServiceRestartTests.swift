@@ -84,11 +84,13 @@ struct ServiceRestartTests {
                 #expect(await service.registrationService.accepted == 0, "a client registered again")
             }
             // The replay is refused, and bob's push data is still known.
+            let connectionAfter = RegistrationServiceConnection(
+                host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             await #expect(
                 throws: VoiceClientError.registrationRefused(
                     .sequenceNotIncreasing(received: dave.sequence, lastAccepted: dave.sequence))
             ) {
-                try await connection.register(dave, on: service.group.next())
+                try await connectionAfter.register(dave, on: service.group.next())
             }
             #expect(
                 try await service.registrationService.pushData(
