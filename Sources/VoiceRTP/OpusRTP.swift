@@ -82,23 +82,11 @@ public struct RTPPacketizer: Sendable {
     public mutating func packetize(
         payload: UnsafeRawBufferPointer, ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        // The fixed header written in place (no CSRCs, no extension, no padding) — building an `RTPHeader` value
-        // per packet cost retains of its CSRC array and extension in a conference room's per-listener loop. This is
-        // the packetizer's only way to advance (the former `nextHeader(ticks:)` duplicated it without counting the
-        // packet for the SR).
-        precondition(payloadType < 128, "payload type \(payloadType) not in 0...127")
-        let total = 12 + payload.count
-        precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")
-        RTPHeader.writeFixedHeader(
-            flags: 0, marker: markerPending, payloadType: payloadType, sequenceNumber: nextSequenceNumber,
-            timestamp: nextTimestamp, ssrc: ssrc, into: buffer)
-        let end = buffer.put(payload, at: 12)
+        let marker = markerPending
         markerPending = false
-        nextSequenceNumber &+= 1
-        nextTimestamp &+= ticks
-        packetCount &+= 1
-        octetCount &+= UInt32(truncatingIfNeeded: payload.count)
-        return end
+        return write(
+            payload: payload, payloadType: payloadType, timestamp: nextTimestamp, marker: marker, ticks: ticks,
+            into: buffer)
     }
 
     /// Writes a packet of another payload type in this stream's SSRC and sequence space — an RFC 4733 event in
@@ -109,12 +97,23 @@ public struct RTPPacketizer: Sendable {
         payload: UnsafeRawBufferPointer, payloadType otherType: UInt8, timestamp: UInt32, marker: Bool,
         ticks: UInt32, into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        precondition(otherType < 128, "payload type \(otherType) not in 0...127")
+        write(
+            payload: payload, payloadType: otherType, timestamp: timestamp, marker: marker, ticks: ticks, into: buffer)
+    }
+
+    /// The fixed header written in place (no CSRCs, no extension, no padding) — building an `RTPHeader` value per
+    /// packet cost retains of its CSRC array and extension in a conference room's per-listener loop — then the
+    /// payload; advances the sequence number and the audio timestamp and counts the packet for the sender report.
+    private mutating func write(
+        payload: UnsafeRawBufferPointer, payloadType type: UInt8, timestamp: UInt32, marker: Bool, ticks: UInt32,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        precondition(type < 128, "payload type \(type) not in 0...127")
         let total = 12 + payload.count
         precondition(buffer.count >= total, "buffer of \(buffer.count) bytes too small for a \(total)-byte packet")
         RTPHeader.writeFixedHeader(
-            flags: 0, marker: marker, payloadType: otherType, sequenceNumber: nextSequenceNumber,
-            timestamp: timestamp, ssrc: ssrc, into: buffer)
+            flags: 0, marker: marker, payloadType: type, sequenceNumber: nextSequenceNumber, timestamp: timestamp,
+            ssrc: ssrc, into: buffer)
         let end = buffer.put(payload, at: 12)
         nextSequenceNumber &+= 1
         nextTimestamp &+= ticks
