@@ -16,9 +16,10 @@ struct RegistrationRecoveryTests {
         #expect(lost == [.reportLost("closed"), .wakeUp(after: .milliseconds(100))])
         // Another symptom of the same loss changes nothing.
         #expect(recovery.handle(.flowFailed("keepalive"), now: .seconds(10), fraction: 0.5).isEmpty)
-        #expect(recovery.handle(.tick, now: .seconds(10) + .milliseconds(50), fraction: 0) == [
-            .wakeUp(after: .milliseconds(50))
-        ])
+        #expect(
+            recovery.handle(.tick, now: .seconds(10) + .milliseconds(50), fraction: 0) == [
+                .wakeUp(after: .milliseconds(50))
+            ])
         #expect(
             recovery.handle(.tick, now: .seconds(10) + .milliseconds(100), fraction: 0) == [
                 .register(host: 0, sameHost: true)
@@ -55,12 +56,14 @@ struct RegistrationRecoveryTests {
         _ = recovery.handle(.registered(host: 1), now: .zero, fraction: 0)
         _ = recovery.handle(.flowFailed("closed"), now: .zero, fraction: 0)
         #expect(recovery.handle(.tick, now: .zero, fraction: 0) == [.register(host: 1, sameHost: true)])
-        #expect(recovery.handle(.attemptFailed("refused"), now: .zero, fraction: 0) == [
-            .register(host: 0, sameHost: false)
-        ])
-        #expect(recovery.handle(.attemptFailed("refused"), now: .zero, fraction: 0) == [
-            .register(host: 2, sameHost: false)
-        ])
+        #expect(
+            recovery.handle(.attemptFailed("refused"), now: .zero, fraction: 0) == [
+                .register(host: 0, sameHost: false)
+            ])
+        #expect(
+            recovery.handle(.attemptFailed("refused"), now: .zero, fraction: 0) == [
+                .register(host: 2, sameHost: false)
+            ])
         #expect(recovery.handle(.attemptSucceeded, now: .zero, fraction: 0) == [.reportRegistered(host: 2)])
         // The next loss starts on the host the client moved to.
         _ = recovery.handle(.flowFailed("closed"), now: .seconds(1), fraction: 0)
@@ -72,14 +75,17 @@ struct RegistrationRecoveryTests {
         _ = recovery.handle(.registered(host: 0), now: .zero, fraction: 0)
         #expect(
             recovery.handle(.networkChanged("10.42.1.2 removed"), now: .zero, fraction: 0) == [
-                .reportLost("10.42.1.2 removed"), .wakeUp(after: .zero),
+                .reportLost("10.42.1.2 removed"), .wakeUp(after: .zero)
             ])
         _ = recovery.handle(.tick, now: .zero, fraction: 0)
         _ = recovery.handle(.attemptFailed("no route"), now: .zero, fraction: 0)
         _ = recovery.handle(.tick, now: .seconds(1), fraction: 0)
         _ = recovery.handle(.attemptFailed("no route"), now: .seconds(1), fraction: 1)
         #expect(recovery.state == .waiting(host: 0, round: 2, due: .seconds(3)))
-        #expect(recovery.handle(.networkChanged("10.42.2.2 added"), now: .seconds(2), fraction: 0) == [.wakeUp(after: .zero)])
+        #expect(
+            recovery.handle(.networkChanged("10.42.2.2 added"), now: .seconds(2), fraction: 0) == [
+                .wakeUp(after: .zero)
+            ])
         _ = recovery.handle(.stopped, now: .seconds(2), fraction: 0)
         #expect(recovery.handle(.tick, now: .seconds(2), fraction: 0).isEmpty)
         #expect(recovery.handle(.flowFailed("closed"), now: .seconds(2), fraction: 0).isEmpty)

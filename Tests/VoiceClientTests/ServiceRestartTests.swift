@@ -82,7 +82,9 @@ struct ServiceRestartTests {
                         await events.first(timeout: .seconds(10)) { $0 == .reregistered(serviceHost: "127.0.0.1") }
                             != nil, "\(name) did not register again: \(events.events)")
                 }
-                print("ServiceRestartTests: both clients registered again \(ContinuousClock.now - back) after Kamailio was back")
+                print(
+                    "ServiceRestartTests: both clients registered again \(ContinuousClock.now - back) after Kamailio was back"
+                )
             }
 
             // Bob is called at once, on the binding Kamailio had before, without registering again.
@@ -100,6 +102,13 @@ struct ServiceRestartTests {
                 // The same binding (Call-ID), refreshed on the new connection; the dead connection's Contact is gone.
                 let before = bobBinding.split(separator: "|"), after = bobBindingAfter.split(separator: "|")
                 #expect(after.count == 2 && before.count == 2, "\(bobBinding) → \(bobBindingAfter)")
+                if after.count != 2 {
+                    print(
+                        try service.database.psql(
+                            "SELECT contact, cseq, last_modified, expires, ruid, socket, flags, cflags FROM location WHERE username = 'bob'"
+                        ))
+                    print(service.kamailio?.logTail ?? "")
+                }
                 #expect(after.first == before.first, "bob's binding has another Call-ID: \(bobBindingAfter)")
                 #expect(
                     (after.last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0)
@@ -133,6 +142,55 @@ struct ServiceRestartTests {
             await alice.terminate()
             await bob.terminate()
             await carol.terminate()
+        }
+    }
+
+    /// Failover between service nodes: the first configured host (127.0.0.2, where nothing listens) does not
+    /// answer, so the client registers on the next one; when that node's Kamailio restarts, the client tries it,
+    /// then the other host, backs off, and registers again on the node that came back — with the credentials it
+    /// holds, and reachable at once.
+    @Test func aNodeThatDoesNotAnswerIsPassedOverAtStartAndAfterALoss() async throws {
+        try await withService(sipPort: 26206, prepare: { $0.registrationListenPort = 26207 }) { service in
+            var configuration = service.configuration()
+            configuration.serviceHost = "127.0.0.2"
+            configuration.additionalServiceHosts = ["127.0.0.1"]
+            (configuration.reconnectBackoffBase, configuration.reconnectBackoffCap) = (.milliseconds(250), .seconds(1))
+            let alice = try service.client("alice", configuration: configuration)
+            let bob = try service.client("bob")
+            let aliceEvents = EventLog(alice), bobEvents = EventLog(bob)
+            await alice.start()
+            await bob.start()
+            #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
+            #expect(await bobEvents.first { $0 == .started } != nil, "\(bobEvents.events)")
+            #expect(await service.registrationService.accepted == 2)
+
+            service.stopKamailio()
+            let deadline = ContinuousClock.now + .seconds(3)
+            while await waitUntilUDPBound(service.sipPort, timeout: .zero), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(
+                await aliceEvents.first { if case .registrationLost = $0 { true } else { false } } != nil,
+                "\(aliceEvents.events)")
+            // Rounds over both hosts fail while Kamailio is down.
+            try await Task.sleep(for: .seconds(1))
+            try await service.startKamailio()
+            #expect(
+                await aliceEvents.first(timeout: .seconds(10)) { $0 == .reregistered(serviceHost: "127.0.0.1") } != nil,
+                "\(aliceEvents.events)")
+            #expect(
+                await bobEvents.first(timeout: .seconds(10)) { $0 == .reregistered(serviceHost: "127.0.0.1") } != nil,
+                "\(bobEvents.events)")
+            #expect(await service.registrationService.accepted == 2, "a client asked for new credentials")
+
+            let call = try await bob.callUser("alice")
+            let incoming = try #require(await aliceEvents.incomingCall(), "alice got no call: \(aliceEvents.events)")
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            await alice.terminate()
+            await bob.terminate()
         }
     }
 }

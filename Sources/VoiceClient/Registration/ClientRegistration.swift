@@ -143,7 +143,9 @@ final class ClientRegistration {
                 transport: peer.transport))
         try await agent.onOtherRequest { [endpoint] request in onRequest(request, endpoint) }
         endpoint.onConnectionClosed { closed in
-            if closed.transport == peer.transport, closed.address == peer.address { onFlowFailed("the connection to \(peer) closed") }
+            if closed.transport == peer.transport, closed.address == peer.address {
+                onFlowFailed("the connection to \(peer) closed")
+            }
         }
         self.agent = agent
         mediaHost = local.ipAddress ?? "127.0.0.1"

@@ -50,7 +50,9 @@ package enum InterfaceAddresses {
             let family = Int32(raw.pointee.sa_family)
             let address: SocketAddress
             if family == AF_INET {
-                address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: "") }
+                address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    SocketAddress($0.pointee, host: "")
+                }
             } else if family == AF_INET6 {
                 address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
                     SocketAddress($0.pointee, host: "")
