@@ -66,8 +66,8 @@ struct ClientRTCPPortTests {
     }
 
     /// A re-INVITE from the peer announcing another RTCP port (`a=rtcp:`): our reports go there from then on.
-    /// Two user agents on loopback, SDES over unencrypted signalling being refused by the client's media, so the
-    /// offerer keys with SDES from a plain `AudioCapabilities` and the answerer is the client's call media.
+    /// Two user agents on loopback keyed by SDES: the answerer runs the client's call media (`SIPCallMedia`), the
+    /// offerer's two RTCP ports are sockets that only see what arrives.
     @Test func aReINVITEThatMovesThePeersRTCPPortMovesOurReports() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
@@ -93,8 +93,9 @@ struct ClientRTCPPortTests {
             }
             return nil
         }
+        let alicePort = try #require(await alice.endpoint.localAddress(.udp)?.port)
         let call = try await bob.call(
-            SIPURI(user: "alice", host: "127.0.0.1", port: Int(alice.endpoint.localPort)), offering: bobCapabilities)
+            SIPURI(user: "alice", host: "127.0.0.1", port: alicePort), offering: bobCapabilities)
         let (aliceCall, answered) = try #require(try await incoming.value)
         #expect(!answered.rtcpMux && answered.remoteRTCPPort == Int(firstRTCP.localEndpoint.port))
         let live = try SIPCallMedia(
