@@ -21,7 +21,9 @@ struct ClientRTCPPortTests {
 
     @Test(.enabled(if: BaresipPeer.isInstalled, "baresip is not installed (make test-deps installs it)"))
     func dtlsSRTPWithoutMuxKeysTheRTCPPortByItsOwnHandshakeAndGetsRoundTripTimes() async throws {
-        let directory = try makeTemporaryDirectory("client-rtcp-dtls")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "client-rtcp-dtls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = 26_180
         let microphone = try BaresipPeer.repeated(Self.speechOrSilence(in: directory), seconds: 30, into: directory)
