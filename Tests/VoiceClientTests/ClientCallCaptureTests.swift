@@ -107,7 +107,9 @@ struct ClientCallCaptureTests {
             }
             var seen: [String: Int] = [:]
             for frame in frames { seen[frame.column, default: 0] += 1 }
-            print("capture: \(bytes.count) bytes, the call's \(callBytes.count); media ports \(mediaPorts); protocols \(seen)")
+            print(
+                "capture: \(bytes.count) bytes, the call's \(callBytes.count); media ports \(mediaPorts); protocols \(seen)"
+            )
             let tcp = frames.filter { $0.layers.contains(":tcp") }
             let udp = frames.filter { $0.layers.contains(":udp") }
             // A TCP segment carrying part of a TLS record that a later segment completes is shown as TCP.

@@ -60,7 +60,8 @@ struct ClientRTCPPortTests {
         #expect(media.transport.remoteRTCP?.port == UInt16(answer.remoteRTCPPort))
         // baresip drops SRTCP it cannot authenticate with its RTCP component's keys: an answered sender report
         // proves ours reached its RTCP port keyed by the second handshake.
-        #expect(rtcp.received > 0, "no report of baresip's was accepted on the RTCP port: \(String(describing: counters))")
+        #expect(
+            rtcp.received > 0, "no report of baresip's was accepted on the RTCP port: \(String(describing: counters))")
         #expect(rtcp.senderReportsAnswered > 0, "baresip's reports do not answer ours: they did not reach it")
         #expect(result.report.rtt.samples > 0, "no round-trip time from baresip's reports")
         #expect(result.report.drops.counts.rtcpAuthenticationFailed == 0, "\(result.report.drops.counts)")

@@ -62,7 +62,9 @@ struct ConferenceRTCPTests {
             "rtcpdtls", rtpPorts: 28_850...28_859, baresipPort: 28_860, mediaEncryption: "dtls_srtp", rtcpMux: false,
             microphones: mics.paths, seconds: Self.seconds, directory: directory)
         let baresipLeg = room.baresipLeg
-        #expect(baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true, "baresip's leg is keyed \(String(describing: baresipLeg.keying))")
+        #expect(
+            baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true,
+            "baresip's leg is keyed \(String(describing: baresipLeg.keying))")
         #expect(
             baresipLeg.packetsReceived > Int(Self.seconds * 40),
             "the room received \(baresipLeg.packetsReceived) packets from baresip")

@@ -126,7 +126,8 @@ extension MediaStream {
             do {
                 length =
                     srtcpIn != nil
-                    ? try srtp.unprotectRTCP(buffer, length: n) : try unprotectAcrossRekey(srtp, buffer, length: n, rtcp: true)
+                    ? try srtp.unprotectRTCP(buffer, length: n)
+                    : try unprotectAcrossRekey(srtp, buffer, length: n, rtcp: true)
             } catch {
                 switch error {
                 case .authenticationFailed, .replayFail, .replayOld:
