@@ -56,6 +56,7 @@ public actor VoiceClient {
     /// Polls the interfaces while started (``VoiceClientConfiguration/networkCheckInterval``).
     private var networkTask: Task<Void, Never>?
     private var networkWatch = NetworkWatch(inUse: nil)
+    private var callNetworkLoss: CallNetworkLoss
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -99,6 +100,7 @@ public actor VoiceClient {
             hostCount: registration.serviceHosts.count,
             backoff: .init(base: configuration.reconnectBackoffBase, cap: configuration.reconnectBackoffCap))
         self.push = push
+        callNetworkLoss = CallNetworkLoss(timeout: configuration.networkLossTimeout)
         messages = ClientMessages(
             userID: checkedID, clock: clock, unixTime: unixTime, events: continuation, registration: registration,
             push: push, state: state)
@@ -396,9 +398,24 @@ public actor VoiceClient {
         }
     }
 
-    private func checkNetwork() {
+    private func checkNetwork() async {
         guard registration.isConnected else { return }
-        switch networkWatch.observe(route: registration.currentRoute(), addresses: InterfaceAddresses.current()) {
+        let addresses = InterfaceAddresses.current()
+        // The established calls' media is bound to the address in use before any change seen now.
+        let established = await calls.established()
+        let lossActions = callNetworkLoss.observe(
+            addresses: addresses, callAddress: established.isEmpty ? nil : networkWatch.inUse ?? registration.mediaHost,
+            now: ContinuousClock.now - recoveryOrigin)
+        for action in lossActions {
+            for call in established {
+                switch action {
+                case .reconnecting: await call.yield(.reconnecting, toApp: true, toDriver: false)
+                case .reconnected: await call.yield(.reconnected, toApp: true, toDriver: false)
+                case .endCalls(let reason): _ = try? await call.dialog(.failed(.network(reason)))
+                }
+            }
+        }
+        switch networkWatch.observe(route: registration.currentRoute(), addresses: addresses) {
         case .unchanged:
             break
         case .lost(let old):

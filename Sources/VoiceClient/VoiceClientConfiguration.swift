@@ -43,6 +43,9 @@ public struct VoiceClientConfiguration: Sendable {
     /// its connection uses is gone or the kernel would now use another one, it reports
     /// ``VoiceClientEvent/networkChanged(localAddress:)`` and registers again from the new address.
     public var networkCheckInterval: Duration?
+    /// A call whose media address left the host is *reconnecting*; it ends with cause *network* when the address
+    /// is not back within this long (under the media timeout, which would end it as *timeout*).
+    public var networkLossTimeout: Duration
     /// SIP over TLS with the system's trust store unless set.
     public var transport: Transport
     public var sipPort: Int
@@ -85,8 +88,10 @@ public struct VoiceClientConfiguration: Sendable {
         interruptionTimeout: MediaTime = AudioSessionConfiguration().interruptionTimeout,
         health: CallHealthConfiguration = CallHealthConfiguration(), stateStore: (any ClientStateStore)? = nil,
         additionalServiceHosts: [String] = [], reconnectBackoffBase: Duration = .milliseconds(500),
-        reconnectBackoffCap: Duration = .seconds(30), networkCheckInterval: Duration? = .seconds(1)
+        reconnectBackoffCap: Duration = .seconds(30), networkCheckInterval: Duration? = .seconds(1),
+        networkLossTimeout: Duration = .seconds(15)
     ) {
+        self.networkLossTimeout = networkLossTimeout
         self.networkCheckInterval = networkCheckInterval
         self.additionalServiceHosts = additionalServiceHosts
         self.reconnectBackoffBase = reconnectBackoffBase
