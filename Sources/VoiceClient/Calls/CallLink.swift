@@ -32,6 +32,9 @@ actor CallLink {
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
     private var onPushPending: (@Sendable () async -> Void)?
+    /// Told once when a call that was pushed ends canceled by this caller: the app pushes the cancel too.
+    private var onPushedCallCanceled: (@Sendable () async -> Void)?
+    private var pushed = false
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
     private var heardFromNetwork = false
 
@@ -51,6 +54,8 @@ actor CallLink {
     }
 
     func whenPushPending(_ handler: @escaping @Sendable () async -> Void) { onPushPending = handler }
+
+    func whenPushedCallCanceled(_ handler: @escaping @Sendable () async -> Void) { onPushedCallCanceled = handler }
 
     /// The reason phrase of the service's provisional response for a kept call (Services/kamailio/kamailio.cfg).
     static let pushPendingReason = "Push Pending"
@@ -112,6 +117,7 @@ actor CallLink {
             heardFromNetwork = true
             if reason.contains(Self.pushPendingReason), let handler = onPushPending {
                 onPushPending = nil
+                pushed = true
                 await handler()
             }
             _ = try? await call.dialog(status == 180 ? .ringing : .progress)
@@ -138,6 +144,10 @@ actor CallLink {
             await finish()
             if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) {
                 _ = try? await call.dialog(event)
+            }
+            if pushed, await call.details.endCause == .canceled, let handler = onPushedCallCanceled {
+                onPushedCallCanceled = nil
+                await handler()
             }
         }
     }
