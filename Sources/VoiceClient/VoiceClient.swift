@@ -65,6 +65,12 @@ public actor VoiceClient {
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
+        if let name = configuration.pushDisplayName, name.utf8.count > PushData.maximumDisplayNameBytes {
+            throw .invalidPushData("the display name has more than \(PushData.maximumDisplayNameBytes) bytes")
+        }
+        if let id = configuration.deviceID, id.isEmpty || id.utf8.count > 128 {
+            throw .invalidPushData("the device ID must have 1 to 128 bytes")
+        }
         self.userID = checkedID
         self.configuration = configuration
         audioController = AudioController(

@@ -149,8 +149,10 @@ public struct PushEndpoint: Sendable, Equatable, CustomStringConvertible {
         guard components.scheme?.lowercased() == "https" else {
             throw Invalid(description: "'\(url)' is not https: push services are reached over TLS only")
         }
+        let port = components.port ?? 443
+        guard (1...65_535).contains(port) else { throw Invalid(description: "'\(url)': port \(port) is out of range") }
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        port = components.port ?? 443
+        self.port = port
         var path = components.path
         while path.hasSuffix("/") { path.removeLast() }
         self.path = path

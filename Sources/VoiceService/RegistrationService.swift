@@ -160,9 +160,9 @@ public actor RegistrationService {
         guard let update = try? JSONDecoder().decode(PushDataUpdate.self, from: Data(body)) else {
             return (400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a push data update"))) ?? Data())
         }
-        do {
+        do throws(RegistrationRefusal) {
             if let data = update.pushData, data.count > PushData.maximumBytes {
-                throw RegistrationRefusal.pushDataTooLarge(data.count)
+                throw .pushDataTooLarge(data.count)
             }
             try RegistrationVerifier.verifyDevice(update.deviceID, displayName: update.displayName)
         } catch {

@@ -250,4 +250,39 @@ struct PushSenderTests {
         #expect(outcome == .refused(status: 400, reason: "the token endpoint refused the grant: invalid_grant"))
         #expect(requests.map(\.path) == ["/token"], "a message was sent without a token")
     }
+
+    /// The parsers of push data, endpoints and Base64url never crash on random or mutated input, and take back
+    /// what they wrote.
+    @Test func pushParsersSurviveRandomAndMutatedInput() {
+        var random = SplitMix64(seed: 0x5eed_9054)
+        let seeds = [
+            ManagedPushToken.apns("a1b2").pushData, ManagedPushToken.fcm("t").pushData,
+            Data("https://api.push.apple.com:443/x".utf8), Data(JSONWebToken.base64URL(Data([0xfb, 0xff, 0x01])).utf8)
+        ]
+        var parsedTokens = 0
+        for round in 0..<4000 {
+            var bytes = seeds[round % seeds.count]
+            if round % 3 == 0 {
+                bytes = Data((0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+            } else {
+                for _ in 0..<Int.random(in: 1...4, using: &random) where !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                }
+            }
+            if ManagedPushToken(pushData: bytes) != nil { parsedTokens += 1 }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let endpoint = try? PushEndpoint(text) {
+                #expect(endpoint.description.hasPrefix("https://") && (1...65_535).contains(endpoint.port))
+            }
+            _ = JSONWebToken.decodeBase64URL(text)
+        }
+        #expect(parsedTokens > 0)
+        for token in [ManagedPushToken.apns("00ff"), .fcm("abc:def")] {
+            #expect(ManagedPushToken(pushData: token.pushData) == token)
+        }
+        #expect(ManagedPushToken(pushData: Data("opaque app token".utf8)) == nil)
+        let bytes = Data((0..<257).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        #expect(JSONWebToken.decodeBase64URL(JSONWebToken.base64URL(bytes)) == bytes)
+        #expect(throws: PushEndpoint.Invalid.self) { try PushEndpoint("http://api.push.apple.com") }
+    }
 }
