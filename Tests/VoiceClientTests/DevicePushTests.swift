@@ -1,4 +1,5 @@
 import Crypto
+import CryptoExtras
 import Foundation
 import NIOCore
 import NIOPosix
@@ -142,7 +143,7 @@ struct DevicePushTests {
         #expect(first.status == 200)
         #expect(first.devices["phone"]?.outcome == "delivered" && first.devices["tablet"]?.outcome == "delivered")
         // Both devices were pushed through their service, each request accepted by the server's checks.
-        #expect(afterFirst.count == 2 && afterFirst.allSatisfy { $0.refusal == nil }, "\(afterFirst.map(\.refusal))")
+        #expect(afterFirst.count == 2 && afterFirst.allSatisfy { $0.refusal == nil }, "\(afterFirst.map { $0.refusal })")
         #expect(afterFirst.contains { $0.path == "/3/device/\(Self.phoneToken)" })
         #expect(afterFirst.contains { $0.path == "/v1/projects/voice-test/messages:send" })
         // The sender's display name travels in the push (from alice's registration).

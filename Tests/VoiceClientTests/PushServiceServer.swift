@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -344,11 +345,15 @@ private struct JWT {
 /// Keys as Apple and Google hand them out, made with the openssl command: an APNs `.p8` (PKCS#8 P-256) and a
 /// service account's RSA key (PKCS#8, 2048 bits).
 enum PushKeys {
+    struct KeyGenerationFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
     static func make(_ arguments: [String], in directory: URL, name: String) throws -> String {
         let file = directory.appendingPathComponent(name)
         let process = try ChildProcessGroup(
             TestPKI.openssl, ["genpkey"] + arguments + ["-out", file.path], log: directory.appendingPathComponent("\(name).log"))
-        guard process.waitForExit() == 0 else { throw TestPKI.OpenSSLFailed(description: "openssl genpkey: \(process.logTail)") }
+        guard process.waitForExit() == 0 else { throw KeyGenerationFailed(description: "openssl genpkey: \(process.logTail)") }
         return try String(contentsOf: file, encoding: .utf8)
     }
 
