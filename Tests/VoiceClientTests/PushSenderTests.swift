@@ -138,6 +138,42 @@ struct PushSenderTests {
         #expect(requests.count == 2, "the sender sent the oversized payload: \(requests.map(\.status))")
     }
 
+    /// The stand-in's checks can fail: each header the sender sets, changed or left out, is refused with APNs's
+    /// reason (so the sender's accepted pushes say something).
+    @Test func apnsServerRefusesEachWrongOrMissingHeader() async throws {
+        let setup = try await APNsSetup.make()
+        let sender = try setup.sender()
+        let payload = Data(#"{"k":"c"}"#.utf8)
+        _ = await sender.send(payload, toDevice: Self.deviceToken)
+        let accepted = try #require(setup.server.requests.first)
+        let good = accepted.headers.filter { $0.key.hasPrefix("apns-") || $0.key == "authorization" }
+        let connection = try HTTP2Connection(
+            endpoint: try PushEndpoint(setup.server.url), trustRootsFile: setup.pki.caFile, group: setup.group)
+        let cases: [(change: (inout [String: String]) -> Void, reason: String)] = [
+            ({ $0["apns-push-type"] = "alert" }, "InvalidPushType"),
+            ({ $0["apns-topic"] = nil }, "MissingTopic"),
+            ({ $0["apns-topic"] = "com.example.voice" }, "DeviceTokenNotForTopic"),
+            ({ $0["apns-priority"] = "5" }, "BadPriority"),
+            ({ $0["apns-expiration"] = "1" }, "BadExpirationDate"),
+            ({ $0["authorization"] = nil }, "MissingProviderToken"),
+            ({ $0["authorization"] = ($0["authorization"] ?? "") + "x" }, "InvalidProviderToken")
+        ]
+        var reasons: [String] = []
+        for (change, _) in cases {
+            var headers = good
+            change(&headers)
+            let response = try await connection.request(
+                path: "/3/device/\(Self.deviceToken)", headers: headers.map { ($0.key, $0.value) }, body: payload)
+            let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+            reasons.append(object?["reason"] as? String ?? "HTTP \(response.status)")
+        }
+        await connection.close()
+        await sender.close()
+        await setup.close()
+        #expect(accepted.refusal == nil)
+        #expect(reasons == cases.map(\.reason))
+    }
+
     @Test func apnsRefusesAProviderTokenSignedWithAnotherKeyAndASenderRefusesAnUntrustedServer() async throws {
         let setup = try await APNsSetup.make()
         let otherKey = try PushKeys.apnsKey(in: try Self.otherDirectory(setup.pki))
