@@ -5,7 +5,7 @@ import VoiceClientWire
 /// and the push data of the device (by device ID) in the ``RegistrationStore`` (committed before the grant is returned, so no restart
 /// and no other node ever accepts a replay), and issues ephemeral credentials (``EphemeralCredentialIssuer``).
 public actor RegistrationService {
-    public let store: RegistrationStore
+    public nonisolated let store: RegistrationStore
     private let issuer: EphemeralCredentialIssuer
     private let unixTime: @Sendable () -> UInt64
     /// Sends managed pushes (`POST /v1/managed-push`) when the service has push senders.

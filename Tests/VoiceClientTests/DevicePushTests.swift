@@ -63,30 +63,7 @@ struct DevicePushTests {
         let pki = try TestPKI(prefix: "device-push")
         defer { pki.remove() }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let apnsKey = try P256.Signing.PrivateKey(pemRepresentation: try PushKeys.apnsKey(in: pki.directory))
-        let rsaPEM = try PushKeys.serviceAccountKey(in: pki.directory)
-        let rsa = try _RSA.Signing.PrivateKey(pemRepresentation: rsaPEM)
-        let tokenURI = "https://oauth2.googleapis.com/token"
-        let server = try await PushServiceServer(
-            pki: pki,
-            apns: .init(teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
-            fcm: .init(
-                projectID: "voice-test", clientEmail: "push@voice-test.iam.gserviceaccount.com", privateKeyID: "k1",
-                key: rsa.publicKey, tokenURI: tokenURI),
-            group: group)
-        let apns = try APNsSender(
-            .init(
-                teamID: "TEAM123456", keyID: "KEY7654321", privateKeyPEM: apnsKey.pemRepresentation,
-                bundleID: "com.example.voice", endpoint: try PushEndpoint(server.url), trustRootsFile: pki.caFile),
-            group: group)
-        let fcm = try FCMSender(
-            .init(
-                serviceAccount: .init(
-                    projectID: "voice-test", privateKeyID: "k1", privateKey: rsaPEM,
-                    clientEmail: "push@voice-test.iam.gserviceaccount.com", tokenURI: tokenURI),
-                endpoint: try PushEndpoint(server.url), tokenEndpoint: try PushEndpoint(server.url + "/token"),
-                trustRootsFile: pki.caFile),
-            group: group)
+        let (server, apns, fcm) = try await PushStandIn.make(pki: pki, group: group)
         let dispatcher = ManagedPushDispatcher(store: store, apns: apns, fcm: fcm)
         let service = RegistrationService(
             store: store, issuer: Self.issuer, managedPush: .init(dispatcher: dispatcher, secret: "kamailio-secret"))
@@ -160,6 +137,130 @@ struct DevicePushTests {
     }
 }
 
+/// The APNs/FCM stand-in and senders that trust it: APNs for the team's key and `com.example.voice`, FCM for the
+/// `voice-test` project's service account.
+enum PushStandIn {
+    static func make(pki: TestPKI, group: any EventLoopGroup) async throws -> (PushServiceServer, APNsSender, FCMSender) {
+        let apnsKey = try P256.Signing.PrivateKey(pemRepresentation: try PushKeys.apnsKey(in: pki.directory))
+        let rsaPEM = try PushKeys.serviceAccountKey(in: pki.directory)
+        let rsa = try _RSA.Signing.PrivateKey(pemRepresentation: rsaPEM)
+        let tokenURI = "https://oauth2.googleapis.com/token"
+        let server = try await PushServiceServer(
+            pki: pki,
+            apns: .init(teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
+            fcm: .init(
+                projectID: "voice-test", clientEmail: "push@voice-test.iam.gserviceaccount.com", privateKeyID: "k1",
+                key: rsa.publicKey, tokenURI: tokenURI),
+            group: group)
+        let apns = try APNsSender(
+            .init(
+                teamID: "TEAM123456", keyID: "KEY7654321", privateKeyPEM: apnsKey.pemRepresentation,
+                bundleID: "com.example.voice", endpoint: try PushEndpoint(server.url), trustRootsFile: pki.caFile),
+            group: group)
+        let fcm = try FCMSender(
+            .init(
+                serviceAccount: .init(
+                    projectID: "voice-test", privateKeyID: "k1", privateKey: rsaPEM,
+                    clientEmail: "push@voice-test.iam.gserviceaccount.com", tokenURI: tokenURI),
+                endpoint: try PushEndpoint(server.url), tokenEndpoint: try PushEndpoint(server.url + "/token"),
+                trustRootsFile: pki.caFile),
+            group: group)
+        return (server, apns, fcm)
+    }
+}
+
+/// Managed push end to end: Kamailio keeps a call (or stores a message) for a user with no binding and posts the
+/// payload to the registration service over HTTPS with its bearer secret; the service pushes each of the user's
+/// devices through the APNs/FCM stand-in. Ports 26214–26215.
+@Suite(
+    "Managed push through the service to every device", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
+    .enabled(
+        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
+            FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
+        }, "Kamailio's tsilo/http_client/htable/jansson modules are not installed"))
+struct ManagedDevicePushTests {
+    @Test func callsCancelsAndMessagesReachBothDevicesAndAGoneTokenIsRemoved() async throws {
+        let pki = try TestPKI(prefix: "managed-push")
+        defer { pki.remove() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let (server, apns, fcm) = try await PushStandIn.make(pki: pki, group: group)
+        let phoneToken = DevicePushTests.phoneToken
+        defer { try? group.syncShutdownGracefully() }
+        try await withService(sipPort: 26214, prepare: { harness in
+            harness.enableManagedPush(
+                ManagedPushDispatcher(store: harness.registrationService.store, apns: apns, fcm: fcm),
+                secret: "kamailio-push-secret")
+        }) { service in
+            for (device, token) in [("phone", ManagedPushToken.apns(phoneToken)), ("tablet", .fcm("tablet-fcm"))] {
+                var configuration = service.configuration(pushData: token.pushData)
+                configuration.deviceID = device
+                let bob = try service.client("bob", configuration: configuration)
+                await bob.start()
+                await bob.terminate()
+            }
+            let alice = try service.client("alice")
+            await alice.start()
+            /// The payloads pushed to each device since `count` requests, waiting for `expected` pushes.
+            func pushes(after count: Int, expected: Int) async -> [(device: String, payload: PushPayload)] {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < deadline {
+                    let sent = server.requests.dropFirst(count).filter { $0.path != "/token" && $0.refusal == nil }
+                    if sent.count >= expected {
+                        return sent.compactMap { request in
+                            if request.path.hasPrefix("/3/device/") {
+                                return (try? PushPayload.parse(request.body)).map { ("phone", $0) }
+                            }
+                            let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+                            let data = (object?["message"] as? [String: Any])?["data"] as? [String: String]
+                            return data?[FCMSender.payloadKey].flatMap { try? PushPayload.parse(Data($0.utf8)) }
+                                .map { ("tablet", $0) }
+                        }
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                return []
+            }
+
+            let call = try await alice.callUser("bob", headers: ["X-Topic": "dinner"])
+            let ringing = await pushes(after: 0, expected: 2)
+            var seen = server.requests.count
+            try await call.hangup()
+            let canceled = await pushes(after: seen, expected: 2)
+            seen = server.requests.count
+            let message = try await alice.send(message: "call me", to: ["bob"])
+            let stored = await pushes(after: seen, expected: 2)
+            // APNs now says the phone's token is gone: the next push removes it; the one after reaches the tablet only.
+            server.unregister(phoneToken)
+            _ = try await alice.send(message: "again", to: ["bob"])
+            try await Task.sleep(for: .milliseconds(500))
+            let devicesAfter = try await service.registrationService.store.devices(
+                applicationKey: ServiceHarness.applicationKey, userID: "bob"
+            ).map(\.deviceID)
+            seen = server.requests.count
+            _ = try await alice.send(message: "third", to: ["bob"])
+            let last = await pushes(after: seen, expected: 1)
+            try await Task.sleep(for: .milliseconds(300))
+            let lastCount = server.requests.count - seen
+            await alice.terminate()
+            await apns.close()
+            await fcm.close()
+            await server.close()
+
+            #expect(Set(ringing.map(\.device)) == ["phone", "tablet"], "\(server.requests.map { ($0.path, $0.refusal) })")
+            #expect(ringing.allSatisfy { $0.payload.kind == .call && !$0.payload.canceled && $0.payload.id == call.id.rawValue })
+            #expect(ringing.allSatisfy { $0.payload.headers == ["X-Topic": "dinner"] })
+            #expect(Set(canceled.map(\.device)) == ["phone", "tablet"])
+            #expect(canceled.allSatisfy { $0.payload.canceled && $0.payload.id == call.id.rawValue })
+            #expect(Set(stored.map(\.device)) == ["phone", "tablet"])
+            #expect(stored.allSatisfy { $0.payload.kind == .message && $0.payload.id == message && $0.payload.sender == "alice" })
+            #expect(devicesAfter == ["tablet"])
+            #expect(last.map(\.device) == ["tablet"] && lastCount == 1)
+        }
+    }
+}
+
 /// App-sent push to a user with two devices, through the real service (Kamailio, the registration service on
 /// PostgreSQL): the caller's client gets one push pair per device; a device that reports its token invalidated
 /// is left out of the next. Ports 26210–26219.
@@ -204,6 +305,35 @@ struct DeviceAppPushTests {
             await alice.terminate()
             await phone.terminate()
             await tablet.terminate()
+        }
+    }
+
+    @Test func aCallerWhoHangsUpOnAPushedCallPushesTheCancelToEveryDevice() async throws {
+        try await withService(sipPort: 26212, appPush: true) { service in
+            var phoneConfiguration = service.configuration(pushData: Data("bobs-phone".utf8))
+            phoneConfiguration.deviceID = "phone"
+            var tabletConfiguration = service.configuration(pushData: Data("bobs-tablet".utf8))
+            tabletConfiguration.deviceID = "tablet"
+            for configuration in [phoneConfiguration, tabletConfiguration] {
+                let device = try service.client("bob", configuration: configuration)
+                await device.start()
+                await device.terminate()
+            }
+            let alice = try service.client("alice")
+            let aliceEvents = EventLog(alice)
+            await alice.start()
+            let call = try await alice.callUser("bob")
+            let ringing = await pushPairs(aliceEvents, number: 1)
+            try await call.hangup()
+            let canceled = await pushPairs(aliceEvents, number: 2)
+            await alice.terminate()
+            #expect(Set(ringing.map(\.deviceID)) == ["phone", "tablet"], "\(aliceEvents.events)")
+            #expect(Set(canceled.map(\.deviceID)) == ["phone", "tablet"], "\(aliceEvents.events)")
+            let first = try PushPayload.parse(try #require(ringing.first?.payload))
+            let cancel = try PushPayload.parse(try #require(canceled.first?.payload))
+            #expect(first.kind == .call && !first.canceled && first.id == call.id.rawValue)
+            #expect(cancel.kind == .call && cancel.canceled && cancel.id == call.id.rawValue)
+            #expect(await call.details.endCause == .canceled)
         }
     }
 
