@@ -187,7 +187,6 @@ struct ManagedDevicePushTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let (server, apns, fcm) = try await PushStandIn.make(pki: pki, group: group)
         let phoneToken = DevicePushTests.phoneToken
-        defer { try? group.syncShutdownGracefully() }
         try await withService(sipPort: 26214, prepare: { harness in
             harness.enableManagedPush(
                 ManagedPushDispatcher(store: harness.registrationService.store, apns: apns, fcm: fcm),
@@ -258,6 +257,7 @@ struct ManagedDevicePushTests {
             #expect(devicesAfter == ["tablet"])
             #expect(last.map(\.device) == ["tablet"] && lastCount == 1)
         }
+        try? await group.shutdownGracefully()
     }
 }
 
