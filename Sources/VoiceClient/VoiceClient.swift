@@ -296,13 +296,17 @@ public actor VoiceClient {
         guard data.count <= PushData.maximumBytes else {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
-        do { try await registration.updatePushData(data) } catch { throw error as? VoiceClientError ?? .network("\(error)") }
+        do { try await registration.updatePushData(data) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
     }
 
     /// Removes this device's push data at the service: nobody pushes to it any more (the user's other devices
     /// keep theirs).
     public func unregisterPushNotificationData() async throws(VoiceClientError) {
-        do { try await registration.updatePushData(nil) } catch { throw error as? VoiceClientError ?? .network("\(error)") }
+        do { try await registration.updatePushData(nil) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
     }
 
     /// The app learnt that the device's push token is no longer valid (PushKit's `didInvalidatePushTokenFor`, FCM's

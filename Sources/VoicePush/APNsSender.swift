@@ -94,7 +94,9 @@ public actor APNsSender {
     private func attempt(_ payload: Data, _ deviceToken: String) async -> PushOutcome {
         let now = unixTime()
         let token: String
-        do { token = try currentProviderToken(now: now) } catch { return .notSent("cannot sign the provider token: \(error)") }
+        do { token = try currentProviderToken(now: now) } catch {
+            return .notSent("cannot sign the provider token: \(error)")
+        }
         let headers = [
             ("authorization", "bearer \(token)"), ("apns-push-type", "voip"),
             ("apns-topic", "\(configuration.bundleID).voip"), ("apns-priority", "10"),

@@ -19,7 +19,8 @@ public actor FCMSender {
             case clientEmail = "client_email", tokenURI = "token_uri"
         }
 
-        public init(projectID: String, privateKeyID: String, privateKey: String, clientEmail: String, tokenURI: String) {
+        public init(projectID: String, privateKeyID: String, privateKey: String, clientEmail: String, tokenURI: String)
+        {
             (self.projectID, self.privateKeyID, self.privateKey) = (projectID, privateKeyID, privateKey)
             (self.clientEmail, self.tokenURI) = (clientEmail, tokenURI)
         }
@@ -115,7 +116,8 @@ public actor FCMSender {
         let response: HTTP2Connection.Response
         do {
             response = try await messages.request(
-                path: "\(configuration.endpoint.path)/v1/projects/\(configuration.serviceAccount.projectID)/messages:send",
+                path:
+                    "\(configuration.endpoint.path)/v1/projects/\(configuration.serviceAccount.projectID)/messages:send",
                 headers: [("authorization", "Bearer \(bearer)"), ("content-type", "application/json; charset=UTF-8")],
                 body: body)
         } catch {
@@ -147,7 +149,9 @@ public actor FCMSender {
         do {
             assertion = try JSONWebToken.sign(
                 header: ["kid": account.privateKeyID],
-                claims: ["iss": account.clientEmail, "scope": Self.scope, "aud": audience, "iat": now, "exp": now + 3600],
+                claims: [
+                    "iss": account.clientEmail, "scope": Self.scope, "aud": audience, "iat": now, "exp": now + 3600
+                ],
                 with: .rs256(key))
         } catch {
             return .failure(.notSent("cannot sign the OAuth2 grant: \(error)"))
@@ -164,7 +168,8 @@ public actor FCMSender {
         let answer = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         guard response.status == 200, let token = answer?["access_token"] as? String else {
             let reason = answer?["error"] as? String ?? "HTTP \(response.status)"
-            return .failure(.refused(status: response.status, reason: "the token endpoint refused the grant: \(reason)"))
+            return .failure(
+                .refused(status: response.status, reason: "the token endpoint refused the grant: \(reason)"))
         }
         let lifetime = (answer?["expires_in"] as? NSNumber)?.uint64Value ?? 3600
         accessToken = (token, now + lifetime)

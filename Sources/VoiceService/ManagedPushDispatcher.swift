@@ -75,7 +75,10 @@ public actor ManagedPushDispatcher {
         guard var object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any], object["n"] == nil,
             let sender = object["f"] as? String
         else { return payload }
-        guard let name = try await store.devices(applicationKey: nil, userID: sender).last(where: { $0.displayName != nil })?
+        guard
+            let name = try await store.devices(applicationKey: nil, userID: sender).last(where: {
+                $0.displayName != nil
+            })?
             .displayName
         else { return payload }
         object["n"] = name

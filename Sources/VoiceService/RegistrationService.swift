@@ -129,7 +129,8 @@ public actor RegistrationService {
         } catch {
             return Self.storeUnavailable(error)
         }
-        let answer = PushDataAnswer(devices: devices.map { DevicePushData(deviceID: $0.deviceID, pushData: $0.pushData) })
+        let answer = PushDataAnswer(
+            devices: devices.map { DevicePushData(deviceID: $0.deviceID, pushData: $0.pushData) })
         return (200, (try? encoder.encode(answer)) ?? Data())
     }
 
@@ -142,7 +143,9 @@ public actor RegistrationService {
             let colon = decoded.lastIndex(of: ":")
         else { return nil }
         let username = String(decoded[..<colon])
-        guard issuer.accepts(username: username, password: String(decoded[decoded.index(after: colon)...]), now: unixTime()),
+        guard
+            issuer.accepts(
+                username: username, password: String(decoded[decoded.index(after: colon)...]), now: unixTime()),
             let separator = username.firstIndex(of: ":")
         else { return nil }
         return String(username[username.index(after: separator)...])
@@ -158,7 +161,9 @@ public actor RegistrationService {
             return (401, (try? encoder.encode(RegistrationRefusal.credentialsRefused)) ?? Data())
         }
         guard let update = try? JSONDecoder().decode(PushDataUpdate.self, from: Data(body)) else {
-            return (400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a push data update"))) ?? Data())
+            return (
+                400, (try? encoder.encode(RegistrationRefusal.malformedRequest("not a push data update"))) ?? Data()
+            )
         }
         do throws(RegistrationRefusal) {
             if let data = update.pushData, data.count > PushData.maximumBytes {
@@ -176,7 +181,8 @@ public actor RegistrationService {
             else {
                 return (
                     404,
-                    (try? encoder.encode(RegistrationRefusal.malformedRequest("\(userID) has not registered"))) ?? Data()
+                    (try? encoder.encode(RegistrationRefusal.malformedRequest("\(userID) has not registered")))
+                        ?? Data()
                 )
             }
         } catch {
@@ -195,7 +201,8 @@ public actor RegistrationService {
             return (404, Data("{\"error\":\"managed push is not configured\"}".utf8))
         }
         guard let authorization,
-            RegistrationVerifier.constantTimeEqual(Array(authorization.utf8), Array("Bearer \(managedPush.secret)".utf8))
+            RegistrationVerifier.constantTimeEqual(
+                Array(authorization.utf8), Array("Bearer \(managedPush.secret)".utf8))
         else {
             refused += 1
             return (401, (try? JSONEncoder().encode(RegistrationRefusal.credentialsRefused)) ?? Data())

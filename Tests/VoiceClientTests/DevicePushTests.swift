@@ -78,7 +78,8 @@ struct DevicePushTests {
             var devices: [String: (outcome: String, detail: String, removed: Bool)] = [:]
             for entry in (try? JSONSerialization.jsonObject(with: answer.body)) as? [[String: Any]] ?? [] {
                 devices[entry["device"] as? String ?? ""] = (
-                    entry["outcome"] as? String ?? "", entry["detail"] as? String ?? "", entry["removed"] as? Bool ?? false
+                    entry["outcome"] as? String ?? "", entry["detail"] as? String ?? "",
+                    entry["removed"] as? Bool ?? false
                 )
             }
             return (answer.status, devices)
@@ -90,7 +91,8 @@ struct DevicePushTests {
         let tabletGrant = try await service.register(
             signed("bob", 2, device: "tablet", pushData: ManagedPushToken.fcm("tablet-fcm-token").pushData))
         _ = try await service.register(
-            signed("alice", 1, device: "laptop", pushData: ManagedPushToken.fcm("alice-token").pushData, name: "Alice A."))
+            signed(
+                "alice", 1, device: "laptop", pushData: ManagedPushToken.fcm("alice-token").pushData, name: "Alice A."))
 
         let call = #"{"k":"c","f":"alice","i":"call-9","t":1,"x":false,"h":{}}"#
         let refused = await managedPush(call, to: "bob", secret: "guess")
@@ -103,7 +105,8 @@ struct DevicePushTests {
         let phoneKept = try await store.devices(applicationKey: Self.key, userID: "bob").map(\.deviceID)
         // The tablet removes its own push data (the app reported its token invalidated).
         let credentials = Data("\(tabletGrant.username):\(tabletGrant.password)".utf8).base64EncodedString()
-        let update = try JSONEncoder().encode(PushDataUpdate(applicationKey: Self.key, deviceID: "tablet", pushData: nil))
+        let update = try JSONEncoder().encode(
+            PushDataUpdate(applicationKey: Self.key, deviceID: "tablet", pushData: nil))
         let removal = await service.handle(
             method: "POST", path: "/v1/devices", authorization: "Basic \(credentials)", body: Array(update))
         let before = server.requests.count
@@ -120,7 +123,8 @@ struct DevicePushTests {
         #expect(first.status == 200)
         #expect(first.devices["phone"]?.outcome == "delivered" && first.devices["tablet"]?.outcome == "delivered")
         // Both devices were pushed through their service, each request accepted by the server's checks.
-        #expect(afterFirst.count == 2 && afterFirst.allSatisfy { $0.refusal == nil }, "\(afterFirst.map { $0.refusal })")
+        #expect(
+            afterFirst.count == 2 && afterFirst.allSatisfy { $0.refusal == nil }, "\(afterFirst.map { $0.refusal })")
         #expect(afterFirst.contains { $0.path == "/3/device/\(Self.phoneToken)" })
         #expect(afterFirst.contains { $0.path == "/v1/projects/voice-test/messages:send" })
         // The sender's display name travels in the push (from alice's registration).
@@ -140,14 +144,16 @@ struct DevicePushTests {
 /// The APNs/FCM stand-in and senders that trust it: APNs for the team's key and `com.example.voice`, FCM for the
 /// `voice-test` project's service account.
 enum PushStandIn {
-    static func make(pki: TestPKI, group: any EventLoopGroup) async throws -> (PushServiceServer, APNsSender, FCMSender) {
+    static func make(pki: TestPKI, group: any EventLoopGroup) async throws -> (PushServiceServer, APNsSender, FCMSender)
+    {
         let apnsKey = try P256.Signing.PrivateKey(pemRepresentation: try PushKeys.apnsKey(in: pki.directory))
         let rsaPEM = try PushKeys.serviceAccountKey(in: pki.directory)
         let rsa = try _RSA.Signing.PrivateKey(pemRepresentation: rsaPEM)
         let tokenURI = "https://oauth2.googleapis.com/token"
         let server = try await PushServiceServer(
             pki: pki,
-            apns: .init(teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
+            apns: .init(
+                teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
             fcm: .init(
                 projectID: "voice-test", clientEmail: "push@voice-test.iam.gserviceaccount.com", privateKeyID: "k1",
                 key: rsa.publicKey, tokenURI: tokenURI),
@@ -187,11 +193,14 @@ struct ManagedDevicePushTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let (server, apns, fcm) = try await PushStandIn.make(pki: pki, group: group)
         let phoneToken = DevicePushTests.phoneToken
-        try await withService(sipPort: 26214, prepare: { harness in
-            harness.enableManagedPush(
-                ManagedPushDispatcher(store: harness.registrationService.store, apns: apns, fcm: fcm),
-                secret: "kamailio-push-secret")
-        }) { service in
+        try await withService(
+            sipPort: 26214,
+            prepare: { harness in
+                harness.enableManagedPush(
+                    ManagedPushDispatcher(store: harness.registrationService.store, apns: apns, fcm: fcm),
+                    secret: "kamailio-push-secret")
+            }
+        ) { service in
             for (device, token) in [("phone", ManagedPushToken.apns(phoneToken)), ("tablet", .fcm("tablet-fcm"))] {
                 var configuration = service.configuration(pushData: token.pushData)
                 configuration.deviceID = device
@@ -247,13 +256,20 @@ struct ManagedDevicePushTests {
             await fcm.close()
             await server.close()
 
-            #expect(Set(ringing.map(\.device)) == ["phone", "tablet"], "\(server.requests.map { ($0.path, $0.refusal) })")
-            #expect(ringing.allSatisfy { $0.payload.kind == .call && !$0.payload.canceled && $0.payload.id == call.id.rawValue })
+            #expect(
+                Set(ringing.map(\.device)) == ["phone", "tablet"], "\(server.requests.map { ($0.path, $0.refusal) })")
+            #expect(
+                ringing.allSatisfy {
+                    $0.payload.kind == .call && !$0.payload.canceled && $0.payload.id == call.id.rawValue
+                })
             #expect(ringing.allSatisfy { $0.payload.headers == ["X-Topic": "dinner"] })
             #expect(Set(canceled.map(\.device)) == ["phone", "tablet"])
             #expect(canceled.allSatisfy { $0.payload.canceled && $0.payload.id == call.id.rawValue })
             #expect(Set(stored.map(\.device)) == ["phone", "tablet"])
-            #expect(stored.allSatisfy { $0.payload.kind == .message && $0.payload.id == message && $0.payload.sender == "alice" })
+            #expect(
+                stored.allSatisfy {
+                    $0.payload.kind == .message && $0.payload.id == message && $0.payload.sender == "alice"
+                })
             #expect(devicesAfter == ["tablet"])
             #expect(last.map(\.device) == ["tablet"] && lastCount == 1)
         }

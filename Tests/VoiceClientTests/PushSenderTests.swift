@@ -38,7 +38,8 @@ struct PushSenderTests {
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let server = try await PushServiceServer(
                 pki: pki,
-                apns: .init(teamID: "TEAM123456", keyID: "KEY7654321", key: key.publicKey, bundleID: "com.example.voice"),
+                apns: .init(
+                    teamID: "TEAM123456", keyID: "KEY7654321", key: key.publicKey, bundleID: "com.example.voice"),
                 group: group)
             return APNsSetup(pki: pki, keyPEM: keyPEM, server: server, group: group)
         }
@@ -134,7 +135,8 @@ struct PushSenderTests {
             return
         }
         #expect(reason.contains("5121"))
-        #expect(direct.status == 413 && String(decoding: direct.body, as: UTF8.self) == #"{"reason":"PayloadTooLarge"}"#)
+        #expect(
+            direct.status == 413 && String(decoding: direct.body, as: UTF8.self) == #"{"reason":"PayloadTooLarge"}"#)
         #expect(requests.count == 2, "the sender sent the oversized payload: \(requests.map(\.status))")
     }
 
@@ -255,7 +257,8 @@ struct PushSenderTests {
         #expect(name.hasPrefix("projects/voice-test/messages/"))
         // One grant for all three sends; the token is cached until shortly before it expires.
         #expect(requests.map(\.path).filter { $0 == "/token" }.count == 1, "\(requests.map(\.path))")
-        #expect(requests.filter { $0.path != "/token" }.allSatisfy { $0.path == "/v1/projects/voice-test/messages:send" })
+        #expect(
+            requests.filter { $0.path != "/token" }.allSatisfy { $0.path == "/v1/projects/voice-test/messages:send" })
         let message = try #require(requests.dropFirst().first)
         let object = try #require(try JSONSerialization.jsonObject(with: message.body) as? [String: Any])
         let body = try #require(object["message"] as? [String: Any])
@@ -299,7 +302,8 @@ struct PushSenderTests {
         for round in 0..<4000 {
             var bytes = seeds[round % seeds.count]
             if round % 3 == 0 {
-                bytes = Data((0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+                bytes = Data(
+                    (0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
             } else {
                 for _ in 0..<Int.random(in: 1...4, using: &random) where !bytes.isEmpty {
                     bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)

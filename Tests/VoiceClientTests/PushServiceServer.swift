@@ -161,7 +161,9 @@ final class PushServiceServer: Sendable {
                             HTTPResponseHead(
                                 version: .http2, status: HTTPResponseStatus(statusCode: answer.status),
                                 headers: responseHeaders)))
-                    if !answer.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(data: answer.body)))) }
+                    if !answer.body.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(data: answer.body))))
+                    }
                     try await outbound.write(.end(nil))
                     return
                 }
@@ -264,7 +266,8 @@ final class PushServiceServer: Sendable {
             return refuse("invalid_grant", "Invalid issuer")
         }
         guard jwt.claims["aud"] as? String == account.tokenURI else {
-            return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
+            return refuse(
+                "invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
         }
         guard (jwt.claims["scope"] as? String)?.split(separator: " ").contains(Substring(messagingScope)) == true else {
             return refuse("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
@@ -272,7 +275,8 @@ final class PushServiceServer: Sendable {
         guard let iat = (jwt.claims["iat"] as? NSNumber)?.uint64Value,
             let exp = (jwt.claims["exp"] as? NSNumber)?.uint64Value, iat <= now + 60, exp > now, exp - iat <= 3600
         else {
-            return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
+            return refuse(
+                "invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
         }
         let token = "ya29.test-" + UUID().uuidString
         state.withLockedValue { _ = $0.accessTokens.insert(token) }
@@ -286,7 +290,9 @@ final class PushServiceServer: Sendable {
         func error(_ code: Int, _ status: String, _ message: String, errorCode: String? = nil) -> Answer {
             var error: [String: Any] = ["code": code, "message": message, "status": status]
             if let errorCode {
-                error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+                error["details"] = [
+                    ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]
+                ]
             }
             return Answer(code, ["error": error], refusal: errorCode ?? status)
         }
@@ -318,7 +324,8 @@ final class PushServiceServer: Sendable {
         if state.withLockedValue({ $0.goneTokens.contains(token) }) {
             return error(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
         }
-        return Answer(200, ["name": "projects/\(account.projectID)/messages/\(UInt32.random(in: 1...UInt32.max))"], refusal: nil)
+        return Answer(
+            200, ["name": "projects/\(account.projectID)/messages/\(UInt32.random(in: 1...UInt32.max))"], refusal: nil)
     }
 }
 
@@ -352,8 +359,11 @@ enum PushKeys {
     static func make(_ arguments: [String], in directory: URL, name: String) throws -> String {
         let file = directory.appendingPathComponent(name)
         let process = try ChildProcessGroup(
-            TestPKI.openssl, ["genpkey"] + arguments + ["-out", file.path], log: directory.appendingPathComponent("\(name).log"))
-        guard process.waitForExit() == 0 else { throw KeyGenerationFailed(description: "openssl genpkey: \(process.logTail)") }
+            TestPKI.openssl, ["genpkey"] + arguments + ["-out", file.path],
+            log: directory.appendingPathComponent("\(name).log"))
+        guard process.waitForExit() == 0 else {
+            throw KeyGenerationFailed(description: "openssl genpkey: \(process.logTail)")
+        }
         return try String(contentsOf: file, encoding: .utf8)
     }
 

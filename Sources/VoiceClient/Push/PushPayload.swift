@@ -71,7 +71,8 @@ public struct PushPayload: Sendable, Equatable, Codable {
     /// - Throws: ``VoiceClientError/invalidPushData(_:)`` with the reason; never crashes on any bytes.
     public static func parse(_ data: Data) throws(VoiceClientError) -> PushPayload {
         guard
-            data.count <= maximumServicePayloadBytes + CustomHeaders.maximumTotalBytes + PushData.maximumDisplayNameBytes
+            data.count <= maximumServicePayloadBytes + CustomHeaders.maximumTotalBytes
+                + PushData.maximumDisplayNameBytes
                 + 512
         else {
             throw .invalidPushData("\(data.count) bytes is larger than any push payload")
