@@ -75,12 +75,7 @@ public actor ManagedPushDispatcher {
         guard var object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any], object["n"] == nil,
             let sender = object["f"] as? String
         else { return payload }
-        guard
-            let name = try await store.devices(applicationKey: nil, userID: sender).last(where: {
-                $0.displayName != nil
-            })?
-            .displayName
-        else { return payload }
+        guard let name = try await store.displayName(userID: sender) else { return payload }
         object["n"] = name
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? payload
     }

@@ -3,7 +3,8 @@ import Logging
 import PostgresNIO
 
 /// The registration service's state in PostgreSQL: applications and their secrets, the last accepted sequence per
-/// user and each of a user's devices (by device ID) with its push data and the display name its app set. Every service node shares it, and a restart loses nothing:
+/// user with the display name the user's app set for its pushes, and each of a user's devices (by device ID) with its
+/// push data. Every service node shares it, and a restart loses nothing:
 /// a sequence is committed before its grant is returned. The schema is created and migrated by ``migrate()``
 /// (numbered migrations recorded in `service_schema_version`, applied under a lock so nodes starting together
 /// apply each once). Kamailio's tables (`location`, `silo`) live in the same database, created from Kamailio's
@@ -82,7 +83,7 @@ public final class RegistrationStore: Sendable {
             "ALTER TABLE devices ALTER COLUMN device_id DROP DEFAULT",
             "ALTER TABLE devices DROP CONSTRAINT devices_pkey",
             "ALTER TABLE devices ADD PRIMARY KEY (application_key, user_id, device_id)",
-            "ALTER TABLE devices ADD COLUMN display_name text",
+            "ALTER TABLE accepted_sequences ADD COLUMN display_name text",
             // Managed push looks a callee up by user ID alone (Kamailio knows no application key).
             "CREATE INDEX devices_by_user ON devices (user_id)"
         ]
@@ -231,6 +232,13 @@ public final class RegistrationStore: Sendable {
         applicationKey: String, userID: String, deviceID: String, pushData: Data?, displayName: String?,
         on connection: PostgresConnection, logger: Logger
     ) async throws {
+        if let displayName {
+            try await connection.query(
+                """
+                UPDATE accepted_sequences SET display_name = \(displayName)
+                WHERE application_key = \(applicationKey) AND user_id = \(userID)
+                """, logger: logger)
+        }
         if let pushData {
             // A token belongs to one device: another device ID of the user with the same push data is this device
             // under an ID it no longer uses (a reinstall, a client without a state store); it would be pushed twice.
@@ -242,10 +250,10 @@ public final class RegistrationStore: Sendable {
                 """, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO devices (application_key, user_id, device_id, push_data, display_name)
-                VALUES (\(applicationKey), \(userID), \(deviceID), \(pushData), \(displayName))
+                INSERT INTO devices (application_key, user_id, device_id, push_data)
+                VALUES (\(applicationKey), \(userID), \(deviceID), \(pushData))
                 ON CONFLICT (application_key, user_id, device_id) DO UPDATE
-                    SET push_data = EXCLUDED.push_data, display_name = EXCLUDED.display_name, registered_at = now()
+                    SET push_data = EXCLUDED.push_data, registered_at = now()
                 """, logger: logger)
         } else {
             try await connection.query(
@@ -297,7 +305,6 @@ public final class RegistrationStore: Sendable {
         public var userID: String
         public var deviceID: String
         public var pushData: Data
-        public var displayName: String?
     }
 
     /// The user's devices that have push data, oldest registration first; in every application when
@@ -307,17 +314,26 @@ public final class RegistrationStore: Sendable {
             var devices: [Device] = []
             let rows = try await client.query(
                 """
-                SELECT application_key, device_id, push_data, display_name FROM devices
+                SELECT application_key, device_id, push_data FROM devices
                 WHERE user_id = \(userID) AND (\(applicationKey)::text IS NULL OR application_key = \(applicationKey))
                 ORDER BY registered_at, device_id
                 """, logger: logger)
-            for try await (key, deviceID, pushData, displayName) in rows.decode((String, String, Data, String?).self) {
-                devices.append(
-                    Device(
-                        applicationKey: key, userID: userID, deviceID: deviceID, pushData: pushData,
-                        displayName: displayName))
+            for try await (key, deviceID, pushData) in rows.decode((String, String, Data).self) {
+                devices.append(Device(applicationKey: key, userID: userID, deviceID: deviceID, pushData: pushData))
             }
             return devices
+        }
+    }
+
+    /// The display name the user's app set last (in any application), nil when none did.
+    public func displayName(userID: String) async throws(RegistrationStoreError) -> String? {
+        try await storeOperation("read the display name of \(userID)") { [self] in
+            try await single(
+                String.self,
+                """
+                SELECT display_name FROM accepted_sequences WHERE user_id = \(userID) AND display_name IS NOT NULL
+                ORDER BY accepted_at DESC LIMIT 1
+                """)
         }
     }
 
