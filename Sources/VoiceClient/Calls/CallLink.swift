@@ -32,7 +32,7 @@ actor CallLink {
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
     private var onPushPending: (@Sendable () async -> Void)?
-    /// Told once when a call that was pushed ends canceled by this caller: the app pushes the cancel too.
+    /// Told once when this caller cancels a call that was pushed: the app pushes the cancel too.
     private var onPushedCallCanceled: (@Sendable () async -> Void)?
     private var pushed = false
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
@@ -144,10 +144,6 @@ actor CallLink {
             await finish()
             if let event = Self.callEvent(for: end, direction: call.direction, heardFromNetwork: heardFromNetwork) {
                 _ = try? await call.dialog(event)
-            }
-            if pushed, await call.details.endCause == .canceled, let handler = onPushedCallCanceled {
-                onPushedCallCanceled = nil
-                await handler()
             }
         }
     }
@@ -275,7 +271,14 @@ actor CallLink {
             _ = try? await sip.answer(with: capabilities)
         case .sendDecline(let status):
             await sip.reject(status: status, reason: status == 603 ? "Decline" : nil)
-        case .sendCancel, .sendBye:
+        case .sendCancel:
+            await sip.hangUp()
+            // A pushed callee's devices hear of the cancel now, not when the kept INVITE's branch times out.
+            if pushed, let handler = onPushedCallCanceled {
+                onPushedCallCanceled = nil
+                await handler()
+            }
+        case .sendBye:
             await sip.hangUp()
         case .sendHold(let on):
             onHold = on
