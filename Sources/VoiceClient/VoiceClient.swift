@@ -73,6 +73,12 @@ public actor VoiceClient {
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
         }
+        if let name = configuration.pushDisplayName, name.utf8.count > PushData.maximumDisplayNameBytes {
+            throw .invalidPushData("the display name has more than \(PushData.maximumDisplayNameBytes) bytes")
+        }
+        if let id = configuration.deviceID, id.isEmpty || id.utf8.count > 128 {
+            throw .invalidPushData("the device ID must have 1 to 128 bytes")
+        }
         self.userID = checkedID
         self.configuration = configuration
         audioController = AudioController(
@@ -327,6 +333,31 @@ public actor VoiceClient {
         if !registration.isRegistered { await start() }
         return parsed
     }
+
+    /// Replaces this device's push data at the service (a new token): callers' clients and the service's managed
+    /// push reach the device through it from now on; kept for the next starts.
+    /// - Throws: ``VoiceClientError/invalidPushData(_:)`` above 1024 bytes; the service's refusal or
+    ///   unavailability (nothing changed then).
+    public func registerPushNotificationData(_ data: Data) async throws(VoiceClientError) {
+        guard data.count <= PushData.maximumBytes else {
+            throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
+        }
+        do { try await registration.updatePushData(data) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
+    }
+
+    /// Removes this device's push data at the service: nobody pushes to it any more (the user's other devices
+    /// keep theirs).
+    public func unregisterPushNotificationData() async throws(VoiceClientError) {
+        do { try await registration.updatePushData(nil) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
+    }
+
+    /// The app learnt that the device's push token is no longer valid (PushKit's `didInvalidatePushTokenFor`, FCM's
+    /// token deletion): the push data is removed at the service, so no caller pushes to a dead token.
+    public func pushTokenWasInvalidated() async throws(VoiceClientError) { try await unregisterPushNotificationData() }
 
     private func askToPush(recipient: String, payload: PushPayload) async {
         await push.askToPush(recipient: recipient, payload: payload)

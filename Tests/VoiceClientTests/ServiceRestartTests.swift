@@ -126,7 +126,7 @@ struct ServiceRestartTests {
             }
             #expect(
                 try await service.registrationService.pushData(
-                    applicationKey: ServiceHarness.applicationKey, userID: "bob") == bobPushData)
+                    applicationKey: ServiceHarness.applicationKey, userID: "bob") == [bobPushData])
             // Carol comes back and gets the stored message, once.
             let carol = try service.client("carol")
             let carolEvents = EventLog(carol)

@@ -108,6 +108,9 @@ final class ClientCalls {
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
+            // The caller gave up while the callee's devices were being pushed: they are told the call is off.
+            let canceled = push.payload(.call, id: sip.callID, headers: headers, canceled: true)
+            await link.whenPushedCallCanceled { await askToPush(callee, canceled) }
         }
         adopt(link)
         return call
