@@ -6,8 +6,10 @@ import VoiceClientWire
 /// and no other node ever accepts a replay), and issues ephemeral credentials (``EphemeralCredentialIssuer``).
 public actor RegistrationService {
     public let store: RegistrationStore
-    private let issuer: EphemeralCredentialIssuer
-    private let unixTime: @Sendable () -> UInt64
+    let issuer: EphemeralCredentialIssuer
+    let unixTime: @Sendable () -> UInt64
+    /// Requests by endpoint and status, their latency, stored statistics and pushes (``ServiceMetrics``).
+    public nonisolated let metrics = ServiceMetrics()
     /// Requests accepted and refused so far by this instance (for the log and the tests).
     package private(set) var accepted = 0
     package private(set) var refused = 0
@@ -54,6 +56,10 @@ public actor RegistrationService {
         status: Int, body: Data
     ) {
         let encoder = JSONEncoder()
+        if let answer = await callStatisticsAnswer(method: method, path: path, authorization: authorization, body: body)
+        {
+            return answer
+        }
         if method == "POST", path == "/v1/push-data" {
             return await pushDataAnswer(authorization: authorization, body: body)
         }
@@ -96,15 +102,7 @@ public actor RegistrationService {
     /// ephemeral credentials this service issued it (HTTP Basic).
     private func pushDataAnswer(authorization: String?, body: [UInt8]) async -> (status: Int, body: Data) {
         let encoder = JSONEncoder()
-        guard let authorization, authorization.hasPrefix("Basic "),
-            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
-                String(decoding: $0, as: UTF8.self)
-            }),
-            let colon = decoded.lastIndex(of: ":"),
-            issuer.accepts(
-                username: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]),
-                now: unixTime())
-        else {
+        guard authenticatedUser(authorization) != nil else {
             refused += 1
             return (401, (try? encoder.encode(RegistrationRefusal.credentialsRefused)) ?? Data())
         }
@@ -121,7 +119,7 @@ public actor RegistrationService {
     }
 
     /// 503 with a body that is no refusal: the client reports the service unavailable and tries again later.
-    private static func storeUnavailable(_ error: any Error) -> (status: Int, body: Data) {
+    static func storeUnavailable(_ error: any Error) -> (status: Int, body: Data) {
         (503, (try? JSONEncoder().encode(["unavailable": "\(error)"])) ?? Data())
     }
 }

@@ -9,9 +9,9 @@ import PostgresNIO
 /// apply each once). Kamailio's tables (`location`, `silo`) live in the same database, created from Kamailio's
 /// own schema files.
 public final class RegistrationStore: Sendable {
-    private let client: PostgresClient
+    let client: PostgresClient
     private let running: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
 
     /// Connects lazily (the first query opens a connection); call ``migrate()`` before serving, or use ``open``.
     public init(_ address: DatabaseAddress) {
@@ -75,7 +75,8 @@ public final class RegistrationStore: Sendable {
                 PRIMARY KEY (application_key, user_id),
                 FOREIGN KEY (application_key, user_id) REFERENCES accepted_sequences ON DELETE CASCADE)
             """
-        ]
+        ],
+        callStatisticsMigration,
     ]
 
     /// The schema version this code writes and reads.
@@ -227,7 +228,7 @@ public final class RegistrationStore: Sendable {
     // MARK: Helpers
 
     /// The first column of the first row, nil without rows.
-    private func single<Value: PostgresDecodable & Sendable>(_ type: Value.Type, _ query: PostgresQuery)
+    func single<Value: PostgresDecodable & Sendable>(_ type: Value.Type, _ query: PostgresQuery)
         async throws -> Value?
     {
         for try await value in try await client.query(query, logger: logger).decode(Value.self) { return value }
@@ -241,7 +242,7 @@ public final class RegistrationStore: Sendable {
     /// Runs `body` within `timeout`, turning whatever the database or the connection throws into a
     /// ``RegistrationStoreError`` that says what could not be done and why (PostgreSQL's message, never the
     /// query's values).
-    private func storeOperation<Result: Sendable>(
+    func storeOperation<Result: Sendable>(
         _ what: String, timeout: Duration = RegistrationStore.answerTimeout,
         _ body: @escaping @Sendable () async throws -> Result
     ) async throws(RegistrationStoreError) -> Result {

@@ -28,6 +28,7 @@ actor CallLink {
     private var muted = false
     private var onHold = false
     private var finished = false
+    private var finishedHandlers: [@Sendable (Call) async -> Void] = []
     private var finishComplete = false, endSeen = false, mediaRan = false, tonesReleased = false
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
@@ -295,6 +296,12 @@ actor CallLink {
         }
     }
 
+    /// Runs `handler` with the call once its media has stopped and its report is attached (at once if it has).
+    func whenFinished(_ handler: @escaping @Sendable (Call) async -> Void) async {
+        if finishComplete { return await handler(call) }
+        finishedHandlers.append(handler)
+    }
+
     /// Stops the media and closes the RTP socket, once.
     private func finish() async {
         guard !finished else { return }
@@ -308,6 +315,9 @@ actor CallLink {
         await transport.close()
         finishComplete = true
         releaseTones()
+        let handlers = finishedHandlers
+        finishedHandlers = []
+        for handler in handlers { await handler(call) }
     }
 
     /// Tells the tones this call is over once both its media stopped and its end was carried out (the busy tone

@@ -50,7 +50,7 @@ public struct RegistrationServiceConnection: Sendable {
         return answer.pushData
     }
 
-    private func post<Request: Encodable, Answer: Decodable>(
+    func post<Request: Encodable, Answer: Decodable>(
         _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
     ) async throws(VoiceClientError) -> Answer {
         let body: Data
