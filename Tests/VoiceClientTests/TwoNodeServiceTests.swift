@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+import VoiceClient
+import VoiceService
+import VoiceTestSupport
+
+/// Two nodes of the service on loopback, A on 127.0.0.1 and B on 127.0.0.2 (same ports), each a Kamailio (usrloc
+/// in the shared database only, kamailio.cfg's CLUSTER) and a registration service, sharing one PostgreSQL
+/// database and secret: a client registered through one node is called from a client on the other (the INVITE
+/// crosses to the node its TLS connection ends at, by the binding's Path), and media and hang-up go both ways.
+/// Ports 26320–26329.
+@Suite(
+    "Two service nodes sharing the database", .tags(.interop, .live), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(3)),
+    .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+struct TwoNodeServiceTests {
+    static let nodes = ["sip:127.0.0.1:26320", "sip:127.0.0.2:26320"]
+
+    /// Runs `body` with both nodes started, shut down afterwards whatever happens.
+    static func withTwoNodes(_ body: (ServiceHarness, ServiceHarness) async throws -> Void) async throws {
+        let a = try ServiceHarness(sipPort: 26320)
+        a.clusterNodes = nodes
+        a.registrationListenPort = 26321
+        let b = try ServiceHarness(joining: a, host: "127.0.0.2")
+        b.clusterNodes = nodes
+        do {
+            try await a.start()
+            try await b.startRegistrationService(port: 26321)
+            try await b.startKamailio()
+            try await body(a, b)
+        } catch {
+            for node in [a, b] { if let kamailio = node.kamailio { print("kamailio log:\n\(kamailio.logTail)") } }
+            await b.shutdown()
+            await a.shutdown()
+            throw error
+        }
+        await b.shutdown()
+        await a.shutdown()
+    }
+
+    @Test func aClientOnOneNodeCallsAClientOnTheOtherBothWays() async throws {
+        try await Self.withTwoNodes { a, b in
+            let alice = try a.client("alice")
+            let bob = try b.client("bob", configuration: b.configuration(serverName: "voiceengine.test"))
+            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+            await alice.startListening()
+            await bob.startListening()
+            #expect(await aliceLog.first { $0 == .started } != nil, "alice on A: \(aliceLog.events)")
+            #expect(await bobLog.first { $0 == .started } != nil, "bob on B: \(bobLog.events)")
+            // Each node's registration service answered its own client; the bindings are both in the database.
+            let bindings = try a.database.psql("SELECT username FROM location ORDER BY username")
+            #expect(bindings.split(separator: "\n") == ["alice", "bob"], "location: \(bindings)")
+
+            // B → A: bob's INVITE is relayed by B to A, which holds alice's connection.
+            let call = try await bob.callUser("alice")
+            let incoming = try #require(await aliceLog.incomingCall(), "alice got no call: \(aliceLog.events)")
+            #expect(incoming.caller == "bob")
+            try await incoming.call.answer()
+            try await waitFor(call, .established)
+            try await waitFor(incoming.call, .established)
+            try await Task.sleep(for: .seconds(2))
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            #expect(await incoming.call.details.endCause == .hungUp)
+            let received = try #require(await incoming.call.mediaReport, "no media report on alice's call")
+            #expect(received.rtp.received > 50, "alice received \(received.rtp.received) RTP packets in 2 s")
+
+            // A → B, hung up by the callee this time.
+            let back = try await alice.callUser("bob")
+            let toBob = try #require(await bobLog.incomingCall(), "bob got no call: \(bobLog.events)")
+            try await toBob.call.answer()
+            try await waitFor(back, .established)
+            try await Task.sleep(for: .seconds(1))
+            try await toBob.call.hangup()
+            try await waitFor(back, .ended)
+            #expect(await back.details.endCause == .hungUp)
+            for client in [alice, bob] { await client.terminate() }
+        }
+    }
+}
