@@ -38,11 +38,12 @@ struct CallStatisticsTests {
             let unsent = try await carol.callUser("dave")
             try await waitFor(unsent, .ended)
 
-            let store = service.registrationService.store
+            let store = await service.registrationService.store
             let key = ServiceHarness.applicationKey
             try await waitUntil("alice's two calls and bob's one are stored") {
-                try await store.callStatisticsCount(applicationKey: key, userID: "alice") == 2
-                    && store.callStatisticsCount(applicationKey: key, userID: "bob") == 1
+                let alice = try await store.callStatisticsCount(applicationKey: key, userID: "alice")
+                let bob = try await store.callStatisticsCount(applicationKey: key, userID: "bob")
+                return alice == 2 && bob == 1
             }
 
             // The user's own credentials list the calls over HTTPS, newest first.
@@ -50,8 +51,7 @@ struct CallStatisticsTests {
                 .issue(userID: "alice", now: UInt64(Date().timeIntervalSince1970))
             let connection = RegistrationServiceConnection(
                 host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
-            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            defer { try? group.syncShutdownGracefully() }
+            let group = service.group
             let listed = try await connection.lastCalls(applicationKey: key, as: grant, on: group.next())
             try #require(listed.count == 2, "listed: \(listed.map(\.summary))")
             let (latest, answered) = (listed[0], listed[1])
@@ -96,7 +96,7 @@ struct CallStatisticsTests {
         try await withService(sipPort: 26302, prepare: { $0.registrationListenPort = 26303 }) { service in
             var configuration = service.configuration()
             configuration.stateStore = DirectoryStateStore(directory: stateDirectory)
-            let store = service.registrationService.store
+            let store = await service.registrationService.store
             let key = ServiceHarness.applicationKey
             let alice = try service.client("alice", configuration: configuration)
             let aliceLog = EventLog(alice)

@@ -77,4 +77,75 @@ struct TwoNodeServiceTests {
             for client in [alice, bob] { await client.terminate() }
         }
     }
+
+    /// Node A stops: a user who registers again on B is called at once through B, although A's binding of the
+    /// same user is still in `location` (the call forks to it and that branch times out).
+    @Test func aUserRegisteredAgainOnTheSecondNodeIsReachableAfterTheFirstStops() async throws {
+        try await Self.withTwoNodes { a, b in
+            let onB = b.configuration(serverName: "voiceengine.test")
+            let alice = try a.client("alice")
+            let bob = try b.client("bob", configuration: onB)
+            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+            await alice.startListening()
+            await bob.start()
+            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
+
+            a.stopKamailio()
+            try await a.http?.close()
+            await alice.terminate()
+            let aliceOnB = try b.client("alice", configuration: onB)
+            let movedLog = EventLog(aliceOnB)
+            await aliceOnB.startListening()
+            #expect(await movedLog.first { $0 == .started } != nil, "alice on B: \(movedLog.events)")
+            let bindings = try a.database.psql("SELECT count(*) FROM location WHERE username = 'alice'")
+            #expect(bindings == "2", "alice's bindings (A's stale one and B's): \(bindings)")
+
+            let call = try await bob.callUser("alice")
+            let incoming = try #require(
+                await movedLog.incomingCall(timeout: .seconds(15)), "alice on B got no call: \(movedLog.events)")
+            try await incoming.call.answer()
+            try await waitFor(call, .established, timeout: .seconds(15))
+            try await call.hangup()
+            try await waitFor(incoming.call, .ended)
+            for client in [aliceOnB, bob] { await client.terminate() }
+        }
+    }
+
+    #if VOICECLIENT_SERVICE_FAILOVER
+    // Waits for the client's failover (`VoiceClientConfiguration.additionalServiceHosts`, tried in order after
+    // `serviceHost` when a node does not answer): build with `-Xswiftc -DVOICECLIENT_SERVICE_FAILOVER` once it exists.
+    /// Node A stops while alice is registered through it: her client moves to B by itself (its server list) and
+    /// is reachable from bob within the registration's refresh interval.
+    @Test func aClientFailsOverToTheSecondNodeWithinItsRefreshInterval() async throws {
+        try await Self.withTwoNodes { a, b in
+            var failover = a.configuration(serverName: "voiceengine.test")
+            failover.additionalServiceHosts = ["127.0.0.2"]
+            failover.registrationExpires = 20
+            let alice = try a.client("alice", configuration: failover)
+            let bob = try b.client("bob", configuration: b.configuration(serverName: "voiceengine.test"))
+            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+            await alice.startListening()
+            await bob.start()
+            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
+
+            a.stopKamailio()
+            try await a.http?.close()
+            let stopped = ContinuousClock.now
+            // Within the refresh interval (90 % of 20 s) and a margin, bob's call reaches alice through B.
+            var reached: IncomingCall?
+            while reached == nil, ContinuousClock.now - stopped < .seconds(30) {
+                let call = try await bob.callUser("alice")
+                reached = await aliceLog.incomingCall(timeout: .seconds(5))
+                if reached == nil { _ = try? await call.hangup() }
+            }
+            let incoming = try #require(reached, "alice was not reachable through B: \(aliceLog.events)")
+            print("alice reachable through B \(ContinuousClock.now - stopped) after A stopped")
+            try await incoming.call.answer()
+            try await incoming.call.hangup()
+            for client in [alice, bob] { await client.terminate() }
+        }
+    }
+    #endif
 }
