@@ -57,8 +57,12 @@ struct CallStatisticsTests {
             let (latest, answered) = (listed[0], listed[1])
             #expect(latest.summary.callID == failed.id.rawValue)
             #expect(latest.summary.remote == "dave" && latest.summary.direction == "outgoing")
-            #expect(latest.summary.endCause != "hungUp" && latest.summary.durationSeconds == 0)
-            #expect(latest.summary.error != nil, "a failed call's upload carries its error")
+            // The upload says what the call object says.
+            let failedDetails = await failed.details
+            #expect(latest.summary.endCause == failedDetails.endCause?.rawValue && latest.summary.endCause != "hungUp")
+            #expect(
+                latest.summary.error == failedDetails.error?.description && latest.summary.durationSeconds == 0,
+                "uploaded \(latest.summary), the call says \(failedDetails)")
             #expect(answered.summary.callID == call.id.rawValue && answered.summary.endCause == "hungUp")
             #expect(answered.summary.durationSeconds > 1.5, "duration \(answered.summary.durationSeconds)")
             #expect(answered.establishedAt != nil && answered.endedAt != nil && answered.session != nil)
@@ -71,6 +75,7 @@ struct CallStatisticsTests {
             let bobCalls = try await connection.lastCalls(applicationKey: key, as: bobGrant, on: group.next())
             #expect(bobCalls.map(\.summary.callID) == [call.id.rawValue])
             #expect(bobCalls.first?.summary.direction == "incoming")
+            #expect(bobCalls.first?.summary.endCause == "hungUp", "bob's call, hung up by alice: \(bobCalls)")
             let forged = RegistrationGrant(
                 username: grant.username, password: "not-the-password", expires: grant.expires, domain: grant.domain)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {

@@ -289,6 +289,7 @@ actor CallLink {
             endSeen = true
             await finish()
             releaseTones()
+            await runFinishedHandlers()
         case .stateChanged, .dtmfReceived:
             break
         case .sendDTMF(let digits):
@@ -296,10 +297,18 @@ actor CallLink {
         }
     }
 
-    /// Runs `handler` with the call once its media has stopped and its report is attached (at once if it has).
+    /// Runs `handler` with the call once it has ended and its media has stopped with the report attached (at once
+    /// if both happened).
     func whenFinished(_ handler: @escaping @Sendable (Call) async -> Void) async {
-        if finishComplete { return await handler(call) }
         finishedHandlers.append(handler)
+        await runFinishedHandlers()
+    }
+
+    private func runFinishedHandlers() async {
+        guard finishComplete, endSeen, !finishedHandlers.isEmpty else { return }
+        let handlers = finishedHandlers
+        finishedHandlers = []
+        for handler in handlers { await handler(call) }
     }
 
     /// Stops the media and closes the RTP socket, once.
@@ -315,9 +324,7 @@ actor CallLink {
         await transport.close()
         finishComplete = true
         releaseTones()
-        let handlers = finishedHandlers
-        finishedHandlers = []
-        for handler in handlers { await handler(call) }
+        await runFinishedHandlers()
     }
 
     /// Tells the tones this call is over once both its media stopped and its end was carried out (the busy tone
