@@ -50,6 +50,10 @@ struct TwoNodeServiceTests {
             // Each node's registration service answered its own client; the bindings are both in the database.
             let bindings = try a.database.psql("SELECT username FROM location ORDER BY username")
             #expect(bindings.split(separator: "\n") == ["alice", "bob"], "location: \(bindings)")
+            // Each binding's Path names the node its connection ends at.
+            let paths = try a.database.psql("SELECT path FROM location ORDER BY username").split(separator: "\n")
+            #expect(paths.count == 2 && paths[0].hasPrefix("<sip:127.0.0.1:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
+            #expect(paths.count == 2 && paths[1].hasPrefix("<sip:127.0.0.2:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
 
             // B → A: bob's INVITE is relayed by B to A, which holds alice's connection.
             let call = try await bob.callUser("alice")
