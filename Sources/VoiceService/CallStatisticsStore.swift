@@ -21,7 +21,7 @@ extension RegistrationStore {
             received_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (application_key, user_id, call_id))
         """,
-        "CREATE INDEX call_statistics_recent ON call_statistics (application_key, user_id, started_at DESC)",
+        "CREATE INDEX call_statistics_recent ON call_statistics (application_key, user_id, started_at DESC)"
     ]
 
     /// Keeps `report` (the upload as it came, a JSON object) under its summary's application and call for `userID`.

@@ -76,7 +76,7 @@ public final class RegistrationStore: Sendable {
                 FOREIGN KEY (application_key, user_id) REFERENCES accepted_sequences ON DELETE CASCADE)
             """
         ],
-        callStatisticsMigration,
+        callStatisticsMigration
     ]
 
     /// The schema version this code writes and reads.

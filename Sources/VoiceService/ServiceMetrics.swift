@@ -10,13 +10,13 @@ public final class ServiceMetrics: Sendable {
     /// The endpoints counted by name; any other path counts as `other`, so a scan of random paths adds no series.
     static let endpoints: Set<String> = [
         "/v1/registrations", "/v1/push-data", "/v1/call-statistics", "/v1/call-statistics/query", "/metrics",
-        "/health",
+        "/health"
     ]
     /// Latency buckets from 1 ms to 10 s (a request waits at most 5 s for the database).
     static let latencyBuckets: [Duration] = [
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
-        .seconds(5), .seconds(10),
+        .seconds(5), .seconds(10)
     ]
 
     public init() {

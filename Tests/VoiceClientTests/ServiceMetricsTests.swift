@@ -43,19 +43,23 @@ struct ServiceMetricsTests {
                 host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             await #expect(throws: VoiceClientError.registrationRefused(.forgedSignature)) {
                 _ = try await connection.register(
-                    RegistrationRequest(applicationKey: ServiceHarness.applicationKey, userID: "mallory", signed: forged),
+                    RegistrationRequest(
+                        applicationKey: ServiceHarness.applicationKey, userID: "mallory", signed: forged),
                     on: service.group.next())
             }
 
             let after = try PlainHTTP.get(port: port, path: "/metrics").body
             #expect(
-                after.contains(#"voiceengine_registration_requests_total{endpoint="/v1/registrations",status="200"} 1"#),
+                after.contains(
+                    #"voiceengine_registration_requests_total{endpoint="/v1/registrations",status="200"} 1"#),
                 "\(after)")
             #expect(
-                after.contains(#"voiceengine_registration_request_duration_seconds_count{endpoint="/v1/registrations"} "#),
+                after.contains(
+                    #"voiceengine_registration_request_duration_seconds_count{endpoint="/v1/registrations"} "#),
                 "\(after)")
             #expect(
-                after.contains(#"voiceengine_registration_requests_total{endpoint="/v1/registrations",status="403"} 1"#),
+                after.contains(
+                    #"voiceengine_registration_requests_total{endpoint="/v1/registrations",status="403"} 1"#),
                 "\(after)")
             #expect(after.contains(#"endpoint="/health",status="200"} 1"#), "\(after)")
 
@@ -163,8 +167,10 @@ enum PlainHTTP {
         }
         let body = Array(String(text[split.upperBound...]).utf8)
         if let length, body.count >= length {
-            return Answer(status: status, contentType: contentType, body: String(decoding: body.prefix(length), as: UTF8.self))
+            return Answer(
+                status: status, contentType: contentType, body: String(decoding: body.prefix(length), as: UTF8.self))
         }
-        return atEnd ? Answer(status: status, contentType: contentType, body: String(decoding: body, as: UTF8.self)) : nil
+        return atEnd
+            ? Answer(status: status, contentType: contentType, body: String(decoding: body, as: UTF8.self)) : nil
     }
 }

@@ -52,8 +52,10 @@ struct TwoNodeServiceTests {
             #expect(bindings.split(separator: "\n") == ["alice", "bob"], "location: \(bindings)")
             // Each binding's Path names the node its connection ends at.
             let paths = try a.database.psql("SELECT path FROM location ORDER BY username").split(separator: "\n")
-            #expect(paths.count == 2 && paths[0].hasPrefix("<sip:127.0.0.1:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
-            #expect(paths.count == 2 && paths[1].hasPrefix("<sip:127.0.0.2:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
+            #expect(
+                paths.count == 2 && paths[0].hasPrefix("<sip:127.0.0.1:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
+            #expect(
+                paths.count == 2 && paths[1].hasPrefix("<sip:127.0.0.2:26320;lr;received=sip:127.0.0.1:"), "\(paths)")
 
             // B → A: bob's INVITE is relayed by B to A, which holds alice's connection.
             let call = try await bob.callUser("alice")
@@ -92,7 +94,8 @@ struct TwoNodeServiceTests {
             let aliceLog = EventLog(alice), bobLog = EventLog(bob)
             await alice.startListening()
             await bob.start()
-            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            let aliceStarted = await aliceLog.first { $0 == .started },
+                bobStarted = await bobLog.first { $0 == .started }
             #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
 
             a.stopKamailio()
@@ -131,7 +134,8 @@ struct TwoNodeServiceTests {
             let aliceLog = EventLog(alice), bobLog = EventLog(bob)
             await alice.startListening()
             await bob.start()
-            let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+            let aliceStarted = await aliceLog.first { $0 == .started },
+                bobStarted = await bobLog.first { $0 == .started }
             #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
 
             a.stopKamailio()

@@ -72,7 +72,9 @@ public struct CallStatisticsListing: Sendable, Codable {
 extension RegistrationServiceConnection {
     /// Uploads one call's statistics with the device's credentials (Basic).
     /// - Returns: whether the service stored it (false: it had this call already).
-    public func uploadCallStatistics(_ record: CallStatisticsRecord, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+    public func uploadCallStatistics(
+        _ record: CallStatisticsRecord, as grant: RegistrationGrant, on eventLoop: any EventLoop
+    )
         async throws(VoiceClientError) -> Bool
     {
         let receipt: CallStatisticsReceipt = try await post(
