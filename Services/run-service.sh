@@ -15,13 +15,13 @@
 # GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
 # (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Monitoring, plain HTTP on
 # 127.0.0.1 for a Prometheus scraper: the registration service's /metrics and /health on METRICS_PORT (environment;
-# HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT (SIP_PORT + 2 by default), both at
+# HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT (SIP_TLS_PORT + 1 by default), both at
 # /metrics. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
 metrics_port=${METRICS_PORT:-$((http_port + 1))}
-kamailio_metrics_port=${KAMAILIO_METRICS_PORT:-$((sip_port + 2))}
+kamailio_metrics_port=${KAMAILIO_METRICS_PORT:-$((tls_port + 1))}
 names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"

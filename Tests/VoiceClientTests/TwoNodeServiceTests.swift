@@ -38,6 +38,20 @@ struct TwoNodeServiceTests {
         await a.shutdown()
     }
 
+    /// Alice on A with `aliceConfiguration` (A's own by default) listening, bob on B started.
+    static func startAliceOnAAndBobOnB(
+        _ a: ServiceHarness, _ b: ServiceHarness, aliceConfiguration: VoiceClientConfiguration? = nil
+    ) async throws -> (alice: VoiceClient, aliceLog: EventLog, bob: VoiceClient, bobLog: EventLog) {
+        let alice = try a.client("alice", configuration: aliceConfiguration)
+        let bob = try b.client("bob", configuration: b.configuration(serverName: "voiceengine.test"))
+        let aliceLog = EventLog(alice), bobLog = EventLog(bob)
+        await alice.startListening()
+        await bob.start()
+        let aliceStarted = await aliceLog.first { $0 == .started }, bobStarted = await bobLog.first { $0 == .started }
+        #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
+        return (alice, aliceLog, bob, bobLog)
+    }
+
     @Test func aClientOnOneNodeCallsAClientOnTheOtherBothWays() async throws {
         try await Self.withTwoNodes { a, b in
             let alice = try a.client("alice")
@@ -89,14 +103,7 @@ struct TwoNodeServiceTests {
     @Test func aUserRegisteredAgainOnTheSecondNodeIsReachableAfterTheFirstStops() async throws {
         try await Self.withTwoNodes { a, b in
             let onB = b.configuration(serverName: "voiceengine.test")
-            let alice = try a.client("alice")
-            let bob = try b.client("bob", configuration: onB)
-            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
-            await alice.startListening()
-            await bob.start()
-            let aliceStarted = await aliceLog.first { $0 == .started },
-                bobStarted = await bobLog.first { $0 == .started }
-            #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
+            let (alice, _, bob, _) = try await Self.startAliceOnAAndBobOnB(a, b)
 
             a.stopKamailio()
             try await a.http?.close()
@@ -129,14 +136,7 @@ struct TwoNodeServiceTests {
             var failover = a.configuration(serverName: "voiceengine.test")
             failover.additionalServiceHosts = ["127.0.0.2"]
             failover.registrationExpires = 20
-            let alice = try a.client("alice", configuration: failover)
-            let bob = try b.client("bob", configuration: b.configuration(serverName: "voiceengine.test"))
-            let aliceLog = EventLog(alice), bobLog = EventLog(bob)
-            await alice.startListening()
-            await bob.start()
-            let aliceStarted = await aliceLog.first { $0 == .started },
-                bobStarted = await bobLog.first { $0 == .started }
-            #expect(aliceStarted != nil && bobStarted != nil, "alice: \(aliceLog.events), bob: \(bobLog.events)")
+            let (alice, aliceLog, bob, _) = try await Self.startAliceOnAAndBobOnB(a, b, aliceConfiguration: failover)
 
             a.stopKamailio()
             try await a.http?.close()
