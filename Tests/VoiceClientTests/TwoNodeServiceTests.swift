@@ -126,9 +126,6 @@ struct TwoNodeServiceTests {
         }
     }
 
-    #if VOICECLIENT_SERVICE_FAILOVER
-    // Waits for the client's failover (`VoiceClientConfiguration.additionalServiceHosts`, tried in order after
-    // `serviceHost` when a node does not answer): build with `-Xswiftc -DVOICECLIENT_SERVICE_FAILOVER` once it exists.
     /// Node A stops while alice is registered through it: her client moves to B by itself (its server list) and
     /// is reachable from bob within the registration's refresh interval.
     @Test func aClientFailsOverToTheSecondNodeWithinItsRefreshInterval() async throws {
@@ -155,5 +152,4 @@ struct TwoNodeServiceTests {
             for client in [alice, bob] { await client.terminate() }
         }
     }
-    #endif
 }
