@@ -75,7 +75,8 @@ test-fast: deps
 ## service), state in SERVICE_STATE and in PostgreSQL on 127.0.0.1:SERVICE_DB_PORT; Ctrl-C stops all. The first run
 ## makes a local CA (SERVICE_STATE/ca.pem) and a server certificate. Clients use --server 127.0.0.1, SIP over TLS on
 ## SERVICE_SIP_TLS_PORT, HTTPS on SERVICE_HTTP_PORT, and trust SERVICE_STATE/ca.pem (`voice-engine phone
-## --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers.
+## --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers. Prometheus metrics (plain HTTP, loopback):
+## the registration service on SERVICE_HTTP_PORT + 1 (/metrics, /health), Kamailio on SERVICE_SIP_TLS_PORT + 1.
 SERVICE_STATE ?= .service-state
 SERVICE_SIP_PORT ?= 5060
 SERVICE_SIP_TLS_PORT ?= 5061

@@ -37,6 +37,8 @@ let package = Package(
         // The push senders (VoicePush): HTTP/2 to APNs and FCM, ES256/RS256 token signing. Service side only.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The registration service's `/metrics` (Prometheus text format), in VoiceService only.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
@@ -140,7 +142,8 @@ let package = Package(
                 "VoiceClientWire", "VoiceCrypto", "VoicePush", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus")
             ]
         ),
         .target(

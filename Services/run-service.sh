@@ -13,10 +13,15 @@
 # start. The secret shared by the two services is created once in STATE_DIR/shared-secret, the database password
 # in STATE_DIR/database-password.
 # GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
-# (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Stops all on Ctrl-C.
+# (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Monitoring, plain HTTP on
+# 127.0.0.1 for a Prometheus scraper: the registration service's /metrics and /health on METRICS_PORT (environment;
+# HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT (SIP_TLS_PORT + 1 by default), both at
+# /metrics. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
+metrics_port=${METRICS_PORT:-$((http_port + 1))}
+kamailio_metrics_port=${KAMAILIO_METRICS_PORT:-$((tls_port + 1))}
 names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"
@@ -117,16 +122,17 @@ secret=$(cat "$state/shared-secret")
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
   --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
-  --certificate "$state/server.pem" --private-key "$state/server.key" $push_options &
+  --certificate "$state/server.pem" --private-key "$state/server.key" --metrics-listen "127.0.0.1:$metrics_port" $push_options &
 registration=$!
 trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
 echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
+echo "metrics: http://127.0.0.1:$metrics_port/metrics, http://127.0.0.1:$metrics_port/health, kamailio http://127.0.0.1:$kamailio_metrics_port/metrics"
 echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
   -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
-  -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
+  -A "SELF=\"sip:127.0.0.1:$sip_port\"" -A "METRICS_PORT=$kamailio_metrics_port" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
   ${push_defines:+-A "PUSH_GATEWAY=\"https://127.0.0.1:$http_port/v1/managed-push\""} \
   ${push_defines:+-A "PUSH_SECRET=\"$(cat "$state/push-secret" 2>/dev/null)\"" -A "PUSH_CA=\"$state/ca.pem\""} \
   -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

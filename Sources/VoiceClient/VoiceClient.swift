@@ -44,6 +44,7 @@ public actor VoiceClient {
     private let calls: ClientCalls
     private let messages: ClientMessages
     private let push: ClientPush
+    private let statistics: CallStatisticsUploader?
     private var terminated = false
     private var retryTask: Task<Void, Never>?
     private var renewalTask: Task<Void, Never>?
@@ -110,9 +111,18 @@ public actor VoiceClient {
         messages = ClientMessages(
             userID: checkedID, clock: clock, unixTime: unixTime, events: continuation, registration: registration,
             push: push, state: state)
+        let statistics =
+            configuration.uploadsCallStatistics
+            ? CallStatisticsUploader(
+                applicationKey: configuration.applicationKey,
+                connection: RegistrationServiceConnection(
+                    host: configuration.serviceHost, port: configuration.registrationPort,
+                    transport: configuration.transport),
+                eventLoop: group.next(), state: state) : nil
+        self.statistics = statistics
         calls = ClientCalls(
             configuration: configuration, clock: clock, audioSession: audioSession, tones: tones, events: continuation,
-            registration: registration, push: push)
+            registration: registration, push: push, statistics: statistics)
     }
 
     /// The address of record, `sip:<user ID>@<domain>` (known once registered).
@@ -159,6 +169,7 @@ public actor VoiceClient {
             scheduleRenewal(after: registration.renewalDelay)
             watchNetwork()
             await audioSession.startEngine()
+            await statistics?.use(registration.grant)
             emit(.started)
             startRetrying()
             await retryDueMessages()
@@ -217,6 +228,7 @@ public actor VoiceClient {
         networkTask = nil
         recover(.stopped)
         await calls.hangUpAll()
+        await statistics?.stop()
         await tearDownSIP(unregister: true)
         await calls.releaseAudioSession()
         emit(.stopped)
@@ -496,6 +508,7 @@ public actor VoiceClient {
     private func renewCredentials() async {
         guard registration.isConnected else { return }
         scheduleRenewal(after: await registration.renewCredentials())
+        await statistics?.use(registration.grant)
     }
 
     private func tearDownSIP(unregister: Bool) async {

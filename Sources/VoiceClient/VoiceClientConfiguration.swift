@@ -82,6 +82,9 @@ public struct VoiceClientConfiguration: Sendable {
     /// (``DirectoryStateStore`` for a directory the app chooses, or a store of the app's own). Nil keeps them in
     /// memory only: unsent messages are lost on exit and every start asks the app to sign.
     public var stateStore: (any ClientStateStore)?
+    /// Whether each ended call's statistics (``CallStatisticsRecord``) go to the registration service, as the
+    /// SDKs upload them for call-quality monitoring; kept in ``stateStore`` until the service has them.
+    public var uploadsCallStatistics = true
 
     /// Ports left nil are the transport's defaults (``Transport/defaultSIPPort``,
     /// ``Transport/defaultRegistrationPort``).

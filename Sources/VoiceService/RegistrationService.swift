@@ -6,10 +6,12 @@ import VoiceClientWire
 /// and no other node ever accepts a replay), and issues ephemeral credentials (``EphemeralCredentialIssuer``).
 public actor RegistrationService {
     public nonisolated let store: RegistrationStore
-    private let issuer: EphemeralCredentialIssuer
-    private let unixTime: @Sendable () -> UInt64
+    let issuer: EphemeralCredentialIssuer
+    let unixTime: @Sendable () -> UInt64
     /// Sends managed pushes (`POST /v1/managed-push`) when the service has push senders.
     private let managedPush: ManagedPush?
+    /// Requests by endpoint and status, their latency, stored statistics and pushes (``ServiceMetrics``).
+    public nonisolated let metrics = ServiceMetrics()
     /// Requests accepted and refused so far by this instance (for the log and the tests).
     package private(set) var accepted = 0
     package private(set) var refused = 0
@@ -68,6 +70,10 @@ public actor RegistrationService {
         status: Int, body: Data
     ) {
         let encoder = JSONEncoder()
+        if let answer = await callStatisticsAnswer(method: method, path: path, authorization: authorization, body: body)
+        {
+            return answer
+        }
         if method == "POST", path == "/v1/push-data" {
             return await pushDataAnswer(authorization: authorization, body: body)
         }
@@ -227,7 +233,7 @@ public actor RegistrationService {
     }
 
     /// 503 with a body that is no refusal: the client reports the service unavailable and tries again later.
-    private static func storeUnavailable(_ error: any Error) -> (status: Int, body: Data) {
+    static func storeUnavailable(_ error: any Error) -> (status: Int, body: Data) {
         (503, (try? JSONEncoder().encode(["unavailable": "\(error)"])) ?? Data())
     }
 }

@@ -10,9 +10,9 @@ import PostgresNIO
 /// apply each once). Kamailio's tables (`location`, `silo`) live in the same database, created from Kamailio's
 /// own schema files.
 public final class RegistrationStore: Sendable {
-    private let client: PostgresClient
+    let client: PostgresClient
     private let running: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
 
     /// Connects lazily (the first query opens a connection); call ``migrate()`` before serving, or use ``open``.
     public init(_ address: DatabaseAddress) {
@@ -86,7 +86,8 @@ public final class RegistrationStore: Sendable {
             "ALTER TABLE accepted_sequences ADD COLUMN display_name text",
             // Managed push looks a callee up by user ID alone (Kamailio knows no application key).
             "CREATE INDEX devices_by_user ON devices (user_id)"
-        ]
+        ],
+        callStatisticsMigration
     ]
 
     /// The schema version this code writes and reads.
@@ -345,7 +346,7 @@ public final class RegistrationStore: Sendable {
     // MARK: Helpers
 
     /// The first column of the first row, nil without rows.
-    private func single<Value: PostgresDecodable & Sendable>(_ type: Value.Type, _ query: PostgresQuery)
+    func single<Value: PostgresDecodable & Sendable>(_ type: Value.Type, _ query: PostgresQuery)
         async throws -> Value?
     {
         for try await value in try await client.query(query, logger: logger).decode(Value.self) { return value }
@@ -359,7 +360,7 @@ public final class RegistrationStore: Sendable {
     /// Runs `body` within `timeout`, turning whatever the database or the connection throws into a
     /// ``RegistrationStoreError`` that says what could not be done and why (PostgreSQL's message, never the
     /// query's values).
-    private func storeOperation<Result: Sendable>(
+    func storeOperation<Result: Sendable>(
         _ what: String, timeout: Duration = RegistrationStore.answerTimeout,
         _ body: @escaping @Sendable () async throws -> Result
     ) async throws(RegistrationStoreError) -> Result {

@@ -15,7 +15,8 @@ struct RegistrationServiceCommand: ParsableCommand {
             Runs until stopped. Speaks HTTPS with --certificate and --private-key (PEM); plain HTTP, which sends \
             every SIP password in clear text, only with --insecure-plain-http. Applications, accepted sequences \
             and devices' push data are kept in the PostgreSQL database at --database, whose schema the service \
-            creates and migrates at start. Exit status: 0, 64 usage, 65 an unreadable applications, password, \
+            creates and migrates at start. GET /metrics (Prometheus) and GET /health (the database reached) are \
+            answered on --listen, and alone on --metrics-listen in plain HTTP for a scraper. Exit status: 0, 64 usage, 65 an unreadable applications, password, \
             secret, certificate or key file, 1 the database cannot be opened or the address cannot be bound.
             """)
 
@@ -38,6 +39,10 @@ struct RegistrationServiceCommand: ParsableCommand {
     var certificate: String?
     @Option(name: .customLong("private-key"), help: "The certificate's private key, PEM.")
     var privateKey: String?
+    @Option(
+        name: .customLong("metrics-listen"),
+        help: "Also listen on host:port in plain HTTP for GET /metrics and GET /health only (nothing secret there).")
+    var metricsListen: String?
     @Flag(
         name: .customLong("insecure-plain-http"),
         help: "Serve plain HTTP instead of HTTPS: the granted SIP passwords cross the network in clear text.")
@@ -53,6 +58,9 @@ struct RegistrationServiceCommand: ParsableCommand {
         try OptionRange("--lifetime", 60...30 * 86_400, "s").check(Int(clamping: lifetime))
         guard let (_, port) = PeerAddress.split(listen), (0...65_535).contains(port) else {
             throw ValidationError("--listen \(listen): expected HOST:PORT")
+        }
+        if let metricsListen, PeerAddress.split(metricsListen).map({ (0...65_535).contains($0.1) }) != true {
+            throw ValidationError("--metrics-listen \(metricsListen): expected HOST:PORT")
         }
         do { _ = try DatabaseAddress(url: database) } catch { throw ValidationError("--database \(error)") }
     }
@@ -114,12 +122,28 @@ struct RegistrationServiceCommand: ParsableCommand {
         } catch {
             throw CommandFailure.dataError("cannot load the certificate or key: \(error)")
         }
+        var monitoring: RegistrationHTTPServer?
+        if let metricsListen, let (metricsHost, metricsPort) = PeerAddress.split(metricsListen) {
+            let metricsAddress = try SocketAddress.makeAddressResolvingHost(metricsHost, port: metricsPort)
+            do {
+                monitoring = try runBlocking {
+                    try await RegistrationHTTPServer.start(
+                        service, on: group, address: metricsAddress, security: .insecurePlainHTTP,
+                        endpoints: .monitoringOnly)
+                }
+            } catch {
+                throw CommandFailure.runtime("cannot listen on \(metricsListen): \(error)")
+            }
+        }
         let scheme = insecurePlainHTTP ? "http" : "https"
-        let line =
+        var line =
             "registration service listening on \(scheme)://\(host):\(server.port ?? port), \(applicationCount) "
             + "application(s)\n"
+        if let monitoring, let (metricsHost, _) = metricsListen.flatMap(PeerAddress.split) {
+            line += "metrics on http://\(metricsHost):\(monitoring.port ?? 0)/metrics\n"
+        }
         FileHandle.standardOutput.write(Data(line.utf8))
         // Serves until the process is stopped.
-        withExtendedLifetime(server) { while true { pause() } }
+        withExtendedLifetime((server, monitoring)) { while true { pause() } }
     }
 }

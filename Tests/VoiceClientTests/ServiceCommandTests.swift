@@ -5,7 +5,8 @@ import VoiceTestSupport
 
 /// The tool's side: `voice-engine sign-registration` and `make service`'s script (Services/run-service.sh, which
 /// runs PostgreSQL, `voice-engine registration-service` and Kamailio with a state directory of their own, with a
-/// local CA it makes on the first run). Ports 26010–26011, 31010 (TLS) and 26208 (PostgreSQL).
+/// local CA it makes on the first run). Ports 26010–26012 (26012: the registration service's metrics), 31010 (TLS),
+/// 31011 (Kamailio's metrics) and 26208 (PostgreSQL).
 @Suite(
     "voice-engine sign-registration and the service script", .tags(.interop, .live, .cli), .scheduledByTags,
     .serialized, .timeLimit(.minutes(2)),
@@ -157,6 +158,12 @@ struct ServiceCommandTests {
         }
         #expect(bobEvents.events.contains(.started), "\(bobEvents.events)\n\(service.logTail)")
         #expect(aliceEvents.events.contains(.started), "\(aliceEvents.events)\n\(service.logTail)")
+        // The monitoring the script turns on: the registration service's health and metrics, Kamailio's metrics.
+        #expect(try PlainHTTP.get(port: httpPort + 1, path: "/health").status == 200)
+        let registrations = try PlainHTTP.get(port: httpPort + 1, path: "/metrics").body
+        #expect(registrations.contains(#"endpoint="/v1/registrations",status="200"} 2"#), "\(registrations)")
+        let kamailio = try PlainHTTP.get(port: tlsPort + 1, path: "/metrics").body
+        #expect((PlainHTTP.value(of: "kamailio_registrar_accepted_regs", in: kamailio) ?? 0) >= 2, "\(kamailio)")
         let id = try await alice.send(message: "through make service", to: ["bob"])
         #expect(
             await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,

@@ -42,6 +42,9 @@ final class ServiceHarness: @unchecked Sendable {
     static let tlsPortOffset = 5000
 
     let directory: URL
+    /// The loopback address both services listen on: 127.0.0.1, or another one for a second node (nodes are told
+    /// apart by address; they share the ports).
+    let host: String
     let sipPort: Int
     var tlsPort: Int { sipPort + Self.tlsPortOffset }
     let pki: TestPKI
@@ -51,9 +54,16 @@ final class ServiceHarness: @unchecked Sendable {
     var httpsCertificate: String
     /// Clients and registration service in clear text (SIP over UDP, plain HTTP), set before `start()`.
     var insecure = false
-    let sharedSecret = UUID().uuidString
+    let sharedSecret: String
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let database: TestDatabase
+    /// Whether ``shutdown()`` drops the database (not for a node that joined another's).
+    private let ownsDatabase: Bool
+    /// Kamailio's Prometheus metrics on http://127.0.0.1:<port>/metrics (nil: none), set before `start()`.
+    var kamailioMetricsPort: Int?
+    /// Every node's SIP address (`sip:host:port`) when Kamailio runs as one node of several sharing the database
+    /// (kamailio.cfg's CLUSTER), set before `start()`.
+    var clusterNodes: [String]?
     private let credentialLifetime: UInt64
     private(set) var registrationService: RegistrationService
     private(set) var http: RegistrationHTTPServer?
@@ -78,11 +88,35 @@ final class ServiceHarness: @unchecked Sendable {
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        host = "127.0.0.1"
         self.sipPort = sipPort
         self.credentialLifetime = credentialLifetime
+        sharedSecret = UUID().uuidString
         pki = try TestPKI(prefix: "voiceclient-pki")
         (sipCertificate, httpsCertificate) = (pki.serverCertificateFile, pki.serverCertificateFile)
         database = try TestPostgreSQL.shared().database()
+        ownsDatabase = true
+        registrationService = RegistrationService(
+            store: RegistrationStore(try DatabaseAddress(url: database.url)),
+            issuer: EphemeralCredentialIssuer(
+                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"))
+    }
+
+    /// A second node of `first`'s service on `host` (another loopback address): its own Kamailio and registration
+    /// service on the same ports, sharing the database, the secret and the certificates.
+    init(joining first: ServiceHarness, host: String) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.host = host
+        sipPort = first.sipPort
+        credentialLifetime = first.credentialLifetime
+        sharedSecret = first.sharedSecret
+        pki = first.pki
+        (sipCertificate, httpsCertificate) = (first.sipCertificate, first.httpsCertificate)
+        insecure = first.insecure
+        database = first.database
+        ownsDatabase = false
+        registrationListenPort = first.registrationListenPort
         registrationService = RegistrationService(
             store: RegistrationStore(try DatabaseAddress(url: database.url)),
             issuer: EphemeralCredentialIssuer(
@@ -114,7 +148,7 @@ final class ServiceHarness: @unchecked Sendable {
         try await registrationService.store.migrate()
         try await registrationService.store.setApplication(key: Self.applicationKey, secret: Self.applicationSecret)
         http = try await RegistrationHTTPServer.start(
-            registrationService, on: group, address: try SocketAddress(ipAddress: "127.0.0.1", port: port),
+            registrationService, on: group, address: try SocketAddress(ipAddress: host, port: port),
             security: insecure
                 ? .insecurePlainHTTP : .tls(certificateChainFile: httpsCertificate, privateKeyFile: pki.serverKeyFile))
     }
@@ -144,9 +178,16 @@ final class ServiceHarness: @unchecked Sendable {
     func startKamailio() async throws {
         let config = repositoryRoot.appendingPathComponent("Services/kamailio/kamailio.cfg").path
         // Something already on the port would answer in Kamailio's place with another secret.
-        if await waitUntilUDPBound(sipPort, timeout: .zero) {
+        if await waitUntilUDPBound(sipPort, host: host, timeout: .zero) {
             throw VoiceClientError.network(
-                "127.0.0.1:\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
+                "\(host):\(sipPort) is already in use (a Kamailio left over by an interrupted run?)")
+        }
+        var options: [String] = []
+        if let kamailioMetricsPort { options += ["-A", "METRICS_PORT=\(kamailioMetricsPort)"] }
+        if let clusterNodes {
+            let list = directory.appendingPathComponent("nodes.list")
+            try clusterNodes.map { "1 \($0)\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
+            options += ["-A", "CLUSTER", "-A", "NODES=\"\(list.path)\""]
         }
         let push =
             (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
@@ -161,22 +202,22 @@ final class ServiceHarness: @unchecked Sendable {
         try pki.kamailioTLSConfiguration(certificate: sipCertificate).write(
             to: tlsConfig, atomically: true, encoding: .utf8)
         let tls = [
-            "-l", "tls:127.0.0.1:\(tlsPort)", "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\""
+            "-l", "tls:\(host):\(tlsPort)", "-A", "WITH_TLS", "-A", "TLSCFG=\"\(tlsConfig.path)\""
         ]
         let process = try ChildProcessGroup(
             kamailioExecutable,
-            push + tls + [
-                "-f", config, "-DD", "-E", "-l", "udp:127.0.0.1:\(sipPort)", "-l", "tcp:127.0.0.1:\(sipPort)",
+            push + tls + options + [
+                "-f", config, "-DD", "-E", "-l", "udp:\(host):\(sipPort)", "-l", "tcp:\(host):\(sipPort)",
                 "-A", "SECRET=\"\(sharedSecret)\"", "-A", "DB_URL=\"\(database.url)\"",
-                "-A", "SELF=\"sip:127.0.0.1:\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
+                "-A", "SELF=\"sip:\(host):\(sipPort)\"", "-A", "GATEWAY=\"\(gateway)\"", "-A",
                 "CONFERENCE=\"\(conferenceServer)\"",
                 "-P", directory.appendingPathComponent("kamailio.pid").path, "-Y", directory.path, "-m", "32", "-M", "8"
             ], log: directory.appendingPathComponent("kamailio.log"))
         kamailio = process
-        guard await waitUntilUDPBound(sipPort), await waitUntilTCPListening(tlsPort) else {
+        guard await waitUntilUDPBound(sipPort, host: host), await waitUntilTCPListening(tlsPort, host: host) else {
             let tail = process.logTail
             process.stop()
-            try Test.cancel("Kamailio did not start on 127.0.0.1:\(sipPort) (TLS \(tlsPort)):\n\(tail)")
+            try Test.cancel("Kamailio did not start on \(host):\(sipPort) (TLS \(tlsPort)):\n\(tail)")
         }
     }
 
@@ -206,7 +247,7 @@ final class ServiceHarness: @unchecked Sendable {
             ? .insecurePlaintextUDPAndHTTP
             : .tls(trustRoots: trustRoots ?? .pemFile(pki.caFile), serverName: serverName)
         return VoiceClientConfiguration(
-            applicationKey: Self.applicationKey, serviceHost: "127.0.0.1", transport: transport,
+            applicationKey: Self.applicationKey, serviceHost: host, transport: transport,
             sipPort: insecure ? sipPort : tlsPort, registrationPort: registrationPort,
             registrationExpires: 60, pushData: pushData,
             sipT1: .milliseconds(20), retryCheckInterval: .seconds(3600))
@@ -227,9 +268,10 @@ final class ServiceHarness: @unchecked Sendable {
         stopKamailio()
         try? await http?.close()
         await registrationService.store.close()
-        database.drop()
         try? await group.shutdownGracefully()
         try? FileManager.default.removeItem(at: directory)
+        guard ownsDatabase else { return }
+        database.drop()
         pki.remove()
     }
 }
@@ -258,9 +300,15 @@ func withService(
     await harness.shutdown()
 }
 
-/// Waits until something has bound UDP `port` on loopback (from /proc/net/udp).
-func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
-    let needle = String(format: "0100007F:%04X", port)
+/// `host:port` (IPv4) as /proc/net/tcp and /proc/net/udp write it: the address's bytes in host order, in hex.
+func procNetAddress(_ host: String, _ port: Int) -> String {
+    let bytes = host.split(separator: ".").compactMap { UInt8($0) }
+    return bytes.reversed().map { String(format: "%02X", $0) }.joined() + String(format: ":%04X", port)
+}
+
+/// Waits until something has bound UDP `port` on `host` (from /proc/net/udp).
+func waitUntilUDPBound(_ port: Int, host: String = "127.0.0.1", timeout: Duration = .seconds(8)) async -> Bool {
+    let needle = procNetAddress(host, port)
     let deadline = ContinuousClock.now + timeout
     repeat {
         if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(needle) {
@@ -271,9 +319,9 @@ func waitUntilUDPBound(_ port: Int, timeout: Duration = .seconds(8)) async -> Bo
     return false
 }
 
-/// Waits until something listens on TCP `port` on loopback (from /proc/net/tcp, state 0A).
-func waitUntilTCPListening(_ port: Int, timeout: Duration = .seconds(8)) async -> Bool {
-    let needle = String(format: "0100007F:%04X 00000000:0000 0A", port)
+/// Waits until something listens on TCP `port` on `host` (from /proc/net/tcp, state 0A).
+func waitUntilTCPListening(_ port: Int, host: String = "127.0.0.1", timeout: Duration = .seconds(8)) async -> Bool {
+    let needle = procNetAddress(host, port) + " 00000000:0000 0A"
     let deadline = ContinuousClock.now + timeout
     repeat {
         if let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), table.contains(needle) {

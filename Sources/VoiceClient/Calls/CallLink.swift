@@ -28,6 +28,7 @@ actor CallLink {
     private var muted = false
     private var onHold = false
     private var finished = false
+    private var finishedHandlers: [@Sendable (Call) async -> Void] = []
     private var finishComplete = false, endSeen = false, mediaRan = false, tonesReleased = false
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
@@ -301,11 +302,26 @@ actor CallLink {
             endSeen = true
             await finish()
             releaseTones()
+            await runFinishedHandlers()
         case .stateChanged, .dtmfReceived:
             break
         case .sendDTMF(let digits):
             await sendDTMF(digits)
         }
+    }
+
+    /// Runs `handler` with the call once it has ended and its media has stopped with the report attached (at once
+    /// if both happened).
+    func whenFinished(_ handler: @escaping @Sendable (Call) async -> Void) async {
+        finishedHandlers.append(handler)
+        await runFinishedHandlers()
+    }
+
+    private func runFinishedHandlers() async {
+        guard finishComplete, endSeen, !finishedHandlers.isEmpty else { return }
+        let handlers = finishedHandlers
+        finishedHandlers = []
+        for handler in handlers { await handler(call) }
     }
 
     /// Stops the media and closes the RTP socket, once.
@@ -321,6 +337,7 @@ actor CallLink {
         await transport.close()
         finishComplete = true
         releaseTones()
+        await runFinishedHandlers()
     }
 
     /// Tells the tones this call is over once both its media stopped and its end was carried out (the busy tone

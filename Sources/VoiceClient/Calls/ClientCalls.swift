@@ -15,6 +15,8 @@ final class ClientCalls {
     /// The user agent and the domain calls go through.
     private let registration: ClientRegistration
     private let push: ClientPush
+    /// Uploads each bound call's statistics when it has ended (nil: the app switched that off).
+    private let statistics: CallStatisticsUploader?
     /// Every call not yet ended, bound to SIP or not (``VoiceClient/newCall(id:direction:remote:headers:viaPush:)``).
     private var calls: [Call] = []
     /// The calls bound to a SIP dialog.
@@ -24,8 +26,10 @@ final class ClientCalls {
 
     init(
         configuration: VoiceClientConfiguration, clock: any MediaClock, audioSession: AudioSession, tones: CallTones,
-        events: AsyncStream<VoiceClientEvent>.Continuation, registration: ClientRegistration, push: ClientPush
+        events: AsyncStream<VoiceClientEvent>.Continuation, registration: ClientRegistration, push: ClientPush,
+        statistics: CallStatisticsUploader? = nil
     ) {
+        self.statistics = statistics
         self.configuration = configuration
         self.clock = clock
         self.audioSession = audioSession
@@ -112,7 +116,7 @@ final class ClientCalls {
             let canceled = push.payload(.call, id: sip.callID, headers: headers, canceled: true)
             await link.whenPushedCallCanceled { await askToPush(callee, canceled) }
         }
-        adopt(link)
+        await adopt(link)
         return call
     }
 
@@ -140,7 +144,7 @@ final class ClientCalls {
             clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(
+        await adopt(
             CallLink(
                 call: call, sip: sip, media: media, devices: devices, tones: tones, clock: clock,
                 health: configuration.health))
@@ -165,9 +169,10 @@ final class ClientCalls {
         if await audioSession.state.applicationActivated { _ = try? await audioSession.send(.applicationDeactivate) }
     }
 
-    private func adopt(_ link: CallLink) {
+    nonisolated(nonsending) private func adopt(_ link: CallLink) async {
         calls.append(link.call)
         links.append(link)
+        if let statistics { await link.whenFinished { call in await statistics.callEnded(call) } }
         link.run()
     }
 

@@ -60,7 +60,7 @@ public struct RegistrationServiceConnection: Sendable {
             authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
     }
 
-    private func post<Request: Encodable, Answer: Decodable>(
+    func post<Request: Encodable, Answer: Decodable>(
         _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
     ) async throws(VoiceClientError) -> Answer {
         let body: Data

@@ -178,3 +178,22 @@ final class ClientState: Sendable {
         do { try body(store) } catch { report(error) }
     }
 }
+
+extension ClientState {
+    struct SavedCallStatistics: Codable {
+        var version: Int
+        var userID: String
+        var records: [CallStatisticsRecord]
+    }
+
+    /// Call statistics not yet taken by the registration service.
+    var callStatistics: [CallStatisticsRecord] {
+        load(SavedCallStatistics.self, "call-statistics", version: \.version, user: \.userID)?.records ?? []
+    }
+
+    func saveCallStatistics(_ records: [CallStatisticsRecord]) {
+        save(
+            SavedCallStatistics(version: Self.version, userID: userID, records: records), "call-statistics",
+            secret: false)
+    }
+}
