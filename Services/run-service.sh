@@ -1,6 +1,6 @@
 #!/bin/sh
-# Starts the calling client's service on loopback: PostgreSQL, the registration service (voice-engine
-# registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
+# Starts the calling client's service on loopback: PostgreSQL, coturn (STUN/TURN for the calls), the registration
+# service (voice-engine registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
 # TCP for SIP peers), the last two keeping their state in PostgreSQL (a cluster of its own in STATE_DIR/postgresql,
 # on 127.0.0.1:DB_PORT).
 #   Services/run-service.sh STATE_DIR SIP_PORT HTTPS_PORT VOICE_ENGINE_BINARY
@@ -94,12 +94,27 @@ unset PGPASSWORD
 echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postgresql (pid $database)"
 
 secret=$(cat "$state/shared-secret")
+
+# coturn: STUN and TURN for the clients' calls on 127.0.0.1:TURN_PORT (environment, 3478 by default; relay ports
+# TURN_MIN_PORT…TURN_MIN_PORT+99, 49160 by default). It checks the time-limited credentials every registration
+# grant carries with the shared secret (use-auth-secret, the same scheme as Kamailio's auth_ephemeral); the
+# registration service names it in the grants (--ice-server). Loopback peers are allowed: every client runs here.
+turn_port=${TURN_PORT:-3478}
+turn_min_port=${TURN_MIN_PORT:-49160}
+/usr/bin/turnserver -n --listening-ip=127.0.0.1 --listening-port="$turn_port" --relay-ip=127.0.0.1 \
+  --min-port="$turn_min_port" --max-port=$((turn_min_port + 99)) --use-auth-secret --static-auth-secret="$secret" \
+  --realm=voiceengine.test --allow-loopback-peers --no-tls --no-dtls --no-cli --no-tcp-relay --fingerprint \
+  --log-file="$state/coturn.log" --simple-log --pidfile="$state/coturn.pid" > /dev/null 2>&1 &
+coturn=$!
+trap 'kill $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
+echo "coturn: turn:127.0.0.1:$turn_port, log $state/coturn.log (pid $coturn)"
+
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
   --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
-  --certificate "$state/server.pem" --private-key "$state/server.key" &
+  --certificate "$state/server.pem" --private-key "$state/server.key" --ice-server "turn:127.0.0.1:$turn_port" &
 registration=$!
-trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
+trap 'kill $registration $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
 echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
 echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"

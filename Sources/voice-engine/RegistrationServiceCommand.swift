@@ -38,6 +38,11 @@ struct RegistrationServiceCommand: ParsableCommand {
     var certificate: String?
     @Option(name: .customLong("private-key"), help: "The certificate's private key, PEM.")
     var privateKey: String?
+    @Option(
+        name: .customLong("ice-server"),
+        help: "A TURN server URL (turn:HOST:PORT) handed out with every grant; it checks the grant's credentials "
+            + "with the shared secret (coturn's use-auth-secret). Repeatable.")
+    var iceServers: [String] = []
     @Flag(
         name: .customLong("insecure-plain-http"),
         help: "Serve plain HTTP instead of HTTPS: the granted SIP passwords cross the network in clear text.")
@@ -54,6 +59,9 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw ValidationError("--listen \(listen): expected HOST:PORT")
         }
         do { _ = try DatabaseAddress(url: database) } catch { throw ValidationError("--database \(error)") }
+        for url in iceServers where !url.hasPrefix("turn:") && !url.hasPrefix("stun:") && !url.hasPrefix("turns:") {
+            throw ValidationError("--ice-server \(url): expected a turn:, turns: or stun: URL")
+        }
     }
 
     func run() throws {
@@ -99,7 +107,8 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw CommandFailure.runtime("cannot open the database: \(error)")
         }
         let service = RegistrationService(
-            store: store, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain))
+            store: store, issuer: EphemeralCredentialIssuer(
+                sharedSecret: secret, lifetime: lifetime, domain: domain, iceServerURLs: iceServers))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
