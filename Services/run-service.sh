@@ -12,12 +12,14 @@
 # STATE_DIR/applications.json, created with a demo application the first time, and added to the database at each
 # start. The secret shared by the two services is created once in STATE_DIR/shared-secret, the database password
 # in STATE_DIR/database-password.
-# GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
+# SERVICE_ADDRESS (environment, 127.0.0.1 by default) is the address Kamailio, the registration service and coturn
+# listen on (PostgreSQL stays on loopback). GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
 # (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
 names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
+address=${SERVICE_ADDRESS:-127.0.0.1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"
 state=$(cd "$state" && pwd)
@@ -95,30 +97,35 @@ echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postg
 
 secret=$(cat "$state/shared-secret")
 
-# coturn: STUN and TURN for the clients' calls on 127.0.0.1:TURN_PORT (environment, 3478 by default; relay ports
-# TURN_MIN_PORT…TURN_MIN_PORT+99, 49160 by default). It checks the time-limited credentials every registration
+# coturn: STUN and TURN for the clients' calls on SERVICE_ADDRESS:TURN_PORT (environment, 3478 by default; relay
+# ports TURN_MIN_PORT…TURN_MIN_PORT+99, 49160 by default). It checks the time-limited credentials every registration
 # grant carries with the shared secret (use-auth-secret, the same scheme as Kamailio's auth_ephemeral); the
-# registration service names it in the grants (--ice-server). Loopback peers are allowed: every client runs here.
+# registration service names it in the grants (--ice-server). Peers on loopback are relayed to only when the
+# service itself is on loopback (every client runs here); otherwise a client could reach this machine's loopback
+# services through the relay.
 turn_port=${TURN_PORT:-3478}
 turn_min_port=${TURN_MIN_PORT:-49160}
-/usr/bin/turnserver -n --listening-ip=127.0.0.1 --listening-port="$turn_port" --relay-ip=127.0.0.1 \
+loopback_peers=""
+case "$address" in 127.*|::1) loopback_peers="--allow-loopback-peers" ;; esac
+# shellcheck disable=SC2086
+/usr/bin/turnserver -n --listening-ip="$address" --listening-port="$turn_port" --relay-ip="$address" \
   --min-port="$turn_min_port" --max-port=$((turn_min_port + 99)) --use-auth-secret --static-auth-secret="$secret" \
-  --realm=voiceengine.test --allow-loopback-peers --no-tls --no-dtls --no-cli --no-tcp-relay --fingerprint \
+  --realm=voiceengine.test $loopback_peers --no-tls --no-dtls --no-cli --no-tcp-relay --fingerprint \
   --log-file="$state/coturn.log" --simple-log --pidfile="$state/coturn.pid" > /dev/null 2>&1 &
 coturn=$!
 trap 'kill $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
-echo "coturn: turn:127.0.0.1:$turn_port, log $state/coturn.log (pid $coturn)"
+echo "coturn: turn:$address:$turn_port, log $state/coturn.log (pid $coturn)"
 
-"$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
+"$voice_engine" registration-service --listen "$address:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
   --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
-  --certificate "$state/server.pem" --private-key "$state/server.key" --ice-server "turn:127.0.0.1:$turn_port" &
+  --certificate "$state/server.pem" --private-key "$state/server.key" --ice-server "turn:$address:$turn_port" &
 registration=$!
 trap 'kill $registration $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
-echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
-echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
+echo "registration service: https://$address:$http_port/v1/registrations (pid $registration)"
+echo "kamailio: sip:$address:$tls_port;transport=tls (clients), sip:$address:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"
-/usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
-  -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
+/usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:$address:$sip_port" -l "tcp:$address:$sip_port" \
+  -l "tls:$address:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
-  -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  -A "SELF=\"sip:$address:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
