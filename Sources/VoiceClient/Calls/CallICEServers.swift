@@ -1,3 +1,4 @@
+import VoiceClientWire
 import VoiceWebRTC
 
 extension RegistrationGrant {

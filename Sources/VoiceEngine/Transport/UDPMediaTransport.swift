@@ -162,7 +162,7 @@ public final class UDPMediaTransport: Sendable {
     public let configuration: Configuration
     /// nil when the consumer polls the socket (``ReceiveMode/consumerPolls``).
     private let channel: (any Channel)?
-    private let state: TransportState
+    let state: TransportState
     /// The socket for RTCP when the peer does not multiplex it (``bindRTCPPort(port:)``); polled, drained, latched
     /// and closed with this one. Set at most once, read lock-free on the audio path.
     let rtcpPort = AtomicLazyReference<UDPMediaTransport>()

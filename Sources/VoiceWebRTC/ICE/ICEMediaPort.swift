@@ -198,9 +198,8 @@ public final class ICEMediaPort: @unchecked Sendable {
             return true
         }
         let now = clock.now
-        if channel?.peer != selected.remote || now - (channel?.requested ?? now) >= .milliseconds(300)
-            || channel == nil, let request = turn.client.channelBindRequest(number, to: selected.remote)
-        {
+        let due = channel.map { $0.peer != selected.remote || now - $0.requested >= .milliseconds(300) } ?? true
+        if due, let request = turn.client.channelBindRequest(number, to: selected.remote) {
             channel = (number, selected.remote, now)
             send(request, to: turn.server)
         }
@@ -318,7 +317,7 @@ public final class ICEMediaPort: @unchecked Sendable {
     /// A datagram from the TURN server: a gathering answer, a refresh/permission/channel answer, or a Data
     /// indication (a check for the agent on the relayed base, or other data to deliver, returned).
     private func fromServer(_ bytes: [UInt8], turn: (client: TURNClient, server: UDPEndpoint)) -> (
-        [UInt8], UDPEndpoint
+        data: [UInt8], peer: UDPEndpoint
     )? {
         let now = clock.now
         if turn.client.isGathering, let (resend, event) = turn.client.handleGatheringAnswer(bytes, now: now) {
