@@ -40,8 +40,9 @@ struct RegistrationServiceCommand: ParsableCommand {
     var privateKey: String?
     @Option(
         name: .customLong("ice-server"),
-        help: "A TURN server URL (turn:HOST:PORT) handed out with every grant; it checks the grant's credentials "
-            + "with the shared secret (coturn's use-auth-secret). Repeatable.")
+        help: ArgumentHelp(
+            "A TURN server URL (turn:HOST:PORT) handed out with every grant; it checks the grant's credentials "
+                + "with the shared secret (coturn's use-auth-secret). Repeatable."))
     var iceServers: [String] = []
     @Flag(
         name: .customLong("insecure-plain-http"),

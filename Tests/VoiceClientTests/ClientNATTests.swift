@@ -139,7 +139,9 @@ final class NamespacedPhone: @unchecked Sendable {
         throws
     {
         var ends: [Int32] = [0, 0]
-        guard pipe2(&ends, O_CLOEXEC) == 0 else { throw NATSetupFailure(description: "pipe: errno \(errno)") }
+        guard pipe(&ends) == 0 else { throw NATSetupFailure(description: "pipe: errno \(errno)") }
+        // Neither end leaks into other children; the phone gets the read end as its stdin (dup2 clears the flag).
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         defer { close(ends[0]) }
         let log = state.deletingLastPathComponent().appendingPathComponent("\(user)-\(UUID().uuidString).log")
         do {

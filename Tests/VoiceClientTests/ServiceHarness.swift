@@ -75,8 +75,9 @@ final class ServiceHarness: @unchecked Sendable {
     /// set before `start()`.
     var iceServerURLs: [String] = [] {
         didSet {
+            guard let address = try? DatabaseAddress(url: database.url) else { return }
             registrationService = RegistrationService(
-                store: registrationService.store,
+                store: RegistrationStore(address),
                 issuer: EphemeralCredentialIssuer(
                     sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test",
                     iceServerURLs: iceServerURLs))

@@ -158,7 +158,8 @@ public final class ICEMediaPort: @unchecked Sendable {
         return .failure(.timedOut)
     }
 
-    /// Stops the checks and relaying and takes the hook off the transport (the call ended).
+    /// Stops the checks and relaying, frees the TURN allocation and takes the hook off the transport (the call
+    /// ended).
     public func stop() {
         transport.setSTUNHandler(nil)
         transport.stopRelaying()
@@ -166,6 +167,8 @@ public final class ICEMediaPort: @unchecked Sendable {
             ticker?.cancel()
             ticker = nil
             failureReported = true
+            if let turn, let request = turn.client.deallocationRequest() { send(request, to: turn.server) }
+            turn = nil
         }
     }
 

@@ -138,6 +138,21 @@ public final class TURNClient {
         return requests.map { $0.serialize(integrityKey: key, fingerprint: true) }
     }
 
+    /// A Refresh with LIFETIME 0 (§7.1) signed with the nonce we hold: the server frees the allocation at once
+    /// (sent when a call ends, so its relay port does not stay taken for the allocation's lifetime). Nil before an
+    /// allocation.
+    public func deallocationRequest() -> [UInt8]? {
+        guard relayedAddress != nil, let realm, let nonce else { return nil }
+        let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        let m = STUNMessage(
+            method: .refresh, messageClass: .request,
+            attributes: [
+                .uint32(STUNAttribute.Kind.lifetime, 0), .string(STUNAttribute.Kind.username, credentials.username),
+                .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce)
+            ])
+        return m.serialize(integrityKey: key, fingerprint: true)
+    }
+
     /// A ChannelBind of `channel` to `peer` signed with the nonce we hold, for a caller that must not block (the
     /// transport binds the selected relayed pair's peer so media goes as ChannelData): send it to ``server`` and
     /// give the answers to ``handleRefreshAnswer(_:resend:)``; ``boundChannels`` shows the success, and
