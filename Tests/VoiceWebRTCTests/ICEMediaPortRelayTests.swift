@@ -52,6 +52,7 @@ struct ICEMediaPortRelayTests {
         #expect(selectedByA == .success(endpointB), "\(selectedByA)")
         #expect(selectedByB == .success(endpointA), "\(selectedByB)")
         #expect(controlling.selectedPairIsRelayed && controlled.selectedPairIsRelayed)
+        #expect(controlling.selectedPairKinds.map { [$0.local, $0.remote] } == [.relay, .relay])
         #expect(a.relayedPeer?.peer == endpointB && b.relayedPeer?.peer == endpointA)
 
         // An RTP packet each way: sent to the peer's relayed address, it leaves as ChannelData to the server and

@@ -17,6 +17,9 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
     private let lock = NSLock()
     /// Where the peer's records came from (its media address may differ from its SDP's behind a NAT).
     private var peer: UDPEndpoint?
+    /// Records that arrived after ``listen()`` and before ``run(timeout:)`` (a few; the peer retransmits the rest).
+    private var early: [(record: [UInt8], source: UDPEndpoint)] = []
+    private var running = false
 
     /// - Throws: ``DTLSError/handshakeFailed(reason:)`` for a fingerprint that is not sha-256 hex, or OpenSSL's
     ///   refusal to set the association up.
@@ -36,8 +39,16 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
     /// Drives the handshake until the keys are there, it failed (fingerprint mismatch, alert, no common
     /// profile), or `timeout` passed without it (``DTLSError/timedOut``).
     public func run(timeout: Duration) async -> Result<DTLSSRTPKeys, DTLSError> {
-        transport.setDTLSRecordHandler { [weak self] record, source in self?.receive(record, from: source) }
-        lock.withLock { send(association.start()) }
+        listen()
+        lock.withLock {
+            running = true
+            send(association.start())
+            for (record, source) in early {
+                peer = source
+                record.withUnsafeBytes { send(association.receive($0)) }
+            }
+            early = []
+        }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             _ = transport.receiveFromSocket()
@@ -54,11 +65,22 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
         return .failure(.timedOut)
     }
 
+    /// Keeps the peer's records from now on until ``run(timeout:)`` answers them: for a call whose ICE checks are
+    /// still running when the peer, done with its own, sends its first flight (its ClientHello would otherwise be
+    /// lost, and the handshake wait a second for its retransmission).
+    public func listen() {
+        transport.setDTLSRecordHandler { [weak self] record, source in self?.receive(record, from: source) }
+    }
+
     /// Takes the hook off the transport (the call ended).
     public func stop() { transport.setDTLSRecordHandler(nil) }
 
     private func receive(_ record: UnsafeRawBufferPointer, from source: UDPEndpoint) {
         lock.withLock {
+            guard running else {
+                if early.count < 8 { early.append((Array(record), source)) }
+                return
+            }
             peer = source
             send(association.receive(record))
         }

@@ -180,6 +180,18 @@ public final class ICEMediaPort: @unchecked Sendable {
         lock.withLock { agent.selected.map { $0.local == turn?.client.relayedAddress } ?? false }
     }
 
+    /// The kinds of the selected pair's candidates: ours (host or relay; a srflx candidate is checked through its
+    /// host base) and the peer's (as it signalled it, or prflx when learnt from its checks). Media crosses a relay
+    /// when either is `.relay`.
+    public var selectedPairKinds: (local: ICECandidate.Kind, remote: ICECandidate.Kind)? {
+        lock.withLock {
+            guard let selected = agent.selected else { return nil }
+            let local: ICECandidate.Kind = selected.local == turn?.client.relayedAddress ? .relay : .host
+            let remote = agent.remoteCandidates.first { $0.address == selected.remote }?.kind ?? .prflx
+            return (local, remote)
+        }
+    }
+
     // MARK: Under the lock
 
     /// The relay forwards only from permitted peers (RFC 8656 §9): every remote candidate's address.
