@@ -16,6 +16,10 @@ import Glibc
 ///                                                            vipub 10.41.1.1 / 10.41.2.1: the service
 ///     vihostB 192.168.42.2 ─ vinatB (MASQUERADE) 10.41.2.2 ─┘
 ///
+/// Each NAT drops unsolicited datagrams, as home routers do: one that reached the router's own address would
+/// otherwise leave a conntrack entry that takes the mapping its host's next datagram to that peer needs, and the
+/// kernel would map that one to another port (hole punching would fail on Linux's bookkeeping, not on the NAT type).
+///
 /// The public namespace counts what it forwards straight between the two NATs (media on a host or srflx pair) and
 /// what reaches coturn on its port and its relay ports (TURN signalling, and media on a relayed pair: ChannelData
 /// from the side whose relay it is, plain datagrams to the relayed address from the other side).
@@ -65,6 +69,8 @@ final class ClientNATNetwork: @unchecked Sendable {
             for n in pub natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
             ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
             ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
+            ip netns exec \(p)natA iptables -A INPUT -i \(p)ap -p udp -m conntrack --ctstate NEW -j DROP
+            ip netns exec \(p)natB iptables -A INPUT -i \(p)bp -p udp -m conntrack --ctstate NEW -j DROP
             ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.1.2 -d 10.41.2.2
             ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.2.2 -d 10.41.1.2
             ip netns exec \(p)pub iptables -A INPUT -p udp -d 10.41.1.1 --dport \(Self.relayPorts.lowerBound):\(Self.relayPorts.upperBound)
@@ -102,7 +108,8 @@ final class ClientNATNetwork: @unchecked Sendable {
     var counters: (direct: Int, toRelay: Int) {
         func sum(_ chain: String) -> Int {
             let (_, output) = Self.sh("ip netns exec \(Self.prefix)pub iptables -L \(chain) -v -x -n")
-            return output.split(separator: "\n").filter { $0.contains("udp") }
+            // The rules' lines: those naming our addresses (the protocol column may be numeric).
+            return output.split(separator: "\n").filter { $0.contains("10.41.") }
                 .compactMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).first ?? "") }
                 .reduce(0, +)
         }

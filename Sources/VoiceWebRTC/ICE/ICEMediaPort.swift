@@ -194,11 +194,27 @@ public final class ICEMediaPort: @unchecked Sendable {
 
     // MARK: Under the lock
 
-    /// The relay forwards only from permitted peers (RFC 8656 §9): every remote candidate's address.
+    /// The relay forwards only from permitted peers (RFC 8656 §9): every remote candidate's address the relay may
+    /// send to (``relayMaySend(to:)``).
     private func permitRemoteCandidates() {
         guard let turn, let relayed = turn.client.relayedAddress else { return }
-        let peers = Set(agent.remoteCandidates.compactMap(\.address).filter { $0.family == relayed.family })
+        let peers = Set(
+            agent.remoteCandidates.compactMap(\.address).filter { $0.family == relayed.family && relayMaySend(to: $0) })
         for request in turn.client.permissionRequests(for: Array(peers)) { send(request, to: turn.server) }
+    }
+
+    /// Whether checks leave our relay for `remote`: not for the peer's host candidates on private addresses
+    /// (RFC 1918, 100.64/10, link-local, fc00::/7), which sit behind its NAT, out of the relay's reach. Datagrams
+    /// the relay sends there come back as ICMP unreachable, and coturn then stops relaying for the allocation
+    /// altogether; the peer's srflx and relay candidates reach it from the relay instead.
+    private func relayMaySend(to remote: TransportAddress) -> Bool {
+        guard agent.remoteCandidates.first(where: { $0.address == remote })?.kind == .host else { return true }
+        let b = remote.addressBytes
+        if remote.family == .ipv4 {
+            return !(b[0] == 10 || b[0] == 172 && b[1] & 0xF0 == 16 || b[0] == 192 && b[1] == 168
+                || b[0] == 169 && b[1] == 254 || b[0] == 100 && b[1] & 0xC0 == 64)
+        }
+        return !(b[0] & 0xFE == 0xFC || b[0] == 0xFE && b[1] & 0xC0 == 0x80)
     }
 
     /// True when media may go to the selected pair: at once for a pair of our own addresses; for our relay once
@@ -267,8 +283,13 @@ public final class ICEMediaPort: @unchecked Sendable {
                 let destination = try? UDPEndpoint(
                     host: transmit.destination.host, port: Int(transmit.destination.port))
             else { continue }
-            if let turn, transmit.base == turn.client.relayedAddress, transport.relayedPeer?.peer != destination {
-                send(TURNClient.sendIndication(transmit.datagram, to: transmit.destination), to: turn.server)
+            if let turn, transmit.base == turn.client.relayedAddress {
+                guard relayMaySend(to: transmit.destination) else { continue }  // the pair fails by its timeout
+                if transport.relayedPeer?.peer == destination {
+                    send(transmit.datagram, to: destination)  // ChannelData (the transport frames it)
+                } else {
+                    send(TURNClient.sendIndication(transmit.datagram, to: transmit.destination), to: turn.server)
+                }
             } else {
                 send(transmit.datagram, to: destination)
             }
