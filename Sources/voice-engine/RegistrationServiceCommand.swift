@@ -108,7 +108,8 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw CommandFailure.runtime("cannot open the database: \(error)")
         }
         let service = RegistrationService(
-            store: store, issuer: EphemeralCredentialIssuer(
+            store: store,
+            issuer: EphemeralCredentialIssuer(
                 sharedSecret: secret, lifetime: lifetime, domain: domain, iceServerURLs: iceServers))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)

@@ -25,7 +25,8 @@ struct CallSetupTimeTests {
         -> CallLink.BoundMedia
     {
         let media = try await CallLink.bindMedia(
-            host: "127.0.0.1", signallingEncrypted: keying == .sdes, iceRole: role, turnServers: relay.map { [$0] } ?? [])
+            host: "127.0.0.1", signallingEncrypted: keying == .sdes, iceRole: role,
+            turnServers: relay.map { [$0] } ?? [])
         var capabilities = media.capabilities
         if keying == .sdes { capabilities.dtlsFingerprint = nil }
         if keying != .dtlsWithICE { capabilities.ice = nil }
@@ -163,7 +164,8 @@ struct RelayedCallSetupTimeTests {
         let median = times[times.count / 2]
         print(
             "client call setup through the relay (INVITE → first authenticated RTP at the caller), "
-                + "\(CallSetupTimeTests.calls) calls on loopback: median \(median), min \(times[0]), max \(times.last!)")
+                + "\(CallSetupTimeTests.calls) calls on loopback: median \(median), min \(times[0]), max \(times.last!)"
+        )
         #expect(median < .seconds(3), "\(median) to set up through the relay on loopback")
         try await caller.endpoint.close()
         try await callee.endpoint.close()

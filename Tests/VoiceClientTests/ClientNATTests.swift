@@ -283,7 +283,8 @@ struct ClientNATTests {
         {
             try await Task.sleep(for: .milliseconds(200))
         }
-        try #require(ClientNATNetwork.listening(in: "pub", port: 5061), "the service did not start:\n\(service.logTail)")
+        try #require(
+            ClientNATNetwork.listening(in: "pub", port: 5061), "the service did not start:\n\(service.logTail)")
         let secretFile = directory.appendingPathComponent("app-secret")
         try "demo-application-secret".write(to: secretFile, atomically: true, encoding: .utf8)
         let alice = (user: "alice", host: "hostA"), bob = (user: "bob", host: "hostB")

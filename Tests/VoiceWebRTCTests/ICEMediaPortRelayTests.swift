@@ -40,7 +40,8 @@ struct ICEMediaPortRelayTests {
         #expect(await controlled.gather(turn: Self.turn("bob")) == [])
         let relayA = try #require(controlling.localCandidates.first?.address)
         let relayB = try #require(controlled.localCandidates.first?.address)
-        #expect(controlling.localCandidates.map(\.kind) == [.relay] && controlled.localCandidates.map(\.kind) == [.relay])
+        #expect(
+            controlling.localCandidates.map(\.kind) == [.relay] && controlled.localCandidates.map(\.kind) == [.relay])
         #expect(controlling.sdp.candidates.count == 1 && controlling.sdp.candidates[0].contains("typ relay"))
         #expect(relayA.port != a.localEndpoint.port && (28500...28599).contains(Int(relayA.port)))
 

@@ -100,7 +100,8 @@ public final class ICEMediaPort: @unchecked Sendable {
         let client = TURNClient(server: server.address, credentials: server.credentials)
         let requests = lock.withLock {
             turn = (client, endpoint)
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            let nanoseconds =
+                timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
             return client.startGathering(now: clock.now, timeout: MediaTime(nanoseconds: nanoseconds))
         }
         for request in requests { send(request, to: endpoint) }
@@ -211,7 +212,8 @@ public final class ICEMediaPort: @unchecked Sendable {
         guard agent.remoteCandidates.first(where: { $0.address == remote })?.kind == .host else { return true }
         let b = remote.addressBytes
         if remote.family == .ipv4 {
-            return !(b[0] == 10 || b[0] == 172 && b[1] & 0xF0 == 16 || b[0] == 192 && b[1] == 168
+            return
+                !(b[0] == 10 || b[0] == 172 && b[1] & 0xF0 == 16 || b[0] == 192 && b[1] == 168
                 || b[0] == 169 && b[1] == 254 || b[0] == 100 && b[1] & 0xC0 == 64)
         }
         return !(b[0] & 0xFE == 0xFC || b[0] == 0xFE && b[1] & 0xC0 == 0x80)
@@ -251,7 +253,8 @@ public final class ICEMediaPort: @unchecked Sendable {
         case .mapped(let mapped):
             let base = routedBase(towards: server)
             guard mapped != base else { return }
-            agent.addLocalCandidate(kind: .srflx, address: mapped, base: base, related: base, server: server.description)
+            agent.addLocalCandidate(
+                kind: .srflx, address: mapped, base: base, related: base, server: server.description)
         case .relayed(let relayed):
             agent.addLocalCandidate(
                 kind: .relay, address: relayed, base: relayed, related: turn.client.mappedAddress,
