@@ -25,7 +25,6 @@ import Glibc
 /// from the side whose relay it is, plain datagrams to the relayed address from the other side).
 final class ClientNATNetwork: @unchecked Sendable {
     static let prefix = "vi"
-    static let names = ["pub", "natA", "hostA", "natB", "hostB"].map { prefix + $0 }
     static let service = "10.41.1.1"
     /// coturn's relay ports (run-service.sh's default range).
     static let relayPorts = 49160...49259
@@ -34,41 +33,16 @@ final class ClientNATNetwork: @unchecked Sendable {
     static func sh(_ script: String) -> (status: Int32, output: String) { ChildProcessGroup.shell(script) }
 
     /// Whether this machine lets us make namespaces and NAT rules (root, `ip`, `iptables`).
-    static let available: Bool = {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
-            FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables")
-        else { return false }
-        let probe = "\(prefix)probe"
-        return sh(
-            "ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s"
-        ).status == 0
-    }()
+    static let available = TwoNATNamespaces.available(prefix: prefix)
 
     init() throws {
         Self.teardown()
         let p = Self.prefix
-        let script = """
-            set -e
-            for n in pub natA hostA natB hostB; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
-            ip link add \(p)pa netns \(p)pub type veth peer name \(p)ap netns \(p)natA
-            ip link add \(p)pb netns \(p)pub type veth peer name \(p)bp netns \(p)natB
-            ip link add \(p)ah netns \(p)natA type veth peer name \(p)ha netns \(p)hostA
-            ip link add \(p)bh netns \(p)natB type veth peer name \(p)hb netns \(p)hostB
-            ip -n \(p)pub addr add 10.41.1.1/24 dev \(p)pa; ip -n \(p)pub link set \(p)pa up
-            ip -n \(p)pub addr add 10.41.2.1/24 dev \(p)pb; ip -n \(p)pub link set \(p)pb up
-            ip -n \(p)natA addr add 10.41.1.2/24 dev \(p)ap; ip -n \(p)natA link set \(p)ap up
-            ip -n \(p)natA addr add 192.168.41.1/24 dev \(p)ah; ip -n \(p)natA link set \(p)ah up
-            ip -n \(p)natB addr add 10.41.2.2/24 dev \(p)bp; ip -n \(p)natB link set \(p)bp up
-            ip -n \(p)natB addr add 192.168.42.1/24 dev \(p)bh; ip -n \(p)natB link set \(p)bh up
-            ip -n \(p)hostA addr add 192.168.41.2/24 dev \(p)ha; ip -n \(p)hostA link set \(p)ha up
-            ip -n \(p)hostB addr add 192.168.42.2/24 dev \(p)hb; ip -n \(p)hostB link set \(p)hb up
-            ip -n \(p)natA route add default via 10.41.1.1
-            ip -n \(p)natB route add default via 10.41.2.1
-            ip -n \(p)hostA route add default via 192.168.41.1
-            ip -n \(p)hostB route add default via 192.168.42.1
-            for n in pub natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
-            ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
-            ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
+        let script =
+            TwoNATNamespaces.script(
+                prefix: p, public1: "10.41.1", public2: "10.41.2", privateA: "192.168.41", privateB: "192.168.42")
+            + """
+            ip netns exec \(p)pub sysctl -qw net.ipv4.ip_forward=1
             ip netns exec \(p)natA iptables -A INPUT -i \(p)ap -p udp -m conntrack --ctstate NEW -j DROP
             ip netns exec \(p)natB iptables -A INPUT -i \(p)bp -p udp -m conntrack --ctstate NEW -j DROP
             ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.1.2 -d 10.41.2.2
@@ -83,9 +57,7 @@ final class ClientNATNetwork: @unchecked Sendable {
         }
     }
 
-    static func teardown() {
-        for n in names { sh("ip netns del \(n) 2>/dev/null") }
-    }
+    static func teardown() { TwoNATNamespaces.teardown(prefix: prefix) }
 
     deinit { Self.teardown() }
 
