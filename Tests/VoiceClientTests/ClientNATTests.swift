@@ -41,15 +41,15 @@ final class ClientNATNetwork: @unchecked Sendable {
         let script =
             TwoNATNamespaces.script(
                 prefix: p, public1: "10.41.1", public2: "10.41.2", privateA: "192.168.41", privateB: "192.168.42")
-            + """
-            ip netns exec \(p)pub sysctl -qw net.ipv4.ip_forward=1
-            ip netns exec \(p)natA iptables -A INPUT -i \(p)ap -p udp -m conntrack --ctstate NEW -j DROP
-            ip netns exec \(p)natB iptables -A INPUT -i \(p)bp -p udp -m conntrack --ctstate NEW -j DROP
-            ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.1.2 -d 10.41.2.2
-            ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.2.2 -d 10.41.1.2
-            ip netns exec \(p)pub iptables -A INPUT -p udp -d 10.41.1.1 --dport \(Self.relayPorts.lowerBound):\(Self.relayPorts.upperBound)
-            ip netns exec \(p)pub iptables -A INPUT -p udp -d 10.41.1.1 --dport 3478
-            """
+                + """
+                ip netns exec \(p)pub sysctl -qw net.ipv4.ip_forward=1
+                ip netns exec \(p)natA iptables -A INPUT -i \(p)ap -p udp -m conntrack --ctstate NEW -j DROP
+                ip netns exec \(p)natB iptables -A INPUT -i \(p)bp -p udp -m conntrack --ctstate NEW -j DROP
+                ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.1.2 -d 10.41.2.2
+                ip netns exec \(p)pub iptables -A FORWARD -p udp -s 10.41.2.2 -d 10.41.1.2
+                ip netns exec \(p)pub iptables -A INPUT -p udp -d 10.41.1.1 --dport \(Self.relayPorts.lowerBound):\(Self.relayPorts.upperBound)
+                ip netns exec \(p)pub iptables -A INPUT -p udp -d 10.41.1.1 --dport 3478
+                """
         let (status, output) = Self.sh(script)
         guard status == 0 else {
             Self.teardown()
