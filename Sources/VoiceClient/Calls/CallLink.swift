@@ -295,7 +295,7 @@ actor CallLink {
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
-        case .mediaInterrupted, .mediaResumed, .qualityUpdated:
+        case .mediaInterrupted, .mediaResumed, .qualityUpdated, .reconnecting, .reconnected:
             break  // for the app; the media pauses and resumes by itself
         case .startRingtone:
             tones.startRingtone()

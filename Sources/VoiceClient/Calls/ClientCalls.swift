@@ -48,6 +48,13 @@ final class ClientCalls {
         return call
     }
 
+    /// The calls whose media runs (established, not ended).
+    nonisolated(nonsending) func established() async -> [Call] {
+        var running: [Call] = []
+        for call in calls where await call.state == .established { running.append(call) }
+        return running
+    }
+
     /// Ends unanswered calls whose no-answer timeout has passed and forgets ended ones.
     nonisolated(nonsending) func tick() async {
         var live: [Call] = []
