@@ -1,6 +1,6 @@
 #!/bin/sh
-# Starts the calling client's service on loopback: PostgreSQL, the registration service (voice-engine
-# registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
+# Starts the calling client's service on loopback: PostgreSQL, coturn (STUN/TURN for the calls), the registration
+# service (voice-engine registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
 # TCP for SIP peers), the last two keeping their state in PostgreSQL (a cluster of its own in STATE_DIR/postgresql,
 # on 127.0.0.1:DB_PORT).
 #   Services/run-service.sh STATE_DIR SIP_PORT HTTPS_PORT VOICE_ENGINE_BINARY
@@ -12,17 +12,19 @@
 # STATE_DIR/applications.json, created with a demo application the first time, and added to the database at each
 # start. The secret shared by the two services is created once in STATE_DIR/shared-secret, the database password
 # in STATE_DIR/database-password.
-# GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends phone-number and conference calls
-# (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by default. Monitoring, plain HTTP on
-# 127.0.0.1 for a Prometheus scraper: the registration service's /metrics and /health on METRICS_PORT (environment;
-# HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT (SIP_TLS_PORT + 1 by default), both at
-# /metrics. Stops all on Ctrl-C.
+# SERVICE_ADDRESS (environment, 127.0.0.1 by default) is the address Kamailio, the registration service and coturn
+# listen on (PostgreSQL stays on loopback). GATEWAY and CONFERENCE (environment, SIP URIs) say where Kamailio sends
+# phone-number and conference calls (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by
+# default. Monitoring, plain HTTP on 127.0.0.1 for a Prometheus scraper: the registration service's /metrics and
+# /health on METRICS_PORT (environment; HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT
+# (SIP_TLS_PORT + 1 by default), both at /metrics. Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
 metrics_port=${METRICS_PORT:-$((http_port + 1))}
 kamailio_metrics_port=${KAMAILIO_METRICS_PORT:-$((tls_port + 1))}
 names=${SERVICE_NAMES:-DNS:localhost,DNS:voiceengine.test,IP:127.0.0.1,IP:::1}
+address=${SERVICE_ADDRESS:-127.0.0.1}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state"
 state=$(cd "$state" && pwd)
@@ -118,21 +120,42 @@ if [ -n "${APNS_KEY_FILE:-}${FCM_SERVICE_ACCOUNT:-}" ]; then
 fi
 
 secret=$(cat "$state/shared-secret")
+
+# coturn: STUN and TURN for the clients' calls on SERVICE_ADDRESS:TURN_PORT (environment, 3478 by default; relay
+# ports TURN_MIN_PORT…TURN_MIN_PORT+99, 49160 by default). It checks the time-limited credentials every registration
+# grant carries with the shared secret (use-auth-secret, the same scheme as Kamailio's auth_ephemeral); the
+# registration service names it in the grants (--ice-server). Peers on loopback are relayed to only when the
+# service itself is on loopback (every client runs here); otherwise a client could reach this machine's loopback
+# services through the relay.
+turn_port=${TURN_PORT:-3478}
+turn_min_port=${TURN_MIN_PORT:-49160}
+loopback_peers=""
+case "$address" in 127.*|::1) loopback_peers="--allow-loopback-peers" ;; esac
 # shellcheck disable=SC2086
-"$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
+/usr/bin/turnserver -n --listening-ip="$address" --listening-port="$turn_port" --relay-ip="$address" \
+  --min-port="$turn_min_port" --max-port=$((turn_min_port + 99)) --use-auth-secret --static-auth-secret="$secret" \
+  --realm=voiceengine.test $loopback_peers --no-tls --no-dtls --no-cli --no-tcp-relay --fingerprint \
+  --log-file="$state/coturn.log" --simple-log --pidfile="$state/coturn.pid" > /dev/null 2>&1 &
+coturn=$!
+trap 'kill $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
+echo "coturn: turn:$address:$turn_port, log $state/coturn.log (pid $coturn)"
+
+# shellcheck disable=SC2086
+"$voice_engine" registration-service --listen "$address:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
   --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
-  --certificate "$state/server.pem" --private-key "$state/server.key" --metrics-listen "127.0.0.1:$metrics_port" $push_options &
+  --certificate "$state/server.pem" --private-key "$state/server.key" --ice-server "turn:$address:$turn_port" \
+  --metrics-listen "127.0.0.1:$metrics_port" $push_options &
 registration=$!
-trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
-echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
+trap 'kill $registration $coturn 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
+echo "registration service: https://$address:$http_port/v1/registrations (pid $registration)"
 echo "metrics: http://127.0.0.1:$metrics_port/metrics, http://127.0.0.1:$metrics_port/health, kamailio http://127.0.0.1:$kamailio_metrics_port/metrics"
-echo "kamailio: sip:127.0.0.1:$tls_port;transport=tls (clients), sip:127.0.0.1:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
+echo "kamailio: sip:$address:$tls_port;transport=tls (clients), sip:$address:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"
-/usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
-  -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
+/usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:$address:$sip_port" -l "tcp:$address:$sip_port" \
+  -l "tls:$address:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
-  -A "SELF=\"sip:127.0.0.1:$sip_port\"" -A "METRICS_PORT=$kamailio_metrics_port" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
-  ${push_defines:+-A "PUSH_GATEWAY=\"https://127.0.0.1:$http_port/v1/managed-push\""} \
+  -A "SELF=\"sip:$address:$sip_port\"" -A "METRICS_PORT=$kamailio_metrics_port" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
+  ${push_defines:+-A "PUSH_GATEWAY=\"https://$address:$http_port/v1/managed-push\""} \
   ${push_defines:+-A "PUSH_SECRET=\"$(cat "$state/push-secret" 2>/dev/null)\"" -A "PUSH_CA=\"$state/ca.pem\""} \
   -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

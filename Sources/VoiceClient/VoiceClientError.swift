@@ -28,6 +28,9 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
     case stateStore(String)
     /// A TLS connection to the service was refused before anything was sent on it (which server, and why).
     case tlsRefused(TLSRefusal)
+    /// The service's TURN server refused the call's relay allocation (its credentials, from the registration
+    /// grant, are wrong or expired); nothing was sent to the callee.
+    case turnRefused(TURNRefusal)
 
     public var description: String {
         switch self {
@@ -44,6 +47,7 @@ public enum VoiceClientError: Error, Equatable, Sendable, CustomStringConvertibl
         case .registrationLost(let reason): "registration lost: \(reason)"
         case .stateStore(let reason): "\(reason)"
         case .tlsRefused(let refusal): "TLS refused: \(refusal)"
+        case .turnRefused(let refusal): "\(refusal)"
         }
     }
 }

@@ -64,7 +64,8 @@ public struct RegistrationGrant: Codable, Equatable, Sendable {
     /// The SIP domain of the user's address of record (`sip:<user ID>@<domain>`).
     public var domain: String
     /// The service's STUN/TURN servers with credentials that expire with the SIP ones; nil when the service names
-    /// none (a grant without the field decodes to nil). The client's calls gather only host candidates so far.
+    /// none (a grant without the field decodes to nil). The client's calls gather their server-reflexive and relayed
+    /// candidates from the first `turn:` one.
     public var iceServers: [ICEServer]?
 
     public init(username: String, password: String, expires: UInt64, domain: String, iceServers: [ICEServer]? = nil) {

@@ -9,6 +9,8 @@ public actor ManagedPushDispatcher {
     /// What became of the push to one device.
     public struct DeviceOutcome: Sendable, Equatable {
         public var deviceID: String
+        /// The push service the device's token belongs to: `apns` or `fcm`.
+        public var platform: String
         public var outcome: PushOutcome
         /// The device's push data was removed from the store (its token is gone).
         public var removed: Bool
@@ -33,26 +35,26 @@ public actor ManagedPushDispatcher {
         let devices = try await store.devices(applicationKey: nil, userID: userID)
         let payload = try await withDisplayName(payload)
         let apns = apns, fcm = fcm
-        let outcomes = await withTaskGroup(of: (RegistrationStore.Device, PushOutcome).self) { group in
+        let outcomes = await withTaskGroup(of: (RegistrationStore.Device, String, PushOutcome).self) { group in
             for device in devices {
                 guard let token = ManagedPushToken(pushData: device.pushData) else { continue }
                 group.addTask {
                     switch token {
                     case .apns(let deviceToken):
-                        guard let apns else { return (device, .notSent("no APNs sender is configured")) }
-                        return (device, await apns.send(payload, toDevice: deviceToken))
+                        guard let apns else { return (device, "apns", .notSent("no APNs sender is configured")) }
+                        return (device, "apns", await apns.send(payload, toDevice: deviceToken))
                     case .fcm(let registrationToken):
-                        guard let fcm else { return (device, .notSent("no FCM sender is configured")) }
-                        return (device, await fcm.send(payload, toDevice: registrationToken))
+                        guard let fcm else { return (device, "fcm", .notSent("no FCM sender is configured")) }
+                        return (device, "fcm", await fcm.send(payload, toDevice: registrationToken))
                     }
                 }
             }
-            var outcomes: [(RegistrationStore.Device, PushOutcome)] = []
+            var outcomes: [(RegistrationStore.Device, String, PushOutcome)] = []
             for await outcome in group { outcomes.append(outcome) }
             return outcomes
         }
         var results: [DeviceOutcome] = []
-        for (device, outcome) in outcomes.sorted(by: { $0.0.deviceID < $1.0.deviceID }) {
+        for (device, platform, outcome) in outcomes.sorted(by: { $0.0.deviceID < $1.0.deviceID }) {
             var removed = false
             if case .deviceGone = outcome {
                 removed = try await store.removePushData(
@@ -60,7 +62,8 @@ public actor ManagedPushDispatcher {
                     ifStill: device.pushData)
             }
             counts[Self.name(outcome), default: 0] += 1
-            results.append(DeviceOutcome(deviceID: device.deviceID, outcome: outcome, removed: removed))
+            results.append(
+                DeviceOutcome(deviceID: device.deviceID, platform: platform, outcome: outcome, removed: removed))
         }
         return results
     }

@@ -24,24 +24,6 @@ extension RegistrationService {
             : await listCalls(userID: userID, body: body)
     }
 
-    /// The user ID of credentials this service issued and that are still valid (`Basic base64(username:password)`,
-    /// username `<expiry>:<user ID>`), nil for anything else.
-    func authenticatedUser(_ authorization: String?) -> String? {
-        guard let authorization, authorization.hasPrefix("Basic "),
-            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
-                String(decoding: $0, as: UTF8.self)
-            }),
-            let colon = decoded.lastIndex(of: ":")
-        else { return nil }
-        let username = String(decoded[..<colon])
-        guard
-            issuer.accepts(
-                username: username, password: String(decoded[decoded.index(after: colon)...]), now: unixTime()),
-            let separator = username.firstIndex(of: ":")
-        else { return nil }
-        return String(username[username.index(after: separator)...])
-    }
-
     private func storeCallStatistics(userID: String, body: [UInt8]) async -> (status: Int, body: Data) {
         guard body.count <= CallStatisticsSummary.maximumBytes else {
             return malformed("a report larger than \(CallStatisticsSummary.maximumBytes) bytes")

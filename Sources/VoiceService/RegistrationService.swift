@@ -140,8 +140,9 @@ public actor RegistrationService {
         return (200, (try? encoder.encode(answer)) ?? Data())
     }
 
-    /// The user ID of HTTP Basic credentials this service issued (username `<expiry>:<user ID>`), nil otherwise.
-    private func authenticatedUser(_ authorization: String?) -> String? {
+    /// The user ID of HTTP Basic credentials this service issued and that are still valid (username
+    /// `<expiry>:<user ID>`), nil otherwise.
+    func authenticatedUser(_ authorization: String?) -> String? {
         guard let authorization, authorization.hasPrefix("Basic "),
             let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
                 String(decoding: $0, as: UTF8.self)
@@ -220,6 +221,9 @@ public actor RegistrationService {
         }
         do {
             let outcomes = try await managedPush.dispatcher.push(Data(body), to: userID)
+            for outcome in outcomes {
+                metrics.push(platform: outcome.platform, outcome: ManagedPushDispatcher.name(outcome.outcome))
+            }
             let answer: [[String: Any]] = outcomes.map {
                 [
                     "device": $0.deviceID, "outcome": ManagedPushDispatcher.name($0.outcome),

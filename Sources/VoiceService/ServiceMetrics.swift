@@ -42,8 +42,8 @@ public final class ServiceMetrics: Sendable {
         ).record(duration)
     }
 
-    /// Counts one push sent to a platform's gateway: `outcome` is `delivered`, `rejected` (a refused token or
-    /// payload), `unavailable` (no answer, 5xx) and the like; `platform` `apns` or `fcm`.
+    /// Counts one managed push to a device: `outcome` is ``ManagedPushDispatcher``'s name for it (`delivered`,
+    /// `deviceGone`, `refused`, `notSent`); `platform` `apns` or `fcm`.
     public func push(platform: String, outcome: String) {
         registry.makeCounter(
             descriptor: MetricNameDescriptor(

@@ -43,6 +43,12 @@ struct RegistrationServiceCommand: ParsableCommand {
         name: .customLong("metrics-listen"),
         help: "Also listen on host:port in plain HTTP for GET /metrics and GET /health only (nothing secret there).")
     var metricsListen: String?
+    @Option(
+        name: .customLong("ice-server"),
+        help: ArgumentHelp(
+            "A TURN server URL (turn:HOST:PORT) handed out with every grant; it checks the grant's credentials "
+                + "with the shared secret (coturn's use-auth-secret). Repeatable."))
+    var iceServers: [String] = []
     @Flag(
         name: .customLong("insecure-plain-http"),
         help: "Serve plain HTTP instead of HTTPS: the granted SIP passwords cross the network in clear text.")
@@ -63,6 +69,9 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw ValidationError("--metrics-listen \(metricsListen): expected HOST:PORT")
         }
         do { _ = try DatabaseAddress(url: database) } catch { throw ValidationError("--database \(error)") }
+        for url in iceServers where !url.hasPrefix("turn:") && !url.hasPrefix("stun:") && !url.hasPrefix("turns:") {
+            throw ValidationError("--ice-server \(url): expected a turn:, turns: or stun: URL")
+        }
     }
 
     func run() throws {
@@ -109,7 +118,9 @@ struct RegistrationServiceCommand: ParsableCommand {
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let service = RegistrationService(
-            store: store, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
+            store: store,
+            issuer: EphemeralCredentialIssuer(
+                sharedSecret: secret, lifetime: lifetime, domain: domain, iceServerURLs: iceServers),
             managedPush: try push.managedPush(store: store, group: group))
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer

@@ -19,13 +19,18 @@ struct CallSetupTimeTests {
 
     static let calls = 5
 
-    /// The caller's and the callee's media: the client's binding, reduced to what `keying` uses.
-    static func bind(_ keying: Keying, role: ICEAgent.Role) async throws -> CallLink.BoundMedia {
+    /// The caller's and the callee's media: the client's binding, reduced to what `keying` uses. With `relay` (a
+    /// TURN server) the SDP keeps only the relayed candidate, so the call connects through the relay.
+    static func bind(_ keying: Keying, role: ICEAgent.Role, relay: TURNServer? = nil) async throws
+        -> CallLink.BoundMedia
+    {
         let media = try await CallLink.bindMedia(
-            host: "127.0.0.1", signallingEncrypted: keying == .sdes, iceRole: role)
+            host: "127.0.0.1", signallingEncrypted: keying == .sdes, iceRole: role,
+            turnServers: relay.map { [$0] } ?? [])
         var capabilities = media.capabilities
         if keying == .sdes { capabilities.dtlsFingerprint = nil }
         if keying != .dtlsWithICE { capabilities.ice = nil }
+        if relay != nil { capabilities.ice?.candidates.removeAll { !$0.contains(" typ relay") } }
         return CallLink.BoundMedia(
             transport: media.transport, capabilities: capabilities, certificate: media.certificate, ice: media.ice)
     }
@@ -37,10 +42,10 @@ struct CallSetupTimeTests {
     /// authenticated RTP, how the call was keyed, and where the caller's media went and the callee's media port
     /// is. `rewrite` changes what the caller takes from the answer before its media starts.
     static func oneCall(
-        _ keying: Keying, caller: SIPUserAgent, callee: SIPUserAgent,
+        _ keying: Keying, caller: SIPUserAgent, callee: SIPUserAgent, relay: TURNServer? = nil,
         rewrite: (inout NegotiatedAudio) -> Void = { _ in }
     ) async throws -> (time: Duration, negotiated: NegotiatedAudio, sentTo: UDPEndpoint?, calleePort: UDPEndpoint) {
-        let calleeMedia = try await bind(keying, role: .controlled)
+        let calleeMedia = try await bind(keying, role: .controlled, relay: relay)
         let answering = Task { () -> SIPCallMedia? in
             for await incoming in callee.incomingCalls {
                 let negotiated = try await incoming.answer(with: calleeMedia.capabilities)
@@ -50,7 +55,7 @@ struct CallSetupTimeTests {
             }
             return nil
         }
-        let callerMedia = try await bind(keying, role: .controlling)
+        let callerMedia = try await bind(keying, role: .controlling, relay: relay)
         let port = try #require(await callee.endpoint.localAddress(.udp)?.port)
         let started = ContinuousClock.now
         let call = try await caller.call(
@@ -63,6 +68,11 @@ struct CallSetupTimeTests {
         #expect(
             (live.ice?.selectedPair != nil) == (keying == .dtlsWithICE),
             "\(keying): ICE selected \(live.ice?.selectedPair.map { "\($0.remote)" } ?? "no pair")")
+        if relay != nil {
+            // The peer offered only its relayed candidate: the pair joins it (our side is the relay or a host).
+            let kinds = live.ice?.selectedPairKinds
+            #expect(kinds?.remote == .relay, "the pair found is \(kinds.map { "\($0)" } ?? "none")")
+        }
         var flowing: Duration?
         for await event in live.live.events {
             if case .established = event {
@@ -89,7 +99,9 @@ struct CallSetupTimeTests {
             answer.remoteRTCPPort = 9
         }
         #expect(call.negotiated.remotePort == 9)
-        #expect(call.sentTo == call.calleePort, "the caller sent to \(call.sentTo.map { "\($0)" } ?? "nowhere")")
+        // The callee's socket is bound to every interface: the pair found names one of them, on its port.
+        #expect(
+            call.sentTo?.port == call.calleePort.port, "the caller sent to \(call.sentTo.map { "\($0)" } ?? "nowhere")")
         try await caller.endpoint.close()
         try await callee.endpoint.close()
         try await group.shutdownGracefully()
@@ -116,6 +128,45 @@ struct CallSetupTimeTests {
         print(
             "client call setup (INVITE → first authenticated RTP at the caller), \(Self.calls) calls each on loopback:")
         for line in report { print("  " + line) }
+        try await caller.endpoint.close()
+        try await callee.endpoint.close()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// Call setup time through coturn on loopback (port 28678, relay ports 28700–28799, this suite's): both sides
+/// offer only their relayed candidate, so the checks, the DTLS handshake and the media cross the relay.
+@Suite(
+    "Client call setup time through a TURN relay", .tags(.live, .slow, .interop), .scheduledByTags, .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: TURNServerProcess.isInstalled, "coturn is not installed (make test-deps installs it)"))
+struct RelayedCallSetupTimeTests {
+    @Test func setupTimeThroughTheRelay() async throws {
+        let secret = "relayed-setup-secret"
+        let server = try TURNServerProcess(port: 28678, relayPorts: 28700...28799, secret: secret)
+        defer { server.stop() }
+        try #require(await server.waitUntilListening(), "coturn did not start: \(server.logTail)")
+        let relay = TURNServer(
+            address: TransportAddress("127.0.0.1", port: 28678)!,
+            credentials: .restAPI(secret: secret, user: "setup"))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let caller = try await loopbackAgent("caller", on: group.next())
+        let callee = try await loopbackAgent("callee", on: group.next())
+        var times: [Duration] = []
+        for _ in 0..<CallSetupTimeTests.calls {
+            let (time, negotiated, sentTo, calleePort) = try await CallSetupTimeTests.oneCall(
+                .dtlsWithICE, caller: caller, callee: callee, relay: relay)
+            #expect(negotiated.remoteICE?.candidates.allSatisfy { $0.contains(" typ relay") } == true)
+            #expect(sentTo?.port != calleePort.port, "media went straight to the callee's port")
+            times.append(time)
+        }
+        times.sort()
+        let median = times[times.count / 2]
+        print(
+            "client call setup through the relay (INVITE → first authenticated RTP at the caller), "
+                + "\(CallSetupTimeTests.calls) calls on loopback: median \(median), min \(times[0]), max \(times.last!)"
+        )
+        #expect(median < .seconds(3), "\(median) to set up through the relay on loopback")
         try await caller.endpoint.close()
         try await callee.endpoint.close()
         try await group.shutdownGracefully()

@@ -113,6 +113,7 @@ struct DevicePushTests {
         let third = await managedPush(call, to: "bob")
         let after = server.requests.count
         let counts = await dispatcher.counts
+        let metrics = service.metrics.exposition()
 
         await dispatcher.close()
         await server.close()
@@ -121,6 +122,11 @@ struct DevicePushTests {
 
         #expect(refused.status == 401)
         #expect(first.status == 200)
+        // The pushes by platform and outcome reach the service's Prometheus metrics.
+        let pushLines = metrics.split(separator: "\n").filter { $0.hasPrefix("voiceengine_push_sent") }
+        #expect(pushLines.contains { $0.contains(#"platform="apns""#) && $0.contains(#"outcome="delivered""#) })
+        #expect(pushLines.contains { $0.contains(#"platform="fcm""#) && $0.contains(#"outcome="delivered""#) })
+        #expect(pushLines.contains { $0.contains(#"platform="apns""#) && $0.contains(#"outcome="deviceGone""#) })
         #expect(first.devices["phone"]?.outcome == "delivered" && first.devices["tablet"]?.outcome == "delivered")
         // Both devices were pushed through their service, each request accepted by the server's checks.
         #expect(

@@ -84,6 +84,18 @@ final class ServiceHarness: @unchecked Sendable {
     /// The registration service's port (0: any). A test that restarts the service on its port names one outside the
     /// ephemeral range: an ephemeral port given back can be taken by an outgoing connection before the restart binds.
     var registrationListenPort = 0
+    /// The TURN servers every grant names (`turn:` URLs; they check the grants' credentials with ``sharedSecret``),
+    /// set before `start()`.
+    var iceServerURLs: [String] = [] {
+        didSet {
+            guard let address = try? DatabaseAddress(url: database.url) else { return }
+            registrationService = RegistrationService(
+                store: RegistrationStore(address),
+                issuer: EphemeralCredentialIssuer(
+                    sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test",
+                    iceServerURLs: iceServerURLs))
+        }
+    }
 
     init(sipPort: Int, credentialLifetime: UInt64 = 3600) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("voiceclient-\(UUID().uuidString)")

@@ -19,7 +19,6 @@ final class ManagedBox<T>: @unchecked Sendable {
 ///     hostB 192.168.18.2 ─ natB (MASQUERADE) 10.17.2.2 ─┘
 final class NATNetwork: @unchecked Sendable {
     static let prefix = "ve17"
-    static var names: [String] { ["pub", "natA", "hostA", "natB", "hostB"].map { prefix + $0 } }
 
     /// Runs a shell script to its end; its status and output (``ChildProcessGroup/shell(_:)``: Foundation's
     /// `Process` misses a child's exit while another `Process`, coturn, runs).
@@ -27,42 +26,12 @@ final class NATNetwork: @unchecked Sendable {
     static func sh(_ script: String) -> (Int32, String) { ChildProcessGroup.shell(script) }
 
     /// Whether this machine lets us make namespaces and NAT rules (root, `ip`, `iptables`).
-    static let available: Bool = {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
-            FileManager.default.isExecutableFile(atPath: "/usr/sbin/iptables")
-        else { return false }
-        let probe = "\(prefix)probe"
-        return sh(
-            "ip netns add \(probe) && ip netns exec \(probe) iptables -t nat -L >/dev/null; s=$?; ip netns del \(probe); exit $s"
-        ).0 == 0
-    }()
+    static let available = TwoNATNamespaces.available(prefix: prefix)
 
     init() throws {
         Self.teardown()
-        let p = Self.prefix
-        let script = """
-            set -e
-            for n in pub natA hostA natB hostB; do ip netns add \(p)$n; ip -n \(p)$n link set lo up; done
-            ip link add \(p)pa netns \(p)pub type veth peer name \(p)ap netns \(p)natA
-            ip link add \(p)pb netns \(p)pub type veth peer name \(p)bp netns \(p)natB
-            ip link add \(p)ah netns \(p)natA type veth peer name \(p)ha netns \(p)hostA
-            ip link add \(p)bh netns \(p)natB type veth peer name \(p)hb netns \(p)hostB
-            ip -n \(p)pub addr add 10.17.1.1/24 dev \(p)pa; ip -n \(p)pub link set \(p)pa up
-            ip -n \(p)pub addr add 10.17.2.1/24 dev \(p)pb; ip -n \(p)pub link set \(p)pb up
-            ip -n \(p)natA addr add 10.17.1.2/24 dev \(p)ap; ip -n \(p)natA link set \(p)ap up
-            ip -n \(p)natA addr add 192.168.17.1/24 dev \(p)ah; ip -n \(p)natA link set \(p)ah up
-            ip -n \(p)natB addr add 10.17.2.2/24 dev \(p)bp; ip -n \(p)natB link set \(p)bp up
-            ip -n \(p)natB addr add 192.168.18.1/24 dev \(p)bh; ip -n \(p)natB link set \(p)bh up
-            ip -n \(p)hostA addr add 192.168.17.2/24 dev \(p)ha; ip -n \(p)hostA link set \(p)ha up
-            ip -n \(p)hostB addr add 192.168.18.2/24 dev \(p)hb; ip -n \(p)hostB link set \(p)hb up
-            ip -n \(p)natA route add default via 10.17.1.1
-            ip -n \(p)natB route add default via 10.17.2.1
-            ip -n \(p)hostA route add default via 192.168.17.1
-            ip -n \(p)hostB route add default via 192.168.18.1
-            for n in natA natB; do ip netns exec \(p)$n sysctl -qw net.ipv4.ip_forward=1; done
-            ip netns exec \(p)natA iptables -t nat -A POSTROUTING -o \(p)ap -j MASQUERADE
-            ip netns exec \(p)natB iptables -t nat -A POSTROUTING -o \(p)bp -j MASQUERADE
-            """
+        let script = TwoNATNamespaces.script(
+            prefix: Self.prefix, public1: "10.17.1", public2: "10.17.2", privateA: "192.168.17", privateB: "192.168.18")
         let (status, output) = Self.sh(script)
         guard status == 0 else {
             Self.teardown()
@@ -70,9 +39,7 @@ final class NATNetwork: @unchecked Sendable {
         }
     }
 
-    static func teardown() {
-        for n in names { sh("ip netns del \(n) 2>/dev/null") }
-    }
+    static func teardown() { TwoNATNamespaces.teardown(prefix: prefix) }
 
     deinit { Self.teardown() }
 

@@ -67,25 +67,38 @@ actor CallLink {
         let capabilities: AudioCapabilities
         let certificate: DTLSCertificate
         let ice: ICEMediaPort
+        /// The TURN server refused our allocation (the call has no relayed candidate).
+        var turnRefusal: TURNRefusal? = nil
     }
 
-    /// The RTP socket and the offer/answer capabilities of one call, on `host` (the address SIP uses), with an
-    /// RTCP socket (RTP + 1 when free, else any port) announced as `a=rtcp:` for a peer that does not multiplex.
+    /// The RTP socket and the offer/answer capabilities of one call, with an RTCP socket (RTP + 1 when free, else
+    /// any port) announced as `a=rtcp:` for a peer that does not multiplex.
     ///
     /// SRTP is keyed by DTLS-SRTP (RFC 5763/5764) on the media port, with a fresh certificate per call, so no key
     /// crosses the network. SDES keys travel in the SDP itself: they are offered next to DTLS-SRTP (for peers that
     /// only do SDES) and accepted only when `signallingEncrypted` (SIP over TLS); otherwise an SDES-only offer
     /// is refused (``SDPError/sdesRefused``).
     ///
-    /// ICE (RFC 8445/8839) runs on the same port: the SDP carries its credentials and a host candidate, the caller
-    /// controls (`iceRole`), and a peer without ICE gets its media on the c=/m= address as before.
-    static func bindMedia(host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role) async throws
-        -> BoundMedia
-    {
+    /// ICE (RFC 8445/8839) runs on the same port, bound to every interface: the SDP carries its credentials and a
+    /// host candidate per interface address (loopback ones only when `host` is loopback, a service on this
+    /// machine), and with `turnServers` (the grant's) a server-reflexive and a relayed candidate from the first
+    /// one; the caller controls (`iceRole`). The c=/m= address is `host`, the address SIP uses towards the
+    /// service, so a peer without ICE gets its media there as before.
+    static func bindMedia(
+        host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role, turnServers: [TURNServer] = []
+    ) async throws -> BoundMedia {
         let certificate = try DTLSCertificate(commonName: "VoiceClient")
-        // Polled by the handshake, then by the call's media thread.
-        let transport = try await UDPMediaTransport.bind(
-            host: host, port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
+        let hostAddress = TransportAddress(host, port: 0)
+        // Polled by the handshake, then by the call's media thread. The IPv6 wildcard is dual-stack; without IPv6
+        // the IPv4 one.
+        let configuration = UDPMediaTransport.Configuration(receive: .consumerPolls)
+        let transport: UDPMediaTransport
+        do {
+            transport = try await UDPMediaTransport.bind(host: "::", port: 0, configuration: configuration)
+        } catch {
+            transport = try await UDPMediaTransport.bind(
+                host: hostAddress?.family == .ipv6 ? host : "0.0.0.0", port: 0, configuration: configuration)
+        }
         let rtcp: UDPEndpoint
         do {
             do { rtcp = try transport.bindRTCPPort() } catch { rtcp = try transport.bindRTCPPort(port: 0) }
@@ -93,12 +106,20 @@ actor CallLink {
             await transport.close()
             throw error
         }
+        let loopback = hostAddress.map { $0.addressBytes == [127, 0, 0, 1] || $0.host == "::1" } ?? false
+        let ice = ICEMediaPort(transport: transport, role: iceRole, includeLoopback: loopback)
+        var refusal: TURNRefusal?
+        if let turn = turnServers.first {
+            for case .rejected(let code, let reason) in await ice.gather(turn: turn) {
+                refusal = TURNRefusal(server: turn.address.description, code: code, reason: reason)
+            }
+        }
         let suites: [SRTPCryptoSuite] = signallingEncrypted ? [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32] : []
-        let ice = ICEMediaPort(transport: transport, role: iceRole)
         let capabilities = AudioCapabilities(
             address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites), rtcpPort: Int(rtcp.port),
             dtlsFingerprint: certificate.fingerprint.sdpValue, offersSDESWithDTLS: signallingEncrypted, ice: ice.sdp)
-        return BoundMedia(transport: transport, capabilities: capabilities, certificate: certificate, ice: ice)
+        return BoundMedia(
+            transport: transport, capabilities: capabilities, certificate: certificate, ice: ice, turnRefusal: refusal)
     }
 
     /// Follows both sides until the call ends.

@@ -75,7 +75,8 @@ final class ClientCalls {
     /// Places a call through the service. For another user of the app, a callee the service keeps (no
     /// connection) makes `askToPush` run with the call's payload.
     /// - Throws: ``VoiceClientError/invalidCall(_:)`` (headers), ``VoiceClientError/invalidState(_:)`` (not
-    ///   started), ``VoiceClientError/network(_:)``; nothing was sent then.
+    ///   started), ``VoiceClientError/network(_:)``, ``VoiceClientError/turnRefused(_:)`` (the grant's TURN
+    ///   credentials were refused); nothing was sent then.
     nonisolated(nonsending) func place(
         _ target: CallTarget, headers: [String: String],
         askToPush: @escaping @Sendable (_ recipient: String, _ payload: PushPayload) async -> Void
@@ -89,9 +90,14 @@ final class ClientCalls {
         do {
             media = try await CallLink.bindMedia(
                 host: registration.mediaHost, signallingEncrypted: registration.signallingEncrypted,
-                iceRole: .controlling)
+                iceRole: .controlling, turnServers: grant.turnServers)
         } catch {
             throw .network("cannot bind the RTP socket: \(error)")
+        }
+        if let refusal = media.turnRefusal {
+            media.ice.stop()
+            await media.transport.close()
+            throw .turnRefused(refusal)
         }
         let sip: SIPCall
         do {
@@ -125,8 +131,10 @@ final class ClientCalls {
     nonisolated(nonsending) func ring(_ sip: SIPCall, mediaHost: String) async {
         let media: CallLink.BoundMedia
         do {
+            // A refused relay allocation leaves the answer with its host and server-reflexive candidates.
             media = try await CallLink.bindMedia(
-                host: mediaHost, signallingEncrypted: registration.signallingEncrypted, iceRole: .controlled)
+                host: mediaHost, signallingEncrypted: registration.signallingEncrypted, iceRole: .controlled,
+                turnServers: registration.grant?.turnServers ?? [])
         } catch {
             await sip.reject(status: 500, reason: "Cannot Bind Media")
             return

@@ -54,6 +54,17 @@ package final class SIPCallMedia: Sendable {
         tones: AudioController? = nil, handshakeTimeout: Duration = SIPCallMedia.dtlsHandshakeTimeout
     ) async throws -> SIPCallMedia {
         try transport.setRemote(negotiated: negotiated)
+        // The handshake keeps the peer's first flight while our checks still run (the peer may finish first).
+        var handshake: DTLSSRTPMediaPortHandshake?
+        if let dtls = negotiated.dtls {
+            do throws(DTLSError) {
+                handshake = try DTLSSRTPMediaPortHandshake(
+                    certificate: certificate, negotiated: dtls, transport: transport)
+            } catch {
+                throw SIPCallMediaError.dtlsHandshakeFailed(error)
+            }
+            handshake?.listen()
+        }
         var connectedICE: ICEMediaPort?
         if let ice, let remote = negotiated.remoteICE {
             switch await ice.connect(to: remote, timeout: Self.iceTimeout) {
@@ -62,21 +73,20 @@ package final class SIPCallMedia: Sendable {
                 connectedICE = ice
             case .failure(let error):
                 ice.stop()
+                handshake?.stop()
                 throw SIPCallMediaError.iceFailed(error)
             }
         }
-        guard let dtls = negotiated.dtls else {
+        guard let handshake else {
             return try SIPCallMedia(
                 negotiated: negotiated, callID: callID, transport: transport, devices: devices, options: options,
                 tones: tones, handshake: nil, ice: connectedICE, remoteSet: true)
         }
-        let handshake: DTLSSRTPMediaPortHandshake
         let keys: DTLSSRTPKeys
         do throws(DTLSError) {
-            handshake = try DTLSSRTPMediaPortHandshake(
-                certificate: certificate, negotiated: dtls, transport: transport)
             keys = try await handshake.run(timeout: handshakeTimeout).get()
         } catch {
+            handshake.stop()
             connectedICE?.stop()
             throw SIPCallMediaError.dtlsHandshakeFailed(error)
         }

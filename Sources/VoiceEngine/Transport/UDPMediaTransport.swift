@@ -162,7 +162,7 @@ public final class UDPMediaTransport: Sendable {
     public let configuration: Configuration
     /// nil when the consumer polls the socket (``ReceiveMode/consumerPolls``).
     private let channel: (any Channel)?
-    private let state: TransportState
+    let state: TransportState
     /// The socket for RTCP when the peer does not multiplex it (``bindRTCPPort(port:)``); polled, drained, latched
     /// and closed with this one. Set at most once, read lock-free on the audio path.
     let rtcpPort = AtomicLazyReference<UDPMediaTransport>()
@@ -403,6 +403,10 @@ final class TransportState: Sendable {
     let dtlsHandler = Mutex<UDPMediaTransport.DTLSRecordHandler?>(nil)
     /// ``UDPMediaTransport/setSTUNHandler(_:)``; consulted only for datagrams that are not RTP.
     let stunHandler = Mutex<UDPMediaTransport.STUNMessageHandler?>(nil)
+    /// Media through a TURN relay (UDPMediaTransport+Relay.swift): the peer, the server, the channel (0: none).
+    let relayPeer = AtomicEndpoint(), relayServer = AtomicEndpoint()
+    let relayChannel = Atomic<Int>(0)
+    let relayedSent = Atomic<Int>(0), relayedReceived = Atomic<Int>(0)
 
     init(fd: Int32, family: Int32, configuration: UDPMediaTransport.Configuration) {
         self.fd = fd
@@ -461,13 +465,15 @@ final class TransportState: Sendable {
         defer { sendGate.wrappingSubtract(1, ordering: .releasing) }
         guard gate & Self.closedBit == 0 else { return .closed }
         var address = sockaddr_storage()
-        guard let length = destination.socketAddress(family: family, into: &address) else {
+        let relay = relayRoute(for: destination)
+        guard let length = (relay?.server ?? destination).socketAddress(family: family, into: &address) else {
             counters.sendFailed.wrappingAdd(1, ordering: .relaxed)  // an IPv6 peer from an IPv4 socket
             return .failed(errno: EAFNOSUPPORT)
         }
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(fd, datagram.baseAddress, datagram.count, Int32(MSG_DONTWAIT), $0, length)
+                if let relay { return sendChannelData(datagram, channel: relay.channel, to: $0, length: length) }
+                return sendto(fd, datagram.baseAddress, datagram.count, Int32(MSG_DONTWAIT), $0, length)
             }
         }
         if result >= 0 {
@@ -503,6 +509,7 @@ final class TransportState: Sendable {
             return
         }
         if bytes[0] >> 6 != 2 {
+            if receiveChannelData(bytes, from: source, arrival: arrival) { return }
             counters.droppedNotRTP.wrappingAdd(1, ordering: .relaxed)
             if (20...63).contains(bytes[0]), let handler = dtlsHandler.withLock({ $0 }) { handler(bytes, source) }
             if bytes[0] < 4, let handler = stunHandler.withLock({ $0 }) { handler(bytes, source) }

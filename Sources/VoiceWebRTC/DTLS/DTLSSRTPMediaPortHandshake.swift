@@ -75,6 +75,14 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
         return .failure(.timedOut)
     }
 
+    /// Keeps the peer's records from now on until ``run(timeout:)`` answers them: for a call whose ICE checks are
+    /// still running when the peer, done with its own, sends its first flight (its ClientHello would otherwise be
+    /// lost, and the handshake wait a second for its retransmission).
+    public func listen() {
+        rtp.listen()
+        rtcp?.listen()
+    }
+
     /// Takes the hooks off the transport (the call ended).
     public func stop() {
         rtp.stop()
@@ -88,15 +96,30 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
         private let lock = NSLock()
         /// Where the peer's records came from (its media address may differ from its SDP's behind a NAT).
         private var peer: UDPEndpoint?
+        /// Records that arrived after ``listen()`` and before ``start()`` (a few; the peer retransmits the rest).
+        private var early: [(record: [UInt8], source: UDPEndpoint)] = []
+        private var running = false
 
         init(association: DTLSSRTPAssociation, transport: UDPMediaTransport) {
             self.association = association
             self.transport = transport
         }
 
-        func start() {
+        func listen() {
             transport.setDTLSRecordHandler { [weak self] record, source in self?.receive(record, from: source) }
-            lock.withLock { send(association.start()) }
+        }
+
+        func start() {
+            listen()
+            lock.withLock {
+                running = true
+                send(association.start())
+                for (record, source) in early {
+                    peer = source
+                    record.withUnsafeBytes { send(association.receive($0)) }
+                }
+                early = []
+            }
         }
 
         /// Retransmits when its timer ran out and returns the state.
@@ -111,6 +134,10 @@ public final class DTLSSRTPMediaPortHandshake: @unchecked Sendable {
 
         private func receive(_ record: UnsafeRawBufferPointer, from source: UDPEndpoint) {
             lock.withLock {
+                guard running else {
+                    if early.count < 8 { early.append((Array(record), source)) }
+                    return
+                }
                 peer = source
                 send(association.receive(record))
             }

@@ -23,6 +23,25 @@ public enum HostCandidates {
         }
         return result
     }
+
+    /// The local address the kernel's routing picks to reach `remote` (a connected UDP socket's name, nothing
+    /// sent): where a datagram from a socket bound to a wildcard address leaves from, so the host candidate that
+    /// is the base of a check to `remote`. Nil when there is no route.
+    public static func routedSource(towards remote: TransportAddress) -> TransportAddress? {
+        let fd = socket(remote.family == .ipv4 ? AF_INET : AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard DatagramSocket.withSockaddr(remote, { connect(fd, $0, $1) }) == 0 else { return nil }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { TransportAddress(socketAddress: $0) }
+        }
+    }
 }
 
 extension TransportAddress {

@@ -2,15 +2,24 @@ import Foundation
 import VoiceEngine
 
 /// Full ICE (RFC 8445, with the SIP usage of RFC 8839) on a SIP call's media port: the ``ICEAgent`` driven over the
-/// call's `UDPMediaTransport`, so the checks, the DTLS handshake and SRTP share one port as in a WebRTC call. Its
-/// candidates go into the SDP (``sdp``); once the peer's are known, ``connect(to:timeout:)`` runs the connectivity
-/// checks and returns the address of the selected pair, where the call's media then goes. The agent keeps answering
-/// the peer's checks and sends its own consent checks (RFC 7675) until ``stop()``; when consent expires,
+/// call's `UDPMediaTransport`, so the checks, the TURN exchanges, the DTLS handshake and SRTP share one port as in a
+/// WebRTC call.
+///
+/// Candidates, gathered as pjnath's ICE stream transport does on one socket: a host candidate for each address of
+/// every interface (IPv4 and IPv6) when the transport is bound to a wildcard address — checks leave from the
+/// address the route to the peer gives, which is their base —, else the bound address; with a STUN/TURN server
+/// (``gather(turn:timeout:)``) a server-reflexive candidate (the NAT's mapping of this very port) and a relayed
+/// one (a TURN allocation made from this port). The candidates go into the SDP (``sdp``); once the peer's are
+/// known, ``connect(to:timeout:)`` runs the connectivity checks and returns the address of the selected pair,
+/// where the call's media then goes. When our side of that pair is the relay, the port binds a TURN channel to
+/// the peer first and the transport relays media as ChannelData (`UDPMediaTransport.relay(to:through:channel:)`);
+/// the allocation, its permissions and the channel are refreshed every minute. The agent keeps answering the
+/// peer's checks and sends its own consent checks (RFC 7675) until ``stop()``; when consent expires,
 /// ``onFailure`` is told.
 ///
-/// The transport must read with `UDPMediaTransport.ReceiveMode.consumerPolls`: ``connect(to:timeout:)`` polls it
-/// until a pair is selected; afterwards whoever polls it (the DTLS handshake, the call's media thread) hands the
-/// STUN messages to the agent through the transport's STUN hook.
+/// The transport must read with `UDPMediaTransport.ReceiveMode.consumerPolls`: ``gather(turn:timeout:)`` and
+/// ``connect(to:timeout:)`` poll it; afterwards whoever polls it (the DTLS handshake, the call's media thread)
+/// hands the STUN messages to the agent through the transport's STUN hook.
 public final class ICEMediaPort: @unchecked Sendable {
     private let agent: ICEAgent
     private let transport: UDPMediaTransport
@@ -19,29 +28,92 @@ public final class ICEMediaPort: @unchecked Sendable {
     private var ticker: Task<Void, Never>?
     private var failureHandler: (@Sendable (ICEError) -> Void)?
     private var failureReported = false
-    /// Our credentials and candidates, as the SDP carries them.
-    public let sdp: SDPICEParameters
+    /// The transport's address; all zeros when bound to a wildcard address.
+    private let bound: TransportAddress
+    private let wildcard: Bool
+    /// Bases by remote address, for a wildcard socket (``HostCandidates/routedSource(towards:)``).
+    private var routedBases: [TransportAddress: TransportAddress] = [:]
+    /// The STUN/TURN server's client and address, after ``gather(turn:timeout:)``.
+    private var turn: (client: TURNClient, server: UDPEndpoint)?
+    private var gatheringFailures: [TURNError] = []
+    private var nextRefresh: MediaTime?
+    /// The channel bound (or being bound) to the selected pair's remote when our side of it is the relay.
+    private var channel: (number: UInt16, peer: TransportAddress, requested: MediaTime)?
+    private static let channelNumber: UInt16 = 0x4000
 
-    /// Gathers a host candidate for each of `hosts` on the transport's port (the transport bound to each of them or
-    /// to a wildcard address); by default the address the transport is bound to. `consent` sets how often consent is
-    /// checked and how long it lasts unanswered (RFC 7675's 5 s and 30 s by default).
+    /// Gathers a host candidate for each of `hosts` on the transport's port; by default the address the transport
+    /// is bound to, or every interface's (``HostCandidates/addresses(includeLoopback:)``, loopback only when
+    /// `includeLoopback`) when it is bound to a wildcard address. `consent` sets how often consent is checked and
+    /// how long it lasts unanswered (RFC 7675's 5 s and 30 s by default).
     public init(
         transport: UDPMediaTransport, role: ICEAgent.Role, hosts: [TransportAddress]? = nil,
-        consent: (interval: MediaTime, lifetime: MediaTime)? = nil
+        includeLoopback: Bool = false, consent: (interval: MediaTime, lifetime: MediaTime)? = nil
     ) {
         self.transport = transport
         let agent = ICEAgent(role: role)
         if let consent { (agent.consentInterval, agent.consentLifetime) = consent }
         self.agent = agent
         let bound = TransportAddress(transport.localEndpoint)
-        let candidates = (hosts ?? [bound]).map { host in
-            let address = TransportAddress(addressBytes: host.addressBytes, port: bound.port) ?? bound
-            return agent.addLocalCandidate(kind: .host, address: address, base: address)
+        self.bound = bound
+        wildcard = bound.addressBytes.allSatisfy { $0 == 0 }
+        var addresses = hosts ?? [bound]
+        if hosts == nil, wildcard {
+            // An IPv6 wildcard socket is dual-stack (UDPMediaTransport): both families; an IPv4 one only IPv4.
+            addresses = HostCandidates.addresses(includeLoopback: includeLoopback).filter {
+                bound.family == .ipv6 || $0.family == .ipv4
+            }
+            if addresses.isEmpty {
+                addresses = HostCandidates.addresses(includeLoopback: true).filter {
+                    bound.family == .ipv6 || $0.family == .ipv4
+                }
+            }
         }
-        agent.localGatheringDone()
-        sdp = SDPICEParameters(
-            ufrag: agent.local.ufrag, password: agent.local.password,
-            candidates: candidates.map { String($0.sdpValue.dropFirst("candidate:".count)) })
+        for host in addresses {
+            let address = TransportAddress(addressBytes: host.addressBytes, port: bound.port) ?? bound
+            agent.addLocalCandidate(kind: .host, address: address, base: address)
+        }
+    }
+
+    /// Our credentials and candidates, as the SDP carries them.
+    public var sdp: SDPICEParameters {
+        lock.withLock {
+            SDPICEParameters(
+                ufrag: agent.local.ufrag, password: agent.local.password,
+                candidates: agent.localCandidates.map { String($0.candidate.sdpValue.dropFirst("candidate:".count)) })
+        }
+    }
+
+    /// Every local candidate as gathered (host, srflx, relay).
+    public var localCandidates: [ICECandidate] { lock.withLock { agent.localCandidates.map(\.candidate) } }
+
+    /// Asks `turn` for our server-reflexive address (a Binding) and a relayed one (an Allocate with its
+    /// credentials) from the media port, polling the transport until both answered or `timeout` passed, and adds
+    /// them as candidates (the srflx one only when it differs from its base, i.e. behind a NAT).
+    /// - Returns: why a request failed (a refused allocation: ``TURNError/rejected(code:reason:)`` with the
+    ///   server's 401 or 403; no answer: ``TURNError/timedOut``); empty when both succeeded.
+    @discardableResult
+    public func gather(turn server: TURNServer, timeout: Duration = .seconds(3)) async -> [TURNError] {
+        guard let endpoint = try? UDPEndpoint(host: server.address.host, port: Int(server.address.port)) else {
+            return [.badResponse("the TURN server \(server.address) is not an IP address")]
+        }
+        transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
+        let client = TURNClient(server: server.address, credentials: server.credentials)
+        let requests = lock.withLock {
+            turn = (client, endpoint)
+            let nanoseconds =
+                timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            return client.startGathering(now: clock.now, timeout: MediaTime(nanoseconds: nanoseconds))
+        }
+        for request in requests { send(request, to: endpoint) }
+        while lock.withLock({ client.isGathering }) {
+            _ = transport.receiveFromSocket()
+            lock.withLock { gatheringTimers(client) }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return lock.withLock {
+            nextRefresh = clock.now + .seconds(60)
+            return gatheringFailures
+        }
     }
 
     /// Told once when ICE fails after ``connect(to:timeout:)`` succeeded (consent expired: the peer is gone).
@@ -50,17 +122,21 @@ public final class ICEMediaPort: @unchecked Sendable {
     }
 
     /// Runs the connectivity checks against the peer's candidates until a pair is selected (nominated by the
-    /// controlling side), every pair failed, or `timeout` passed (nil error then).
+    /// controlling side), every pair failed, or `timeout` passed (nil error then). When our side of the selected
+    /// pair is the relay, it returns once the TURN server confirmed the channel to the peer and the transport
+    /// relays media to it.
     /// - Returns: where the selected pair sends media.
     public func connect(to remote: SDPICEParameters, timeout: Duration) async -> Result<UDPEndpoint, ICEMediaPortError>
     {
         transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
         lock.withLock {
+            agent.localGatheringDone()
             agent.setRemoteCredentials(ICECredentials(ufrag: remote.ufrag, password: remote.password))
             for value in remote.candidates {
                 if let candidate = ICECandidate(sdpValue: value) { agent.addRemoteCandidate(candidate) }
             }
             agent.remoteGatheringDone()
+            permitRemoteCandidates()
         }
         startTicking()
         let deadline = ContinuousClock.now + timeout
@@ -70,7 +146,8 @@ public final class ICEMediaPort: @unchecked Sendable {
             switch state {
             case .connected:
                 if let selected,
-                    let endpoint = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
+                    let endpoint = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port)),
+                    lock.withLock({ relayReady(for: selected) })
                 {
                     return .success(endpoint)
                 }
@@ -82,18 +159,147 @@ public final class ICEMediaPort: @unchecked Sendable {
         return .failure(.timedOut)
     }
 
-    /// Stops the checks and takes the hook off the transport (the call ended).
+    /// Stops the checks and relaying, frees the TURN allocation and takes the hook off the transport (the call
+    /// ended).
     public func stop() {
         transport.setSTUNHandler(nil)
+        transport.stopRelaying()
         lock.withLock {
             ticker?.cancel()
             ticker = nil
             failureReported = true
+            if let turn, let request = turn.client.deallocationRequest() { send(request, to: turn.server) }
+            turn = nil
         }
     }
 
     /// The pair media uses once ``connect(to:timeout:)`` succeeded.
     public var selectedPair: ICEAgent.Selected? { lock.withLock { agent.selected } }
+
+    /// Whether our side of the selected pair is the TURN relay.
+    public var selectedPairIsRelayed: Bool {
+        lock.withLock { agent.selected.map { $0.local == turn?.client.relayedAddress } ?? false }
+    }
+
+    /// The kinds of the selected pair's candidates: ours (host or relay; a srflx candidate is checked through its
+    /// host base) and the peer's (as it signalled it, or prflx when learnt from its checks). Media crosses a relay
+    /// when either is `.relay`.
+    public var selectedPairKinds: (local: ICECandidate.Kind, remote: ICECandidate.Kind)? {
+        lock.withLock {
+            guard let selected = agent.selected else { return nil }
+            let local: ICECandidate.Kind = selected.local == turn?.client.relayedAddress ? .relay : .host
+            let remote = agent.remoteCandidates.first { $0.address == selected.remote }?.kind ?? .prflx
+            return (local, remote)
+        }
+    }
+
+    // MARK: Under the lock
+
+    /// The relay forwards only from permitted peers (RFC 8656 §9): every remote candidate's address the relay may
+    /// send to (``relayMaySend(to:)``).
+    private func permitRemoteCandidates() {
+        guard let turn, let relayed = turn.client.relayedAddress else { return }
+        let peers = Set(
+            agent.remoteCandidates.compactMap(\.address).filter { $0.family == relayed.family && relayMaySend(to: $0) })
+        for request in turn.client.permissionRequests(for: Array(peers)) { send(request, to: turn.server) }
+    }
+
+    /// Whether checks leave our relay for `remote`: not for the peer's host candidates on private addresses
+    /// (RFC 1918, 100.64/10, link-local, fc00::/7), which sit behind its NAT, out of the relay's reach. Datagrams
+    /// the relay sends there come back as ICMP unreachable, and coturn then stops relaying for the allocation
+    /// altogether; the peer's srflx and relay candidates reach it from the relay instead.
+    private func relayMaySend(to remote: TransportAddress) -> Bool {
+        guard agent.remoteCandidates.first(where: { $0.address == remote })?.kind == .host else { return true }
+        let b = remote.addressBytes
+        if remote.family == .ipv4 {
+            return
+                !(b[0] == 10 || b[0] == 172 && b[1] & 0xF0 == 16 || b[0] == 192 && b[1] == 168
+                || b[0] == 169 && b[1] == 254 || b[0] == 100 && b[1] & 0xC0 == 64)
+        }
+        return !(b[0] & 0xFE == 0xFC || b[0] == 0xFE && b[1] & 0xC0 == 0x80)
+    }
+
+    /// True when media may go to the selected pair: at once for a pair of our own addresses; for our relay once
+    /// the channel to the peer is bound (asked for here, again every 300 ms until the server confirms).
+    private func relayReady(for selected: ICEAgent.Selected) -> Bool {
+        guard let turn, selected.local == turn.client.relayedAddress else { return true }
+        let number = Self.channelNumber
+        if turn.client.boundChannels[number] == selected.remote,
+            let peer = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
+        {
+            transport.relay(to: peer, through: turn.server, channel: number)
+            return true
+        }
+        let now = clock.now
+        let due = channel.map { $0.peer != selected.remote || now - $0.requested >= .milliseconds(300) } ?? true
+        if due, let request = turn.client.channelBindRequest(number, to: selected.remote) {
+            channel = (number, selected.remote, now)
+            send(request, to: turn.server)
+        }
+        return false
+    }
+
+    private func gatheringTimers(_ client: TURNClient) {
+        guard let turn, client.isGathering else { return }
+        let (resend, events) = client.gatheringTimers(now: clock.now)
+        for d in resend { send(d, to: turn.server) }
+        for e in events { gathered(e) }
+    }
+
+    private func gathered(_ event: TURNClient.GatheringEvent) {
+        guard let turn else { return }
+        let server = turn.client.server
+        switch event {
+        case .mapped(let mapped):
+            let base = routedBase(towards: server)
+            guard mapped != base else { return }
+            agent.addLocalCandidate(
+                kind: .srflx, address: mapped, base: base, related: base, server: server.description)
+        case .relayed(let relayed):
+            agent.addLocalCandidate(
+                kind: .relay, address: relayed, base: relayed, related: turn.client.mappedAddress,
+                server: server.description)
+        case .failed(_, let error):
+            gatheringFailures.append(error)
+        }
+    }
+
+    /// The host candidate a datagram to `remote` leaves from.
+    private func routedBase(towards remote: TransportAddress) -> TransportAddress {
+        guard wildcard else { return bound }
+        if let known = routedBases[remote] { return known }
+        let source = HostCandidates.routedSource(towards: remote)
+        let base = source.flatMap { TransportAddress(addressBytes: $0.addressBytes, port: bound.port) } ?? bound
+        routedBases[remote] = base
+        return base
+    }
+
+    private func send(_ datagram: [UInt8], to destination: UDPEndpoint) {
+        _ = datagram.withUnsafeBytes { transport.send($0, to: destination) }
+    }
+
+    /// Sends what the agent queued: from our relay as ChannelData once the channel is bound, as Send indications
+    /// before; from a host base straight.
+    private func sendTransmits() {
+        for transmit in agent.takeTransmits() {
+            guard
+                let destination = try? UDPEndpoint(
+                    host: transmit.destination.host, port: Int(transmit.destination.port))
+            else { continue }
+            if let turn, transmit.base == turn.client.relayedAddress {
+                guard relayMaySend(to: transmit.destination) else { continue }  // the pair fails by its timeout
+                if transport.relayedPeer?.peer == destination {
+                    send(transmit.datagram, to: destination)  // ChannelData (the transport frames it)
+                } else {
+                    send(TURNClient.sendIndication(transmit.datagram, to: transmit.destination), to: turn.server)
+                }
+            } else {
+                send(transmit.datagram, to: destination)
+            }
+        }
+    }
+
+    // MARK: Driving
 
     private func startTicking() {
         lock.withLock {
@@ -106,14 +312,23 @@ public final class ICEMediaPort: @unchecked Sendable {
         }
     }
 
-    /// Runs the agent's timers and returns how long to sleep until the next tick, in nanoseconds: 20 ms while
-    /// checks are paced (Ta 50 ms, RTO from 250 ms), then a quarter of the consent interval (at most 250 ms), which
-    /// keeps consent checks and their retransmissions on time without waking the process 50 times a second for
-    /// the whole call.
+    /// Runs the agent's timers and the TURN refreshes and returns how long to sleep until the next tick, in
+    /// nanoseconds: 20 ms while checks are paced (Ta 50 ms, RTO from 250 ms), then a quarter of the consent interval
+    /// (at most 250 ms), which keeps consent checks and their retransmissions on time without waking the process
+    /// 50 times a second for the whole call.
     private func tick() -> Int64 {
         let (failure, interval): ((ICEError, @Sendable (ICEError) -> Void)?, Int64) = lock.withLock {
-            agent.tick(now: clock.now)
+            let now = clock.now
+            agent.tick(now: now)
             sendTransmits()
+            if let turn {
+                gatheringTimers(turn.client)
+                if let due = nextRefresh, now >= due {
+                    // Allocation (600 s), permissions (300 s) and the channel (600 s), renewed well before.
+                    nextRefresh = now + .seconds(60)
+                    for request in turn.client.refreshRequests() { send(request, to: turn.server) }
+                }
+            }
             let interval =
                 agent.state == .connected ? min(250_000_000, agent.consentInterval.nanoseconds / 4) : 20_000_000
             guard case .failed(let error) = agent.state, let handler = failureHandler, !failureReported else {
@@ -127,22 +342,48 @@ public final class ICEMediaPort: @unchecked Sendable {
     }
 
     private func receive(_ datagram: UnsafeRawBufferPointer, from source: UDPEndpoint) {
-        lock.withLock {
-            let base = TransportAddress(transport.localEndpoint)
-            agent.handle(Array(datagram), from: TransportAddress(source), base: base, now: clock.now)
+        let relayedData: (data: [UInt8], peer: UDPEndpoint)? = lock.withLock {
+            let from = TransportAddress(source)
+            if let turn, from == turn.client.server {
+                return fromServer(Array(datagram), turn: turn)
+            }
+            // STUN the transport unwrapped from the relay's ChannelData arrived on the relayed address.
+            let base =
+                transport.relayedPeer?.peer == source
+                ? turn?.client.relayedAddress ?? routedBase(towards: from) : routedBase(towards: from)
+            agent.handle(Array(datagram), from: from, base: base, now: clock.now)
             sendTransmits()
+            return nil
         }
+        // DTLS or media the relay forwarded in a Data indication: the transport takes it as the peer's datagram.
+        if let (data, peer) = relayedData { data.withUnsafeBytes { transport.deliverRelayed($0, from: peer) } }
     }
 
-    /// Under the lock.
-    private func sendTransmits() {
-        for transmit in agent.takeTransmits() {
-            guard
-                let destination = try? UDPEndpoint(
-                    host: transmit.destination.host, port: Int(transmit.destination.port))
-            else { continue }
-            _ = transmit.datagram.withUnsafeBytes { transport.send($0, to: destination) }
+    /// A datagram from the TURN server: a gathering answer, a refresh/permission/channel answer, or a Data
+    /// indication (a check for the agent on the relayed base, or other data to deliver, returned).
+    private func fromServer(_ bytes: [UInt8], turn: (client: TURNClient, server: UDPEndpoint)) -> (
+        data: [UInt8], peer: UDPEndpoint
+    )? {
+        let now = clock.now
+        if turn.client.isGathering, let (resend, event) = turn.client.handleGatheringAnswer(bytes, now: now) {
+            for d in resend { send(d, to: turn.server) }
+            if let event { gathered(event) }
+            return nil
         }
+        var resend = false
+        if turn.client.handleRefreshAnswer(bytes, resend: &resend) {
+            if resend { for d in turn.client.refreshRequests() { send(d, to: turn.server) } }
+            return nil
+        }
+        guard let (peer, data) = TURNClient.unwrapData(bytes), let relayed = turn.client.relayedAddress,
+            let first = data.first
+        else { return nil }
+        if first < 4 {
+            agent.handle(data, from: peer, base: relayed, now: now)
+            sendTransmits()
+            return nil
+        }
+        return (try? UDPEndpoint(host: peer.host, port: Int(peer.port))).map { (data, $0) }
     }
 }
 

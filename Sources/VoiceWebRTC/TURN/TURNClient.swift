@@ -37,9 +37,16 @@ public enum TURNError: Error, Equatable, Sendable {
 /// authenticated retry, 438 stale nonce → retry), CreatePermission, Send indications and Data indications.
 ///
 /// Blocking, one thread; meant for the ICE agent's gathering and for tests, not the per-packet path (a bound
-/// channel's ChannelData is what media would use).
+/// channel's ChannelData is what media would use). Made without a socket (``init(server:credentials:)``) it only
+/// builds requests and reads answers, for a caller that sends them over a socket of its own (a SIP call's media
+/// port, ``ICEMediaPort``).
 public final class TURNClient {
-    public let socket: DatagramSocket
+    /// The socket the blocking calls and ``send(_:to:)`` use; only for a client made with one.
+    public var socket: DatagramSocket {
+        guard let boundSocket else { preconditionFailure("this TURN client was made without a socket") }
+        return boundSocket
+    }
+    private let boundSocket: DatagramSocket?
     public let server: TransportAddress
     public let credentials: TURNCredentials
     private var realm: String?
@@ -60,7 +67,15 @@ public final class TURNClient {
     public private(set) var boundChannels: [UInt16: TransportAddress] = [:]
 
     public init(socket: DatagramSocket, server: TransportAddress, credentials: TURNCredentials) {
-        self.socket = socket
+        self.boundSocket = socket
+        self.server = server
+        self.credentials = credentials
+    }
+
+    /// A client whose datagrams the caller sends to ``server`` on its own socket and whose answers it hands back
+    /// (the non-blocking requests: gathering, permissions, channels, refreshes, ``sendIndication(_:to:)``).
+    public init(server: TransportAddress, credentials: TURNCredentials) {
+        self.boundSocket = nil
         self.server = server
         self.credentials = credentials
     }
@@ -121,6 +136,21 @@ public final class TURNClient {
         channelTransactions = [:]
         for (channel, peer) in wantedChannels { requests.append(channelBind(channel, to: peer, signed: signed)) }
         return requests.map { $0.serialize(integrityKey: key, fingerprint: true) }
+    }
+
+    /// A Refresh with LIFETIME 0 (§7.1) signed with the nonce we hold: the server frees the allocation at once
+    /// (sent when a call ends, so its relay port does not stay taken for the allocation's lifetime). Nil before an
+    /// allocation.
+    public func deallocationRequest() -> [UInt8]? {
+        guard relayedAddress != nil, let realm, let nonce else { return nil }
+        let key = STUNMessage.longTermKey(username: credentials.username, realm: realm, password: credentials.password)
+        let m = STUNMessage(
+            method: .refresh, messageClass: .request,
+            attributes: [
+                .uint32(STUNAttribute.Kind.lifetime, 0), .string(STUNAttribute.Kind.username, credentials.username),
+                .string(STUNAttribute.Kind.realm, realm), .string(STUNAttribute.Kind.nonce, nonce)
+            ])
+        return m.serialize(integrityKey: key, fingerprint: true)
     }
 
     /// A ChannelBind of `channel` to `peer` signed with the nonce we hold, for a caller that must not block (the
@@ -194,12 +224,17 @@ public final class TURNClient {
 
     /// Sends `data` to `peer` through the relay (a Send indication, §11).
     public func send(_ data: [UInt8], to peer: TransportAddress) {
+        socket.send(Self.sendIndication(data, to: peer), to: server)
+    }
+
+    /// A Send indication (§11) carrying `data` to `peer`, to be sent to the server.
+    public static func sendIndication(_ data: [UInt8], to peer: TransportAddress) -> [UInt8] {
         var m = STUNMessage(method: .send, messageClass: .indication)
         m.attributes = [
             .address(STUNAttribute.Kind.xorPeerAddress, peer, transactionID: m.transactionID),
             STUNAttribute(type: STUNAttribute.Kind.data, value: data)
         ]
-        socket.send(m.serialize(fingerprint: true), to: server)
+        return m.serialize(fingerprint: true)
     }
 
     /// The peer and data of a Data indication (§11.6) that arrived from the server; nil for anything else.
