@@ -38,7 +38,7 @@ struct CallStatisticsTests {
             let unsent = try await carol.callUser("dave")
             try await waitFor(unsent, .ended)
 
-            let store = await service.registrationService.store
+            let store = service.registrationService.store
             let key = ServiceHarness.applicationKey
             try await waitUntil("alice's two calls and bob's one are stored") {
                 let alice = try await store.callStatisticsCount(applicationKey: key, userID: "alice")
@@ -101,7 +101,7 @@ struct CallStatisticsTests {
         try await withService(sipPort: 26302, prepare: { $0.registrationListenPort = 26303 }) { service in
             var configuration = service.configuration()
             configuration.stateStore = DirectoryStateStore(directory: stateDirectory)
-            let store = await service.registrationService.store
+            let store = service.registrationService.store
             let key = ServiceHarness.applicationKey
             let alice = try service.client("alice", configuration: configuration)
             let aliceLog = EventLog(alice)
