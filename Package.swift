@@ -34,6 +34,9 @@ let package = Package(
         // The registration service's store (PostgreSQL), in VoiceService only: clients do not link it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The push senders (VoicePush): HTTP/2 to APNs and FCM, ES256/RS256 token signing. Service side only.
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // `swift package generate-documentation --target VoiceEngine` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
@@ -117,12 +120,24 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
+        // The push senders that speak APNs (HTTP/2, ES256 provider tokens) and FCM HTTP v1 (OAuth2 service-account
+        // grant): linked by the service, never by clients.
+        .target(
+            name: "VoicePush",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto")
+            ]
+        ),
         // The service side of the client: the registration service that verifies signed requests and issues the
         // ephemeral credentials Kamailio checks (not linked by clients).
         .target(
             name: "VoiceService",
             dependencies: [
-                "VoiceClientWire", "VoiceCrypto", .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceClientWire", "VoiceCrypto", "VoicePush", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")
@@ -149,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "voice-engine",
             dependencies: [
-                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoiceWebRTC",
+                "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoicePush", "VoiceWebRTC",
                 "VoiceConferenceServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")
@@ -182,8 +197,12 @@ let package = Package(
         .testTarget(
             name: "VoiceClientTests",
             dependencies: [
-                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab", "VoiceWebRTC",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "VoiceClient", "VoiceService", "VoiceSIP", "VoiceTestSupport", "VoiceLab", "VoiceWebRTC", "VoicePush",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ]

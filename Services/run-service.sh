@@ -93,11 +93,31 @@ fi
 unset PGPASSWORD
 echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postgresql (pid $database)"
 
+# Managed push (the service pushes through APNs and FCM) when APNS_KEY_FILE (with APNS_KEY_ID, APNS_TEAM_ID,
+# APNS_BUNDLE_ID; APNS_ENDPOINT for the sandbox) or FCM_SERVICE_ACCOUNT (FCM_ENDPOINT, FCM_TOKEN_ENDPOINT) is set in
+# the environment; PUSH_TRUST_ROOTS names the CAs of the push services when they are not the system's. Kamailio
+# then posts kept calls and stored messages to the registration service with the secret in STATE_DIR/push-secret.
+push_options="" push_defines=""
+if [ -n "${APNS_KEY_FILE:-}${FCM_SERVICE_ACCOUNT:-}" ]; then
+  if [ ! -f "$state/push-secret" ]; then
+    head -c 32 /dev/urandom | base64 | tr -d '\n/+=' > "$state/push-secret"
+    chmod 600 "$state/push-secret"
+  fi
+  push_options="--managed-push-secret-file $state/push-secret"
+  [ -z "${APNS_KEY_FILE:-}" ] || push_options="$push_options --apns-key-file $APNS_KEY_FILE --apns-key-id $APNS_KEY_ID \
+    --apns-team-id $APNS_TEAM_ID --apns-bundle-id $APNS_BUNDLE_ID ${APNS_ENDPOINT:+--apns-endpoint $APNS_ENDPOINT}"
+  [ -z "${FCM_SERVICE_ACCOUNT:-}" ] || push_options="$push_options --fcm-service-account $FCM_SERVICE_ACCOUNT \
+    ${FCM_ENDPOINT:+--fcm-endpoint $FCM_ENDPOINT} ${FCM_TOKEN_ENDPOINT:+--fcm-token-endpoint $FCM_TOKEN_ENDPOINT}"
+  push_options="$push_options ${PUSH_TRUST_ROOTS:+--push-trust-roots $PUSH_TRUST_ROOTS}"
+  push_defines="yes"
+fi
+
 secret=$(cat "$state/shared-secret")
+# shellcheck disable=SC2086
 "$voice_engine" registration-service --listen "127.0.0.1:$http_port" --applications "$state/applications.json" \
   --database "postgres://voiceengine@127.0.0.1:$db_port/voiceengine" \
   --database-password-file "$state/database-password" --shared-secret-file "$state/shared-secret" \
-  --certificate "$state/server.pem" --private-key "$state/server.key" &
+  --certificate "$state/server.pem" --private-key "$state/server.key" $push_options &
 registration=$!
 trap 'kill $registration 2>/dev/null; kill -INT $database 2>/dev/null' EXIT INT TERM
 echo "registration service: https://127.0.0.1:$http_port/v1/registrations (pid $registration)"
@@ -106,4 +126,7 @@ echo "clients trust the service's CA: $state/ca.pem"
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:127.0.0.1:$sip_port" -l "tcp:127.0.0.1:$sip_port" \
   -l "tls:127.0.0.1:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
-  -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  -A "SELF=\"sip:127.0.0.1:$sip_port\"" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
+  ${push_defines:+-A "PUSH_GATEWAY=\"https://127.0.0.1:$http_port/v1/managed-push\""} \
+  ${push_defines:+-A "PUSH_SECRET=\"$(cat "$state/push-secret" 2>/dev/null)\"" -A "PUSH_CA=\"$state/ca.pem\""} \
+  -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8

@@ -56,6 +56,7 @@ public actor VoiceClient {
     /// Polls the interfaces while started (``VoiceClientConfiguration/networkCheckInterval``).
     private var networkTask: Task<Void, Never>?
     private var networkWatch = NetworkWatch(inUse: nil)
+    private var callNetworkLoss: CallNetworkLoss
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -71,6 +72,12 @@ public actor VoiceClient {
         do { checkedID = try UserID.validate(userID) } catch { throw VoiceClientError(error) }
         if let data = configuration.pushData, data.count > PushData.maximumBytes {
             throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
+        }
+        if let name = configuration.pushDisplayName, name.utf8.count > PushData.maximumDisplayNameBytes {
+            throw .invalidPushData("the display name has more than \(PushData.maximumDisplayNameBytes) bytes")
+        }
+        if let id = configuration.deviceID, id.isEmpty || id.utf8.count > 128 {
+            throw .invalidPushData("the device ID must have 1 to 128 bytes")
         }
         self.userID = checkedID
         self.configuration = configuration
@@ -99,6 +106,7 @@ public actor VoiceClient {
             hostCount: registration.serviceHosts.count,
             backoff: .init(base: configuration.reconnectBackoffBase, cap: configuration.reconnectBackoffCap))
         self.push = push
+        callNetworkLoss = CallNetworkLoss(timeout: configuration.networkLossTimeout)
         messages = ClientMessages(
             userID: checkedID, clock: clock, unixTime: unixTime, events: continuation, registration: registration,
             push: push, state: state)
@@ -326,6 +334,31 @@ public actor VoiceClient {
         return parsed
     }
 
+    /// Replaces this device's push data at the service (a new token): callers' clients and the service's managed
+    /// push reach the device through it from now on; kept for the next starts.
+    /// - Throws: ``VoiceClientError/invalidPushData(_:)`` above 1024 bytes; the service's refusal or
+    ///   unavailability (nothing changed then).
+    public func registerPushNotificationData(_ data: Data) async throws(VoiceClientError) {
+        guard data.count <= PushData.maximumBytes else {
+            throw .invalidPushData("push data is \(data.count) bytes, at most \(PushData.maximumBytes) allowed")
+        }
+        do { try await registration.updatePushData(data) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
+    }
+
+    /// Removes this device's push data at the service: nobody pushes to it any more (the user's other devices
+    /// keep theirs).
+    public func unregisterPushNotificationData() async throws(VoiceClientError) {
+        do { try await registration.updatePushData(nil) } catch {
+            throw error as? VoiceClientError ?? .network("\(error)")
+        }
+    }
+
+    /// The app learnt that the device's push token is no longer valid (PushKit's `didInvalidatePushTokenFor`, FCM's
+    /// token deletion): the push data is removed at the service, so no caller pushes to a dead token.
+    public func pushTokenWasInvalidated() async throws(VoiceClientError) { try await unregisterPushNotificationData() }
+
     private func askToPush(recipient: String, payload: PushPayload) async {
         await push.askToPush(recipient: recipient, payload: payload)
     }
@@ -396,9 +429,24 @@ public actor VoiceClient {
         }
     }
 
-    private func checkNetwork() {
+    private func checkNetwork() async {
         guard registration.isConnected else { return }
-        switch networkWatch.observe(route: registration.currentRoute(), addresses: InterfaceAddresses.current()) {
+        let addresses = InterfaceAddresses.current()
+        // The established calls' media is bound to the address in use before any change seen now.
+        let established = await calls.established()
+        let lossActions = callNetworkLoss.observe(
+            addresses: addresses, callAddress: established.isEmpty ? nil : networkWatch.inUse ?? registration.mediaHost,
+            now: ContinuousClock.now - recoveryOrigin)
+        for action in lossActions {
+            for call in established {
+                switch action {
+                case .reconnecting: await call.yield(.reconnecting, toApp: true, toDriver: false)
+                case .reconnected: await call.yield(.reconnected, toApp: true, toDriver: false)
+                case .endCalls(let reason): _ = try? await call.dialog(.failed(.network(reason)))
+                }
+            }
+        }
+        switch networkWatch.observe(route: registration.currentRoute(), addresses: addresses) {
         case .unchanged:
             break
         case .lost(let old):

@@ -43,6 +43,9 @@ public struct VoiceClientConfiguration: Sendable {
     /// its connection uses is gone or the kernel would now use another one, it reports
     /// ``VoiceClientEvent/networkChanged(localAddress:)`` and registers again from the new address.
     public var networkCheckInterval: Duration?
+    /// A call whose media address left the host is *reconnecting*; it ends with cause *network* when the address
+    /// is not back within this long (under the media timeout, which would end it as *timeout*).
+    public var networkLossTimeout: Duration
     /// SIP over TLS with the system's trust store unless set.
     public var transport: Transport
     public var sipPort: Int
@@ -52,8 +55,14 @@ public struct VoiceClientConfiguration: Sendable {
     /// How often the client sends a CRLF keepalive on its connection to the service (RFC 5626 §4.4.1) when the
     /// registrar names no `Flow-Timer`; NATs and the service then keep the connection that incoming calls use.
     public var keepaliveInterval: Duration
-    /// Push data (at most 1024 bytes) kept with this device's registration.
+    /// Push data (at most 1024 bytes) kept with this device's registration: a ``ManagedPushToken``'s
+    /// `pushData` when the service pushes, anything the app's push server reads when the app pushes.
     public var pushData: Data?
+    /// This device among the user's devices (each keeps its own push data at the service). Nil: an ID made once
+    /// and kept in the state store (a new one per process without a store).
+    public var deviceID: String? = nil
+    /// The name the user's pushes show to the people they call and message (at most 64 bytes).
+    public var pushDisplayName: String? = nil
     /// SIP T1, the first retransmission interval (500 ms); T2 and T4 follow it (8 and 10 × T1, at most 4 s and
     /// 5 s). Tests shorten it so a lost request times out in about a second.
     public var sipT1: Duration
@@ -85,8 +94,10 @@ public struct VoiceClientConfiguration: Sendable {
         interruptionTimeout: MediaTime = AudioSessionConfiguration().interruptionTimeout,
         health: CallHealthConfiguration = CallHealthConfiguration(), stateStore: (any ClientStateStore)? = nil,
         additionalServiceHosts: [String] = [], reconnectBackoffBase: Duration = .milliseconds(500),
-        reconnectBackoffCap: Duration = .seconds(30), networkCheckInterval: Duration? = .seconds(1)
+        reconnectBackoffCap: Duration = .seconds(30), networkCheckInterval: Duration? = .seconds(1),
+        networkLossTimeout: Duration = .seconds(15)
     ) {
+        self.networkLossTimeout = networkLossTimeout
         self.networkCheckInterval = networkCheckInterval
         self.additionalServiceHosts = additionalServiceHosts
         self.reconnectBackoffBase = reconnectBackoffBase

@@ -16,10 +16,10 @@ public enum VoiceClientEvent: Sendable, Equatable {
     case messageStoredForLaterDelivery(id: String, recipient: String)
     /// A message could not reach one recipient: refused with a SIP status, or not sent within 12 hours.
     case messageFailed(id: String, recipient: String, reason: String, sipStatus: Int?)
-    /// App-sent push: the recipient has no live connection; the app pushes `payload` (``PushPayload``, to be
-    /// handed to the recipient's `relayPushPayload(_:)`) to each of the recipient's devices, whose push data
-    /// (what they attached to their registration) says where.
-    case shouldSendPushNotifications(recipient: String, payload: Data, pushData: [Data])
+    /// App-sent push: the recipient has no live connection; the app sends one push per pair, each pair's
+    /// `payload` (``PushPayload``, to be handed to the recipient's `relayPushPayload(_:)`) to the device its
+    /// `pushData` (what that device attached to its registration) names.
+    case shouldSendPushNotifications(recipient: String, pushPairs: [PushPair])
     /// A call arrived (it rings: the ringtone plays until ``Call/answer()`` or ``Call/hangup()``, which declines).
     case incomingCall(IncomingCall)
     /// The SIP registration was lost after `start()`: a refresh was refused, or the connection to the service

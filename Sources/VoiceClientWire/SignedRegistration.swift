@@ -34,13 +34,22 @@ public struct RegistrationRequest: Codable, Equatable, Sendable {
     public var signature: String
     /// Push data of this device (at most 1024 bytes, Base64 on the wire), kept with the registration.
     public var pushData: Data?
+    /// Which of the user's devices registers: each keeps its own push data. nil (older clients): the device "".
+    public var deviceID: String?
+    /// The name the user's pushes show (at most 64 bytes).
+    public var displayName: String?
 
-    public init(applicationKey: String, userID: String, signed: SignedRegistration, pushData: Data? = nil) {
+    public init(
+        applicationKey: String, userID: String, signed: SignedRegistration, pushData: Data? = nil,
+        deviceID: String? = nil, displayName: String? = nil
+    ) {
         self.applicationKey = applicationKey
         self.userID = userID
         self.sequence = signed.sequence
         self.signature = signed.signature
         self.pushData = pushData
+        self.deviceID = deviceID
+        self.displayName = displayName
     }
 }
 
@@ -126,8 +135,8 @@ public struct PushDataQuery: Codable, Equatable, Sendable {
     }
 }
 
-/// The push data of the user's device (Base64 in JSON); empty when none was attached.
+/// The push data of each of the user's devices (Base64 in JSON); empty when none attached any.
 public struct PushDataAnswer: Codable, Equatable, Sendable {
-    public var pushData: [Data]
-    public init(pushData: [Data]) { self.pushData = pushData }
+    public var devices: [DevicePushData]
+    public init(devices: [DevicePushData]) { self.devices = devices }
 }

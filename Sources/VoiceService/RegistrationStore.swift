@@ -3,7 +3,8 @@ import Logging
 import PostgresNIO
 
 /// The registration service's state in PostgreSQL: applications and their secrets, the last accepted sequence per
-/// user and each user's device with its push data. Every service node shares it, and a restart loses nothing:
+/// user with the display name the user's app set for its pushes, and each of a user's devices (by device ID) with its
+/// push data. Every service node shares it, and a restart loses nothing:
 /// a sequence is committed before its grant is returned. The schema is created and migrated by ``migrate()``
 /// (numbered migrations recorded in `service_schema_version`, applied under a lock so nodes starting together
 /// apply each once). Kamailio's tables (`location`, `silo`) live in the same database, created from Kamailio's
@@ -75,6 +76,16 @@ public final class RegistrationStore: Sendable {
                 PRIMARY KEY (application_key, user_id),
                 FOREIGN KEY (application_key, user_id) REFERENCES accepted_sequences ON DELETE CASCADE)
             """
+        ],
+        // Push data per device: a user's phone and tablet each keep theirs. Rows from before keep the device ID "".
+        [
+            "ALTER TABLE devices ADD COLUMN device_id text NOT NULL DEFAULT ''",
+            "ALTER TABLE devices ALTER COLUMN device_id DROP DEFAULT",
+            "ALTER TABLE devices DROP CONSTRAINT devices_pkey",
+            "ALTER TABLE devices ADD PRIMARY KEY (application_key, user_id, device_id)",
+            "ALTER TABLE accepted_sequences ADD COLUMN display_name text",
+            // Managed push looks a callee up by user ID alone (Kamailio knows no application key).
+            "CREATE INDEX devices_by_user ON devices (user_id)"
         ]
     ]
 
@@ -151,12 +162,14 @@ public final class RegistrationStore: Sendable {
 
     // MARK: Registrations
 
-    /// Records `sequence` as the user's last accepted one, with the device's push data (nil removes it), only if
-    /// it is above the last accepted; in one transaction, so of two nodes given the same sequence one accepts.
+    /// Records `sequence` as the user's last accepted one, with the push data of the device `deviceID` (nil
+    /// removes that device's), only if it is above the last accepted; in one transaction, so of two nodes given the
+    /// same sequence one accepts. Other devices of the user keep theirs.
     /// - Returns: nil when recorded, else the last accepted sequence that `sequence` is not above.
-    public func acceptSequence(applicationKey: String, userID: String, sequence: UInt64, pushData: Data?)
-        async throws(RegistrationStoreError) -> UInt64?
-    {
+    public func acceptSequence(
+        applicationKey: String, userID: String, sequence: UInt64, deviceID: String = "", pushData: Data?,
+        displayName: String? = nil
+    ) async throws(RegistrationStoreError) -> UInt64? {
         let logger = logger
         return try await storeOperation("record the registration of \(userID)") { [self] in
             try await client.withTransaction(logger: logger) { connection -> UInt64? in
@@ -171,19 +184,9 @@ public final class RegistrationStore: Sendable {
                     """, logger: logger
                 ).collect()
                 guard recorded.isEmpty else {
-                    if let pushData {
-                        try await connection.query(
-                            """
-                            INSERT INTO devices (application_key, user_id, push_data)
-                            VALUES (\(applicationKey), \(userID), \(pushData))
-                            ON CONFLICT (application_key, user_id) DO UPDATE
-                                SET push_data = EXCLUDED.push_data, registered_at = now()
-                            """, logger: logger)
-                    } else {
-                        try await connection.query(
-                            "DELETE FROM devices WHERE application_key = \(applicationKey) AND user_id = \(userID)",
-                            logger: logger)
-                    }
+                    try await Self.setDevice(
+                        applicationKey: applicationKey, userID: userID, deviceID: deviceID, pushData: pushData,
+                        displayName: displayName, on: connection, logger: logger)
                     return nil
                 }
                 var last: UInt64 = 0
@@ -197,6 +200,87 @@ public final class RegistrationStore: Sendable {
                 }
                 return last
             }
+        }
+    }
+
+    /// Replaces the push data of a registered user's device (nil removes it), outside a registration: the device
+    /// proves itself with the credentials the service issued it.
+    /// - Returns: false when the user has no accepted registration in this application.
+    @discardableResult
+    public func setPushData(
+        applicationKey: String, userID: String, deviceID: String, pushData: Data?, displayName: String? = nil
+    ) async throws(RegistrationStoreError) -> Bool {
+        let logger = logger
+        return try await storeOperation("record the push data of \(userID)") { [self] in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                let registered = try await connection.query(
+                    """
+                    SELECT 1 FROM accepted_sequences
+                    WHERE application_key = \(applicationKey) AND user_id = \(userID) FOR SHARE
+                    """, logger: logger
+                ).collect()
+                guard !registered.isEmpty else { return false }
+                try await Self.setDevice(
+                    applicationKey: applicationKey, userID: userID, deviceID: deviceID, pushData: pushData,
+                    displayName: displayName, on: connection, logger: logger)
+                return true
+            }
+        }
+    }
+
+    private static func setDevice(
+        applicationKey: String, userID: String, deviceID: String, pushData: Data?, displayName: String?,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        if let displayName {
+            try await connection.query(
+                """
+                UPDATE accepted_sequences SET display_name = \(displayName)
+                WHERE application_key = \(applicationKey) AND user_id = \(userID)
+                """, logger: logger)
+        }
+        if let pushData {
+            // A token belongs to one device: another device ID of the user with the same push data is this device
+            // under an ID it no longer uses (a reinstall, a client without a state store); it would be pushed twice.
+            try await connection.query(
+                """
+                DELETE FROM devices
+                WHERE application_key = \(applicationKey) AND user_id = \(userID) AND device_id <> \(deviceID)
+                    AND push_data = \(pushData)
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO devices (application_key, user_id, device_id, push_data)
+                VALUES (\(applicationKey), \(userID), \(deviceID), \(pushData))
+                ON CONFLICT (application_key, user_id, device_id) DO UPDATE
+                    SET push_data = EXCLUDED.push_data, registered_at = now()
+                """, logger: logger)
+        } else {
+            try await connection.query(
+                """
+                DELETE FROM devices
+                WHERE application_key = \(applicationKey) AND user_id = \(userID) AND device_id = \(deviceID)
+                """, logger: logger)
+        }
+    }
+
+    /// Removes a device's push data when it is still `pushData` (the push service said the token is gone; a
+    /// device that registered a new token meanwhile keeps it).
+    /// - Returns: whether a row was removed.
+    @discardableResult
+    public func removePushData(applicationKey: String, userID: String, deviceID: String, ifStill pushData: Data)
+        async throws(RegistrationStoreError) -> Bool
+    {
+        try await storeOperation("remove the push data of \(userID)") { [self] in
+            let removed = try await client.query(
+                """
+                DELETE FROM devices
+                WHERE application_key = \(applicationKey) AND user_id = \(userID) AND device_id = \(deviceID)
+                    AND push_data = \(pushData)
+                RETURNING 1
+                """, logger: logger
+            ).collect()
+            return !removed.isEmpty
         }
     }
 
@@ -215,13 +299,47 @@ public final class RegistrationStore: Sendable {
         }
     }
 
-    /// The push data the user's device attached to its last accepted registration.
-    public func pushData(applicationKey: String, userID: String) async throws(RegistrationStoreError) -> Data? {
-        try await storeOperation("read the push data of \(userID)") { [self] in
-            try await single(
-                Data.self,
-                "SELECT push_data FROM devices WHERE application_key = \(applicationKey) AND user_id = \(userID)")
+    /// A device of a user with push data.
+    public struct Device: Sendable, Equatable {
+        public var applicationKey: String
+        public var userID: String
+        public var deviceID: String
+        public var pushData: Data
+    }
+
+    /// The user's devices that have push data, oldest registration first; in every application when
+    /// `applicationKey` is nil (managed push: the SIP service knows users, not applications).
+    public func devices(applicationKey: String?, userID: String) async throws(RegistrationStoreError) -> [Device] {
+        try await storeOperation("read the devices of \(userID)") { [self] in
+            var devices: [Device] = []
+            let rows = try await client.query(
+                """
+                SELECT application_key, device_id, push_data FROM devices
+                WHERE user_id = \(userID) AND (\(applicationKey)::text IS NULL OR application_key = \(applicationKey))
+                ORDER BY registered_at, device_id
+                """, logger: logger)
+            for try await (key, deviceID, pushData) in rows.decode((String, String, Data).self) {
+                devices.append(Device(applicationKey: key, userID: userID, deviceID: deviceID, pushData: pushData))
+            }
+            return devices
         }
+    }
+
+    /// The display name the user's app set last (in any application), nil when none did.
+    public func displayName(userID: String) async throws(RegistrationStoreError) -> String? {
+        try await storeOperation("read the display name of \(userID)") { [self] in
+            try await single(
+                String.self,
+                """
+                SELECT display_name FROM accepted_sequences WHERE user_id = \(userID) AND display_name IS NOT NULL
+                ORDER BY accepted_at DESC LIMIT 1
+                """)
+        }
+    }
+
+    /// The push data of every device of the user (one entry per device), oldest registration first.
+    public func pushData(applicationKey: String, userID: String) async throws(RegistrationStoreError) -> [Data] {
+        try await devices(applicationKey: applicationKey, userID: userID).map(\.pushData)
     }
 
     // MARK: Helpers

@@ -3,7 +3,7 @@ import VoiceClientWire
 
 /// The registration service's checks that need no state, in this order: well-formed user ID, known key,
 /// signature, push data size. The sequence, the one check against state, is the store's
-/// (``RegistrationStore/acceptSequence(applicationKey:userID:sequence:pushData:)``), made atomically so that a
+/// (``RegistrationStore/acceptSequence(applicationKey:userID:sequence:deviceID:pushData:displayName:)``), made atomically so that a
 /// refused request never moves it and two nodes never both accept one sequence.
 public enum RegistrationVerifier {
     public static let maximumPushDataBytes = PushData.maximumBytes
@@ -19,6 +19,15 @@ public enum RegistrationVerifier {
             throw .forgedSignature
         }
         if let data = request.pushData, data.count > maximumPushDataBytes { throw .pushDataTooLarge(data.count) }
+        try verifyDevice(request.deviceID ?? "", displayName: request.displayName)
+    }
+
+    /// A device ID of at most 128 bytes and a display name of at most ``PushData/maximumDisplayNameBytes``.
+    public static func verifyDevice(_ deviceID: String, displayName: String?) throws(RegistrationRefusal) {
+        guard deviceID.utf8.count <= 128 else { throw .malformedRequest("the device ID is longer than 128 bytes") }
+        if let displayName, displayName.utf8.count > PushData.maximumDisplayNameBytes {
+            throw .malformedRequest("the display name is longer than \(PushData.maximumDisplayNameBytes) bytes")
+        }
     }
 
     /// Compares without stopping at the first difference, so timing does not reveal how much of a forgery matched.

@@ -42,6 +42,7 @@ struct RegistrationServiceCommand: ParsableCommand {
         name: .customLong("insecure-plain-http"),
         help: "Serve plain HTTP instead of HTTPS: the granted SIP passwords cross the network in clear text.")
     var insecurePlainHTTP = false
+    @OptionGroup(title: "Managed push (APNs, FCM)") var push: PushSenderOptions
 
     func validate() throws {
         switch (certificate, privateKey, insecurePlainHTTP) {
@@ -98,9 +99,10 @@ struct RegistrationServiceCommand: ParsableCommand {
         } catch {
             throw CommandFailure.runtime("cannot open the database: \(error)")
         }
-        let service = RegistrationService(
-            store: store, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let service = RegistrationService(
+            store: store, issuer: EphemeralCredentialIssuer(sharedSecret: secret, lifetime: lifetime, domain: domain),
+            managedPush: try push.managedPush(store: store, group: group))
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
         do {

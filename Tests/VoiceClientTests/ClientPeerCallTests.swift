@@ -299,11 +299,12 @@ struct ManagedPushTests {
             await alice.start()
             let call = try await alice.callUser("bob", headers: ["X-Topic": "dinner"])
             let push = await aliceLog.first { if case .shouldSendPushNotifications = $0 { true } else { false } }
-            guard case .shouldSendPushNotifications(let recipient, let payload, let pushData) = push else {
+            guard case .shouldSendPushNotifications(let recipient, let pairs) = push, let payload = pairs.first?.payload
+            else {
                 Issue.record("no push request: \(aliceLog.events)")
                 return
             }
-            #expect(recipient == "bob" && pushData == [token])
+            #expect(recipient == "bob" && pairs.map(\.pushData) == [token])
             let parsed = try PushPayload.parse(payload)
             #expect(
                 parsed.kind == .call && parsed.id == call.id.rawValue && parsed.headers == ["X-Topic": "dinner"]

@@ -22,10 +22,10 @@ struct ClientServiceTests {
             // Bob's device attached 1024 bytes of push data to its registration; the service keeps them.
             #expect(
                 try await service.registrationService.pushData(
-                    applicationKey: ServiceHarness.applicationKey, userID: "bob") == bobPushData)
+                    applicationKey: ServiceHarness.applicationKey, userID: "bob") == [bobPushData])
             #expect(
                 try await service.registrationService.pushData(
-                    applicationKey: ServiceHarness.applicationKey, userID: "alice") == nil)
+                    applicationKey: ServiceHarness.applicationKey, userID: "alice") == [])
             #expect(await bobEvents.first { $0 == .started } != nil, "\(bobEvents.events)")
             #expect(await alice.addressOfRecord == "sip:alice@voiceengine.test")
             // Kamailio checked ephemeral credentials issued by the service after it accepted two signed requests.
@@ -250,12 +250,13 @@ struct ClientServiceTests {
             await alice.start()
             let id = try await alice.send(message: "wake up", to: ["bob"], headers: ["X-Priority": "high"])
             let push = await aliceEvents.first { if case .shouldSendPushNotifications = $0 { true } else { false } }
-            guard case .shouldSendPushNotifications(let recipient, let payload, let pushData) = push else {
+            guard case .shouldSendPushNotifications(let recipient, let pairs) = push, let payload = pairs.first?.payload
+            else {
                 Issue.record("no push request: \(aliceEvents.events)")
                 return
             }
             #expect(recipient == "bob")
-            #expect(pushData == [token])
+            #expect(pairs.map(\.pushData) == [token])
             // What bob's app does with the notification: parse it without a client, then relay it.
             let parsed = try PushPayload.parse(payload)
             #expect(

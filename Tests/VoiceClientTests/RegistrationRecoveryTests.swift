@@ -114,3 +114,36 @@ struct NetworkWatchTests {
         #expect(InterfaceAddresses.current().contains("127.0.0.1"))
     }
 }
+
+/// Running calls across a lost address: reconnecting at once, reconnected when it comes back in time, ended with
+/// cause network when not; nothing without calls.
+@Suite("Calls across a lost address")
+struct CallNetworkLossTests {
+    @Test func anAddressThatComesBackReconnectsAndOneThatDoesNotEndsTheCalls() {
+        var loss = CallNetworkLoss(timeout: .seconds(10))
+        let both: Set<String> = ["10.42.1.2", "127.0.0.1"]
+        #expect(loss.observe(addresses: both, callAddress: "10.42.1.2", now: .zero).isEmpty)
+        #expect(loss.observe(addresses: ["127.0.0.1"], callAddress: "10.42.1.2", now: .seconds(1)) == [.reconnecting])
+        #expect(loss.observe(addresses: ["127.0.0.1"], callAddress: "10.42.1.2", now: .seconds(5)).isEmpty)
+        #expect(loss.observe(addresses: both, callAddress: "10.42.1.2", now: .seconds(6)) == [.reconnected])
+        // Lost again, and this time it stays away.
+        #expect(loss.observe(addresses: ["10.42.2.2"], callAddress: "10.42.1.2", now: .seconds(7)) == [.reconnecting])
+        #expect(loss.observe(addresses: ["10.42.2.2"], callAddress: "10.42.1.2", now: .seconds(16)).isEmpty)
+        let ended = loss.observe(addresses: ["10.42.2.2"], callAddress: "10.42.1.2", now: .seconds(17))
+        guard case .endCalls(let reason) = ended.first, ended.count == 1 else {
+            Issue.record("\(ended)")
+            return
+        }
+        #expect(reason.contains("10.42.1.2"))
+        #expect(loss.lostAddress == nil)
+    }
+
+    @Test func withoutCallsALossIsForgotten() {
+        var loss = CallNetworkLoss(timeout: .seconds(10))
+        #expect(loss.observe(addresses: [], callAddress: nil, now: .zero).isEmpty)
+        #expect(loss.observe(addresses: [], callAddress: "10.42.1.2", now: .zero) == [.reconnecting])
+        #expect(loss.observe(addresses: [], callAddress: nil, now: .seconds(1)).isEmpty)
+        #expect(loss.lostAddress == nil)
+        #expect(loss.observe(addresses: [], callAddress: nil, now: .seconds(30)).isEmpty)
+    }
+}

@@ -103,13 +103,13 @@ struct RegistrationStoreTests {
             let reopened = try await RegistrationStore.open(try DatabaseAddress(url: database.url))
             defer { Task { await reopened.close() } }
             let restarted = RegistrationService(store: reopened, issuer: Self.issuer)
-            #expect(try await restarted.pushData(applicationKey: Self.key, userID: "alice") == token)
+            #expect(try await restarted.pushData(applicationKey: Self.key, userID: "alice") == [token])
             await #expect(throws: RegistrationRefusal.sequenceNotIncreasing(received: 7, lastAccepted: 7)) {
                 try await restarted.register(request)
             }
             // A registration without push data removes the device's.
             _ = try await restarted.register(signed("alice", 8))
-            #expect(try await restarted.pushData(applicationKey: Self.key, userID: "alice") == nil)
+            #expect(try await restarted.pushData(applicationKey: Self.key, userID: "alice") == [])
         }
     }
 

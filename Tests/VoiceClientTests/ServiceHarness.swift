@@ -68,6 +68,9 @@ final class ServiceHarness: @unchecked Sendable {
     var pushWaitMilliseconds = 10_000
     /// App-sent push: Kamailio keeps INVITEs to users with no binding without posting anywhere.
     var appPush = false
+    /// Managed push by the registration service (``enableManagedPush(_:secret:)``): Kamailio posts to its
+    /// `/v1/managed-push` over HTTPS (trusting the test CA) with this bearer secret.
+    private(set) var managedPushSecret: String?
     /// The registration service's port (0: any). A test that restarts the service on its port names one outside the
     /// ephemeral range: an ephemeral port given back can be taken by an outgoing connection before the restart binds.
     var registrationListenPort = 0
@@ -87,6 +90,16 @@ final class ServiceHarness: @unchecked Sendable {
     }
 
     var registrationPort: Int { http?.port ?? 0 }
+
+    /// Before `start()`: the registration service pushes through `dispatcher` (on its store) when Kamailio asks.
+    func enableManagedPush(_ dispatcher: ManagedPushDispatcher, secret: String) {
+        registrationService = RegistrationService(
+            store: registrationService.store,
+            issuer: EphemeralCredentialIssuer(
+                sharedSecret: sharedSecret, lifetime: credentialLifetime, domain: "voiceengine.test"),
+            managedPush: .init(dispatcher: dispatcher, secret: secret))
+        managedPushSecret = secret
+    }
 
     /// Starts both services; skips the test (with Kamailio's log) when Kamailio does not come up.
     func start() async throws {
@@ -138,6 +151,12 @@ final class ServiceHarness: @unchecked Sendable {
         let push =
             (pushGateway.map { ["-A", "PUSH_GATEWAY=\"\($0)\""] } ?? []) + (appPush ? ["-A", "APP_PUSH"] : [])
             + ["-A", "PUSH_WAIT=\(pushWaitMilliseconds)"]
+            + (managedPushSecret.map {
+                [
+                    "-A", "PUSH_GATEWAY=\"https://127.0.0.1:\(registrationPort)/v1/managed-push\"", "-A",
+                    "PUSH_SECRET=\"\($0)\"", "-A", "PUSH_CA=\"\(pki.caFile)\""
+                ]
+            } ?? [])
         let tlsConfig = directory.appendingPathComponent("tls.cfg")
         try pki.kamailioTLSConfiguration(certificate: sipCertificate).write(
             to: tlsConfig, atomically: true, encoding: .utf8)

@@ -32,6 +32,9 @@ actor CallLink {
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
     private var onPushPending: (@Sendable () async -> Void)?
+    /// Told once when this caller cancels a call that was pushed: the app pushes the cancel too.
+    private var onPushedCallCanceled: (@Sendable () async -> Void)?
+    private var pushed = false
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
     private var heardFromNetwork = false
 
@@ -51,6 +54,8 @@ actor CallLink {
     }
 
     func whenPushPending(_ handler: @escaping @Sendable () async -> Void) { onPushPending = handler }
+
+    func whenPushedCallCanceled(_ handler: @escaping @Sendable () async -> Void) { onPushedCallCanceled = handler }
 
     /// The reason phrase of the service's provisional response for a kept call (Services/kamailio/kamailio.cfg).
     static let pushPendingReason = "Push Pending"
@@ -112,6 +117,7 @@ actor CallLink {
             heardFromNetwork = true
             if reason.contains(Self.pushPendingReason), let handler = onPushPending {
                 onPushPending = nil
+                pushed = true
                 await handler()
             }
             _ = try? await call.dialog(status == 180 ? .ringing : .progress)
@@ -265,7 +271,14 @@ actor CallLink {
             _ = try? await sip.answer(with: capabilities)
         case .sendDecline(let status):
             await sip.reject(status: status, reason: status == 603 ? "Decline" : nil)
-        case .sendCancel, .sendBye:
+        case .sendCancel:
+            await sip.hangUp()
+            // A pushed callee's devices hear of the cancel now, not when the kept INVITE's branch times out.
+            if pushed, let handler = onPushedCallCanceled {
+                onPushedCallCanceled = nil
+                await handler()
+            }
+        case .sendBye:
             await sip.hangUp()
         case .sendHold(let on):
             onHold = on
@@ -274,7 +287,7 @@ actor CallLink {
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
-        case .mediaInterrupted, .mediaResumed, .qualityUpdated:
+        case .mediaInterrupted, .mediaResumed, .qualityUpdated, .reconnecting, .reconnected:
             break  // for the app; the media pauses and resumes by itself
         case .startRingtone:
             tones.startRingtone()

@@ -104,6 +104,12 @@ public enum CallEffect: Sendable, Hashable {
     case sendDTMF([DTMFDigit])
     /// The peer pressed a key (an event for the app): from the media (RFC 4733) or a SIP INFO.
     case dtmfReceived(DTMFDigit)
+    /// The address the call's media is bound to left the host (an event for the app, from the client's network
+    /// watch): ``reconnected`` follows if it comes back within the network loss timeout
+    /// (``VoiceClientConfiguration/networkLossTimeout``), otherwise the call ends with *failure*, error *network*.
+    case reconnecting
+    /// The call's address is back and its media flows again (an event for the app).
+    case reconnected
 }
 
 /// Why an event was refused; the call is unchanged.

@@ -48,6 +48,13 @@ final class ClientCalls {
         return call
     }
 
+    /// The calls whose media runs (established, not ended).
+    nonisolated(nonsending) func established() async -> [Call] {
+        var running: [Call] = []
+        for call in calls where await call.state == .established { running.append(call) }
+        return running
+    }
+
     /// Ends unanswered calls whose no-answer timeout has passed and forgets ended ones.
     nonisolated(nonsending) func tick() async {
         var live: [Call] = []
@@ -101,6 +108,9 @@ final class ClientCalls {
         if case .user(let callee) = target {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
+            // The caller gave up while the callee's devices were being pushed: they are told the call is off.
+            let canceled = push.payload(.call, id: sip.callID, headers: headers, canceled: true)
+            await link.whenPushedCallCanceled { await askToPush(callee, canceled) }
         }
         adopt(link)
         return call

@@ -30,23 +30,29 @@ final class ClientPush {
         self.registration = registration
     }
 
-    /// The payload that tells `recipient`'s device about a message or a call from this user.
-    func payload(_ kind: PushPayload.Kind, id: String, headers: [String: String]) -> PushPayload {
-        PushPayload(kind: kind, sender: userID, id: id, sentAt: unixTime(), headers: headers)
+    /// The payload that tells `recipient`'s device about a message or a call from this user, with the display
+    /// name the app set.
+    func payload(_ kind: PushPayload.Kind, id: String, headers: [String: String], canceled: Bool = false)
+        -> PushPayload
+    {
+        PushPayload(
+            kind: kind, sender: userID, id: id, sentAt: unixTime(), canceled: canceled, headers: headers,
+            displayName: configuration.pushDisplayName)
     }
 
-    /// The recipient is offline: when their device attached push data, the app is asked to push the payload,
-    /// in a ``VoiceClientEvent/shouldSendPushNotifications(recipient:payload:pushData:)``.
+    /// The recipient is offline: when their devices attached push data, the app is asked to push the payload to
+    /// each, in a ``VoiceClientEvent/shouldSendPushNotifications(recipient:pushPairs:)``.
     nonisolated(nonsending) func askToPush(recipient: String, payload: PushPayload) async {
         guard let grant = registration.grant else { return }
         let service = RegistrationServiceConnection(
             host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         guard
-            let pushData = try? await service.pushData(
+            let devices = try? await service.pushData(
                 of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
-            !pushData.isEmpty, let encoded = try? payload.encoded()
+            !devices.isEmpty, let encoded = try? payload.encoded()
         else { return }
-        events.yield(.shouldSendPushNotifications(recipient: recipient, payload: encoded, pushData: pushData))
+        let pairs = devices.map { PushPair(deviceID: $0.deviceID, pushData: $0.pushData, payload: encoded) }
+        events.yield(.shouldSendPushNotifications(recipient: recipient, pushPairs: pairs))
     }
 
     /// Parses a payload the app received; a call that was not canceled marks the next incoming call as pushed.
@@ -61,5 +67,19 @@ final class ClientPush {
     func takePushedCall() -> Bool {
         defer { expectingPushedCall = false }
         return expectingPushedCall
+    }
+}
+
+/// One push the app sends: the payload, to the device whose push data this is.
+public struct PushPair: Sendable, Equatable {
+    /// The recipient's device (as its client registered it).
+    public var deviceID: String
+    /// What that device attached to its registration: where to push.
+    public var pushData: Data
+    /// The ``PushPayload`` to deliver, for the device's `relayPushPayload(_:)`.
+    public var payload: Data
+
+    public init(deviceID: String, pushData: Data, payload: Data) {
+        (self.deviceID, self.pushData, self.payload) = (deviceID, pushData, payload)
     }
 }

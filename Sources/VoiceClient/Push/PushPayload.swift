@@ -2,7 +2,8 @@ import Foundation
 
 /// What a push notification carries for a client that is not connected, and what the app hands to the push
 /// helper: the service's payload (at most 100 bytes of JSON: kind, sender, ID, time, canceled) plus the call's
-/// custom headers (at most 1024 bytes, as in the call itself). Parsed without a started client.
+/// custom headers (at most 1024 bytes, as in the call itself) and the sender's display name (at most 64 bytes).
+/// Parsed without a started client.
 public struct PushPayload: Sendable, Equatable, Codable {
     public enum Kind: String, Sendable, Codable { case call = "c", message = "m" }
 
@@ -17,19 +18,23 @@ public struct PushPayload: Sendable, Equatable, Codable {
     public var canceled: Bool
     /// Custom `x-` headers of the call or message.
     public var headers: [String: String]
+    /// The name the sender's app set for its user's pushes, if any.
+    public var displayName: String?
 
     public static let maximumServicePayloadBytes = 100
 
     public init(
-        kind: Kind, sender: String, id: String, sentAt: UInt64, canceled: Bool = false, headers: [String: String] = [:]
+        kind: Kind, sender: String, id: String, sentAt: UInt64, canceled: Bool = false, headers: [String: String] = [:],
+        displayName: String? = nil
     ) {
         (self.kind, self.sender, self.id, self.sentAt, self.canceled, self.headers) = (
             kind, sender, id, sentAt, canceled, headers
         )
+        self.displayName = displayName
     }
 
     enum CodingKeys: String, CodingKey {
-        case kind = "k", sender = "f", id = "i", sentAt = "t", canceled = "x", headers = "h"
+        case kind = "k", sender = "f", id = "i", sentAt = "t", canceled = "x", headers = "h", displayName = "n"
     }
 
     /// How long the service keeps a call for a callee with no connection before it gives up with 480
@@ -41,10 +46,11 @@ public struct PushPayload: Sendable, Equatable, Codable {
         kind == .call && unixTime >= sentAt + holdTime
     }
 
-    /// The service's part (everything but the headers) as JSON, at most 100 bytes.
+    /// The service's part (everything but the headers and the display name) as JSON, at most 100 bytes.
     public func servicePayload() throws(VoiceClientError) -> Data {
         var bare = self
         bare.headers = [:]
+        bare.displayName = nil
         let data = (try? JSONEncoder().encode(bare)) ?? Data()
         guard data.count <= Self.maximumServicePayloadBytes else {
             throw .invalidPushData(
@@ -56,6 +62,7 @@ public struct PushPayload: Sendable, Equatable, Codable {
     /// The whole payload (with headers) for the push notification.
     public func encoded() throws(VoiceClientError) -> Data {
         _ = try servicePayload()
+        try checkDisplayName()
         _ = try CustomHeaders.validate(headers)
         return (try? JSONEncoder().encode(self)) ?? Data()
     }
@@ -63,7 +70,11 @@ public struct PushPayload: Sendable, Equatable, Codable {
     /// The push helper: parses a payload as a push notification delivered it, checking every rule.
     /// - Throws: ``VoiceClientError/invalidPushData(_:)`` with the reason; never crashes on any bytes.
     public static func parse(_ data: Data) throws(VoiceClientError) -> PushPayload {
-        guard data.count <= maximumServicePayloadBytes + CustomHeaders.maximumTotalBytes + 512 else {
+        guard
+            data.count <= maximumServicePayloadBytes + CustomHeaders.maximumTotalBytes
+                + PushData.maximumDisplayNameBytes
+                + 512
+        else {
             throw .invalidPushData("\(data.count) bytes is larger than any push payload")
         }
         let payload: PushPayload
@@ -75,7 +86,14 @@ public struct PushPayload: Sendable, Equatable, Codable {
             throw .invalidPushData("the ID must have 1 to 64 bytes")
         }
         _ = try payload.servicePayload()
+        try payload.checkDisplayName()
         do { _ = try CustomHeaders.validate(payload.headers) } catch { throw .invalidPushData("headers: \(error)") }
         return payload
+    }
+
+    private func checkDisplayName() throws(VoiceClientError) {
+        if let displayName, displayName.utf8.count > PushData.maximumDisplayNameBytes {
+            throw .invalidPushData("the display name must have at most \(PushData.maximumDisplayNameBytes) bytes")
+        }
     }
 }

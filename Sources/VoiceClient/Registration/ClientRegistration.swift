@@ -20,8 +20,11 @@ final class ClientRegistration {
     private let events: AsyncStream<VoiceClientEvent>.Continuation
     /// Where the grant and the push data are kept across restarts.
     private let state: ClientState
-    /// The push data registered with the grant: the configuration's, else what an earlier run kept.
-    private let pushData: Data?
+    /// The push data registered with the grant: the configuration's, else what an earlier run kept; replaced and
+    /// removed by ``updatePushData(_:)``.
+    private(set) var pushData: Data?
+    /// This device among the user's: the configuration's, else the one kept in the state store.
+    let deviceID: String
 
     /// The current credentials: kept over `stop()` while valid, dropped when the service refused them.
     private(set) var grant: RegistrationGrant?
@@ -55,6 +58,12 @@ final class ClientRegistration {
         events: AsyncStream<VoiceClientEvent>.Continuation, state: ClientState
     ) {
         self.state = state
+        if let id = configuration.deviceID ?? state.deviceID {
+            deviceID = id
+        } else {
+            deviceID = UUID().uuidString.lowercased()
+            state.saveDeviceID(deviceID)
+        }
         let savedPushData = state.pushData
         let pushData = configuration.pushData ?? savedPushData
         self.pushData = pushData
@@ -328,6 +337,24 @@ final class ClientRegistration {
         return try await requestGrant()
     }
 
+    /// Replaces this device's push data at the service (nil removes it), with the current credentials (new ones
+    /// when they expired), and keeps it for the next starts.
+    nonisolated(nonsending) func updatePushData(_ data: Data?) async throws {
+        let grant = try await credentials()
+        let service = RegistrationServiceConnection(
+            host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
+        try await service.updatePushData(
+            PushDataUpdate(
+                applicationKey: configuration.applicationKey, deviceID: deviceID, pushData: data,
+                displayName: configuration.pushDisplayName), as: grant, on: group.next())
+        pushData = data
+        if let data { state.savePushData(data) } else { state.removePushData() }
+        if var saved = state.grant {
+            saved.pushData = data
+            state.saveGrant(saved)
+        }
+    }
+
     /// Asks the app to sign and the registration service for new credentials.
     private nonisolated(nonsending) func requestGrant() async throws -> RegistrationGrant {
         let signed: SignedRegistration
@@ -336,7 +363,7 @@ final class ClientRegistration {
             host: serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         let request = RegistrationRequest(
             applicationKey: configuration.applicationKey, userID: userID, signed: signed,
-            pushData: pushData)
+            pushData: pushData, deviceID: deviceID, displayName: configuration.pushDisplayName)
         let grant = try await service.register(request, on: group.next())
         self.grant = grant
         state.saveGrant(

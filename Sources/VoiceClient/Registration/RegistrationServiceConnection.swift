@@ -9,7 +9,8 @@ import VoiceSIP
 /// name, in clear text: `POST
 /// /v1/registrations` with a ``RegistrationRequest``, answered with a ``RegistrationGrant`` (200) or a
 /// ``RegistrationRefusal`` (403/409/400); `POST /v1/push-data` with the device's own credentials (Basic), answered
-/// with a user's push data.
+/// with the push data of a user's devices; `POST /v1/devices` (same credentials) replacing or removing this
+/// device's push data.
 public struct RegistrationServiceConnection: Sendable {
     public var host: String
     public var port: Int
@@ -37,17 +38,26 @@ public struct RegistrationServiceConnection: Sendable {
         try await post("/v1/registrations", request, authorization: nil, on: eventLoop)
     }
 
-    /// The push data of `userID`'s device (the app-sent push model), asked with this device's own credentials:
-    /// empty when the user attached none.
+    /// The push data of each of `userID`'s devices (the app-sent push model), asked with this device's own
+    /// credentials: empty when no device of the user attached any.
     public func pushData(
         of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop
     )
-        async throws(VoiceClientError) -> [Data]
+        async throws(VoiceClientError) -> [DevicePushData]
     {
         let answer: PushDataAnswer = try await post(
             "/v1/push-data", PushDataQuery(applicationKey: applicationKey, userID: userID),
             authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
-        return answer.pushData
+        return answer.devices
+    }
+
+    /// Replaces or removes this device's push data, with this device's own credentials.
+    public func updatePushData(_ update: PushDataUpdate, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+        async throws(VoiceClientError)
+    {
+        let _: PushDataUpdateAnswer = try await post(
+            "/v1/devices", update,
+            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
     }
 
     private func post<Request: Encodable, Answer: Decodable>(

@@ -66,6 +66,12 @@ final class ClientState: Sendable {
         var pushData: Data
     }
 
+    struct SavedDevice: Codable {
+        var version: Int
+        var userID: String
+        var deviceID: String
+    }
+
     // MARK: Records
 
     /// The kept messages; none when one of them is not a message this client could have kept.
@@ -94,6 +100,17 @@ final class ClientState: Sendable {
     }
 
     var pushData: Data? { load(SavedPush.self, "push", version: \.version, user: \.userID)?.pushData }
+
+    /// This device's ID, made once and kept (push data is kept per device at the service).
+    var deviceID: String? { load(SavedDevice.self, "device", version: \.version, user: \.userID)?.deviceID }
+
+    func saveDeviceID(_ id: String) {
+        save(SavedDevice(version: Self.version, userID: userID, deviceID: id), "device", secret: false)
+    }
+
+    func removePushData() {
+        perform { (store: any ClientStateStore) throws(ClientStateError) in try store.remove(name("push")) }
+    }
 
     func savePushData(_ data: Data) {
         save(SavedPush(version: Self.version, userID: userID, pushData: data), "push", secret: false)
