@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import VoiceEngine
 import VoiceRTP
-import VoiceSession
 import VoiceTestSupport
 
 /// Keys sent as tones in the audio (``MediaStreamConfiguration/detectsInBandDTMF``): the engine's tone generator

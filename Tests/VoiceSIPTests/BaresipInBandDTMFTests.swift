@@ -3,7 +3,6 @@ import Testing
 import VoiceCore
 import VoiceEngine
 import VoiceSIP
-import VoiceSession
 import VoiceTestSupport
 
 /// Keys that arrive as tones in the audio from a real peer: baresip (Debian's) with only G.711 plays a file holding
