@@ -64,7 +64,8 @@ import VoiceTestSupport
     @Test func speechIsNotTakenForKeys() throws {
         var speech = StreamTestSupport.speech(seconds: 12, seed: 3)
         if SharedTestData.isPresent {
-            speech = try WAVFile.read(path: SharedTestData.speech + "/jfk_16k_mono.wav").int16Samples
+            speech =
+                try WAVFile.read(path: SharedTestData.speech + "/jfk_16k_mono.wav").int16Samples
                 + WAVFile.read(path: SharedTestData.speech + "/pjsip_input_16k.wav").int16Samples
         }
         let (heard, statistics) = try Self.keysHeard(codec: .pcmu, detects: true, audio: speech)

@@ -24,7 +24,8 @@ struct BaresipInBandDTMFTests {
         let microphone = directory.appendingPathComponent("tones.wav").path
         try WAVFile.write(
             // Three seconds first: baresip plays from when its media starts, the engine listens once its call runs.
-            pcm16: Array(repeatElement(second, count: 3).joined()) + tones + Array(repeatElement(second, count: 30).joined()),
+            pcm16: Array(repeatElement(second, count: 3).joined()) + tones
+                + Array(repeatElement(second, count: 30).joined()),
             format: AudioFormat(sampleRate: 8_000), to: microphone)
         let arguments = try BaresipPeer.configure(
             directory: directory, port: 25240, microphone: microphone, codec: "g711", audioRate: 8_000)

@@ -106,10 +106,14 @@ struct LinphoneTests {
         let toLinphone = SpeechMatch.median(
             sent: try WAVFile.read(path: Self.engineSpeech).int16Samples, heard: linphoneHeard)
         let control = SpeechMatch.median(sent: linphoneSent, heard: linphoneHeard)
-        print("linphonec → engine: median window correlation \(toEngine); engine → linphonec: \(toLinphone); control \(control)")
+        print(
+            "linphonec → engine: median window correlation \(toEngine); engine → linphonec: \(toLinphone); control \(control)"
+        )
         #expect(control < 0.3, "the other speech correlates too (\(control)): the measure cannot tell them apart")
         #expect(toEngine > 0.5, "the engine did not hear linphonec's speech (\(toEngine))")
-        #expect(toLinphone > 0.5, "linphonec did not hear the engine's speech (\(toLinphone)), \(linphoneHeard.count) samples")
+        #expect(
+            toLinphone > 0.5,
+            "linphonec did not hear the engine's speech (\(toLinphone)), \(linphoneHeard.count) samples")
     }
 
     /// linphonec on `sipPort` with auto-answer and a long copy of ``linphoneSpeech`` as its microphone.
@@ -119,7 +123,8 @@ struct LinphoneTests {
         let directory = try makeTemporaryDirectory("linphonec")
         defer { try? FileManager.default.removeItem(at: directory) }
         let microphone = try BaresipPeer.repeated(Self.linphoneSpeech, seconds: Self.seconds + 20, into: directory)
-        let linphone = try LinphonePeer(directory: directory, sipPort: sipPort, rtpPort: rtpPort, microphone: microphone)
+        let linphone = try LinphonePeer(
+            directory: directory, sipPort: sipPort, rtpPort: rtpPort, microphone: microphone)
         defer { linphone.stop() }
         guard await linphone.waitUntilListening() else {
             try Test.cancel("linphonec did not open its SIP port:\n\(linphone.logTail)")

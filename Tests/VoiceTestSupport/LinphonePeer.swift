@@ -136,7 +136,7 @@ public final class LinphonePeer: @unchecked Sendable {
     /// The codecs liblinphone adds enabled unless its configuration lists them: all disabled but G.711.
     static let disabledCodecs = [
         ("opus", 48_000), ("SILK", 16_000), ("speex", 16_000), ("speex", 8_000), ("speex", 32_000),
-        ("G729", 8_000), ("G722", 8_000), ("GSM", 8_000),
+        ("G729", 8_000), ("G722", 8_000), ("GSM", 8_000)
     ]
 
     static func configuration(sipPort: Int, rtpPort: Int) -> String {
