@@ -49,6 +49,13 @@ public actor VoiceClient {
     private var renewalTask: Task<Void, Never>?
     private var incomingReader: Task<Void, Never>?
     private var inboxReader: Task<Void, Never>?
+    /// Decides when and where to register again after the flow to the service failed; the client does its I/O.
+    private var recovery: RegistrationRecovery
+    private var recoveryWakeUp: Task<Void, Never>?
+    private let recoveryOrigin = ContinuousClock.now
+    /// Polls the interfaces while started (``VoiceClientConfiguration/networkCheckInterval``).
+    private var networkTask: Task<Void, Never>?
+    private var networkWatch = NetworkWatch(inUse: nil)
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -88,6 +95,9 @@ public actor VoiceClient {
             userID: checkedID, configuration: configuration, unixTime: unixTime, group: group, events: continuation,
             registration: registration)
         self.registration = registration
+        recovery = RegistrationRecovery(
+            hostCount: registration.serviceHosts.count,
+            backoff: .init(base: configuration.reconnectBackoffBase, cap: configuration.reconnectBackoffCap))
         self.push = push
         messages = ClientMessages(
             userID: checkedID, clock: clock, unixTime: unixTime, events: continuation, registration: registration,
@@ -123,6 +133,7 @@ public actor VoiceClient {
             // Stopped listening: register the kept endpoint again.
             do {
                 try await registration.register { [weak self] outcome in Task { await self?.refreshed(outcome) } }
+                recover(.registered(host: registration.hostIndex))
                 emit(.started)
             } catch {
                 emit(.failed(error as? VoiceClientError ?? .network("\(error)")))
@@ -136,20 +147,9 @@ public actor VoiceClient {
             }
         }
         do {
-            let inbox = messages.inbox
-            let agent = try await registration.connect { request, endpoint in
-                ClientMessages.receive(request, on: endpoint, into: inbox)
-            }
-            let incomingCalls = agent.incomingCalls
-            let mediaHost = registration.mediaHost
-            incomingReader?.cancel()
-            incomingReader = Task { [weak self] in
-                for await call in incomingCalls { await self?.ring(call, mediaHost: mediaHost) }
-            }
-            try await registration.register { [weak self] outcome in
-                Task { await self?.refreshed(outcome) }
-            }
+            try await connectAndRegister(failingOver: true)
             scheduleRenewal(after: registration.renewalDelay)
+            watchNetwork()
             await audioSession.startEngine()
             emit(.started)
             startRetrying()
@@ -160,11 +160,54 @@ public actor VoiceClient {
         }
     }
 
+    /// Connects to a service host and registers there: the first host, then (when `failingOver`) each further one
+    /// in order while a host does not answer (a refusal is final); from the host the registration is on when not.
+    private func connectAndRegister(failingOver: Bool, host first: Int = 0) async throws {
+        let hosts = failingOver ? Array(first..<registration.serviceHosts.count) : [first]
+        for (position, host) in hosts.enumerated() {
+            do {
+                let inbox = messages.inbox
+                let agent = try await registration.connect(
+                    host: host,
+                    onRequest: { request, endpoint in ClientMessages.receive(request, on: endpoint, into: inbox) },
+                    onFlowFailed: { [weak self] reason in Task { await self?.recover(.flowFailed(reason)) } })
+                let incomingCalls = agent.incomingCalls
+                let mediaHost = registration.mediaHost
+                incomingReader?.cancel()
+                incomingReader = Task { [weak self] in
+                    for await call in incomingCalls { await self?.ring(call, mediaHost: mediaHost) }
+                }
+                try await registration.register { [weak self] outcome in
+                    Task { await self?.refreshed(outcome) }
+                }
+                // While recovering, the attempt's success is reported by `registerAgain(on:sameHost:)`.
+                if !recovery.isRecovering { recover(.registered(host: host)) }
+                return
+            } catch {
+                let unanswered = Self.isUnanswered(error)
+                guard unanswered, position + 1 < hosts.count else { throw error }
+                await tearDownSIP(unregister: false)
+            }
+        }
+    }
+
+    /// Whether `error` says the host did not answer (worth trying another), rather than refused.
+    private static func isUnanswered(_ error: any Error) -> Bool {
+        switch error as? VoiceClientError {
+        case .network, .registrationServiceUnavailable: true
+        case .sipRegistrationFailed(let status, _): status == 408 || status == 503 || status == 504
+        default: false
+        }
+    }
+
     /// Hangs up every call, unregisters, releases the audio session (deactivates it) and stops retrying;
     /// unsent messages are kept for the next `start()`. Reports ``VoiceClientEvent/stopped``.
     public func stop() async {
         retryTask?.cancel()
         retryTask = nil
+        networkTask?.cancel()
+        networkTask = nil
+        recover(.stopped)
         await calls.hangUpAll()
         await tearDownSIP(unregister: true)
         await calls.releaseAudioSession()
@@ -233,6 +276,7 @@ public actor VoiceClient {
     /// push) and keeps messages for later, while this client still places calls and sends messages on its
     /// credentials (renewed as before). Live calls go on. ``startListening()`` registers again.
     public func stopListening() async {
+        recover(.stopped)
         await registration.unbind()
     }
 
@@ -302,8 +346,90 @@ public actor VoiceClient {
     }
 
     private func refreshed(_ outcome: Result<SIPRegistrationResult, any Error>) {
-        if registration.refreshed(outcome) {
-            Task { [weak self] in await self?.renewCredentials() }
+        switch registration.refreshed(outcome) {
+        case .nothing: break
+        case .renewCredentials: Task { [weak self] in await self?.renewCredentials() }
+        case .flowFailed(let reason): recover(.flowFailed(reason))
+        }
+    }
+
+    // MARK: Registering again
+
+    /// Feeds `input` to the recovery and carries out what it decides.
+    private func recover(_ input: RegistrationRecovery.Input) {
+        let actions = recovery.handle(
+            input, now: ContinuousClock.now - recoveryOrigin, fraction: Double.random(in: 0..<1))
+        for action in actions {
+            switch action {
+            case .reportLost(let reason):
+                emit(.registrationLost(.registrationLost(reason)))
+            case .wakeUp(let delay):
+                recoveryWakeUp?.cancel()
+                recoveryWakeUp = Task { [weak self] in
+                    try? await Task.sleep(for: delay)
+                    guard !Task.isCancelled else { return }
+                    await self?.recover(.tick)
+                }
+            case .register(let host, let sameHost):
+                Task { [weak self] in await self?.registerAgain(on: host, sameHost: sameHost) }
+            case .reportRegistered(let host):
+                networkWatch = NetworkWatch(inUse: registration.currentRoute() ?? registration.mediaHost)
+                emit(.reregistered(serviceHost: registration.serviceHosts[host]))
+                Task { [weak self] in await self?.retryDueMessages() }
+            }
+        }
+    }
+
+    // MARK: Network changes
+
+    /// Looks at the route to the service every `networkCheckInterval` while started.
+    private func watchNetwork() {
+        networkTask?.cancel()
+        guard let interval = configuration.networkCheckInterval else { return }
+        networkWatch = NetworkWatch(inUse: registration.mediaHost)
+        networkTask = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled, let self else { return }
+                await self.checkNetwork()
+            }
+        }
+    }
+
+    private func checkNetwork() {
+        guard registration.isConnected else { return }
+        switch networkWatch.observe(route: registration.currentRoute(), addresses: InterfaceAddresses.current()) {
+        case .unchanged:
+            break
+        case .lost(let old):
+            emit(.networkChanged(localAddress: nil))
+            registration.moveTo(nil)
+            recover(.flowFailed("\(old) is gone and there is no route to the service"))
+        case .changed(let old, let new):
+            emit(.networkChanged(localAddress: new))
+            registration.moveTo(new)
+            recover(.networkChanged("the route to the service now leaves from \(new), not \(old ?? "nowhere")"))
+        }
+    }
+
+    /// One attempt to register again: on a new connection to the same host, or on a new endpoint towards
+    /// another host (calls on the old one end: their dialogs went through the node that failed).
+    private func registerAgain(on host: Int, sameHost: Bool) async {
+        guard !terminated, recovery.isRecovering else { return }
+        // Over TLS a new connection from the same endpoint is enough; a UDP endpoint is bound to its old address.
+        if sameHost, registration.isRegistered, registration.serverPeer?.transport == .tls {
+            recover(await registration.registerAgainOnNewConnection() ? .attemptSucceeded : .attemptFailed("refused"))
+            return
+        }
+        await tearDownSIP(unregister: false)
+        do {
+            try await connectAndRegister(failingOver: false, host: host)
+            // `stop()` ran meanwhile: leave nothing registered behind it.
+            guard recovery.isRecovering, !terminated else { return await tearDownSIP(unregister: true) }
+            scheduleRenewal(after: registration.renewalDelay)
+            recover(.attemptSucceeded)
+        } catch {
+            recover(.attemptFailed("\(error)"))
         }
     }
 

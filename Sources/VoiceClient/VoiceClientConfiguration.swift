@@ -30,6 +30,19 @@ public struct VoiceClientConfiguration: Sendable {
     public var applicationKey: String
     /// The service host (Kamailio and the registration service), e.g. `127.0.0.1`.
     public var serviceHost: String
+    /// Further service nodes (hosts with the same ports), tried in order after ``serviceHost`` when a node does not
+    /// answer: at `start()`, and when the connection to the node the client is on fails and registering on it
+    /// again fails too.
+    public var additionalServiceHosts: [String]
+    /// The wait after a failed round of attempts to register again (every host tried once), doubled after each
+    /// further failed round up to ``reconnectBackoffCap``, with half of it random (so that the clients of a
+    /// restarted service do not all come back at once). The first attempt after a loss goes out at once.
+    public var reconnectBackoffBase: Duration
+    public var reconnectBackoffCap: Duration
+    /// How often the client looks at its interfaces and its route to the service (nil: never). When the address
+    /// its connection uses is gone or the kernel would now use another one, it reports
+    /// ``VoiceClientEvent/networkChanged(localAddress:)`` and registers again from the new address.
+    public var networkCheckInterval: Duration?
     /// SIP over TLS with the system's trust store unless set.
     public var transport: Transport
     public var sipPort: Int
@@ -70,8 +83,14 @@ public struct VoiceClientConfiguration: Sendable {
         retryCheckInterval: Duration = .seconds(1), audio: CallAudioDevices = CallAudioDevices(),
         noAnswerTimeout: MediaTime = CallStateMachine.defaultNoAnswerTimeout,
         interruptionTimeout: MediaTime = AudioSessionConfiguration().interruptionTimeout,
-        health: CallHealthConfiguration = CallHealthConfiguration(), stateStore: (any ClientStateStore)? = nil
+        health: CallHealthConfiguration = CallHealthConfiguration(), stateStore: (any ClientStateStore)? = nil,
+        additionalServiceHosts: [String] = [], reconnectBackoffBase: Duration = .milliseconds(500),
+        reconnectBackoffCap: Duration = .seconds(30), networkCheckInterval: Duration? = .seconds(1)
     ) {
+        self.networkCheckInterval = networkCheckInterval
+        self.additionalServiceHosts = additionalServiceHosts
+        self.reconnectBackoffBase = reconnectBackoffBase
+        self.reconnectBackoffCap = reconnectBackoffCap
         self.stateStore = stateStore
         self.interruptionTimeout = interruptionTimeout
         self.health = health

@@ -22,9 +22,19 @@ public enum VoiceClientEvent: Sendable, Equatable {
     case shouldSendPushNotifications(recipient: String, payload: Data, pushData: [Data])
     /// A call arrived (it rings: the ringtone plays until ``Call/answer()`` or ``Call/hangup()``, which declines).
     case incomingCall(IncomingCall)
-    /// The SIP registration was lost after `start()`: a refresh was refused or not answered. The client keeps
-    /// trying (every 30 s); `stop()` and `start()` register afresh.
+    /// The SIP registration was lost after `start()`: a refresh was refused, or the connection to the service
+    /// closed or stopped answering. For a lost connection the client registers again on its own (at once, then
+    /// with backoff, failing over to ``VoiceClientConfiguration/additionalServiceHosts``) and reports
+    /// ``reregistered(serviceHost:)``; a refused refresh is retried every 30 s. `stop()` and `start()` register
+    /// afresh.
     case registrationLost(VoiceClientError)
+    /// The address the client reaches the service from changed (`localAddress`), or went away with no other
+    /// route (nil): the client registers again from the new address (``reregistered(serviceHost:)``), and calls
+    /// placed from now on use it.
+    case networkChanged(localAddress: String?)
+    /// Registered again after ``registrationLost(_:)``, on a new connection to `serviceHost`: calls and messages
+    /// reach the client again.
+    case reregistered(serviceHost: String)
     /// The state store (``VoiceClientConfiguration/stateStore``) failed: a record could not be written, or one
     /// that could not be read was set aside (`<record>.rejected` in a ``DirectoryStateStore``) and the client
     /// goes on without it.

@@ -263,6 +263,7 @@ public final class ConferenceServer: @unchecked Sendable {
                     await call.hangUp(headers: [("Reason", "SIP;cause=503;text=\"\(error)\"")])
                 }
             case .mediaUpdated(let update, _):
+                try? media.transport.followRenegotiation(update)
                 if let participant { await participant.room.update(participant, negotiated: update) }
             case .dtmfReceived(let key, _):
                 participant?.room.keyPressed(key, leg: call.callID)

@@ -5,7 +5,7 @@ import VoiceEngine
 import VoiceSIP
 import VoiceTestSupport
 
-/// A participant that does not multiplex RTCP (Debian's baresip with SDES, `rtcp_mux no`) in a room of the
+/// A participant that does not multiplex RTCP (Debian's baresip, `rtcp_mux no`, SDES or DTLS-SRTP) in a room of the
 /// conference server: its leg has a port pair, so its reports (sent to the leg's RTP port + 1) reach its own leg
 /// and the room's reports reach baresip's RTCP port. It joins first, so the leg after it (an engine that
 /// multiplexes) would own that port if legs had one port each: that leg must refuse nothing. Server in process,
@@ -47,6 +47,34 @@ struct ConferenceRTCPTests {
         #expect(result.report.drops.counts.authenticationFailed == 0)
     }
 
+    /// baresip keying by DTLS-SRTP without rtcp-mux (`dtls_srtp`, `rtcp_mux no`): a handshake on its RTP port and one
+    /// on its RTCP port (RFC 5764 §4.1), each against the leg's port of the pair; the RTCP component's keys protect
+    /// the reports both ways. Media 28850–28859, baresip's SIP on 28860.
+    @Test func dtlsSRTPParticipantWithoutMuxKeysItsRTCPPortByItsOwnHandshake() async throws {
+        let directory = try makeTemporaryDirectory("conference-rtcp-dtls")
+        defer {
+            if ProcessInfo.processInfo.environment["KEEP_CONFERENCE_FILES"] == nil {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
+        let mics = try ConferenceDTLSTests.microphones(in: directory)
+        let room = try await Self.baresipAndEngineInRoom(
+            "rtcpdtls", rtpPorts: 28_850...28_859, baresipPort: 28_860, mediaEncryption: "dtls_srtp", rtcpMux: false,
+            microphones: mics.paths, seconds: Self.seconds, directory: directory)
+        let baresipLeg = room.baresipLeg
+        #expect(
+            baresipLeg.keying?.hasPrefix("DTLS-SRTP") == true,
+            "baresip's leg is keyed \(String(describing: baresipLeg.keying))")
+        #expect(
+            baresipLeg.packetsReceived > Int(Self.seconds * 40),
+            "the room received \(baresipLeg.packetsReceived) packets from baresip")
+        #expect(baresipLeg.rtcpReceived > 0, "baresip's SRTCP did not pass on its leg's RTCP port: \(baresipLeg)")
+        #expect(
+            baresipLeg.senderReportsAnswered > 0, "the room's SRTCP did not reach baresip's RTCP port: \(baresipLeg)")
+        #expect(room.engineLeg.dropped == 0, "refused datagrams on the leg after baresip's: \(room.report.text)")
+        #expect(baresipLeg.dropped <= 1, "refused datagrams on baresip's leg: \(room.report.text)")
+    }
+
     /// What a room with baresip and an engine participant left: the room's report while both were in it, their
     /// legs in it, the engine's call result and where its speaker was recorded.
     struct TwoParticipantRoom {
@@ -58,17 +86,18 @@ struct ConferenceRTCPTests {
     }
 
     /// Runs room `room` on a loopback server for `seconds`: baresip (`mediaEncryption`, only `codec`, its audio at
-    /// `audioRate`, `microphones[1]`) joins first, then an engine participant with SDES and Opus (`microphones[0]`); everyone
-    /// hangs up and the server closes.
+    /// `audioRate`, `microphones[1]`) joins first, then an engine participant with SDES and Opus
+    /// (`microphones[0]`); everyone hangs up and the server closes.
     static func baresipAndEngineInRoom(
         _ room: String, rtpPorts: ClosedRange<Int>, baresipPort: Int, mediaEncryption: String = "srtp-mand",
-        codec: String = "opus", audioRate: Int = 16_000, microphones: [String], seconds: Double, directory: URL
+        rtcpMux: Bool? = nil, codec: String = "opus", audioRate: Int = 16_000, microphones: [String], seconds: Double,
+        directory: URL
     ) async throws -> TwoParticipantRoom {
         try await withEventLoop { loop in
             let (server, port) = try await startLoopbackServer(rtpPorts: rtpPorts, on: loop)
             let baresip = try await Self.baresipJoins(
                 room, server: server, serverPort: port, baresipPort: baresipPort, microphone: microphones[1],
-                seconds: seconds, mediaEncryption: mediaEncryption, codec: codec, audioRate: audioRate,
+                seconds: seconds, mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec, audioRate: audioRate,
                 directory: directory)
             defer { baresip.stop() }
             let engine = try await makeParticipant("engine", on: loop)
@@ -97,13 +126,14 @@ struct ConferenceRTCPTests {
     static func baresipJoins(
         _ room: String, server: ConferenceServer, serverPort: Int, baresipPort: Int, microphone: String,
         seconds: Double,
-        mediaEncryption: String = "srtp-mand", codec: String = "opus", audioRate: Int = 16_000, directory: URL
+        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, codec: String = "opus", audioRate: Int = 16_000,
+        directory: URL
     ) async throws -> ChildProcessGroup {
         let baresipDirectory = directory.appendingPathComponent("baresip")
         try FileManager.default.createDirectory(at: baresipDirectory, withIntermediateDirectories: true)
         let arguments = try BaresipPeer.configure(
             directory: baresipDirectory, port: baresipPort, microphone: microphone, seconds: Int(seconds) + 20,
-            mediaEncryption: mediaEncryption, codec: codec, audioRate: audioRate)
+            mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec, audioRate: audioRate)
         let baresip = try ChildProcessGroup(
             BaresipPeer.executable, arguments + ["-e", "/dial sip:conf-\(room)@127.0.0.1:\(serverPort)"],
             log: directory.appendingPathComponent("baresip.log"))

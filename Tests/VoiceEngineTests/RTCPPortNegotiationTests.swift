@@ -129,6 +129,17 @@ import VoiceTestSupport
         #expect(ours.remote == peerRTP.localEndpoint, "RTCP from the RTCP port must not move RTP")
         #expect(ours.rtcpCounters?.receivedRTCP == 1 && ours.rtcpCounters?.sent == 1)
 
+        // A re-negotiation that leaves the peer's RTCP port keeps a latched destination; one that moves it (a new
+        // a=rtcp:) sends RTCP to the new port.
+        let latchedElsewhere = try UDPEndpoint(host: "127.0.0.1", port: Int(peerRTP.localEndpoint.port))
+        ours.latchRemote(to: latchedElsewhere, for: .rtcp)
+        try ours.followRenegotiation(negotiated)
+        #expect(ours.remoteRTCP == latchedElsewhere, "an unchanged a=rtcp: must not undo the latch")
+        var moved = negotiated
+        moved.remoteRTCPPort = Int(peerRTP.localEndpoint.port) + 7
+        try ours.followRenegotiation(moved)
+        #expect(ours.remoteRTCP?.port == UInt16(moved.remoteRTCPPort))
+
         // With mux negotiated no RTCP socket is bound and RTCP goes where RTP goes.
         negotiated.rtcpMux = true
         let muxed = try await UDPMediaTransport.bind(host: "127.0.0.1")

@@ -4,8 +4,9 @@ import VoiceCore
 /// baresip (Debian's) as a far end for tests: one account on loopback with auto-answer, one codec (Opus unless
 /// told: G.711 or G.722 for telephony), SRTP
 /// mandatory, a speech file as microphone (repeated to outlast the call), an ALSA null speaker, the `sndfile`
-/// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). With SDES it does not
-/// multiplex RTCP (`rtcp_mux no`): its reports go to the peer's RTCP port and it takes reports only on its own.
+/// dump of what it decoded in its directory, and SIP traffic traced into its log (`-s`). Unless told, with SDES it
+/// does not multiplex RTCP (`rtcp_mux no`): its reports go to the peer's RTCP port and it takes reports only on its
+/// own; with DTLS-SRTP it does.
 /// baresip 1.0 answers only requests whose Request-URI user is its account's (else 404): a stand-in gateway or
 /// conference server is given the number or room as `user`.
 public enum BaresipPeer {
@@ -17,19 +18,23 @@ public enum BaresipPeer {
     ///   - user: the account's user, `sip:<user>@127.0.0.1:<port>`.
     ///   - microphone: a 16-bit mono WAV already long enough for the call (``repeated(_:seconds:into:)``).
     ///   - mediaEncryption: the account's `mediaenc`: `srtp-mand` (SDES) or `dtls_srtp` (RFC 5763/5764, baresip's
-    ///     `dtls_srtp` module, with rtcp-mux so that one handshake on the RTP port keys the call).
+    ///     `dtls_srtp` module).
+    ///   - rtcpMux: whether it offers and accepts `a=rtcp-mux`; nil: with `dtls_srtp` only. Without it each
+    ///     component (RTP, RTCP) runs its own DTLS-SRTP handshake (RFC 5764 §4.1).
     ///   - controlPort: loads `ctrl_tcp` on 127.0.0.1 at this port (netstring JSON commands such as `sndcode`, and
     ///     every event, DTMF included, sent to the connected client).
     ///   - codec: the only codec baresip loads and offers: `opus`, `g711` (PCMU and PCMA) or `g722`.
     ///   - audioRate: its source's and player's rate (`ausrc_srate`, `auplay_srate`).
     public static func configure(
         directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40,
-        mediaEncryption: String = "srtp-mand", controlPort: Int? = nil, codec: String = "opus",
+        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, controlPort: Int? = nil, codec: String = "opus",
         audioRate: Int = 16_000
     ) throws -> [String] {
         let codecNames = ["opus": "opus", "g711": "PCMU,PCMA", "g722": "G722"]
         precondition(codecNames[codec] != nil, "BaresipPeer.configure: no codec \(codec)")
-        var keyingLines = mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\nrtcp_mux yes\n" : "rtcp_mux no\n"
+        let multiplexes = rtcpMux ?? (mediaEncryption == "dtls_srtp")
+        var keyingLines =
+            (mediaEncryption == "dtls_srtp" ? "module dtls_srtp.so\n" : "") + "rtcp_mux \(multiplexes ? "yes" : "no")\n"
         if let controlPort { keyingLines += "module_app ctrl_tcp.so\nctrl_tcp_listen 127.0.0.1:\(controlPort)\n" }
         let config = """
             poll_method epoll

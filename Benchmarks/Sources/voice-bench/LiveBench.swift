@@ -271,19 +271,29 @@ struct LiveRun {
 /// N engine calls in this process.
 enum EngineCalls {
     static func run(calls: Int, wav: WAVFile, speech: String, options: LiveBench) throws -> LiveRun {
+        var callOptions = LiveCallOptions()
+        callOptions.sharedMediaThread = !options.threadPerCall
+        return try run(
+            calls: calls, speech: speech, seconds: options.seconds, warmUp: options.warmUp,
+            processing: options.voiceProcessing, cancelEcho: !options.noEchoCanceller, callOptions: callOptions,
+            receive: options.eventLoopReceive ? .eventLoop : .consumerPolls, keying: .sdes)
+    }
+
+    /// - Parameter keying: SDES keys given to both ends, or ICE and a DTLS-SRTP handshake per call first (as a
+    ///   client call runs them), their consent checks and DTLS hooks kept for the whole call.
+    static func run(
+        calls: Int, speech: String, seconds: Double, warmUp: Double, processing: Bool, cancelEcho: Bool,
+        callOptions: LiveCallOptions, receive: UDPMediaTransport.ReceiveMode, keying: CallKeying
+    ) throws -> LiveRun {
         /// Written by the task before it signals, read after the wait: the semaphore orders the two.
         final class Outcome: @unchecked Sendable { var result: Result<LiveRun, Error>? }
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
-        let seconds = options.seconds, warmUp = options.warmUp, processing = options.voiceProcessing
-        let cancelEcho = !options.noEchoCanceller
-        var callOptions = LiveCallOptions()
-        callOptions.sharedMediaThread = !options.threadPerCall
-        let receive: UDPMediaTransport.ReceiveMode = options.eventLoopReceive ? .eventLoop : .consumerPolls
         Task {
             do {
                 outcome.result = .success(
-                    try await measure(calls, speech, seconds, warmUp, processing, cancelEcho, callOptions, receive))
+                    try await measure(
+                        calls, speech, seconds, warmUp, processing, cancelEcho, callOptions, receive, keying))
             } catch {
                 outcome.result = .failure(error)
             }
@@ -295,19 +305,31 @@ enum EngineCalls {
 
     private static func measure(
         _ count: Int, _ speech: String, _ seconds: Double, _ warmUp: Double, _ processing: Bool, _ cancelEcho: Bool,
-        _ callOptions: LiveCallOptions, _ receive: UDPMediaTransport.ReceiveMode
+        _ callOptions: LiveCallOptions, _ receive: UDPMediaTransport.ReceiveMode, _ keying: CallKeying = .sdes
     ) async throws -> LiveRun {
         var pairs: [(LiveCall, LiveCall)] = []
+        var keyedCalls: [DTLSICEKeyedCall] = []
+        defer { for keyed in keyedCalls { keyed.stop() } }
         for index in 0..<count {
             var generator = SeededGenerator(seed: UInt64(index + 1))
-            let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
-            let keyA = SRTPMasterKey.random(for: suite, using: &generator)
-            let keyB = SRTPMasterKey.random(for: suite, using: &generator)
             let polled = UDPMediaTransport.Configuration(receive: receive)
             let transportA = try await UDPMediaTransport.bind(host: "127.0.0.1", configuration: polled)
             let transportB = try await UDPMediaTransport.bind(
                 host: "127.0.0.1", remote: transportA.localEndpoint, configuration: polled)
-            func call(_ transport: UDPMediaTransport, local: SRTPMasterKey, remote: SRTPMasterKey) throws -> LiveCall {
+            let keysA: MediaStreamSRTP, keysB: MediaStreamSRTP
+            switch keying {
+            case .sdes:
+                let suite = SRTPCryptoSuite.aesCM128HmacSHA1_80
+                let keyA = SRTPMasterKey.random(for: suite, using: &generator)
+                let keyB = SRTPMasterKey.random(for: suite, using: &generator)
+                keysA = MediaStreamSRTP(suite: suite, localKey: keyA, remoteKey: keyB)
+                keysB = MediaStreamSRTP(suite: suite, localKey: keyB, remoteKey: keyA)
+            case .dtlsICE:
+                let keyed = try await DTLSICEKeyedCall.connect(transportA, transportB)
+                keyedCalls.append(keyed)
+                (keysA, keysB) = (keyed.keysA, keyed.keysB)
+            }
+            func call(_ transport: UDPMediaTransport, keys: MediaStreamSRTP) throws -> LiveCall {
                 let format = AudioFormat(sampleRate: 16_000)
                 // As `voice-engine call` opens file and null devices: driven by the call's media thread.
                 let clocking = DeviceClocking.manual(MonotonicClock())
@@ -315,15 +337,13 @@ enum EngineCalls {
                 let playout = try NullAudioDevice(direction: .playout, format: format, clocking: clocking)
                 var configuration = MediaStreamConfiguration(
                     opus: MediaStreamConfiguration.defaultOpus, deviceFormat: format,
-                    srtp: MediaStreamSRTP(suite: suite, localKey: local, remoteKey: remote),
-                    voiceProcessing: processing)
+                    srtp: keys, voiceProcessing: processing)
                 if !cancelEcho { configuration.echoCanceller.stages.remove(.echoFilter) }
                 return try LiveCall(
                     configuration: configuration, transport: transport, capture: capture, playout: playout,
                     options: callOptions)
             }
-            pairs.append(
-                (try call(transportA, local: keyA, remote: keyB), try call(transportB, local: keyB, remote: keyA)))
+            pairs.append((try call(transportA, keys: keysA), try call(transportB, keys: keysB)))
         }
         for (a, b) in pairs {
             try a.start()

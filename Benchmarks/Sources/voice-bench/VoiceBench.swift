@@ -16,7 +16,7 @@ struct VoiceBench: ParsableCommand {
         discussion: "Build in release: swift run -c release --package-path Benchmarks voice-bench codec [--json]",
         subcommands: [
             CodecSuite.self, SRTPSuite.self, JitterBench.self, AECBench.self, PipelineBench.self, LiveBench.self,
-            SIPSuite.self, ConferenceBench.self, WebRTCSuite.self
+            SIPSuite.self, ConferenceBench.self, WebRTCSuite.self, KeyingBench.self
         ]
     )
 

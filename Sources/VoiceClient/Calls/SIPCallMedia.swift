@@ -13,6 +13,8 @@ package final class SIPCallMedia: Sendable {
     private let handshake: DTLSSRTPMediaPortHandshake?
     /// ICE on the media port when both sides do it: answering checks and keeping consent until ``stop(cause:)``.
     package let ice: ICEMediaPort?
+    /// The call's RTP socket (and its RTCP socket without rtcp-mux), which a re-negotiation may re-point.
+    private let transport: UDPMediaTransport
 
     /// Points `transport` (the RTP socket whose address the SDP announced) at the peer, its RTCP at the peer's RTCP
     /// port when RTCP is not multiplexed, opens the devices and
@@ -107,6 +109,7 @@ package final class SIPCallMedia: Sendable {
     ) throws {
         self.handshake = handshake
         self.ice = ice
+        self.transport = transport
         if !remoteSet { try transport.setRemote(negotiated: negotiated) }
         let pair = try LiveDeviceName.openPair(
             microphone: LiveDeviceName(devices.microphone), speaker: LiveDeviceName(devices.speaker),
@@ -127,9 +130,10 @@ package final class SIPCallMedia: Sendable {
     }
 
     /// Applies a re-negotiation (a re-INVITE, ours or the peer's): held by the peer (our side `recvonly` or
-    /// `inactive`) our RTP stops, resumed it flows again, new SRTP keys take over.
+    /// `inactive`) our RTP stops, resumed it flows again, new SRTP keys take over, RTCP follows a moved RTCP port.
     /// - Throws: `LiveCallError.stream` when libsrtp refuses the new keys.
     package func update(_ negotiated: NegotiatedAudio) throws {
+        try transport.followRenegotiation(negotiated)
         try live.updateMedia(negotiated)
     }
 

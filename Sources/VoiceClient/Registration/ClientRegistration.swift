@@ -5,7 +5,9 @@ import VoiceSIP
 
 /// The client's registration: credentials from the registration service (asking the app to sign when it has
 /// none that are valid), the SIP endpoint and user agent towards the service, and the SIP binding kept refreshed.
-/// A refresh lost after `start()` is reported once per loss; credentials are renewed before they expire.
+/// A refresh refused after `start()` is reported once per loss; a flow that fails (the connection closes, a keepalive
+/// or a refresh goes unanswered) is handed to the client, whose ``RegistrationRecovery`` decides when and where to
+/// register again; credentials are renewed before they expire.
 ///
 /// Part of ``VoiceClient`` and isolated to it (not `Sendable`; its async methods run on the client's executor):
 /// the client runs the renewal timer and the readers, this part decides.
@@ -40,6 +42,12 @@ final class ClientRegistration {
     /// Sends the keepalives of ``KeepaliveSchedule`` on the flow to the service while registered.
     private var keepaliveTask: Task<Void, Never>?
     private var keepalive: KeepaliveSchedule?
+    /// The service hosts in order of preference: `serviceHost`, then `additionalServiceHosts`.
+    let serviceHosts: [String]
+    /// The index in ``serviceHosts`` of the host the endpoint talks to.
+    private(set) var hostIndex = 0
+    /// Told when the flow to the service fails (connection closed, keepalive unanswered), with why.
+    private var onFlowFailed: (@Sendable (String) -> Void)?
 
     init(
         userID: String, configuration: VoiceClientConfiguration, sign: @escaping VoiceClient.SignRegistration,
@@ -61,6 +69,7 @@ final class ClientRegistration {
         }
         self.userID = userID
         self.configuration = configuration
+        serviceHosts = [configuration.serviceHost] + configuration.additionalServiceHosts
         self.sign = sign
         self.unixTime = unixTime
         self.group = group
@@ -84,18 +93,26 @@ final class ClientRegistration {
     /// The address of record, `sip:<user ID>@<domain>` (known once credentials were granted).
     var addressOfRecord: String? { grant.map { "sip:\(SIPUserPart.escape(userID))@\($0.domain)" } }
 
-    /// Credentials (kept or new), then the SIP endpoint and user agent towards the service; `onRequest` gets the
-    /// requests that are neither calls nor responses. Nothing is registered yet: ``register(onRefresh:)`` does.
+    /// The service host the endpoint talks to.
+    var serviceHost: String { serviceHosts[hostIndex] }
+
+    /// Credentials (kept or new), then the SIP endpoint and user agent towards service host `host` (an index in
+    /// ``serviceHosts``); `onRequest` gets the requests that are neither calls nor responses, `onFlowFailed` hears
+    /// that the connection to the service closed or stopped answering. Nothing is registered yet:
+    /// ``register(onRefresh:)`` does.
     /// - Returns: the user agent, whose incoming calls the caller reads.
     nonisolated(nonsending) func connect(
-        onRequest: @escaping @Sendable (SIPIncomingRequest, SIPEndpoint) -> Void
+        host: Int = 0, onRequest: @escaping @Sendable (SIPIncomingRequest, SIPEndpoint) -> Void,
+        onFlowFailed: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> SIPUserAgent {
+        hostIndex = min(max(host, 0), serviceHosts.count - 1)
+        self.onFlowFailed = onFlowFailed
         let grant = try await credentials()
         let server: SocketAddress
         do {
-            server = try SocketAddress.makeAddressResolvingHost(configuration.serviceHost, port: configuration.sipPort)
+            server = try SocketAddress.makeAddressResolvingHost(serviceHost, port: configuration.sipPort)
         } catch {
-            throw VoiceClientError.network("cannot resolve \(configuration.serviceHost): \(error)")
+            throw VoiceClientError.network("cannot resolve \(serviceHost): \(error)")
         }
         let local = try LocalAddress.towards(server)
         let t1 = configuration.sipT1
@@ -108,7 +125,7 @@ final class ClientRegistration {
             // on, and the Contact names that connection.
             let tls = SIPTLSConfiguration(trustRoots: trustRoots)
             do { try tls.check() } catch { throw VoiceClientError.tlsRefused(TLSRefusal(error, server: .sip)) }
-            peer = SIPPeer(.tls, server, serverName: serverName ?? configuration.serviceHost)
+            peer = SIPPeer(.tls, server, serverName: serverName ?? serviceHost)
             endpoint = try await SIPEndpoint.start(
                 on: group.next(),
                 configuration: SIPEndpointConfiguration(timers: timers, userAgent: "VoiceClient", tls: tls))
@@ -125,6 +142,11 @@ final class ClientRegistration {
                 addressOfRecord: SIPURI(user: SIPUserPart.escape(userID), host: grant.domain), outboundProxy: peer,
                 transport: peer.transport))
         try await agent.onOtherRequest { [endpoint] request in onRequest(request, endpoint) }
+        endpoint.onConnectionClosed { closed in
+            if closed.transport == peer.transport, closed.address == peer.address {
+                onFlowFailed("the connection to \(peer) closed")
+            }
+        }
         self.agent = agent
         mediaHost = local.ipAddress ?? "127.0.0.1"
         (self.endpoint, sender, serverPeer) = (endpoint, agent.sender, peer)
@@ -165,21 +187,59 @@ final class ClientRegistration {
         guard schedule != keepalive || keepaliveTask == nil, let endpoint, let serverPeer else { return }
         keepaliveTask?.cancel()
         keepalive = schedule
+        let onFlowFailed = onFlowFailed
         keepaliveTask = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: schedule.delay(fraction: Double.random(in: 0..<1)))
                 guard !Task.isCancelled else { return }
+                let pongs = await endpoint.statistics().keepalivePongsReceived
                 endpoint.sendKeepalive(to: serverPeer)
+                guard serverPeer.transport.isReliable else { continue }
+                // RFC 5626 §4.4.1: no pong within 10 s (or the interval, when shorter) means the flow is dead,
+                // even if the kernel still holds the connection.
+                let deadline = ContinuousClock.now + min(.seconds(10), schedule.interval)
+                while !Task.isCancelled, ContinuousClock.now < deadline,
+                    await endpoint.statistics().keepalivePongsReceived == pongs
+                {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                guard !Task.isCancelled else { return }
+                if await endpoint.statistics().keepalivePongsReceived == pongs {
+                    endpoint.closeConnection(to: serverPeer)
+                    onFlowFailed?("no keepalive pong from \(serverPeer)")
+                }
             }
         }
     }
 
-    /// Reports a refresh that failed after `start()` (once per loss).
-    /// - Returns: whether the credentials should be renewed now: the service refused ones the client still holds
-    ///   valid (its clock is behind, the service's secret changed), so the app is asked to sign again at once
-    ///   rather than the dead credentials being sent until the scheduled renewal.
-    func refreshed(_ outcome: Result<SIPRegistrationResult, any Error>) -> Bool {
-        guard binding != nil else { return false }
+    /// The address the kernel would use towards the service now, nil without a route (or without a connection).
+    func currentRoute() -> String? {
+        guard let server = serverPeer?.address else { return nil }
+        return (try? LocalAddress.towards(server))?.ipAddress
+    }
+
+    /// Calls and media bind `address` from now on (the network changed); the flow is closed so that the next
+    /// REGISTER opens a new connection from there.
+    func moveTo(_ address: String?) {
+        if let address { mediaHost = address }
+        if let endpoint, let serverPeer, serverPeer.transport.isReliable { endpoint.closeConnection(to: serverPeer) }
+    }
+
+    /// What a refresh's outcome asks of the client.
+    enum RefreshVerdict: Equatable {
+        case nothing
+        /// The service refused credentials the client still holds valid (its clock is behind, the service's secret
+        /// changed): the app is asked to sign again at once rather than the dead credentials being sent until the
+        /// scheduled renewal.
+        case renewCredentials
+        /// The refresh was not answered: the flow is dead, register again on a new one.
+        case flowFailed(String)
+    }
+
+    /// Reports a refresh refused after `start()` (once per loss); an unanswered one is a failed flow, which the
+    /// client's recovery reports.
+    func refreshed(_ outcome: Result<SIPRegistrationResult, any Error>) -> RefreshVerdict {
+        guard binding != nil else { return .nothing }
         var renewNow = false
         switch outcome {
         case .success(let result) where result.succeeded:
@@ -194,10 +254,25 @@ final class ClientRegistration {
             }
             healthy = false
         case .failure(let error):
-            if healthy { events.yield(.registrationLost(.registrationLost("refresh not answered: \(error)"))) }
-            healthy = false
+            return .flowFailed("refresh not answered: \(error)")
         }
-        return renewNow
+        return renewNow ? .renewCredentials : .nothing
+    }
+
+    /// Registers the kept binding again on a new connection to the same host (the old one closed or went
+    /// silent): the old connection is closed if still listed, the REGISTER opens a new one, names it in its
+    /// Contact and removes the old Contact, and refreshing starts over.
+    /// - Returns: whether the registrar accepted it.
+    nonisolated(nonsending) func registerAgainOnNewConnection() async -> Bool {
+        guard let binding, let endpoint, let serverPeer else { return false }
+        endpoint.closeConnection(to: serverPeer)
+        await binding.stopRefreshing()
+        guard let result = try? await binding.startRefreshing(), result.succeeded else { return false }
+        healthy = true
+        keepaliveTask?.cancel()
+        keepaliveTask = nil
+        keepAlive(KeepaliveSchedule(flowTimer: result.flowTimer, configured: configuration.keepaliveInterval))
+        return true
     }
 
     /// When to renew the current credentials: once four fifths of their remaining lifetime have passed.
@@ -258,7 +333,7 @@ final class ClientRegistration {
         let signed: SignedRegistration
         do { signed = try await sign(userID) } catch { throw VoiceClientError.signingFailed("\(error)") }
         let service = RegistrationServiceConnection(
-            host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
+            host: serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         let request = RegistrationRequest(
             applicationKey: configuration.applicationKey, userID: userID, signed: signed,
             pushData: pushData)

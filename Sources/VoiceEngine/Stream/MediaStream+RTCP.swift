@@ -42,7 +42,7 @@ extension MediaStream {
         }
         switchOutboundKeyIfDue(now: now)
         let buffer = UnsafeMutableRawBufferPointer(rtcpBuffer)
-        let trailer = srtpOut?.rtcpOverhead ?? 0
+        let trailer = (srtcpOut ?? srtpOut)?.rtcpOverhead ?? 0
         let space = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<max(0, buffer.count - trailer)])
         var writer = RTCPReportWriter(space)
         var written: Bool
@@ -68,7 +68,7 @@ extension MediaStream {
             return 0
         }
         var length = writer.length
-        if let srtp = srtpOut {
+        if let srtp = srtcpOut ?? srtpOut {
             do { length = try srtp.protectRTCP(buffer, length: length) } catch {
                 stats.processingErrors += 1
                 return 0

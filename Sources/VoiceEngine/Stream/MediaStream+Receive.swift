@@ -122,9 +122,12 @@ extension MediaStream {
     private func receiveRTCP(length n: Int, arrival: MediaTime) {
         let buffer = UnsafeMutableRawBufferPointer(receiveBuffer)
         var length = n
-        if let srtp = srtpIn {
+        if let srtp = srtcpIn ?? srtpIn {
             do {
-                length = try unprotectAcrossRekey(srtp, buffer, length: n, rtcp: true)
+                length =
+                    srtcpIn != nil
+                    ? try srtp.unprotectRTCP(buffer, length: n)
+                    : try unprotectAcrossRekey(srtp, buffer, length: n, rtcp: true)
             } catch {
                 switch error {
                 case .authenticationFailed, .replayFail, .replayOld:

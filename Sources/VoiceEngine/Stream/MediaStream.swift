@@ -76,6 +76,10 @@ public final class MediaStream {
     /// step by its `didSet`, and set in `init`).
     @exclusivity(unchecked) var unretainedSRTPOut: Unmanaged<SRTPSession>?
     @exclusivity(unchecked) var srtpIn: SRTPSession?
+    /// SRTCP's own sessions when the RTCP component was keyed apart (``MediaStreamSRTP/rtcp``); nil: RTCP uses
+    /// `srtpOut`/`srtpIn`.
+    let srtcpOut: SRTPSession?
+    let srtcpIn: SRTPSession?
     @exclusivity(unchecked) var retiringSRTPIn: SRTPSession?
     /// Our next outbound key and when it takes over at the latest (`rekey(_:now:)`).
     @exclusivity(unchecked) var pendingSRTPOut: (session: SRTPSession, deadline: Int64)?
@@ -201,6 +205,17 @@ public final class MediaStream {
         } else {
             srtpOut = nil
             srtpIn = nil
+        }
+        if let keys = configuration.srtp?.rtcp {
+            srtcpOut = try component("SRTCP (outbound)") {
+                try SRTPSession(suite: keys.suite, key: keys.localKey, direction: .outbound)
+            }
+            srtcpIn = try component("SRTCP (inbound)") {
+                try SRTPSession(suite: keys.suite, key: keys.remoteKey, direction: .inbound)
+            }
+        } else {
+            srtcpOut = nil
+            srtcpIn = nil
         }
         unretainedSRTPOut = srtpOut.map { Unmanaged.passUnretained($0) }
 

@@ -21,6 +21,27 @@ public struct MediaStreamSRTP: Sendable, Equatable {
     public var localKey: SRTPMasterKey
     /// The key the peer protects with (from the peer's `a=crypto` line).
     public var remoteKey: SRTPMasterKey
+    /// SRTCP's own keys when RTCP has a port and a DTLS-SRTP handshake of its own (RFC 5764 §4.1: without
+    /// `a=rtcp-mux` each component keys itself); nil: RTCP is protected with the keys above.
+    public var rtcp: MediaStreamSRTCPKeys?
+
+    public init(
+        suite: SRTPCryptoSuite, localKey: SRTPMasterKey, remoteKey: SRTPMasterKey, rtcp: MediaStreamSRTCPKeys? = nil
+    ) {
+        self.suite = suite
+        self.localKey = localKey
+        self.remoteKey = remoteKey
+        self.rtcp = rtcp
+    }
+}
+
+/// The keys of an RTCP component keyed apart from RTP (its own DTLS-SRTP association on the RTCP port).
+public struct MediaStreamSRTCPKeys: Sendable, Equatable {
+    public var suite: SRTPCryptoSuite
+    /// The key this side protects its SRTCP with.
+    public var localKey: SRTPMasterKey
+    /// The key the peer protects its SRTCP with.
+    public var remoteKey: SRTPMasterKey
 
     public init(suite: SRTPCryptoSuite, localKey: SRTPMasterKey, remoteKey: SRTPMasterKey) {
         self.suite = suite

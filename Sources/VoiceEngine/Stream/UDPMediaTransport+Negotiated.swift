@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Points a transport at the peer the offer/answer described, so every caller follows the same RTCP rule.
 extension UDPMediaTransport {
     /// Sends RTP to the peer's `c=` address and `m=` port; without `a=rtcp-mux` on both sides, also binds the RTCP
@@ -8,7 +10,21 @@ extension UDPMediaTransport {
     public func setRemote(negotiated: NegotiatedAudio) throws(UDPTransportError) {
         setRemote(try UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remotePort))
         if !negotiated.rtcpMux {
-            try setRemoteRTCP(UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remoteRTCPPort))
+            let endpoint = try UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remoteRTCPPort)
+            try setRemoteRTCP(endpoint)
+            negotiatedRemoteRTCP.withLock { $0 = endpoint }
         }
+    }
+
+    /// Follows a re-negotiation (a re-INVITE, either side's) of a running call: when the peer's RTCP port or
+    /// address changed (its new `a=rtcp:`, or its new RTP port + 1) RTCP goes there from now on; otherwise the
+    /// destination stays, latched or not. RTP keeps its destination (latching or ICE moves it).
+    /// - Throws: ``UDPTransportError`` for an address that is not an IP address or an RTCP port that cannot be bound.
+    public func followRenegotiation(_ negotiated: NegotiatedAudio) throws(UDPTransportError) {
+        guard !negotiated.rtcpMux else { return }
+        let endpoint = try UDPEndpoint(host: negotiated.remoteAddress, port: negotiated.remoteRTCPPort)
+        guard negotiatedRemoteRTCP.withLock({ $0 }) != endpoint else { return }
+        try setRemoteRTCP(endpoint)
+        negotiatedRemoteRTCP.withLock { $0 = endpoint }
     }
 }

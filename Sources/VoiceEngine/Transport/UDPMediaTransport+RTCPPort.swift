@@ -30,6 +30,11 @@ extension UDPMediaTransport {
     /// Where this transport's RTCP socket is bound; nil while RTCP shares the RTP port.
     public var rtcpEndpoint: UDPEndpoint? { rtcpPort.load()?.localEndpoint }
 
+    /// The RTCP socket as a transport of its own (nil while RTCP shares the RTP port): for what runs per
+    /// component, such as the RTCP component's DTLS-SRTP handshake (its DTLS hook, its sends). Reading it is this
+    /// transport's job (``receiveFromSocket()`` reads both sockets).
+    public var rtcpTransport: UDPMediaTransport? { rtcpPort.load() }
+
     /// Sends RTCP to the peer's RTCP port from now on (until latching moves it), from the RTCP socket; binds that
     /// socket at the RTP port + 1 first if none is bound.
     /// - Throws: ``UDPTransportError`` when the RTCP socket cannot be bound.

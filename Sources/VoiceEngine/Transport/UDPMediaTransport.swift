@@ -166,6 +166,9 @@ public final class UDPMediaTransport: Sendable {
     /// The socket for RTCP when the peer does not multiplex it (``bindRTCPPort(port:)``); polled, drained, latched
     /// and closed with this one. Set at most once, read lock-free on the audio path.
     let rtcpPort = AtomicLazyReference<UDPMediaTransport>()
+    /// The peer's RTCP address the last offer/answer gave (``setRemote(negotiated:)``), so that a re-negotiation
+    /// moves RTCP only when the peer moved it, not away from a latched address.
+    let negotiatedRemoteRTCP = Mutex<UDPEndpoint?>(nil)
 
     init(channel: (any Channel)?, state: TransportState, local: UDPEndpoint, configuration: Configuration) {
         self.channel = channel

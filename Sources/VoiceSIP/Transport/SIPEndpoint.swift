@@ -25,6 +25,7 @@ public final class SIPEndpoint: @unchecked Sendable {
             [:]
     private var requestHandler: (@Sendable (SIPIncomingRequest) -> Void)?
     private var strayResponseHandler: (@Sendable (SIPMessage) -> Void)?
+    private var connectionClosedHandler: (@Sendable (SIPPeer) -> Void)?
     private var traceHandler: (@Sendable (String) -> Void)?
     private var timerTask: Scheduled<Void>?
     private var scheduledDeadline: SIPInstant?
@@ -212,6 +213,22 @@ public final class SIPEndpoint: @unchecked Sendable {
     /// Receives responses no transaction claims (a 2xx retransmitted after the INVITE transaction ended).
     public func onStrayResponse(_ handler: @escaping @Sendable (SIPMessage) -> Void) {
         executeIfOpen { self.strayResponseHandler = handler }
+    }
+
+    /// Told on the event loop when a TCP or TLS connection closes (the peer closed or reset it, or it failed), with
+    /// the peer it went to: a client registered over it is no longer reachable and registers again.
+    public func onConnectionClosed(_ handler: @escaping @Sendable (SIPPeer) -> Void) {
+        executeIfOpen { self.connectionClosedHandler = handler }
+    }
+
+    /// Closes the TCP or TLS connection to `peer` if there is one (a keepalive went unanswered: the connection is
+    /// dead even though the kernel still holds it); the next request to `peer` opens a new one.
+    public func closeConnection(to peer: SIPPeer) {
+        executeIfOpen {
+            let key = ConnectionKey(transport: peer.transport, address: peer.address)
+            guard let connection = self.connections.removeValue(forKey: key) else { return }
+            connection.whenSuccess { $0.close(promise: nil) }
+        }
     }
 
     /// Receives every message sent and received, as text with a direction line (for `--trace`).
@@ -539,6 +556,13 @@ extension SIPEndpoint: SIPTransportSink {
     }
 
     func transport(closed channel: any Channel, peer: SIPPeer) {
-        connections[ConnectionKey(transport: peer.transport, address: peer.address)] = nil
+        let key = ConnectionKey(transport: peer.transport, address: peer.address)
+        // Only the listed connection: a newer one to the same peer may already have replaced a closed one.
+        if let listed = connections[key] {
+            listed.whenSuccess { open in
+                if open === channel, self.connections[key] === listed { self.connections[key] = nil }
+            }
+        }
+        if open.withLockedValue({ $0 }) { connectionClosedHandler?(peer) }
     }
 }

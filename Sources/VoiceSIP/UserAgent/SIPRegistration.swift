@@ -52,6 +52,10 @@ public actor SIPRegistration {
     private var sequence: UInt32 = 0
     private var refreshTask: Task<Void, Never>?
     public private(set) var last: SIPRegistrationResult?
+    /// The Contacts the registrar may hold for us: the last accepted one, and any a REGISTER carried whose answer
+    /// never came (the registrar may have saved it). A REGISTER naming another Contact (a new connection, a new
+    /// address) removes these, so that the registrar does not fork requests to a dead flow.
+    private var possiblyRegistered: [SIPURI] = []
     /// Successful refreshes so far (the first REGISTER not counted).
     public private(set) var refreshCount = 0
     /// Told the outcome of every refresh: the registrar's answer, or the error when none came.
@@ -89,6 +93,7 @@ public actor SIPRegistration {
                     else { return nil }
                     return address.parameters[parameter: "expires"].flatMap { UInt32($0) }
                 }.first ?? response.expires ?? requested
+            if (200...299).contains(code) { possiblyRegistered = requested == 0 ? [] : [contact] }
             let result = SIPRegistrationResult(
                 statusCode: code, reasonPhrase: response.reasonPhrase ?? "",
                 grantedExpires: (200...299).contains(code) ? (requested == 0 ? 0 : granted) : 0, contacts: contacts,
@@ -177,9 +182,15 @@ public actor SIPRegistration {
         headers.add("To", aor.description)
         headers.add("Call-ID", callID)
         headers.add("CSeq", SIPCSeq(sequence, .register).description)
+        let contact = try await contactURI()
         headers.add(
-            "Contact",
-            SIPAddress(uri: try await contactURI(), parameters: [SIPParameter("expires", "\(expires)")]).description)
+            "Contact", SIPAddress(uri: contact, parameters: [SIPParameter("expires", "\(expires)")]).description)
+        if expires > 0 {
+            for stale in possiblyRegistered where stale != contact {
+                headers.add("Contact", SIPAddress(uri: stale, parameters: [SIPParameter("expires", "0")]).description)
+            }
+            if !possiblyRegistered.contains(contact) { possiblyRegistered.append(contact) }
+        }
         headers.add("Expires", "\(expires)")
         return .request(.register, configuration.registrar, headers: headers)
     }

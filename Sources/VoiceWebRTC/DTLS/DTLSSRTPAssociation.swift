@@ -1,4 +1,5 @@
 internal import CDTLS
+import VoiceEngine
 import VoiceSRTP
 
 #if canImport(Glibc)
@@ -11,6 +12,9 @@ public struct DTLSSRTPKeys: Equatable, Sendable {
     public var suite: SRTPCryptoSuite
     public var localKey: SRTPMasterKey
     public var remoteKey: SRTPMasterKey
+    /// The keys of the RTCP component's own handshake, for a stream whose RTCP is not multiplexed
+    /// (``DTLSSRTPMediaPortHandshake``); nil: SRTCP uses the keys above.
+    public var rtcp: MediaStreamSRTCPKeys? = nil
 
     /// The outbound (protect) and inbound (unprotect) libsrtp sessions for these keys.
     public func makeSessions() throws(SRTPError) -> (outbound: SRTPSession, inbound: SRTPSession) {
