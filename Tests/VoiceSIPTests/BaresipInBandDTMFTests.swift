@@ -44,17 +44,8 @@ struct BaresipInBandDTMFTests {
             let negotiated = try await log.established()
             #expect(negotiated.codec == .pcmu, "\(negotiated)")
             try transport.setRemote(negotiated: negotiated)
-            let format = AudioFormat(sampleRate: 16_000)
-            var configuration = MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format)
-            configuration.detectsInBandDTMF = true
-            let live = try LiveCall(
-                configuration: configuration, transport: transport,
-                capture: NullAudioDevice(direction: .capture, format: format, clocking: .realTime),
-                playout: NullAudioDevice(direction: .playout, format: format, clocking: .realTime))
-            let heard = KeyLog()
-            let events = live.events
-            Task { for await event in events { if case .dtmfReceived(let digit) = event { heard.append(digit) } } }
-            try live.start()
+            let (live, heard) = try KeyLog.startCall(
+                negotiated: negotiated, transport: transport, detectsInBandDTMF: true)
             let deadline = ContinuousClock.now + .seconds(8)
             while ContinuousClock.now < deadline, heard.text.count < keys.count {
                 try await Task.sleep(for: .milliseconds(50))

@@ -25,13 +25,33 @@ public final class LinphonePeer: @unchecked Sendable {
     public let sipPort: Int
     /// What linphonec decoded during its call (its file recorder, 8 kHz for G.711).
     public let recording: URL
+    /// Its own log with every SIP message, when started with `tracesSIP`.
+    public let trace: URL
     private let process: ChildProcessGroup
     private let input: FileHandle
 
+    /// An account linphonec registers (over UDP, with its `+sip.instance`, so a registrar that grants GRUUs gives
+    /// it one and it uses it as its Contact).
+    public struct Account: Sendable {
+        /// `sip:user@domain`.
+        public var identity: String
+        /// The registrar and outbound proxy, `sip:host:port`.
+        public var proxy: String
+        /// The digest username (it may differ from the identity's user, as ephemeral credentials do) and password.
+        public var username: String
+        public var password: String
+
+        public init(identity: String, proxy: String, username: String, password: String) {
+            (self.identity, self.proxy, self.username, self.password) = (identity, proxy, username, password)
+        }
+    }
+
     /// Starts linphonec listening on UDP `sipPort` (RTP on `rtpPort`, RTCP on `rtpPort + 1`) with `microphone` (a
-    /// mono WAV, played from its start when a call begins) and, with `autoAnswer`, answering every call.
+    /// mono WAV, played from its start when a call begins) and, with `autoAnswer`, answering every call; with
+    /// `account`, registered there. With `tracesSIP` its log (`linphonec-trace.log`) holds every SIP message.
     public init(
-        directory: URL, sipPort: Int, rtpPort: Int, microphone: String, autoAnswer: Bool = true
+        directory: URL, sipPort: Int, rtpPort: Int, microphone: String, autoAnswer: Bool = true,
+        account: Account? = nil, tracesSIP: Bool = false
     ) throws {
         self.directory = directory
         self.sipPort = sipPort
@@ -40,12 +60,15 @@ public final class LinphonePeer: @unchecked Sendable {
         try FileManager.default.createDirectory(
             at: home.appendingPathComponent(".local/share/linphone"), withIntermediateDirectories: true)
         let configuration = directory.appendingPathComponent("linphonerc")
-        try Self.configuration(sipPort: sipPort, rtpPort: rtpPort).write(
+        try Self.configuration(sipPort: sipPort, rtpPort: rtpPort, account: account).write(
             to: configuration, atomically: true, encoding: .utf8)
 
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw ChildProcessGroup.SpawnError(description: "pipe failed") }
-        let arguments = ["HOME=\(home.path)", Self.executable, "-c", configuration.path] + (autoAnswer ? ["-a"] : [])
+        trace = directory.appendingPathComponent("linphonec-trace.log")
+        let arguments =
+            ["HOME=\(home.path)", Self.executable, "-c", configuration.path] + (autoAnswer ? ["-a"] : [])
+            + (tracesSIP ? ["-d", "6", "-l", trace.path] : [])
         do {
             process = try ChildProcessGroup(
                 "/usr/bin/env", arguments, log: directory.appendingPathComponent("linphonec.log"),
@@ -139,13 +162,13 @@ public final class LinphonePeer: @unchecked Sendable {
         ("G729", 8_000), ("G722", 8_000), ("GSM", 8_000)
     ]
 
-    static func configuration(sipPort: Int, rtpPort: Int) -> String {
+    static func configuration(sipPort: Int, rtpPort: Int, account: Account?) -> String {
         var text = """
             [sip]
             sip_port=\(sipPort)
             sip_tcp_port=0
             sip_tls_port=0
-            default_proxy=-1
+            default_proxy=\(account == nil ? -1 : 0)
             supported_encryptions=srtp
             media_encryption=srtp
             media_encryption_mandatory=1
@@ -160,6 +183,24 @@ public final class LinphonePeer: @unchecked Sendable {
             display=0
 
             """
+        if let account {
+            let user = account.identity.dropFirst(4).split(separator: "@").first.map(String.init) ?? ""
+            let domain = account.identity.split(separator: "@").last.map(String.init) ?? ""
+            text += """
+                [proxy_0]
+                reg_proxy=<\(account.proxy);transport=udp>
+                reg_identity=\(account.identity)
+                reg_expires=300
+                reg_sendregister=1
+                publish=0
+                [auth_info_0]
+                username=\(user)
+                userid=\(account.username)
+                passwd=\(account.password)
+                domain=\(domain)
+
+                """
+        }
         let codecs = [("PCMU", 8_000, true), ("PCMA", 8_000, true)] + disabledCodecs.map { ($0.0, $0.1, false) }
         for (index, codec) in codecs.enumerated() {
             text += """
