@@ -97,7 +97,8 @@ struct ConferenceRTCPTests {
             let (server, port) = try await startLoopbackServer(rtpPorts: rtpPorts, on: loop)
             let baresip = try await Self.baresipJoins(
                 room, server: server, serverPort: port, baresipPort: baresipPort, microphone: microphones[1],
-                seconds: seconds, mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec, audioRate: audioRate,
+                seconds: seconds, mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec,
+                audioRate: audioRate,
                 directory: directory)
             defer { baresip.stop() }
             let engine = try await makeParticipant("engine", on: loop)
