@@ -19,6 +19,9 @@ TEST_APT_PACKAGES += postgresql kamailio-postgres-modules
 TEST_APT_PACKAGES += kamailio-utils-modules
 # baresip for VoiceSIP's call tests (Tests/VoiceSIPTests/BaresipTests.swift: the engine calls it and it calls the engine).
 TEST_APT_PACKAGES += baresip
+# linphonec, the second independent softphone of the telephony tests (Tests/VoiceSIPTests/LinphoneTests.swift: G.711
+# only, speech and DTMF both ways, driven through VoiceTestSupport's LinphonePeer).
+TEST_APT_PACKAGES += linphone-cli
 # Headless Chromium: the browser peer of the WebRTC interoperability tests (VoiceWebRTCTests).
 TEST_APT_PACKAGES += chromium
 # coturn: the TURN server of the WebRTC transport tests (allocation with TURN REST credentials, relayed data).

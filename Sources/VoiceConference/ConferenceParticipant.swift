@@ -26,8 +26,10 @@ public final class ConferenceParticipant {
     // Mixer state.
     let decoded: UnsafeMutableBufferPointer<Int16>
     @exclusivity(unchecked) var limiter: ConferenceLimiter
-    /// Index of its shared-encoder group in the room.
-    @exclusivity(unchecked) var group: ConferenceEncoderGroup
+    /// Its shared-encoder group in the room (Opus listeners of one configuration); nil for a telephony codec
+    /// (G.711, G.722), whose listener mix goes through its own stream's encoder: those cost next to nothing to
+    /// encode, and its stream resamples between the room's rate and the codec's.
+    @exclusivity(unchecked) var group: ConferenceEncoderGroup?
     /// Peak-following level (mean square) used to rank talkers.
     @exclusivity(unchecked) var level = 0.0
     @exclusivity(unchecked) var lastLevel = 0.0
@@ -51,7 +53,7 @@ public final class ConferenceParticipant {
 
     init(
         id: Int, label: String, stream: MediaStream, transport: UDPMediaTransport?, tickSamples: Int,
-        limiter: ConferenceLimiter, group: ConferenceEncoderGroup
+        limiter: ConferenceLimiter, group: ConferenceEncoderGroup?
     ) {
         self.id = id
         self.label = label
@@ -117,9 +119,11 @@ public struct ConferenceParticipantStatistics: Sendable, Hashable {
     public var packetsSent = 0
     /// Ticks it was one of the talkers (heard by the others).
     public var talkerTicks = 0
-    /// Frames encoded by its own encoder (its mix-minus while talking).
+    /// Frames encoded by its own encoder (its mix-minus while talking; with a telephony codec also the full mix
+    /// while listening).
     public var ownEncodedFrames = 0
-    /// Frames of the shared mix sent to it (encoded once for all listeners of its codec configuration).
+    /// Frames of the shared mix sent to it (encoded once for all listeners of its codec configuration; a telephony
+    /// codec's listener has its mix encoded by its own encoder, counted in ``ownEncodedFrames``).
     public var sharedFramesSent = 0
     /// Ticks its receive chain was skipped because it was silent and sent nothing.
     public var dormantTicks = 0

@@ -9,8 +9,9 @@ import Synchronization
 
 /// How a room mixes.
 public struct ConferenceRoomConfiguration: Sendable, Hashable {
-    /// The room's processing rate: every participant's stream runs at it (Opus is negotiated per participant but
-    /// decoded and encoded here). 16 kHz by default.
+    /// The room's mixing rate: every Opus participant's stream runs at it (Opus is negotiated per participant but
+    /// decoded and encoded here); a G.711 or G.722 participant's stream runs at its codec's rate and resamples to
+    /// and from this one. 16 kHz by default.
     public var sampleRate: Int
     /// How many of the loudest active talkers are mixed (N). 3 by default, as Janus AudioBridge and FreeSWITCH
     /// effectively do: more simultaneous voices are unintelligible anyway and each costs an encode.
@@ -107,12 +108,14 @@ public final class ConferenceClip: Sendable {
 /// 3. select — the N loudest unmuted participants above the speech threshold are the talkers;
 /// 4. mix — talkers (and a playing clip) are summed into a 32-bit accumulator;
 /// 5. send — each talker gets the sum minus its own voice, limited, encoded by its own stream's encoder; every
-///    other participant gets the full sum, limited and encoded once per codec configuration
-///    (``MediaStream/sendEncodedFrame(_:dtx:now:)``: per listener only the RTP header and SRTP);
+///    other participant gets the full sum, limited and encoded once per Opus configuration
+///    (``MediaStream/sendEncodedFrame(_:dtx:now:)``: per listener only the RTP header and SRTP), or by its own
+///    stream when it speaks G.711 or G.722 (resampled to the codec's rate by the stream);
 /// 6. RTCP for each stream (``ConferenceRoomConfiguration/sendsRTCP``).
 ///
 /// Cost per tick: decodes = participants that sent a packet recently (the talkers, plus anyone sending
-/// non-DTX silence); encodes = talkers + one per codec configuration that has listeners; per listener one
+/// non-DTX silence); encodes = talkers + one per Opus configuration that has listeners + each G.711/G.722
+/// listener (a cheap encode and a resample); per listener one
 /// SRTP protect. Dormant participants cost a counter check.
 ///
 /// Threads: not thread-safe. Every call — adding, removing, receiving, muting, playing, ticking, reading
@@ -209,7 +212,9 @@ public final class ConferenceRoom {
     /// concealment that nobody heard).
     public func participantConfiguration(_ negotiated: MediaStreamConfiguration) -> MediaStreamConfiguration {
         var c = negotiated
-        c.processingRate = configuration.sampleRate
+        // A telephony codec processes at its own rate (8 kHz G.711, 16 kHz G.722); its stream's resamplers
+        // convert to and from the room's rate, which is the stream's "device" rate.
+        c.processingRate = c.codec.fixedSampleRate ?? configuration.sampleRate
         c.deviceFormat = AudioFormat(sampleRate: configuration.sampleRate)
         c.voiceProcessing = false
         if case .adaptive(var j) = c.jitterBuffer {
@@ -245,20 +250,8 @@ public final class ConferenceRoom {
         do { stream = try MediaStream(configuration: c, sink: sink, now: now) } catch {
             throw .participantRejected("\(error)")
         }
-        let opus = c.effectiveOpus
-        let group: ConferenceEncoderGroup
-        if let g = groups.first(where: { $0.opus == opus }) {
-            group = g
-        } else {
-            do {
-                group = try ConferenceEncoderGroup(
-                    opus: opus, lossAdaptation: c.lossAdaptation, limiterThreshold: configuration.limiterThreshold)
-            } catch {
-                throw .participantRejected("shared encoder: \(error)")
-            }
-            groups.append(group)
-        }
-        group.members += 1
+        let group = c.codec == .opus ? try sharedEncoderGroup(for: c) : nil
+        group?.members += 1
         let p = ConferenceParticipant(
             id: Self.nextParticipantID.wrappingAdd(1, ordering: .relaxed).newValue, label: label, stream: stream,
             transport: transport,
@@ -269,15 +262,32 @@ public final class ConferenceRoom {
         return p
     }
 
+    /// The shared encoder of `c`'s Opus configuration, opened for its first listener.
+    private func sharedEncoderGroup(for c: MediaStreamConfiguration) throws(ConferenceError) -> ConferenceEncoderGroup {
+        let opus = c.effectiveOpus
+        if let g = groups.first(where: { $0.opus == opus }) { return g }
+        let group: ConferenceEncoderGroup
+        do {
+            group = try ConferenceEncoderGroup(
+                opus: opus, lossAdaptation: c.lossAdaptation, limiterThreshold: configuration.limiterThreshold)
+        } catch {
+            throw .participantRejected("shared encoder: \(error)")
+        }
+        groups.append(group)
+        return group
+    }
+
     /// Removes a participant: nothing is sent to it from now on and its voice leaves the mix at once.
     public func removeParticipant(_ participant: ConferenceParticipant) {
         guard let i = participants.firstIndex(where: { $0 === participant }) else { return }
         participants.remove(at: i)
         roster.remove(at: i)
-        participant.group.members -= 1
-        if participant.group.members == 0 {
-            retiredSharedEncodes += participant.group.encodedFrames
-            groups.removeAll { $0 === participant.group }
+        if let group = participant.group {
+            group.members -= 1
+            if group.members == 0 {
+                retiredSharedEncodes += group.encodedFrames
+                groups.removeAll { $0 === group }
+            }
         }
         talkerCount = 0  // indices changed: reselect from levels on the next tick
         for p in participants { p.isTalker = false }
@@ -478,21 +488,28 @@ public final class ConferenceRoom {
         for k in 0..<talkerCount {
             let p = participants[talkers[k]]
             p.limiter.process(UnsafeBufferPointer(accumulator), minus: UnsafeBufferPointer(p.decoded), into: output)
-            var offset = 0
-            while offset < tickSamples {
-                frame.withUnsafeMutableSamples { s -> Void in
-                    _ = s.update(
-                        fromContentsOf: UnsafeMutableBufferPointer(rebasing: output[offset..<(offset + block)]))
-                }
-                p.stream.processCapture(frame, now: now)
-                offset += block
-            }
-            p.ownEncodedFrames += tickSamples / (block * p.stream.configuration.packetTimeMilliseconds / 10)
-            ownEncodes += tickSamples / (block * p.stream.configuration.packetTimeMilliseconds / 10)
+            sendOutputThroughOwnEncoder(p, now: now)
         }
     }
 
-    /// Everyone else: the full mix, limited and encoded once per codec configuration, the same packet to each.
+    /// `output` (one tick at the room's rate) through `p`'s own stream: resampled to its codec's rate when that
+    /// differs, encoded, packetized and sent.
+    private func sendOutputThroughOwnEncoder(_ p: ConferenceParticipant, now: MediaTime) {
+        var offset = 0
+        while offset < tickSamples {
+            frame.withUnsafeMutableSamples { s -> Void in
+                _ = s.update(fromContentsOf: UnsafeMutableBufferPointer(rebasing: output[offset..<(offset + block)]))
+            }
+            p.stream.processCapture(frame, now: now)
+            offset += block
+        }
+        let frames = tickSamples / (block * p.stream.configuration.packetTimeMilliseconds / 10)
+        p.ownEncodedFrames += frames
+        ownEncodes += frames
+    }
+
+    /// Everyone else: the full mix, limited and encoded once per Opus configuration, the same packet to each; a
+    /// telephony codec's listener through its own encoder.
     private func sendSharedMix(now: MediaTime) {
         for g in groups {
             let listeners = g.members - talkersIn(g)
@@ -521,6 +538,12 @@ public final class ConferenceRoom {
                 }
                 offset += frameSamples
             }
+        }
+        // Listeners with a telephony codec: the full mix, limited by their own limiter, through their own encoder.
+        forEachParticipant { p in
+            guard p.group == nil && !p.isTalker else { return }
+            p.limiter.process(UnsafeBufferPointer(accumulator), minus: nil, into: output)
+            sendOutputThroughOwnEncoder(p, now: now)
         }
     }
 

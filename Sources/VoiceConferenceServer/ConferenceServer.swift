@@ -208,8 +208,8 @@ public final class ConferenceServer: @unchecked Sendable {
             address: configuration.mediaHost, port: media.port, send: configuration.send, receiveDTX: true,
             maxPlaybackRate: 16_000, srtp: configuration.srtp, rtcpPort: media.port + 1,
             dtlsFingerprint: dtlsCertificate?.fingerprint.sdpValue,
-            // The room mixes and shares its encoders in Opus only, so a G.711/G.722-only offer is refused (488).
-            codecs: [.opus])
+            // Opus first; G.722 and G.711 legs (trunks, desk phones) are decoded and encoded by their own streams.
+            codecs: AudioCapabilities.defaultCodecs)
         var negotiated: NegotiatedAudio
         do { negotiated = try await call.answer(with: capabilities) } catch {
             // answer(with:) refused the offer with 488 itself.

@@ -6,8 +6,8 @@ import VoiceEngine
 import VoiceSIP
 import VoiceTestSupport
 
-/// INVITEs the conference server cannot take — unreadable SDP, no SDP, no audio, no Opus, plain RTP where SRTP is
-/// required — are refused with 488 and the reason in the status line, and the server goes on serving: the room
+/// INVITEs the conference server cannot take — unreadable SDP, no SDP, no audio, no common codec (GSM only), plain
+/// RTP where SRTP is required — are refused with 488 and the reason in the status line, and the server goes on serving: the room
 /// still opens for a good INVITE afterwards, on a media range of two ports (so the refused INVITEs' ports were
 /// given back). SIP on an ephemeral port, media on 28730–28731.
 @Suite("Bad INVITEs to the conference server", .tags(.live), .scheduledByTags, .serialized, .timeLimit(.minutes(1)))
@@ -24,8 +24,8 @@ struct ConferenceBadInviteTests {
         ("no SDP", "", nil, "SDP"),
         ("no audio", sdp("m=video 28790 RTP/SAVP 96\r\na=rtpmap:96 VP8/90000\r\n"), "application/sdp", ""),
         (
-            "no Opus",
-            sdp("m=audio 28790 RTP/SAVP 0\r\na=rtpmap:0 PCMU/8000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 \(key)\r\n"),
+            "no common codec",
+            sdp("m=audio 28790 RTP/SAVP 3\r\na=rtpmap:3 GSM/8000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 \(key)\r\n"),
             "application/sdp", ""
         ),
         ("plain RTP", sdp("m=audio 28790 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n"), "application/sdp", "")

@@ -85,17 +85,21 @@ struct ConferenceRTCPTests {
         let engineSpeaker: String
     }
 
-    /// Runs room `room` on a loopback server for `seconds`: baresip (`mediaEncryption`, `microphones[1]`) joins
-    /// first, then an engine participant with SDES (`microphones[0]`); everyone hangs up and the server closes.
+    /// Runs room `room` on a loopback server for `seconds`: baresip (`mediaEncryption`, only `codec`, its audio at
+    /// `audioRate`, `microphones[1]`) joins first, then an engine participant with SDES and Opus
+    /// (`microphones[0]`); everyone hangs up and the server closes.
     static func baresipAndEngineInRoom(
         _ room: String, rtpPorts: ClosedRange<Int>, baresipPort: Int, mediaEncryption: String = "srtp-mand",
-        rtcpMux: Bool? = nil, microphones: [String], seconds: Double, directory: URL
+        rtcpMux: Bool? = nil, codec: String = "opus", audioRate: Int = 16_000, microphones: [String], seconds: Double,
+        directory: URL
     ) async throws -> TwoParticipantRoom {
         try await withEventLoop { loop in
             let (server, port) = try await startLoopbackServer(rtpPorts: rtpPorts, on: loop)
             let baresip = try await Self.baresipJoins(
                 room, server: server, serverPort: port, baresipPort: baresipPort, microphone: microphones[1],
-                seconds: seconds, mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, directory: directory)
+                seconds: seconds, mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec,
+                audioRate: audioRate,
+                directory: directory)
             defer { baresip.stop() }
             let engine = try await makeParticipant("engine", on: loop)
             let (call, media) = try await ConferenceRekeyTests.join(
@@ -119,17 +123,18 @@ struct ConferenceRTCPTests {
     }
 
     /// Starts baresip (its files in `directory/baresip`) dialing room `room` on the server at `serverPort` with
-    /// `mediaEncryption`, and returns once it is the room's participant; the caller stops it.
+    /// `mediaEncryption`, only `codec` and its audio at `audioRate`, and returns once it is the room's participant; the caller stops it.
     static func baresipJoins(
         _ room: String, server: ConferenceServer, serverPort: Int, baresipPort: Int, microphone: String,
         seconds: Double,
-        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, directory: URL
+        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, codec: String = "opus", audioRate: Int = 16_000,
+        directory: URL
     ) async throws -> ChildProcessGroup {
         let baresipDirectory = directory.appendingPathComponent("baresip")
         try FileManager.default.createDirectory(at: baresipDirectory, withIntermediateDirectories: true)
         let arguments = try BaresipPeer.configure(
             directory: baresipDirectory, port: baresipPort, microphone: microphone, seconds: Int(seconds) + 20,
-            mediaEncryption: mediaEncryption, rtcpMux: rtcpMux)
+            mediaEncryption: mediaEncryption, rtcpMux: rtcpMux, codec: codec, audioRate: audioRate)
         let baresip = try ChildProcessGroup(
             BaresipPeer.executable, arguments + ["-e", "/dial sip:conf-\(room)@127.0.0.1:\(serverPort)"],
             log: directory.appendingPathComponent("baresip.log"))

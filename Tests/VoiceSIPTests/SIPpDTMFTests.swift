@@ -71,11 +71,16 @@ final class KeyLog: @unchecked Sendable {
     func append(_ digit: DTMFDigit) { lock.withLock { keys.append(digit.character) } }
     var text: String { lock.withLock { keys } }
 
-    /// Starts a live call on null devices (16 kHz, real-time clocking) whose received keys this log collects.
-    static func startCall(negotiated: NegotiatedAudio, transport: UDPMediaTransport) throws -> (LiveCall, KeyLog) {
+    /// Starts a live call on null devices (16 kHz, real-time clocking) whose received keys this log collects
+    /// (also those heard as tones in the audio with `detectsInBandDTMF`).
+    static func startCall(
+        negotiated: NegotiatedAudio, transport: UDPMediaTransport, detectsInBandDTMF: Bool = false
+    ) throws -> (LiveCall, KeyLog) {
         let format = AudioFormat(sampleRate: 16_000)
+        var configuration = MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format)
+        configuration.detectsInBandDTMF = detectsInBandDTMF
         let live = try LiveCall(
-            configuration: MediaStreamConfiguration(negotiated: negotiated, deviceFormat: format),
+            configuration: configuration,
             transport: transport,
             capture: NullAudioDevice(direction: .capture, format: format, clocking: .realTime),
             playout: NullAudioDevice(direction: .playout, format: format, clocking: .realTime))

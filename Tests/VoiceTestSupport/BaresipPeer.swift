@@ -24,9 +24,11 @@ public enum BaresipPeer {
     ///   - controlPort: loads `ctrl_tcp` on 127.0.0.1 at this port (netstring JSON commands such as `sndcode`, and
     ///     every event, DTMF included, sent to the connected client).
     ///   - codec: the only codec baresip loads and offers: `opus`, `g711` (PCMU and PCMA) or `g722`.
+    ///   - audioRate: its source's and player's rate (`ausrc_srate`, `auplay_srate`).
     public static func configure(
         directory: URL, port: Int, user: String = "b", microphone: String, seconds: Int = 40,
-        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, controlPort: Int? = nil, codec: String = "opus"
+        mediaEncryption: String = "srtp-mand", rtcpMux: Bool? = nil, controlPort: Int? = nil, codec: String = "opus",
+        audioRate: Int = 16_000
     ) throws -> [String] {
         let codecNames = ["opus": "opus", "g711": "PCMU,PCMA", "g722": "G722"]
         precondition(codecNames[codec] != nil, "BaresipPeer.configure: no codec \(codec)")
@@ -40,8 +42,8 @@ public enum BaresipPeer {
             sip_listen 127.0.0.1:\(port)
             audio_source aufile,\(microphone)
             audio_player alsa,null
-            ausrc_srate 16000
-            auplay_srate 16000
+            ausrc_srate \(audioRate)
+            auplay_srate \(audioRate)
             ausrc_channels 1
             auplay_channels 1
             module_path /usr/lib/baresip/modules

@@ -46,4 +46,11 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(telephony.conceal(benchmark.scaledIterations.count))
         }
     }
+
+    // In-band DTMF detection on a 16 kHz stream's decoded audio: resampled to 8 kHz and through spandsp's receiver.
+    let inBand = try! InBandDTMFWorkload()
+    blackHole(inBand.run(inBand.frameCount))
+    Benchmark("DTMF.inband.20ms.16k", configuration: configuration) { benchmark in
+        blackHole(inBand.run(benchmark.scaledIterations.count))
+    }
 }

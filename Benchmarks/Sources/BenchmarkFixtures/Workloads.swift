@@ -235,3 +235,47 @@ public final class TelephonyWorkload {
         return total
     }
 }
+
+/// The in-band DTMF receiver of a 16 kHz stream (``MediaStreamConfiguration/detectsInBandDTMF``): one 20 ms frame
+/// of speech per iteration brought to 8 kHz and through spandsp's receiver, then its key queue polled.
+public final class InBandDTMFWorkload {
+    public let input: FixedBuffer<Int16>
+    public let narrowband: FixedBuffer<Int16>
+    public let frameSamples = 320
+    public let frameCount: Int
+    public let resampler: Resampler
+    public let detector = InBandDTMFDetector()
+    public private(set) var next = 0
+
+    public init() throws(ResamplerError) {
+        input = Fixtures.speech(sampleRate: 16_000)
+        frameCount = input.count / frameSamples
+        resampler = try Resampler(inputRate: 16_000, outputRate: InBandDTMFDetector.sampleRate)
+        narrowband = FixedBuffer(count: resampler.maximumOutputCount(forInput: frameSamples), repeating: 0)
+    }
+
+    /// Runs `iterations` frames; returns the 8 kHz samples examined plus the keys found.
+    public func run(_ iterations: Int) -> Int {
+        let source = input.pointer.baseAddress!
+        let output = narrowband.pointer
+        var index = next
+        var total = 0
+        for _ in 0..<iterations {
+            let produced: Int
+            do {
+                produced = try resampler.process(
+                    UnsafeBufferPointer(start: source + index * frameSamples, count: frameSamples), into: output
+                ).produced
+            } catch {
+                fatalError("InBandDTMFWorkload: \(error)")
+            }
+            detector.process(UnsafeBufferPointer(rebasing: output[0..<produced]))
+            while let key = detector.nextKey() { total &+= Int(key) }
+            total &+= produced
+            index += 1
+            if index == frameCount { index = 0 }
+        }
+        next = index
+        return total
+    }
+}

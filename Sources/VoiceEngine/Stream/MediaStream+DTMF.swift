@@ -1,3 +1,5 @@
+import VoiceCodec
+import VoiceDSP
 import VoiceRTP
 
 /// A stream's RFC 4733 state: the sender that replaces audio frames by event packets, the receiver that tells
@@ -40,6 +42,35 @@ struct MediaStreamDTMF {
     }
 }
 
+/// Keys sent as tones in the received audio (``MediaStreamConfiguration/detectsInBandDTMF``): each decoded block at
+/// the processing rate, brought down to 8 kHz when it is not already, goes through spandsp's DTMF receiver. Its
+/// resampler and buffer are made in `init`; ``process(_:)`` never allocates.
+final class MediaStreamInBandDTMF {
+    let detector = InBandDTMFDetector()
+    let resampler: Resampler?
+    let scratch: UnsafeMutableBufferPointer<Int16>
+
+    init(processingRate: Int, block: Int) throws(ResamplerError) {
+        resampler =
+            processingRate == InBandDTMFDetector.sampleRate
+            ? nil : try Resampler(inputRate: processingRate, outputRate: InBandDTMFDetector.sampleRate)
+        scratch = .allocate(capacity: resampler?.maximumOutputCount(forInput: block) ?? block)
+        scratch.initialize(repeating: 0)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Feeds one decoded block (processing rate) to the receiver.
+    func process(_ block: UnsafeBufferPointer<Int16>) throws(ResamplerError) {
+        guard let resampler else {
+            detector.process(block)
+            return
+        }
+        let produced = try resampler.process(block, into: scratch).produced
+        detector.process(UnsafeBufferPointer(rebasing: scratch[0..<produced]))
+    }
+}
+
 extension MediaStream {
     /// Whether the peer negotiated RFC 4733 telephone-events, so ``sendDTMF(_:)`` can send digits in RTP.
     public var sendsTelephoneEvents: Bool { configuration.telephoneEventPayloadType != nil }
@@ -77,6 +108,19 @@ extension MediaStream {
         stats.telephoneEventPacketsSent += 1
         sendPacket(length: length, now: now)
         return true
+    }
+
+    /// In the playout path, on the decoded block (before local tones are mixed in): keys the in-band receiver
+    /// completes wait for ``takeReceivedDTMF()`` beside those of telephone-events.
+    func detectInBandDTMF(in block: UnsafeBufferPointer<Int16>) {
+        guard let inBandDTMF else { return }
+        do { try inBandDTMF.process(block) } catch { stats.processingErrors += 1 }
+        while let key = inBandDTMF.detector.nextKey() {
+            guard let digit = DTMFDigit(Character(Unicode.Scalar(key))) else { continue }
+            stats.dtmfDigitsReceived += 1
+            stats.inBandDTMFDigitsReceived += 1
+            dtmf.pushReceived(digit)
+        }
     }
 
     /// In the receive path, after SRTP, parsing and the RFC 3550 statistics: an event packet goes to the

@@ -197,6 +197,7 @@ extension MediaStream {
         } else {
             jitterBuffer.playoutTick(into: block)
         }
+        detectInBandDTMF(in: UnsafeBufferPointer(block))
         mixer?.mix(into: block, sampleRate: configuration.processingRate, now: now)
         if let echo = echoCanceller {
             do { try echo.addFarEnd(UnsafeBufferPointer(block)) } catch { stats.processingErrors += 1 }

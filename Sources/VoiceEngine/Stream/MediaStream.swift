@@ -123,6 +123,8 @@ public final class MediaStream {
     @exclusivity(unchecked) var erleOut = 0.0
     /// RFC 4733 events to send and received (``sendDTMF(_:)``, ``takeReceivedDTMF()``).
     @exclusivity(unchecked) var dtmf: MediaStreamDTMF
+    /// The receiver of keys sent as tones in the audio, when ``MediaStreamConfiguration/detectsInBandDTMF``.
+    let inBandDTMF: MediaStreamInBandDTMF?
 
     /// Creates the stream and everything it will need during the call.
     /// - Parameters:
@@ -248,6 +250,11 @@ public final class MediaStream {
         dtmf = MediaStreamDTMF(
             ticksPerPacket: frameTicks, packetMilliseconds: configuration.packetTimeMilliseconds,
             audioClockRate: codec.rtpClockRate, eventClockRate: configuration.telephoneEventClockRate)
+        inBandDTMF =
+            configuration.detectsInBandDTMF
+            ? try component("in-band DTMF receiver") {
+                try MediaStreamInBandDTMF(processingRate: rate, block: rate / 100)
+            } : nil
         func samples(_ n: Int) -> UnsafeMutableBufferPointer<Int16> {
             let b = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
             b.initialize(repeating: 0)

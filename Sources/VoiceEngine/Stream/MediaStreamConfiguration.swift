@@ -154,6 +154,10 @@ public struct MediaStreamConfiguration: Sendable {
     /// The telephone-events' clock rate when it is not the audio's (8000 beside Opus, as baresip and Asterisk
     /// negotiate): event durations are counted in it; timestamps stay the audio's. nil: the audio's.
     public var telephoneEventClockRate: Int?
+    /// Also listen for keys sent as tones in the received audio (spandsp's DTMF receiver on the decoded audio), for
+    /// peers and gateways that send no telephone-events; they arrive through ``MediaStream/takeReceivedDTMF()``.
+    /// Off by default: speech can rarely imitate a key, and a peer sending events and tones would be heard twice.
+    public var detectsInBandDTMF = false
     public var rtcp: MediaStreamRTCPSettings
     public var lossAdaptation: LossAdaptationPolicy
     /// Largest datagram accepted (and the size of every preallocated packet buffer). 1500 by default.

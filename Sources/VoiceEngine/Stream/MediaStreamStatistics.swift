@@ -50,6 +50,9 @@ public struct MediaStreamStatistics: Sendable {
     public var telephoneEventPacketsSent = 0
     public var dtmfDigitsSent = 0
     public var dtmfDigitsReceived = 0
+    /// Of ``dtmfDigitsReceived``, those heard as tones in the audio
+    /// (``MediaStreamConfiguration/detectsInBandDTMF``).
+    public var inBandDTMFDigitsReceived = 0
     public var rtcpSent = 0
     public var rtcpBytesSent = 0
 
