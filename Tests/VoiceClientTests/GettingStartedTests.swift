@@ -51,6 +51,18 @@ func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) 
     return (await call.details, worst)
 }
 
+// The call-waiting functions of the GettingStarted article, copied verbatim (articleHoldsTheCallWaitingFunctions
+// checks that they are; ClientCallWaitingTests runs them against baresip).
+func answerWaiting(_ waiting: Call, holding active: Call) async throws {
+    try await active.hold(true)
+    try await waiting.answer()
+}
+
+func swap(talking: Call, held: Call) async throws {
+    try await talking.hold(true)
+    try await held.hold(false)
+}
+
 /// The client article's code compiles and works against the real service. Port 26016.
 @Suite(
     "The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized,
@@ -76,6 +88,18 @@ struct ClientGettingStartedTests {
         let function = article[start.lowerBound...]
         let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
         #expect(test.contains(body))
+    }
+
+    @Test func articleHoldsTheCallWaitingFunctions() throws {
+        let article = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
+            encoding: .utf8)
+        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let start = try #require(article.range(of: "func answerWaiting("))
+        let block = article[start.lowerBound...]
+        let functions = String(block[..<(block.range(of: "\n```")!.lowerBound)])
+        #expect(functions.contains("func swap(talking: Call, held: Call)"))
+        #expect(test.contains(functions))
     }
 
     @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))

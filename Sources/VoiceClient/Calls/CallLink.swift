@@ -20,11 +20,18 @@ actor CallLink {
     private let certificate: DTLSCertificate
     /// ICE on the media port: its candidates are in our SDP; checks run when the peer's SDP has ICE too.
     private let ice: ICEMediaPort
-    private let devices: CallAudioDevices
+    /// The devices the call's audio runs on when it is not held (``Call/setAudioDevices(_:)`` changes them).
+    private var devices: CallAudioDevices
+    /// Where the tones play before the media starts.
+    private nonisolated let firstSpeaker: String
     private let tones: CallTones
     private let clock: any MediaClock
     private let health: CallHealthConfiguration
     private var media: SIPCallMedia?
+    /// The latest offer/answer (the first, then each re-INVITE's): what media moved to other devices runs with.
+    private var negotiated: NegotiatedAudio?
+    /// The running media counts in ``CallTones`` (not while held: the tones are heard on the speaker then).
+    private var countedInTones = false
     private var muted = false
     private var onHold = false
     private var finished = false
@@ -47,6 +54,7 @@ actor CallLink {
             media.transport, media.capabilities, media.certificate, media.ice
         )
         self.devices = devices
+        firstSpeaker = devices.speaker
         self.tones = tones
     }
 
@@ -97,7 +105,7 @@ actor CallLink {
 
     /// Follows both sides until the call ends.
     nonisolated func run() {
-        tones.callBegan(speaker: devices.speaker)
+        tones.callBegan(speaker: firstSpeaker)
         let sipEvents = sip.events
         let effects = call.driverEffects
         Task { for await event in sipEvents { await self.handle(event) } }
@@ -130,6 +138,7 @@ actor CallLink {
         case .mediaUpdated(let media, _):
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
+            negotiated = media
             try? self.media?.update(media)
         case .dtmfReceived(let digit, _):
             await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
@@ -194,11 +203,79 @@ actor CallLink {
             }
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
+            self.negotiated = negotiated
+            countedInTones = true
             watch(started.live)
             started.ice?.onFailure { [weak self] error in Task { await self?.connectivityLost(error) } }
         } catch {
             tones.mediaStopped()
             throw error
+        }
+    }
+
+    // MARK: Devices
+
+    /// What a held call's media runs on: no device, so the call that is talking has the real ones.
+    private var heldDevices: CallAudioDevices {
+        CallAudioDevices(microphone: "null", speaker: "null", sampleRate: devices.sampleRate, voiceProcessing: false)
+    }
+
+    /// Changes the devices the call's audio runs on. A running (not held) media moves now; when `devices`
+    /// cannot be opened it goes back to the old ones and the error is thrown.
+    func setDevices(_ new: CallAudioDevices) async throws(CallDeviceError) {
+        guard !finished else { throw .ended }
+        let old = devices
+        devices = new
+        guard media != nil, !onHold else { return }
+        do { try await moveMedia(to: new, mixingTones: true) } catch {
+            devices = old
+            if (try? await moveMedia(to: old, mixingTones: true)) == nil {
+                _ = try? await call.dialog(.failed(.media("cannot reopen \(old.microphone) / \(old.speaker)")))
+            }
+            throw .cannotOpen("\(error)")
+        }
+    }
+
+    /// Hands the running media over to `target` devices on the same socket and keys; its sampling and events
+    /// follow the new `LiveCall`.
+    private func moveMedia(to target: CallAudioDevices, mixingTones: Bool) async throws {
+        guard let current = media, let negotiated, !finished else { return }
+        media = nil
+        let moved: SIPCallMedia
+        do {
+            moved = try await current.moved(
+                to: target, negotiated: negotiated, tones: mixingTones ? tones.controller : nil
+            ).media
+        } catch {
+            // Spent (its devices closed) but still able to move again, and to stop.
+            media = current
+            throw error
+        }
+        guard !finished else {
+            _ = await moved.stop(cause: .localHangup)
+            return
+        }
+        moved.live.setMicrophoneMuted(muted || onHold)
+        media = moved
+        monitor = nil
+        watch(moved.live)
+    }
+
+    /// Hold moves the media to no device (the tones are heard on the speaker again), resume back to the call's.
+    private func moveMediaForHold(_ on: Bool) async {
+        guard media != nil else { return }
+        if !on, !countedInTones {
+            tones.mediaStarting()
+            countedInTones = true
+        }
+        do {
+            try await moveMedia(to: on ? heldDevices : devices, mixingTones: !on)
+        } catch {
+            _ = try? await call.dialog(.failed(.media("cannot open the devices: \(error)")))
+        }
+        if on, countedInTones {
+            countedInTones = false
+            tones.mediaStopped()
         }
     }
 
@@ -270,6 +347,7 @@ actor CallLink {
         case .sendHold(let on):
             onHold = on
             media?.live.setMicrophoneMuted(muted || onHold)
+            await moveMediaForHold(on)
             _ = try? await (on ? sip.hold() : sip.resume())
         case .setMicrophoneMuted(let on):
             muted = on
@@ -302,7 +380,8 @@ actor CallLink {
         if let media {
             self.media = nil
             let result = await media.stop(cause: .localHangup)
-            mediaRan = true
+            // Held at the end, the tones no longer count this call's media.
+            mediaRan = countedInTones
             await call.attachMedia(result.report)
         }
         await transport.close()

@@ -102,7 +102,7 @@ final class ClientCalls {
             let payload = push.payload(.call, id: sip.callID, headers: headers)
             await link.whenPushPending { await askToPush(callee, payload) }
         }
-        adopt(link)
+        await adopt(link)
         return call
     }
 
@@ -130,7 +130,7 @@ final class ClientCalls {
             clock: clock,
             noAnswerTimeout: configuration.noAnswerTimeout, viaPush: viaPush)
         _ = try? await sip.ring()
-        adopt(
+        await adopt(
             CallLink(
                 call: call, sip: sip, media: media, devices: devices, tones: tones, clock: clock,
                 health: configuration.health))
@@ -155,9 +155,10 @@ final class ClientCalls {
         if await audioSession.state.applicationActivated { _ = try? await audioSession.send(.applicationDeactivate) }
     }
 
-    private func adopt(_ link: CallLink) {
+    private nonisolated(nonsending) func adopt(_ link: CallLink) async {
         calls.append(link.call)
         links.append(link)
+        await link.call.bindDeviceSwitch { devices throws(CallDeviceError) in try await link.setDevices(devices) }
         link.run()
     }
 
