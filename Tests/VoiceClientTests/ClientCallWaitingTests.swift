@@ -36,13 +36,15 @@ struct ClientCallWaitingTests {
 
                 // The second call's media opens these devices when it is established.
                 await alice.setAudioDevices(Self.devices(hearingInto: heardFromSecond))
-                try await withBaresipCaller("carol", port: 26232, calling: "alice", service: service) { _, _ in
+                try await withBaresipCaller("carol", port: 26236, calling: "alice", service: service) { _, _ in
                     let second = try await Self.incomingCall(from: "carol", in: events)
                     // CallKit's hold-and-answer: answering while the first call talks is refused.
                     await #expect(throws: CallRefusal.self) { try await second.answer() }
                     // The article's hold-and-answer (GettingStartedTests).
                     try await answerWaiting(second, holding: first)
-                    // Held, the first call's speaker file is closed: it holds what bob said so far.
+                    // Held, the first call's speaker file is closed (just after hold returns): it holds what bob said
+                    // so far.
+                    try await Task.sleep(for: .seconds(1))
                     try Self.expectSpeech(in: heardFromFirst, "bob before the hold")
                     try await waitFor(second, .established)
                     try await Task.sleep(for: Self.talk)
@@ -50,6 +52,7 @@ struct ClientCallWaitingTests {
                     // Swap: the first call back, the second held; resuming the first while the second talks is refused.
                     await #expect(throws: CallRefusal.self) { try await first.hold(false) }
                     try await swap(talking: second, held: first)
+                    try await Task.sleep(for: .seconds(1))
                     try Self.expectSpeech(in: heardFromSecond, "carol while bob was held")
                     try await Task.sleep(for: Self.talk)
 
@@ -67,7 +70,8 @@ struct ClientCallWaitingTests {
                     #expect(await first.details.endCause == .hungUp)
                     #expect(await second.details.endCause == .hungUp)
                     // Each call's audio-session report is there, also for the one that was held in between.
-                    #expect(await first.details.report != nil && second.details.report != nil)
+                    #expect(await first.details.report != nil)
+                    #expect(await second.details.report != nil)
                 }
             }
             await alice.terminate()
@@ -127,9 +131,10 @@ struct ClientCallWaitingTests {
 
     /// Whether a speaker file holds baresip's speech.
     static func expectSpeech(in path: String, _ what: String) throws {
-        let match = SpeechMatch.median(
-            sent: try WAVFile.read(path: baresipSpeech).int16Samples, heard: try WAVFile.read(path: path).int16Samples)
-        print("call waiting: \(what): median window correlation \(match)")
+        let heard = try WAVFile.read(path: path).int16Samples
+        let match = SpeechMatch.median(sent: try WAVFile.read(path: baresipSpeech).int16Samples, heard: heard)
+        let peak = heard.lazy.map { abs(Int($0)) }.max() ?? 0
+        print("call waiting: \(what): median window correlation \(match) (\(heard.count) samples, peak \(peak))")
         #expect(match > 0.5, "\(what) was not heard (\(match))")
     }
 }
@@ -162,7 +167,7 @@ func withBaresipCaller(
     defer { baresip.stop() }
     guard await waitUntilUDPBound(port) else { try Test.cancel("baresip did not start:\n\(baresip.logTail)") }
     do { try await body(directory, baresip) } catch {
-        Issue.record("baresip \(user)'s log:\n\(baresip.logTail)")
+        Issue.record("\(error); baresip \(user)'s log:\n\(baresip.logTail)")
         throw error
     }
 }

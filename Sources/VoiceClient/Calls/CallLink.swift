@@ -213,6 +213,14 @@ actor CallLink {
         }
     }
 
+    /// Our capabilities for a re-INVITE: Opus at the payload type the call runs with (the offer's when we
+    /// answered), so the peer goes on sending what the running media decodes.
+    private var reoffer: AudioCapabilities {
+        var offer = capabilities
+        if let negotiated, negotiated.codec == .opus { offer.payloadType = negotiated.payloadType }
+        return offer
+    }
+
     // MARK: Devices
 
     /// What a held call's media runs on: no device, so the call that is talking has the real ones.
@@ -348,7 +356,7 @@ actor CallLink {
             onHold = on
             media?.live.setMicrophoneMuted(muted || onHold)
             await moveMediaForHold(on)
-            _ = try? await (on ? sip.hold() : sip.resume())
+            _ = try? await sip.reoffer(direction: on ? .sendonly : .sendrecv, freshKeys: false, offering: reoffer)
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
