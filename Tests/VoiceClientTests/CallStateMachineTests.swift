@@ -173,7 +173,8 @@ struct CallStateMachineTests {
                         "seed \(seed) step \(step): ended call \(holder.id) still holds the audio session")
                     // Holding a call gives the session up, so a waiting call can take it.
                     #expect(
-                        await !owner.isOnHold, "seed \(seed) step \(step): held call \(holder.id) keeps the audio session")
+                        await !owner.isOnHold,
+                        "seed \(seed) step \(step): held call \(holder.id) keeps the audio session")
                 }
             }
         }

@@ -6,8 +6,9 @@ import VoiceEngine
 /// back (and from ``updates``); the app calls ``answer()``, ``hangup()``, ``mute(_:)``, ``hold(_:)``.
 ///
 /// The audio session and the devices belong to one call at a time, the one whose audio is live. Holding a call
-/// gives them up (its media goes on without devices, so the peer keeps hearing from us), which lets another call
-/// be answered or placed (call waiting); resuming takes them back and is refused while another call has them.
+/// gives them up: its media moves off the devices (it goes on without any, on the same socket and keys, so RTCP
+/// and the peer's view of the call continue), which lets another call be answered or placed (call waiting).
+/// Resuming takes them back (a `file:` speaker is written afresh) and is refused while another call has them.
 /// Answering while another call's audio is live is refused too: the app holds or ends that call first, as CallKit
 /// asks with its hold-and-answer action. Ending a call resumes no other call: that is the app's choice.
 public actor Call {
@@ -57,10 +58,15 @@ public actor Call {
     }
 
     /// The media's end-of-call report (RTP, loss, jitter, codec, quality), once the media of an established call
-    /// has stopped — just after the end (``CallDetails/report`` is the audio session's part).
-    public private(set) var mediaReport: CallReport?
+    /// has stopped — just after the end (``CallDetails/report`` is the audio session's part). It covers the media
+    /// since it last moved to other devices (a hold, a resume, ``setAudioDevices(_:)``); ``mediaReports`` has
+    /// every stretch.
+    public var mediaReport: CallReport? { mediaReports.last }
+    /// One report per stretch of media, in order: each move to other devices starts a new one (the media runs
+    /// there with a new SSRC).
+    public private(set) var mediaReports: [CallReport] = []
 
-    func attachMedia(_ report: CallReport) { mediaReport = report }
+    func attachMedia(_ report: CallReport) { mediaReports.append(report) }
 
     public var state: CallState { machine.state }
     public var details: CallDetails { machine.details }
@@ -177,8 +183,9 @@ public actor Call {
             holdsAudio = true
             return []
         } catch {
-            return (try? machine.handle(
-                .failed(.media("the audio session refused the resumed call: \(error)")), at: clock.now)) ?? []
+            return
+                (try? machine.handle(
+                    .failed(.media("the audio session refused the resumed call: \(error)")), at: clock.now)) ?? []
         }
     }
 

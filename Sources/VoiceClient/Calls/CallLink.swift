@@ -30,8 +30,14 @@ actor CallLink {
     private var media: SIPCallMedia?
     /// The latest offer/answer (the first, then each re-INVITE's): what media moved to other devices runs with.
     private var negotiated: NegotiatedAudio?
-    /// The running media counts in ``CallTones`` (not while held: the tones are heard on the speaker then).
+    /// The media started and counts in ``CallTones`` (until the call ends, held or not).
     private var countedInTones = false
+    /// Media is being moved to other devices (``media`` is nil meanwhile).
+    private var moving = false
+    /// The latest hold or resume re-INVITE, which the next one waits for.
+    private var reofferInFlight: Task<Void, Never>?
+    /// The reports of the media's earlier stretches (before each move), for the call at the end.
+    private var earlierReports: [CallReport] = []
     private var muted = false
     private var onHold = false
     private var finished = false
@@ -249,11 +255,14 @@ actor CallLink {
     private func moveMedia(to target: CallAudioDevices, mixingTones: Bool) async throws {
         guard let current = media, let negotiated, !finished else { return }
         media = nil
+        moving = true
+        defer { moving = false }
         let moved: SIPCallMedia
         do {
-            moved = try await current.moved(
-                to: target, negotiated: negotiated, tones: mixingTones ? tones.controller : nil
-            ).media
+            let result = try await current.moved(
+                to: target, negotiated: negotiated, tones: mixingTones ? tones.controller : nil)
+            moved = result.media
+            earlierReports.append(result.report.report)
         } catch {
             // Spent (its devices closed) but still able to move again, and to stop.
             media = current
@@ -269,21 +278,14 @@ actor CallLink {
         watch(moved.live)
     }
 
-    /// Hold moves the media to no device (the tones are heard on the speaker again), resume back to the call's.
+    /// Hold moves the media to no device, resume back to the call's. The held media still counts in ``CallTones``:
+    /// the tone player would otherwise take the held call's speaker (a `file:` speaker would be written over).
     private func moveMediaForHold(_ on: Bool) async {
         guard media != nil else { return }
-        if !on, !countedInTones {
-            tones.mediaStarting()
-            countedInTones = true
-        }
         do {
             try await moveMedia(to: on ? heldDevices : devices, mixingTones: !on)
         } catch {
             _ = try? await call.dialog(.failed(.media("cannot open the devices: \(error)")))
-        }
-        if on, countedInTones {
-            countedInTones = false
-            tones.mediaStopped()
         }
     }
 
@@ -356,7 +358,13 @@ actor CallLink {
             onHold = on
             media?.live.setMicrophoneMuted(muted || onHold)
             await moveMediaForHold(on)
-            _ = try? await sip.reoffer(direction: on ? .sendonly : .sendrecv, freshKeys: false, offering: reoffer)
+            // The re-INVITEs go out in order, but the effects after them (a resume's devices, the end) do not wait
+            // for the peer's answer.
+            let previous = reofferInFlight, offer = reoffer
+            reofferInFlight = Task { [sip] in
+                await previous?.value
+                _ = try? await sip.reoffer(direction: on ? .sendonly : .sendrecv, freshKeys: false, offering: offer)
+            }
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
@@ -385,11 +393,15 @@ actor CallLink {
     private func finish() async {
         guard !finished else { return }
         finished = true
+        // Held at the end, the tones no longer count this call's media.
+        mediaRan = countedInTones
+        // A move under way ends first, so its media is stopped and reported here.
+        while moving { try? await Task.sleep(for: .milliseconds(10)) }
+        for report in earlierReports { await call.attachMedia(report) }
+        earlierReports = []
         if let media {
             self.media = nil
             let result = await media.stop(cause: .localHangup)
-            // Held at the end, the tones no longer count this call's media.
-            mediaRan = countedInTones
             await call.attachMedia(result.report)
         }
         await transport.close()
