@@ -68,38 +68,30 @@ func swap(talking: Call, held: Call) async throws {
     "The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(1)))
 struct ClientGettingStartedTests {
-    @Test func articleHoldsThisFunction() throws {
-        let article = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
-            encoding: .utf8)
-        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let start = try #require(article.range(of: "func sendGreeting("))
-        let function = article[start.lowerBound...]
-        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
-        #expect(test.contains(body))
-    }
+    @Test func articleHoldsThisFunction() throws { try expectVerbatimInThisFile(articleFunction("func sendGreeting(")) }
 
     @Test func articleHoldsTheCallFunction() throws {
-        let article = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
-            encoding: .utf8)
-        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let start = try #require(article.range(of: "func callFriend("))
-        let function = article[start.lowerBound...]
-        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
-        #expect(test.contains(body))
+        try expectVerbatimInThisFile(articleFunction("func callFriend("))
     }
 
     @Test func articleHoldsTheCallWaitingFunctions() throws {
+        try expectVerbatimInThisFile(articleFunction("func answerWaiting("))
+        try expectVerbatimInThisFile(articleFunction("func swap(talking: Call, held: Call)"))
+    }
+
+    /// The article's function that starts with `signature`, through its closing brace.
+    func articleFunction(_ signature: String) throws -> String {
         let article = try String(
             contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
             encoding: .utf8)
+        let start = try #require(article.range(of: signature), "the article has no \(signature)")
+        let function = article[start.lowerBound...]
+        return String(function[..<(try #require(function.range(of: "\n}\n")).upperBound)])
+    }
+
+    func expectVerbatimInThisFile(_ code: String) throws {
         let test = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let start = try #require(article.range(of: "func answerWaiting("))
-        let block = article[start.lowerBound...]
-        let functions = String(block[..<(block.range(of: "\n```")!.lowerBound)])
-        #expect(functions.contains("func swap(talking: Call, held: Call)"))
-        #expect(test.contains(functions))
+        #expect(test.contains(code), "this file does not hold the article's code verbatim:\n\(code)")
     }
 
     @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
