@@ -171,6 +171,10 @@ struct CallStateMachineTests {
                     #expect(
                         await owner.state != .ended,
                         "seed \(seed) step \(step): ended call \(holder.id) still holds the audio session")
+                    // Holding a call gives the session up, so a waiting call can take it.
+                    #expect(
+                        await !owner.isOnHold,
+                        "seed \(seed) step \(step): held call \(holder.id) keeps the audio session")
                 }
             }
         }
@@ -211,6 +215,57 @@ struct CallStateMachineTests {
         #expect(details.report?.endCause == .localHangup)
         #expect(details.duration == .seconds(30))
         #expect(await !session.state.isActive)
+    }
+}
+
+extension CallStateMachineTests {
+    /// Call waiting on the audio session: the second call is answered only once the first is held, resuming is
+    /// refused while the other call has the audio, ending one resumes nothing, and each call keeps its report.
+    @Test func aHeldCallGivesTheAudioSessionToTheWaitingCallAndTakesItBackWhenResumed() async throws {
+        let clock = ManualClock(start: .seconds(1))
+        let session = AudioSession(clock: clock)
+        await session.startEngine()
+        let first = Call(id: "first", direction: .incoming, remote: "bob", audioSession: session, clock: clock)
+        try await first.answer()
+        try await first.dialog(.established)
+        let second = Call(id: "second", direction: .incoming, remote: "carol", audioSession: session, clock: clock)
+        let refused = await #expect(throws: CallRefusal.self) { try await second.answer() }
+        #expect(refused?.reason?.contains("first") == true, "\(String(describing: refused))")
+        #expect(try await first.hold(true) == [.sendHold(true)])
+        #expect(await session.state.phase.isIdle)
+        try await second.answer()
+        try await second.dialog(.established)
+        #expect(await session.state.phase.call?.id == "second")
+        await #expect(throws: CallRefusal.self) { try await first.hold(false) }
+        #expect(await first.isOnHold)
+        clock.advance(by: .seconds(5))
+        try await second.hangup()
+        // Nothing resumes by itself: the first call stays held and the session idle until the app resumes it.
+        #expect(await first.isOnHold)
+        #expect(await session.state.phase.isIdle)
+        #expect(await second.details.report?.callID == "second")
+        #expect(try await first.hold(false) == [.sendHold(false)])
+        #expect(await session.state.phase.call?.id == "first")
+        #expect(await session.state.isCaptureRunning)
+        try await first.hangup()
+        #expect(await first.details.report?.callID == "first")
+        #expect(await !session.state.isActive)
+    }
+
+    @Test func aCallEndedWhileHeldKeepsTheReportOfItsAudioUntilTheHold() async throws {
+        let clock = ManualClock(start: .seconds(1))
+        let session = AudioSession(clock: clock)
+        await session.startEngine()
+        let call = Call(id: "held", direction: .outgoing, remote: "bob", audioSession: session, clock: clock)
+        try await call.dialog(.established)
+        clock.advance(by: .seconds(3))
+        try await call.hold(true)
+        clock.advance(by: .seconds(3))
+        try await call.dialog(.remoteHangup)
+        let details = await call.details
+        #expect(details.report?.callID == "held")
+        #expect(details.endCause == .hungUp)
+        #expect(await session.state.phase.isIdle)
     }
 }
 

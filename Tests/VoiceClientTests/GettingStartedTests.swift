@@ -51,31 +51,47 @@ func callFriend(_ friend: String, on client: VoiceClient, talkFor seconds: Int) 
     return (await call.details, worst)
 }
 
+// The call-waiting functions of the GettingStarted article, copied verbatim (articleHoldsTheCallWaitingFunctions
+// checks that they are; ClientCallWaitingTests runs them against baresip).
+func answerWaiting(_ waiting: Call, holding active: Call) async throws {
+    try await active.hold(true)
+    try await waiting.answer()
+}
+
+func swap(talking: Call, held: Call) async throws {
+    try await talking.hold(true)
+    try await held.hold(false)
+}
+
 /// The client article's code compiles and works against the real service. Port 26016.
 @Suite(
     "The VoiceClient getting-started article", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(1)))
 struct ClientGettingStartedTests {
-    @Test func articleHoldsThisFunction() throws {
-        let article = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
-            encoding: .utf8)
-        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let start = try #require(article.range(of: "func sendGreeting("))
-        let function = article[start.lowerBound...]
-        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
-        #expect(test.contains(body))
-    }
+    @Test func articleHoldsThisFunction() throws { try expectVerbatimInThisFile(articleFunction("func sendGreeting(")) }
 
     @Test func articleHoldsTheCallFunction() throws {
+        try expectVerbatimInThisFile(articleFunction("func callFriend("))
+    }
+
+    @Test func articleHoldsTheCallWaitingFunctions() throws {
+        try expectVerbatimInThisFile(articleFunction("func answerWaiting("))
+        try expectVerbatimInThisFile(articleFunction("func swap(talking: Call, held: Call)"))
+    }
+
+    /// The article's function that starts with `signature`, through its closing brace.
+    func articleFunction(_ signature: String) throws -> String {
         let article = try String(
             contentsOf: repositoryRoot.appendingPathComponent("Sources/VoiceClient/VoiceClient.docc/GettingStarted.md"),
             encoding: .utf8)
-        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let start = try #require(article.range(of: "func callFriend("))
+        let start = try #require(article.range(of: signature), "the article has no \(signature)")
         let function = article[start.lowerBound...]
-        let body = String(function[..<(function.range(of: "\n}\n")!.upperBound)])
-        #expect(test.contains(body))
+        return String(function[..<(try #require(function.range(of: "\n}\n")).upperBound)])
+    }
+
+    func expectVerbatimInThisFile(_ code: String) throws {
+        let test = try String(contentsOfFile: #filePath, encoding: .utf8)
+        #expect(test.contains(code), "this file does not hold the article's code verbatim:\n\(code)")
     }
 
     @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))

@@ -117,3 +117,21 @@ final class CallTones: Sendable {
         }
     }
 }
+
+/// Why ``Call/setAudioDevices(_:)`` changed nothing.
+public enum CallDeviceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The call has ended.
+    case ended
+    /// The call object has no media of its own (made with ``VoiceClient/newCall(id:direction:remote:headers:viaPush:)``).
+    case noMedia
+    /// The devices could not be opened; the call goes on on its previous devices.
+    case cannotOpen(String)
+
+    public var description: String {
+        switch self {
+        case .ended: "the call has ended"
+        case .noMedia: "the call has no media of its own"
+        case .cannotOpen(let reason): "cannot open the devices (the call stays on its previous ones): \(reason)"
+        }
+    }
+}

@@ -20,11 +20,24 @@ actor CallLink {
     private let certificate: DTLSCertificate
     /// ICE on the media port: its candidates are in our SDP; checks run when the peer's SDP has ICE too.
     private let ice: ICEMediaPort
-    private let devices: CallAudioDevices
+    /// The devices the call's audio runs on when it is not held (``Call/setAudioDevices(_:)`` changes them).
+    private var devices: CallAudioDevices
+    /// Where the tones play before the media starts.
+    private nonisolated let firstSpeaker: String
     private let tones: CallTones
     private let clock: any MediaClock
     private let health: CallHealthConfiguration
     private var media: SIPCallMedia?
+    /// The latest offer/answer (the first, then each re-INVITE's): what media moved to other devices runs with.
+    private var negotiated: NegotiatedAudio?
+    /// The media started and counts in ``CallTones`` (until the call ends, held or not).
+    private var countedInTones = false
+    /// Media is being moved to other devices (``media`` is nil meanwhile).
+    private var moving = false
+    /// The latest hold or resume re-INVITE, which the next one waits for.
+    private var reofferInFlight: Task<Void, Never>?
+    /// The reports of the media's earlier stretches (before each move), for the call at the end.
+    private var earlierReports: [CallReport] = []
     private var muted = false
     private var onHold = false
     private var finished = false
@@ -51,6 +64,7 @@ actor CallLink {
             media.transport, media.capabilities, media.certificate, media.ice
         )
         self.devices = devices
+        firstSpeaker = devices.speaker
         self.tones = tones
     }
 
@@ -124,7 +138,7 @@ actor CallLink {
 
     /// Follows both sides until the call ends.
     nonisolated func run() {
-        tones.callBegan(speaker: devices.speaker)
+        tones.callBegan(speaker: firstSpeaker)
         let sipEvents = sip.events
         let effects = call.driverEffects
         Task { for await event in sipEvents { await self.handle(event) } }
@@ -158,6 +172,7 @@ actor CallLink {
         case .mediaUpdated(let media, _):
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
+            negotiated = media
             try? self.media?.update(media)
         case .dtmfReceived(let digit, _):
             await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
@@ -222,11 +237,83 @@ actor CallLink {
             }
             started.live.setMicrophoneMuted(muted || onHold)
             media = started
+            self.negotiated = negotiated
+            countedInTones = true
             watch(started.live)
             started.ice?.onFailure { [weak self] error in Task { await self?.connectivityLost(error) } }
         } catch {
             tones.mediaStopped()
             throw error
+        }
+    }
+
+    /// Our capabilities for a re-INVITE: Opus at the payload type the call runs with (the offer's when we
+    /// answered), so the peer goes on sending what the running media decodes.
+    private var reoffer: AudioCapabilities {
+        var offer = capabilities
+        if let negotiated, negotiated.codec == .opus { offer.payloadType = negotiated.payloadType }
+        return offer
+    }
+
+    // MARK: Devices
+
+    /// What a held call's media runs on: no device, so the call that is talking has the real ones.
+    private var heldDevices: CallAudioDevices {
+        CallAudioDevices(microphone: "null", speaker: "null", sampleRate: devices.sampleRate, voiceProcessing: false)
+    }
+
+    /// Changes the devices the call's audio runs on. A running (not held) media moves now; when `devices`
+    /// cannot be opened it goes back to the old ones and the error is thrown.
+    func setDevices(_ new: CallAudioDevices) async throws(CallDeviceError) {
+        guard !finished else { throw .ended }
+        let old = devices
+        devices = new
+        guard media != nil, !onHold else { return }
+        do { try await moveMedia(to: new, mixingTones: true) } catch {
+            devices = old
+            if (try? await moveMedia(to: old, mixingTones: true)) == nil {
+                _ = try? await call.dialog(.failed(.media("cannot reopen \(old.microphone) / \(old.speaker)")))
+            }
+            throw .cannotOpen("\(error)")
+        }
+    }
+
+    /// Hands the running media over to `target` devices on the same socket and keys; its sampling and events
+    /// follow the new `LiveCall`.
+    private func moveMedia(to target: CallAudioDevices, mixingTones: Bool) async throws {
+        guard let current = media, let negotiated, !finished else { return }
+        media = nil
+        moving = true
+        defer { moving = false }
+        let moved: SIPCallMedia
+        do {
+            let result = try await current.moved(
+                to: target, negotiated: negotiated, tones: mixingTones ? tones.controller : nil)
+            moved = result.media
+            earlierReports.append(result.report.report)
+        } catch {
+            // Spent (its devices closed) but still able to move again, and to stop.
+            media = current
+            throw error
+        }
+        guard !finished else {
+            _ = await moved.stop(cause: .localHangup)
+            return
+        }
+        moved.live.setMicrophoneMuted(muted || onHold)
+        media = moved
+        monitor = nil
+        watch(moved.live)
+    }
+
+    /// Hold moves the media to no device, resume back to the call's. The held media still counts in ``CallTones``:
+    /// the tone player would otherwise take the held call's speaker (a `file:` speaker would be written over).
+    private func moveMediaForHold(_ on: Bool) async {
+        guard media != nil else { return }
+        do {
+            try await moveMedia(to: on ? heldDevices : devices, mixingTones: !on)
+        } catch {
+            _ = try? await call.dialog(.failed(.media("cannot open the devices: \(error)")))
         }
     }
 
@@ -305,7 +392,14 @@ actor CallLink {
         case .sendHold(let on):
             onHold = on
             media?.live.setMicrophoneMuted(muted || onHold)
-            _ = try? await (on ? sip.hold() : sip.resume())
+            await moveMediaForHold(on)
+            // The re-INVITEs go out in order, but the effects after them (a resume's devices, the end) do not wait
+            // for the peer's answer.
+            let previous = reofferInFlight, offer = reoffer
+            reofferInFlight = Task { [sip] in
+                await previous?.value
+                _ = try? await sip.reoffer(direction: on ? .sendonly : .sendrecv, freshKeys: false, offering: offer)
+            }
         case .setMicrophoneMuted(let on):
             muted = on
             media?.live.setMicrophoneMuted(muted || onHold)
@@ -349,10 +443,15 @@ actor CallLink {
     private func finish() async {
         guard !finished else { return }
         finished = true
+        // Held at the end, the tones no longer count this call's media.
+        mediaRan = countedInTones
+        // A move under way ends first, so its media is stopped and reported here.
+        while moving { try? await Task.sleep(for: .milliseconds(10)) }
+        for report in earlierReports { await call.attachMedia(report) }
+        earlierReports = []
         if let media {
             self.media = nil
             let result = await media.stop(cause: .localHangup)
-            mediaRan = true
             await call.attachMedia(result.report)
         }
         await transport.close()

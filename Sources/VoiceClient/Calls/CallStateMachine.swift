@@ -116,11 +116,16 @@ public enum CallEffect: Sendable, Hashable {
 public struct CallRefusal: Error, Sendable, Hashable, CustomStringConvertible {
     public var event: CallEvent
     public var state: CallState
-    public init(event: CallEvent, state: CallState) {
+    /// Why, when the state alone does not say it (another call has the audio).
+    public var reason: String?
+    public init(event: CallEvent, state: CallState, reason: String? = nil) {
         self.event = event
         self.state = state
+        self.reason = reason
     }
-    public var description: String { "\(event) is not allowed in state \(state)" }
+    public var description: String {
+        "\(event) is not allowed in state \(state)" + (reason.map { ": \($0)" } ?? "")
+    }
 }
 
 /// The call object's state machine, pure: events in, new state and effects out, times from outside. The

@@ -181,6 +181,7 @@ final class ClientCalls {
         calls.append(link.call)
         links.append(link)
         if let statistics { await link.whenFinished { call in await statistics.callEnded(call) } }
+        await link.call.bindDeviceSwitch { devices throws(CallDeviceError) in try await link.setDevices(devices) }
         link.run()
     }
 

@@ -147,6 +147,29 @@ package final class SIPCallMedia: Sendable {
         try live.updateMedia(negotiated)
     }
 
+    /// Moves the running call to other devices: the media thread and devices stop (no RTCP BYE, the transport
+    /// stays open), and a new `LiveCall` runs on `devices` with the same transport, keys, DTLS association and ICE,
+    /// in the direction and with the keys `negotiated` (the latest offer/answer) gives. Devices that cannot be
+    /// opened throw and leave nothing running: the caller moves the call back or ends it.
+    /// - Returns: the media on the new devices (this object is spent) and the report of the media on the old ones.
+    package func moved(
+        to devices: CallAudioDevices, negotiated: NegotiatedAudio, tones: AudioController? = nil
+    ) async throws -> (media: SIPCallMedia, report: LiveCallResult) {
+        let report = await live.handOver()
+        let keys = live.configuration.srtp
+        let media = try SIPCallMedia(
+            negotiated: negotiated, callID: live.callID, transport: live.transport, devices: devices,
+            options: live.options, tones: tones, handshake: handshake, ice: ice, remoteSet: true
+        ) {
+            var keyed = $0
+            // DTLS-SRTP keys are the association's, not the SDP's; SDES keys follow the latest offer/answer.
+            if negotiated.dtls != nil { keyed.srtp = keys }
+            return keyed
+        }
+        try media.live.updateMedia(srtp: nil, direction: negotiated.direction)
+        return (media, report)
+    }
+
     /// Stops the devices and the media thread and returns the end-of-call report.
     package func stop(cause: AudioSessionEndReason) async -> LiveCallResult {
         let result = await live.stop(cause: cause)

@@ -263,11 +263,23 @@ public final class LiveCall: @unchecked Sendable {
     /// the result of the first stop (also when the call ended by itself, e.g. on an interruption timeout).
     @discardableResult
     public func stop(cause: AudioSessionEndReason = .localHangup) async -> LiveCallResult {
+        await stop(cause: cause, handingOver: false)
+    }
+
+    /// Stops the media thread and the devices like ``stop(cause:)``, but leaves the transport open and sends no
+    /// RTCP BYE: the call goes on in another `LiveCall` on the same transport and keys (other devices, or none
+    /// while the call is on hold). The peer sees a new SSRC.
+    @discardableResult
+    public func handOver() async -> LiveCallResult {
+        await stop(cause: .localHangup, handingOver: true)
+    }
+
+    private func stop(cause: AudioSessionEndReason, handingOver: Bool) async -> LiveCallResult {
         let task = control.withLock { (c: inout Control) -> Task<LiveCallResult, Never> in
             if let task = c.stopTask { return task }
             c.phase = .ending
             let task = Task(executorPreference: LiveCallControlExecutor.shared) {
-                await self.finish(cause: cause)
+                await self.finish(cause: cause, handingOver: handingOver)
             }
             c.stopTask = task
             return task
@@ -385,7 +397,7 @@ public final class LiveCall: @unchecked Sendable {
         Task(executorPreference: LiveCallControlExecutor.shared) { await self.stop(cause: cause) }
     }
 
-    private func finish(cause: AudioSessionEndReason) async -> LiveCallResult {
+    private func finish(cause: AudioSessionEndReason, handingOver: Bool = false) async -> LiveCallResult {
         let (threadStarted, startedAt) = control.withLock { ($0.threadStarted, $0.startedAt) }
         shared.running.store(false, ordering: .releasing)
         if threadStarted, let driver = loop.drivingDevice {
@@ -404,7 +416,7 @@ public final class LiveCall: @unchecked Sendable {
         loop.signals.finish()
         // The media thread has exited: the stream is the control plane's now.
         let now = MonotonicClock().now
-        if threadStarted { stream.sendBye(now: now) }
+        if threadStarted, !handingOver { stream.sendBye(now: now) }
         capture.stop()
         playout.stop()
         var writeError: String?
@@ -414,7 +426,7 @@ public final class LiveCall: @unchecked Sendable {
             playout.close()
         }
         capture.close()
-        await transport.close()
+        if !handingOver { await transport.close() }
 
         var sessionReport: CallStatisticsReport?
         if let session, control.withLock({ $0.sessionEstablished }) {
