@@ -118,7 +118,7 @@ public actor VoiceClient {
                 connection: RegistrationServiceConnection(
                     host: configuration.serviceHost, port: configuration.registrationPort,
                     transport: configuration.transport),
-                eventLoop: group.next(), state: state) : nil
+                state: state) : nil
         self.statistics = statistics
         calls = ClientCalls(
             configuration: configuration, clock: clock, audioSession: audioSession, tones: tones, events: continuation,

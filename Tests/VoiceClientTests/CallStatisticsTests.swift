@@ -51,8 +51,7 @@ struct CallStatisticsTests {
                 .issue(userID: "alice", now: UInt64(Date().timeIntervalSince1970))
             let connection = RegistrationServiceConnection(
                 host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
-            let group = service.group
-            let listed = try await connection.lastCalls(applicationKey: key, as: grant, on: group.next())
+            let listed = try await connection.lastCalls(applicationKey: key, as: grant)
             try #require(listed.count == 2, "listed: \(listed.map(\.summary))")
             let (latest, answered) = (listed[0], listed[1])
             #expect(latest.summary.callID == failed.id.rawValue)
@@ -72,14 +71,14 @@ struct CallStatisticsTests {
             // Bob's credentials see bob's call only; no credentials see nothing.
             let bobGrant = EphemeralCredentialIssuer(sharedSecret: service.sharedSecret, domain: "voiceengine.test")
                 .issue(userID: "bob", now: UInt64(Date().timeIntervalSince1970))
-            let bobCalls = try await connection.lastCalls(applicationKey: key, as: bobGrant, on: group.next())
+            let bobCalls = try await connection.lastCalls(applicationKey: key, as: bobGrant)
             #expect(bobCalls.map(\.summary.callID) == [call.id.rawValue])
             #expect(bobCalls.first?.summary.direction == "incoming")
             #expect(bobCalls.first?.summary.endCause == "hungUp", "bob's call, hung up by alice: \(bobCalls)")
             let forged = RegistrationGrant(
                 username: grant.username, password: "not-the-password", expires: grant.expires, domain: grant.domain)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
-                _ = try await connection.lastCalls(applicationKey: key, as: forged, on: group.next())
+                _ = try await connection.lastCalls(applicationKey: key, as: forged)
             }
 
             // Carol switched uploads off: her call left nothing.

@@ -286,7 +286,7 @@ struct ClientServiceTests {
                 host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
                 try await connection.pushData(
-                    of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged, on: service.group.next())
+                    of: "bob", applicationKey: ServiceHarness.applicationKey, as: forged)
             }
             await alice.terminate()
             await bob.terminate()

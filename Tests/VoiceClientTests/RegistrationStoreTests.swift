@@ -144,23 +144,23 @@ struct RegistrationStoreTests {
                 security: .tls(certificateChainFile: pki.serverCertificateFile, privateKeyFile: pki.serverKeyFile))
             let connection = RegistrationServiceConnection(
                 host: "127.0.0.1", port: try #require(server.port), transport: .tls(trustRoots: .pemFile(pki.caFile)))
-            let grant = try await connection.register(signed("alice", 1), on: group.next())
+            let grant = try await connection.register(signed("alice", 1))
             #expect(grant.username.hasSuffix(":alice"))
             #expect(grant.domain == "voiceengine.test")
             await #expect(
                 throws: VoiceClientError.registrationRefused(.sequenceNotIncreasing(received: 1, lastAccepted: 1))
             ) {
-                try await connection.register(signed("alice", 1), on: group.next())
+                try await connection.register(signed("alice", 1))
             }
             await #expect(throws: VoiceClientError.registrationRefused(.forgedSignature)) {
-                try await connection.register(signed("alice", 2, secret: "wrong"), on: group.next())
+                try await connection.register(signed("alice", 2, secret: "wrong"))
             }
             #expect(await service.accepted == 1)
             #expect(await service.refused == 2)
             try await server.close()
             // Nobody listening: unavailable, not a refusal.
             await #expect(throws: VoiceClientError.self) {
-                try await connection.register(signed("alice", 3), on: group.next())
+                try await connection.register(signed("alice", 3))
             }
             try await group.shutdownGracefully()
         }
@@ -182,7 +182,7 @@ struct RegistrationStoreTests {
             host: "127.0.0.1", port: try #require(server.port), transport: .insecurePlaintextUDPAndHTTP)
         let started = ContinuousClock.now
         do {
-            _ = try await connection.register(signed("alice", 1), on: group.next())
+            _ = try await connection.register(signed("alice", 1))
             Issue.record("registered without a database")
         } catch {
             guard case .registrationServiceUnavailable(let reason) = error else {

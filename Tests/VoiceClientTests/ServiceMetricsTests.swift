@@ -44,8 +44,7 @@ struct ServiceMetricsTests {
             await #expect(throws: VoiceClientError.registrationRefused(.forgedSignature)) {
                 _ = try await connection.register(
                     RegistrationRequest(
-                        applicationKey: ServiceHarness.applicationKey, userID: "mallory", signed: forged),
-                    on: service.group.next())
+                        applicationKey: ServiceHarness.applicationKey, userID: "mallory", signed: forged))
             }
 
             let after = try PlainHTTP.get(port: port, path: "/metrics").body

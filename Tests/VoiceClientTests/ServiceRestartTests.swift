@@ -56,7 +56,7 @@ struct ServiceRestartTests {
                 host: "127.0.0.1", port: service.registrationPort, transport: service.configuration().transport)
             let dave = RegistrationRequest(
                 applicationKey: ServiceHarness.applicationKey, userID: "dave", signed: service.sign("dave"))
-            _ = try await connection.register(dave, on: service.group.next())
+            _ = try await connection.register(dave)
             let bobBinding = try service.database.psql("SELECT callid, cseq FROM location WHERE username = 'bob'")
             #expect(!bobBinding.isEmpty, "bob's binding is not in the location table")
             let acceptedBefore = await service.registrationService.accepted
@@ -122,7 +122,7 @@ struct ServiceRestartTests {
                 throws: VoiceClientError.registrationRefused(
                     .sequenceNotIncreasing(received: dave.sequence, lastAccepted: dave.sequence))
             ) {
-                try await connectionAfter.register(dave, on: service.group.next())
+                try await connectionAfter.register(dave)
             }
             #expect(
                 try await service.registrationService.pushData(

@@ -48,7 +48,7 @@ final class ClientPush {
             host: configuration.serviceHost, port: configuration.registrationPort, transport: configuration.transport)
         guard
             let devices = try? await service.pushData(
-                of: recipient, applicationKey: configuration.applicationKey, as: grant, on: group.next()),
+                of: recipient, applicationKey: configuration.applicationKey, as: grant),
             !devices.isEmpty, let encoded = try? payload.encoded()
         else { return }
         let pairs = devices.map { PushPair(deviceID: $0.deviceID, pushData: $0.pushData, payload: encoded) }

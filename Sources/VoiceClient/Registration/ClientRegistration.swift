@@ -346,7 +346,7 @@ final class ClientRegistration {
         try await service.updatePushData(
             PushDataUpdate(
                 applicationKey: configuration.applicationKey, deviceID: deviceID, pushData: data,
-                displayName: configuration.pushDisplayName), as: grant, on: group.next())
+                displayName: configuration.pushDisplayName), as: grant)
         pushData = data
         if let data { state.savePushData(data) } else { state.removePushData() }
         if var saved = state.grant {
@@ -364,7 +364,7 @@ final class ClientRegistration {
         let request = RegistrationRequest(
             applicationKey: configuration.applicationKey, userID: userID, signed: signed,
             pushData: pushData, deviceID: deviceID, displayName: configuration.pushDisplayName)
-        let grant = try await service.register(request, on: group.next())
+        let grant = try await service.register(request)
         self.grant = grant
         state.saveGrant(
             ClientState.SavedGrant(

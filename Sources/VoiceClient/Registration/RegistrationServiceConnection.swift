@@ -32,36 +32,36 @@ public struct RegistrationServiceConnection: Sendable {
     /// - Throws: ``VoiceClientError/registrationRefused(_:)`` with the service's typed refusal,
     ///   ``VoiceClientError/tlsRefused(_:)`` (nothing was sent), or
     ///   ``VoiceClientError/registrationServiceUnavailable(_:)``.
-    public func register(_ request: RegistrationRequest, on eventLoop: any EventLoop) async throws(VoiceClientError)
+    public func register(_ request: RegistrationRequest) async throws(VoiceClientError)
         -> RegistrationGrant
     {
-        try await post("/v1/registrations", request, authorization: nil, on: eventLoop)
+        try await post("/v1/registrations", request, authorization: nil)
     }
 
     /// The push data of each of `userID`'s devices (the app-sent push model), asked with this device's own
     /// credentials: empty when no device of the user attached any.
     public func pushData(
-        of userID: String, applicationKey: String, as grant: RegistrationGrant, on eventLoop: any EventLoop
+        of userID: String, applicationKey: String, as grant: RegistrationGrant
     )
         async throws(VoiceClientError) -> [DevicePushData]
     {
         let answer: PushDataAnswer = try await post(
             "/v1/push-data", PushDataQuery(applicationKey: applicationKey, userID: userID),
-            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
+            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString())
         return answer.devices
     }
 
     /// Replaces or removes this device's push data, with this device's own credentials.
-    public func updatePushData(_ update: PushDataUpdate, as grant: RegistrationGrant, on eventLoop: any EventLoop)
+    public func updatePushData(_ update: PushDataUpdate, as grant: RegistrationGrant)
         async throws(VoiceClientError)
     {
         let _: PushDataUpdateAnswer = try await post(
             "/v1/devices", update,
-            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString(), on: eventLoop)
+            authorization: Data("\(grant.username):\(grant.password)".utf8).base64EncodedString())
     }
 
     func post<Request: Encodable, Answer: Decodable>(
-        _ path: String, _ request: Request, authorization: String?, on eventLoop: any EventLoop
+        _ path: String, _ request: Request, authorization: String?
     ) async throws(VoiceClientError) -> Answer {
         let body: Data
         do { body = try JSONEncoder().encode(request) } catch {
@@ -72,7 +72,7 @@ public struct RegistrationServiceConnection: Sendable {
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         let reply: [UInt8]
         do {
-            reply = try await exchange(Array(head.utf8) + Array(body), on: eventLoop)
+            reply = try await exchange(Array(head.utf8) + Array(body))
         } catch let error as VoiceClientError {
             throw error
         } catch {
@@ -92,7 +92,10 @@ public struct RegistrationServiceConnection: Sendable {
     /// Writes `bytes` on a new TCP connection (in TLS unless the transport is the insecure one) and returns
     /// everything read until the server closes it. With TLS, NIOSSL holds the bytes until the handshake has checked
     /// the certificate: a refused one fails with ``VoiceClientError/tlsRefused(_:)`` and nothing was written.
-    private func exchange(_ bytes: [UInt8], on eventLoop: any EventLoop) async throws -> [UInt8] {
+    /// It runs on NIO's process-wide event loops, not the client's: a request still under way when the client
+    /// terminates (an upload, a push request) must not use a loop that is shutting down, which NIO traps on.
+    private func exchange(_ bytes: [UInt8]) async throws -> [UInt8] {
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let tls: NIOSSLContext?
         let serverName: String?
         switch transport {

@@ -73,22 +73,22 @@ extension RegistrationServiceConnection {
     /// Uploads one call's statistics with the device's credentials (Basic).
     /// - Returns: whether the service stored it (false: it had this call already).
     public func uploadCallStatistics(
-        _ record: CallStatisticsRecord, as grant: RegistrationGrant, on eventLoop: any EventLoop
+        _ record: CallStatisticsRecord, as grant: RegistrationGrant
     )
         async throws(VoiceClientError) -> Bool
     {
         let receipt: CallStatisticsReceipt = try await post(
-            "/v1/call-statistics", record, authorization: grant.basicAuthorization, on: eventLoop)
+            "/v1/call-statistics", record, authorization: grant.basicAuthorization)
         return receipt.stored
     }
 
     /// The user's last calls (at most `limit`, newest first) as the service keeps them.
     public func lastCalls(
-        applicationKey: String, limit: Int = 20, as grant: RegistrationGrant, on eventLoop: any EventLoop
+        applicationKey: String, limit: Int = 20, as grant: RegistrationGrant
     ) async throws(VoiceClientError) -> [CallStatisticsRecord] {
         let listing: CallStatisticsListing = try await post(
             "/v1/call-statistics/query", CallStatisticsQuery(applicationKey: applicationKey, limit: limit),
-            authorization: grant.basicAuthorization, on: eventLoop)
+            authorization: grant.basicAuthorization)
         return listing.calls
     }
 }
@@ -109,19 +109,21 @@ actor CallStatisticsUploader {
 
     private let applicationKey: String
     private let connection: RegistrationServiceConnection
-    private let eventLoop: any EventLoop
     private let state: ClientState
     private var pending: [CallStatisticsRecord]
     private var grant: RegistrationGrant?
     private var sender: Task<Void, Never>?
+    /// Which ``sendPending()`` started the running sender: an older one ending leaves a newer one alone.
+    private var senderGeneration = 0
+    /// Set by ``stop()``: calls that end afterwards are kept for the next start, not sent.
+    private var stopped = false
 
     init(
-        applicationKey: String, connection: RegistrationServiceConnection, eventLoop: any EventLoop,
+        applicationKey: String, connection: RegistrationServiceConnection,
         state: ClientState
     ) {
         self.applicationKey = applicationKey
         self.connection = connection
-        self.eventLoop = eventLoop
         self.state = state
         pending = state.callStatistics
     }
@@ -132,6 +134,7 @@ actor CallStatisticsUploader {
     /// The device's current credentials: sending starts (again) with them.
     func use(_ grant: RegistrationGrant?) {
         self.grant = grant
+        stopped = false
         sendPending()
     }
 
@@ -145,22 +148,28 @@ actor CallStatisticsUploader {
         sendPending()
     }
 
-    /// Stops sending (the client stopped); what waits stays in the state store.
-    func stop() {
-        sender?.cancel()
+    /// Stops sending (the client stopped) and waits for an upload under way to give up, so that none runs on the
+    /// client's event loop after it shuts down; what waits stays in the state store.
+    func stop() async {
+        stopped = true
+        let running = sender
         sender = nil
+        running?.cancel()
+        await running?.value
     }
 
     private func sendPending() {
-        guard sender == nil, grant != nil, !pending.isEmpty else { return }
-        sender = Task { await self.drain() }
+        guard !stopped, sender == nil, grant != nil, !pending.isEmpty else { return }
+        senderGeneration += 1
+        let generation = senderGeneration
+        sender = Task { await self.drain(generation) }
     }
 
-    private func drain() async {
+    private func drain(_ generation: Int) async {
         var delay = Self.firstRetry
         while !Task.isCancelled, let record = pending.first, let grant {
             do {
-                _ = try await connection.uploadCallStatistics(record, as: grant, on: eventLoop)
+                _ = try await connection.uploadCallStatistics(record, as: grant)
                 forget(record)
                 delay = Self.firstRetry
             } catch .registrationRefused(.credentialsRefused) {
@@ -174,6 +183,7 @@ actor CallStatisticsUploader {
                 delay = min(delay * 2, Self.longestRetry)
             }
         }
+        guard generation == senderGeneration else { return }
         sender = nil
         if !Task.isCancelled { sendPending() }
     }
