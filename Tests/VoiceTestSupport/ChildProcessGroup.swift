@@ -39,6 +39,9 @@ public final class ChildProcessGroup: @unchecked Sendable {
         } else {
             posix_spawn_file_actions_adddup2(&actions, 2, 1)
         }
+        // Nothing else of the test process goes to the child: a Kamailio that inherited the registration service's
+        // listening socket kept its port taken after the service closed it, so a restart could not bind again.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
