@@ -41,7 +41,7 @@ public final class ChildProcessGroup: @unchecked Sendable {
         }
         // Nothing else of the test process goes to the child: a Kamailio that inherited the registration service's
         // listening socket kept its port taken after the service closed it, so a restart could not bind again.
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+        Self.closeFrom3(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -98,6 +98,20 @@ public final class ChildProcessGroup: @unchecked Sendable {
         guard !reaped else { return }
         kill(-pid, SIGKILL)
         _ = reap(0)
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// import: looked up once at run time.
+    private static let addCloseFrom:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+            return unsafeBitCast(
+                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }()
+
+    /// Adds "close every descriptor from 3 up" to `actions`, where the C library can.
+    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
+        _ = addCloseFrom?(&actions, 3)
     }
 
     /// Runs a shell script to its end (posix_spawn and waitpid, so it works while other children run: Foundation's
