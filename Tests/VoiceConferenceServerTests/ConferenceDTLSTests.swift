@@ -39,6 +39,28 @@ struct ConferenceDTLSTests {
         return (paths, speech, ConferenceCallTests.normalised(material.unrelated))
     }
 
+    /// baresip (microphone 0 heard by it, after its first second) and the engine (microphone 1) heard each other
+    /// through the room: each match over 0.5 and 0.2 above the unrelated speech, which itself matches nothing.
+    static func expectHeardEachOther(
+        mics: (paths: [String], speech: [[Int16]], unrelated: [Int16]), engineHeard: [Int16], baresipHeard: [Int16],
+        label: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
+        let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
+        let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
+        print("\(label): into the engine \(toEngine), into baresip \(toBaresip); control \(control)")
+        #expect(
+            toEngine > 0.5 && toEngine > control + 0.2,
+            "the engine did not hear baresip through the room (\(toEngine))", sourceLocation: sourceLocation)
+        #expect(
+            toBaresip > 0.5 && toBaresip > control + 0.2,
+            "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples",
+            sourceLocation: sourceLocation)
+        #expect(
+            control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart",
+            sourceLocation: sourceLocation)
+    }
+
     /// What a participant's speaker recorded, without the first second (silence before the mix, the join tone).
     static func recorded(_ path: String) throws -> [Int16] {
         Array(try WAVFile.read(path: path).int16Samples.dropFirst(16_000))
@@ -113,21 +135,11 @@ struct ConferenceDTLSTests {
         let baresipHeard = try BaresipPeer.heard(in: baresipDirectory)
         // Aligned again every 2 s: the room's jitter buffer for baresip's leg grows in 100+ ms steps when
         // baresip's packets come in bursts on a loaded machine (seen: 1.17 → 1.29 → 1.41 s within 4 s).
-        let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
-        let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
-        let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
-        print(
-            "baresip (DTLS-SRTP) → room → engine: \(toEngine); engine (SDES) → room → baresip: \(toBaresip); control \(control)"
-        )
         // Measured under load 18–24 (other builds beside it): 0.83–0.96 into the engine, 0.95–0.96 into baresip,
         // the control 0.09–0.15 (real speech and the speech-like talkers alike).
-        #expect(
-            toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))"
-        )
-        #expect(
-            toBaresip > 0.5 && toBaresip > control + 0.2,
-            "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
-        #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
+        Self.expectHeardEachOther(
+            mics: mics, engineHeard: engineHeard, baresipHeard: baresipHeard,
+            label: "baresip (DTLS-SRTP) → room → engine, engine (SDES) → room → baresip")
     }
 
     @Test func engineDTLSClientIsMixedAndAWrongCertificateIsRemovedWithItsReason() async throws {

@@ -53,19 +53,9 @@ struct ConferenceTelephonyCodecTests {
 
         let engineHeard = try ConferenceDTLSTests.recorded(room.engineSpeaker)
         let baresipHeard = try BaresipPeer.heard(in: directory.appendingPathComponent("baresip"))
-        let toEngine = SpeechMatch.piecewiseMedian(sent: mics.speech[1], heard: engineHeard)
-        let toBaresip = SpeechMatch.piecewiseMedian(sent: mics.speech[0], heard: Array(baresipHeard.dropFirst(16_000)))
-        let control = SpeechMatch.piecewiseMedian(sent: mics.unrelated, heard: engineHeard)
-        print(
-            "baresip (\(codec)) → room → engine (Opus): \(toEngine); engine → room → baresip: \(toBaresip); control \(control)"
-        )
-        #expect(
-            toEngine > 0.5 && toEngine > control + 0.2, "the engine did not hear baresip through the room (\(toEngine))"
-        )
-        #expect(
-            toBaresip > 0.5 && toBaresip > control + 0.2,
-            "baresip did not hear the engine through the room (\(toBaresip)); \(baresipHeard.count) samples")
-        #expect(control < 0.3, "the unrelated speech matches (\(control)): the measure cannot tell speech apart")
+        ConferenceDTLSTests.expectHeardEachOther(
+            mics: mics, engineHeard: engineHeard, baresipHeard: baresipHeard,
+            label: "baresip (\(codec)) → room → engine (Opus), engine → room → baresip")
     }
 
     /// 16 kHz speech at 8 kHz.
