@@ -162,7 +162,8 @@ struct CallStateMachineTests {
         var random = SplitMix64(seed: UInt64(seed) &* 0x2545_F491 &+ 7)
         let pool: [CallEvent] = [
             .answer, .hangup, .mute(true), .hold(true), .hold(false), .progress, .ringing, .established, .remoteHangup,
-            .remoteDeclined(status: 603, reason: "Decline"), .remoteNoAnswer(status: 480, reason: "Temporarily Unavailable"),
+            .remoteDeclined(status: 603, reason: "Decline"),
+            .remoteNoAnswer(status: 480, reason: "Temporarily Unavailable"),
             .remoteNoAnswer(status: 408, reason: "Request Timeout"), .remoteCanceled, .answeredElsewhere, .transferred,
             .failed(.network("lost")), .networkTimeout, .tick, .mediaInterrupted(.deviceLost), .mediaResumed,
             .mediaTimeout(silence: .seconds(20)), .interruptionTimeout(.seconds(30))
@@ -181,7 +182,8 @@ struct CallStateMachineTests {
                 let expected = Self.expectedEndCause(of: event, in: state, direction: direction, answered: answered)
                 #expect(
                     call.details.endCause == expected,
-                    "seed \(seed) run \(run): \(direction) \(event) in \(state) ended as \(call.details.endCause as Any)")
+                    "seed \(seed) run \(run): \(direction) \(event) in \(state) ended as \(call.details.endCause as Any)"
+                )
                 // The session's report, made with any cause (a held call's was made by the hold), says the call's.
                 call.attach(
                     CallStatisticsReport(

@@ -58,7 +58,9 @@ struct CallStatisticsTests {
             #expect(latest.summary.remote == "dave" && latest.summary.direction == "outgoing")
             // The upload says what the call object says.
             let failedDetails = await failed.details
-            #expect(latest.summary.endCause == failedDetails.endCause?.rawValue && !latest.summary.endCause.hasSuffix("Hangup"))
+            #expect(
+                latest.summary.endCause == failedDetails.endCause?.rawValue
+                    && !latest.summary.endCause.hasSuffix("Hangup"))
             #expect(
                 latest.summary.error == failedDetails.error?.description && latest.summary.durationSeconds == 0,
                 "uploaded \(latest.summary), the call says \(failedDetails)")

@@ -234,7 +234,8 @@ struct ClientPeerCallTests {
     func silence(seconds: Double, into directory: URL) throws -> String {
         let path = directory.appendingPathComponent("silence.wav").path
         try WAVFile.write(
-            pcm16: [Int16](repeating: 0, count: Int(16_000 * seconds)), format: AudioFormat(sampleRate: 16_000, channels: 1),
+            pcm16: [Int16](repeating: 0, count: Int(16_000 * seconds)),
+            format: AudioFormat(sampleRate: 16_000, channels: 1),
             to: path)
         return path
     }

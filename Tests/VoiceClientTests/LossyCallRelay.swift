@@ -137,7 +137,9 @@ final class LossyCallRelay: @unchecked Sendable {
             lock.withLock { proxySource = source }
             // The transaction's branch, derived from the previous hop's, so retransmissions and CANCEL match.
             let topVia = text.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("via:") } ?? ""
-            let previous = topVia.range(of: "branch=").map { topVia[$0.upperBound...].prefix { $0 != ";" && $0 != "," } }
+            let previous = topVia.range(of: "branch=").map {
+                topVia[$0.upperBound...].prefix { $0 != ";" && $0 != "," }
+            }
             text = addingVia(
                 "Via: SIP/2.0/UDP 127.0.0.1:\(sipPort);branch=z9hG4bKlossyrelay-\(previous ?? "")", to: text)
             text = rewritingSDP(text, to: Self.port(of: towardsPeer)) { address in

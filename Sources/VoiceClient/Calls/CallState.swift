@@ -52,7 +52,7 @@ public struct CallDetails: Sendable, Hashable {
     public var progressedAt: MediaTime?
     public var establishedAt: MediaTime?
     public var endedAt: MediaTime?
-    /// Why the call ended (the engine's ``CallEndCause``, the same in ``report`` and the uploaded statistics).
+    /// Why the call ended (VoiceSession's `CallEndCause`, the same in ``report`` and the uploaded statistics).
     public var endCause: CallEndCause?
     public var error: CallError?
     /// The engine's end-of-call statistics, when the call had taken the audio session.

@@ -94,7 +94,7 @@ public enum CallEffect: Sendable, Hashable {
     case stateChanged(CallState)
     /// The established call's audio paused: a device stopped delivering (an event for the app). Unless
     /// ``mediaResumed`` follows within the interruption timeout (30 s), the call ends with
-    /// ``CallEndCause/interruptionTimeout``.
+    /// `CallEndCause.interruptionTimeout`.
     case mediaInterrupted(InterruptionReason)
     /// The devices deliver again and the call's audio resumed (an event for the app).
     case mediaResumed
