@@ -122,7 +122,7 @@ let transitionTable: [TransitionCase] = [
         effects: ["stopCapture", "stopPlayout", "deactivateSession", "callReport(A, remoteHangup)"], phase: "idle"),
     .init(
         name: "ending a ringing call stops the tone", setup: ringingA, event: .callEnded("A", cause: .denied),
-        effects: ["stopProgressTone", "stopPlayout", "callReport(A, rejected)"], phase: "idle"),
+        effects: ["stopProgressTone", "stopPlayout", "callReport(A, denied)"], phase: "idle"),
     .init(
         name: "ending the call deactivates even when the app had activated", setup: appActive + [.callEstablished("A")],
         event: .callEnded("A", cause: .localHangup),
