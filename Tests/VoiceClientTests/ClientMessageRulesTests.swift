@@ -157,4 +157,41 @@ struct ClientMessageRulesTests {
             await bobAgain.terminate()
         }
     }
+
+    /// msilo sends a stored message with about 980 bytes of headers at most: the service keeps the custom
+    /// headers and the message ID first, the recipient list when it still fits (else the recipient reads itself as
+    /// the only one), and refuses to store custom headers too large for that (413: the message fails at once
+    /// rather than being retried for 12 hours).
+    @Test func storedMessageWithLargeCustomHeadersKeepsThemAndItsID() async throws {
+        try await withService(sipPort: 26504) { service in
+            let alice = try lateClient("alice", device: "phone", on: service)
+            let aliceEvents = EventLog(alice)
+            await alice.start()
+            #expect(await aliceEvents.first { $0 == .started } != nil, "\(aliceEvents.events)")
+            let big = String(repeating: "v", count: 850)
+            let others = (1...6).map { "a-rather-long-user-name-\($0)" }
+            let id = try await alice.send(message: "big", to: ["bob"] + others, headers: ["X-Big": big])
+            #expect(
+                await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: id, recipient: "bob") } != nil,
+                "\(aliceEvents.events)")
+            let bob = try lateClient("bob", device: "bob-phone", on: service)
+            let bobEvents = EventLog(bob)
+            await bob.start()
+            guard let message = await bobEvents.firstMessage() else {
+                Issue.record("msilo delivered nothing: \(bobEvents.events)\n\(service.kamailio?.logTail ?? "")")
+                return
+            }
+            #expect(message.id == id && message.headers["X-Big"] == big)
+            #expect(message.recipients == ["bob"])
+            #expect(await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil, "\(aliceEvents.events)")
+            await bob.terminate()
+
+            let tooBig = try await alice.send(message: "too big", to: ["bob"], headers: ["X-Big": String(repeating: "w", count: 1000)])
+            let refused = await aliceEvents.first {
+                if case .messageFailed(tooBig, "bob", _, 413) = $0 { true } else { false }
+            }
+            #expect(refused != nil, "\(aliceEvents.events)")
+            await alice.terminate()
+        }
+    }
 }
