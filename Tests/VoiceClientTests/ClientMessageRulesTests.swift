@@ -119,7 +119,8 @@ struct ClientMessageRulesTests {
                 return
             }
             #expect(message.id == first && message.recipients == ["bob"])
-            #expect(isServiceTime(message.timestamp, from: storedAt) && message.timestamp < onlineAt.addingTimeInterval(-1))
+            #expect(
+                isServiceTime(message.timestamp, from: storedAt) && message.timestamp < onlineAt.addingTimeInterval(-1))
             let late = await aliceEvents.first { $0.isDelivery(of: first, to: "bob") }
             guard case .messageDelivered(_, _, let deliveredAt) = late else {
                 Issue.record("no late delivery: \(aliceEvents.events)\n\(service.kamailio?.logTail ?? "")")
@@ -186,7 +187,8 @@ struct ClientMessageRulesTests {
             #expect(await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil, "\(aliceEvents.events)")
             await bob.terminate()
 
-            let tooBig = try await alice.send(message: "too big", to: ["bob"], headers: ["X-Big": String(repeating: "w", count: 1000)])
+            let tooBig = try await alice.send(
+                message: "too big", to: ["bob"], headers: ["X-Big": String(repeating: "w", count: 1000)])
             let refused = await aliceEvents.first {
                 if case .messageFailed(tooBig, "bob", _, 413) = $0 { true } else { false }
             }

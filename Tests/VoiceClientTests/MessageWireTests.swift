@@ -22,7 +22,7 @@ struct MessageWireTests {
         for bad in [
             "", "Sat, 28 Nov 2026 17:20:18", "Sat, 31 Feb 2026 17:20:18 GMT", "Sat, 28 Nov 2026 24:00:00 GMT",
             "Sat, 28 Foo 2026 17:20:18 GMT", "Xyz, 28 Nov 2026 17:20:18 GMT", "Sat, 28 Nov 26 17:20:18 GMT",
-            "Sat, +8 Nov 2026 17:20:18 GMT", "Sat, 28 Nov 2026 17:20 GMT",
+            "Sat, +8 Nov 2026 17:20:18 GMT", "Sat, 28 Nov 2026 17:20 GMT"
         ] {
             #expect(SIPDate.parse(bad) == nil, "\(bad)")
         }
@@ -41,7 +41,7 @@ struct MessageWireTests {
         #expect(ISO8601Timestamp.parse("2026-11-28T12:20:18.5-05:00")?.timeIntervalSince1970 == 1_795_886_418.5)
         for bad in [
             "2026-11-28 17:20:18Z", "2026-11-28T17:20:18", "2026-13-28T17:20:18Z", "2026-11-28T17:20:18.Z",
-            "2026-11-28T17:20:18+1:00", "2026-11-28T17:20:18+01:60", "x026-11-28T17:20:18Z",
+            "2026-11-28T17:20:18+1:00", "2026-11-28T17:20:18+01:60", "x026-11-28T17:20:18Z"
         ] {
             #expect(ISO8601Timestamp.parse(bad) == nil, "\(bad)")
         }
@@ -78,7 +78,7 @@ struct MessageWireTests {
         // Other statuses are not delivery; a document without its parts is nothing.
         for replaced in [
             ("<delivered/>", "<failed/>"), ("<message-id>", "<message-idx>"), ("2026-11-28T17:20:18Z", "yesterday"),
-            ("sip:bob", "tel:bob"), ("<imdn ", "<xmdn "),
+            ("sip:bob", "tel:bob"), ("<imdn ", "<xmdn ")
         ] {
             let changed = body.replacingOccurrences(of: replaced.0, with: replaced.1)
             #expect(DeliveryNotification(parsing: Array(changed.utf8)) == nil, "\(replaced)")
@@ -93,7 +93,7 @@ struct MessageWireTests {
             "Sat, 28 Nov 2026 17:20:18 GMT", "2026-11-28T12:20:18.25-05:00",
             MessageWire.recipientsValue(["bob", "a,b", "c d"], domain: "voiceengine.test"),
             DeliveryNotification(messageID: "m", recipient: "bob", timestamp: Date(timeIntervalSince1970: 0))
-                .xml(domain: "voiceengine.test"),
+                .xml(domain: "voiceengine.test")
         ]
         let alphabet = Array("<>/:,;@%&=\"' -T+Z.0123456789abcdefimnrstuvwxyzGMTNovSat\r\n\t\u{0}é".utf8)
         for round in 0..<20_000 {
