@@ -69,7 +69,8 @@ public struct IncomingMessage: Sendable, Equatable {
     public var text: String
     /// Custom headers (names starting with `x-`), as the sender gave them.
     public var headers: [String: String]
-    /// Every recipient the sender addressed (this user among them).
+    /// Every recipient the sender addressed, this user among them (this user alone when a message the service
+    /// kept for later had custom headers too large to keep the list with).
     public var recipients: [String]
     /// When the service accepted the message, on its clock (also for a message it kept while this user was
     /// offline).
