@@ -19,7 +19,7 @@ func sendGreeting(
     var outcome: VoiceClientEvent?
     while outcome == nil, let event = await events.next() {
         switch event {
-        case .messageDelivered(id, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _):
+        case .messageDelivered(id, _, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _):
             outcome = event
         default: continue
         }
@@ -170,7 +170,7 @@ struct ClientGettingStartedTests {
             let outcome = try await sendGreeting(from: "alice", to: "bob", configuration: service.configuration()) {
                 service.sign($0)
             }
-            guard case .messageDelivered(_, "bob") = outcome else {
+            guard case .messageDelivered(_, "bob", _) = outcome else {
                 Issue.record("\(String(describing: outcome))")
                 return
             }

@@ -166,7 +166,7 @@ struct ServiceCommandTests {
         #expect((PlainHTTP.value(of: "kamailio_registrar_accepted_regs", in: kamailio) ?? 0) >= 2, "\(kamailio)")
         let id = try await alice.send(message: "through make service", to: ["bob"])
         #expect(
-            await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+            await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil,
             "\(aliceEvents.events)")
         #expect(await bobEvents.firstMessage()?.text == "through make service")
         await alice.terminate()
