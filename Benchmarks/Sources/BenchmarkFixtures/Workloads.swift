@@ -215,7 +215,8 @@ public final class TelephonyWorkload {
         for frame in 0..<frameCount {
             let written = try? streamEncoder.encode(
                 input.slice(frame * frameSamples, frameSamples),
-                into: UnsafeMutableBufferPointer(rebasing: encoded.pointer[frame * payloadBytes..<(frame + 1) * payloadBytes]))
+                into: UnsafeMutableBufferPointer(
+                    rebasing: encoded.pointer[frame * payloadBytes..<(frame + 1) * payloadBytes]))
             precondition(written == payloadBytes, "TelephonyWorkload: frame \(frame) encoded to \(written ?? -1) bytes")
         }
     }
