@@ -64,7 +64,20 @@ baresip=$!
 pids="$pids $baresip"
 
 printf 'demo-application-secret\n' > "$logs/secret"
-sleep 3
+# Ready when the registration service, Kamailio's TLS port and baresip listen (a loaded machine takes a while).
+ready=""
+for _ in $(seq 240); do
+  if [ -n "$(ss -Hltn "sport = :$http_port")" ] && [ -n "$(ss -Hltn "sport = :$tls_port")" ] \
+    && [ -n "$(ss -Hlun "sport = :$peer_port")" ]; then
+    ready=1
+    break
+  fi
+  sleep 0.5
+done
+if [ -z "$ready" ]; then
+  echo "demo-calls: the service or baresip did not start within 120 s (logs in $logs: service.log, baresip.log)" >&2
+  exit 1
+fi
 phone() { "$voice_engine" phone --server 127.0.0.1 --sip-port "$tls_port" --registration-port "$http_port" \
   --ca-file "$state/ca.pem" \
   --application-key demo-application-key --secret-file "$logs/secret" --mic null --speaker null --rate 16000 "$@"; }
@@ -106,7 +119,8 @@ sleep 2
   echo quit
 } | phone --user alice > "$logs/alice.log" 2> "$logs/alice.err" || true
 
-echo quit >&3
+# bob may have ended already (his events say why): a write to his closed FIFO must not end the summary.
+(echo quit >&3) 2> /dev/null || true
 exec 3>&-
 wait "$bob" || true
 echo "alice's events:"; sed 's/^/  /' "$logs/alice.log"
