@@ -91,8 +91,9 @@ service: test-deps
 	SIP_TLS_PORT=$(SERVICE_SIP_TLS_PORT) DB_PORT=$(SERVICE_DB_PORT) Services/run-service.sh $(SERVICE_STATE) $(SERVICE_SIP_PORT) $(SERVICE_HTTP_PORT) "$$($(SWIFT) build --show-bin-path)/voice-engine"
 
 ## Every call type of the calling client end to end (Services/demo-calls.sh): the service, baresip as SIP peer and
-## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s over TLS; prints a summary,
-## fails unless all passed.
+## phone gateway, the real `voice-engine conference-server`, two `voice-engine phone`s over TLS, then a phone-number
+## call over G.711 (PCMA) with DTMF to SIPp standing in for a trunk with an IVR; prints a summary, fails unless all
+## passed.
 DEMO_CALLS_STATE ?= .demo-calls-state
 DEMO_CALLS_PEER_PORT ?= 5070
 .PHONY: demo-calls

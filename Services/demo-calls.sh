@@ -3,21 +3,31 @@
 # standing in for a SIP peer and the phone gateway (one account each), the real conference server
 # (`voice-engine conference-server` on BARESIP_PORT+1, media ports BARESIP_PORT+30…+49), and two softphones
 # (`voice-engine phone`): bob answers by himself, alice calls bob, baresip's SIP address (with custom headers), a
-# phone number and a conference room, hangs up each after a few seconds, messages bob, then a summary.
+# phone number and a conference room, hangs up each after a few seconds, messages bob. Then SIPp takes baresip's
+# place as the phone gateway, standing in for a trunk that offers only G.711 A-law (PCMA) with an IVR behind it
+# (Tests/VoiceSIPTests/Peers/sipp/uas-gateway-pcma-ivr.xml): alice calls the number again, sends the keys 4, 2, #
+# one at a time (SIP INFO, as the gateway offers no telephone-event) and the IVR answers each with the key it
+# took. Then a summary; the exit status is 1 unless everything passed.
 #   Services/demo-calls.sh STATE_DIR SIP_PORT HTTP_PORT BARESIP_PORT VOICE_ENGINE_BINARY
-# Devices are null (no sound card needed); logs stay in STATE_DIR/demo-calls.
+# Devices are null (no sound card needed); logs stay in STATE_DIR/demo-calls. SIPp's media port is BARESIP_PORT+50.
 set -eu
+if ! command -v sipp > /dev/null; then
+  echo "demo-calls: sipp is not installed (make test-deps installs sip-tester)" >&2
+  exit 1
+fi
 state=$1 sip_port=$2 http_port=$3 peer_port=$4 voice_engine=$5
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$state/demo-calls"
 state=$(cd "$state" && pwd)
 logs=$state/demo-calls
+rm -f "$logs/sipp.pid" "$logs/sipp.status" "$logs/sipp-errors.log" "$logs/sipp-messages.log"
 pids=""
 cleanup() {
   # Kamailio runs in the foreground of run-service.sh, which stops the registration service when it ends.
   [ -f "$state/kamailio.pid" ] && kill "$(cat "$state/kamailio.pid")" 2>/dev/null || true
   for p in $pids; do kill "$p" 2>/dev/null || true; done
+  [ -f "$logs/sipp.pid" ] && kill "$(cat "$logs/sipp.pid")" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 
@@ -50,10 +60,24 @@ for user in b +46701234567; do
   echo "<sip:$user@127.0.0.1:$peer_port>;regint=0;mediaenc=srtp-mand;audio_codecs=opus;answermode=auto" >> "$logs/baresip/accounts"
 done
 baresip -f "$logs/baresip" -s > "$logs/baresip.log" 2>&1 &
-pids="$pids $!"
+baresip=$!
+pids="$pids $baresip"
 
 printf 'demo-application-secret\n' > "$logs/secret"
-sleep 3
+# Ready when the registration service, Kamailio's TLS port and baresip listen (a loaded machine takes a while).
+ready=""
+for _ in $(seq 240); do
+  if [ -n "$(ss -Hltn "sport = :$http_port")" ] && [ -n "$(ss -Hltn "sport = :$tls_port")" ] \
+    && [ -n "$(ss -Hlun "sport = :$peer_port")" ]; then
+    ready=1
+    break
+  fi
+  sleep 0.5
+done
+if [ -z "$ready" ]; then
+  echo "demo-calls: the service or baresip did not start within 120 s (logs in $logs: service.log, baresip.log)" >&2
+  exit 1
+fi
 phone() { "$voice_engine" phone --server 127.0.0.1 --sip-port "$tls_port" --registration-port "$http_port" \
   --ca-file "$state/ca.pem" \
   --application-key demo-application-key --secret-file "$logs/secret" --mic null --speaker null --rate 16000 "$@"; }
@@ -72,10 +96,31 @@ sleep 2
   echo "call-number +46701234567"; sleep 4; echo hangup; sleep 1
   echo "call-conference demo"; sleep 4; echo hangup; sleep 1
   echo "message bob hello from alice"; sleep 2
+  # The G.711 trunk: SIPp on the gateway's address once baresip has let go of it.
+  kill "$baresip" 2> /dev/null || true
+  for _ in $(seq 50); do
+    [ -z "$(ss -Hlun "sport = :$peer_port")" ] && break
+    sleep 0.1
+  done
+  (
+    sipp -sf "$here/../Tests/VoiceSIPTests/Peers/sipp/uas-gateway-pcma-ivr.xml" -i 127.0.0.1 -p "$peer_port" \
+      -mp "$((peer_port + 50))" -m 1 -timeout 40s -nostdin -trace_err -error_file "$logs/sipp-errors.log" \
+      -trace_msg -message_file "$logs/sipp-messages.log" &
+    echo $! > "$logs/sipp.pid"
+    status=0
+    wait $! || status=$?
+    rm -f "$logs/sipp.pid"
+    echo "$status" > "$logs/sipp.status"
+  ) > "$logs/sipp.log" 2>&1 &
+  sleep 1
+  echo "call-number +46701234567"; sleep 3
+  for key in 4 2 "#"; do echo "dtmf $key"; sleep 2; done
+  echo hangup; sleep 3
   echo quit
 } | phone --user alice > "$logs/alice.log" 2> "$logs/alice.err" || true
 
-echo quit >&3
+# bob may have ended already (his events say why): a write to his closed FIFO must not end the summary.
+(echo quit >&3) 2> /dev/null || true
 exec 3>&-
 wait "$bob" || true
 echo "alice's events:"; sed 's/^/  /' "$logs/alice.log"
@@ -104,5 +149,19 @@ if [ -f "$logs/rooms/demo.json" ] && grep -q '"name" : "sip:alice@' "$logs/rooms
 else
   echo "  the conference server wrote no report of room demo naming alice"
 fi
-echo "$ok of 7 passed (logs in $logs)"
-[ "$ok" -eq 7 ]
+for _ in $(seq 50); do
+  [ -f "$logs/sipp.status" ] && break
+  sleep 0.2
+done
+codec=$(sed -n 's/^call 5: codec //p' "$logs/alice.log")
+answers=$(sed -n 's/^call 5: key //p' "$logs/alice.log" | tr -d '\n')
+if grep -q "^call 5: established" "$logs/alice.log" && grep -q "^call 5: ended (hungUp" "$logs/alice.log" \
+  && [ "$codec" = PCMA ] && [ "$answers" = "42#" ] && [ "$(cat "$logs/sipp.status" 2> /dev/null)" = 0 ]; then
+  echo "  call 5 (+46701234567 through the PCMA-only gateway): established, codec $codec, keys 42# sent, the IVR answered $answers, hung up"
+  ok=$((ok + 1))
+else
+  echo "  call 5 (+46701234567 through the PCMA-only gateway): FAILED (codec '${codec:-none}', IVR answers '$answers'," \
+    "SIPp exit status $(cat "$logs/sipp.status" 2> /dev/null || echo 'missing'); see sipp-errors.log, alice.err)"
+fi
+echo "$ok of 8 passed (logs in $logs)"
+[ "$ok" -eq 8 ]

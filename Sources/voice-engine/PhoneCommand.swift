@@ -12,11 +12,12 @@ struct PhoneCommand: ParsableCommand {
         discussion: """
             Commands, one a line: call USER [X-Name=value …] | call-sip USER@DOMAIN[:PORT] [X-Name=value …] | \
             call-number +E164 | call-conference ROOM | answer | hangup | mute on|off | hold on|off | \
-            message USER TEXT | status | wait SECONDS | quit. They act on the latest call; `wait` pauses the \
-            commands (for scripts). Events go to stdout, one a line \
-            ("event: …", "call N: …"); errors to stderr. The registration is signed here with the application \
-            secret from --secret-file, standing in for the app's server (SignedRegistration.sign). End of input \
-            quits. Exit status: 0, 64 usage, 65 an unreadable secret file, 1 the client did not start.
+            dtmf KEYS | message USER TEXT | status | wait SECONDS | quit. They act on the latest call; `wait` \
+            pauses the commands (for scripts). Events go to stdout, one a line ("event: …", "call N: …", \
+            "call N: key K" for a key the peer sent, "call N: codec C" after the end); errors to stderr. The \
+            registration is signed here with the application secret from --secret-file, standing in for the \
+            app's server (SignedRegistration.sign). End of input quits. Exit status: 0, 64 usage, 65 an \
+            unreadable secret file, 1 the client did not start.
             """)
 
     @Option(help: "The user ID to register.")
@@ -151,6 +152,9 @@ actor Softphone {
             case "hangup": try await latest()?.hangup()
             case "mute": try await latest()?.mute(arguments.first != "off")
             case "hold": try await latest()?.hold(arguments.first != "off")
+            case "dtmf":
+                guard let keys = arguments.first, arguments.count == 1 else { return complain("dtmf KEYS") }
+                try await latest()?.sendDTMF(keys)
             case "message":
                 guard arguments.count >= 2 else { return complain("message USER TEXT") }
                 let id = try await client.send(
@@ -186,6 +190,7 @@ actor Softphone {
         let updates = call.updates
         Task {
             for await update in updates {
+                if case .dtmfReceived(let key) = update { say("call \(number): key \(key)") }
                 guard case .stateChanged(let state) = update else { continue }
                 var line = "call \(number): \(state)"
                 if state == .ended {
@@ -195,7 +200,21 @@ actor Softphone {
                         + String(format: ", %.1f s)", Double(details.duration.nanoseconds) / 1e9)
                 }
                 say(line)
+                if state == .ended, await call.details.establishedAt != nil { await showCodec(call, number) }
             }
+        }
+    }
+
+    /// The codec the call's media sent, from its report (attached just after the end).
+    private nonisolated func showCodec(_ call: Call, _ number: Int) async {
+        for _ in 0..<100 {
+            if let stream = await call.mediaReport?.stream {
+                // The static payload types are G.711/G.722's (RFC 3551); the engine's one dynamic codec is Opus.
+                let codec = TelephonyCodec.allCases.first { $0.payloadType == stream.payloadType }
+                say("call \(number): codec \(codec?.encodingName ?? "opus")")
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 

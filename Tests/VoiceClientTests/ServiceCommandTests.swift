@@ -181,8 +181,9 @@ struct ServiceCommandTests {
     }
 }
 
-/// `voice-engine phone` against the real service: it answers a client's call by itself, then places one, driven
-/// by commands from a file, printing the events. Port 26020.
+/// `voice-engine phone` against the real service: it answers a client's call by itself, then places one and sends
+/// keys in it (`dtmf 5#`), driven by commands from a file, printing the events (the key the client sends back, the
+/// codec). Port 26020.
 @Suite(
     "voice-engine phone", .tags(.interop, .live, .cli), .scheduledByTags, .serialized, .timeLimit(.minutes(1)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
@@ -194,13 +195,19 @@ struct PhoneCommandTests {
             let secret = service.directory.appendingPathComponent("secret")
             try ServiceHarness.applicationSecret.write(to: secret, atomically: true, encoding: .utf8)
             let commands = service.directory.appendingPathComponent("commands")
-            try "wait 4\ncall alice X-From=phone\nwait 2\nhangup\nwait 1\nstatus\nquit\n".write(
+            try "wait 4\ncall alice X-From=phone\nwait 3\ndtmf 5#\nwait 2\nhangup\nwait 1\nstatus\nquit\n".write(
                 to: commands, atomically: true, encoding: .utf8)
             let alice = try service.client("alice")
             let aliceEvents = alice.events
+            // Alice answers the phone's call, takes its keys and sends one back.
+            let (answered, answeredContinuation) = AsyncStream.makeStream(of: KeyCollector.self)
             Task {
                 for await event in aliceEvents {
-                    if case .incomingCall(let incoming) = event { try await incoming.call.answer() }
+                    guard case .incomingCall(let incoming) = event else { continue }
+                    answeredContinuation.yield(KeyCollector(incoming.call))
+                    try await incoming.call.answer()
+                    try await waitFor(incoming.call, .established)
+                    try await incoming.call.sendDTMF("7")
                 }
             }
             await alice.start()
@@ -231,11 +238,14 @@ struct PhoneCommandTests {
             for line in [
                 "event: started", "event: incoming call from alice", "call 1: established",
                 "call 1: ended (remoteHangup",
-                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (localHangup",
-                "event: stopped"
+                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: key 7",
+                "call 2: ended (localHangup", "call 2: codec opus", "event: stopped"
             ] {
                 #expect(output.contains(line), "'\(line)' missing from the phone's output:\n\(output)")
             }
+            var collectors = answered.makeAsyncIterator()
+            let keys = try #require(await collectors.next())
+            #expect(keys.text == "5#", "the keys alice got from the phone's 'dtmf 5#'")
             await alice.terminate()
         }
     }

@@ -179,7 +179,8 @@ public final class ResampleWorkload {
 }
 
 /// G.711 or G.722 through spandsp, one 20 ms frame per iteration: encode, then decode (with the concealer fed),
-/// cycling through `Fixtures.seconds` of speech at the codec's rate; ``conceal(_:)`` conceals lost frames instead.
+/// cycling through `Fixtures.seconds` of speech at the codec's rate; ``decodeAndConceal(_:)`` receives every other
+/// frame and conceals the rest.
 public final class TelephonyWorkload {
     public let codec: TelephonyCodec
     public let input: FixedBuffer<Int16>
@@ -189,7 +190,14 @@ public final class TelephonyWorkload {
     public let pcm: FixedBuffer<Int16>
     public let encoder: TelephonyEncoder
     public let decoder: TelephonyDecoder
+    /// The input encoded once, `frameCount` payloads of `payload.count` bytes back to back: what the receiving
+    /// side of ``decodeAndConceal(_:)`` gets.
+    public let encoded: FixedBuffer<UInt8>
+    /// The receiving side of ``decodeAndConceal(_:)``, apart from ``decoder`` so each loop keeps its own state.
+    public let lossyDecoder: TelephonyDecoder
     public private(set) var next = 0
+    /// Index of the next received frame of ``decodeAndConceal(_:)``.
+    public private(set) var nextReceived = 0
 
     public init(codec: TelephonyCodec) {
         self.codec = codec
@@ -200,6 +208,17 @@ public final class TelephonyWorkload {
         pcm = FixedBuffer(count: frameSamples, repeating: 0)
         encoder = TelephonyEncoder(codec: codec)
         decoder = TelephonyDecoder(codec: codec)
+        lossyDecoder = TelephonyDecoder(codec: codec)
+        let payloadBytes = payload.count
+        encoded = FixedBuffer(count: frameCount * payloadBytes, repeating: 0)
+        let streamEncoder = TelephonyEncoder(codec: codec)
+        for frame in 0..<frameCount {
+            let written = try? streamEncoder.encode(
+                input.slice(frame * frameSamples, frameSamples),
+                into: UnsafeMutableBufferPointer(
+                    rebasing: encoded.pointer[frame * payloadBytes..<(frame + 1) * payloadBytes]))
+            precondition(written == payloadBytes, "TelephonyWorkload: frame \(frame) encoded to \(written ?? -1) bytes")
+        }
     }
 
     /// Encodes and decodes `iterations` frames; returns the samples decoded.
@@ -227,11 +246,30 @@ public final class TelephonyWorkload {
         return total
     }
 
-    /// Conceals `iterations` lost frames; returns the samples produced.
-    public func conceal(_ iterations: Int) -> Int {
+    /// Every other frame lost (one received frame, one lost, `iterations` times): decodes received frame k
+    /// (decode + `plc_rx`), then conceals frame k + 1 (`plc_fillin` at the start of a gap: pitch search, one
+    /// pitch period built, the overlap-add with the last real audio), so each concealment does the full work of a
+    /// loss; returns the samples produced.
+    public func decodeAndConceal(_ iterations: Int) -> Int {
+        let packets = encoded.pointer.baseAddress!
+        let payloadBytes = payload.count
         let output = pcm.pointer
+        let decoder = lossyDecoder
+        let frameSamples = self.frameSamples
+        var index = nextReceived
         var total = 0
-        for _ in 0..<iterations { total &+= decoder.conceal(frameSamples: frameSamples, into: output) }
+        for _ in 0..<iterations {
+            do {
+                total &+= try decoder.decode(
+                    UnsafeBufferPointer(start: packets + index * payloadBytes, count: payloadBytes), into: output)
+            } catch {
+                fatalError("TelephonyWorkload: \(error)")
+            }
+            total &+= decoder.conceal(frameSamples: frameSamples, into: output)
+            index += 2
+            if index >= frameCount { index -= frameCount }
+        }
+        nextReceived = index
         return total
     }
 }

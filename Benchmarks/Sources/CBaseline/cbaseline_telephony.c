@@ -58,8 +58,20 @@ int64_t cb_telephony_loop(cb_telephony *t, const int16_t *pcm, int32_t frame_sam
     return total;
 }
 
-int64_t cb_telephony_conceal_loop(cb_telephony *t, int64_t iterations, int16_t *out, int32_t frame_samples) {
+int64_t cb_telephony_conceal_loop(cb_telephony *t, const uint8_t *encoded, int32_t payload_bytes,
+                                  int32_t frame_samples, int32_t frame_count, int64_t start, int64_t iterations,
+                                  int16_t *out) {
     int64_t total = 0;
-    for (int64_t k = 0; k < iterations; k++) total += plc_fillin(t->plc, out, frame_samples);
+    for (int64_t k = 0; k < iterations; k++) {
+        const uint8_t *payload = encoded + ((start + 2 * k) % frame_count) * payload_bytes;
+        int samples;
+        if (t->g722)
+            samples = g722_decode(t->decode722, out, payload, payload_bytes);
+        else
+            samples = g711_decode(t->decode711, out, payload, payload_bytes);
+        plc_rx(t->plc, out, samples);
+        total += samples;
+        total += plc_fillin(t->plc, out, frame_samples);
+    }
     return total;
 }

@@ -15,6 +15,10 @@ void cb_telephony_destroy(cb_telephony *telephony);
 int64_t cb_telephony_loop(cb_telephony *telephony, const int16_t *pcm, int32_t frame_samples, int32_t frame_count,
                           int64_t start, int64_t iterations, uint8_t *payload, int16_t *out);
 
-/// Conceals `iterations` lost frames of `frame_samples` with plc_fillin.
-int64_t cb_telephony_conceal_loop(cb_telephony *telephony, int64_t iterations, int16_t *out, int32_t frame_samples);
+/// Every other frame lost: decodes (with plc_rx) the payload of frame (start + 2k) % frame_count of `encoded`
+/// (frame_count payloads of payload_bytes), then conceals the next frame with plc_fillin, `iterations` times.
+/// Returns the total samples produced.
+int64_t cb_telephony_conceal_loop(cb_telephony *telephony, const uint8_t *encoded, int32_t payload_bytes,
+                                  int32_t frame_samples, int32_t frame_count, int64_t start, int64_t iterations,
+                                  int16_t *out);
 #endif
