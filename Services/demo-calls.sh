@@ -155,7 +155,7 @@ for _ in $(seq 50); do
 done
 codec=$(sed -n 's/^call 5: codec //p' "$logs/alice.log")
 answers=$(sed -n 's/^call 5: key //p' "$logs/alice.log" | tr -d '\n')
-if grep -q "^call 5: established" "$logs/alice.log" && grep -q "^call 5: ended (hungUp" "$logs/alice.log" \
+if grep -q "^call 5: established" "$logs/alice.log" && grep -q "^call 5: ended (localHangup" "$logs/alice.log" \
   && [ "$codec" = PCMA ] && [ "$answers" = "42#" ] && [ "$(cat "$logs/sipp.status" 2> /dev/null)" = 0 ]; then
   echo "  call 5 (+46701234567 through the PCMA-only gateway): established, codec $codec, keys 42# sent, the IVR answered $answers, hung up"
   ok=$((ok + 1))
