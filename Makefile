@@ -38,7 +38,7 @@ BENCH_APT_PACKAGES := baresip
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SWIFT ?= swift
 
-.PHONY: deps test-deps install-packages demo test test-fast vectors vectors-check bench bench-live bench-allocations fuzz fuzz-check asan tsan hostile soak clean
+.PHONY: deps test-deps python-packages install-packages demo test test-fast vectors vectors-check bench bench-live bench-allocations fuzz fuzz-check asan tsan hostile soak clean
 
 ## Installs the missing Debian packages (apt-get update first, as a fresh machine needs).
 deps:
@@ -47,6 +47,13 @@ deps:
 ## Also the interoperability peers the tests run against.
 test-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(APT_PACKAGES) $(TEST_APT_PACKAGES)"
+	@$(MAKE) --no-print-directory python-packages
+
+## The PESQ measure of the quality tests (ITU-T P.862 through the `pesq` package, from PyPI). Where pip cannot
+## install it, those tests skip and say why.
+python-packages:
+	@python3 -c "import numpy, scipy, pesq" 2>/dev/null || python3 -m pip install -q numpy scipy pesq \
+	  || echo "numpy, scipy and pesq could not be installed with pip: the PESQ tests will skip"
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do \
