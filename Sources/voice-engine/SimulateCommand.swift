@@ -54,6 +54,11 @@ struct SimulateCommand: ParsableCommand {
     var bitrate: Int = 32_000
     @Option(help: "Packet time in ms: 10, 20, 40 or 60 (one Opus frame per packet).")
     var ptime: Int = 20
+    @Option(
+        help:
+            "Expected loss (%) the sender's Opus FEC starts with, before the first loss report; 0: no FEC until a report shows loss."
+    )
+    var initialExpectedLoss = LossAdaptationPolicy().initialExpectedLossPercent
     @Flag(help: "Send plain RTP instead of SRTP.")
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
@@ -76,6 +81,7 @@ struct SimulateCommand: ParsableCommand {
     static let delayRange = OptionRange("--delay", 0...5_000, "ms")
     static let driftRange = OptionRange("--drift", -10_000...10_000, "ppm")
     static let bitrateRange = OptionRange("--bitrate", 6_000...510_000, "bits per second")
+    static let initialExpectedLossRange = OptionRange("--initial-expected-loss", 0...100, "%")
 
     static let codecs: [String: AudioCodec] = ["opus": .opus, "g722": .g722, "pcmu": .pcmu, "pcma": .pcma]
 
@@ -85,6 +91,7 @@ struct SimulateCommand: ParsableCommand {
         try Self.delayRange.check(delay)
         try Self.driftRange.check(drift)
         try Self.bitrateRange.check(bitrate)
+        try Self.initialExpectedLossRange.check(Double(initialExpectedLoss))
         guard OpusFrameDuration(rawValue: ptime) != nil else {
             throw ValidationError("--ptime \(ptime): use 10, 20, 40 or 60")
         }
@@ -148,7 +155,8 @@ struct SimulateCommand: ParsableCommand {
             voiceProcessing: !noVoiceProcessing,
             jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture,
             // The ideal receiver decodes Opus (its FEC is what it measures against).
-            scoresAgainstIdealReceiver: codec == "opus", codec: Self.codecs[codec] ?? .opus)
+            scoresAgainstIdealReceiver: codec == "opus", codec: Self.codecs[codec] ?? .opus,
+            lossAdaptation: LossAdaptationPolicy(initialExpectedLossPercent: initialExpectedLoss))
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(
