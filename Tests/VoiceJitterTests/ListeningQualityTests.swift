@@ -134,7 +134,8 @@ func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
 }
 
 /// Under 30 ms jitter on noisy speech, with and without loss, three draws each: the adaptive buffer no further from
-/// the ideal receiver than speexdsp, and stretching about as little.
+/// the ideal receiver than speexdsp, and stretching less (measured 0.66 / 0.65 / 0.75 dB against speexdsp's 0.78 /
+/// 0.86 / 0.89 at 0 / 5 / 10 % loss; 1.6 k / 1.9 k / 2.2 k samples a minute against 4.5 k / 4.5 k / 4.1 k).
 @Test(
     .tags(.slow), .scheduledByTags,
     .enabled(if: noisySpeechSet != nil, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
@@ -152,7 +153,7 @@ func onNoisySpeechUnderJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexds
             "noisy \(name): distance to ideal adaptive \(distance) speex \(speexDistance), stretched/min \(stretched) speex \(speexStretched)"
         )
         #expect(distance <= speexDistance, "\(name)")
-        #expect(stretched <= 4_000, "\(name)")
+        #expect(stretched <= 4_000 && stretched <= speexStretched, "\(name)")
     }
 }
 
