@@ -31,6 +31,10 @@ import VoiceTestSupport
         // 32 kb/s configured: the call starts at 40 kb/s, the shared (conference) setting keeps 32.
         #expect(c.startingOpus.bitrate == 40_000 && c.effectiveOpus.bitrate == 32_000)
         #expect(try MediaStream(configuration: c).encoderConfiguration.bitrate == 40_000)
+        // Never above the peer's maxaveragebitrate.
+        c.lossAdaptation.startingBitrateCeiling = 36_000
+        #expect(c.startingOpus.bitrate == 36_000)
+        c.lossAdaptation.startingBitrateCeiling = nil
         c.lossAdaptation.initialFECBitrateIncreasePercent = 0
         #expect(c.startingOpus.bitrate == 32_000)
         c.lossAdaptation.initialFECBitrateIncreasePercent = 25

@@ -93,6 +93,8 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
     /// How much (%) the bitrate is raised while FEC runs from the start at ``initialExpectedLossPercent``,
     /// until the first report; 0: FEC takes its bits from the primary frames.
     public var initialFECBitrateIncreasePercent: Int
+    /// The raised start bitrate stays at or under this (the peer's `maxaveragebitrate`); nil: no limit but Opus'.
+    public var startingBitrateCeiling: Int?
     public var smoothing: Double
     public var enableAbovePercent: Double
     public var disableBelowPercent: Double
@@ -102,8 +104,9 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
         enabled: Bool = true, smoothing: Double = 0.5, enableAbovePercent: Double = 1,
         disableBelowPercent: Double = 0.5,
         maximumExpectedLossPercent: Int = 30, initialExpectedLossPercent: Int = 5,
-        initialFECBitrateIncreasePercent: Int = 25
+        initialFECBitrateIncreasePercent: Int = 25, startingBitrateCeiling: Int? = nil
     ) {
+        self.startingBitrateCeiling = startingBitrateCeiling
         self.enabled = enabled
         self.initialExpectedLossPercent = initialExpectedLossPercent
         self.initialFECBitrateIncreasePercent = initialFECBitrateIncreasePercent
@@ -234,14 +237,15 @@ public struct MediaStreamConfiguration: Sendable {
 
     /// What a call's encoder starts with: ``effectiveOpus``, and while FEC runs from the start at the policy's
     /// initial expected loss, a bitrate raised by ``LossAdaptationPolicy/initialFECBitrateIncreasePercent``
-    /// (within Opus' range) until the first report puts ``opus``'s bitrate back.
+    /// (within Opus' range and ``LossAdaptationPolicy/startingBitrateCeiling``) until the first report puts
+    /// ``opus``'s bitrate back.
     public var startingOpus: OpusEncoderConfiguration {
         var o = effectiveOpus
         let p = lossAdaptation
         if opus.inbandFEC && opus.expectedLossPercent == 0 && p.enabled && p.initialExpectedLossPercent > 0 {
-            o.bitrate = min(
-                o.bitrate + o.bitrate * p.initialFECBitrateIncreasePercent / 100,
-                OpusEncoderConfiguration.bitrateRange.upperBound)
+            let ceiling = min(
+                p.startingBitrateCeiling ?? .max, OpusEncoderConfiguration.bitrateRange.upperBound)
+            o.bitrate = max(o.bitrate, min(o.bitrate + o.bitrate * p.initialFECBitrateIncreasePercent / 100, ceiling))
         }
         return o
     }
