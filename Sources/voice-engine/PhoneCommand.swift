@@ -186,6 +186,8 @@ actor Softphone {
         let updates = call.updates
         Task {
             for await update in updates {
+                if case .reconnecting = update { say("call \(number): reconnecting") }
+                if case .reconnected = update { say("call \(number): reconnected") }
                 guard case .stateChanged(let state) = update else { continue }
                 var line = "call \(number): \(state)"
                 if state == .ended {
