@@ -307,7 +307,13 @@ public final class ICEMediaPort: @unchecked Sendable {
             if transport.relayedPeer != nil { transport.stopRelaying() }
             return true
         }
-        let number = Self.channelNumber
+        // A channel stays bound to its peer for its lifetime (RFC 8656 §12): a new peer (the pair of an ICE
+        // restart) gets the next free number.
+        let number =
+            turn.client.boundChannels.first { $0.value == selected.remote }?.key
+            ?? channel.flatMap { $0.peer == selected.remote ? $0.number : nil }
+            ?? (Self.channelNumber...0x4FFF).first { turn.client.boundChannels[$0] == nil && $0 != channel?.number }
+            ?? Self.channelNumber
         if turn.client.boundChannels[number] == selected.remote,
             let peer = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
         {
