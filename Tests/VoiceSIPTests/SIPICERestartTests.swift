@@ -12,7 +12,8 @@ import VoiceTestSupport
 struct SIPICERestartTests {
     static func ice(_ ufrag: String, _ address: String) -> SDPICEParameters {
         SDPICEParameters(
-            ufrag: ufrag, password: ufrag + "-password-of-22-chars", candidates: ["1 1 udp 2130706431 \(address) 40000 typ host"])
+            ufrag: ufrag, password: ufrag + "-password-of-22-chars",
+            candidates: ["1 1 udp 2130706431 \(address) 40000 typ host"])
     }
 
     @Test func theAnswerToARestartCarriesThePreparedCredentialsAndLaterAnswersKeepThem() async throws {

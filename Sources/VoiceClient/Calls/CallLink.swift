@@ -355,7 +355,8 @@ actor CallLink {
         offer.ice = ice.sdp
         let answered: NegotiatedAudio
         do {
-            answered = try await sip.reoffer(direction: onHold ? .sendonly : .sendrecv, freshKeys: false, offering: offer)
+            answered = try await sip.reoffer(
+                direction: onHold ? .sendonly : .sendrecv, freshKeys: false, offering: offer)
         } catch {
             return false
         }
