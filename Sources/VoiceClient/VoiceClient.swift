@@ -58,6 +58,11 @@ public actor VoiceClient {
     private var networkTask: Task<Void, Never>?
     private var networkWatch = NetworkWatch(inUse: nil)
     private var callNetworkLoss: CallNetworkLoss
+    /// The address the established calls' media runs from (nil: no established call).
+    private var callAddress: String?
+    /// The address the calls are to move to by an ICE restart, once registered from there (nil: none pending).
+    private var callMove: String?
+    private var movingCalls = false
 
     /// Checks the user ID (printable ASCII, at most 40 characters) before anything else.
     /// - Parameters:
@@ -422,6 +427,7 @@ public actor VoiceClient {
                 networkWatch = NetworkWatch(inUse: registration.currentRoute() ?? registration.mediaHost)
                 emit(.reregistered(serviceHost: registration.serviceHosts[host]))
                 Task { [weak self] in await self?.retryDueMessages() }
+                Task { [weak self] in await self?.moveCalls() }
             }
         }
     }
@@ -447,9 +453,13 @@ public actor VoiceClient {
         let addresses = InterfaceAddresses.current()
         // The established calls' media is bound to the address in use before any change seen now.
         let established = await calls.established()
+        if established.isEmpty {
+            (callAddress, callMove) = (nil, nil)
+        } else if callAddress == nil {
+            callAddress = networkWatch.inUse ?? registration.mediaHost
+        }
         let lossActions = callNetworkLoss.observe(
-            addresses: addresses, callAddress: established.isEmpty ? nil : networkWatch.inUse ?? registration.mediaHost,
-            now: ContinuousClock.now - recoveryOrigin)
+            addresses: addresses, callAddress: callAddress, now: ContinuousClock.now - recoveryOrigin)
         for action in lossActions {
             for call in established {
                 switch action {
@@ -469,8 +479,25 @@ public actor VoiceClient {
         case .changed(let old, let new):
             emit(.networkChanged(localAddress: new))
             registration.moveTo(new)
+            if callAddress != nil, callAddress != new { callMove = new }
             recover(.networkChanged("the route to the service now leaves from \(new), not \(old ?? "nowhere")"))
         }
+        // A move that failed (no pair answered, the re-INVITE was lost) is tried again while registered.
+        if callMove != nil, !recovery.isRecovering { Task { [weak self] in await self?.moveCalls() } }
+    }
+
+    /// Moves the established calls to the address the client registered from after a network change: an ICE
+    /// restart in each (``CallLink/restartICE(host:turnServers:)``), whose re-INVITE goes over the new connection
+    /// to the service. Once all have a new pair, their media runs from there (``CallNetworkLoss`` then reports
+    /// them *reconnected*).
+    private func moveCalls() async {
+        guard let target = callMove, !movingCalls, registration.isConnected else { return }
+        movingCalls = true
+        defer { movingCalls = false }
+        let host = registration.mediaHost
+        let moved = await calls.restartICE(host: host, turnServers: registration.grant?.turnServers ?? [])
+        guard moved, callMove == target else { return }
+        (callAddress, callMove) = (host, nil)
     }
 
     /// One attempt to register again: on a new connection to the same host, or on a new endpoint towards

@@ -41,10 +41,12 @@ public struct VoiceClientConfiguration: Sendable {
     public var reconnectBackoffCap: Duration
     /// How often the client looks at its interfaces and its route to the service (nil: never). When the address
     /// its connection uses is gone or the kernel would now use another one, it reports
-    /// ``VoiceClientEvent/networkChanged(localAddress:)`` and registers again from the new address.
+    /// ``VoiceClientEvent/networkChanged(localAddress:)``, registers again from the new address and moves the
+    /// running calls there (an ICE restart in a re-INVITE).
     public var networkCheckInterval: Duration?
-    /// A call whose media address left the host is *reconnecting*; it ends with cause *network* when the address
-    /// is not back within this long (under the media timeout, which would end it as *timeout*).
+    /// A call whose media address left the host is *reconnecting*; it ends with cause *network* when neither the
+    /// address comes back nor the call moved to a new one within this long (under the media timeout, which would
+    /// end it as *timeout*).
     public var networkLossTimeout: Duration
     /// SIP over TLS with the system's trust store unless set.
     public var transport: Transport

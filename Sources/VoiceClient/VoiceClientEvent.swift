@@ -34,8 +34,9 @@ public enum VoiceClientEvent: Sendable, Equatable {
     /// afresh.
     case registrationLost(VoiceClientError)
     /// The address the client reaches the service from changed (`localAddress`), or went away with no other
-    /// route (nil): the client registers again from the new address (``reregistered(serviceHost:)``), and calls
-    /// placed from now on use it.
+    /// route (nil): the client registers again from the new address (``reregistered(serviceHost:)``), moves the
+    /// running calls there (an ICE restart in a re-INVITE; each call reports ``CallEffect/reconnecting`` and
+    /// ``CallEffect/reconnected``), and calls placed from now on use it.
     case networkChanged(localAddress: String?)
     /// Registered again after ``registrationLost(_:)``, on a new connection to `serviceHost`: calls and messages
     /// reach the client again.

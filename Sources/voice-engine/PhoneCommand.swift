@@ -191,6 +191,8 @@ actor Softphone {
         Task {
             for await update in updates {
                 if case .dtmfReceived(let key) = update { say("call \(number): key \(key)") }
+                if case .reconnecting = update { say("call \(number): reconnecting") }
+                if case .reconnected = update { say("call \(number): reconnected") }
                 guard case .stateChanged(let state) = update else { continue }
                 var line = "call \(number): \(state)"
                 if state == .ended {

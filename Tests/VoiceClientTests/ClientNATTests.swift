@@ -89,19 +89,6 @@ final class ClientNATNetwork: @unchecked Sendable {
     }
 
     func resetCounters() { Self.sh("ip netns exec \(Self.prefix)pub iptables -Z") }
-
-    /// Runs `command` inside `namespace`.
-    static func run(in namespace: String, _ command: String, _ arguments: [String], log: URL) throws
-        -> ChildProcessGroup
-    {
-        try ChildProcessGroup("/usr/sbin/ip", ["netns", "exec", prefix + namespace, command] + arguments, log: log)
-    }
-
-    /// Whether something listens on TCP `port` (or has bound UDP `port`) inside `namespace`.
-    static func listening(in namespace: String, port: Int, udp: Bool = false) -> Bool {
-        let (status, output) = sh("ip netns exec \(prefix)\(namespace) ss -H\(udp ? "u" : "t")ln 'sport = :\(port)'")
-        return status == 0 && output.contains(":\(port)")
-    }
 }
 
 struct NATSetupFailure: Error, CustomStringConvertible {
@@ -114,9 +101,10 @@ final class NamespacedPhone: @unchecked Sendable {
     let process: ChildProcessGroup
     private let commands: Int32
 
-    init(_ user: String, in namespace: String, binary: URL, state: URL, secretFile: URL, mic: String, heard: URL)
-        throws
-    {
+    init(
+        _ user: String, in namespace: String, binary: URL, state: URL, secretFile: URL, mic: String, heard: URL,
+        prefix: String = ClientNATNetwork.prefix, server: String = ClientNATNetwork.service
+    ) throws {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw NATSetupFailure(description: "pipe: errno \(errno)") }
         // Neither end leaks into other children; the phone gets the read end as its stdin (dup2 clears the flag).
@@ -127,8 +115,8 @@ final class NamespacedPhone: @unchecked Sendable {
             process = try ChildProcessGroup(
                 "/usr/sbin/ip",
                 [
-                    "netns", "exec", ClientNATNetwork.prefix + namespace, binary.path, "phone", "--user", user,
-                    "--server", ClientNATNetwork.service, "--sip-port", "5061", "--registration-port", "8443",
+                    "netns", "exec", prefix + namespace, binary.path, "phone", "--user", user,
+                    "--server", server, "--sip-port", "5061", "--registration-port", "8443",
                     "--ca-file", state.appendingPathComponent("ca.pem").path, "--secret-file", secretFile.path,
                     "--mic", "file:" + mic, "--speaker", "file:" + heard.path, "--rate", "16000",
                     "--auto-answer", "0.2"
@@ -238,25 +226,9 @@ struct ClientNATTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = directory.appendingPathComponent("state")
-        let service = try ClientNATNetwork.run(
-            in: "pub", "/usr/bin/env",
-            [
-                "SERVICE_ADDRESS=\(ClientNATNetwork.service)",
-                "SERVICE_NAMES=IP:\(ClientNATNetwork.service),DNS:voiceengine.test", "SIP_TLS_PORT=5061",
-                "DB_PORT=5433", "/bin/sh", repositoryRoot.appendingPathComponent("Services/run-service.sh").path,
-                state.path, "5060", "8443", binary.path
-            ], log: directory.appendingPathComponent("service.log"))
+        let service = try await NamespacedService.start(
+            prefix: ClientNATNetwork.prefix, address: ClientNATNetwork.service, state: state, binary: binary)
         defer { service.stop() }
-        // The first start creates the PostgreSQL cluster (initdb) before Kamailio starts.
-        let deadline = ContinuousClock.now + .seconds(90)
-        while ContinuousClock.now < deadline,
-            !(ClientNATNetwork.listening(in: "pub", port: 5061) && ClientNATNetwork.listening(in: "pub", port: 8443)
-                && ClientNATNetwork.listening(in: "pub", port: 3478, udp: true))
-        {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        try #require(
-            ClientNATNetwork.listening(in: "pub", port: 5061), "the service did not start:\n\(service.logTail)")
         let secretFile = directory.appendingPathComponent("app-secret")
         try "demo-application-secret".write(to: secretFile, atomically: true, encoding: .utf8)
         let alice = (user: "alice", host: "hostA"), bob = (user: "bob", host: "hostB")

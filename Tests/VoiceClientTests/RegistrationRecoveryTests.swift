@@ -138,6 +138,21 @@ struct CallNetworkLossTests {
         #expect(loss.lostAddress == nil)
     }
 
+    @Test func callsMovedToANewAddressAreReconnectedAndNotEnded() {
+        var loss = CallNetworkLoss(timeout: .seconds(10))
+        let moved: Set<String> = ["10.42.1.3"]
+        #expect(loss.observe(addresses: moved, callAddress: "10.42.1.2", now: .zero) == [.reconnecting])
+        // The client registered from the new address; the ICE restart has not selected a pair yet.
+        #expect(loss.observe(addresses: moved, callAddress: "10.42.1.2", now: .seconds(2)).isEmpty)
+        // The restart selected a pair there: the calls' media runs from the new address.
+        #expect(loss.observe(addresses: moved, callAddress: "10.42.1.3", now: .seconds(3)) == [.reconnected])
+        #expect(loss.lostAddress == nil)
+        #expect(loss.observe(addresses: moved, callAddress: "10.42.1.3", now: .seconds(20)).isEmpty)
+        // A move to an address the host no longer has is no reconnection.
+        #expect(loss.observe(addresses: [], callAddress: "10.42.1.3", now: .seconds(21)) == [.reconnecting])
+        #expect(loss.observe(addresses: ["10.42.1.2"], callAddress: "10.42.1.4", now: .seconds(22)).isEmpty)
+    }
+
     @Test func withoutCallsALossIsForgotten() {
         var loss = CallNetworkLoss(timeout: .seconds(10))
         #expect(loss.observe(addresses: [], callAddress: nil, now: .zero).isEmpty)

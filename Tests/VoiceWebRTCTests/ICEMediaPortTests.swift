@@ -33,6 +33,47 @@ struct ICEMediaPortTests {
         await b.close()
     }
 
+    /// RFC 8445 §9 while media runs: the side that moved restarts with new credentials and candidates, the other
+    /// answers with prepared ones and takes them up at the first check naming them; both select a pair again while
+    /// the sockets are polled by someone else (the media threads).
+    @Test func anICERestartSelectsAPairAgainWithNewCredentialsOnBothSides() async throws {
+        let a = try await Self.bindPolled(), b = try await Self.bindPolled()
+        let moving = ICEMediaPort(transport: a, role: .controlling)
+        let staying = ICEMediaPort(transport: b, role: .controlled)
+        async let firstA = moving.connect(to: staying.sdp, timeout: .seconds(5))
+        async let firstB = staying.connect(to: moving.sdp, timeout: .seconds(5))
+        let (selectedA, selectedB) = await (firstA, firstB)
+        #expect(selectedA == .success(b.localEndpoint) && selectedB == .success(a.localEndpoint))
+        let polling = Task {
+            while !Task.isCancelled {
+                _ = a.receiveFromSocket()
+                _ = b.receiveFromSocket()
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        let (movingBefore, stayingBefore) = (moving.sdp, staying.sdp)
+        let answer = staying.prepareRestart()
+        #expect(answer.ufrag != stayingBefore.ufrag && answer.password != stayingBefore.password)
+        #expect(answer.candidates == stayingBefore.candidates && staying.sdp == stayingBefore)
+        #expect(await moving.restart(turn: nil).isEmpty)
+        let offer = moving.sdp
+        #expect(offer.ufrag != movingBefore.ufrag && offer.password != movingBefore.password)
+        #expect(offer.candidates.count == 1 && offer.candidates[0].contains("127.0.0.1 \(a.localEndpoint.port)"))
+        // The mover checks as soon as it has the answer; the other side connects when the ACK reaches it.
+        async let againA = moving.connect(to: answer, timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(staying.sdp.ufrag == answer.ufrag, "the first check with the new credentials did not restart it")
+        async let againB = staying.connect(to: offer, timeout: .seconds(5))
+        let (reselectedA, reselectedB) = await (againA, againB)
+        #expect(reselectedA == .success(b.localEndpoint), "\(reselectedA)")
+        #expect(reselectedB == .success(a.localEndpoint), "\(reselectedB)")
+        polling.cancel()
+        moving.stop()
+        staying.stop()
+        await a.close()
+        await b.close()
+    }
+
     @Test func aPeerThatGoesAwayAfterTheChecksIsReportedWhenItsConsentExpires() async throws {
         let a = try await Self.bindPolled(), b = try await Self.bindPolled()
         let consent = (interval: MediaTime.milliseconds(200), lifetime: MediaTime.milliseconds(1_000))

@@ -15,7 +15,8 @@ actor CallLink {
     let call: Call
     let sip: SIPCall
     private let transport: UDPMediaTransport
-    let capabilities: AudioCapabilities
+    /// What our offers and answers say: the address and ICE credentials change with an ICE restart.
+    private(set) var capabilities: AudioCapabilities
     /// The certificate whose fingerprint our SDP announced: a DTLS-SRTP handshake authenticates with it.
     private let certificate: DTLSCertificate
     /// ICE on the media port: its candidates are in our SDP; checks run when the peer's SDP has ICE too.
@@ -51,6 +52,10 @@ actor CallLink {
     private var pushed = false
     /// A provisional response came: the service is reachable (a later Timer B is a timeout, not a failure).
     private var heardFromNetwork = false
+    /// Our ICE credentials and candidates for the answer to the peer's next ICE restart (the SIP session has them).
+    private var preparedRestart: SDPICEParameters?
+    /// An ICE restart (ours or the peer's) is under way.
+    private var restartingICE = false
 
     init(
         call: Call, sip: SIPCall, media: BoundMedia, devices: CallAudioDevices, tones: CallTones,
@@ -169,11 +174,15 @@ actor CallLink {
             } catch {
                 _ = try? await call.dialog(.failed(.media("\(error)")))
             }
-        case .mediaUpdated(let media, _):
+        case .mediaUpdated(let media, let byPeer):
             // A re-INVITE (ours or the peer's) held, resumed or re-keyed the call: the running media follows —
             // held by the peer (our side recvonly/inactive) we stop sending RTP, resumed we send again.
+            let before = negotiated?.remoteICE
             negotiated = media
             try? self.media?.update(media)
+            if byPeer, let before, let after = media.remoteICE, before.ufrag != after.ufrag, self.media?.ice != nil {
+                Task { await self.followPeerICERestart(after) }
+            }
         case .dtmfReceived(let digit, _):
             await call.yield(.dtmfReceived(digit), toApp: true, toDriver: false)
         case .ended(let end):
@@ -241,6 +250,7 @@ actor CallLink {
             countedInTones = true
             watch(started.live)
             started.ice?.onFailure { [weak self] error in Task { await self?.connectivityLost(error) } }
+            if started.ice != nil { await prepareForPeerICERestart() }
         } catch {
             tones.mediaStopped()
             throw error
@@ -321,6 +331,69 @@ actor CallLink {
     private func connectivityLost(_ error: ICEError) async {
         guard !finished else { return }
         _ = try? await call.dialog(.failed(.network("ICE: \(error)")))
+    }
+
+    // MARK: Network changes
+
+    /// Moves the running call to the address the host has now (`host`, where SIP leaves from after the client
+    /// registered again): an ICE restart (RFC 8445 §9) — new credentials, host candidates on the current
+    /// interfaces, srflx/relay from a new allocation on `turnServers`' first — offered in a re-INVITE (RFC 8839
+    /// §4.4.1.1) on the dialog, whose answer brings the peer's new credentials; the checks then pick a new pair and
+    /// media goes there. The DTLS association and its SRTP keys stay (same fingerprint and role, RFC 8842 §5), so
+    /// audio resumes as soon as the pair is selected. The media keeps running (to the old pair) meanwhile.
+    /// - Returns: whether a new pair was selected; false when the call has no ICE or no media, or the peer refused
+    ///   the re-INVITE or no pair answered (the caller may try again; the call goes on).
+    func restartICE(host: String, turnServers: [TURNServer]) async -> Bool {
+        guard !finished, !restartingICE, let media, let ice = media.ice, negotiated?.remoteICE != nil else {
+            return false
+        }
+        restartingICE = true
+        defer { restartingICE = false }
+        await ice.restart(turn: turnServers.first)
+        var offer = reoffer
+        offer.address = host
+        offer.ice = ice.sdp
+        let answered: NegotiatedAudio
+        do {
+            answered = try await sip.reoffer(
+                direction: onHold ? .sendonly : .sendrecv, freshKeys: false, offering: offer)
+        } catch {
+            return false
+        }
+        capabilities.address = host
+        capabilities.ice = offer.ice
+        guard let remote = answered.remoteICE else { return false }
+        let connected = await connectICE(ice, to: remote)
+        await prepareForPeerICERestart()
+        return connected
+    }
+
+    /// The peer restarted ICE (its re-offer had new credentials; the SIP session answered with the prepared ones):
+    /// our agent restarted too, and the new checks pick the pair media goes to from now on.
+    private func followPeerICERestart(_ remote: SDPICEParameters) async {
+        guard !finished, let ice = media?.ice else { return }
+        if let prepared = preparedRestart { capabilities.ice = prepared }
+        preparedRestart = nil
+        _ = await connectICE(ice, to: remote)
+        await prepareForPeerICERestart()
+    }
+
+    /// Runs the checks of a restarted ICE against the peer's `remote` and points the media at the selected pair.
+    private func connectICE(_ ice: ICEMediaPort, to remote: SDPICEParameters) async -> Bool {
+        guard case .success(let selected) = await ice.connect(to: remote, timeout: SIPCallMedia.iceTimeout),
+            !finished
+        else { return false }
+        transport.setRemote(selected)
+        return true
+    }
+
+    /// Gives the SIP session the credentials to answer a peer's ICE restart with (re-INVITEs are answered as they
+    /// come, without asking us).
+    private func prepareForPeerICERestart() async {
+        guard !finished, let ice = media?.ice else { return }
+        let parameters = ice.prepareRestart()
+        preparedRestart = parameters
+        await sip.prepareICERestart(parameters)
     }
 
     // MARK: Media → call

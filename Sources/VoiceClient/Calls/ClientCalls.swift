@@ -1,5 +1,6 @@
 import VoiceEngine
 import VoiceSIP
+import VoiceWebRTC
 
 /// The client's calls: placing them (an RTP socket, the INVITE through the service, a ``Call`` bound to its
 /// dialog by a ``CallLink``), ringing the incoming ones, the no-answer timeout, and hanging them all up when the
@@ -57,6 +58,18 @@ final class ClientCalls {
         var running: [Call] = []
         for call in calls where await call.state == .established { running.append(call) }
         return running
+    }
+
+    /// Moves every call whose media runs to `host` (the client's address after a network change) by an ICE
+    /// restart (``CallLink/restartICE(host:turnServers:)``), all at once.
+    /// - Returns: whether each of them selected a new pair.
+    nonisolated(nonsending) func restartICE(host: String, turnServers: [TURNServer]) async -> Bool {
+        var running: [CallLink] = []
+        for link in links where await link.call.state == .established { running.append(link) }
+        return await withTaskGroup(of: Bool.self) { group in
+            for link in running { group.addTask { await link.restartICE(host: host, turnServers: turnServers) } }
+            return await group.reduce(true) { $0 && $1 }
+        }
     }
 
     /// Ends unanswered calls whose no-answer timeout has passed and forgets ended ones.

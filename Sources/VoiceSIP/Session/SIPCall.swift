@@ -159,6 +159,13 @@ public final class SIPCall: @unchecked Sendable {
         try await performNegotiating(.reoffer(direction: direction, freshKeys: freshKeys, offering: offering))
     }
 
+    /// Readies the answer to an ICE restart the peer may start (a re-offer with new `a=ice-ufrag/ice-pwd`,
+    /// RFC 8445 §9): such a re-INVITE is answered with `parameters`, any other with the call's current ones. The
+    /// session answers re-INVITEs on its own as they come, so the new credentials must be ready before.
+    public func prepareICERestart(_ parameters: SDPICEParameters) async {
+        _ = try? await perform(.prepareICERestart(parameters))
+    }
+
     /// Ends the call: CANCEL before an answer (outgoing), 603 Decline (incoming, unanswered), BYE after. Returns
     /// when the call has ended; `headers` (e.g. `X-Reason`) go on the BYE, CANCEL's INVITE or the rejection.
     public func hangUp(headers: [(String, String)] = []) async {

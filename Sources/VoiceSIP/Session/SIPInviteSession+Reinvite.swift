@@ -201,6 +201,18 @@ extension SIPInviteSession {
         do {
             var (answer, media) = try SessionDescription.makeAnswer(
                 to: offer, localCapabilities: capabilities, sessionID: makeSessionID())
+            if let restart = iceRestartAnswer, let before = negotiated?.remoteICE, let after = media.remoteICE,
+                before.ufrag != after.ufrag || before.password != after.password
+            {
+                // The peer restarted ICE (RFC 8445 §9, RFC 8839 §4.4.1.1): we restart too, with the credentials
+                // prepared for it, and later answers repeat them.
+                var restarted = capabilities
+                restarted.ice = restart
+                (answer, media) = try SessionDescription.makeAnswer(
+                    to: offer, localCapabilities: restarted, sessionID: makeSessionID())
+                self.capabilities = restarted
+                iceRestartAnswer = nil
+            }
             if let before = negotiated?.dtls, let after = media.dtls,
                 let change = Self.newDTLSAssociation(from: before, to: after)
             {

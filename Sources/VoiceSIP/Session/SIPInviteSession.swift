@@ -47,6 +47,8 @@ struct SIPInviteSession: Sendable {
         case hangUp(headers: [(String, String)])
         /// One DTMF key as a SIP INFO (`application/dtmf-relay`); completes with its final response.
         case sendDTMF(DTMFDigit, durationMilliseconds: Int)
+        /// What the answer to the peer's next ICE restart carries; completes at once.
+        case prepareICERestart(SDPICEParameters)
     }
 
     /// Everything that moves the session.
@@ -87,6 +89,8 @@ struct SIPInviteSession: Sendable {
     var phase = Phase.early
     var dialog: SIPDialog?
     var capabilities: AudioCapabilities?
+    /// Our ICE credentials and candidates for the answer to a re-offer that restarts ICE (``Command/prepareICERestart(_:)``).
+    var iceRestartAnswer: SDPICEParameters?
     var localDescription: SessionDescription?
     var negotiated: NegotiatedAudio?
     /// The INVITE: as we built it (without Via) when outgoing, as received when incoming.
@@ -247,6 +251,9 @@ struct SIPInviteSession: Sendable {
                     waitLimit: now + configuration.timers.transactionTimeout))
         case .hangUp(let headers): hangUp(headers: headers, id)
         case .sendDTMF(let digit, let duration): sendDTMFInfo(digit, durationMilliseconds: duration, id)
+        case .prepareICERestart(let parameters):
+            iceRestartAnswer = parameters
+            complete(id, .success(nil))
         }
     }
 

@@ -557,12 +557,14 @@ extension SIPEndpoint: SIPTransportSink {
 
     func transport(closed channel: any Channel, peer: SIPPeer) {
         let key = ConnectionKey(transport: peer.transport, address: peer.address)
-        // Only the listed connection: a newer one to the same peer may already have replaced a closed one.
-        if let listed = connections[key] {
-            listed.whenSuccess { open in
-                if open === channel, self.connections[key] === listed { self.connections[key] = nil }
-            }
+        // Only the listed connection is news: one closed on purpose (`closeConnection(to:)`) or replaced by a newer
+        // one to the same peer is no longer listed, and a TLS close waits for the peer's close_notify (seconds, when
+        // the old address is gone), so reporting it would have the user tear down the connection that replaced it.
+        guard let listed = connections[key] else { return }
+        listed.whenSuccess { open in
+            guard open === channel, self.connections[key] === listed else { return }
+            self.connections[key] = nil
+            if self.open.withLockedValue({ $0 }) { self.connectionClosedHandler?(peer) }
         }
-        if open.withLockedValue({ $0 }) { connectionClosedHandler?(peer) }
     }
 }

@@ -20,8 +20,23 @@ import VoiceEngine
 /// The transport must read with `UDPMediaTransport.ReceiveMode.consumerPolls`: ``gather(turn:timeout:)`` and
 /// ``connect(to:timeout:)`` poll it; afterwards whoever polls it (the DTLS handshake, the call's media thread)
 /// hands the STUN messages to the agent through the transport's STUN hook.
+///
+/// An ICE restart (RFC 8445 §9) keeps the port, its socket and the media on it: ``restart(turn:timeout:)`` when
+/// our address changed (a new agent with new credentials, host candidates on the interfaces there are now, a new
+/// TURN allocation from the new address; the old one is released), ``prepareRestart()`` on the side that answers
+/// one (new credentials offered in the answer, taken up by the first check that uses them); ``connect(to:timeout:)``
+/// then runs the new checks while the media thread keeps polling the socket.
 public final class ICEMediaPort: @unchecked Sendable {
-    private let agent: ICEAgent
+    private var agent: ICEAgent
+    private let role: ICEAgent.Role
+    private let consent: (interval: MediaTime, lifetime: MediaTime)?
+    private let includeLoopback: Bool
+    /// Hosts given at init; nil: the interfaces' addresses, looked up again at each restart.
+    private let fixedHosts: [TransportAddress]?
+    /// The credentials of an ICE restart the peer may start (our answer to its re-offer names them).
+    private var pendingRestart: ICECredentials?
+    /// Someone else (the call's media thread) polls the socket: the port waits instead of polling.
+    private var mediaPolls = false
     private let transport: UDPMediaTransport
     private let lock = NSLock()
     private let clock = MonotonicClock()
@@ -50,14 +65,20 @@ public final class ICEMediaPort: @unchecked Sendable {
         includeLoopback: Bool = false, consent: (interval: MediaTime, lifetime: MediaTime)? = nil
     ) {
         self.transport = transport
-        let agent = ICEAgent(role: role)
-        if let consent { (agent.consentInterval, agent.consentLifetime) = consent }
-        self.agent = agent
+        (self.role, self.consent, self.includeLoopback, fixedHosts) = (role, consent, includeLoopback, hosts)
         let bound = TransportAddress(transport.localEndpoint)
         self.bound = bound
         wildcard = bound.addressBytes.allSatisfy { $0 == 0 }
-        var addresses = hosts ?? [bound]
-        if hosts == nil, wildcard {
+        agent = ICEAgent(role: role)
+        agent = newAgent()
+    }
+
+    /// An agent in our role with new credentials and a host candidate per host address there is now.
+    private func newAgent() -> ICEAgent {
+        let agent = ICEAgent(role: role)
+        if let consent { (agent.consentInterval, agent.consentLifetime) = consent }
+        var addresses = fixedHosts ?? [bound]
+        if fixedHosts == nil, wildcard {
             // An IPv6 wildcard socket is dual-stack (UDPMediaTransport): both families; an IPv4 one only IPv4.
             addresses = HostCandidates.addresses(includeLoopback: includeLoopback).filter {
                 bound.family == .ipv6 || $0.family == .ipv4
@@ -72,6 +93,57 @@ public final class ICEMediaPort: @unchecked Sendable {
             let address = TransportAddress(addressBytes: host.addressBytes, port: bound.port) ?? bound
             agent.addLocalCandidate(kind: .host, address: address, base: address)
         }
+        return agent
+    }
+
+    /// Restarts ICE from our side (RFC 8445 §9): our address changed, so the port starts over with a new agent
+    /// (new credentials, a host candidate per address the interfaces have now) and, with `turn`, gathers a
+    /// server-reflexive and a relayed candidate again from the address the route now gives. The old allocation is
+    /// released (its deallocation leaves from wherever the route now sends it; an allocation whose address is gone
+    /// cannot be reached any more and expires at its lifetime on the server). Media goes on to the old pair until
+    /// ``connect(to:timeout:)`` selects a new one; failures of the new checks are that call's result, not
+    /// ``onFailure``. The call's media thread must be polling the transport.
+    /// - Returns: what ``gather(turn:timeout:)`` returns; empty without `turn`.
+    @discardableResult
+    public func restart(turn server: TURNServer?, timeout: Duration = .seconds(3)) async -> [TURNError] {
+        lock.withLock {
+            mediaPolls = true
+            failureReported = true
+            if let turn, let request = turn.client.deallocationRequest() { send(request, to: turn.server) }
+            (turn, channel, nextRefresh, pendingRestart) = (nil, nil, nil, nil)
+            routedBases = [:]
+            gatheringFailures = []
+            agent = newAgent()
+        }
+        guard let server else { return [] }
+        return await gather(turn: server, timeout: timeout)
+    }
+
+    /// Our side of an ICE restart the peer starts: new credentials for the answer to its re-offer, with the
+    /// candidates we have (our addresses did not change). The agent restarts with them when the first check using
+    /// them arrives (the peer checks as soon as it has our answer, which may be before its ACK reaches us) or at
+    /// ``connect(to:timeout:)``, whichever comes first; until then the current pair keeps its consent.
+    public func prepareRestart() -> SDPICEParameters {
+        lock.withLock {
+            let credentials = pendingRestart ?? .random()
+            pendingRestart = credentials
+            mediaPolls = true
+            return SDPICEParameters(
+                ufrag: credentials.ufrag, password: credentials.password,
+                candidates: agent.localCandidates.map { String($0.candidate.sdpValue.dropFirst("candidate:".count)) })
+        }
+    }
+
+    /// Restarts the agent with the prepared credentials when `datagram` is a Binding request naming them (under
+    /// the lock).
+    private func takeUpRestart(_ datagram: [UInt8]) {
+        guard let pending = pendingRestart, datagram.first.map({ $0 < 2 }) == true,
+            let message = try? STUNMessage(parsing: datagram), message.method == .binding,
+            message.messageClass == .request,
+            message.string(STUNAttribute.Kind.username)?.hasPrefix(pending.ufrag + ":") == true
+        else { return }
+        pendingRestart = nil
+        agent.restart(local: pending)
     }
 
     /// Our credentials and candidates, as the SDP carries them.
@@ -106,7 +178,7 @@ public final class ICEMediaPort: @unchecked Sendable {
         }
         for request in requests { send(request, to: endpoint) }
         while lock.withLock({ client.isGathering }) {
-            _ = transport.receiveFromSocket()
+            if !lock.withLock({ mediaPolls }) { _ = transport.receiveFromSocket() }
             lock.withLock { gatheringTimers(client) }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -129,7 +201,12 @@ public final class ICEMediaPort: @unchecked Sendable {
     public func connect(to remote: SDPICEParameters, timeout: Duration) async -> Result<UDPEndpoint, ICEMediaPortError>
     {
         transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
-        lock.withLock {
+        let polls = lock.withLock {
+            // The peer restarted ICE (new credentials in its re-offer) and no check of it arrived yet.
+            if let pending = pendingRestart, let known = agent.remote, known.ufrag != remote.ufrag {
+                pendingRestart = nil
+                agent.restart(local: pending)
+            }
             agent.localGatheringDone()
             agent.setRemoteCredentials(ICECredentials(ufrag: remote.ufrag, password: remote.password))
             for value in remote.candidates {
@@ -137,18 +214,21 @@ public final class ICEMediaPort: @unchecked Sendable {
             }
             agent.remoteGatheringDone()
             permitRemoteCandidates()
+            return !mediaPolls
         }
         startTicking()
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            _ = transport.receiveFromSocket()
-            let (state, selected) = lock.withLock { (agent.state, agent.selected) }
+            if polls { _ = transport.receiveFromSocket() }
+            let (state, selected, credentials) = lock.withLock { (agent.state, agent.selected, agent.local) }
             switch state {
             case .connected:
-                if let selected,
+                // After a restart the pair selected before stays until one is nominated with the new credentials.
+                if let selected, selected.localCredentials == credentials,
                     let endpoint = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port)),
                     lock.withLock({ relayReady(for: selected) })
                 {
+                    lock.withLock { failureReported = false }
                     return .success(endpoint)
                 }
             case .failed(let error): return .failure(.failed(error))
@@ -222,8 +302,18 @@ public final class ICEMediaPort: @unchecked Sendable {
     /// True when media may go to the selected pair: at once for a pair of our own addresses; for our relay once
     /// the channel to the peer is bound (asked for here, again every 300 ms until the server confirms).
     private func relayReady(for selected: ICEAgent.Selected) -> Bool {
-        guard let turn, selected.local == turn.client.relayedAddress else { return true }
-        let number = Self.channelNumber
+        guard let turn, selected.local == turn.client.relayedAddress else {
+            // A restart may leave a relayed pair for a direct one: media goes straight from now on.
+            if transport.relayedPeer != nil { transport.stopRelaying() }
+            return true
+        }
+        // A channel stays bound to its peer for its lifetime (RFC 8656 §12): a new peer (the pair of an ICE
+        // restart) gets the next free number.
+        let number =
+            turn.client.boundChannels.first { $0.value == selected.remote }?.key
+            ?? channel.flatMap { $0.peer == selected.remote ? $0.number : nil }
+            ?? (Self.channelNumber...0x4FFF).first { turn.client.boundChannels[$0] == nil && $0 != channel?.number }
+            ?? Self.channelNumber
         if turn.client.boundChannels[number] == selected.remote,
             let peer = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
         {
@@ -347,6 +437,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             if let turn, from == turn.client.server {
                 return fromServer(Array(datagram), turn: turn)
             }
+            takeUpRestart(Array(datagram))
             // STUN the transport unwrapped from the relay's ChannelData arrived on the relayed address.
             let base =
                 transport.relayedPeer?.peer == source
@@ -379,6 +470,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             let first = data.first
         else { return nil }
         if first < 4 {
+            takeUpRestart(data)
             agent.handle(data, from: peer, base: relayed, now: now)
             sendTransmits()
             return nil
