@@ -26,6 +26,8 @@ public final class ICEMediaPort: @unchecked Sendable {
     private let lock = NSLock()
     private let clock = MonotonicClock()
     private var ticker: Task<Void, Never>?
+    /// When the ticker wakes next (``tick()``).
+    private var tickerWake: MediaTime?
     private var failureHandler: (@Sendable (ICEError) -> Void)?
     private var failureReported = false
     /// The transport's address; all zeros when bound to a wildcard address.
@@ -137,6 +139,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             }
             agent.remoteGatheringDone()
             permitRemoteCandidates()
+            wakeTickerIfDue()
         }
         startTicking()
         let deadline = ContinuousClock.now + timeout
@@ -304,18 +307,32 @@ public final class ICEMediaPort: @unchecked Sendable {
     private func startTicking() {
         lock.withLock {
             guard ticker == nil else { return }
-            ticker = Task.detached { [weak self] in
-                while !Task.isCancelled, let self {
-                    try? await Task.sleep(for: .nanoseconds(self.tick()))
-                }
+            startTicker()
+        }
+    }
+
+    /// Under the lock: a new ticker task, which ticks at once and then sleeps as ``tick()`` says.
+    private func startTicker() {
+        ticker = Task.detached { [weak self] in
+            while !Task.isCancelled, let self {
+                try? await Task.sleep(for: .nanoseconds(self.tick()))
             }
         }
     }
 
+    /// Under the lock, after something arrived or changed: when the agent now has work due before the sleeping
+    /// ticker wakes (a triggered check, a nomination, the checks of an ICE restart), the ticker starts over.
+    private func wakeTickerIfDue() {
+        guard let ticker, let wake = tickerWake, let due = agent.nextTimer(now: clock.now), due < wake else { return }
+        ticker.cancel()
+        startTicker()
+    }
+
     /// Runs the agent's timers and the TURN refreshes and returns how long to sleep until the next tick, in
-    /// nanoseconds: 20 ms while checks are paced (Ta 50 ms, RTO from 250 ms), then a quarter of the consent interval
-    /// (at most 250 ms), which keeps consent checks and their retransmissions on time without waking the process
-    /// 50 times a second for the whole call.
+    /// nanoseconds: at most 20 ms until a pair is selected (checks are paced at Ta 50 ms, RTO from 250 ms), then
+    /// until the agent's next timer (a consent check every 4–6 s, its retransmissions) or the next TURN refresh.
+    /// A connected call's port thus wakes the process about once per consent check instead of several times a
+    /// second; what arrives in between and needs an earlier tick wakes it (``wakeTickerIfDue()``).
     private func tick() -> Int64 {
         let (failure, interval): ((ICEError, @Sendable (ICEError) -> Void)?, Int64) = lock.withLock {
             let now = clock.now
@@ -329,8 +346,12 @@ public final class ICEMediaPort: @unchecked Sendable {
                     for request in turn.client.refreshRequests() { send(request, to: turn.server) }
                 }
             }
-            let interval =
-                agent.state == .connected ? min(250_000_000, agent.consentInterval.nanoseconds / 4) : 20_000_000
+            var wake = now + (agent.state == .connected ? agent.consentInterval : .milliseconds(20))
+            if let due = agent.nextTimer(now: now) { wake = min(wake, due) }
+            if turn != nil, let due = nextRefresh { wake = min(wake, due) }
+            wake = max(wake, now + .milliseconds(1))
+            tickerWake = wake
+            let interval = (wake - now).nanoseconds
             guard case .failed(let error) = agent.state, let handler = failureHandler, !failureReported else {
                 return (nil, interval)
             }
@@ -353,6 +374,7 @@ public final class ICEMediaPort: @unchecked Sendable {
                 ? turn?.client.relayedAddress ?? routedBase(towards: from) : routedBase(towards: from)
             agent.handle(Array(datagram), from: from, base: base, now: clock.now)
             sendTransmits()
+            wakeTickerIfDue()
             return nil
         }
         // DTLS or media the relay forwarded in a Data indication: the transport takes it as the peer's datagram.
@@ -381,6 +403,7 @@ public final class ICEMediaPort: @unchecked Sendable {
         if first < 4 {
             agent.handle(data, from: peer, base: relayed, now: now)
             sendTransmits()
+            wakeTickerIfDue()
             return nil
         }
         return (try? UDPEndpoint(host: peer.host, port: Int(peer.port))).map { (data, $0) }
