@@ -41,6 +41,9 @@ public final class ICEMediaPort: @unchecked Sendable {
     private var nextRefresh: MediaTime?
     /// The channel bound (or being bound) to the selected pair's remote when our side of it is the relay.
     private var channel: (number: UInt16, peer: TransportAddress, requested: MediaTime)?
+    /// The peer's c=/m= address when it does no ICE and media goes to it through our relay
+    /// (``relayWithoutICE(to:timeout:)``).
+    private var peerWithoutICE: TransportAddress?
     private static let channelNumber: UInt16 = 0x4000
 
     /// Gathers a host candidate for each of `hosts` on the transport's port; by default the address the transport
@@ -116,6 +119,45 @@ public final class ICEMediaPort: @unchecked Sendable {
             nextRefresh = clock.now + .seconds(60)
             return gatheringFailures
         }
+    }
+
+    /// The candidate for the SDP's c=/m= line, where a peer without ICE sends its media (RFC 8445 §5.1.4,
+    /// RFC 8839 §4.2.1.2): the relayed one when there is one, else the server-reflexive one, the ones most likely to
+    /// reach us from anywhere (pjnath's ICE stream transport and Linphone choose so too); nil with host candidates
+    /// only, when the address the call's signalling uses is the best guess.
+    public var defaultCandidate: ICECandidate? {
+        lock.withLock {
+            let candidates = agent.localCandidates.map(\.candidate)
+            return candidates.first { $0.kind == .relay } ?? candidates.first { $0.kind == .srflx }
+        }
+    }
+
+    /// For a peer that does no ICE while our c=/m= is the relayed candidate (``defaultCandidate``): the peer sends
+    /// its media to the relay, so ours reaches it from there too. Permits `peer` on the relay, binds a channel to
+    /// it and, once the server confirmed the channel, has the transport relay the call's datagrams to it
+    /// (`UDPMediaTransport.relay(to:through:channel:)`); the allocation, the permission and the channel are
+    /// refreshed every minute until ``stop()``.
+    /// - Returns: ``ICEMediaPortError/timedOut`` when there is no allocation or the server did not confirm the
+    ///   channel within `timeout`.
+    public func relayWithoutICE(to peer: UDPEndpoint, timeout: Duration) async -> Result<Void, ICEMediaPortError> {
+        transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
+        let remote = TransportAddress(peer)
+        guard
+            lock.withLock({
+                guard let turn, turn.client.relayedAddress != nil else { return false }
+                peerWithoutICE = remote
+                for request in turn.client.permissionRequests(for: [remote]) { send(request, to: turn.server) }
+                return true
+            })
+        else { return .failure(.timedOut) }
+        startTicking()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            _ = transport.receiveFromSocket()
+            if lock.withLock({ turn.map { channelReady(to: remote, turn: $0) } ?? false }) { return .success(()) }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return .failure(.timedOut)
     }
 
     /// Told once when ICE fails after ``connect(to:timeout:)`` succeeded (consent expired: the peer is gone).
@@ -226,17 +268,23 @@ public final class ICEMediaPort: @unchecked Sendable {
     /// the channel to the peer is bound (asked for here, again every 300 ms until the server confirms).
     private func relayReady(for selected: ICEAgent.Selected) -> Bool {
         guard let turn, selected.local == turn.client.relayedAddress else { return true }
+        return channelReady(to: selected.remote, turn: turn)
+    }
+
+    /// True once the channel to `remote` is bound and the transport relays to it (asked for here, again every
+    /// 300 ms until the server confirms).
+    private func channelReady(to remote: TransportAddress, turn: (client: TURNClient, server: UDPEndpoint)) -> Bool {
         let number = Self.channelNumber
-        if turn.client.boundChannels[number] == selected.remote,
-            let peer = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
+        if turn.client.boundChannels[number] == remote,
+            let peer = try? UDPEndpoint(host: remote.host, port: Int(remote.port))
         {
             transport.relay(to: peer, through: turn.server, channel: number)
             return true
         }
         let now = clock.now
-        let due = channel.map { $0.peer != selected.remote || now - $0.requested >= .milliseconds(300) } ?? true
-        if due, let request = turn.client.channelBindRequest(number, to: selected.remote) {
-            channel = (number, selected.remote, now)
+        let due = channel.map { $0.peer != remote || now - $0.requested >= .milliseconds(300) } ?? true
+        if due, let request = turn.client.channelBindRequest(number, to: remote) {
+            channel = (number, remote, now)
             send(request, to: turn.server)
         }
         return false
@@ -330,7 +378,8 @@ public final class ICEMediaPort: @unchecked Sendable {
 
     /// Runs the agent's timers and the TURN refreshes and returns how long to sleep until the next tick, in
     /// nanoseconds: at most 20 ms until a pair is selected (checks are paced at Ta 50 ms, RTO from 250 ms), then
-    /// until the agent's next timer (a consent check every 4–6 s, its retransmissions) or the next TURN refresh.
+    /// until the agent's next timer (a consent check every 4–6 s, its retransmissions) or the next TURN refresh
+    /// (only the latter for a peer without ICE).
     /// A connected call's port thus wakes the process about once per consent check instead of several times a
     /// second; what arrives in between and needs an earlier tick wakes it (``wakeTickerIfDue()``).
     private func tick() -> Int64 {
@@ -346,7 +395,8 @@ public final class ICEMediaPort: @unchecked Sendable {
                     for request in turn.client.refreshRequests() { send(request, to: turn.server) }
                 }
             }
-            var wake = now + (agent.state == .connected ? agent.consentInterval : .milliseconds(20))
+            let paced = agent.state != .connected && peerWithoutICE == nil
+            var wake = now + (paced ? .milliseconds(20) : agent.consentInterval)
             if let due = agent.nextTimer(now: now) { wake = min(wake, due) }
             if turn != nil, let due = nextRefresh { wake = min(wake, due) }
             wake = max(wake, now + .milliseconds(1))
