@@ -57,6 +57,24 @@ public final class TURNServerProcess: @unchecked Sendable {
 
     public var logTail: String { process.logTail }
 
+    /// What coturn's allocations relayed to and from peers, from the `peer usage` lines it logs when an
+    /// allocation ends: datagrams received from peers (`rp`) and sent to them (`sp`), summed.
+    public var peerUsage: (received: Int, sent: Int) {
+        let log = (try? String(contentsOf: process.log, encoding: .utf8)) ?? ""
+        var usage = (received: 0, sent: 0)
+        for line in log.split(separator: "\n") where line.contains("peer usage:") {
+            for field in line.split(separator: " ") {
+                let pair = field.split(separator: "=")
+                guard pair.count == 2, let value = Int(pair[1].trimmingCharacters(in: .punctuationCharacters)) else {
+                    continue
+                }
+                if pair[0] == "rp" { usage.received += value }
+                if pair[0] == "sp" { usage.sent += value }
+            }
+        }
+        return usage
+    }
+
     public func stop() {
         process.stop()
         try? FileManager.default.removeItem(at: process.log)
