@@ -13,8 +13,9 @@ import VoiceTestSupport
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
     .enabled(if: TURNServerProcess.isInstalled, "coturn is not installed (make test-deps installs it)"))
 struct ClientTURNTests {
-    static func startTURN(secret: String) async throws -> TURNServerProcess {
-        let server = try TURNServerProcess(port: 28878, relayPorts: 28900...28999, secret: secret)
+    static func startTURN(secret: String, logsSessions: Bool = false) async throws -> TURNServerProcess {
+        let server = try TURNServerProcess(
+            port: 28878, relayPorts: 28900...28999, secret: secret, logsSessions: logsSessions)
         guard await server.waitUntilListening() else {
             server.stop()
             throw TURNStartFailure(log: server.logTail)
@@ -85,7 +86,7 @@ struct ClientTURNTests {
         .enabled(if: SharedTestData.isPresent, "the shared speech recordings (../shared/testdata/speech) are absent"))
     func aPeerWithoutICEGetsItsMediaThroughTheRelayedAddressInTheOffer() async throws {
         try await withService(sipPort: 26414, prepare: { $0.iceServerURLs = ["turn:127.0.0.1:28878"] }) { service in
-            let turn = try await Self.startTURN(secret: service.sharedSecret)
+            let turn = try await Self.startTURN(secret: service.sharedSecret, logsSessions: true)
             defer { turn.stop() }
             try await ClientPeerCallTests().withBaresip(port: 26415, in: service.directory) { directory, baresip in
                 let heardPath = directory.appendingPathComponent("alice-heard.wav").path
@@ -104,16 +105,19 @@ struct ClientTURNTests {
 
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
                 let offeredPorts = log.split(separator: "\n").compactMap { line -> Int? in
-                    guard line.hasPrefix("m=audio ") else { return nil }
-                    return Int(line.split(separator: " ")[1])
+                    let fields = line.split(separator: " ")
+                    guard fields.count > 1, fields[0].hasSuffix("m=audio") else { return nil }
+                    return Int(fields[1])
                 }
                 let relayPorts = 28900...28999
+                let sdpLines = log.split(separator: "\n").filter { $0.contains("m=audio") || $0.contains("c=IN") }
                 #expect(
                     offeredPorts.contains { relayPorts.contains($0) },
-                    "no m=audio in baresip's trace names a relay port (\(offeredPorts))")
+                    "no m=audio in baresip's trace names a relay port:\n\(sdpLines.joined(separator: "\n"))")
                 let usage = turn.peerUsage
                 // 6 s of 20 ms packets each way is 300; the DTLS handshake adds a few.
-                #expect(usage.received > 250, "coturn relayed \(usage.received) datagrams from baresip")
+                let sessionLog = turn.sessionLog.split(separator: "\n").suffix(30).joined(separator: "\n")
+                #expect(usage.received > 250, "coturn relayed \(usage.received) datagrams from baresip:\n\(sessionLog)")
                 #expect(usage.sent > 250, "coturn relayed \(usage.sent) datagrams to baresip")
                 let toAlice = SpeechMatch.median(
                     sent: try WAVFile.read(path: ClientPeerCallTests.baresipSpeech).int16Samples,
@@ -123,7 +127,8 @@ struct ClientTURNTests {
                     heard: try BaresipPeer.heard(in: directory))
                 print(
                     "client ↔ baresip without ICE through the relay: coturn relayed \(usage.received) datagrams from "
-                        + "baresip and \(usage.sent) to it; speech match to the client \(toAlice), to baresip \(toBaresip)")
+                        + "baresip and \(usage.sent) to it; speech match to the client \(toAlice), to baresip \(toBaresip)"
+                )
                 #expect(toAlice > 0.5, "the client did not hear baresip (\(toAlice))")
                 #expect(toBaresip > 0.5, "baresip did not hear the client (\(toBaresip))")
             }
