@@ -15,10 +15,9 @@ public final class TURNServerProcess: @unchecked Sendable {
 
     /// - Parameters:
     ///   - loopbackPeers: whether peers on 127.0.0.0/8 and ::1 may be relayed to (every client on this machine).
-    ///   - logsSessions: verbose logging, which includes what each allocation relayed (``peerUsage``).
     public init(
         address: String = "127.0.0.1", port: UInt16, relayPorts: ClosedRange<Int>, secret: String,
-        namespace: String? = nil, loopbackPeers: Bool = true, logsSessions: Bool = false
+        namespace: String? = nil, loopbackPeers: Bool = true
     ) throws {
         self.address = address
         self.port = port
@@ -29,11 +28,10 @@ public final class TURNServerProcess: @unchecked Sendable {
             "-n", "--listening-ip=\(address)", "--listening-port=\(port)", "--relay-ip=\(address)",
             "--min-port=\(relayPorts.lowerBound)", "--max-port=\(relayPorts.upperBound)", "--use-auth-secret",
             "--static-auth-secret=\(secret)", "--realm=voiceengine.test", "--no-tls", "--no-dtls", "--no-cli",
-            "--no-tcp-relay", "--fingerprint", "--simple-log", "--pidfile=\(log.path).pid"
+            "--no-tcp-relay", "--fingerprint", "--log-file=stdout", "--simple-log",
+            "--pidfile=\(log.path).pid"
         ]
         if loopbackPeers { arguments.append("--allow-loopback-peers") }
-        // coturn flushes a log file line by line, its standard output only when it exits.
-        arguments += logsSessions ? ["--verbose", "--log-file=\(log.path).sessions"] : ["--log-file=stdout"]
         process =
             if let namespace {
                 try ChildProcessGroup("/usr/sbin/ip", ["netns", "exec", namespace, Self.path] + arguments, log: log)
@@ -59,32 +57,9 @@ public final class TURNServerProcess: @unchecked Sendable {
 
     public var logTail: String { process.logTail }
 
-    /// The log written with `logsSessions`.
-    public var sessionLog: String {
-        (try? String(contentsOf: URL(fileURLWithPath: process.log.path + ".sessions"), encoding: .utf8)) ?? ""
-    }
-
-    /// What the allocation that relayed most carried to and from peers, from the `peer usage` lines coturn logs
-    /// with `logsSessions` when an allocation ends: datagrams received from peers (`rp`) and sent to them (`sp`).
-    public var peerUsage: (received: Int, sent: Int) {
-        var usage = (received: 0, sent: 0)
-        for line in sessionLog.split(separator: "\n") where line.contains("peer usage:") {
-            for field in line.split(separator: " ") {
-                let pair = field.split(separator: "=")
-                guard pair.count == 2, let value = Int(pair[1].trimmingCharacters(in: .punctuationCharacters)) else {
-                    continue
-                }
-                if pair[0] == "rp" { usage.received = max(usage.received, value) }
-                if pair[0] == "sp" { usage.sent = max(usage.sent, value) }
-            }
-        }
-        return usage
-    }
-
     public func stop() {
         process.stop()
         try? FileManager.default.removeItem(at: process.log)
         try? FileManager.default.removeItem(atPath: process.log.path + ".pid")
-        try? FileManager.default.removeItem(atPath: process.log.path + ".sessions")
     }
 }
