@@ -26,6 +26,10 @@ struct ICEAgentTests {
         var unreachable: (TransportAddress, TransportAddress) -> Bool = { _, _ in false }
         var cut = false
         var now = MediaTime.zero
+        /// Ticks an agent only when its ``ICEAgent/nextTimer(now:)`` is due, as a driver that sleeps until then.
+        var tickOnlyWhenDue = false
+        /// Ticks each agent got.
+        var ticks: [Int] = []
         private var inFlight:
             [(at: MediaTime, agent: Int, base: TransportAddress, from: TransportAddress, bytes: [UInt8])] = []
         /// Every datagram each agent sent, with the time.
@@ -35,6 +39,7 @@ struct ICEAgentTests {
             agents.append(agent)
             self.bases.append(bases)
             sent.append([])
+            ticks.append(0)
             if let nat { nats[agents.count - 1] = nat }
             for base in bases { agent.addLocalCandidate(kind: .host, address: base, base: base) }
             if let nat {
@@ -79,7 +84,11 @@ struct ICEAgentTests {
             let start = now
             while now - start < limit {
                 for (i, agent) in agents.enumerated() {
+                    if tickOnlyWhenDue {
+                        guard let due = agent.nextTimer(now: now), now >= due else { continue }
+                    }
                     agent.tick(now: now)
+                    ticks[i] += 1
                     for t in agent.takeTransmits() {
                         sent[i].append((now, t))
                         route(from: i, t)
@@ -287,6 +296,34 @@ struct ICEAgentTests {
         #expect(lost > .seconds(24) && lost <= .seconds(30), "\(lost)")  // 30 s after the last answer
         net.run(for: .seconds(8))  // the other side's last answer may have come up to 6 s later
         #expect(a.state == .failed(.consentExpired) && b.state == .failed(.consentExpired))
+    }
+
+    @Test("ticked only when nextTimer is due: checks, nomination and consent run as with a fixed tick, waking rarely")
+    func tickedOnlyWhenDue() throws {
+        let net = Network()
+        net.tickOnlyWhenDue = true
+        let a = ICEAgent(role: .controlling), b = ICEAgent(role: .controlled)
+        net.add(a, bases: [Self.address("192.168.7.1", 1000), Self.address("10.0.0.1", 1000)])
+        net.add(b, bases: [Self.address("172.16.0.2", 2000), Self.address("10.0.0.2", 2000)])
+        // Only 10/8 routes: the other pairs' checks are retransmitted until they fail.
+        net.unreachable = { from, to in !(from.host.hasPrefix("10.") && to.host.hasPrefix("10.")) }
+        net.exchange(0, 1)
+        try #require(net.run(for: .seconds(5)) { net.bothConnected } != nil)
+        #expect(a.selected?.local == Self.address("10.0.0.1", 1000))
+        let ticksWhenConnected = net.ticks
+        net.run(for: .seconds(60))
+        #expect(a.state == .connected && a.hasConsent(now: net.now) && b.hasConsent(now: net.now))
+        // 10–15 consent checks each and the failing pairs' last retransmissions; a 20 ms tick would be 3000.
+        for agent in 0..<2 {
+            let ticks = net.ticks[agent] - ticksWhenConnected[agent]
+            #expect((10...40).contains(ticks), "agent \(agent) ticked \(ticks) times in 60 s")
+        }
+        net.cut = true
+        let lost = try #require(net.run(for: .seconds(40)) { !a.hasConsent(now: net.now) })
+        #expect(lost > .seconds(24) && lost <= .seconds(30), "\(lost)")
+        net.run(for: .seconds(8))
+        #expect(a.state == .failed(.consentExpired) && b.state == .failed(.consentExpired))
+        #expect(a.nextTimer(now: net.now) == nil)
     }
 
     @Test("bad input: garbage, wrong credentials and missing integrity are refused, counted, never crash")

@@ -88,8 +88,11 @@ struct KeyingBench: ParsableCommand {
     @Option(help: "Seconds after the start before measuring.")
     var warmUp = 2.0
 
-    @Option(help: "Pairs of runs (SDES and DTLS/ICE each once per pair); 6 or more give the ratio's 95 % CI.")
-    var repeats = 6
+    @Option(
+        help: """
+            Pairs of runs (SDES and DTLS/ICE each once per pair); 6 or more give the ratio's 95 % CI (with 6 it spans             the smallest to the largest pair, with 12 the 3rd to the 10th).
+            """)
+    var repeats = 12
 
     @Option(help: "Microphone WAV (16 kHz mono), looped.")
     var speech = "TestVectors/speech_like_16k.wav"

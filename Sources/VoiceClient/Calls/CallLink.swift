@@ -101,8 +101,11 @@ actor CallLink {
     /// ICE (RFC 8445/8839) runs on the same port, bound to every interface: the SDP carries its credentials and a
     /// host candidate per interface address (loopback ones only when `host` is loopback, a service on this
     /// machine), and with `turnServers` (the grant's) a server-reflexive and a relayed candidate from the first
-    /// one; the caller controls (`iceRole`). The c=/m= address is `host`, the address SIP uses towards the
-    /// service, so a peer without ICE gets its media there as before.
+    /// one; the caller controls (`iceRole`). The c=/m= address, where a peer without ICE sends its media, is the
+    /// candidate most likely to reach us (``ICEMediaPort/defaultCandidate``: the relayed one, else the
+    /// server-reflexive one), or `host`, the address SIP uses towards the service, when there are only host
+    /// candidates. `a=rtcp:` (a port of its own for RTCP) is announced with the host address only: a relay
+    /// allocation or a NAT mapping covers the media port alone.
     static func bindMedia(
         host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role, turnServers: [TURNServer] = []
     ) async throws -> BoundMedia {
@@ -134,8 +137,10 @@ actor CallLink {
             }
         }
         let suites: [SRTPCryptoSuite] = signallingEncrypted ? [.aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32] : []
+        let defaultCandidate = ice.defaultCandidate
         let capabilities = AudioCapabilities(
-            address: host, port: Int(transport.localEndpoint.port), srtp: .required(suites), rtcpPort: Int(rtcp.port),
+            address: defaultCandidate?.host ?? host, port: Int(defaultCandidate?.port ?? transport.localEndpoint.port),
+            srtp: .required(suites), rtcpPort: defaultCandidate == nil ? Int(rtcp.port) : nil,
             dtlsFingerprint: certificate.fingerprint.sdpValue, offersSDESWithDTLS: signallingEncrypted, ice: ice.sdp)
         return BoundMedia(
             transport: transport, capabilities: capabilities, certificate: certificate, ice: ice, turnRefusal: refusal)

@@ -42,7 +42,8 @@ package final class SIPCallMedia: Sendable {
 
     /// Starts the media of a call SDES or DTLS-SRTP keyed (``NegotiatedAudio/dtls``), over ICE when both sides do
     /// it. With `ice` and the peer's ICE parameters (``NegotiatedAudio/remoteICE``) the connectivity checks run
-    /// first on `transport` and media goes to the selected pair's address instead of the SDP's c=/m= one. For
+    /// first on `transport` and media goes to the selected pair's address instead of the SDP's c=/m= one; for a
+    /// peer without ICE while our c=/m= is the relayed candidate, media goes to its c=/m= through the relay. For
     /// DTLS-SRTP the handshake then runs on `transport` with `certificate`, in the role the offer/answer gave us,
     /// and its exported keys become the call's SRTP keys; no RTP flows before. `transport` must be bound
     /// ``UDPMediaTransport/ReceiveMode/consumerPolls`` for either.
@@ -71,6 +72,15 @@ package final class SIPCallMedia: Sendable {
             case .success(let selected):
                 transport.setRemote(selected)
                 connectedICE = ice
+            case .failure(let error):
+                ice.stop()
+                handshake?.stop()
+                throw SIPCallMediaError.iceFailed(error)
+            }
+        } else if let ice, ice.defaultCandidate?.kind == .relay, let peer = transport.remote {
+            // A peer without ICE sends to our c=/m= address, the relay: ours goes to it from there too.
+            switch await ice.relayWithoutICE(to: peer, timeout: Self.iceTimeout) {
+            case .success: connectedICE = ice
             case .failure(let error):
                 ice.stop()
                 handshake?.stop()

@@ -286,6 +286,26 @@ public final class ICEAgent {
         updateFailure()
     }
 
+    /// When ``tick(now:)`` next has something to do: a paced check or a nomination while checks run, a
+    /// retransmission, a consent check, consent running out. Nil when nothing is due before a datagram or new
+    /// candidates arrive. A driver sleeps until then rather than ticking at a fixed rate through the whole call.
+    public func nextTimer(now: MediaTime) -> MediaTime? {
+        if case .failed = state { return nil }
+        var due: MediaTime?
+        func include(_ time: MediaTime) { due = min(due ?? time, time) }
+        for transaction in transactions.values { include(transaction.due) }
+        if selected != nil, let lastConsent { include(lastConsent + consentLifetime) }
+        if selected != nil, let nextConsent { include(nextConsent) }
+        if remote != nil {
+            let checksLeft =
+                triggered.contains { pairs[$0].state == .waiting }
+                || !checklistCompleted && pairs.contains { $0.state == .waiting || $0.state == .frozen }
+            if checksLeft { include(max(nextCheck, now)) }
+        }
+        if let nomination = nominationDue(now: now) { include(nomination) }
+        return due
+    }
+
     private func nextPairToCheck() -> Int? {
         guard remote != nil else { return nil }
         while let i = triggered.first {
@@ -364,18 +384,24 @@ public final class ICEAgent {
     /// Regular nomination (§8.1.1): the best valid pair, once no pair still unchecked or in progress could beat
     /// it, or ``nominationDelay`` after the first valid pair.
     private func nominateIfReady(now: MediaTime) {
-        guard role == .controlling, !nominating, let firstValid, let best = bestValid() else { return }
-        let bestPriority = pairs[best].priority(weAreControlling: true)
-        let contenders = pairs.contains {
-            [.frozen, .waiting, .inProgress].contains($0.state) && $0.priority(weAreControlling: true) > bestPriority
-        }
-        guard !contenders || now - firstValid >= nominationDelay else { return }
+        guard let due = nominationDue(now: now), now >= due, let best = bestValid() else { return }
         // The pair is valid already: its check goes again, now, with USE-CANDIDATE (outside the pacing).
         nominating = true
         guard let remote else { return }
         sendCheck(
             local: pairs[best].local, remote: pairs[best].remote, localCredentials: local,
             remoteCredentials: remote, nominate: true, consent: false, now: now)
+    }
+
+    /// When the controlling side nominates its best valid pair: now when no pair still unchecked or in progress
+    /// could beat it, else ``nominationDelay`` after the first valid pair; nil when there is nothing to nominate.
+    private func nominationDue(now: MediaTime) -> MediaTime? {
+        guard role == .controlling, !nominating, let firstValid, let best = bestValid() else { return nil }
+        let bestPriority = pairs[best].priority(weAreControlling: true)
+        let contenders = pairs.contains {
+            [.frozen, .waiting, .inProgress].contains($0.state) && $0.priority(weAreControlling: true) > bestPriority
+        }
+        return contenders ? firstValid + nominationDelay : now
     }
 
     private func bestValid() -> Int? {

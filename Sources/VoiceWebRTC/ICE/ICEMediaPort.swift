@@ -41,6 +41,8 @@ public final class ICEMediaPort: @unchecked Sendable {
     private let lock = NSLock()
     private let clock = MonotonicClock()
     private var ticker: Task<Void, Never>?
+    /// When the ticker wakes next (``tick()``).
+    private var tickerWake: MediaTime?
     private var failureHandler: (@Sendable (ICEError) -> Void)?
     private var failureReported = false
     /// The transport's address; all zeros when bound to a wildcard address.
@@ -54,6 +56,9 @@ public final class ICEMediaPort: @unchecked Sendable {
     private var nextRefresh: MediaTime?
     /// The channel bound (or being bound) to the selected pair's remote when our side of it is the relay.
     private var channel: (number: UInt16, peer: TransportAddress, requested: MediaTime)?
+    /// The peer's c=/m= address when it does no ICE and media goes to it through our relay
+    /// (``relayWithoutICE(to:timeout:)``).
+    private var peerWithoutICE: TransportAddress?
     private static let channelNumber: UInt16 = 0x4000
 
     /// Gathers a host candidate for each of `hosts` on the transport's port; by default the address the transport
@@ -188,6 +193,45 @@ public final class ICEMediaPort: @unchecked Sendable {
         }
     }
 
+    /// The candidate for the SDP's c=/m= line, where a peer without ICE sends its media (RFC 8445 §5.1.4,
+    /// RFC 8839 §4.2.1.2): the relayed one when there is one, else the server-reflexive one, the ones most likely to
+    /// reach us from anywhere (pjnath's ICE stream transport and Linphone choose so too); nil with host candidates
+    /// only, when the address the call's signalling uses is the best guess.
+    public var defaultCandidate: ICECandidate? {
+        lock.withLock {
+            let candidates = agent.localCandidates.map(\.candidate)
+            return candidates.first { $0.kind == .relay } ?? candidates.first { $0.kind == .srflx }
+        }
+    }
+
+    /// For a peer that does no ICE while our c=/m= is the relayed candidate (``defaultCandidate``): the peer sends
+    /// its media to the relay, so ours reaches it from there too. Permits `peer` on the relay, binds a channel to
+    /// it and, once the server confirmed the channel, has the transport relay the call's datagrams to it
+    /// (`UDPMediaTransport.relay(to:through:channel:)`); the allocation, the permission and the channel are
+    /// refreshed every minute until ``stop()``.
+    /// - Returns: ``ICEMediaPortError/timedOut`` when there is no allocation or the server did not confirm the
+    ///   channel within `timeout`.
+    public func relayWithoutICE(to peer: UDPEndpoint, timeout: Duration) async -> Result<Void, ICEMediaPortError> {
+        transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
+        let remote = TransportAddress(peer)
+        guard
+            lock.withLock({
+                guard let turn, turn.client.relayedAddress != nil else { return false }
+                peerWithoutICE = remote
+                for request in turn.client.permissionRequests(for: [remote]) { send(request, to: turn.server) }
+                return true
+            })
+        else { return .failure(.timedOut) }
+        startTicking()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            _ = transport.receiveFromSocket()
+            if lock.withLock({ turn.map { channelReady(to: remote, turn: $0) } ?? false }) { return .success(()) }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return .failure(.timedOut)
+    }
+
     /// Told once when ICE fails after ``connect(to:timeout:)`` succeeded (consent expired: the peer is gone).
     public func onFailure(_ handler: @escaping @Sendable (ICEError) -> Void) {
         lock.withLock { failureHandler = handler }
@@ -214,6 +258,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             }
             agent.remoteGatheringDone()
             permitRemoteCandidates()
+            wakeTickerIfDue()
             return !mediaPolls
         }
         startTicking()
@@ -307,23 +352,29 @@ public final class ICEMediaPort: @unchecked Sendable {
             if transport.relayedPeer != nil { transport.stopRelaying() }
             return true
         }
+        return channelReady(to: selected.remote, turn: turn)
+    }
+
+    /// True once the channel to `remote` is bound and the transport relays to it (asked for here, again every
+    /// 300 ms until the server confirms).
+    private func channelReady(to remote: TransportAddress, turn: (client: TURNClient, server: UDPEndpoint)) -> Bool {
         // A channel stays bound to its peer for its lifetime (RFC 8656 §12): a new peer (the pair of an ICE
         // restart) gets the next free number.
         let number =
-            turn.client.boundChannels.first { $0.value == selected.remote }?.key
-            ?? channel.flatMap { $0.peer == selected.remote ? $0.number : nil }
+            turn.client.boundChannels.first { $0.value == remote }?.key
+            ?? channel.flatMap { $0.peer == remote ? $0.number : nil }
             ?? (Self.channelNumber...0x4FFF).first { turn.client.boundChannels[$0] == nil && $0 != channel?.number }
             ?? Self.channelNumber
-        if turn.client.boundChannels[number] == selected.remote,
-            let peer = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port))
+        if turn.client.boundChannels[number] == remote,
+            let peer = try? UDPEndpoint(host: remote.host, port: Int(remote.port))
         {
             transport.relay(to: peer, through: turn.server, channel: number)
             return true
         }
         let now = clock.now
-        let due = channel.map { $0.peer != selected.remote || now - $0.requested >= .milliseconds(300) } ?? true
-        if due, let request = turn.client.channelBindRequest(number, to: selected.remote) {
-            channel = (number, selected.remote, now)
+        let due = channel.map { $0.peer != remote || now - $0.requested >= .milliseconds(300) } ?? true
+        if due, let request = turn.client.channelBindRequest(number, to: remote) {
+            channel = (number, remote, now)
             send(request, to: turn.server)
         }
         return false
@@ -394,18 +445,33 @@ public final class ICEMediaPort: @unchecked Sendable {
     private func startTicking() {
         lock.withLock {
             guard ticker == nil else { return }
-            ticker = Task.detached { [weak self] in
-                while !Task.isCancelled, let self {
-                    try? await Task.sleep(for: .nanoseconds(self.tick()))
-                }
+            startTicker()
+        }
+    }
+
+    /// Under the lock: a new ticker task, which ticks at once and then sleeps as ``tick()`` says.
+    private func startTicker() {
+        ticker = Task.detached { [weak self] in
+            while !Task.isCancelled, let self {
+                try? await Task.sleep(for: .nanoseconds(self.tick()))
             }
         }
     }
 
+    /// Under the lock, after something arrived or changed: when the agent now has work due before the sleeping
+    /// ticker wakes (a triggered check, a nomination, the checks of an ICE restart), the ticker starts over.
+    private func wakeTickerIfDue() {
+        guard let ticker, let wake = tickerWake, let due = agent.nextTimer(now: clock.now), due < wake else { return }
+        ticker.cancel()
+        startTicker()
+    }
+
     /// Runs the agent's timers and the TURN refreshes and returns how long to sleep until the next tick, in
-    /// nanoseconds: 20 ms while checks are paced (Ta 50 ms, RTO from 250 ms), then a quarter of the consent interval
-    /// (at most 250 ms), which keeps consent checks and their retransmissions on time without waking the process
-    /// 50 times a second for the whole call.
+    /// nanoseconds: at most 20 ms until a pair is selected (checks are paced at Ta 50 ms, RTO from 250 ms), then
+    /// until the agent's next timer (a consent check every 4–6 s, its retransmissions) or the next TURN refresh
+    /// (only the latter for a peer without ICE).
+    /// A connected call's port thus wakes the process about once per consent check instead of several times a
+    /// second; what arrives in between and needs an earlier tick wakes it (``wakeTickerIfDue()``).
     private func tick() -> Int64 {
         let (failure, interval): ((ICEError, @Sendable (ICEError) -> Void)?, Int64) = lock.withLock {
             let now = clock.now
@@ -419,8 +485,13 @@ public final class ICEMediaPort: @unchecked Sendable {
                     for request in turn.client.refreshRequests() { send(request, to: turn.server) }
                 }
             }
-            let interval =
-                agent.state == .connected ? min(250_000_000, agent.consentInterval.nanoseconds / 4) : 20_000_000
+            let paced = agent.state != .connected && peerWithoutICE == nil
+            var wake = now + (paced ? .milliseconds(20) : agent.consentInterval)
+            if let due = agent.nextTimer(now: now) { wake = min(wake, due) }
+            if turn != nil, let due = nextRefresh { wake = min(wake, due) }
+            wake = max(wake, now + .milliseconds(1))
+            tickerWake = wake
+            let interval = (wake - now).nanoseconds
             guard case .failed(let error) = agent.state, let handler = failureHandler, !failureReported else {
                 return (nil, interval)
             }
@@ -444,6 +515,7 @@ public final class ICEMediaPort: @unchecked Sendable {
                 ? turn?.client.relayedAddress ?? routedBase(towards: from) : routedBase(towards: from)
             agent.handle(Array(datagram), from: from, base: base, now: clock.now)
             sendTransmits()
+            wakeTickerIfDue()
             return nil
         }
         // DTLS or media the relay forwarded in a Data indication: the transport takes it as the peer's datagram.
@@ -473,6 +545,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             takeUpRestart(data)
             agent.handle(data, from: peer, base: relayed, now: now)
             sendTransmits()
+            wakeTickerIfDue()
             return nil
         }
         return (try? UDPEndpoint(host: peer.host, port: Int(peer.port))).map { (data, $0) }
