@@ -175,12 +175,7 @@ struct ServiceScriptPushTests {
         #expect(refused.isEmpty, "\(refused)")
         #expect(pushed.contains { $0.path == "/3/device/\(Self.phoneToken)" }, "\(server.requests.map(\.path))")
         #expect(pushed.contains { $0.path == "/v1/projects/voice-test/messages:send" }, "\(server.requests.map(\.path))")
-        let payloads = pushed.compactMap { request -> PushPayload? in
-            if request.path.hasPrefix("/3/device/") { return try? PushPayload.parse(request.body) }
-            let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any]
-            let data = (object?["message"] as? [String: Any])?["data"] as? [String: String]
-            return data?[FCMSender.payloadKey].flatMap { try? PushPayload.parse(Data($0.utf8)) }
-        }
+        let payloads = pushed.compactMap(\.pushPayload)
         #expect(payloads.count == 2 && payloads.allSatisfy { $0.kind == .call && $0.id == call.id.rawValue })
     }
 }
