@@ -160,8 +160,8 @@ struct ServiceScriptPushTests {
         }
         try? await call.hangup()
         await alice.terminate()
-        let output = service.logTail
         service.stop()
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         await server.close()
         try? await group.shutdownGracefully()
 
