@@ -20,7 +20,9 @@
 # /health on METRICS_PORT (environment; HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT
 # (SIP_TLS_PORT + 1 by default), both at /metrics. NODES (environment, the SIP URIs of every node's UDP address,
 # this one's included, separated by spaces): Kamailio runs as one node of several sharing the database
-# (kamailio.cfg's CLUSTER; every node on its own host address). Stops all on Ctrl-C.
+# (kamailio.cfg's CLUSTER; every node on its own host address). KAMAILIO_SHM_MB (environment, 256 by default):
+# Kamailio's shared memory, which holds every transaction until a few seconds after it ends (32 MB ran out at
+# 200 call setups/s). Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
@@ -213,4 +215,4 @@ fi
   -A "SELF=\"sip:$address:$sip_port\"" -A "METRICS_PORT=$kamailio_metrics_port" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
   ${push_defines:+-A "PUSH_GATEWAY=\"https://$address:$http_port/v1/managed-push\""} \
   ${push_defines:+-A "PUSH_SECRET=\"$(cat "$state/push-secret" 2>/dev/null)\"" -A "PUSH_CA=\"$state/ca.pem\""} \
-  ${NODES:+-A CLUSTER -A "NODES=\"$state/nodes.list\""} -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  ${NODES:+-A CLUSTER -A "NODES=\"$state/nodes.list\""} -P "$state/kamailio.pid" -Y "$state" -m "${KAMAILIO_SHM_MB:-256}" -M 8

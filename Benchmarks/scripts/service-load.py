@@ -259,7 +259,7 @@ def start_node_b(voice_engine, state, directory, sip_port, tls_port, https_port,
          "-A", f'DB_URL="postgres://voiceengine:{password}@127.0.0.1:{db_port}/voiceengine"',
          "-A", f'SELF="sip:{NODE_B}:{sip_port}"', "-A", "CLUSTER",
          "-A", f'NODES="{os.path.join(state, "nodes.list")}"', "-P", os.path.join(directory, "kamailio-b.pid"),
-         "-Y", directory, "-m", "32", "-M", "8"],
+         "-Y", directory, "-m", "256", "-M", "8"],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "kamailio-b.log"), "w"),
         start_new_session=True)
     return registration, kamailio
