@@ -85,7 +85,7 @@ echo "summary:"
 ok=0
 for n in 1 2 3 4; do
   what=$(sed -n "s/^call $n: outgoing \(.*\)/\1/p" "$logs/alice.log" | head -1)
-  if grep -q "^call $n: established" "$logs/alice.log" && grep -q "^call $n: ended (hungUp" "$logs/alice.log"; then
+  if grep -q "^call $n: established" "$logs/alice.log" && grep -q "^call $n: ended (localHangup" "$logs/alice.log"; then
     echo "  call $n ($what): established, hung up"; ok=$((ok + 1))
   else
     echo "  call $n ($what): FAILED ($(grep "^call $n: ended" "$logs/alice.log" || echo 'no end'))"

@@ -311,8 +311,9 @@ public actor VoiceClient {
     // MARK: Messages
 
     /// Sends `text` to each recipient (user IDs) as SIP MESSAGE, with custom `x-` headers; reports per recipient
-    /// ``VoiceClientEvent/messageDelivered(id:recipient:)``, `…StoredForLaterDelivery` or `…Failed`. A message
-    /// that cannot be sent now is kept and retried for 12 hours.
+    /// ``VoiceClientEvent/messageDelivered(id:recipient:timestamp:)``, `…StoredForLaterDelivery` or `…Failed`, and
+    /// ``VoiceClientEvent/messageSent(_:)`` (here and on the user's other devices) once the service accepted it.
+    /// A message that cannot be sent now is kept and retried for 12 hours.
     /// - Returns: the message ID.
     /// - Throws: bad recipients or headers, before anything is sent.
     @discardableResult

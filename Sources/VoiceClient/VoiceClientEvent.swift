@@ -10,8 +10,13 @@ public enum VoiceClientEvent: Sendable, Equatable {
     case stopped
     /// A message arrived.
     case messageReceived(IncomingMessage)
-    /// A message reached one recipient's device.
-    case messageDelivered(id: String, recipient: String)
+    /// A message reached one recipient's device, at `timestamp` on the service's clock: at once, or when a
+    /// recipient the service kept the message for came online (reported then, also after a restart of this
+    /// client).
+    case messageDelivered(id: String, recipient: String, timestamp: Date)
+    /// The user sent a message: from this device when the service first accepted it, or from another of the
+    /// user's registered devices (``SentMessage/fromThisDevice`` false), so it shows as sent on every device.
+    case messageSent(SentMessage)
     /// The recipient was offline; the service keeps the message (30 days) and delivers it when they register.
     case messageStoredForLaterDelivery(id: String, recipient: String)
     /// A message could not reach one recipient: refused with a SIP status, or not sent within 12 hours.
@@ -64,4 +69,23 @@ public struct IncomingMessage: Sendable, Equatable {
     public var text: String
     /// Custom headers (names starting with `x-`), as the sender gave them.
     public var headers: [String: String]
+    /// Every recipient the sender addressed, this user among them (this user alone when a message the service
+    /// kept for later had custom headers too large to keep the list with).
+    public var recipients: [String]
+    /// When the service accepted the message, on its clock (also for a message it kept while this user was
+    /// offline).
+    public var timestamp: Date
+}
+
+/// A message the user sent, as ``VoiceClientEvent/messageSent(_:)`` reports it.
+public struct SentMessage: Sendable, Equatable {
+    public var id: String
+    public var recipients: [String]
+    public var text: String
+    /// Custom headers (names starting with `x-`).
+    public var headers: [String: String]
+    /// When the service accepted the message, on its clock.
+    public var timestamp: Date
+    /// Sent from this device (else from another device of the same user).
+    public var fromThisDevice: Bool
 }

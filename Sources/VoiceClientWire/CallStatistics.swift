@@ -16,7 +16,7 @@ public struct CallStatisticsSummary: Codable, Equatable, Sendable {
     public var startedAt: Double
     /// Established time until the end, seconds; 0 for a call never established.
     public var durationSeconds: Double
-    /// Why the call ended, as the client names it (`hungUp`, `failure`, `timeout`, …).
+    /// Why the call ended, a `CallEndCause` raw value (`localHangup`, `remoteHangup`, `failure`, `timeout`, …).
     public var endCause: String
     /// What went wrong, for a failed call.
     public var error: String?

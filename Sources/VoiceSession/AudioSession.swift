@@ -127,7 +127,7 @@ public actor AudioSession {
     /// - Throws: ``AudioSessionError/unknownCall(_:active:)`` if `call` does not hold the session (for example
     ///   because the session already ended it on an interruption timeout; its report is then ``lastReport``).
     @discardableResult
-    public func callEnded(_ call: CallID, cause: AudioSessionEndReason) throws(AudioSessionError)
+    public func callEnded(_ call: CallID, cause: CallEndCause) throws(AudioSessionError)
         -> CallStatisticsReport
     {
         for case .callReport(let report) in try send(.callEnded(call, cause: cause)) { return report }

@@ -18,7 +18,7 @@ public enum SessionEvent: Sendable, Hashable, CustomStringConvertible {
     /// Media is established both ways: stop the tone, activate, open the microphone.
     case callEstablished(CallID)
     /// The calling client ended the call.
-    case callEnded(CallID, cause: AudioSessionEndReason)
+    case callEnded(CallID, cause: CallEndCause)
     /// Someone took the audio away.
     case interruptionBegan(InterruptionSource)
     /// The audio is back.
@@ -71,7 +71,7 @@ public enum SessionEffect: Sendable, Hashable, CustomStringConvertible {
     /// Stop the progress tone.
     case stopProgressTone
     /// The session ended the call itself (interruption timeout): the calling client must hang it up.
-    case endCall(CallID, cause: AudioSessionEndReason)
+    case endCall(CallID, cause: CallEndCause)
     /// The call ended: its end-of-call report.
     case callReport(CallStatisticsReport)
 
@@ -267,7 +267,7 @@ public enum AudioSessionMachine {
     /// Closes the current call's books at `time`, returns to idle, and clears the application's activation
     /// (it must activate again after each call).
     private static func endCall(
-        _ s: inout AudioSessionState, at time: MediaTime, cause: AudioSessionEndReason
+        _ s: inout AudioSessionState, at time: MediaTime, cause: CallEndCause
     ) -> CallStatisticsReport {
         var call = s.phase.call!
         if let since = call.interruptedSince {

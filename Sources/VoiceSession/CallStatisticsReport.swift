@@ -9,12 +9,12 @@ public struct CallStatisticsReport: Sendable, Hashable, Codable {
     /// The call.
     public var callID: CallID
     /// Why it ended.
-    public var endCause: AudioSessionEndReason
+    public var endCause: CallEndCause
     /// When the session first heard of the call (progressing or established), in media-clock seconds.
     public var startedAt: Double
     /// When media was established both ways; nil if the call never got that far.
     public var establishedAt: Double?
-    /// When the call ended. For ``AudioSessionEndReason/interruptionTimeout`` this is the moment the timeout
+    /// When the call ended. For ``CallEndCause/interruptionTimeout`` this is the moment the timeout
     /// expired.
     public var endedAt: Double
     /// From progressing to established (ring time); nil if the call was never established or rang.
@@ -31,7 +31,7 @@ public struct CallStatisticsReport: Sendable, Hashable, Codable {
     public var mode: AudioSessionMode
 
     public init(
-        callID: CallID, endCause: AudioSessionEndReason, startedAt: Double, establishedAt: Double?, endedAt: Double,
+        callID: CallID, endCause: CallEndCause, startedAt: Double, establishedAt: Double?, endedAt: Double,
         setupDuration: Double?, callDuration: Double, interruptionCount: Int, interruptedDuration: Double,
         category: AudioSessionCategory, mode: AudioSessionMode
     ) {
@@ -49,7 +49,7 @@ public struct CallStatisticsReport: Sendable, Hashable, Codable {
     }
 
     /// The report for `call`, ended at `endedAt` for `cause` (the call's interruption must already be closed).
-    init(call: CallContext, cause: AudioSessionEndReason, endedAt: MediaTime, state: AudioSessionState) {
+    init(call: CallContext, cause: CallEndCause, endedAt: MediaTime, state: AudioSessionState) {
         let established = call.establishedAt
         self.init(
             callID: call.id, endCause: cause, startedAt: call.startedAt.seconds, establishedAt: established?.seconds,

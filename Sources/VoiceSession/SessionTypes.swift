@@ -57,20 +57,35 @@ public struct CallID: Hashable, Sendable, Codable, CustomStringConvertible, Expr
     public var description: String { rawValue }
 }
 
-/// Why the audio session's call ended: carried in the ``SessionEffect/endCall(_:cause:)`` effect and the
-/// end-of-call report. An app on VoiceClient sees the client's `CallEndCause` instead, which maps onto this one.
-public enum AudioSessionEndReason: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
-    /// The local user hung up.
+/// Why a call ended: the one end cause there is, in the engine's ``SessionEffect/endCall(_:cause:)`` and
+/// ``CallStatisticsReport``, and in the calling client's call details, call events and uploaded statistics. The
+/// engine on its own sets the hangups, ``failure``, ``timeout`` and ``interruptionTimeout``; the calling client
+/// sets every case from the end of the SIP dialog.
+public enum CallEndCause: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The local user hung up an established call (or one already answered).
     case localHangup
-    /// The remote party hung up.
+    /// The remote party hung up an established call.
     case remoteHangup
-    /// The remote party was busy or rejected the call.
-    case rejected
-    /// Signalling or media failed.
-    case failed
-    /// An interruption lasted longer than ``AudioSessionConfiguration/interruptionTimeout``; the session ended
-    /// the call itself.
+    /// The caller hung up before the callee answered (both sides see it).
+    case canceled
+    /// The callee declined (busy, 486/600/603), or hung up before answering (both sides see it).
+    case denied
+    /// Nobody answered within the no-answer timeout.
+    case noAnswer
+    /// The network gave no answer (SIP Timer B, 408), or an established call received no media for the media
+    /// timeout.
+    case timeout
+    /// Signalling, network or media failed; the calling client's call details say why.
+    case failure
+    /// The audio devices stayed interrupted longer than ``AudioSessionConfiguration/interruptionTimeout``.
     case interruptionTimeout
+    /// Another device of the callee answered (the call was completed elsewhere).
+    case otherDeviceAnswered
+    /// The call was transferred.
+    case transferred
+
+    /// Someone hung up an established call (either side): the calling SDKs' *hung up*.
+    public var isHangup: Bool { self == .localHangup || self == .remoteHangup }
 
     public var description: String { rawValue }
 }
@@ -119,7 +134,7 @@ public enum InterruptionSource: Sendable, Hashable, Codable, CustomStringConvert
 /// Settings of an ``AudioSession``, fixed when it is created.
 public struct AudioSessionConfiguration: Sendable, Hashable {
     /// How long an interruption may last before the call is ended with
-    /// ``AudioSessionEndReason/interruptionTimeout``. 30 s by default, as the calling SDKs use.
+    /// ``CallEndCause/interruptionTimeout``. 30 s by default, as the calling SDKs use.
     public var interruptionTimeout: MediaTime
 
     public init(interruptionTimeout: MediaTime = .milliseconds(30_000)) {

@@ -77,7 +77,7 @@ enum CallRunner {
         }
 
         // Whatever comes first ends the call: Ctrl-C, the duration, or the call ending by itself.
-        let (hangups, hangup) = AsyncStream.makeStream(of: AudioSessionEndReason.self, bufferingPolicy: .unbounded)
+        let (hangups, hangup) = AsyncStream.makeStream(of: CallEndCause.self, bufferingPolicy: .unbounded)
         signal(SIGINT, SIG_IGN)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         interrupt.setEventHandler {
@@ -109,7 +109,7 @@ enum CallRunner {
                 if case .ended(let cause) = event { hangup.yield(cause) }
             }
         }
-        var cause = AudioSessionEndReason.localHangup
+        var cause = CallEndCause.localHangup
         for await first in hangups {
             cause = first
             break

@@ -177,7 +177,7 @@ struct CallHealthTests {
         #expect(effects.contains(.sendBye))
         #expect(effects.last == .stateChanged(.ended))
         let details = await call.details
-        #expect(details.endCause == .failure)
+        #expect(details.endCause == .interruptionTimeout)
         #expect(details.error == .media("the audio devices were interrupted for 5 s"))
         #expect(details.report?.endCause == .interruptionTimeout)
         // The devices closed with the call: the next call does not begin interrupted.

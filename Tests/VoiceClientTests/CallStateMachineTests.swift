@@ -19,7 +19,7 @@ struct CallStateMachineTests {
         #expect(details.establishedAt == .seconds(5))
         #expect(details.endedAt == .seconds(65))
         #expect(details.duration == .seconds(60))
-        #expect(details.endCause == .hungUp)
+        #expect(details.endCause == .localHangup)
         // The no-answer timeout does not apply to an established call, and nothing moves an ended one.
         #expect(try call.handle(.tick, at: .seconds(200)) == [])
         #expect(throws: CallRefusal.self) { try call.handle(.answer, at: .seconds(201)) }
@@ -51,7 +51,7 @@ struct CallStateMachineTests {
         #expect(try ended([.ringing, .hangup]).endCause == .canceled)
         #expect(try ended([.networkTimeout]).endCause == .timeout)
         #expect(try ended([.failed(.sip(status: 404, reason: "Not Found"))]).endCause == .failure)
-        #expect(try ended([.established, .remoteHangup]).endCause == .hungUp)
+        #expect(try ended([.established, .remoteHangup]).endCause == .remoteHangup)
         #expect(try ended([.established, .transferred]).endCause == .transferred)
         // No answer after 60 s: CANCEL and *no answer*.
         var call = CallStateMachine(direction: .outgoing, startedAt: .zero)
@@ -99,12 +99,101 @@ struct CallStateMachineTests {
         var answering = CallStateMachine(direction: .incoming, startedAt: .zero)
         _ = try answering.handle(.answer, at: .seconds(2))
         #expect(try answering.handle(.hangup, at: .seconds(2.01)) == [.sendBye, .stateChanged(.ended)])
-        #expect(answering.details.endCause == .hungUp)
+        #expect(answering.details.endCause == .localHangup)
         var early = CallStateMachine(direction: .incoming, startedAt: .zero)
         #expect(throws: CallRefusal(event: .established, state: .initiating)) {
             try early.handle(.established, at: .seconds(1))
         }
         #expect(throws: CallRefusal.self) { try early.handle(.mute(true), at: .seconds(1)) }
+    }
+
+    /// Every end cause the app can see has a path through the call's diagram; the switch has no default, so a new
+    /// cause without one does not compile.
+    @Test(arguments: CallEndCause.allCases)
+    func everyEndCauseHasAPathThroughTheDiagram(cause: CallEndCause) throws {
+        let (direction, events): (CallDirection, [CallEvent]) =
+            switch cause {
+            case .localHangup: (.outgoing, [.established, .hangup])
+            case .remoteHangup: (.incoming, [.answer, .established, .remoteHangup])
+            case .canceled: (.outgoing, [.ringing, .hangup])
+            case .denied: (.incoming, [.hangup])
+            case .noAnswer: (.outgoing, [.ringing, .remoteNoAnswer(status: 480, reason: "Temporarily Unavailable")])
+            case .timeout: (.outgoing, [.established, .mediaTimeout(silence: .seconds(20))])
+            case .failure: (.outgoing, [.failed(.network("unreachable"))])
+            case .interruptionTimeout: (.incoming, [.answer, .established, .interruptionTimeout(.seconds(30))])
+            case .otherDeviceAnswered: (.incoming, [.answeredElsewhere])
+            case .transferred: (.outgoing, [.established, .transferred])
+            }
+        var call = CallStateMachine(direction: direction, startedAt: .zero)
+        for (index, event) in events.enumerated() { _ = try call.handle(event, at: .seconds(Double(index + 1))) }
+        #expect(call.state == .ended && call.details.endCause == cause, "\(direction) \(events): \(call.details)")
+    }
+
+    /// The end cause as the SDKs define it, from the event that ended the call and the state it found: the
+    /// oracle for the property below.
+    static func expectedEndCause(
+        of event: CallEvent, in state: CallState, direction: CallDirection, answered: Bool
+    ) -> CallEndCause? {
+        let established = state == .established
+        switch event {
+        case .hangup:
+            if established || (direction == .incoming && answered) { return .localHangup }
+            return direction == .outgoing ? .canceled : .denied
+        case .remoteHangup: return established ? .remoteHangup : direction == .outgoing ? .failure : .canceled
+        case .remoteDeclined: return .denied
+        case .remoteNoAnswer(let status, _):
+            return state == .ringing || state == .progressing ? .noAnswer : status == 408 ? .timeout : .failure
+        case .remoteCanceled: return .canceled
+        case .answeredElsewhere: return .otherDeviceAnswered
+        case .transferred: return .transferred
+        case .failed: return .failure
+        case .networkTimeout, .mediaTimeout: return .timeout
+        case .interruptionTimeout: return .interruptionTimeout
+        case .tick: return .noAnswer
+        default: return nil
+        }
+    }
+
+    /// Random event sequences on the pure machine: whichever event ends a call, the end cause is the one the
+    /// SDKs give it (a local hangup never reads as a remote one), and the audio session's report attached at the
+    /// end carries the same cause.
+    @Test(arguments: 0..<40)
+    func theEndCauseFollowsTheEventThatEndedTheCall(seed: Int) throws {
+        var random = SplitMix64(seed: UInt64(seed) &* 0x2545_F491 &+ 7)
+        let pool: [CallEvent] = [
+            .answer, .hangup, .mute(true), .hold(true), .hold(false), .progress, .ringing, .established, .remoteHangup,
+            .remoteDeclined(status: 603, reason: "Decline"),
+            .remoteNoAnswer(status: 480, reason: "Temporarily Unavailable"),
+            .remoteNoAnswer(status: 408, reason: "Request Timeout"), .remoteCanceled, .answeredElsewhere, .transferred,
+            .failed(.network("lost")), .networkTimeout, .tick, .mediaInterrupted(.deviceLost), .mediaResumed,
+            .mediaTimeout(silence: .seconds(20)), .interruptionTimeout(.seconds(30))
+        ]
+        var ends = 0
+        for run in 0..<25 {
+            let direction: CallDirection = random.next() % 2 == 0 ? .outgoing : .incoming
+            var call = CallStateMachine(direction: direction, startedAt: .zero)
+            var now = MediaTime.zero
+            while call.state != .ended {
+                let event = pool[Int(random.next() % UInt64(pool.count))]
+                now = now + .seconds(Double(random.next() % 30))
+                let (state, answered) = (call.state, call.answered)
+                guard (try? call.handle(event, at: now)) != nil, call.state == .ended else { continue }
+                ends += 1
+                let expected = Self.expectedEndCause(of: event, in: state, direction: direction, answered: answered)
+                #expect(
+                    call.details.endCause == expected,
+                    "seed \(seed) run \(run): \(direction) \(event) in \(state) ended as \(call.details.endCause as Any)"
+                )
+                // The session's report, made with any cause (a held call's was made by the hold), says the call's.
+                call.attach(
+                    CallStatisticsReport(
+                        callID: "c", endCause: .localHangup, startedAt: 0, establishedAt: nil, endedAt: now.seconds,
+                        setupDuration: nil, callDuration: 0, interruptionCount: 0, interruptedDuration: 0,
+                        category: .playAndRecord, mode: .voiceChat))
+                #expect(call.details.report?.endCause == call.details.endCause)
+            }
+        }
+        #expect(ends == 25)
     }
 
     /// Item 10: scripted random sequences of app, dialog and device events on two calls sharing one audio
@@ -264,7 +353,9 @@ extension CallStateMachineTests {
         try await call.dialog(.remoteHangup)
         let details = await call.details
         #expect(details.report?.callID == "held")
-        #expect(details.endCause == .hungUp)
+        #expect(details.endCause == .remoteHangup)
+        // The report, ended when the hold gave the audio away, says how the call itself ended.
+        #expect(details.report?.endCause == .remoteHangup)
         #expect(await session.state.phase.isIdle)
     }
 }
@@ -292,7 +383,7 @@ struct ClientCallTests {
         _ = try await client.audioSession.send(.applicationActivate)
         await client.stop()
         #expect(await call.state == .ended)
-        #expect(await call.details.endCause == .hungUp)
+        #expect(await call.details.endCause == .localHangup)
         #expect(await call.details.report?.callID == "call-1")
         let session = await client.audioSession.state
         #expect(session.phase.isIdle)

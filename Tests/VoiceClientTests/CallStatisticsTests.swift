@@ -58,11 +58,13 @@ struct CallStatisticsTests {
             #expect(latest.summary.remote == "dave" && latest.summary.direction == "outgoing")
             // The upload says what the call object says.
             let failedDetails = await failed.details
-            #expect(latest.summary.endCause == failedDetails.endCause?.rawValue && latest.summary.endCause != "hungUp")
+            #expect(
+                latest.summary.endCause == failedDetails.endCause?.rawValue
+                    && !latest.summary.endCause.hasSuffix("Hangup"))
             #expect(
                 latest.summary.error == failedDetails.error?.description && latest.summary.durationSeconds == 0,
                 "uploaded \(latest.summary), the call says \(failedDetails)")
-            #expect(answered.summary.callID == call.id.rawValue && answered.summary.endCause == "hungUp")
+            #expect(answered.summary.callID == call.id.rawValue && answered.summary.endCause == "localHangup")
             #expect(answered.summary.durationSeconds > 1.5, "duration \(answered.summary.durationSeconds)")
             #expect(answered.establishedAt != nil && answered.endedAt != nil && answered.session != nil)
             let media = try #require(answered.media, "the answered call's upload has no media report")
@@ -74,7 +76,7 @@ struct CallStatisticsTests {
             let bobCalls = try await connection.lastCalls(applicationKey: key, as: bobGrant)
             #expect(bobCalls.map(\.summary.callID) == [call.id.rawValue])
             #expect(bobCalls.first?.summary.direction == "incoming")
-            #expect(bobCalls.first?.summary.endCause == "hungUp", "bob's call, hung up by alice: \(bobCalls)")
+            #expect(bobCalls.first?.summary.endCause == "remoteHangup", "bob's call, hung up by alice: \(bobCalls)")
             let forged = RegistrationGrant(
                 username: grant.username, password: "not-the-password", expires: grant.expires, domain: grant.domain)
             await #expect(throws: VoiceClientError.registrationRefused(.credentialsRefused)) {
@@ -157,7 +159,7 @@ struct CallStatisticsTests {
                 try JSONEncoder().encode(
                     CallStatisticsSummary(
                         applicationKey: ServiceHarness.applicationKey, callID: "call-1", direction: "outgoing",
-                        remote: "bob", startedAt: 1_700_000_000, durationSeconds: 12.5, endCause: "hungUp")))
+                        remote: "bob", startedAt: 1_700_000_000, durationSeconds: 12.5, endCause: "localHangup")))
             let handle = { (body: [UInt8]) in
                 await service.registrationService.handle(
                     method: "POST", path: "/v1/call-statistics", authorization: authorization, body: body)

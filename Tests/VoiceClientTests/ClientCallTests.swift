@@ -64,7 +64,10 @@ struct ClientSIPCallTests {
             try await waitFor(incoming.call, .ended)
 
             let callerDetails = await call.details, calleeDetails = await incoming.call.details
-            #expect(callerDetails.endCause == .hungUp && calleeDetails.endCause == .hungUp)
+            #expect(callerDetails.endCause == .localHangup && calleeDetails.endCause == .remoteHangup)
+            #expect(
+                callerDetails.report?.endCause == .localHangup && calleeDetails.report?.endCause == .remoteHangup,
+                "the reports say what the calls say")
             #expect(callerDetails.progressedAt != nil && callerDetails.establishedAt != nil)
             #expect(callerDetails.duration > .seconds(5), "duration \(callerDetails.duration)")
             #expect(callerDetails.report != nil && calleeDetails.report != nil)
@@ -179,7 +182,7 @@ struct ClientSIPCallTests {
 
             try await call.hangup()
             try await waitFor(onPhone.call, .ended)
-            #expect(await onPhone.call.details.endCause == .hungUp)
+            #expect(await onPhone.call.details.endCause == .remoteHangup)
             await alice.terminate()
             await phone.terminate()
             await laptop.terminate()
@@ -348,10 +351,10 @@ struct ClientSIPCallTests {
             try await incoming.call.answer()
             try await waitFor(call, .established)
             await bob.stop()
-            #expect(await incoming.call.details.endCause == .hungUp)
+            #expect(await incoming.call.details.endCause == .localHangup)
             try await waitFor(call, .ended)
             let details = await call.details
-            #expect(details.endCause == .hungUp, "the caller did not get bob's BYE: \(details)")
+            #expect(details.endCause == .remoteHangup, "the caller did not get bob's BYE: \(details)")
             #expect(await bob.audioSession.state.phase.call == nil)
             await alice.terminate()
             await bob.terminate()

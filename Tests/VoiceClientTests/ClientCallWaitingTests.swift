@@ -67,8 +67,8 @@ struct ClientCallWaitingTests {
                     try await second.hangup()
                     try await Task.sleep(for: .milliseconds(500))
                     try Self.expectSpeech(in: heardFromSecond, "carol after she was resumed")
-                    #expect(await first.details.endCause == .hungUp)
-                    #expect(await second.details.endCause == .hungUp)
+                    #expect(await first.details.endCause == .localHangup)
+                    #expect(await second.details.endCause == .localHangup)
                     // Each call's audio-session report is there, also for the one that was held in between.
                     #expect(await first.details.report != nil)
                     #expect(await second.details.report != nil)
@@ -105,7 +105,7 @@ struct ClientCallWaitingTests {
                 try await call.hangup()
                 try await Task.sleep(for: .milliseconds(500))
                 try Self.expectSpeech(in: after, "baresip after the move")
-                #expect(await call.details.endCause == .hungUp)
+                #expect(await call.details.endCause == .localHangup)
                 // Each move starts the client's file microphone afresh: the last 4 s baresip heard are the start of
                 // the speech, sent from the devices the call ended on.
                 let heardByBaresip = SpeechMatch.median(

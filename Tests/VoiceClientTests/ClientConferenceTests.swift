@@ -66,7 +66,7 @@ struct ClientConferenceTests {
             }
             try await Task.sleep(for: .seconds(Self.seconds))
             for call in calls { try await call.hangup() }
-            for call in calls { #expect(await call.details.endCause == .hungUp) }
+            for call in calls { #expect(await call.details.endCause == .localHangup) }
             for client in clients { await client.terminate() }
 
             // The room closed after the last one left: its report names the three, each received and sent to.

@@ -62,7 +62,8 @@ struct ClientGRUUTests {
             }
             try await waitFor(call, .ended)
             let details = await call.details
-            #expect(details.endCause == .hungUp && details.error == nil, "\(details)")
+            let hungUpBy: CallEndCause = scenario == "uas-gruu-caller-hangs-up" ? .localHangup : .remoteHangup
+            #expect(details.endCause == hungUpBy && details.error == nil, "\(details)")
             let status = await sipp.wait(timeout: .seconds(10))
             let errors =
                 (try? String(

@@ -50,7 +50,7 @@ struct ClientGatewayIVRTests {
             }
             #expect(answers.text == "42#", "the IVR's answers: \(answers.text)")
             try await call.hangup()
-            #expect(await call.details.endCause == .hungUp)
+            #expect(await call.details.endCause == .localHangup)
             let status = await sipp.wait(timeout: .seconds(10))
             let errors =
                 (try? String(

@@ -53,7 +53,7 @@ struct ClientLinphoneTests {
             try await waitFor(call, .established, timeout: .seconds(15))
             try await Task.sleep(for: .seconds(8))
             try await call.hangup()
-            #expect(await call.details.endCause == .hungUp)
+            #expect(await call.details.endCause == .localHangup)
             #expect(await linphone.waitForOutput("ended", timeout: .seconds(5)), "linphonec:\n\(linphone.logTail)")
 
             let trace = (try? String(contentsOf: linphone.trace, encoding: .utf8)) ?? ""

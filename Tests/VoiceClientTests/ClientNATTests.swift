@@ -217,7 +217,7 @@ struct ClientNATTests {
         #expect(await calleePhone.waitFor("call 1: established"), "\(calleePhone.output)")
         try await Task.sleep(for: .seconds(8))
         callerPhone.say("hangup")
-        #expect(await calleePhone.waitFor("call 1: ended (hungUp"), "\(calleePhone.output)")
+        #expect(await calleePhone.waitFor("call 1: ended (remoteHangup"), "\(calleePhone.output)")
         let counters = network.counters
         #expect(await callerPhone.quit() == 0, "\(callerPhone.output)")
         #expect(await calleePhone.quit() == 0, "\(calleePhone.output)")

@@ -34,7 +34,7 @@ struct ClientPeerCallTests {
                 try await Task.sleep(for: .seconds(6))
                 try await call.hangup()
                 let details = await call.details
-                #expect(details.endCause == .hungUp)
+                #expect(details.endCause == .localHangup && details.report?.endCause == .localHangup)
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
                 #expect(
                     log.contains("X-Account: 42") && log.contains("x-campaign: spring"),
@@ -135,7 +135,7 @@ struct ClientPeerCallTests {
                 let call = try await routed.place(on: alice)
                 try await waitFor(call, .established)
                 try await call.hangup()
-                #expect(await call.details.endCause == .hungUp)
+                #expect(await call.details.endCause == .localHangup)
                 let log = try String(contentsOf: baresip.log, encoding: .utf8)
                 #expect(
                     log.contains(routed.requestLine),
@@ -210,14 +210,14 @@ struct ClientPeerCallTests {
     /// DTLS-SRTP (its `dtls_srtp` module): over the service's unencrypted signalling the client offers no SDES keys.
     func withBaresip(
         port: Int, user: String = "b", mediaEncryption: String = "dtls_srtp", in parent: URL,
-        _ body: (URL, ChildProcessGroup) async throws -> Void
+        microphoneSeconds: Double = 25, _ body: (URL, ChildProcessGroup) async throws -> Void
     ) async throws {
         let directory = parent.appendingPathComponent("baresip-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let microphone =
             SharedTestData.isPresent
-            ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: 25, into: directory)
-            : try silence(into: directory)
+            ? try BaresipPeer.repeated(Self.baresipSpeech, seconds: microphoneSeconds, into: directory)
+            : try silence(seconds: microphoneSeconds, into: directory)
         let arguments = try BaresipPeer.configure(
             directory: directory, port: port, user: user, microphone: microphone, mediaEncryption: mediaEncryption)
         let baresip = try ChildProcessGroup(
@@ -230,11 +230,12 @@ struct ClientPeerCallTests {
         }
     }
 
-    /// 25 s of silence as baresip's microphone when the speech recordings are absent.
-    func silence(into directory: URL) throws -> String {
+    /// Silence as baresip's microphone when the speech recordings are absent.
+    func silence(seconds: Double, into directory: URL) throws -> String {
         let path = directory.appendingPathComponent("silence.wav").path
         try WAVFile.write(
-            pcm16: [Int16](repeating: 0, count: 16_000 * 25), format: AudioFormat(sampleRate: 16_000, channels: 1),
+            pcm16: [Int16](repeating: 0, count: Int(16_000 * seconds)),
+            format: AudioFormat(sampleRate: 16_000, channels: 1),
             to: path)
         return path
     }
@@ -282,7 +283,7 @@ struct ManagedPushTests {
             try await waitFor(call, .established)
             try await call.hangup()
             try await waitFor(incoming.call, .ended)
-            #expect(await incoming.call.details.endCause == .hungUp)
+            #expect(await incoming.call.details.endCause == .remoteHangup)
             await alice.terminate()
             await bob.terminate()
         }
@@ -321,7 +322,8 @@ struct ManagedPushTests {
             try await incoming.call.hangup()
             try await waitFor(call, .ended)
             print("app-sent push: the caller saw the callee's BYE after \(ContinuousClock.now - hangingUp)")
-            #expect(await call.details.endCause == .hungUp)
+            #expect(await call.details.endCause == .remoteHangup)
+            #expect(await incoming.call.details.endCause == .localHangup)
             await alice.terminate()
             await bob.terminate()
         }

@@ -33,7 +33,7 @@ struct ClientServiceTests {
 
             let id = try await alice.send(message: "Hello Bob", to: ["bob"], headers: ["X-Topic": "greeting"])
             let delivered = await aliceEvents.first {
-                if case .messageDelivered(id, "bob") = $0 { true } else { false }
+                if case .messageDelivered(id, "bob", _) = $0 { true } else { false }
             }
             #expect(delivered != nil, "\(aliceEvents.events)")
             guard let message = await bobEvents.firstMessage() else {
@@ -54,7 +54,7 @@ struct ClientServiceTests {
 
             // Per recipient: a user the service has never seen is offline, so msilo keeps that copy (202).
             let both = try await alice.send(message: "to two", to: ["bob", "carol"])
-            #expect(await aliceEvents.first { $0 == .messageDelivered(id: both, recipient: "bob") } != nil)
+            #expect(await aliceEvents.first { $0.isDelivery(of: both, to: "bob") } != nil)
             #expect(
                 await aliceEvents.first { $0 == .messageStoredForLaterDelivery(id: both, recipient: "carol") } != nil)
             #expect(await alice.pendingMessages.isEmpty)
@@ -133,7 +133,7 @@ struct ClientServiceTests {
             clock.advance(by: .seconds(5))
             await alice.retryDueMessages()
             #expect(
-                await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+                await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil,
                 "\(aliceEvents.events)")
             #expect(await bobEvents.first { if case .messageReceived(let m) = $0 { m.id == id } else { false } } != nil)
             await alice.terminate()
@@ -232,7 +232,7 @@ struct ClientServiceTests {
             #expect(accepted >= 4, "\(accepted - 2) renewals")
             let id = try await alice.send(message: "still here", to: ["bob"])
             #expect(
-                await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+                await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil,
                 "\(aliceEvents.events)")
             await alice.terminate()
             await bob.terminate()

@@ -159,7 +159,7 @@ struct ClientRestartTests {
             #expect(await second.pendingMessages.map(\.id) == [id])
             await second.start()
             let delivered = await secondLog.first {
-                if case .messageDelivered(id, "bob") = $0 { true } else { false }
+                if case .messageDelivered(id, "bob", _) = $0 { true } else { false }
             }
             #expect(delivered != nil, "\(secondLog.events)")
             let message = try #require(await bobLog.firstMessage())

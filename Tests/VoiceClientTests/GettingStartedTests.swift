@@ -19,13 +19,24 @@ func sendGreeting(
     var outcome: VoiceClientEvent?
     while outcome == nil, let event = await events.next() {
         switch event {
-        case .messageDelivered(id, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _):
+        case .messageDelivered(id, _, _), .messageStoredForLaterDelivery(id, _), .messageFailed(id, _, _, _):
             outcome = event
         default: continue
         }
     }
     await client.terminate()
     return outcome
+}
+
+// The push function of the GettingStarted article, copied verbatim (articleHoldsThePushFunction checks that it is).
+func pushEveryDevice(
+    _ event: VoiceClientEvent, send: (_ pushData: Data, _ payload: Data) async throws -> Void
+) async throws -> [String] {
+    guard case .shouldSendPushNotifications(_, let pushPairs) = event else { return [] }
+    for pair in pushPairs {
+        try await send(pair.pushData, pair.payload)  // through your push service, to the device pushData names
+    }
+    return pushPairs.map(\.deviceID)
 }
 
 // The call function of the GettingStarted article, copied verbatim (articleHoldsTheCallFunction checks that it is).
@@ -74,6 +85,10 @@ struct ClientGettingStartedTests {
         try expectVerbatimInThisFile(articleFunction("func callFriend("))
     }
 
+    @Test func articleHoldsThePushFunction() throws {
+        try expectVerbatimInThisFile(articleFunction("func pushEveryDevice("))
+    }
+
     @Test func articleHoldsTheCallWaitingFunctions() throws {
         try expectVerbatimInThisFile(articleFunction("func answerWaiting("))
         try expectVerbatimInThisFile(articleFunction("func swap(talking: Call, held: Call)"))
@@ -107,11 +122,41 @@ struct ClientGettingStartedTests {
             await alice.start()
             await bob.startListening()
             let (details, worst) = try await callFriend("bob", on: alice, talkFor: 3)
-            #expect(details.endCause == .hungUp && details.duration >= .seconds(3), "\(details)")
+            #expect(details.endCause == .localHangup && details.duration >= .seconds(3), "\(details)")
             // A quality report every 2 s; on loopback every one is good.
             #expect(worst == .good)
             await alice.terminate()
             await bob.terminate()
+        }
+    }
+
+    @Test(.enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"))
+    func articlePushFunctionPushesEveryDeviceOfAnOfflineRecipient() async throws {
+        try await withService(sipPort: 26017) { service in
+            let tokens = ["phone": Data("token-of-bobs-phone".utf8), "tablet": Data("token-of-bobs-tablet".utf8)]
+            var devices: [VoiceClient] = []
+            for (device, token) in tokens {
+                var configuration = service.configuration(pushData: token)
+                configuration.deviceID = device
+                let bob = try service.client("bob", configuration: configuration)
+                await bob.start()
+                await bob.stop()
+                devices.append(bob)
+            }
+            let alice = try service.client("alice")
+            var events = alice.events.makeAsyncIterator()
+            await alice.start()
+            let id = try await alice.send(message: "Call me", to: ["bob"])
+            var pushed: [Data: Data] = [:]
+            var pushedDevices: [String] = []
+            while pushedDevices.isEmpty, let event = await events.next() {
+                pushedDevices = try await pushEveryDevice(event) { pushData, payload in pushed[pushData] = payload }
+            }
+            #expect(Set(pushedDevices) == ["phone", "tablet"])
+            #expect(Set(pushed.keys) == Set(tokens.values))
+            for payload in pushed.values { #expect(try PushPayload.parse(payload).id == id) }
+            await alice.terminate()
+            for bob in devices { await bob.terminate() }
         }
     }
 
@@ -125,7 +170,7 @@ struct ClientGettingStartedTests {
             let outcome = try await sendGreeting(from: "alice", to: "bob", configuration: service.configuration()) {
                 service.sign($0)
             }
-            guard case .messageDelivered(_, "bob") = outcome else {
+            guard case .messageDelivered(_, "bob", _) = outcome else {
                 Issue.record("\(String(describing: outcome))")
                 return
             }

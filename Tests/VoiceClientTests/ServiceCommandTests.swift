@@ -166,7 +166,7 @@ struct ServiceCommandTests {
         #expect((PlainHTTP.value(of: "kamailio_registrar_accepted_regs", in: kamailio) ?? 0) >= 2, "\(kamailio)")
         let id = try await alice.send(message: "through make service", to: ["bob"])
         #expect(
-            await aliceEvents.first { $0 == .messageDelivered(id: id, recipient: "bob") } != nil,
+            await aliceEvents.first { $0.isDelivery(of: id, to: "bob") } != nil,
             "\(aliceEvents.events)")
         #expect(await bobEvents.firstMessage()?.text == "through make service")
         await alice.terminate()
@@ -229,8 +229,10 @@ struct PhoneCommandTests {
             #expect(await phone.wait(timeout: .seconds(20)) == 0, "\(phone.logTail)")
             let output = try String(contentsOf: log, encoding: .utf8)
             for line in [
-                "event: started", "event: incoming call from alice", "call 1: established", "call 1: ended (hungUp",
-                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (hungUp", "event: stopped"
+                "event: started", "event: incoming call from alice", "call 1: established",
+                "call 1: ended (remoteHangup",
+                "call 2: outgoing alice X-From=phone", "call 2: established", "call 2: ended (localHangup",
+                "event: stopped"
             ] {
                 #expect(output.contains(line), "'\(line)' missing from the phone's output:\n\(output)")
             }

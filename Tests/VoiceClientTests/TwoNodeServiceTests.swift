@@ -81,7 +81,8 @@ struct TwoNodeServiceTests {
             try await Task.sleep(for: .seconds(2))
             try await call.hangup()
             try await waitFor(incoming.call, .ended)
-            #expect(await incoming.call.details.endCause == .hungUp)
+            #expect(await incoming.call.details.endCause == .remoteHangup)
+            #expect(await call.details.endCause == .localHangup)
             let received = try #require(await incoming.call.mediaReport, "no media report on alice's call")
             #expect(received.rtp.received > 50, "alice received \(received.rtp.received) RTP packets in 2 s")
 
@@ -93,7 +94,8 @@ struct TwoNodeServiceTests {
             try await Task.sleep(for: .seconds(1))
             try await toBob.call.hangup()
             try await waitFor(back, .ended)
-            #expect(await back.details.endCause == .hungUp)
+            #expect(await back.details.endCause == .remoteHangup)
+            #expect(await toBob.call.details.endCause == .localHangup)
             for client in [alice, bob] { await client.terminate() }
         }
     }

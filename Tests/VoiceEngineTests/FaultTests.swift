@@ -30,7 +30,7 @@ import Glibc
         var inputA: [Int16] = []
         var beganEffects: [SessionEffect] = []
         var endedEffects: [SessionEffect] = []
-        var endCause: AudioSessionEndReason?
+        var endCause: CallEndCause?
         var endedAtSeconds: Double?
         var report: CallStatisticsReport?
         var discardedAtB = 0

@@ -136,7 +136,7 @@ import VoiceTestSupport
         async let endB = b.call.stop()
         let (resultA, resultB) = await (endA, endB)
         // A second stop returns the first one's result.
-        #expect(await a.call.stop(cause: .failed).cause == .localHangup)
+        #expect(await a.call.stop(cause: .failure).cause == .localHangup)
 
         for (name, result, peer) in [("A", resultA, resultB), ("B", resultB, resultA)] {
             let r = result.report
@@ -385,8 +385,8 @@ import VoiceTestSupport
         let call = try LiveCall(
             configuration: StreamTestSupport.configuration(seed: 3), transport: transport, capture: capture,
             playout: playout)
-        let result = await call.stop(cause: .rejected)
-        #expect(result.cause == .rejected && !result.wasEstablished)
+        let result = await call.stop(cause: .denied)
+        #expect(result.cause == .denied && !result.wasEstablished)
         #expect(result.report.rtp.packetsSent == 0 && result.statistics.ticks == 0)
         #expect(throws: LiveCallError.self) { try call.start() }
     }

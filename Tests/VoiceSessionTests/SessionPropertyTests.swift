@@ -51,7 +51,7 @@ private struct DeviceModel {
         case 7, 8: return .callEstablished(calls.randomElement(using: &rng)!)
         case 9, 10:
             return .callEnded(
-                calls.randomElement(using: &rng)!, cause: AudioSessionEndReason.allCases.randomElement(using: &rng)!)
+                calls.randomElement(using: &rng)!, cause: CallEndCause.allCases.randomElement(using: &rng)!)
         case 11:
             let sources: [InterruptionSource] = [
                 .hostApplication, .device(.suspended), .device(.deviceLost), .device(.deviceBusy)

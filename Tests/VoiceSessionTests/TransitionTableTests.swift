@@ -121,8 +121,8 @@ let transitionTable: [TransitionCase] = [
         event: .callEnded("A", cause: .remoteHangup),
         effects: ["stopCapture", "stopPlayout", "deactivateSession", "callReport(A, remoteHangup)"], phase: "idle"),
     .init(
-        name: "ending a ringing call stops the tone", setup: ringingA, event: .callEnded("A", cause: .rejected),
-        effects: ["stopProgressTone", "stopPlayout", "callReport(A, rejected)"], phase: "idle"),
+        name: "ending a ringing call stops the tone", setup: ringingA, event: .callEnded("A", cause: .denied),
+        effects: ["stopProgressTone", "stopPlayout", "callReport(A, denied)"], phase: "idle"),
     .init(
         name: "ending the call deactivates even when the app had activated", setup: appActive + [.callEstablished("A")],
         event: .callEnded("A", cause: .localHangup),
@@ -240,8 +240,8 @@ let transitionTable: [TransitionCase] = [
         let events: [SessionEvent] = [
             .engineStarted, .hostSetCategory(.record), .hostSetMode(.default), .hostSetMode(.voiceChat),
             .applicationActivate, .applicationDeactivate, .callProgressing("A"), .callProgressing("B"),
-            .callEstablished("A"), .callEstablished("B"), .callEnded("A", cause: .failed),
-            .callEnded("B", cause: .failed), .interruptionBegan(.hostApplication),
+            .callEstablished("A"), .callEstablished("B"), .callEnded("A", cause: .failure),
+            .callEnded("B", cause: .failure), .interruptionBegan(.hostApplication),
             .interruptionBegan(.device(.deviceLost)), .interruptionEnded, .tick
         ]
         for setup in setups {

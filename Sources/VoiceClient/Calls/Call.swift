@@ -207,7 +207,7 @@ public actor Call {
                 } else if holdsAudio {
                     holdsAudio = false
                     if let report = try? await audioSession.callEnded(
-                        id, cause: machine.details.endCause?.sessionReason ?? .failed)
+                        id, cause: machine.details.endCause ?? .failure)
                     {
                         machine.attach(report)
                     } else if let report = await audioSession.lastReport, report.callID == id {

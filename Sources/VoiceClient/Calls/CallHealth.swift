@@ -70,7 +70,7 @@ public struct CallQuality: Sendable, Hashable, CustomStringConvertible {
 /// When a call's media is declared dead and how often its quality is reported.
 public struct CallHealthConfiguration: Sendable, Hashable {
     /// An established call that received nothing (neither RTP nor RTCP) for this long ends with
-    /// ``CallEndCause/timeout``. 20 s by default: longer than RTCP's 5 s interval with margin for a held call,
+    /// `CallEndCause.timeout`. 20 s by default: longer than RTCP's 5 s interval with margin for a held call,
     /// which still sends RTCP.
     public var mediaTimeout: MediaTime
     /// How often ``CallEffect/qualityUpdated(_:)`` is reported while the call is established (2 s by default;

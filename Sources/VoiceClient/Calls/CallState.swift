@@ -23,41 +23,6 @@ public enum CallState: String, Sendable, Hashable, CaseIterable, CustomStringCon
 
 public enum CallDirection: String, Sendable, Hashable { case outgoing, incoming }
 
-/// Why a call ended, as the SDKs name it: the one end cause an app sees. The client derives it from the SIP
-/// dialog's end (``CallEvent``s, see ``CallStateMachine``) and gives the audio session its own
-/// `AudioSessionEndReason` for the end-of-call report.
-public enum CallEndCause: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// Someone hung up an established call (either side).
-    case hungUp
-    /// The callee declined (busy, 486/603/600) — what the caller sees when the callee hangs up before answering.
-    case denied
-    /// Nobody answered within the no-answer timeout (60 s).
-    case noAnswer
-    /// The network gave no answer (SIP Timer B, transport timeout), or an established call received no media
-    /// for the media timeout (``CallHealthConfiguration/mediaTimeout``).
-    case timeout
-    /// The caller hung up before the callee answered.
-    case canceled
-    /// Signalling, network or media failed (with ``CallDetails/error``) — also a device interruption that outlasted
-    /// the interruption timeout.
-    case failure
-    /// Another device of the callee answered (the call was completed elsewhere).
-    case otherDeviceAnswered
-    /// The call was transferred.
-    case transferred
-
-    public var description: String { rawValue }
-
-    /// The audio session's reason for the end-of-call report.
-    var sessionReason: AudioSessionEndReason {
-        switch self {
-        case .hungUp, .canceled, .noAnswer, .otherDeviceAnswered, .transferred: .localHangup
-        case .denied: .rejected
-        case .timeout, .failure: .failed
-        }
-    }
-}
-
 /// What went wrong, with its domain.
 public enum CallError: Sendable, Hashable, CustomStringConvertible {
     /// A SIP final response: status and reason phrase.
@@ -87,6 +52,7 @@ public struct CallDetails: Sendable, Hashable {
     public var progressedAt: MediaTime?
     public var establishedAt: MediaTime?
     public var endedAt: MediaTime?
+    /// Why the call ended (VoiceSession's `CallEndCause`, the same in ``report`` and the uploaded statistics).
     public var endCause: CallEndCause?
     public var error: CallError?
     /// The engine's end-of-call statistics, when the call had taken the audio session.

@@ -93,7 +93,8 @@ public enum CallEffect: Sendable, Hashable {
     /// The call moved to `state` (an event for the app).
     case stateChanged(CallState)
     /// The established call's audio paused: a device stopped delivering (an event for the app). Unless
-    /// ``mediaResumed`` follows within the interruption timeout (30 s), the call ends with *failure*.
+    /// ``mediaResumed`` follows within the interruption timeout (30 s), the call ends with
+    /// `CallEndCause.interruptionTimeout`.
     case mediaInterrupted(InterruptionReason)
     /// The devices deliver again and the call's audio resumed (an event for the app).
     case mediaResumed
@@ -185,10 +186,10 @@ public struct CallStateMachine: Sendable, Hashable {
             answered = true
             return [.stopRingtone, .sendAnswer]
         case .hangup:
-            if !unanswered { return end(.hungUp, at: now, send: .sendBye) }
+            if !unanswered { return end(.localHangup, at: now, send: .sendBye) }
             // The callee answered (its 2xx is out, the ACK not yet in): the INVITE can no longer be declined, so the
             // call is hung up with a BYE — the caller may already be established.
-            if direction == .incoming && answered { return end(.hungUp, at: now, send: .sendBye) }
+            if direction == .incoming && answered { return end(.localHangup, at: now, send: .sendBye) }
             // The callee hanging up before answering declines: both sides see *denied*.
             return direction == .outgoing
                 ? end(.canceled, at: now, send: .sendCancel) : end(.denied, at: now, send: .sendDecline(status: 603))
@@ -212,7 +213,7 @@ public struct CallStateMachine: Sendable, Hashable {
             guard unanswered, direction == .outgoing || answered else { throw refuse }
             return move(to: .established, at: now)
         case .remoteHangup:
-            return end(unanswered ? (direction == .outgoing ? .failure : .canceled) : .hungUp, at: now, send: nil)
+            return end(unanswered ? (direction == .outgoing ? .failure : .canceled) : .remoteHangup, at: now, send: nil)
         case .remoteDeclined(let status, let reason):
             guard direction == .outgoing, unanswered else { throw refuse }
             details.error = .sip(status: status, reason: reason)
@@ -256,12 +257,17 @@ public struct CallStateMachine: Sendable, Hashable {
         case .interruptionTimeout(let timeout):
             guard !unanswered else { return [] }
             details.error = .media("the audio devices were interrupted for \(Int(timeout.seconds.rounded())) s")
-            return end(.failure, at: now, send: .sendBye)
+            return end(.interruptionTimeout, at: now, send: .sendBye)
         }
     }
 
-    /// Records the end-of-call report the audio session produced.
-    public mutating func attach(_ report: CallStatisticsReport) { details.report = report }
+    /// Records the end-of-call report the audio session produced, with the call's end cause: a call that gave the
+    /// audio to another call (held for call waiting) had its audio ended before the call itself.
+    public mutating func attach(_ report: CallStatisticsReport) {
+        var report = report
+        if let cause = details.endCause { report.endCause = cause }
+        details.report = report
+    }
 
     private mutating func move(to next: CallState, at now: MediaTime) -> [CallEffect] {
         precondition(state.allows(next), "\(state) → \(next) is not in the diagram")

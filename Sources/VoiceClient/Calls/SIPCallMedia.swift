@@ -171,7 +171,7 @@ package final class SIPCallMedia: Sendable {
     }
 
     /// Stops the devices and the media thread and returns the end-of-call report.
-    package func stop(cause: AudioSessionEndReason) async -> LiveCallResult {
+    package func stop(cause: CallEndCause) async -> LiveCallResult {
         let result = await live.stop(cause: cause)
         handshake?.stop()
         ice?.stop()

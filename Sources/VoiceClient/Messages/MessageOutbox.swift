@@ -14,12 +14,15 @@ public struct OutgoingMessage: Sendable, Equatable {
     public var attempts: Int
     /// Why the last attempt failed.
     public var lastFailure: String?
+    /// Every recipient of the message (`recipient` among them), which each copy names.
+    public var recipients: [String]
 
     public init(
         id: String, recipient: String, text: String, headers: [(name: String, value: String)], firstAttempt: MediaTime,
-        nextAttempt: MediaTime, attempts: Int = 0, lastFailure: String? = nil
+        nextAttempt: MediaTime, attempts: Int = 0, lastFailure: String? = nil, recipients: [String]? = nil
     ) {
         (self.id, self.recipient, self.text, self.headers) = (id, recipient, text, headers)
+        self.recipients = recipients ?? [recipient]
         (self.firstAttempt, self.nextAttempt, self.attempts, self.lastFailure) = (
             firstAttempt, nextAttempt, attempts, lastFailure
         )
@@ -28,6 +31,7 @@ public struct OutgoingMessage: Sendable, Equatable {
     public static func == (a: OutgoingMessage, b: OutgoingMessage) -> Bool {
         a.id == b.id && a.recipient == b.recipient && a.text == b.text && a.firstAttempt == b.firstAttempt
             && a.nextAttempt == b.nextAttempt && a.attempts == b.attempts && a.lastFailure == b.lastFailure
+            && a.recipients == b.recipients
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
     }
 }

@@ -29,10 +29,15 @@ final class ClientState: Sendable {
         var firstAttemptUnixTime: UInt64
         var attempts: Int
         var lastFailure: String?
+        /// Every recipient of the message (nil: `recipient` alone).
+        var recipients: [String]? = nil
 
         /// What makes it a message the client could not have kept, if anything.
         var problem: String? {
             if (try? UserID.validate(recipient)) == nil { return "not a user ID" }
+            if let recipients, recipients.contains(where: { (try? UserID.validate($0)) == nil }) {
+                return "a recipient that is not a user ID"
+            }
             if !(0...1_000_000).contains(attempts) { return "\(attempts) attempts" }
             if headerNames.count != headerValues.count { return "header names and values do not pair up" }
             if let name = headerNames.first(where: { !$0.lowercased().hasPrefix("x-") }) {

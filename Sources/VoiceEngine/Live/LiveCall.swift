@@ -29,7 +29,7 @@ import Glibc
 /// optional media timeout) the tick it happens; a monitor task turns those signals into events, feeds device
 /// events (interruptions) to the call and to the attached `AudioSession` (VoiceSession), carries out the session's effects
 /// (open the microphone when established, flush after an interruption, end the call after an interruption
-/// timeout) and ends the call as `AudioSessionEndReason.remoteHangup` on the peer's BYE. Nothing polls: the
+/// timeout) and ends the call as `CallEndCause.remoteHangup` on the peer's BYE. Nothing polls: the
 /// control plane wakes only when something happened. Its tasks run on `LiveCallControlExecutor` (a thread of its own),
 /// so a busy cooperative pool cannot keep the microphone closed or the call from ending.
 ///
@@ -262,7 +262,7 @@ public final class LiveCall: @unchecked Sendable {
     /// speaker file) and the transport, tells the session, and returns the report. Idempotent: every caller gets
     /// the result of the first stop (also when the call ended by itself, e.g. on an interruption timeout).
     @discardableResult
-    public func stop(cause: AudioSessionEndReason = .localHangup) async -> LiveCallResult {
+    public func stop(cause: CallEndCause = .localHangup) async -> LiveCallResult {
         await stop(cause: cause, handingOver: false)
     }
 
@@ -274,7 +274,7 @@ public final class LiveCall: @unchecked Sendable {
         await stop(cause: .localHangup, handingOver: true)
     }
 
-    private func stop(cause: AudioSessionEndReason, handingOver: Bool) async -> LiveCallResult {
+    private func stop(cause: CallEndCause, handingOver: Bool) async -> LiveCallResult {
         let task = control.withLock { (c: inout Control) -> Task<LiveCallResult, Never> in
             if let task = c.stopTask { return task }
             c.phase = .ending
@@ -317,14 +317,14 @@ public final class LiveCall: @unchecked Sendable {
                     apply(effects)
                 } catch {
                     // The session refuses the call's audio (category cannot record, another call holds it).
-                    endSoon(.failed)
+                    endSoon(.failure)
                     return
                 }
             case .remoteBye:
                 endSoon(.remoteHangup)
                 return
             case .mediaTimedOut:
-                endSoon(.failed)
+                endSoon(.timeout)
                 return
             case .dtmfReceived(let digit):
                 continuation.yield(.dtmfReceived(digit))
@@ -393,11 +393,11 @@ public final class LiveCall: @unchecked Sendable {
         }
     }
 
-    private func endSoon(_ cause: AudioSessionEndReason) {
+    private func endSoon(_ cause: CallEndCause) {
         Task(executorPreference: LiveCallControlExecutor.shared) { await self.stop(cause: cause) }
     }
 
-    private func finish(cause: AudioSessionEndReason, handingOver: Bool = false) async -> LiveCallResult {
+    private func finish(cause: CallEndCause, handingOver: Bool = false) async -> LiveCallResult {
         let (threadStarted, startedAt) = control.withLock { ($0.threadStarted, $0.startedAt) }
         shared.running.store(false, ordering: .releasing)
         if threadStarted, let driver = loop.drivingDevice {

@@ -21,7 +21,7 @@ public enum LiveCallEvent: Sendable, Hashable, CustomStringConvertible {
     /// The peer pressed a key: an RFC 4733 telephone-event, reported once at its start.
     case dtmfReceived(DTMFDigit)
     /// The call ended; ``LiveCall/stop(cause:)`` returns the report.
-    case ended(AudioSessionEndReason)
+    case ended(CallEndCause)
 
     public var description: String {
         switch self {
@@ -50,7 +50,7 @@ public struct LiveCallOptions: Sendable, Hashable {
     /// The media thread does not queue more than this many blocks for the speaker; a block that would exceed
     /// it is dropped and counted (the speaker clock runs slower than the media tick).
     public var playoutHighWaterBlocks: Int
-    /// End the call with `AudioSessionEndReason.failed` (VoiceSession) when no RTP was received for this long
+    /// End the call with `CallEndCause.timeout` (VoiceSession) when no RTP was received for this long
     /// after it was established; nil never does.
     public var mediaTimeoutSeconds: Double?
     /// Ticks may fall this far behind their deadline before the schedule is reset (the missed ticks are
@@ -171,7 +171,7 @@ public struct LiveCallReception: Sendable, Hashable {
 /// What a finished ``LiveCall`` leaves behind.
 public struct LiveCallResult: Sendable {
     /// Why it ended.
-    public var cause: AudioSessionEndReason
+    public var cause: CallEndCause
     /// The end-of-call report of the stream (with the audio session's part when a session was attached).
     public var report: CallReport
     /// The media thread's counters.
