@@ -68,7 +68,8 @@ struct ServiceScriptPushTests {
         let rsa = try _RSA.Signing.PrivateKey(pemRepresentation: rsaPEM)
         let server = try await PushServiceServer(
             pki: pki,
-            apns: .init(teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
+            apns: .init(
+                teamID: "TEAM123456", keyID: "KEY7654321", key: apnsKey.publicKey, bundleID: "com.example.voice"),
             fcm: .init(
                 projectID: "voice-test", clientEmail: "push@voice-test.iam.gserviceaccount.com", privateKeyID: "k1",
                 key: rsa.publicKey, tokenURI: Self.tokenURI),
@@ -86,12 +87,12 @@ struct ServiceScriptPushTests {
         ).write(to: account)
         // FCM from the configuration file the script reads by default, APNs from the environment.
         try """
-            # FCM for the Android app
-            FCM_SERVICE_ACCOUNT=\(account.path)
-            FCM_ENDPOINT="\(server.url)"
-            FCM_TOKEN_ENDPOINT=\(server.url)/token
+        # FCM for the Android app
+        FCM_SERVICE_ACCOUNT=\(account.path)
+        FCM_ENDPOINT="\(server.url)"
+        FCM_TOKEN_ENDPOINT=\(server.url)/token
 
-            """.write(to: state.appendingPathComponent("push.env"), atomically: true, encoding: .utf8)
+        """.write(to: state.appendingPathComponent("push.env"), atomically: true, encoding: .utf8)
         let log = directory.appendingPathComponent("service.log")
         let service = try script(
             state,
@@ -147,7 +148,8 @@ struct ServiceScriptPushTests {
             bobStarted.append(events.events.contains(.started))
             await bob.terminate()
         }
-        let alice = try VoiceClient(userID: "alice", configuration: configuration("laptop", nil), signRegistration: signer)
+        let alice = try VoiceClient(
+            userID: "alice", configuration: configuration("laptop", nil), signRegistration: signer)
         await alice.start()
         let call = try await alice.callUser("bob")
         // Kamailio keeps the call and posts it to the registration service, which pushes both devices.
@@ -174,7 +176,8 @@ struct ServiceScriptPushTests {
         let refused = server.requests.filter { $0.refusal != nil }.map { "\($0.path): \($0.refusal ?? "")" }
         #expect(refused.isEmpty, "\(refused)")
         #expect(pushed.contains { $0.path == "/3/device/\(Self.phoneToken)" }, "\(server.requests.map(\.path))")
-        #expect(pushed.contains { $0.path == "/v1/projects/voice-test/messages:send" }, "\(server.requests.map(\.path))")
+        #expect(
+            pushed.contains { $0.path == "/v1/projects/voice-test/messages:send" }, "\(server.requests.map(\.path))")
         let payloads = pushed.compactMap(\.pushPayload)
         #expect(payloads.count == 2 && payloads.allSatisfy { $0.kind == .call && $0.id == call.id.rawValue })
     }
