@@ -160,7 +160,7 @@ struct ServiceScriptPushTests {
             if pushed.count >= 2 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        try? await call.hangup()
+        _ = try? await call.hangup()
         await alice.terminate()
         service.stop()
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
