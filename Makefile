@@ -87,6 +87,9 @@ test-fast: deps
 ## SERVICE_SIP_TLS_PORT, HTTPS on SERVICE_HTTP_PORT, and trust SERVICE_STATE/ca.pem (`voice-engine phone
 ## --ca-file`); UDP and TCP on SERVICE_SIP_PORT are for SIP peers. Prometheus metrics (plain HTTP, loopback):
 ## the registration service on SERVICE_HTTP_PORT + 1 (/metrics, /health), Kamailio on SERVICE_SIP_TLS_PORT + 1.
+## Push through APNs and FCM is on when their settings are in the environment or in SERVICE_STATE/push.env
+## (APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_BUNDLE_ID; FCM_SERVICE_ACCOUNT; README "make service"); the
+## script prints which platform is on.
 SERVICE_STATE ?= .service-state
 SERVICE_SIP_PORT ?= 5060
 SERVICE_SIP_TLS_PORT ?= 5061

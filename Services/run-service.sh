@@ -1,6 +1,7 @@
 #!/bin/sh
 # Starts the calling client's service on loopback: PostgreSQL, coturn (STUN/TURN for the calls), the registration
-# service (voice-engine registration-service, HTTPS) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
+# service (voice-engine registration-service, HTTPS; with its APNs and FCM push senders when they are configured,
+# see "Push" below) and Kamailio with Services/kamailio/kamailio.cfg (SIP over TLS for clients; UDP and
 # TCP for SIP peers), the last two keeping their state in PostgreSQL (a cluster of its own in STATE_DIR/postgresql,
 # on 127.0.0.1:DB_PORT).
 #   Services/run-service.sh STATE_DIR SIP_PORT HTTPS_PORT VOICE_ENGINE_BINARY
@@ -17,7 +18,11 @@
 # phone-number and conference calls (defaults in kamailio.cfg); DB_PORT (environment) PostgreSQL's port, 5433 by
 # default. Monitoring, plain HTTP on 127.0.0.1 for a Prometheus scraper: the registration service's /metrics and
 # /health on METRICS_PORT (environment; HTTPS_PORT + 1 by default) and Kamailio's statistics on KAMAILIO_METRICS_PORT
-# (SIP_TLS_PORT + 1 by default), both at /metrics. Stops all on Ctrl-C.
+# (SIP_TLS_PORT + 1 by default), both at /metrics. NODES (environment, the SIP URIs of every node's UDP address,
+# this one's included, separated by spaces): Kamailio runs as one node of several sharing the database
+# (kamailio.cfg's CLUSTER; every node on its own host address). KAMAILIO_SHM_MB (environment, 256 by default):
+# Kamailio's shared memory, which holds every transaction until a few seconds after it ends (32 MB ran out at
+# 200 call setups/s). Stops all on Ctrl-C.
 set -eu
 state=$1 sip_port=$2 http_port=$3 voice_engine=$4
 tls_port=${SIP_TLS_PORT:-$((sip_port + 1))}
@@ -64,6 +69,73 @@ if [ ! -f "$state/applications.json" ]; then
   chmod 600 "$state/applications.json"
 fi
 
+# Push (the registration service pushes phones through APNs and FCM when a device registered a managed push token;
+# Kamailio posts kept calls and stored messages to it with the secret in STATE_DIR/push-secret). Each platform is on
+# when its settings are given, in the environment or in the file PUSH_CONFIG (environment; STATE_DIR/push.env by
+# default, read when it exists: lines NAME=value of the names below, # comments; the environment wins):
+#   APNs (iOS, VoIP pushes): APNS_KEY_FILE (the .p8 token-authentication key), APNS_KEY_ID, APNS_TEAM_ID,
+#     APNS_BUNDLE_ID (pushes go to <bundle ID>.voip); APNS_ENDPOINT (https://api.sandbox.push.apple.com for
+#     development builds; https://api.push.apple.com by default).
+#   FCM (Android): FCM_SERVICE_ACCOUNT (the service account's JSON key file); FCM_ENDPOINT, FCM_TOKEN_ENDPOINT.
+#   PUSH_TRUST_ROOTS: PEM file of the CAs the push services' certificates chain to, when not the system's.
+# The script says at start which platform is on and which is off and why.
+push_names="APNS_KEY_FILE APNS_KEY_ID APNS_TEAM_ID APNS_BUNDLE_ID APNS_ENDPOINT FCM_SERVICE_ACCOUNT FCM_ENDPOINT \
+FCM_TOKEN_ENDPOINT PUSH_TRUST_ROOTS"
+push_config=${PUSH_CONFIG:-$state/push.env}
+push_source="the environment"
+if [ -f "$push_config" ]; then
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in '' | '#'*) continue ;; esac
+    name=${line%%=*} value=${line#*=}
+    case "$value" in \"*\") value=${value#\"} value=${value%\"} ;; esac
+    case " $push_names " in
+      *" $name "*) eval "[ -n \"\${$name:-}\" ] || $name=\$value" ;;
+      *) echo "$push_config: unknown setting '$name' (one of: $push_names)" >&2; exit 1 ;;
+    esac
+  done < "$push_config"
+  push_source="the environment and $push_config"
+elif [ -n "${PUSH_CONFIG:-}" ]; then
+  echo "PUSH_CONFIG=$PUSH_CONFIG: no such file" >&2
+  exit 1
+fi
+for file in ${APNS_KEY_FILE:-} ${FCM_SERVICE_ACCOUNT:-} ${PUSH_TRUST_ROOTS:-}; do
+  [ -r "$file" ] || { echo "push: cannot read $file" >&2; exit 1; }
+done
+apns_given="" apns_missing=""
+for name in APNS_KEY_FILE APNS_KEY_ID APNS_TEAM_ID APNS_BUNDLE_ID; do
+  if eval "[ -n \"\${$name:-}\" ]"; then apns_given=yes; else apns_missing="$apns_missing $name"; fi
+done
+if [ -n "$apns_given" ] && [ -n "$apns_missing" ]; then
+  echo "push: APNs needs APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID and APNS_BUNDLE_ID; missing:$apns_missing" >&2
+  exit 1
+fi
+push_options="" push_defines=""
+if [ -n "$apns_given" ]; then
+  push_options="--apns-key-file $APNS_KEY_FILE --apns-key-id $APNS_KEY_ID --apns-team-id $APNS_TEAM_ID \
+    --apns-bundle-id $APNS_BUNDLE_ID ${APNS_ENDPOINT:+--apns-endpoint $APNS_ENDPOINT}"
+  echo "push: APNs on (key $APNS_KEY_FILE, topic $APNS_BUNDLE_ID.voip, ${APNS_ENDPOINT:-https://api.push.apple.com})"
+else
+  echo "push: APNs off (APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, APNS_BUNDLE_ID not set in $push_source)"
+fi
+if [ -n "${FCM_SERVICE_ACCOUNT:-}" ]; then
+  push_options="$push_options --fcm-service-account $FCM_SERVICE_ACCOUNT ${FCM_ENDPOINT:+--fcm-endpoint $FCM_ENDPOINT} \
+    ${FCM_TOKEN_ENDPOINT:+--fcm-token-endpoint $FCM_TOKEN_ENDPOINT}"
+  echo "push: FCM on (service account $FCM_SERVICE_ACCOUNT, ${FCM_ENDPOINT:-https://fcm.googleapis.com})"
+else
+  echo "push: FCM off (FCM_SERVICE_ACCOUNT not set in $push_source)"
+fi
+if [ -n "$push_options" ]; then
+  if [ ! -f "$state/push-secret" ]; then
+    head -c 32 /dev/urandom | base64 | tr -d '\n/+=' > "$state/push-secret"
+    chmod 600 "$state/push-secret"
+  fi
+  push_options="--managed-push-secret-file $state/push-secret $push_options \
+    ${PUSH_TRUST_ROOTS:+--push-trust-roots $PUSH_TRUST_ROOTS}"
+  push_defines="yes"
+else
+  echo "push: off, apps push their devices themselves (app-sent push); the APNs or FCM settings turn it on"
+fi
+
 # PostgreSQL: created the first time (initdb, the database, Kamailio's tables from Kamailio's own schema files);
 # the registration service creates and migrates its tables itself. Run as postgres when started as root.
 db_port=${DB_PORT:-5433}
@@ -100,25 +172,6 @@ fi
 unset PGPASSWORD
 echo "postgresql: 127.0.0.1:$db_port, database voiceengine, data in $state/postgresql (pid $database)"
 
-# Managed push (the service pushes through APNs and FCM) when APNS_KEY_FILE (with APNS_KEY_ID, APNS_TEAM_ID,
-# APNS_BUNDLE_ID; APNS_ENDPOINT for the sandbox) or FCM_SERVICE_ACCOUNT (FCM_ENDPOINT, FCM_TOKEN_ENDPOINT) is set in
-# the environment; PUSH_TRUST_ROOTS names the CAs of the push services when they are not the system's. Kamailio
-# then posts kept calls and stored messages to the registration service with the secret in STATE_DIR/push-secret.
-push_options="" push_defines=""
-if [ -n "${APNS_KEY_FILE:-}${FCM_SERVICE_ACCOUNT:-}" ]; then
-  if [ ! -f "$state/push-secret" ]; then
-    head -c 32 /dev/urandom | base64 | tr -d '\n/+=' > "$state/push-secret"
-    chmod 600 "$state/push-secret"
-  fi
-  push_options="--managed-push-secret-file $state/push-secret"
-  [ -z "${APNS_KEY_FILE:-}" ] || push_options="$push_options --apns-key-file $APNS_KEY_FILE --apns-key-id $APNS_KEY_ID \
-    --apns-team-id $APNS_TEAM_ID --apns-bundle-id $APNS_BUNDLE_ID ${APNS_ENDPOINT:+--apns-endpoint $APNS_ENDPOINT}"
-  [ -z "${FCM_SERVICE_ACCOUNT:-}" ] || push_options="$push_options --fcm-service-account $FCM_SERVICE_ACCOUNT \
-    ${FCM_ENDPOINT:+--fcm-endpoint $FCM_ENDPOINT} ${FCM_TOKEN_ENDPOINT:+--fcm-token-endpoint $FCM_TOKEN_ENDPOINT}"
-  push_options="$push_options ${PUSH_TRUST_ROOTS:+--push-trust-roots $PUSH_TRUST_ROOTS}"
-  push_defines="yes"
-fi
-
 secret=$(cat "$state/shared-secret")
 
 # coturn: STUN and TURN for the clients' calls on SERVICE_ADDRESS:TURN_PORT (environment, 3478 by default; relay
@@ -152,10 +205,14 @@ echo "registration service: https://$address:$http_port/v1/registrations (pid $r
 echo "metrics: http://127.0.0.1:$metrics_port/metrics, http://127.0.0.1:$metrics_port/health, kamailio http://127.0.0.1:$kamailio_metrics_port/metrics"
 echo "kamailio: sip:$address:$tls_port;transport=tls (clients), sip:$address:$sip_port (udp, tcp), domain voiceengine.test, state in $state"
 echo "clients trust the service's CA: $state/ca.pem"
+if [ -n "${NODES:-}" ]; then
+  for node in $NODES; do echo "1 $node"; done > "$state/nodes.list"
+  echo "kamailio: one node of: $NODES"
+fi
 /usr/sbin/kamailio -f "$here/kamailio/kamailio.cfg" -DD -E -l "udp:$address:$sip_port" -l "tcp:$address:$sip_port" \
   -l "tls:$address:$tls_port" -A WITH_TLS -A "TLSCFG=\"$state/tls.cfg\"" \
   -A "SECRET=\"$secret\"" -A "DB_URL=\"postgres://voiceengine:$db_password@127.0.0.1:$db_port/voiceengine\"" \
   -A "SELF=\"sip:$address:$sip_port\"" -A "METRICS_PORT=$kamailio_metrics_port" ${GATEWAY:+-A "GATEWAY=\"$GATEWAY\""} ${CONFERENCE:+-A "CONFERENCE=\"$CONFERENCE\""} \
   ${push_defines:+-A "PUSH_GATEWAY=\"https://$address:$http_port/v1/managed-push\""} \
   ${push_defines:+-A "PUSH_SECRET=\"$(cat "$state/push-secret" 2>/dev/null)\"" -A "PUSH_CA=\"$state/ca.pem\""} \
-  -P "$state/kamailio.pid" -Y "$state" -m 32 -M 8
+  ${NODES:+-A CLUSTER -A "NODES=\"$state/nodes.list\""} -P "$state/kamailio.pid" -Y "$state" -m "${KAMAILIO_SHM_MB:-256}" -M 8

@@ -164,8 +164,10 @@ public final class RegistrationStore: Sendable {
     // MARK: Registrations
 
     /// Records `sequence` as the user's last accepted one, with the push data of the device `deviceID` (nil
-    /// removes that device's), only if it is above the last accepted; in one transaction, so of two nodes given the
-    /// same sequence one accepts. Other devices of the user keep theirs.
+    /// removes that device's), only if it is above the last accepted; in one statement (one round trip, atomic), so
+    /// of two nodes given the same sequence one accepts. Other devices of the user keep theirs; another device ID of
+    /// the user with the same push data is this device under an ID it no longer uses (a reinstall, a client without
+    /// a state store) and is removed, or it would be pushed twice.
     /// - Returns: nil when recorded, else the last accepted sequence that `sequence` is not above.
     public func acceptSequence(
         applicationKey: String, userID: String, sequence: UInt64, deviceID: String = "", pushData: Data?,
@@ -173,34 +175,46 @@ public final class RegistrationStore: Sendable {
     ) async throws(RegistrationStoreError) -> UInt64? {
         let logger = logger
         return try await storeOperation("record the registration of \(userID)") { [self] in
-            try await client.withTransaction(logger: logger) { connection -> UInt64? in
-                let recorded = try await connection.query(
-                    """
-                    INSERT INTO accepted_sequences (application_key, user_id, sequence)
-                    VALUES (\(applicationKey), \(userID), \(String(sequence))::numeric)
+            // The device's rows change only when the sequence was accepted (`accepted` has its row); the data-
+            // modifying parts touch different rows, and the foreign key of a new user's device is checked at the
+            // statement's end, after its sequence row is in.
+            let recorded = try await client.query(
+                """
+                WITH accepted AS (
+                    INSERT INTO accepted_sequences (application_key, user_id, sequence, display_name)
+                    VALUES (\(applicationKey), \(userID), \(String(sequence))::numeric, \(displayName)::text)
                     ON CONFLICT (application_key, user_id) DO UPDATE
-                        SET sequence = EXCLUDED.sequence, accepted_at = now()
+                        SET sequence = EXCLUDED.sequence, accepted_at = now(),
+                            display_name = coalesce(EXCLUDED.display_name, accepted_sequences.display_name)
                         WHERE accepted_sequences.sequence < EXCLUDED.sequence
-                    RETURNING 1
-                    """, logger: logger
-                ).collect()
-                guard recorded.isEmpty else {
-                    try await Self.setDevice(
-                        applicationKey: applicationKey, userID: userID, deviceID: deviceID, pushData: pushData,
-                        displayName: displayName, on: connection, logger: logger)
-                    return nil
-                }
-                var last: UInt64 = 0
-                for try await text in try await connection.query(
-                    """
-                    SELECT sequence::text FROM accepted_sequences
-                    WHERE application_key = \(applicationKey) AND user_id = \(userID)
-                    """, logger: logger
-                ).decode(String.self) {
-                    last = UInt64(text) ?? 0
-                }
-                return last
+                    RETURNING 1),
+                removed AS (
+                    DELETE FROM devices
+                    WHERE EXISTS (SELECT FROM accepted)
+                        AND application_key = \(applicationKey) AND user_id = \(userID)
+                        AND ((\(pushData)::bytea IS NULL AND device_id = \(deviceID))
+                            OR (device_id <> \(deviceID) AND push_data = \(pushData)::bytea))),
+                stored AS (
+                    INSERT INTO devices (application_key, user_id, device_id, push_data)
+                    SELECT \(applicationKey), \(userID), \(deviceID), \(pushData)::bytea
+                    WHERE EXISTS (SELECT FROM accepted) AND \(pushData)::bytea IS NOT NULL
+                    ON CONFLICT (application_key, user_id, device_id) DO UPDATE
+                        SET push_data = EXCLUDED.push_data, registered_at = now())
+                SELECT count(*) FROM accepted
+                """, logger: logger
+            ).collect()
+            guard let row = recorded.first, try row.decode(Int.self) == 0 else { return nil }
+            // Refused (the rare path): the sequence it is not above, committed by now.
+            var last: UInt64 = 0
+            for try await text in try await client.query(
+                """
+                SELECT sequence::text FROM accepted_sequences
+                WHERE application_key = \(applicationKey) AND user_id = \(userID)
+                """, logger: logger
+            ).decode(String.self) {
+                last = UInt64(text) ?? 0
             }
+            return last
         }
     }
 

@@ -50,12 +50,18 @@ struct PushSenderOptions: ParsableArguments {
         }
     }
 
-    /// The managed push of the service, nil when not asked for.
-    func managedPush(store: RegistrationStore, group: any EventLoopGroup) throws -> RegistrationService.ManagedPush? {
-        guard let secretFile else { return nil }
+    /// The managed push of the service (nil when not asked for) and the lines the command prints at start: which
+    /// push platform is on, which is off and why, so an operator sees at once whether phones will be pushed.
+    func managedPush(store: RegistrationStore, group: any EventLoopGroup) throws -> (
+        push: RegistrationService.ManagedPush?, summary: [String]
+    ) {
+        guard let secretFile else {
+            return (nil, ["push: off (no --managed-push-secret-file: apps push their devices themselves)"])
+        }
         let secret = String(decoding: try readServiceFile(secretFile), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw CommandFailure.dataError("\(secretFile): the managed push secret is empty") }
+        var summary: [String] = []
         do {
             var apns: APNsSender?
             if let apnsKeyFile, let apnsKeyID, let apnsTeamID, let apnsBundleID {
@@ -65,6 +71,10 @@ struct PushSenderOptions: ParsableArguments {
                         privateKeyPEM: String(decoding: try readServiceFile(apnsKeyFile), as: UTF8.self),
                         bundleID: apnsBundleID, endpoint: try PushEndpoint(apnsEndpoint), trustRootsFile: trustRoots),
                     group: group)
+                summary.append(
+                    "push: APNs on (topic \(apnsBundleID).voip, team \(apnsTeamID), key \(apnsKeyID), \(apnsEndpoint))")
+            } else {
+                summary.append("push: APNs off (no --apns-key-file, --apns-key-id, --apns-team-id, --apns-bundle-id)")
             }
             var fcm: FCMSender?
             if let fcmServiceAccount {
@@ -75,9 +85,13 @@ struct PushSenderOptions: ParsableArguments {
                         serviceAccount: account, endpoint: try PushEndpoint(fcmEndpoint),
                         tokenEndpoint: try fcmTokenEndpoint.map { try PushEndpoint($0) }, trustRootsFile: trustRoots),
                     group: group)
+                summary.append("push: FCM on (project \(account.projectID), \(fcmEndpoint))")
+            } else {
+                summary.append("push: FCM off (no --fcm-service-account)")
             }
-            return RegistrationService.ManagedPush(
+            let push = RegistrationService.ManagedPush(
                 dispatcher: ManagedPushDispatcher(store: store, apns: apns, fcm: fcm), secret: secret)
+            return (push, summary)
         } catch let failure as CommandFailure {
             throw failure
         } catch {

@@ -117,11 +117,12 @@ struct RegistrationServiceCommand: ParsableCommand {
             throw CommandFailure.runtime("cannot open the database: \(error)")
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let managedPush = try push.managedPush(store: store, group: group)
         let service = RegistrationService(
             store: store,
             issuer: EphemeralCredentialIssuer(
                 sharedSecret: secret, lifetime: lifetime, domain: domain, iceServerURLs: iceServers),
-            managedPush: try push.managedPush(store: store, group: group))
+            managedPush: managedPush.push)
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let server: RegistrationHTTPServer
         do {
@@ -153,6 +154,7 @@ struct RegistrationServiceCommand: ParsableCommand {
         if let monitoring, let (metricsHost, _) = metricsListen.flatMap(PeerAddress.split) {
             line += "metrics on http://\(metricsHost):\(monitoring.port ?? 0)/metrics\n"
         }
+        line += managedPush.summary.map { $0 + "\n" }.joined()
         FileHandle.standardOutput.write(Data(line.utf8))
         // Serves until the process is stopped.
         withExtendedLifetime((server, monitoring)) { while true { pause() } }

@@ -223,13 +223,7 @@ struct ManagedDevicePushTests {
                     let sent = server.requests.dropFirst(count).filter { $0.path != "/token" && $0.refusal == nil }
                     if sent.count >= expected {
                         return sent.compactMap { request in
-                            if request.path.hasPrefix("/3/device/") {
-                                return (try? PushPayload.parse(request.body)).map { ("phone", $0) }
-                            }
-                            let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any]
-                            let data = (object?["message"] as? [String: Any])?["data"] as? [String: String]
-                            return data?[FCMSender.payloadKey].flatMap { try? PushPayload.parse(Data($0.utf8)) }
-                                .map { ("tablet", $0) }
+                            request.pushPayload.map { (request.path.hasPrefix("/3/device/") ? "phone" : "tablet", $0) }
                         }
                     }
                     try? await Task.sleep(for: .milliseconds(50))

@@ -7,6 +7,7 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import VoiceClient
 import VoicePush
 import VoiceTestSupport
 
@@ -29,6 +30,14 @@ final class PushServiceServer: Sendable {
         var status: Int
         /// Why the request was refused; nil when accepted.
         var refusal: String?
+
+        /// The VoiceClient push payload the request carries: an APNs body, or FCM's data message's entry.
+        var pushPayload: PushPayload? {
+            if path.hasPrefix("/3/device/") { return try? PushPayload.parse(body) }
+            let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+            let data = (object?["message"] as? [String: Any])?["data"] as? [String: String]
+            return data?[FCMSender.payloadKey].flatMap { try? PushPayload.parse(Data($0.utf8)) }
+        }
     }
 
     struct APNsAccount: Sendable {
