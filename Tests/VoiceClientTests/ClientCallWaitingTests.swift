@@ -140,6 +140,17 @@ struct ClientCallWaitingTests {
             sent: try WAVFile.read(path: baresipSpeech).int16Samples, heard: heard, maximumOffsetSeconds: 30)
         let peak = heard.lazy.map { abs(Int($0)) }.max() ?? 0
         print("call waiting: \(what): median window correlation \(match) (\(heard.count) samples, peak \(peak))")
+        if match <= 0.5 {
+            // Keeps the recording (the service's directory is removed) and tells a misaligned check (the
+            // piecewise alignment finds the speech) from speech that is not there (both low).
+            let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "call-waiting-\(getpid())-\(URL(fileURLWithPath: path).lastPathComponent)")
+            try? FileManager.default.removeItem(at: kept)
+            try? FileManager.default.copyItem(at: URL(fileURLWithPath: path), to: kept)
+            let piecewise = SpeechMatch.piecewiseMedian(
+                sent: try WAVFile.read(path: baresipSpeech).int16Samples, heard: heard, maximumOffsetSeconds: 30)
+            print("call waiting: \(what): piecewise median \(piecewise); recording kept at \(kept.path)")
+        }
         #expect(match > 0.5, "\(what) was not heard (\(match))")
     }
 }
