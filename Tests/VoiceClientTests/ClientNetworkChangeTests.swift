@@ -144,7 +144,8 @@ struct ClientNetworkChangeTests {
         try await Task.sleep(for: .seconds(10) - (ContinuousClock.now - changed))
         bob.say("hangup")
         #expect(
-            await alice.waitFor("call 1: ended (remoteHangup"), "the callee's BYE did not reach the caller:\n\(alice.output)")
+            await alice.waitFor("call 1: ended (remoteHangup"),
+            "the callee's BYE did not reach the caller:\n\(alice.output)")
         #expect(await bob.waitFor("call 1: ended (localHangup"), "\(bob.output)")
         #expect(await alice.quit() == 0, "\(alice.output)")
         #expect(await bob.quit() == 0, "\(bob.output)")

@@ -247,12 +247,7 @@ struct ClientPeerCallTests {
     "VoiceClient push for calls (managed and app-sent)", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(1)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
-    .enabled(
-        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
-            FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
-        },
-        "Kamailio's tsilo/http_client/htable/jansson modules are not installed (make test-deps installs kamailio-utils-modules, kamailio-extra-modules)"
-    ))
+    .enabled(if: managedPushModulesInstalled, "\(managedPushModulesMissing)"))
 struct ManagedPushTests {
     @Test func offlineCalleeIsPushedRelaysThePayloadAndGetsTheHeldCall() async throws {
         let gateway = try PushGateway(port: 26091)

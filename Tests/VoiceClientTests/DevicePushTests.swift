@@ -188,10 +188,7 @@ enum PushStandIn {
     "Managed push through the service to every device", .tags(.interop, .live), .scheduledByTags, .serialized,
     .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
-    .enabled(
-        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
-            FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
-        }, "Kamailio's tsilo/http_client/htable/jansson modules are not installed"))
+    .enabled(if: managedPushModulesInstalled, "\(managedPushModulesMissing)"))
 struct ManagedDevicePushTests {
     @Test func callsCancelsAndMessagesReachBothDevicesAndAGoneTokenIsRemoved() async throws {
         let pki = try TestPKI(prefix: "managed-push")

@@ -31,6 +31,14 @@ let serviceUnavailableReason: String? = {
     return TestPostgreSQL.unavailableReason
 }()
 
+/// Whether Kamailio's modules of managed push (tsilo holds the INVITE, http_client asks the registration service
+/// to push) are installed.
+let managedPushModulesInstalled = ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
+    FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
+}
+let managedPushModulesMissing =
+    "Kamailio's tsilo/http_client/htable/jansson modules are not installed (make test-deps installs kamailio-utils-modules, kamailio-extra-modules)"
+
 /// The repository's service on loopback for one test: Kamailio with Services/kamailio/kamailio.cfg (its own
 /// state directory; TLS on `tlsPort`, UDP and TCP on `sipPort`) and the registration service over HTTPS in this
 /// process, sharing a fresh secret and a fresh database of the test process's PostgreSQL; both present a

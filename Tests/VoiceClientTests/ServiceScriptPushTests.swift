@@ -18,10 +18,7 @@ import VoiceTestSupport
     .timeLimit(.minutes(2)),
     .enabled(if: BuiltExecutables.url("voice-engine") != nil, "voice-engine is not built"),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
-    .enabled(
-        if: ["tsilo", "http_client", "htable", "jansson"].allSatisfy {
-            FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/kamailio/modules/\($0).so")
-        }, "Kamailio's tsilo/http_client/htable/jansson modules are not installed"))
+    .enabled(if: managedPushModulesInstalled, "\(managedPushModulesMissing)"))
 struct ServiceScriptPushTests {
     static let (sipPort, httpsPort, tlsPort, databasePort, turnPort) = (26500, 26501, 26503, 26505, 26506)
     static let phoneToken = String(repeating: "feedc0de", count: 8)

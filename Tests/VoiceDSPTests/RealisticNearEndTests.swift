@@ -8,17 +8,7 @@ import VoiceTestSupport
 /// Whether `Benchmarks/scripts/aec-realistic.py` can run here.
 enum RealisticSetGenerator {
     /// Why the generator cannot run here (nil: it can).
-    static let unavailableReason: String? = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import numpy, scipy, pyroomacoustics, pesq"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return "python3 not runnable: \(error)" }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-            ? nil : "python3 lacks numpy, scipy, pyroomacoustics or pesq (pip install pyroomacoustics pesq)"
-    }()
+    static let unavailableReason = PythonModules.unavailableReason(["numpy", "scipy", "pyroomacoustics", "pesq"])
 }
 
 /// Near-end single talk on the realistic set: "the suppressor must leave a lone near-end talker

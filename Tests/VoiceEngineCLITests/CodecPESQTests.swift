@@ -12,14 +12,7 @@ import VoiceTestSupport
     /// Why the script cannot run here, or nil: it needs python3 with numpy, scipy and `pesq`, and a C compiler
     /// with spandsp's headers.
     static let missingTools: String? = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import numpy, scipy, pesq"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return "python3 is missing" }
-        process.waitUntilExit()
-        if process.terminationStatus != 0 { return "python3 lacks numpy, scipy or pesq (pip install numpy scipy pesq)" }
+        if let reason = PythonModules.unavailableReason(["numpy", "scipy", "pesq"]) { return reason }
         if !FileManager.default.isExecutableFile(atPath: "/usr/bin/cc") { return "no C compiler at /usr/bin/cc" }
         if !FileManager.default.fileExists(atPath: "/usr/include/spandsp/plc.h") {
             return "spandsp's headers are missing (make deps installs libspandsp-dev)"
