@@ -72,8 +72,16 @@ demo: deps
 ## The whole test suite (unit tests, test-vector manifest, interoperability where the peers are installed).
 ## Serial, which is faster on a small machine; the parallel `swift test` passes too (a live call keeps its
 ## control plane off the cooperative pool and its media thread on SCHED_FIFO: LiveCallTests.UnderLoad).
+## The log is kept in .build/test.log, and every failed expectation is printed again at its end, where a CI
+## that shows only the tail of the output still shows which tests failed and why.
 test: test-deps
-	$(SWIFT) test --no-parallel
+	@mkdir -p .build
+	@{ $(SWIFT) test --no-parallel 2>&1; echo $$? > .build/test.rc; } | tee .build/test.log
+	@if [ "$$(cat .build/test.rc)" != 0 ]; then \
+	  echo "== Failed expectations and tests (from .build/test.log) =="; \
+	  grep -aE "✘|error:|Fatal error" .build/test.log | cut -c1-400 | tail -n 20; \
+	fi
+	@exit "$$(cat .build/test.rc)"
 
 ## The unit tests only, in a few minutes: every test tagged interop, live, cli, slow or root (Tests/VoiceTestSupport/
 ## Tags.swift) is skipped, by the trait that reads VOICE_TEST_FAST (swift test's --filter/--skip match names, not tags).
