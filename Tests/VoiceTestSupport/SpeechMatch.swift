@@ -36,11 +36,15 @@ public enum SpeechMatch {
     /// either side of its piece's alignment (instead of ±30 ms): for a path whose delay moves while it is
     /// recorded — a room's adaptive jitter buffer growing in steps of 100+ ms under a bursty sender (baresip on a
     /// loaded machine: 1.24 → 1.33 → 1.46 s within 2 s) — which a single alignment would score as not heard.
+    /// The wide search runs on both signals decimated by 4 and is refined at the full rate around its best lag
+    /// (``bestCorrelation(of:in:decimated:from:through:)``): searched sample by sample it took tens of seconds in a
+    /// debug build, long enough for a live call under test to outlast its peer's recording.
     public static func piecewiseMedian(
         sent: [Int16], heard: [Int16], pieceSeconds: Double = 2, fineSearchSeconds: Double = 0.15,
         maximumOffsetSeconds: Double = 5
     ) -> Double {
         let window = 4_000, piece = Int(pieceSeconds * 16_000), reach = Int(fineSearchSeconds * 16_000)
+        let sentDecimated = decimatedBy4(sent)
         var results: [Double] = []
         var pieceStart = 0
         while pieceStart + piece <= heard.count {
@@ -56,12 +60,9 @@ public enum SpeechMatch {
             while at + window <= part.count {
                 let observed = part[at..<(at + window)]
                 if level(observed) > 300 {
-                    var best = -1.0
-                    for fine in -reach...reach {
-                        let from = at - offset + fine
-                        guard from >= 0, from + window <= sent.count else { continue }
-                        best = max(best, correlation(sent[from..<(from + window)], observed))
-                    }
+                    let best = bestCorrelation(
+                        of: observed, in: sent, decimated: sentDecimated, from: at - offset - reach,
+                        through: at - offset + reach)
                     if best > -1 { results.append(best) }
                 }
                 at += window
@@ -70,6 +71,42 @@ public enum SpeechMatch {
         }
         let sorted = results.sorted()
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// The highest normalised correlation of `observed` with a run of `sent` starting anywhere in
+    /// `first...last` (−1 when none fits): every 4th start on the decimated signals, then every start within
+    /// ±8 samples of the best one. A 4-sample average keeps speech below 2 kHz, where its correlation peak is
+    /// broad enough that the decimated peak lies within a decimated sample of the full-rate one.
+    static func bestCorrelation(
+        of observed: ArraySlice<Int16>, in sent: [Int16], decimated sentDecimated: [Int16], from first: Int,
+        through last: Int
+    ) -> Double {
+        let length = observed.count
+        let observedDecimated = decimatedBy4(Array(observed))
+        let shortLength = observedDecimated.count
+        var coarse = (score: -2.0, start: 0)
+        var start = max(first, 0)
+        start += (4 - start % 4) % 4
+        while start <= last, start / 4 + shortLength <= sentDecimated.count {
+            let score = correlation(
+                sentDecimated[(start / 4)..<(start / 4 + shortLength)], observedDecimated[0..<shortLength])
+            if score > coarse.score { coarse = (score, start) }
+            start += 4
+        }
+        guard coarse.score > -2 else { return -1 }
+        var best = -1.0
+        for from in max(coarse.start - 8, first, 0)...min(coarse.start + 8, last) where from + length <= sent.count {
+            best = max(best, correlation(sent[from..<(from + length)], observed))
+        }
+        return best
+    }
+
+    /// Averages of 4 samples: a crude low-pass and a quarter of the search.
+    static func decimatedBy4(_ samples: [Int16]) -> [Int16] {
+        stride(from: 0, to: samples.count - 3, by: 4).map { (index: Int) -> Int16 in
+            let sum: Int = samples[index..<(index + 4)].reduce(0) { $0 + Int($1) }
+            return Int16(sum / 4)
+        }
     }
 
     /// Normalised cross-correlation of two equally long runs. Through unsafe buffers: the search calls it about a
