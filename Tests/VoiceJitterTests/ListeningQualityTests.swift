@@ -13,7 +13,8 @@ import VoiceLab
 private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)
 private let hasSpeechSet = speechSet != nil
 
-/// The shared noisy real speech (`speech-noisy/`: a hissy recording and real devices' near talkers in room noise).
+/// The shared noisy real speech (`speech-noisy/`: a hissy recording, real devices' talkers in room noise, speech
+/// over café noise).
 private let noisySpeechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(
     directory: SharedTestData.path("speech-noisy"), files: JitterBenchmark.noisySpeechSetFiles)
 
@@ -129,6 +130,30 @@ func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
         #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
+    }
+}
+
+/// Under 30 ms jitter on noisy speech, with and without loss, three draws each: the adaptive buffer no further from
+/// the ideal receiver than speexdsp, and stretching less (measured 0.66 / 0.65 / 0.75 dB against speexdsp's 0.78 /
+/// 0.86 / 0.89 at 0 / 5 / 10 % loss; 1.6 k / 1.9 k / 2.2 k samples a minute against 4.5 k / 4.5 k / 4.1 k).
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: noisySpeechSet != nil, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
+func onNoisySpeechUnderJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
+    for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
+        var distance = 0.0, speexDistance = 0.0, stretched = 0.0, speexStretched = 0.0
+        for seed: UInt64 in 1...3 {
+            let r = try quality(name, seed: seed, noisy: true)
+            distance += r.adaptive.distanceToIdeal.decibels / 3
+            speexDistance += r.speex.distanceToIdeal.decibels / 3
+            stretched += r.adaptive.stretchedSamplesPerMinute / 3
+            speexStretched += r.speex.stretchedSamplesPerMinute / 3
+        }
+        print(
+            "noisy \(name): distance to ideal adaptive \(distance) speex \(speexDistance), stretched/min \(stretched) speex \(speexStretched)"
+        )
+        #expect(distance <= speexDistance, "\(name)")
+        #expect(stretched <= 4_000 && stretched <= speexStretched, "\(name)")
     }
 }
 
