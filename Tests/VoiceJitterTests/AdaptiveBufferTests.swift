@@ -46,7 +46,7 @@ private func insert(
     // Packet 6 (and those after it) arriving 10 ms early or on time: half-way through frame 5, or at its end.
     // (With the look-ahead, FEC stands in for the whole frame: `recoversASingleLossFromTheNextPacketsFEC`.)
     let expected: [(lateness: Int64, concealed: Int, fromFEC: Int, frames: Int)] = [
-        (-10, 160, 160, 0), (0, 320, 0, 0),
+        (-10, 160, 160, 0), (0, 320, 0, 0)
     ]
     for e in expected {
         let buffer = try AdaptiveJitterBuffer()
