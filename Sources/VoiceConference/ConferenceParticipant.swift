@@ -81,6 +81,7 @@ public final class ConferenceParticipant {
         p.playedSamples = s.jitterBuffer.playedSamples
         p.concealedSamples = s.jitterBuffer.concealedSamples
         p.fecRecoveredFrames = s.jitterBuffer.fecRecoveredFrames
+        p.fecRecoveredSamples = s.jitterBuffer.fecRecoveredSamples
         p.packetsSent = s.packetsSent
         p.talkerTicks = talkerTicks
         p.ownEncodedFrames = ownEncodedFrames
@@ -114,7 +115,10 @@ public struct ConferenceParticipantStatistics: Sendable, Hashable {
     /// Samples its jitter buffer played, and how many of them were loss concealment.
     public var playedSamples = 0
     public var concealedSamples = 0
+    /// Lost frames played from their FEC copy from their start, and the samples played from FEC copies (see
+    /// `JitterBufferStatistics.fecRecoveredFrames`).
     public var fecRecoveredFrames = 0
+    public var fecRecoveredSamples = 0
     /// RTP packets sent to it (its own mix-minus and the shared mix).
     public var packetsSent = 0
     /// Ticks it was one of the talkers (heard by the others).

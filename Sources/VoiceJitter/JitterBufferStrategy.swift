@@ -57,8 +57,16 @@ public struct JitterBufferStatistics: Sendable, Hashable {
     public var concealedSamples: Int = 0
     /// Of those, comfort noise / silence for DTX gaps (not loss).
     public var comfortNoiseSamples: Int = 0
-    /// Frames recovered from in-band FEC.
+    /// Lost frames played from their in-band FEC copy (the next packet's) from their start. A frame whose start
+    /// concealment had already played while playout waited for that packet is not one of them: the listener heard
+    /// concealment at its playout time, so its concealed samples count in ``concealedSamples`` and only the rest,
+    /// played from the FEC copy, in ``fecRecoveredSamples`` (as in RFC 3611's loss after FEC, where a repair that
+    /// comes after the playout time does not make the frame received; WebRTC's `concealedSamples` counts the
+    /// synthesised samples either way).
     public var fecRecoveredFrames: Int = 0
+    /// Samples played from in-band FEC copies. Each sample of a lost frame that the listener heard is counted
+    /// either here or in ``concealedSamples``, never in both.
+    public var fecRecoveredSamples: Int = 0
     /// Samples removed by accelerate (time compression).
     public var acceleratedSamples: Int = 0
     /// Samples added by slow-down (time expansion).

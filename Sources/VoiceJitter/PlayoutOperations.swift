@@ -243,7 +243,9 @@ extension PlayoutOperations {
                 crossfadeFromTail(at: start, tailCount: tailCount, available: kept)
             }
             timeline.position += Int64(n) * tsPerSample
-            statistics.fecRecoveredFrames += 1
+            // Concealment already stood in for the frame's start: it is a concealed frame whose rest FEC filled.
+            if covered == 0 { statistics.fecRecoveredFrames += 1 }
+            statistics.fecRecoveredSamples += kept
             operation = .fecRecover
         } else {
             let c = conceal(samples: samples)

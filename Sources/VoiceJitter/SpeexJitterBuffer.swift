@@ -198,6 +198,7 @@ public final class SpeexJitterBuffer: JitterBufferStrategy {
             produced = recoverFromNextPacket(frameAt: frameStart, samples: frameSamples)
             if produced > 0 {
                 statistics.fecRecoveredFrames += 1
+                statistics.fecRecoveredSamples += produced
                 operation = .fecRecover
             }
         }

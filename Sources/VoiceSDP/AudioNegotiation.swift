@@ -169,6 +169,9 @@ public struct NegotiatedAudio: Equatable, Sendable {
     public var decoderChannels: Int
     /// Whether the peer asked for in-band FEC (and so whether ``encoder`` has it, if we allow it).
     public var peerWantsFEC: Bool
+    /// The peer's Opus `maxaveragebitrate`, nil when it set none: our encoder never sends above it, not even
+    /// while it pays for start-up FEC with extra bits.
+    public var peerMaximumBitrate: Int? = nil
     /// nil for plain RTP.
     public var srtp: NegotiatedSRTP?
     public var rtcpMux: Bool
@@ -484,12 +487,14 @@ extension SessionDescription {
         let remote = remoteDescription.audio
         let codec = format.codec ?? .opus
         let params = format.opusParameters ?? OpusFormatParameters()
-        return NegotiatedAudio(
+        var negotiated = NegotiatedAudio(
             codec: codec, payloadType: format.payloadType, encoder: encoder,
             decoderChannels: codec == .opus && local.receiveStereo && params.effectiveSpropStereo ? 2 : 1,
             peerWantsFEC: codec == .opus && params.effectiveUseInbandFEC, srtp: srtp, rtcpMux: rtcpMux,
             ptime: encoder.frameDuration.milliseconds, remoteAddress: connection.address, remotePort: remote.port,
             remoteRTCPPort: rtcpMux ? remote.port : (remote.rtcpPort ?? remote.port + 1), direction: direction)
+        negotiated.peerMaximumBitrate = codec == .opus ? params.maxAverageBitrate : nil
+        return negotiated
     }
 
     private static func suiteName(_ unsupportedLine: String) -> String {

@@ -14,8 +14,8 @@ struct SimulateCommand: ParsableCommand {
             either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
             (--trace FILE, CSV 'send_ms,arrival_ms', one row per RTP packet in send order, empty arrival = lost). \
             The receiver asks for in-band FEC (useinbandfec=1, as the engine's SDP does), so the sender's Opus \
-            carries FEC from the first packet (expecting 5 % loss) and adapts it from the RTCP the receiver sends \
-            back over a clean path. With --codec pcmu, pcma (8 kHz) or g722 (16 kHz) the whole chain runs at that \
+            carries FEC from the first packet (expecting 5 % loss, at a bitrate raised by 25 % until the first \
+            report) and adapts it from the RTCP the receiver sends back over a clean path. With --codec pcmu, pcma (8 kHz) or g722 (16 kHz) the whole chain runs at that \
             codec's rate and a lost packet is concealed with spandsp's PLC.
             """)
 
@@ -54,6 +54,16 @@ struct SimulateCommand: ParsableCommand {
     var bitrate: Int = 32_000
     @Option(help: "Packet time in ms: 10, 20, 40 or 60 (one Opus frame per packet).")
     var ptime: Int = 20
+    @Option(
+        help:
+            "Expected loss (%) the sender's Opus FEC starts with, before the first loss report; 0: no FEC until a report shows loss."
+    )
+    var initialExpectedLoss = LossAdaptationPolicy().initialExpectedLossPercent
+    @Option(
+        help:
+            "How much (%) the sender raises its bitrate while that start-up FEC runs, until the first loss report; 0: the FEC takes its bits from the speech."
+    )
+    var initialFECBitrateIncrease = LossAdaptationPolicy().initialFECBitrateIncreasePercent
     @Flag(help: "Send plain RTP instead of SRTP.")
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
@@ -76,6 +86,8 @@ struct SimulateCommand: ParsableCommand {
     static let delayRange = OptionRange("--delay", 0...5_000, "ms")
     static let driftRange = OptionRange("--drift", -10_000...10_000, "ppm")
     static let bitrateRange = OptionRange("--bitrate", 6_000...510_000, "bits per second")
+    static let initialExpectedLossRange = OptionRange("--initial-expected-loss", 0...100, "%")
+    static let initialFECBitrateIncreaseRange = OptionRange("--initial-fec-bitrate-increase", 0...100, "%")
 
     static let codecs: [String: AudioCodec] = ["opus": .opus, "g722": .g722, "pcmu": .pcmu, "pcma": .pcma]
 
@@ -85,6 +97,8 @@ struct SimulateCommand: ParsableCommand {
         try Self.delayRange.check(delay)
         try Self.driftRange.check(drift)
         try Self.bitrateRange.check(bitrate)
+        try Self.initialExpectedLossRange.check(Double(initialExpectedLoss))
+        try Self.initialFECBitrateIncreaseRange.check(Double(initialFECBitrateIncrease))
         guard OpusFrameDuration(rawValue: ptime) != nil else {
             throw ValidationError("--ptime \(ptime): use 10, 20, 40 or 60")
         }
@@ -148,7 +162,10 @@ struct SimulateCommand: ParsableCommand {
             voiceProcessing: !noVoiceProcessing,
             jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture,
             // The ideal receiver decodes Opus (its FEC is what it measures against).
-            scoresAgainstIdealReceiver: codec == "opus", codec: Self.codecs[codec] ?? .opus)
+            scoresAgainstIdealReceiver: codec == "opus", codec: Self.codecs[codec] ?? .opus,
+            lossAdaptation: LossAdaptationPolicy(
+                initialExpectedLossPercent: initialExpectedLoss,
+                initialFECBitrateIncreasePercent: initialFECBitrateIncrease))
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(

@@ -77,6 +77,10 @@ import VoiceEngine
         let receiver = Self.caps(port: 1, maxReceiveBitrate: peerMax)
         #expect(try Self.exchange(sender, receiver).0.encoder.bitrate == expected)
         #expect(try Self.exchange(receiver, sender).1.encoder.bitrate == expected)
+        // The peer's limit also caps the raised bitrate that pays for start-up FEC.
+        let toPeer = try Self.exchange(sender, receiver).0
+        #expect(toPeer.peerMaximumBitrate == peerMax)
+        #expect(MediaStreamConfiguration(negotiated: toPeer).lossAdaptation.startingBitrateCeiling == peerMax)
     }
 
     @Test func maxPlaybackRateLowersTheEncoderRate() throws {

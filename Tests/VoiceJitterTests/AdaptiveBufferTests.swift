@@ -32,8 +32,32 @@ private func insert(
     arrivals[5] = nil
     let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 16)
     #expect(ops.contains(.fecRecover))
-    #expect(buffer.statistics.fecRecoveredFrames == 1)
+    #expect(buffer.statistics.fecRecoveredFrames == 1 && buffer.statistics.fecRecoveredSamples == 320)
     #expect(buffer.statistics.concealedSamples == 0)
+}
+
+@Test func aLossWhoseStartWasConcealedWhileWaitingIsNotCountedAsRecovered() throws {
+    // Frame 5 lost, nothing buffered beyond it (no look-ahead yet): playout runs dry at frame 5 and conceals in
+    // place until packet 6 brings frame 5's FEC copy, which then fills only what is left of the frame. Every
+    // sample of the lost frame counts once, concealed or played from FEC; the frame counts as recovered only when
+    // FEC stood in for all of it.
+    let packets = try JitterFixtures.opusPackets(count: 16)
+    #expect(JitterFixtures.hasFEC(packets[6]))
+    // Packet 6 (and those after it) arriving 10 ms early or on time: half-way through frame 5, or at its end.
+    // (With the look-ahead, FEC stands in for the whole frame: `recoversASingleLossFromTheNextPacketsFEC`.)
+    let expected: [(lateness: Int64, concealed: Int, fromFEC: Int, frames: Int)] = [
+        (-10, 160, 160, 0), (0, 320, 0, 0)
+    ]
+    for e in expected {
+        let buffer = try AdaptiveJitterBuffer()
+        var arrivals: [Int64?] = (0..<16).map { Int64($0 * 20) + ($0 >= 6 ? e.lateness : 0) }
+        arrivals[5] = nil
+        _ = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 32)
+        let s = buffer.statistics
+        #expect(s.concealedSamples == e.concealed, "lateness \(e.lateness) ms")
+        #expect(s.fecRecoveredSamples == e.fromFEC, "lateness \(e.lateness) ms")
+        #expect(s.fecRecoveredFrames == e.frames, "lateness \(e.lateness) ms")
+    }
 }
 
 @Test func concealsAndMergesALossWhenThereIsNoFEC() throws {

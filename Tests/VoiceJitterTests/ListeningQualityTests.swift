@@ -13,7 +13,8 @@ import VoiceLab
 private let speechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(directory: SharedTestData.speech)
 private let hasSpeechSet = speechSet != nil
 
-/// The shared noisy real speech (`speech-noisy/`: a hissy recording and real devices' near talkers in room noise).
+/// The shared noisy real speech (`speech-noisy/`: a hissy recording, real devices' talkers in room noise, speech
+/// over café noise).
 private let noisySpeechSet: JitterBenchmark.Speech? = try? JitterBenchmark.loadSpeechSet(
     directory: SharedTestData.path("speech-noisy"), files: JitterBenchmark.noisySpeechSetFiles)
 
@@ -98,11 +99,13 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
         print(
             "\(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), stretched/min \(r.adaptive.stretchedSamplesPerMinute), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)"
         )
-        // Look-ahead: nearly every frame the ideal receiver recovers from FEC, the buffer does too (two frames lost
-        // in a row included), and recovery leaves nothing to time-compress: the stretching left is the one tick or
-        // two of slow-down that raises the delay when losses start (measured 45/45 and 81/82 frames, 0.45 and
-        // 0.65 dB, 916 and 0 samples/min).
-        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
+        // Look-ahead: for nearly every frame the ideal receiver recovers from FEC, the buffer's FEC stands in for
+        // the whole frame too (two frames lost in a row included) — all but the first few losses, which come
+        // before the look-ahead is on: concealment plays their start while playout waits and FEC fills the rest,
+        // so they count as concealed — and recovery leaves nothing to time-compress: the stretching left is the
+        // one tick or two of slow-down that raises the delay when losses start (measured 42/45 and 80/82 frames,
+        // 0.41 and 0.65 dB, 916 and 0 samples/min).
+        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.9 * Double(r.ideal.fecRecoveredFrames), "\(name)")
         #expect(r.adaptive.stretchedSamplesPerMinute <= 1_500, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
@@ -110,7 +113,7 @@ func withoutJitterTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
 }
 
 /// The same on noisy speech, where the codec spends bits on the noise and concealment has a background to continue
-/// (measured 0.20 / 0.42 / 0.66 dB at 0 / 5 / 10 % loss, FEC 45/45 and 83/84 frames; speexdsp 1.41 and 2.18 dB with
+/// (measured 0.20 / 0.42 / 0.66 dB at 0 / 5 / 10 % loss, FEC 42/45 and 82/84 frames; speexdsp 1.41 and 2.18 dB with
 /// loss). Without loss the distance is not the clean set's zero although nothing is stretched or late.
 @Test(
     .tags(.slow), .scheduledByTags,
@@ -126,9 +129,34 @@ func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
         print(
             "noisy \(name): distance to ideal adaptive \(r.adaptive.distanceToIdeal.decibels) speex \(r.speex.distanceToIdeal.decibels), FEC \(r.adaptive.fecRecoveredFrames)/\(r.ideal.fecRecoveredFrames)"
         )
-        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.95 * Double(r.ideal.fecRecoveredFrames), "\(name)")
+        // Whole frames from FEC, as above (the first few losses, before the look-ahead, are concealed).
+        #expect(Double(r.adaptive.fecRecoveredFrames) >= 0.9 * Double(r.ideal.fecRecoveredFrames), "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels <= 0.8, "\(name)")
         #expect(r.adaptive.distanceToIdeal.decibels < r.speex.distanceToIdeal.decibels, "\(name)")
+    }
+}
+
+/// Under 30 ms jitter on noisy speech, with and without loss, three draws each: the adaptive buffer no further from
+/// the ideal receiver than speexdsp, and stretching less (measured 0.66 / 0.65 / 0.75 dB against speexdsp's 0.78 /
+/// 0.86 / 0.89 at 0 / 5 / 10 % loss; 1.6 k / 1.9 k / 2.2 k samples a minute against 4.5 k / 4.5 k / 4.1 k).
+@Test(
+    .tags(.slow), .scheduledByTags,
+    .enabled(if: noisySpeechSet != nil, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
+func onNoisySpeechUnderJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
+    for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
+        var distance = 0.0, speexDistance = 0.0, stretched = 0.0, speexStretched = 0.0
+        for seed: UInt64 in 1...3 {
+            let r = try quality(name, seed: seed, noisy: true)
+            distance += r.adaptive.distanceToIdeal.decibels / 3
+            speexDistance += r.speex.distanceToIdeal.decibels / 3
+            stretched += r.adaptive.stretchedSamplesPerMinute / 3
+            speexStretched += r.speex.stretchedSamplesPerMinute / 3
+        }
+        print(
+            "noisy \(name): distance to ideal adaptive \(distance) speex \(speexDistance), stretched/min \(stretched) speex \(speexStretched)"
+        )
+        #expect(distance <= speexDistance, "\(name)")
+        #expect(stretched <= 4_000 && stretched <= speexStretched, "\(name)")
     }
 }
 

@@ -46,8 +46,8 @@ struct JitterBench: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Speech of the quality table: clean (speech/, 65 s of several talkers) or noisy (speech-noisy/, 44 s of "
-                + "a hissy recording and real devices' near talkers in room noise).",
+            "Speech of the quality table: clean (speech/, 65 s of several talkers) or noisy (speech-noisy/, 43 s of "
+                + "a hissy recording, real devices' talkers in room noise and speech over café noise).",
             valueName: "clean|noisy"))
     var speech = "clean"
 

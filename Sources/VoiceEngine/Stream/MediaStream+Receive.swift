@@ -185,9 +185,11 @@ extension MediaStream {
         adaptToLoss(percent: fraction * 100)
     }
 
-    /// ``LossAdaptationPolicy``: smoothed loss → FEC on/off with hysteresis and the expected-loss setting.
+    /// ``LossAdaptationPolicy``: smoothed loss → FEC on/off with hysteresis and the expected-loss setting; the
+    /// first report also ends the raised bitrate FEC started with.
     func adaptToLoss(percent x: Double) {
         let policy = configuration.lossAdaptation
+        let firstReport = !haveRemoteLoss
         if haveRemoteLoss {
             stats.smoothedRemoteLossPercent += policy.smoothing * (x - stats.smoothedRemoteLossPercent)
         } else {
@@ -195,6 +197,9 @@ extension MediaStream {
             haveRemoteLoss = true
         }
         guard policy.enabled, let encoder else { return }
+        if firstReport && encoder.configuration.bitrate != configuration.opus.bitrate {
+            do { try encoder.setBitrate(configuration.opus.bitrate) } catch { stats.processingErrors += 1 }
+        }
         let s = stats.smoothedRemoteLossPercent
         let (wantFEC, expected) = policy.setting(forLossPercent: s, fecOn: encoder.configuration.inbandFEC)
         let fecOn = encoder.configuration.inbandFEC

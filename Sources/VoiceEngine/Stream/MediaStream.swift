@@ -144,7 +144,7 @@ public final class MediaStream {
         let rate = configuration.processingRate
         let deviceRate = configuration.deviceFormat.sampleRate
         var random = SeededGenerator(seed: configuration.seed ?? UInt64.random(in: .min ... .max))
-        let opus = configuration.effectiveOpus
+        let opus = configuration.startingOpus
 
         func component<T>(_ name: String, _ make: () throws -> T) throws(MediaStreamError) -> T {
             do { return try make() } catch { throw .componentFailed(component: name, reason: "\(error)") }
@@ -314,7 +314,7 @@ public final class MediaStream {
     /// The Opus encoder's current settings (FEC and expected loss change with the peer's reports); for a
     /// telephony codec the configured Opus settings, unused.
     public var encoderConfiguration: OpusEncoderConfiguration {
-        encoder?.configuration ?? configuration.effectiveOpus
+        encoder?.configuration ?? configuration.startingOpus
     }
 
     /// The echo canceller's view of the echo path, when voice processing is on.

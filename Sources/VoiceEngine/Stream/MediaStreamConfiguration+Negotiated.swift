@@ -21,6 +21,7 @@ extension MediaStreamConfiguration {
                 MediaStreamSRTP(suite: $0.suite, localKey: $0.localKey, remoteKey: $0.remoteKey)
             },
             voiceProcessing: voiceProcessing, payloadType: negotiated.payloadType)
+        lossAdaptation.startingBitrateCeiling = negotiated.peerMaximumBitrate
         telephoneEventPayloadType = negotiated.telephoneEventPayloadType
         telephoneEventClockRate = negotiated.telephoneEventClockRate
     }

@@ -80,11 +80,21 @@ public struct MediaStreamRTCPSettings: Sendable, Hashable {
 /// FEC from the first packet: when the encoder starts with FEC on (the peer's fmtp asked for `useinbandfec=1`)
 /// but no expected loss, Opus would spend no bits on it, so the first seconds of a lossy call — until the first
 /// report — would have none. The encoder therefore starts at `initialExpectedLossPercent` and adapts from there.
+///
+/// Without a quality tax: Opus carves its FEC out of the bitrate, so FEC on a path that turns out clean costs the
+/// primary frames of those first seconds (PESQ-WB 4.32 against 4.48 on an 11 s noisy clip without loss). Until
+/// the first report the encoder therefore runs `initialFECBitrateIncreasePercent` above the configured bitrate,
+/// paying for the FEC with extra bits instead; the first report puts the configured bitrate back.
 public struct LossAdaptationPolicy: Sendable, Hashable {
     public var enabled: Bool
     /// Expected loss (%) the encoder starts with when FEC is on from the start and none is configured; 0: wait
     /// for the first report.
     public var initialExpectedLossPercent: Int
+    /// How much (%) the bitrate is raised while FEC runs from the start at ``initialExpectedLossPercent``,
+    /// until the first report; 0: FEC takes its bits from the primary frames.
+    public var initialFECBitrateIncreasePercent: Int
+    /// The raised start bitrate stays at or under this (the peer's `maxaveragebitrate`); nil: no limit but Opus'.
+    public var startingBitrateCeiling: Int?
     public var smoothing: Double
     public var enableAbovePercent: Double
     public var disableBelowPercent: Double
@@ -93,10 +103,13 @@ public struct LossAdaptationPolicy: Sendable, Hashable {
     public init(
         enabled: Bool = true, smoothing: Double = 0.5, enableAbovePercent: Double = 1,
         disableBelowPercent: Double = 0.5,
-        maximumExpectedLossPercent: Int = 30, initialExpectedLossPercent: Int = 5
+        maximumExpectedLossPercent: Int = 30, initialExpectedLossPercent: Int = 5,
+        initialFECBitrateIncreasePercent: Int = 25, startingBitrateCeiling: Int? = nil
     ) {
+        self.startingBitrateCeiling = startingBitrateCeiling
         self.enabled = enabled
         self.initialExpectedLossPercent = initialExpectedLossPercent
+        self.initialFECBitrateIncreasePercent = initialFECBitrateIncreasePercent
         self.smoothing = smoothing
         self.enableAbovePercent = enableAbovePercent
         self.disableBelowPercent = disableBelowPercent
@@ -222,6 +235,21 @@ public struct MediaStreamConfiguration: Sendable {
         return o
     }
 
+    /// What a call's encoder starts with: ``effectiveOpus``, and while FEC runs from the start at the policy's
+    /// initial expected loss, a bitrate raised by ``LossAdaptationPolicy/initialFECBitrateIncreasePercent``
+    /// (within Opus' range and ``LossAdaptationPolicy/startingBitrateCeiling``) until the first report puts
+    /// ``opus``'s bitrate back.
+    public var startingOpus: OpusEncoderConfiguration {
+        var o = effectiveOpus
+        let p = lossAdaptation
+        if opus.inbandFEC && opus.expectedLossPercent == 0 && p.enabled && p.initialExpectedLossPercent > 0 {
+            let ceiling = min(
+                p.startingBitrateCeiling ?? .max, OpusEncoderConfiguration.bitrateRange.upperBound)
+            o.bitrate = max(o.bitrate, min(o.bitrate + o.bitrate * p.initialFECBitrateIncreasePercent / 100, ceiling))
+        }
+        return o
+    }
+
     /// Checks the combination of settings.
     /// - Throws: ``MediaStreamError/invalidConfiguration(field:reason:)`` naming the first bad field.
     public func validate() throws(MediaStreamError) {
@@ -270,7 +298,8 @@ public struct MediaStreamConfiguration: Sendable {
         }
         let p = lossAdaptation
         guard p.smoothing > 0 && p.smoothing <= 1, p.disableBelowPercent <= p.enableAbovePercent,
-            (0...100).contains(p.maximumExpectedLossPercent), (0...100).contains(p.initialExpectedLossPercent)
+            (0...100).contains(p.maximumExpectedLossPercent), (0...100).contains(p.initialExpectedLossPercent),
+            (0...100).contains(p.initialFECBitrateIncreasePercent)
         else {
             throw .invalidConfiguration(
                 field: "lossAdaptation", reason: "smoothing 0<s≤1, disable ≤ enable, max and initial 0...100")

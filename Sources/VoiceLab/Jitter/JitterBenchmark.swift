@@ -293,10 +293,11 @@ public enum JitterBenchmark {
     ]
 
     /// The shared noisy real-speech recordings (a `speech-noisy/` folder; its README names the sources): a hissy old
-    /// recording and real devices' near talkers in their rooms' noise, together 44 s. Noisy input is where the codec
-    /// spends its bits on the noise and concealment has a background to continue.
+    /// recording, two real devices' microphones with a talker in the room's noise, and speech over a recorded café
+    /// background at 10 dB SNR, together 43 s. Noisy input is where the codec spends its bits on the noise and
+    /// concealment has a background to continue.
     public static let noisySpeechSetFiles = [
-        "jfk_16k_mono.wav", "device1_nearend_16k.wav", "device2_nearend_16k.wav", "device2_moving_nearend_16k.wav"
+        "jfk_16k_mono.wav", "device1_nearend_16k.wav", "device2_doubletalk_16k.wav", "cafe_mix_16k.wav"
     ]
 
     /// Every file of `files` under `directory` that can be read, mono, joined end to end at 16 kHz (8 kHz clips

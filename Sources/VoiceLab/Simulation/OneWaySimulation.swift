@@ -19,6 +19,8 @@ public enum OneWaySimulation {
         public var voiceProcessing: Bool
         public var jitterBuffer: MediaStreamJitterBuffer
         public var opus: OpusEncoderConfiguration
+        /// How the sender's FEC follows the receiver's loss reports (and what it starts with before the first).
+        public var lossAdaptation: LossAdaptationPolicy
         /// The codec both ends use; a telephony codec runs both streams at its own rate.
         public var codec: AudioCodec
         public var seed: UInt64
@@ -36,9 +38,11 @@ public enum OneWaySimulation {
             jitterBuffer: MediaStreamJitterBuffer = .adaptive(),
             opus: OpusEncoderConfiguration = MediaStreamConfiguration.defaultOpus,
             seed: UInt64 = 1, drainMilliseconds: Int = 1_000, capturePath: String? = nil,
-            scoresAgainstIdealReceiver: Bool = false, codec: AudioCodec = .opus
+            scoresAgainstIdealReceiver: Bool = false, codec: AudioCodec = .opus,
+            lossAdaptation: LossAdaptationPolicy = LossAdaptationPolicy()
         ) {
             self.codec = codec
+            self.lossAdaptation = lossAdaptation
             self.scoresAgainstIdealReceiver = scoresAgainstIdealReceiver
             self.network = network
             self.srtpSuite = srtpSuite
@@ -97,7 +101,7 @@ public enum OneWaySimulation {
         let a = MediaStreamConfiguration(
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpA, voiceProcessing: options.voiceProcessing,
-            payloadType: payloadType, seed: options.seed)
+            payloadType: payloadType, lossAdaptation: options.lossAdaptation, seed: options.seed)
         let b = MediaStreamConfiguration(
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpB, voiceProcessing: false, payloadType: payloadType,
