@@ -56,9 +56,9 @@ struct DeviceEchoTests {
 
 /// Bounds of `DeviceEchoTests` (dB), 1.5-2 dB past the default configuration's figures (residual over background
 /// 10.0, 3.2, 12.3, 0.2 dB on the four clips with a background, upper median 10.0; floor under far talk +1.9, -2.3,
-/// -0.4, -9.5 dB, the last being noise suppression's depth on a -41 dBFS background; that floor against the output's
-/// own background +4.0, -2.3, -0.3, -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: see
-/// TestVectors/aec/README.md.
+/// -0.4, -9.5 dB, the last clip's background being the suppressor's start-up hold over the far end's -50 dBFS lead-in,
+/// its comfort noise 8 dB short of the microphone; that floor against the output's own background +4.0, -2.3, -0.3,
+/// -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: see TestVectors/aec/README.md.
 enum DeviceEchoCeilings {
     static let clipsWithBackground = 4
     static let residualPerClip = 14.0
