@@ -35,7 +35,8 @@ struct DeviceEchoTests {
             // No pumping: the floor under far talk against the same output's floor with nobody talking (what noise
             // suppression takes from the background counts on both sides).
             let pumping = figures.floorUnderFarTalkDB - figures.backgroundAgainstMicrophoneDB
-            #expect(pumping >= DeviceEchoCeilings.floorUnderFarTalkAgainstBackground, "\(clip.name): pumping \(pumping) dB")
+            #expect(
+                pumping >= DeviceEchoCeilings.floorUnderFarTalkAgainstBackground, "\(clip.name): pumping \(pumping) dB")
         }
         try #require(residuals.count >= DeviceEchoCeilings.clipsWithBackground, "clips with a background: \(residuals)")
         let median = residuals.sorted()[residuals.count / 2]
