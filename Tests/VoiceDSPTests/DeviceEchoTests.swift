@@ -32,6 +32,11 @@ struct DeviceEchoTests {
             #expect(
                 figures.floorUnderFarTalkDB >= DeviceEchoCeilings.floorUnderFarTalk,
                 "\(clip.name): floor under far talk \(figures.floorUnderFarTalkDB) dB against the microphone's")
+            // No pumping: the floor under far talk against the same output's floor with nobody talking (what noise
+            // suppression takes from the background counts on both sides).
+            let pumping = figures.floorUnderFarTalkDB - figures.backgroundAgainstMicrophoneDB
+            #expect(
+                pumping >= DeviceEchoCeilings.floorUnderFarTalkAgainstBackground, "\(clip.name): pumping \(pumping) dB")
         }
         try #require(residuals.count >= DeviceEchoCeilings.clipsWithBackground, "clips with a background: \(residuals)")
         let median = residuals.sorted()[residuals.count / 2]
@@ -51,12 +56,15 @@ struct DeviceEchoTests {
 }
 
 /// Bounds of `DeviceEchoTests` (dB), 1.5-2 dB past the default configuration's figures (residual over background
-/// 10.1, 3.2, 12.3, 8.3 dB on the four clips with a background, upper median 10.1; floor under far talk +1.8, -2.4,
-/// -1.2, -11.0 dB). The targets (median residual 1 dB, none over 3 dB, floor within 3 dB) are not met: see
-/// TestVectors/aec/README.md.
+/// 10.0, 3.2, 12.3, 0.2 dB on the four clips with a background, upper median 10.0; floor under far talk +1.9, -2.3,
+/// -0.4, -9.5 dB, the last clip's background being the suppressor's start-up hold over the far end's -50 dBFS lead-in,
+/// its comfort noise 8 dB short of the microphone; that floor against the output's own background +4.0, -2.3, -0.3,
+/// -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: see TestVectors/aec/README.md.
 enum DeviceEchoCeilings {
     static let clipsWithBackground = 4
     static let residualPerClip = 14.0
     static let residualMedian = 11.5
-    static let floorUnderFarTalk = -13.0
+    static let floorUnderFarTalk = -11.0
+    /// The target: the background under far talk within 3 dB of the background with nobody talking.
+    static let floorUnderFarTalkAgainstBackground = -3.0
 }
