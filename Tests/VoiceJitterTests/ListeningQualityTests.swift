@@ -136,6 +136,24 @@ func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     }
 }
 
+/// The adaptive buffer's and speexdsp's figures on one scenario, averaged over seeds 1–3.
+private func meanOfThreeSeeds(_ name: String, noisy: Bool) throws -> (
+    distance: Double, speexDistance: Double, stretched: Double, speexStretched: Double, delay: Double,
+    speexDelay: Double
+) {
+    var m = (distance: 0.0, speexDistance: 0.0, stretched: 0.0, speexStretched: 0.0, delay: 0.0, speexDelay: 0.0)
+    for seed: UInt64 in 1...3 {
+        let r = try quality(name, seed: seed, noisy: noisy)
+        m.distance += r.adaptive.distanceToIdeal.decibels / 3
+        m.speexDistance += r.speex.distanceToIdeal.decibels / 3
+        m.stretched += r.adaptive.stretchedSamplesPerMinute / 3
+        m.speexStretched += r.speex.stretchedSamplesPerMinute / 3
+        m.delay += r.adaptive.meanDelayMilliseconds / 3
+        m.speexDelay += r.speex.meanDelayMilliseconds / 3
+    }
+    return m
+}
+
 /// Under 30 ms jitter on noisy speech, with and without loss, three draws each: the adaptive buffer no further from
 /// the ideal receiver than speexdsp, and stretching less (measured 0.66 / 0.65 / 0.75 dB against speexdsp's 0.78 /
 /// 0.86 / 0.89 at 0 / 5 / 10 % loss; 1.6 k / 1.9 k / 2.2 k samples a minute against 4.5 k / 4.5 k / 4.1 k).
@@ -144,14 +162,9 @@ func onNoisySpeechTheAdaptiveBufferPlaysWhatTheIdealReceiverPlays() throws {
     .enabled(if: noisySpeechSet != nil, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
 func onNoisySpeechUnderJitterTheAdaptiveBufferIsNoFurtherFromTheIdealThanSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
-        var distance = 0.0, speexDistance = 0.0, stretched = 0.0, speexStretched = 0.0
-        for seed: UInt64 in 1...3 {
-            let r = try quality(name, seed: seed, noisy: true)
-            distance += r.adaptive.distanceToIdeal.decibels / 3
-            speexDistance += r.speex.distanceToIdeal.decibels / 3
-            stretched += r.adaptive.stretchedSamplesPerMinute / 3
-            speexStretched += r.speex.stretchedSamplesPerMinute / 3
-        }
+        let m = try meanOfThreeSeeds(name, noisy: true)
+        let (distance, speexDistance) = (m.distance, m.speexDistance)
+        let (stretched, speexStretched) = (m.stretched, m.speexStretched)
         print(
             "noisy \(name): distance to ideal adaptive \(distance) speex \(speexDistance), stretched/min \(stretched) speex \(speexStretched)"
         )
@@ -187,16 +200,9 @@ private let delayBound: [String: Double] = ["jitter30": 139.5, "jitter30_loss5":
 @Test(.tags(.slow), .scheduledByTags, .enabled(if: hasSpeechSet, "needs ../shared/testdata/speech (real speech)"))
 func underJitterTheAdaptiveBufferStretchesAboutAsLittleAsSpeexdsp() throws {
     for name in ["jitter30", "jitter30_loss5", "jitter30_loss10"] {
-        var adaptive = 0.0, speex = 0.0, distance = 0.0, speexDistance = 0.0, delay = 0.0, speexDelay = 0.0
-        for seed: UInt64 in 1...3 {
-            let r = try quality(name, seed: seed)
-            adaptive += r.adaptive.stretchedSamplesPerMinute / 3
-            speex += r.speex.stretchedSamplesPerMinute / 3
-            distance += r.adaptive.distanceToIdeal.decibels / 3
-            speexDistance += r.speex.distanceToIdeal.decibels / 3
-            delay += r.adaptive.meanDelayMilliseconds / 3
-            speexDelay += r.speex.meanDelayMilliseconds / 3
-        }
+        let m = try meanOfThreeSeeds(name, noisy: false)
+        let (adaptive, speex, distance, speexDistance) = (m.stretched, m.speexStretched, m.distance, m.speexDistance)
+        let (delay, speexDelay) = (m.delay, m.speexDelay)
         print(
             "\(name): stretched/min adaptive \(adaptive) speex \(speex), distance \(distance) speex \(speexDistance), mean delay \(delay) speex \(speexDelay) ms"
         )
