@@ -188,15 +188,28 @@ struct ClientNATTests {
         let heard = [caller.user, callee.user].map {
             directory.appendingPathComponent("\($0)-heard-\(UUID().uuidString).wav")
         }
-        let callerPhone = try NamespacedPhone(
-            caller.user, in: caller.host, binary: binary, state: state, secretFile: secretFile,
-            mic: speech[caller.user]!, heard: heard[0])
-        let calleePhone = try NamespacedPhone(
-            callee.user, in: callee.host, binary: binary, state: state, secretFile: secretFile,
-            mic: speech[callee.user]!, heard: heard[1])
-        for phone in [callerPhone, calleePhone] {
-            try #require(await phone.waitFor("event: started"), "the phone did not start:\n\(phone.output)")
+        func startedPhone(_ user: String, in host: String, heard: URL) async throws -> NamespacedPhone {
+            func start() throws -> NamespacedPhone {
+                try NamespacedPhone(
+                    user, in: host, binary: binary, state: state, secretFile: secretFile, mic: speech[user]!,
+                    heard: heard)
+            }
+            let phone = try start()
+            if await phone.waitFor("event: started") { return phone }
+            // Kamailio's TLS once closed a phone's first handshake ("EOF during handshake") in a fresh-clone run;
+            // the cause is not known. Reported, and the phone started once more.
+            guard phone.output.contains("TLS refused") else {
+                throw NATSetupFailure(description: "the phone did not start:\n\(phone.output)")
+            }
+            print("client calls between two NATs: \(user)'s phone did not start, again:\n\(phone.output)")
+            phone.process.stop()
+            try await Task.sleep(for: .seconds(1))
+            let again = try start()
+            try #require(await again.waitFor("event: started"), "the phone did not start:\n\(again.output)")
+            return again
         }
+        let callerPhone = try await startedPhone(caller.user, in: caller.host, heard: heard[0])
+        let calleePhone = try await startedPhone(callee.user, in: callee.host, heard: heard[1])
         network.resetCounters()
         let dialled = ContinuousClock.now
         callerPhone.say("call \(callee.user)")
