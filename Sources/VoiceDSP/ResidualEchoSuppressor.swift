@@ -59,9 +59,9 @@ final class ResidualEchoSuppressor {
     /// The background the comfort noise is played at: a minimum tracker like ``noise``, but starting from the first
     /// frame's power and, while echo is possible, never rising in a bin the echo dominates, its fast start included.
     /// ``noise`` starts 10 dB low and rises through the start, which noise suppression needs (clean speech at a call's
-    /// start must not be taken for background), but comfort noise at its level first dropped the background, and where
-    /// its fast start rose on the echo it stood 6-12 dB over the background for the first 2 s of echo (real devices,
-    /// TestVectors/aec/README.md section 6). Separate, so neither trades against the other.
+    /// start must not be taken for background); comfort noise at that level would drop the background at the start,
+    /// and a tracker that rises on the echo would play comfort noise over the background while the echo lasts (real
+    /// devices, TestVectors/aec/README.md section 6). Separate, so neither trades against the other.
     private let comfortLevel: UnsafeMutableBufferPointer<Float>
     private let gain: UnsafeMutableBufferPointer<Float>
     /// Exponentially weighted least-squares fit, per bin, of the smoothed output power on the bin's own smoothed far-end
