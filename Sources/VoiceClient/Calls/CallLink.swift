@@ -105,9 +105,12 @@ actor CallLink {
     /// candidate most likely to reach us (``ICEMediaPort/defaultCandidate``: the relayed one, else the
     /// server-reflexive one), or `host`, the address SIP uses towards the service, when there are only host
     /// candidates. `a=rtcp:` (a port of its own for RTCP) is announced with the host address only: a relay
-    /// allocation or a NAT mapping covers the media port alone.
+    /// allocation or a NAT mapping covers the media port alone. `relayOnly` gathers no host candidate (WebRTC's
+    /// `iceTransportPolicy: "relay"`): the peer learns no address of ours but the relay's, and every check and all
+    /// media cross the relay.
     static func bindMedia(
-        host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role, turnServers: [TURNServer] = []
+        host: String, signallingEncrypted: Bool, iceRole: ICEAgent.Role, turnServers: [TURNServer] = [],
+        relayOnly: Bool = false
     ) async throws -> BoundMedia {
         let certificate = try DTLSCertificate(commonName: "VoiceClient")
         let hostAddress = TransportAddress(host, port: 0)
@@ -129,7 +132,8 @@ actor CallLink {
             throw error
         }
         let loopback = hostAddress.map { $0.addressBytes == [127, 0, 0, 1] || $0.host == "::1" } ?? false
-        let ice = ICEMediaPort(transport: transport, role: iceRole, includeLoopback: loopback)
+        let ice = ICEMediaPort(
+            transport: transport, role: iceRole, hosts: relayOnly ? [] : nil, includeLoopback: loopback)
         var refusal: TURNRefusal?
         if let turn = turnServers.first {
             for case .rejected(let code, let reason) in await ice.gather(turn: turn) {
