@@ -91,16 +91,8 @@ struct ICEMediaPortRenominationTests {
         #expect(controlling.selectionChanges == 1 && controlled.selectionChanges == 1)
         polling.cancel()
         // Media sent now (to the transport's remote) crosses the forwarder and arrives from it.
-        var rtp = [UInt8](repeating: 0, count: 60)
-        (rtp[0], rtp[1], rtp[11]) = (0x80, 96, 7)
-        #expect(rtp.withUnsafeBytes { a.send($0) } == .sent)
-        var arrived: UDPEndpoint?
-        let until = ContinuousClock.now + .seconds(3)
-        while arrived == nil, ContinuousClock.now < until {
-            _ = b.receiveFromSocket()
-            arrived = b.withNextPacket(.rtp) { $0.bytes.count == rtp.count ? $0.source : nil } ?? nil
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(ICEMediaPortTests.rtp.withUnsafeBytes { a.send($0) } == .sent)
+        let arrived = try await ICEMediaPortTests.sourceOfRTP(arrivingAt: b)
         #expect(arrived == through, "the RTP arrived from \(arrived.map { "\($0)" } ?? "nowhere")")
         controlling.stop()
         controlled.stop()

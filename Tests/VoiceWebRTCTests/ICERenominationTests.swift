@@ -12,16 +12,25 @@ struct ICERenominationTests {
     static let natA = ICEAgentTests.NAT(publicHost: "198.51.100.1"), natB = ICEAgentTests.NAT(publicHost: "203.0.113.2")
     static let relayA = ICEAgentTests.address("192.0.2.1", 50_001), relayB = ICEAgentTests.address("192.0.2.1", 50_002)
 
-    /// Two agents behind their NATs, each with a relayed candidate; `directOpensAt`: datagrams that touch no relay
-    /// are lost before then (nil: always).
-    static func network(directOpensAt: MediaTime?, renomination: Bool = true) -> ICEAgentTests.Network {
+    /// A controlling and a controlled agent behind their NATs, each with a relayed candidate when `relays`; not
+    /// yet told of each other.
+    static func agentsBehindNATs(relays: Bool = true, renomination: Bool = true) -> ICEAgentTests.Network {
         let net = ICEAgentTests.Network()
         let a = ICEAgent(role: .controlling), b = ICEAgent(role: .controlled)
         a.renomination = renomination
         net.add(a, bases: [hostA], nat: natA)
         net.add(b, bases: [hostB], nat: natB)
-        net.addRelay(0, address: relayA)
-        net.addRelay(1, address: relayB)
+        if relays {
+            net.addRelay(0, address: relayA)
+            net.addRelay(1, address: relayB)
+        }
+        return net
+    }
+
+    /// ``agentsBehindNATs(relays:renomination:)`` told of each other; `directOpensAt`: datagrams that touch no
+    /// relay are lost before then (nil: always).
+    static func network(directOpensAt: MediaTime?, renomination: Bool = true) -> ICEAgentTests.Network {
+        let net = agentsBehindNATs(renomination: renomination)
         net.unreachable = { [unowned net] from, to in
             !net.isRelayed(from) && !net.isRelayed(to) && directOpensAt.map { net.now < $0 } ?? true
         }
@@ -104,12 +113,8 @@ struct ICERenominationTests {
 
     @Test("candidates trickled after the nomination are checked one per renomination pacing; the one that answers wins")
     func trickledAfterNomination() throws {
-        let net = ICEAgentTests.Network()
-        let a = ICEAgent(role: .controlling), b = ICEAgent(role: .controlled)
-        net.add(a, bases: [Self.hostA], nat: Self.natA)
-        net.add(b, bases: [Self.hostB], nat: Self.natB)
-        net.addRelay(0, address: Self.relayA)
-        net.addRelay(1, address: Self.relayB)
+        let net = Self.agentsBehindNATs()
+        let a = net.agents[0], b = net.agents[1]
         // B's server-reflexive candidate reaches A late (B's STUN answer was late); the rest as usual.
         let srflxB = Self.natB.mapped(Self.hostB), srflxA = Self.natA.mapped(Self.hostA)
         let late = try #require(b.localCandidates.first { $0.candidate.kind == .srflx }).candidate
@@ -162,10 +167,8 @@ struct ICERenominationTests {
 
     @Test("the peer's check on a pair still being checked sends ours again at once (§7.3.1.4), not at its RTO")
     func peersCheckHurriesOurs() throws {
-        let net = ICEAgentTests.Network()
-        let a = ICEAgent(role: .controlling), b = ICEAgent(role: .controlled)
-        net.add(a, bases: [Self.hostA], nat: Self.natA)
-        net.add(b, bases: [Self.hostB], nat: Self.natB)
+        let net = Self.agentsBehindNATs(relays: false)
+        let a = net.agents[0]
         net.exchange(0, 1)
         // Both check the srflx pair in the same millisecond: A's check is dropped by B's NAT (B has not sent to A
         // yet), B's passes A's NAT (A has just sent to B). B's check makes A send its own again at once.
