@@ -3,8 +3,8 @@ import VoiceCore
 @testable import VoiceWebRTC
 
 /// The full ICE agent in fast time: two agents (real STUN messages, HMACs and fingerprints) exchange datagrams
-/// through a simulated network with a latency, unreachable interfaces and port-restricted-cone NATs, clocked by
-/// the test in 1 ms steps. Over real sockets: `ICETransportTests`.
+/// through a simulated network with a latency, unreachable interfaces, port-restricted-cone NATs and TURN relays,
+/// clocked by the test in 1 ms steps. Over real sockets: `ICETransportTests`.
 @Suite("ICE agent (RFC 8445) in fast time")
 struct ICEAgentTests {
     /// A port-restricted-cone NAT (endpoint-independent mapping, address-and-port-dependent filtering), the
@@ -21,6 +21,11 @@ struct ICEAgentTests {
         var agents: [ICEAgent] = []
         var bases: [[TransportAddress]] = []
         var nats: [Int: NAT] = [:]
+        /// TURN allocations: relayed address → the agent whose relay it is. A datagram sent from a relayed base
+        /// leaves the relay as it is (no NAT), one to a relayed address reaches its agent on that base; both take
+        /// ``relayLatency`` more (the detour through the server). The server permits every peer.
+        var relays: [TransportAddress: Int] = [:]
+        var relayLatency = MediaTime.milliseconds(20)
         var latency = MediaTime.milliseconds(10)
         /// Sends from (base, destination) that vanish (no route).
         var unreachable: (TransportAddress, TransportAddress) -> Bool = { _, _ in false }
@@ -49,6 +54,14 @@ struct ICEAgentTests {
             }
         }
 
+        /// A relayed candidate for agent `index` at `address` (its allocation on a TURN server).
+        func addRelay(_ index: Int, address: TransportAddress) {
+            relays[address] = index
+            agents[index].addLocalCandidate(kind: .relay, address: address, base: address)
+        }
+
+        func isRelayed(_ address: TransportAddress) -> Bool { relays[address] != nil }
+
         /// Gives each agent the other's credentials and candidates, and end-of-candidates.
         func exchange(_ a: Int, _ b: Int, endOfCandidates: Bool = true) {
             for (from, to) in [(a, b), (b, a)] {
@@ -62,18 +75,28 @@ struct ICEAgentTests {
         private func route(from agent: Int, _ t: ICEAgent.Transmit) {
             guard !cut, !unreachable(t.base, t.destination) else { return }
             var source = t.base
-            if var nat = nats[agent] {
+            let viaRelay = isRelayed(t.base) || isRelayed(t.destination)
+            let arrival = now + latency + (viaRelay ? relayLatency : .zero)
+            if let owner = relays[t.destination], owner != agent {
+                if let nat = nats[agent], !isRelayed(t.base) {
+                    source = nat.mapped(t.base)
+                    nats[agent]?.permissions.insert([t.base, t.destination])
+                }
+                inFlight.append((arrival, owner, t.destination, source, t.datagram))
+                return
+            }
+            if var nat = nats[agent], !isRelayed(t.base) {
                 source = nat.mapped(t.base)
                 nat.permissions.insert([t.base, t.destination])
                 nats[agent] = nat
             }
             for (j, list) in bases.enumerated() where j != agent {
                 if nats[j] == nil, list.contains(t.destination) {
-                    inFlight.append((now + latency, j, t.destination, source, t.datagram))
+                    inFlight.append((arrival, j, t.destination, source, t.datagram))
                 } else if let nat = nats[j], let base = list.first(where: { nat.mapped($0) == t.destination }),
                     nat.permissions.contains([base, source])
                 {
-                    inFlight.append((now + latency, j, base, source, t.datagram))
+                    inFlight.append((arrival, j, base, source, t.datagram))
                 }
             }
         }
@@ -164,7 +187,8 @@ struct ICEAgentTests {
             let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
             #expect(gaps.allSatisfy { $0 >= a.pacing }, "\(gaps)")
         }
-        // After nomination no new ordinary checks; the pairs that were in progress fail after all retransmissions.
+        // Every pair that could beat the selected one was checked before the nomination: no new ordinary checks
+        // after it; the pairs that were in progress fail after all retransmissions.
         let checksAtConnection = a.checksSent
         net.run(for: .seconds(20))
         #expect(a.checksSent == checksAtConnection)

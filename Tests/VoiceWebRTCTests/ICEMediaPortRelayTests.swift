@@ -58,17 +58,10 @@ struct ICEMediaPortRelayTests {
 
         // An RTP packet each way: sent to the peer's relayed address, it leaves as ChannelData to the server and
         // arrives from the peer's relayed address.
-        var rtp = [UInt8](repeating: 0, count: 60)
-        (rtp[0], rtp[1], rtp[11]) = (0x80, 96, 7)
         for (from, to, source) in [(a, b, endpointA), (b, a, endpointB)] {
+            let rtp = ICEMediaPortTests.rtp
             #expect(rtp.withUnsafeBytes { from.send($0, to: to === b ? endpointB : endpointA) } == .sent)
-            var arrived: UDPEndpoint?
-            let deadline = ContinuousClock.now + .seconds(3)
-            while arrived == nil, ContinuousClock.now < deadline {
-                _ = to.receiveFromSocket()
-                arrived = to.withNextPacket(.rtp) { $0.bytes.count == rtp.count ? $0.source : nil } ?? nil
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            let arrived = try await ICEMediaPortTests.sourceOfRTP(arrivingAt: to)
             #expect(arrived == source, "the relayed RTP arrived from \(arrived.map { "\($0)" } ?? "nowhere")")
         }
         #expect(a.relayedDatagrams.sent >= 1 && a.relayedDatagrams.received >= 1, "\(a.relayedDatagrams)")

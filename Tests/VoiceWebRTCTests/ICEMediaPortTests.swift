@@ -13,6 +13,26 @@ struct ICEMediaPortTests {
             host: host, port: 0, configuration: UDPMediaTransport.Configuration(receive: .consumerPolls))
     }
 
+    /// A 60-byte RTP packet, as media sent on a selected pair.
+    static let rtp: [UInt8] = {
+        var rtp = [UInt8](repeating: 0, count: 60)
+        (rtp[0], rtp[1], rtp[11]) = (0x80, 96, 7)
+        return rtp
+    }()
+
+    /// Polls `transport` until ``rtp`` arrives (at most 3 s) and returns where it came from.
+    static func sourceOfRTP(arrivingAt transport: UDPMediaTransport) async throws -> UDPEndpoint? {
+        let deadline = ContinuousClock.now + .seconds(3)
+        while ContinuousClock.now < deadline {
+            _ = transport.receiveFromSocket()
+            if let source = transport.withNextPacket(.rtp, { $0.bytes.count == rtp.count ? $0.source : nil }) ?? nil {
+                return source
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
     @Test func twoPortsSelectThePairOfTheirHostCandidatesAndKeepAnsweringChecks() async throws {
         let a = try await Self.bindPolled(), b = try await Self.bindPolled()
         let controlling = ICEMediaPort(transport: a, role: .controlling)

@@ -387,13 +387,11 @@ actor CallLink {
         await prepareForPeerICERestart()
     }
 
-    /// Runs the checks of a restarted ICE against the peer's `remote` and points the media at the selected pair.
+    /// Runs the checks of a restarted ICE against the peer's `remote`; the port points the media at the selected
+    /// pair (and at any pair selected later).
     private func connectICE(_ ice: ICEMediaPort, to remote: SDPICEParameters) async -> Bool {
-        guard case .success(let selected) = await ice.connect(to: remote, timeout: SIPCallMedia.iceTimeout),
-            !finished
-        else { return false }
-        transport.setRemote(selected)
-        return true
+        guard case .success = await ice.connect(to: remote, timeout: SIPCallMedia.iceTimeout) else { return false }
+        return !finished
     }
 
     /// Gives the SIP session the credentials to answer a peer's ICE restart with (re-INVITEs are answered as they

@@ -69,8 +69,7 @@ package final class SIPCallMedia: Sendable {
         var connectedICE: ICEMediaPort?
         if let ice, let remote = negotiated.remoteICE {
             switch await ice.connect(to: remote, timeout: Self.iceTimeout) {
-            case .success(let selected):
-                transport.setRemote(selected)
+            case .success:  // the transport sends to the selected pair now, and follows a renomination
                 connectedICE = ice
             case .failure(let error):
                 ice.stop()

@@ -22,11 +22,16 @@ public enum ICEError: Error, Equatable, Sendable {
 ///   remote ones from SDP or trickled (RFC 8838), until end-of-candidates on both sides;
 /// - the checklist (§6.1.2): pairs of the same address family, pair priority (§6.1.2.3), frozen/waiting by
 ///   foundation (§6.1.2.6), at most ``maximumPairs``;
-/// - checks paced one per ``pacing`` (Ta, §14.2), triggered checks first (§7.3.1.4), retransmission with RTO
-///   doubling until ``maximumTransmissions`` (RFC 8489 §6.2.1), peer-reflexive remote candidates (§7.3.1.3);
+/// - checks paced one per ``pacing`` (Ta, §14.2), triggered checks first (§7.3.1.4; a check still unanswered
+///   goes again at once when the peer's check on its pair arrives), retransmission with RTO doubling until
+///   ``maximumTransmissions`` (RFC 8489 §6.2.1), peer-reflexive remote candidates (§7.3.1.3);
 /// - role conflicts (§7.3.1.1: 487 and the tie-breaker, both ways);
 /// - regular nomination (§8.1.1) by the controlling side, once the best valid pair cannot be beaten by a pair
 ///   still being checked, or ``nominationDelay`` after the first valid pair;
+/// - renomination (``renomination``): after a pair is selected both sides go on checking the pairs that could beat
+///   it, one per ``renominationPacing``, each until it succeeds or fails; the controlling side nominates a valid
+///   pair that beats the selected one, and the controlled side selects the highest-priority nominated pair
+///   (§8.1.1), so media leaves a relay that was valid first for a direct pair that answered later;
 /// - consent freshness (RFC 7675) on the selected pair, which also serves as the keepalive (§11): a check every
 ///   ``consentInterval`` ±20 %, media stops ``consentLifetime`` after the last answer;
 /// - ICE restart (§9): new local credentials, the peer's new ones and candidates; media stays on the old pair
@@ -98,6 +103,8 @@ public final class ICEAgent {
         var nominating: Bool
         var consent: Bool
         var remotePassword: String
+        /// Sent again at once because the peer's check on the pair arrived (§7.3.1.4; once per transaction).
+        var hurried = false
     }
 
     // Parameters (RFC 8445 §14, RFC 7675 §5.1).
@@ -111,6 +118,12 @@ public final class ICEAgent {
     public var maximumPairs = 100
     /// The controlling side nominates at the latest this long after the first valid pair.
     public var nominationDelay = MediaTime.milliseconds(200)
+    /// After a pair is selected, both sides keep checking the pairs that could beat it and the controlling side
+    /// nominates the best one that succeeds (with USE-CANDIDATE: a standard controlled agent selects the
+    /// highest-priority nominated pair). Off: checking ends with the first nomination (§8.1.2).
+    public var renomination = true
+    /// One new check of a pair that could beat the selected one per this interval (triggered checks keep Ta).
+    public var renominationPacing = MediaTime.milliseconds(200)
     public var consentInterval = MediaTime.seconds(5)
     public var consentLifetime = MediaTime.seconds(30)
 
@@ -136,7 +149,10 @@ public final class ICEAgent {
     private var triggered: [Int] = []
     private var transactions: [[UInt8]: Transaction] = [:]
     private var nextCheck = MediaTime.zero
+    /// When the next check of a pair that could beat the selected one may start (``renominationPacing``).
+    private var nextRenominationCheck = MediaTime.zero
     private var firstValid: MediaTime?
+    /// A nominating check is in flight (the controlling side sends one at a time).
     private var nominating = false
     private var checklistCompleted = false
     private var lastConsent: MediaTime?
@@ -212,11 +228,13 @@ public final class ICEAgent {
             return
         }
         if let i = remoteCandidates.firstIndex(where: { $0.address == address }) {
-            // A prflx we learned from a check, now signalled: keep the signalled type and priority (§7.3.1.3).
-            if remoteCandidates[i].kind == .prflx { remoteCandidates[i] = candidate }
-            return
+            // A prflx we learned from a check, now signalled: keep the signalled type and priority (§7.3.1.3), and
+            // pair it with the local candidates its check did not arrive on.
+            guard remoteCandidates[i].kind == .prflx else { return }
+            remoteCandidates[i] = candidate
+        } else {
+            remoteCandidates.append(candidate)
         }
-        remoteCandidates.append(candidate)
         for i in localCandidates.indices where localCandidates[i].candidate.kind != .srflx {
             addPair(localIndex: i, remote: candidate)
         }
@@ -279,7 +297,7 @@ public final class ICEAgent {
             self.nextConsent = now + consentInterval * Double.random(in: 0.8...1.2)
         }
         nominateIfReady(now: now)
-        if now >= nextCheck, let index = nextPairToCheck() {
+        if now >= nextCheck, let index = nextPairToCheck(now: now) {
             startCheck(index, now: now)
             nextCheck = now + pacing
         }
@@ -301,28 +319,54 @@ public final class ICEAgent {
                 triggered.contains { pairs[$0].state == .waiting }
                 || !checklistCompleted && pairs.contains { $0.state == .waiting || $0.state == .frozen }
             if checksLeft { include(max(nextCheck, now)) }
+            if checklistCompleted, renominationCandidate() != nil {
+                include(max(nextCheck, nextRenominationCheck, now))
+            }
         }
         if let nomination = nominationDue(now: now) { include(nomination) }
         return due
     }
 
-    private func nextPairToCheck() -> Int? {
+    private func nextPairToCheck(now: MediaTime) -> Int? {
         guard remote != nil else { return nil }
         while let i = triggered.first {
             triggered.removeFirst()
             if pairs[i].state == .waiting { return i }
         }
-        // §8.1.2: once a pair is nominated, the remaining waiting and frozen pairs are not checked.
-        if checklistCompleted { return nil }
-        let controlling = role == .controlling
-        let best = { (state: PairState) in
-            self.pairs.indices.filter { self.pairs[$0].state == state }
-                .max {
-                    self.pairs[$0].priority(weAreControlling: controlling)
-                        < self.pairs[$1].priority(weAreControlling: controlling)
-                }
+        if checklistCompleted {
+            // §8.1.2 ends the checks here; with renomination the pairs that could beat the selected one go on,
+            // more calmly (media flows meanwhile), each checked once.
+            guard now >= nextRenominationCheck, let i = renominationCandidate() else { return nil }
+            nextRenominationCheck = now + renominationPacing
+            return i
         }
-        return best(.waiting) ?? best(.frozen)
+        return bestPair { $0.state == .waiting } ?? bestPair { $0.state == .frozen }
+    }
+
+    /// The highest-priority pair among those `include` accepts.
+    private func bestPair(_ include: (CandidatePair) -> Bool) -> Int? {
+        let controlling = role == .controlling
+        return pairs.indices.filter { include(pairs[$0]) }
+            .max {
+                pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling)
+            }
+    }
+
+    /// The index of the selected pair in this checklist: nil before a selection, and after a restart until the new
+    /// checks select one (the old pair is not in the new checklist).
+    private func selectedPairIndex() -> Int? {
+        guard let selected, selected.localCredentials == local else { return nil }
+        return pairIndex(local: selected.local, remote: selected.remote)
+    }
+
+    /// With ``renomination``, after a selection: the waiting (else frozen) pair of highest priority that could
+    /// beat the selected one and has not been checked yet.
+    private func renominationCandidate() -> Int? {
+        guard renomination, let current = selectedPairIndex() else { return nil }
+        let floor = pairs[current].priority(weAreControlling: role == .controlling)
+        let controlling = role == .controlling
+        func beats(_ pair: CandidatePair) -> Bool { pair.priority(weAreControlling: controlling) > floor }
+        return bestPair { $0.state == .waiting && beats($0) } ?? bestPair { $0.state == .frozen && beats($0) }
     }
 
     private func startCheck(_ i: Int, now: MediaTime) {
@@ -382,7 +426,8 @@ public final class ICEAgent {
     }
 
     /// Regular nomination (§8.1.1): the best valid pair, once no pair still unchecked or in progress could beat
-    /// it, or ``nominationDelay`` after the first valid pair.
+    /// it, or ``nominationDelay`` after the first valid pair; with ``renomination``, later, a valid pair that
+    /// beats the selected one.
     private func nominateIfReady(now: MediaTime) {
         guard let due = nominationDue(now: now), now >= due, let best = bestValid() else { return }
         // The pair is valid already: its check goes again, now, with USE-CANDIDATE (outside the pacing).
@@ -394,23 +439,23 @@ public final class ICEAgent {
     }
 
     /// When the controlling side nominates its best valid pair: now when no pair still unchecked or in progress
-    /// could beat it, else ``nominationDelay`` after the first valid pair; nil when there is nothing to nominate.
+    /// could beat it, else ``nominationDelay`` after the first valid pair; once a pair is selected, now when
+    /// the best valid pair beats it (``renomination``); nil when there is nothing to nominate.
     private func nominationDue(now: MediaTime) -> MediaTime? {
         guard role == .controlling, !nominating, let firstValid, let best = bestValid() else { return nil }
         let bestPriority = pairs[best].priority(weAreControlling: true)
+        if let current = selectedPairIndex() {
+            guard renomination, !pairs[best].nominated, bestPriority > pairs[current].priority(weAreControlling: true)
+            else { return nil }
+            return now
+        }
         let contenders = pairs.contains {
             [.frozen, .waiting, .inProgress].contains($0.state) && $0.priority(weAreControlling: true) > bestPriority
         }
         return contenders ? firstValid + nominationDelay : now
     }
 
-    private func bestValid() -> Int? {
-        let controlling = role == .controlling
-        return pairs.indices.filter { pairs[$0].state == .succeeded }
-            .max {
-                pairs[$0].priority(weAreControlling: controlling) < pairs[$1].priority(weAreControlling: controlling)
-            }
-    }
+    private func bestValid() -> Int? { bestPair { $0.state == .succeeded } }
 
     private func updateFailure() {
         guard selected == nil, localGatheringComplete, remoteGatheringComplete, remote != nil,
@@ -511,10 +556,28 @@ public final class ICEAgent {
             if useCandidate { nominate(i, now: now) }
         case .inProgress:
             if useCandidate { pairs[i].nominateOnSuccess = true }
+            hurryCheck(on: i)
         case .frozen, .waiting, .failed:
             pairs[i].state = .waiting
             if useCandidate { pairs[i].nominateOnSuccess = true }
             if !triggered.contains(i) { triggered.append(i) }
+        }
+    }
+
+    /// §7.3.1.4: the peer's check came through on a pair whose own check is still unanswered, so ours may pass
+    /// now (the peer's NAT has just opened for us): rather than after the retransmission timer (250 ms and more),
+    /// the pending check goes again at once, its timer unchanged (once per transaction, within its
+    /// ``maximumTransmissions``). The RFC cancels the transaction for a new triggered check instead, which each of
+    /// the peer's retransmissions would start over.
+    private func hurryCheck(on i: Int) {
+        let pair = pairs[i]
+        for (id, t) in transactions
+        where !t.consent && !t.hurried && t.local == pair.local && t.remote == pair.remote
+            && t.transmissions < maximumTransmissions
+        {
+            transactions[id]?.hurried = true
+            transactions[id]?.transmissions += 1
+            outbox.append(Transmit(base: t.local, destination: t.remote, datagram: t.datagram))
         }
     }
 
@@ -528,6 +591,7 @@ public final class ICEAgent {
             return
         }
         transactions[response.transactionID] = nil
+        if t.nominating { nominating = false }  // answered either way: the next tick may nominate again
         if t.consent {
             if response.messageClass == .successResponse, selected?.remote == t.remote { lastConsent = now }
             return

@@ -15,7 +15,10 @@ import VoiceEngine
 /// the peer first and the transport relays media as ChannelData (`UDPMediaTransport.relay(to:through:channel:)`);
 /// the allocation, its permissions and the channel are refreshed every minute. The agent keeps answering the
 /// peer's checks and sends its own consent checks (RFC 7675) until ``stop()``; when consent expires,
-/// ``onFailure`` is told.
+/// ``onFailure`` is told. When the agent later selects another pair (``ICEAgent/renomination``: a direct pair
+/// that answered after a relayed one was nominated), the port moves the media there itself: the transport's
+/// remote, and relaying through our relay (a channel bound to the new remote first) or not; the media thread
+/// reads the transport's remote at each send, so it follows without being told.
 ///
 /// The transport must read with `UDPMediaTransport.ReceiveMode.consumerPolls`: ``gather(turn:timeout:)`` and
 /// ``connect(to:timeout:)`` poll it; afterwards whoever polls it (the DTLS handshake, the call's media thread)
@@ -56,6 +59,10 @@ public final class ICEMediaPort: @unchecked Sendable {
     private var nextRefresh: MediaTime?
     /// The channel bound (or being bound) to the selected pair's remote when our side of it is the relay.
     private var channel: (number: UInt16, peer: TransportAddress, requested: MediaTime)?
+    /// The pair the transport's media goes to, from ``connect(to:timeout:)``'s success until ``stop()``; when the
+    /// agent selects another pair, ``followSelection()`` moves the media and this (counted in `mediaMoves`).
+    private var mediaPair: (local: TransportAddress, remote: TransportAddress)?
+    private var mediaMoves = 0
     /// The peer's c=/m= address when it does no ICE and media goes to it through our relay
     /// (``relayWithoutICE(to:timeout:)``).
     private var peerWithoutICE: TransportAddress?
@@ -240,8 +247,9 @@ public final class ICEMediaPort: @unchecked Sendable {
     /// Runs the connectivity checks against the peer's candidates until a pair is selected (nominated by the
     /// controlling side), every pair failed, or `timeout` passed (nil error then). When our side of the selected
     /// pair is the relay, it returns once the TURN server confirmed the channel to the peer and the transport
-    /// relays media to it.
-    /// - Returns: where the selected pair sends media.
+    /// relays media to it. The transport's remote is then the selected pair's, and follows the selection from
+    /// then on (a renomination moves it).
+    /// - Returns: where the selected pair sends media (the transport's remote).
     public func connect(to remote: SDPICEParameters, timeout: Duration) async -> Result<UDPEndpoint, ICEMediaPortError>
     {
         transport.setSTUNHandler { [weak self] datagram, source in self?.receive(datagram, from: source) }
@@ -271,7 +279,7 @@ public final class ICEMediaPort: @unchecked Sendable {
                 // After a restart the pair selected before stays until one is nominated with the new credentials.
                 if let selected, selected.localCredentials == credentials,
                     let endpoint = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port)),
-                    lock.withLock({ relayReady(for: selected) })
+                    lock.withLock({ moveMedia(to: selected) })
                 {
                     lock.withLock { failureReported = false }
                     return .success(endpoint)
@@ -292,6 +300,7 @@ public final class ICEMediaPort: @unchecked Sendable {
         lock.withLock {
             ticker?.cancel()
             ticker = nil
+            mediaPair = nil
             failureReported = true
             if let turn, let request = turn.client.deallocationRequest() { send(request, to: turn.server) }
             turn = nil
@@ -300,6 +309,10 @@ public final class ICEMediaPort: @unchecked Sendable {
 
     /// The pair media uses once ``connect(to:timeout:)`` succeeded.
     public var selectedPair: ICEAgent.Selected? { lock.withLock { agent.selected } }
+
+    /// Times media moved to another selected pair after ``connect(to:timeout:)`` succeeded (renomination, or the
+    /// pair of an ICE restart).
+    public var selectionChanges: Int { lock.withLock { mediaMoves } }
 
     /// Whether our side of the selected pair is the TURN relay.
     public var selectedPairIsRelayed: Bool {
@@ -343,6 +356,28 @@ public final class ICEMediaPort: @unchecked Sendable {
         }
         return !(b[0] & 0xFE == 0xFC || b[0] == 0xFE && b[1] & 0xC0 == 0x80)
     }
+
+    /// Points the transport's media at `selected` when it can (``relayReady(for:)``) and returns whether it did.
+    private func moveMedia(to selected: ICEAgent.Selected) -> Bool {
+        guard let endpoint = try? UDPEndpoint(host: selected.remote.host, port: Int(selected.remote.port)),
+            relayReady(for: selected)
+        else { return false }
+        if let current = mediaPair, current != (selected.local, selected.remote) { mediaMoves += 1 }
+        transport.setRemote(endpoint)
+        mediaPair = (selected.local, selected.remote)
+        return true
+    }
+
+    /// The pair the agent selected after ``connect(to:timeout:)`` when media goes to another one.
+    private var selectionToFollow: ICEAgent.Selected? {
+        guard let current = mediaPair, let selected = agent.selected, current != (selected.local, selected.remote)
+        else { return nil }
+        return selected
+    }
+
+    /// Moves the media to a pair selected later (a renomination, the pair of an ICE restart); a pair of our relay
+    /// waits for its channel, asked for again at the next tick.
+    private func followSelection() { if let selected = selectionToFollow { _ = moveMedia(to: selected) } }
 
     /// True when media may go to the selected pair: at once for a pair of our own addresses; for our relay once
     /// the channel to the peer is bound (asked for here, again every 300 ms until the server confirms).
@@ -477,6 +512,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             let now = clock.now
             agent.tick(now: now)
             sendTransmits()
+            followSelection()
             if let turn {
                 gatheringTimers(turn.client)
                 if let due = nextRefresh, now >= due {
@@ -485,7 +521,7 @@ public final class ICEMediaPort: @unchecked Sendable {
                     for request in turn.client.refreshRequests() { send(request, to: turn.server) }
                 }
             }
-            let paced = agent.state != .connected && peerWithoutICE == nil
+            let paced = agent.state != .connected && peerWithoutICE == nil || selectionToFollow != nil
             var wake = now + (paced ? .milliseconds(20) : agent.consentInterval)
             if let due = agent.nextTimer(now: now) { wake = min(wake, due) }
             if turn != nil, let due = nextRefresh { wake = min(wake, due) }
@@ -515,6 +551,7 @@ public final class ICEMediaPort: @unchecked Sendable {
                 ? turn?.client.relayedAddress ?? routedBase(towards: from) : routedBase(towards: from)
             agent.handle(Array(datagram), from: from, base: base, now: clock.now)
             sendTransmits()
+            followSelection()
             wakeTickerIfDue()
             return nil
         }
@@ -536,6 +573,7 @@ public final class ICEMediaPort: @unchecked Sendable {
         var resend = false
         if turn.client.handleRefreshAnswer(bytes, resend: &resend) {
             if resend { for d in turn.client.refreshRequests() { send(d, to: turn.server) } }
+            followSelection()  // a confirmed channel lets media move to a newly selected pair of our relay
             return nil
         }
         guard let (peer, data) = TURNClient.unwrapData(bytes), let relayed = turn.client.relayedAddress,
@@ -545,6 +583,7 @@ public final class ICEMediaPort: @unchecked Sendable {
             takeUpRestart(data)
             agent.handle(data, from: peer, base: relayed, now: now)
             sendTransmits()
+            followSelection()
             wakeTickerIfDue()
             return nil
         }
