@@ -168,7 +168,7 @@ let package = Package(
             name: "voice-engine",
             dependencies: [
                 "VoiceEngine", "VoiceLab", "VoiceSIP", "VoiceClient", "VoiceService", "VoicePush", "VoiceWebRTC",
-                "VoiceConferenceServer",
+                "VoiceConferenceServer", "VoiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")
             ]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VoiceCrypto
 import VoiceEngine
 import VoiceLab
 
@@ -24,6 +25,8 @@ struct VoiceEngineCommand: ParsableCommand {
     )
 }
 
+// A call still stopping when a command returns may sign or hash while the process exits.
+CryptoLibrary.skipCleanupAtExit()
 // The one place a command's failure is printed and turned into the exit status (CommandFailure).
 var command: ParsableCommand
 do {

@@ -172,12 +172,16 @@ final class ClientCalls {
         events.yield(.incomingCall(IncomingCall(call: call, caller: caller, headers: headers, viaPush: viaPush)))
     }
 
-    /// Hangs up every call and waits (at most a second per call) until their BYEs and CANCELs are out and their
-    /// media stopped, so they leave before the endpoint closes; then forgets them.
+    /// Hangs up every call and waits (at most five seconds in all) until their BYEs and CANCELs are out and their
+    /// media stopped, so they leave before the endpoint closes and before a program that stops the client exits;
+    /// then forgets them. On a busy machine stopping a call's media can take over a second.
     nonisolated(nonsending) func hangUpAll() async {
         for call in calls where await call.state != .ended { _ = try? await call.hangup() }
+        let deadline = ContinuousClock.now + .seconds(5)
         for link in links {
-            for _ in 0..<50 where await !link.isFinished { try? await Task.sleep(for: .milliseconds(20)) }
+            while await !link.isFinished, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
         }
         calls.removeAll()
         links.removeAll()
