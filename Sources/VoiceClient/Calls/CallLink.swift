@@ -461,8 +461,10 @@ actor CallLink {
         case .sendDecline(let status):
             await sip.reject(status: status, reason: status == 603 ? "Decline" : nil)
         case .sendCancel:
-            await sip.hangUp()
-            // A pushed callee's devices hear of the cancel now, not when the kept INVITE's branch times out.
+            // The SIP call ends with the INVITE's final answer (487), which the service may hold while it waits on
+            // a branch that never answered: neither the media's end nor a pushed callee's devices (who hear of the
+            // cancel now) wait for it.
+            Task { [sip] in await sip.hangUp() }
             if pushed, let handler = onPushedCallCanceled {
                 onPushedCallCanceled = nil
                 await handler()
