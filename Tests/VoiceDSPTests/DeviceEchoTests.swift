@@ -26,8 +26,9 @@ struct DeviceEchoTests {
                 "\(clip.name): residual over background \(figures.residualOverBackgroundDB) dB, floor under far talk "
                     + "\(figures.floorUnderFarTalkDB) dB, background \(figures.backgroundAgainstMicrophoneDB) dB")
             residuals.append(figures.residualOverBackgroundDB)
+            let ceiling = try #require(DeviceEchoCeilings.residualPerClip[clip.name], "no ceiling for \(clip.name)")
             #expect(
-                figures.residualOverBackgroundDB <= DeviceEchoCeilings.residualPerClip,
+                figures.residualOverBackgroundDB <= ceiling,
                 "\(clip.name): output in far talk \(figures.residualOverBackgroundDB) dB over its background")
             #expect(
                 figures.floorUnderFarTalkDB >= DeviceEchoCeilings.floorUnderFarTalk,
@@ -55,15 +56,19 @@ struct DeviceEchoTests {
     }
 }
 
-/// Bounds of `DeviceEchoTests` (dB), 1.5-2 dB past the default configuration's figures (residual over background
-/// 10.0, 3.2, 12.3, 0.2 dB on the four clips with a background, upper median 10.0; floor under far talk +1.9, -2.3,
+/// Bounds of `DeviceEchoTests` (dB), 1.2-1.7 dB past the default configuration's figures (residual over background
+/// 5.0, 0.3, 12.3, 0.2 dB on the four clips with a background, upper median 5.0; floor under far talk +1.5, -2.3,
 /// -0.4, -9.5 dB, the last clip's background being the suppressor's start-up hold over the far end's -50 dBFS lead-in,
-/// its comfort noise 8 dB short of the microphone; that floor against the output's own background +4.0, -2.3, -0.3,
-/// -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: see TestVectors/aec/README.md.
+/// its comfort noise 8 dB short of the microphone; that floor against the output's own background +3.6, -2.3, -0.3,
+/// -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: 0woD-move's residual is the thump of
+/// the device being moved, 9mkQ's the loudspeaker's distortion on the far end's loudest syllables (see
+/// TestVectors/aec/README.md).
 enum DeviceEchoCeilings {
     static let clipsWithBackground = 4
-    static let residualPerClip = 14.0
-    static let residualMedian = 11.5
+    static let residualPerClip: [String: Double] = [
+        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.5, "challenge-0woD-dt-move": 14.0, "challenge-DMTg-dt": 1.5
+    ]
+    static let residualMedian = 6.5
     static let floorUnderFarTalk = -11.0
     /// The target: the background under far talk within 3 dB of the background with nobody talking.
     static let floorUnderFarTalkAgainstBackground = -3.0
