@@ -28,10 +28,10 @@ public enum ICEError: Error, Equatable, Sendable {
 /// - role conflicts (§7.3.1.1: 487 and the tie-breaker, both ways);
 /// - regular nomination (§8.1.1) by the controlling side, once the best valid pair cannot be beaten by a pair
 ///   still being checked, or ``nominationDelay`` after the first valid pair;
-/// - renomination (``renomination``): after a pair is selected both sides go on checking the pairs that could beat
-///   it, one per ``renominationPacing``, each until it succeeds or fails; the controlling side nominates a valid
-///   pair that beats the selected one, and the controlled side selects the highest-priority nominated pair
-///   (§8.1.1), so media leaves a relay that was valid first for a direct pair that answered later;
+/// - renomination (``renomination``): after a pair is selected, both sides go on checking the pairs without a TURN
+///   relay that could beat it, one per ``renominationPacing``, each until it succeeds or fails; the controlling side
+///   nominates such a pair once valid, and the controlled side selects the highest-priority
+///   nominated pair (§8.1.1), so media leaves a relay that was valid first for a direct pair that answered later;
 /// - consent freshness (RFC 7675) on the selected pair, which also serves as the keepalive (§11): a check every
 ///   ``consentInterval`` ±20 %, media stops ``consentLifetime`` after the last answer;
 /// - ICE restart (§9): new local credentials, the peer's new ones and candidates; media stays on the old pair
@@ -118,9 +118,9 @@ public final class ICEAgent {
     public var maximumPairs = 100
     /// The controlling side nominates at the latest this long after the first valid pair.
     public var nominationDelay = MediaTime.milliseconds(200)
-    /// After a pair is selected, both sides keep checking the pairs that could beat it and the controlling side
-    /// nominates the best one that succeeds (with USE-CANDIDATE: a standard controlled agent selects the
-    /// highest-priority nominated pair). Off: checking ends with the first nomination (§8.1.2).
+    /// After a pair is selected, both sides keep checking the pairs without a relay that could beat it and the
+    /// controlling side nominates the best one that succeeds (with USE-CANDIDATE: a standard controlled
+    /// agent selects the highest-priority nominated pair). Off: checking ends with the first nomination (§8.1.2).
     public var renomination = true
     /// One new check of a pair that could beat the selected one per this interval (triggered checks keep Ta).
     public var renominationPacing = MediaTime.milliseconds(200)
@@ -359,13 +359,15 @@ public final class ICEAgent {
         return pairIndex(local: selected.local, remote: selected.remote)
     }
 
-    /// With ``renomination``, after a selection: the waiting (else frozen) pair of highest priority that could
-    /// beat the selected one and has not been checked yet.
+    /// With ``renomination``, after a selection: the waiting (else frozen) pair of highest priority that could beat
+    /// it without a relay on either side and has not been checked yet.
     private func renominationCandidate() -> Int? {
         guard renomination, let current = selectedPairIndex() else { return nil }
         let floor = pairs[current].priority(weAreControlling: role == .controlling)
         let controlling = role == .controlling
-        func beats(_ pair: CandidatePair) -> Bool { pair.priority(weAreControlling: controlling) > floor }
+        func beats(_ pair: CandidatePair) -> Bool {
+            pair.priority(weAreControlling: controlling) > floor && !crossesRelay(pair)
+        }
         return bestPair { $0.state == .waiting && beats($0) } ?? bestPair { $0.state == .frozen && beats($0) }
     }
 
@@ -445,7 +447,8 @@ public final class ICEAgent {
         guard role == .controlling, !nominating, let firstValid, let best = bestValid() else { return nil }
         let bestPriority = pairs[best].priority(weAreControlling: true)
         if let current = selectedPairIndex() {
-            guard renomination, !pairs[best].nominated, bestPriority > pairs[current].priority(weAreControlling: true)
+            guard renomination, !pairs[best].nominated, bestPriority > pairs[current].priority(weAreControlling: true),
+                !crossesRelay(pairs[best])
             else { return nil }
             return now
         }
@@ -456,6 +459,13 @@ public final class ICEAgent {
     }
 
     private func bestValid() -> Int? { bestPair { $0.state == .succeeded } }
+
+    /// Whether either side of `pair` is a TURN relay. Renomination moves only to a pair without: a move to another
+    /// relayed pair gains little and changes the path under running media.
+    private func crossesRelay(_ pair: CandidatePair) -> Bool {
+        localCandidates.contains { $0.base == pair.local && $0.candidate.kind == .relay }
+            || remoteCandidates.contains { $0.address == pair.remote && $0.kind == .relay }
+    }
 
     private func updateFailure() {
         guard selected == nil, localGatheringComplete, remoteGatheringComplete, remote != nil,
