@@ -111,6 +111,25 @@ struct ICERenominationTests {
         #expect(Self.routes(of: 0, in: net, last: .seconds(10)) == [[first.local, first.remote]])
     }
 
+    @Test("a better pair that still crosses a relay is not renominated: the first relayed selection stays")
+    func noMoveToAnotherRelayedPair() throws {
+        let net = Self.agentsBehindNATs()
+        // No direct path; until 600 ms only relay to relay, then a host reaches the peer's relay too (a pair that
+        // outranks relay to relay).
+        net.unreachable = { [unowned net] from, to in
+            let relayedEnds = [from, to].filter(net.isRelayed).count
+            return relayedEnds == 0 || relayedEnds == 1 && net.now < .milliseconds(600)
+        }
+        net.exchange(0, 1)
+        let a = net.agents[0], b = net.agents[1]
+        try #require(net.run(for: .seconds(5)) { net.bothConnected } != nil)
+        let first = try #require(a.selected), firstB = try #require(b.selected)
+        #expect(net.isRelayed(first.local) && net.isRelayed(first.remote), "\(first)")
+        net.run(for: .seconds(20))
+        #expect(a.selected == first && b.selected == firstB, "moved to \(String(describing: a.selected))")
+        #expect(Self.routes(of: 0, in: net, last: .seconds(10)) == [[first.local, first.remote]])
+    }
+
     @Test("candidates trickled after the nomination are checked one per renomination pacing; the one that answers wins")
     func trickledAfterNomination() throws {
         let net = Self.agentsBehindNATs()
