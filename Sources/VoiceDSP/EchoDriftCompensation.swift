@@ -154,8 +154,8 @@ final class EchoDriftCompensation {
         let measured = searchSum / Double(searchCount)
         searchCount = 0
         let target = compensatedPPM + measured
-        // The echo delay now, in the reference line's timeline as the search saw it. Until now nothing kept the
-        // alignment on the moving echo (the filter had no stable peak): when the echo has left the comfortable part
+        // The echo delay now, in the reference line's timeline as the search saw it. While the echo moves the
+        // filter has no stable peak to keep the alignment on: when the echo has left the comfortable part
         // of the filter (more than half the margin from where the alignment put it), the alignment is set afresh.
         let onset = result.lag * factor
         let moved = abs(onset - (appliedDelay + margin)) > margin / 2

@@ -48,9 +48,8 @@ final class ResidualEchoSuppressor {
     /// Per-frame rise of the echo-path gain's envelope.
     private let gainRise: Float
     /// Reference sample level taken for a clipped far end, and the frames after one that its echo may reach (30 ms:
-    /// the alignment margin and the loudest part of the room's response). On the real device whose far end clips
-    /// (0woD, 183 samples at full scale in 40 s) five such 10 ms blocks at 7.45 s, the output 7 dB under the
-    /// microphone and nothing suppressed at 3.5-7 kHz, made the residual over the background 3.0 dB; held, 0.3 dB.
+    /// the alignment margin and the loudest part of the room's response). A loudspeaker driven into clipping leaves
+    /// echo at 3.5-7 kHz that no per-bin estimate follows (the real device 0woD, TestVectors/aec/README.md).
     private static let clippedReference: Int16 = 32_000
     private let clippedEchoFrames: Int
     private var framesSinceClippedFar = Int.max / 2
@@ -129,9 +128,8 @@ final class ResidualEchoSuppressor {
     /// whose ERLE counts that silence; left so, see TestVectors/aec/README.md.)
     private let backgroundStartFrames: Int
     private let noiseRiseAtStart: Float
-    /// Per-frame smoothing of the coherence spectra (~50 ms at 5 ms frames).
-    /// (Faster smoothing or a lower bias removed more echo on the real devices but cut the near talker in double talk:
-    /// smoothing 0.8, bias 0.15 and over-estimation 8 took the realistic set's double talk from PESQ-WB 1.33 to 1.22.)
+    /// Per-frame smoothing of the coherence spectra (~50 ms at 5 ms frames). Faster smoothing or a lower bias removes
+    /// more echo on real devices but cuts the near talker in double talk.
     private let coherenceSmoothing: Float = 0.9
     /// Coherence of unrelated signals under that smoothing (its estimation bias), taken as none.
     private let coherenceBias: Float = 0.2
@@ -295,11 +293,9 @@ final class ResidualEchoSuppressor {
     /// The echo-path gain of the output's part that is coherent with the reference in bin `k`: `(γ - γ₀)/(1 - γ₀) ·
     /// See/Sxx`, `γ = |Sxe|²/(Sxx·See)`. A near talker is incoherent with the far end, so this estimate does not
     /// rise in double talk, where the lower envelope ``pathGain`` must rise slowly for that reason; it follows at once
-    /// what the linear filter misses while it is misadjusted (the far end's loudest syllables on the AEC-Challenge
-    /// device 9mkQ, where MDF removes 3 dB: residual over the background 10.0 -> 5.0 dB; the AEC-Challenge
-    /// double-talk clip's echo-only ERLE 26.5 -> 31.4 dB and its near end's PESQ-WB 1.303 -> 1.322). Letting ``pathGain``
-    /// itself rise fast in frames coherent with the far end removed more (9mkQ 2.5 dB) but cost double talk (realistic
-    /// set 1.33 -> 1.29, the 8 kHz pair 1.96 -> 1.87).
+    /// what the linear filter misses while it is misadjusted (the far end's loudest syllables on a real device, where
+    /// MDF removes only a few dB). ``pathGain`` itself is not let rise fast in coherent frames: that removes more echo
+    /// but cuts the near talker in double talk (TestVectors/aec/README.md).
     @inline(__always)
     private func coherentResidual(_ k: Int) -> Float {
         let sxx = coherenceFar[k]
@@ -518,7 +514,7 @@ final class ResidualEchoSuppressor {
             var noiseI: Float = 0
             if let floor {
                 // In a frame taken for a near talker the coherent estimate is left out: its bias on the talker's own
-                // bins cost the double-talk vector's near end 1.0 dB of segmental SNR (0.25 dB without it).
+                // bins would cut the near end in double talk.
                 let coherent = nearEnd ? 0 : coherentOverEstimation * coherentResidual(k)
                 var residual = echoPossible ? max(over * pathGain[k], coherent) * farHeld[k] : 0
                 if clippedEcho { residual = e2 }

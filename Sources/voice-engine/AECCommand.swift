@@ -107,7 +107,7 @@ struct AECCommand: ParsableCommand {
             )
         }
         // The canceller works in whole 10 ms blocks: the last partial block is completed with silence so that its
-        // samples are processed too (they used to be written as zeros), and the output is cut back to `common`.
+        // samples are processed too rather than written as zeros, and the output is cut back to `common`.
         let padded = (common + rate / 100 - 1) / (rate / 100) * (rate / 100)
         func cut(_ x: [Int16]) -> [Int16] { Array(x.prefix(common)) + [Int16](repeating: 0, count: padded - common) }
         farSamples = cut(farSamples)

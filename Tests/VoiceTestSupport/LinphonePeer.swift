@@ -13,7 +13,7 @@ import Glibc
 /// what it decoded, both paced by its own media ticker, so no sound device is needed. Keys it receives are printed
 /// as `Receiving tone X`; keys typed on its stdin during a call are sent as RFC 4733 events.
 ///
-/// Twinkle's console (`twinkle-console`) was tried first and does not fit: with no sound card its ALSA capture
+/// Twinkle's console (`twinkle-console`) does not fit: with no sound card its ALSA capture
 /// must be the `null` or `file` plugin, which hands it samples at once instead of at the sampling rate, and Twinkle
 /// discards the surplus and sends no audio. linphonec creates its SIP listening points only once its core opened
 /// its database in `$HOME/.local/share/linphone`: without that directory it runs with no SIP port at all.
