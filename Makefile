@@ -49,11 +49,13 @@ test-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(APT_PACKAGES) $(TEST_APT_PACKAGES)"
 	@$(MAKE) --no-print-directory python-packages
 
-## The PESQ measure of the quality tests (ITU-T P.862 through the `pesq` package, from PyPI). Where pip cannot
-## install it, those tests skip and say why.
+## The PESQ measure of the quality tests (ITU-T P.862 through the `pesq` package, from PyPI) and the room
+## simulation of the realistic echo set (`pyroomacoustics`, for Benchmarks/scripts/aec-realistic.py). Where pip
+## cannot install them, those tests skip and say why.
 python-packages:
-	@python3 -c "import numpy, scipy, pesq" 2>/dev/null || python3 -m pip install -q numpy scipy pesq \
-	  || echo "numpy, scipy and pesq could not be installed with pip: the PESQ tests will skip"
+	@python3 -c "import numpy, scipy, pesq, pyroomacoustics" 2>/dev/null \
+	  || python3 -m pip install -q numpy scipy pesq pyroomacoustics \
+	  || echo "numpy, scipy, pesq and pyroomacoustics could not be installed with pip: the tests that need them skip"
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do \

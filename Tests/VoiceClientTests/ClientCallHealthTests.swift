@@ -8,8 +8,9 @@ import Glibc
 #endif
 
 /// A live call's health reaching the app through Kamailio: quality reports while the media flows, the media
-/// timeout ending the call when the peer vanishes without a BYE (baresip killed with SIGKILL), and a speaker that
-/// vanishes mid-call ending it after the interruption timeout. Ports 26110–26119.
+/// timeout ending the call when the peer vanishes without a BYE (baresip killed with SIGKILL), a hangup's media
+/// stopping at once when the peer no longer answers the BYE, and a speaker that vanishes mid-call ending it after
+/// the interruption timeout. Ports 26105–26106, 26110–26112, 26115.
 @Suite(
     "VoiceClient call health", .tags(.interop, .live), .scheduledByTags, .serialized, .timeLimit(.minutes(2)),
     .enabled(if: serviceUnavailableReason == nil, "\(serviceUnavailableReason ?? "")"),
@@ -72,6 +73,36 @@ struct ClientCallHealthTests {
                 #expect(details.endCause == .timeout)
                 #expect(details.error == .network("no media received for 3 s"))
                 #expect(ended - killedAt >= .seconds(2.5) && ended - killedAt < .seconds(4.5))
+                await alice.terminate()
+            }
+        }
+    }
+
+    /// A peer that stops answering (baresip stopped with SIGSTOP: its socket stays open, so nothing refuses the
+    /// BYE) answers the BYE only when the transaction times out (about 30 s): the hangup stops the media at once.
+    @Test func aHangUpToAPeerThatNoLongerAnswersStopsTheMediaAtOnce() async throws {
+        try await withService(sipPort: 26105) { service in
+            try await ClientPeerCallTests().withBaresip(port: 26106, in: service.directory) { _, baresip in
+                var configuration = service.configuration()
+                configuration.audio = CallAudioDevices(
+                    microphone: "null", speaker: "null", sampleRate: 16_000, voiceProcessing: false)
+                let alice = try VoiceClient(userID: "alice", configuration: configuration) { id in service.sign(id) }
+                await alice.start()
+                let call = try await alice.callSIP("b@127.0.0.1:26106")
+                try await waitFor(call, .established)
+                kill(-baresip.pid, SIGSTOP)
+                defer { kill(-baresip.pid, SIGCONT) }
+                let hungUpAt = ContinuousClock.now
+                try await call.hangup()
+                try await waitFor(call, .ended)
+                while await call.mediaReport == nil, ContinuousClock.now < hungUpAt + .seconds(1) {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let stopped = ContinuousClock.now - hungUpAt
+                print("hangup to a stopped peer: the media stopped \(stopped) later")
+                #expect(await call.mediaReport != nil, "the media still ran 1 s after the hangup")
+                #expect(await call.details.endCause == .localHangup)
+                kill(-baresip.pid, SIGCONT)
                 await alice.terminate()
             }
         }

@@ -44,6 +44,7 @@ actor CallLink {
     private var finished = false
     private var finishedHandlers: [@Sendable (Call) async -> Void] = []
     private var finishComplete = false, endSeen = false, mediaRan = false, tonesReleased = false
+    private var awaitingByeAnswer = false
     /// Told once when the service keeps the call for a callee with no connection ("180 Ringing (Push Pending)"):
     /// the client asks the app to push (app-sent push).
     private var onPushPending: (@Sendable () async -> Void)?
@@ -470,7 +471,13 @@ actor CallLink {
                 await handler()
             }
         case .sendBye:
-            await sip.hangUp()
+            // A peer that is gone answers the BYE only with the transaction's timeout (32 s): the media ends now,
+            // and `isFinished` waits for the BYE's answer.
+            awaitingByeAnswer = true
+            Task { [weak self, sip] in
+                await sip.hangUp()
+                await self?.byeAnswered()
+            }
         case .sendHold(let on):
             onHold = on
             media?.live.setMicrophoneMuted(muted || onHold)
@@ -551,8 +558,10 @@ actor CallLink {
         tones.callEnded(hadMedia: mediaRan)
     }
 
-    /// Whether the media has stopped and the RTP socket is closed (after the SIP side was carried out).
-    var isFinished: Bool { finished }
+    /// Whether the media has stopped, the RTP socket is closed and a BYE of ours has its answer (or timed out).
+    var isFinished: Bool { finished && !awaitingByeAnswer }
+
+    private func byeAnswered() { awaitingByeAnswer = false }
 
     /// The media's counters, while it runs.
     var mediaStatistics: LiveCallStatistics? { media?.live.statistics }
