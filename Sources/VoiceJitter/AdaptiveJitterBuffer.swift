@@ -338,9 +338,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         // A long hold re-times playout after a delay step, so the estimator forgets the faster path before it. On a
         // jittery path a hold that long is the jitter's own tail: forgetting the fastest packet there made the
         // next, slower packets the reference, so the playout delay read up to the jitter's spread too low, and the
-        // buffer slowed down and then accelerated back into the speech that followed (on a noisy real-device
-        // clip under 30 ms jitter, a hold at the first word's onset cost PESQ-WB 0.3). A real step on such a path
-        // is followed by the transit window (``DelayEstimator/Configuration/windowMilliseconds``) all the same.
+        // buffer slowed down and then accelerated back into the speech that followed (noisy speech under 30 ms
+        // jitter, Benchmarks/README.md section 7). A real step on such a path is followed by the transit window
+        // (``DelayEstimator/Configuration/windowMilliseconds``) all the same.
         if playout.holdEndedLong {
             if !isJittery { estimator.rebaseline() }
             playout.acknowledgeHoldEnded()
