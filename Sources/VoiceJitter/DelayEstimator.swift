@@ -186,9 +186,9 @@ public struct DelayEstimator: Sendable {
     /// target are measured from. nil before any packet.
     public var minimumTransitMilliseconds: Double? { size > 0 ? ringTransit[head] : nil }
 
-    /// Forgets the transit baseline but keeps the histogram: called when playout has just been re-timed by
-    /// stalling (held concealment until a late packet came), so later packets are measured against the delay the
-    /// playout now has, not against the faster path before a delay step.
+    /// Forgets the transit baseline but keeps the histogram: called when playout on a calm path has just been
+    /// re-timed by stalling (held concealment until a late packet came), so later packets are measured against the
+    /// delay the playout now has, not against the faster path before a delay step.
     public mutating func rebaseline() {
         size = 0
         head = 0
