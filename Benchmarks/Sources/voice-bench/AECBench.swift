@@ -75,6 +75,11 @@ struct AECBench: ParsableCommand {
                 + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
     var noiseSuppression = true
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "The transient suppressor after the canceller in the device mode (--no-transient-suppression: off).")
+    var transientSuppression = true
+
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
     }
