@@ -117,6 +117,7 @@ struct AECBench: ParsableCommand {
             pad("scenario", 24) + pad("raw", 7) + pad("engine", 8) + pad("webrtc ns/aec", 15) + pad("conv s", 8)
                 + pad("nearSNR e/r/w", 17) + pad("drift ppm", 11) + pad("µs/10ms e/r", 14))
         var rows: [String] = []
+        var costs: [(engine: Double, raw: Double, transient: Double)] = []
         for vector in manifest.vectors where filter.map({ vector.scenario.name.contains($0) }) ?? true {
             let rate = vector.scenario.sampleRate
             let far = try Self.read(folder, vector.far, rate: rate)
@@ -166,6 +167,9 @@ struct AECBench: ParsableCommand {
                     + pad(f(result.estimatedDriftPPM), 11)
                     + pad("\(f(result.microsecondsPerBlockEngine))/\(f(result.microsecondsPerBlockRaw))", 14))
             fflush(nil)  // all streams: progress shows when piped too
+            costs.append(
+                (result.microsecondsPerBlockEngine, result.microsecondsPerBlockRaw,
+                    result.microsecondsPerBlockTransient ?? 0))
             rows.append(
                 "{\"name\":\(quoted(result.name)),\"erle_db\":{\"speex_raw\":\(j(result.erleRaw)),"
                     + "\"engine\":\(j(result.erleEngine)),\"webrtc\":\(j(webrtcERLE["webrtc"])),"
@@ -180,7 +184,15 @@ struct AECBench: ParsableCommand {
                     + "\"webrtc_aec_only\":\(j(webrtcNearSNR["webrtc_aec_only"]))},"
                     + "\"drift_ppm\":{\"true\":\(j(vector.scenario.driftPPM)),\"estimated\":\(j(result.estimatedDriftPPM))},"
                     + "\"us_per_10ms\":{\"speex_raw\":\(j(result.microsecondsPerBlockRaw)),"
-                    + "\"engine\":\(j(result.microsecondsPerBlockEngine))}}")
+                    + "\"engine\":\(j(result.microsecondsPerBlockEngine)),"
+                    + "\"transient_suppressor\":\(j(result.microsecondsPerBlockTransient))}}")
+        }
+        if let engine = Self.median(costs.map { $0.engine / $0.raw }),
+            let transient = Self.median(costs.map { $0.transient / $0.raw })
+        {
+            print(
+                "cost per 10 ms block against raw MDF, median over the vectors: engine \(f(engine, 2))x, of which the "
+                    + "transient suppressor \(f(transient, 3))x")
         }
         if json {
             let webrtcSetup = webrtcConfigurations.map {

@@ -256,6 +256,8 @@ public enum AECBenchmark {
         /// Processing time per 10 ms block, µs (engine / raw MDF).
         public var microsecondsPerBlockEngine: Double
         public var microsecondsPerBlockRaw: Double
+        /// The transient suppressor's part of ``microsecondsPerBlockEngine`` (nil when it is off).
+        public var microsecondsPerBlockTransient: Double?
         public var estimatedDriftPPM: Double?
         public var finalDelayMilliseconds: Double?
         /// Seconds until the engine's ERLE over one-second windows first comes within 3 dB of its steady-state value
@@ -319,6 +321,7 @@ public enum AECBenchmark {
                 AECRunner.nearEndSegmentalSNR(near: $0, output: raw.output, sampleRate: sampleRate)
             },
             microsecondsPerBlockEngine: engine.microsecondsPerBlock, microsecondsPerBlockRaw: raw.microsecondsPerBlock,
+            microsecondsPerBlockTransient: engine.transientMicrosecondsPerBlock,
             estimatedDriftPPM: engine.statistics.estimatedDriftPPM,
             finalDelayMilliseconds: engine.statistics.estimatedDelayMilliseconds, convergenceSeconds: convergence,
             singleTalkBlocks: mask)
