@@ -65,10 +65,10 @@ struct TransientSuppressorTests {
         return sum
     }
 
-    /// Energy removed over 60 ms from each knock's start, dB (the least of the knocks).
-    static func knockReduction(_ input: [Int16], _ output: [Int16], starts: [Int]) -> Double {
+    /// Energy removed over `length` samples from each knock's start, dB (the least of the knocks).
+    static func knockReduction(_ input: [Int16], _ output: [Int16], starts: [Int], length: Int = 960) -> Double {
         starts.map { start in
-            let range = start..<(start + 960)
+            let range = start..<(start + length)
             return 10 * Foundation.log10(energy(input, range) / max(energy(output, range), 1))
         }.min() ?? 0
     }
@@ -88,33 +88,60 @@ struct TransientSuppressorTests {
             let reduction = Self.knockReduction(signal, output, starts: starts)
             print("knock \(name): \(String(format: "%.1f", reduction)) dB removed, \(suppressed) blocks suppressed")
             #expect(reduction >= 20, "\(name): knock only \(reduction) dB down")
-            // The speech (and its 300 ms after) is untouched: its PESQ and SNR cannot move.
+            // The speech (and its 300 ms after) is untouched, but for a mouth click alone in a pause (one in
+            // mediastreamer2's silence-voice clip, 40 ms before a word): its PESQ and SNR cannot move.
             let changed = (speechRange.lowerBound..<(speechRange.upperBound + 4_800)).filter { signal[$0] != output[$0] }
-            #expect(changed.isEmpty, "\(name): \(changed.count) speech samples changed, first at \(changed.first ?? 0)")
+            let span = (changed.last ?? 0) - (changed.first ?? 0)
+            #expect(span < 2 * Self.block, "\(name): \(changed.count) speech samples changed over \(span) samples")
         }
     }
 
-    /// The rattle of a device being moved, recorded on that device (../shared/testdata/aec-devices, AEC-Challenge
-    /// recording: 8.55-8.95 s of the "with movement" microphone, read from there, not copied) in a speech pause.
+    static let movedDevice = "aec-devices/0woDOjC0p0KzH5nN0fn1Jw_doubletalk_with_movement"
+
+    /// The AEC-Challenge recording of a device moved while the far end talks (../shared/testdata/aec-devices, read from
+    /// there, not copied) through the echo canceller without and with the transient suppressor, as
+    /// `voice-bench aec --devices` scores it: the rattle at 8.6-9.1 s is most of the output's far-talk energy.
+    static func movedDeviceRuns() throws -> (clip: DeviceEchoClip, far: [Int16], mic: [Int16], without: AECRunner.Run, with: AECRunner.Run) {
+        let folder = URL(fileURLWithPath: SharedTestData.path("aec-devices"))
+        let clip = try #require(try DeviceEchoClip.load(folder: folder).first { $0.name == "challenge-0woD-dt-move" })
+        let (far, mic) = try clip.read(folder: folder)
+        let without = try AECRunner.runEngine(
+            far: far, mic: mic, configuration: EchoCancellerConfiguration(), transientSuppression: nil)
+        let with = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+        return (clip, far, mic, without, with)
+    }
+
     @Test(
         .enabled(
-            if: SharedTestData.isPresent
-                && SharedTestData.exists("aec-devices/0woDOjC0p0KzH5nN0fn1Jw_doubletalk_with_movement_mic.wav"),
+            if: SharedTestData.exists(movedDevice + "_mic.wav") && SharedTestData.exists("aec-devices/clips.json"),
+            "../shared/testdata/aec-devices absent"))
+    func theRattleOfAMovedDeviceNoLongerStandsOverTheBackground() throws {
+        let (clip, far, mic, without, with) = try Self.movedDeviceRuns()
+        let before = try #require(clip.measure(far: far, mic: mic, output: without.output))
+        let after = try #require(clip.measure(far: far, mic: mic, output: with.output))
+        print(
+            "moved device: residual over background \(before.residualOverBackgroundDB) -> \(after.residualOverBackgroundDB) dB, "
+                + "\(with.transientSuppressedBlocks) blocks suppressed")
+        #expect(before.residualOverBackgroundDB > 10, "the measure no longer sees the rattle")
+        #expect(after.residualOverBackgroundDB <= 2)
+        // Only the rattle (8.6-9.2 s) changes: the near talker after 15.25 s passes bit for bit.
+        let changed = zip(without.output, with.output).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+        #expect((changed.first ?? 0) >= Int(8.5 * 16_000) && (changed.last ?? 0) < Int(9.3 * 16_000))
+    }
+
+    /// That rattle, as the canceller leaves it (8.55-8.95 s of its output), in a pause of real speech.
+    @Test(
+        .enabled(
+            if: SharedTestData.isPresent && SharedTestData.exists(movedDevice + "_mic.wav")
+                && SharedTestData.exists("aec-devices/clips.json"),
             "../shared/testdata/aec-devices absent"))
     func aRecordedHandlingKnockIsRemoved() throws {
-        let recording = try WAVFile.read(
-            path: SharedTestData.path("aec-devices/0woDOjC0p0KzH5nN0fn1Jw_doubletalk_with_movement_mic.wav"))
-            .int16Samples
-        let knock = recording[Int(8.55 * 16_000)..<Int(8.95 * 16_000)].map(Double.init)
+        let knock = try Self.movedDeviceRuns().without.output[Int(8.55 * 16_000)..<Int(8.95 * 16_000)].map(Double.init)
         let (name, speech) = try #require(Self.talkers().first)
         let (signal, starts, speechRange) = Self.scene(speech: speech, knock: knock)
         let (output, _) = try Self.suppress(signal)
-        // The recorded knock's loudest 70 ms (8.69-8.76 s), as the benchmark finds it in the device clip.
-        let loudest = starts.map { $0 + Int(0.14 * 16_000) }
-        let reduction = loudest.map { start in
-            10 * Foundation.log10(Self.energy(signal, start..<start + 1_120) / max(Self.energy(output, start..<start + 1_120), 1))
-        }.min() ?? 0
-        print("recorded knock in \(name): \(String(format: "%.1f", reduction)) dB removed over its loudest 70 ms")
+        let reduction = Self.knockReduction(signal, output, starts: starts, length: knock.count)
+        print("recorded knock in \(name): \(String(format: "%.1f", reduction)) dB removed")
         #expect(reduction >= 15)
         #expect(output[speechRange] == signal[speechRange])
     }
@@ -147,17 +174,19 @@ struct TransientSuppressorTests {
         #expect(Double(total) <= Double(blocks) * 0.0005, "\(total) of \(blocks) speech blocks suppressed")
     }
 
-    /// Random blocks — silence, full scale, clicks, noise at every level, square waves — at every rate, with random far-end
+    /// Random blocks — silence, full scale, clicks, noise at every level, square waves, knocks — with random far-end
     /// levels (NaN and infinity included): no trap, and never a sample louder than its input.
-    @Test(arguments: [8_000, 16_000, 32_000, 48_000])
-    func randomInputNeverCrashesOrAmplifies(rate: Int) throws {
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func randomInputNeverCrashesOrAmplifies(seed: UInt64) throws {
+        let rate = Self.rate
         var suppressor = try TransientSuppressor(configuration: TransientSuppressorConfiguration(sampleRate: rate))
-        var rng = SplitMix64(seed: UInt64(rate))
+        var rng = SplitMix64(seed: seed)
         let n = rate / 100
         var block = [Int16](repeating: 0, count: n)
         var louder = 0
         for _ in 0..<3_000 {
-            let kind = Int.random(in: 0..<6, using: &rng)
+            // Square waves are voiced (and hold suppression off for 300 ms): rare, so the other kinds reach it.
+            let kind = Int.random(in: 0..<100, using: &rng) == 0 ? 4 : [0, 1, 2, 3, 5, 6].randomElement(using: &rng)!
             let scale = Double.random(in: 0...1, using: &rng)
             for i in 0..<n {
                 switch kind {
@@ -166,7 +195,10 @@ struct TransientSuppressorTests {
                 case 2: block[i] = i == n / 2 ? Int16.random(in: .min ... .max, using: &rng) : 0
                 case 3: block[i] = Int16(clamping: Int(scale * Double(Int16.random(in: .min ... .max, using: &rng))))
                 case 4: block[i] = (i / 7) % 2 == 0 ? Int16(scale * 32_767) : Int16(-scale * 32_767)
-                default: block[i] = Int16.random(in: -3...3, using: &rng)
+                case 5: block[i] = Int16.random(in: -3...3, using: &rng)
+                default:  // a knock near the Nyquist frequency, decaying over the block
+                    let decay = Foundation.exp(-Double(i) / Double(n / 8))
+                    block[i] = Int16((i % 2 == 0 ? 1 : -1) * scale * decay * Double(Int16.random(in: 0 ... .max, using: &rng)))
                 }
             }
             let far: Double =
@@ -177,7 +209,7 @@ struct TransientSuppressorTests {
                 default: Double.random(in: 0...1e9, using: &rng)
                 }
             let input = block
-            block.withUnsafeMutableBufferPointer { suppressor.process($0, farEndMeanSquare: far) }
+            block.withUnsafeMutableBufferPointer { _ = suppressor.process($0, farEndMeanSquare: far) }
             louder += zip(input, block).filter { abs(Int($1)) > abs(Int($0)) }.count
         }
         #expect(louder == 0)
@@ -187,6 +219,7 @@ struct TransientSuppressorTests {
     @Test func badSettingsAreRefusedWithTheirName() {
         let bad: [(TransientSuppressorConfiguration, String)] = [
             (TransientSuppressorConfiguration(sampleRate: 44_100), "sampleRate"),
+            (TransientSuppressorConfiguration(sampleRate: 8_000), "sampleRate"),
             (TransientSuppressorConfiguration(onsetRiseDB: 0), "onsetRiseDB"),
             (TransientSuppressorConfiguration(ceilingOverFloorDB: -1), "ceilingOverFloorDB"),
         ]

@@ -194,7 +194,7 @@ public final class MediaStream {
             e.sampleRate = rate
             e.preprocessor.sampleRate = rate
             echoCanceller = try component("echo canceller") { try EchoCanceller(configuration: e) }
-            if var t = configuration.transientSuppression {
+            if var t = configuration.transientSuppression, TransientSuppressor.supportedSampleRates.contains(rate) {
                 t.sampleRate = rate
                 transientSuppressor = try component("transient suppressor") { try TransientSuppressor(configuration: t) }
             } else {

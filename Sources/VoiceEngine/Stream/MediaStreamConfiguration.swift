@@ -152,8 +152,8 @@ public struct MediaStreamConfiguration: Sendable {
     /// Echo canceller and preprocessor settings used when ``voiceProcessing`` is on (its rate is replaced by the
     /// processing rate).
     public var echoCanceller: EchoCancellerConfiguration
-    /// Suppression of handling knocks after the canceller when ``voiceProcessing`` is on (its rate is replaced by the
-    /// processing rate); nil: off.
+    /// Suppression of handling knocks after the canceller when ``voiceProcessing`` is on and the processing rate is one
+    /// of ``TransientSuppressor/supportedSampleRates`` (its rate is replaced by the processing rate); nil: off.
     public var transientSuppression: TransientSuppressorConfiguration? = TransientSuppressorConfiguration()
     /// RTP payload type of Opus (dynamic, 96...127 usually; 111 as WebRTC uses by default).
     public var payloadType: UInt8

@@ -39,17 +39,17 @@ public enum AECRunner {
     }
 
     /// Runs `mic` against `far` (same rate, same length — the caller trims) through an ``EchoCanceller`` and, unless
-    /// `transientSuppression` is nil, the ``TransientSuppressor`` after it, as a call's capture path runs them. The
-    /// tail that does not fill a whole block is dropped.
+    /// `transientSuppression` is nil or the rate is not one it supports, the ``TransientSuppressor`` after it, as a
+    /// call's capture path runs them. The tail that does not fill a whole block is dropped.
     public static func runEngine(
         far: [Int16], mic: [Int16], configuration: EchoCancellerConfiguration,
         transientSuppression: TransientSuppressorConfiguration? = TransientSuppressorConfiguration()
     ) throws(SpeexDSPError) -> Run {
         let canceller = try EchoCanceller(configuration: configuration)
-        var transient = try transientSuppression.map { t throws(SpeexDSPError) in
-            var t = t
+        var transient: TransientSuppressor?
+        if var t = transientSuppression, TransientSuppressor.supportedSampleRates.contains(configuration.sampleRate) {
             t.sampleRate = configuration.sampleRate
-            return try TransientSuppressor(configuration: t)
+            transient = try TransientSuppressor(configuration: t)
         }
         let n = canceller.blockSize
         let blocks = min(far.count, mic.count) / n
