@@ -90,7 +90,9 @@ struct TransientSuppressorTests {
             #expect(reduction >= 20, "\(name): knock only \(reduction) dB down")
             // The speech (and its 300 ms after) is untouched, but for a mouth click alone in a pause (one in
             // mediastreamer2's silence-voice clip, 40 ms before a word): its PESQ and SNR cannot move.
-            let changed = (speechRange.lowerBound..<(speechRange.upperBound + 4_800)).filter { signal[$0] != output[$0] }
+            let changed = (speechRange.lowerBound..<(speechRange.upperBound + 4_800)).filter {
+                signal[$0] != output[$0]
+            }
             let span = (changed.last ?? 0) - (changed.first ?? 0)
             #expect(span < 2 * Self.block, "\(name): \(changed.count) speech samples changed over \(span) samples")
         }
@@ -101,7 +103,9 @@ struct TransientSuppressorTests {
     /// The AEC-Challenge recording of a device moved while the far end talks (../shared/testdata/aec-devices, read from
     /// there, not copied) through the echo canceller without and with the transient suppressor, as
     /// `voice-bench aec --devices` scores it: the rattle at 8.6-9.1 s is most of the output's far-talk energy.
-    static func movedDeviceRuns() throws -> (clip: DeviceEchoClip, far: [Int16], mic: [Int16], without: AECRunner.Run, with: AECRunner.Run) {
+    static func movedDeviceRuns() throws -> (
+        clip: DeviceEchoClip, far: [Int16], mic: [Int16], without: AECRunner.Run, with: AECRunner.Run
+    ) {
         let folder = URL(fileURLWithPath: SharedTestData.path("aec-devices"))
         let clip = try #require(try DeviceEchoClip.load(folder: folder).first { $0.name == "challenge-0woD-dt-move" })
         let (far, mic) = try clip.read(folder: folder)
@@ -125,7 +129,8 @@ struct TransientSuppressorTests {
         #expect(before.residualOverBackgroundDB > 10, "the measure no longer sees the rattle")
         #expect(after.residualOverBackgroundDB <= 2)
         // Only the rattle (8.6-9.2 s) changes: the near talker after 15.25 s passes bit for bit.
-        let changed = zip(without.output, with.output).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+        let changed = zip(without.output, with.output).enumerated().filter { $0.element.0 != $0.element.1 }.map(
+            \.offset)
         #expect((changed.first ?? 0) >= Int(8.5 * 16_000) && (changed.last ?? 0) < Int(9.3 * 16_000))
     }
 
@@ -198,7 +203,8 @@ struct TransientSuppressorTests {
                 case 5: block[i] = Int16.random(in: -3...3, using: &rng)
                 default:  // a knock near the Nyquist frequency, decaying over the block
                     let decay = Foundation.exp(-Double(i) / Double(n / 8))
-                    block[i] = Int16((i % 2 == 0 ? 1 : -1) * scale * decay * Double(Int16.random(in: 0 ... .max, using: &rng)))
+                    block[i] = Int16(
+                        (i % 2 == 0 ? 1 : -1) * scale * decay * Double(Int16.random(in: 0 ... .max, using: &rng)))
                 }
             }
             let far: Double =
@@ -221,7 +227,7 @@ struct TransientSuppressorTests {
             (TransientSuppressorConfiguration(sampleRate: 44_100), "sampleRate"),
             (TransientSuppressorConfiguration(sampleRate: 8_000), "sampleRate"),
             (TransientSuppressorConfiguration(onsetRiseDB: 0), "onsetRiseDB"),
-            (TransientSuppressorConfiguration(ceilingOverFloorDB: -1), "ceilingOverFloorDB"),
+            (TransientSuppressorConfiguration(ceilingOverFloorDB: -1), "ceilingOverFloorDB")
         ]
         for (configuration, field) in bad {
             do {

@@ -196,7 +196,9 @@ public final class MediaStream {
             echoCanceller = try component("echo canceller") { try EchoCanceller(configuration: e) }
             if var t = configuration.transientSuppression, TransientSuppressor.supportedSampleRates.contains(rate) {
                 t.sampleRate = rate
-                transientSuppressor = try component("transient suppressor") { try TransientSuppressor(configuration: t) }
+                transientSuppressor = try component("transient suppressor") {
+                    try TransientSuppressor(configuration: t)
+                }
             } else {
                 transientSuppressor = nil
             }

@@ -82,7 +82,8 @@ public enum AECRunner {
                 let transientStart = clock.now
                 output.withUnsafeMutableBufferPointer { o in
                     _ = transient?.process(
-                        UnsafeMutableBufferPointer(rebasing: o[range]), farEndMeanSquare: canceller.lastReferenceMeanSquare)
+                        UnsafeMutableBufferPointer(rebasing: o[range]),
+                        farEndMeanSquare: canceller.lastReferenceMeanSquare)
                 }
                 transientElapsed += clock.now - transientStart
             }
