@@ -37,7 +37,9 @@ public struct TransientSuppressorConfiguration: Sendable, Equatable {
 ///   300 ms, and (by default) while the far end plays;
 /// - from an onset, for 80 ms and as long as the blocks stay high-band dominant, each block's level is capped at the
 ///   floor plus ``TransientSuppressorConfiguration/ceilingOverFloorDB``; a voiced block ends it at once.
-/// The gain falls within the first 2 ms of a block and recovers across a block. Only scalars and one fixed ring:
+/// The gain falls before the knock's onset slice and recovers across a block. A call runs it only when configured: a
+/// near talker's word-initial fricative in double talk (steady high-band noise after a quiet, echo-free output)
+/// reads as a knock. Only scalars and one fixed ring:
 /// nothing is allocated after `init`. Use from one thread.
 public struct TransientSuppressor: Sendable {
     public let configuration: TransientSuppressorConfiguration

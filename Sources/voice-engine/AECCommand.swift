@@ -48,8 +48,11 @@ struct AECCommand: ParsableCommand {
     var noResidualSuppressor = false
     @Flag(help: "Disable the preprocessor's own residual-echo suppression (SPEEX_PREPROCESS_SET_ECHO_STATE).")
     var noEchoState = false
-    @Flag(help: "Disable the transient suppressor after the canceller (handling knocks while the far end plays).")
-    var noTransientSuppression = false
+    @Flag(
+        help:
+            "Run the transient suppressor after the canceller (handling knocks while the far end plays; off by default)."
+    )
+    var transientSuppression = false
 
     func validate() throws {
         try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)
@@ -129,7 +132,7 @@ struct AECCommand: ParsableCommand {
         if noAlignment { configuration.stages.subtract([.delayAlignment, .driftCompensation]) }
         let run = try AECRunner.runEngine(
             far: farSamples, mic: micSamples, configuration: configuration,
-            transientSuppression: noTransientSuppression ? nil : TransientSuppressorConfiguration())
+            transientSuppression: transientSuppression ? TransientSuppressorConfiguration() : nil)
         let raw = try AECRunner.runRawMDF(
             far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
         do { try WAVFile.write(pcm16: Array(run.output.prefix(common)), format: micFile.format, to: out) } catch {

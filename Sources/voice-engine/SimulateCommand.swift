@@ -68,8 +68,8 @@ struct SimulateCommand: ParsableCommand {
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
     var noVoiceProcessing = false
-    @Flag(help: "Skip the transient suppressor (handling knocks while the far end plays) on the sender.")
-    var noTransientSuppression = false
+    @Flag(help: "Run the transient suppressor (handling knocks while the far end plays) on the sender; off by default.")
+    var transientSuppression = false
     @Option(
         help: ArgumentHelp(
             "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
@@ -168,7 +168,7 @@ struct SimulateCommand: ParsableCommand {
             lossAdaptation: LossAdaptationPolicy(
                 initialExpectedLossPercent: initialExpectedLoss,
                 initialFECBitrateIncreasePercent: initialFECBitrateIncrease))
-        options.transientSuppression = !noTransientSuppression
+        options.transientSuppression = transientSuppression
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(

@@ -111,7 +111,9 @@ struct TransientSuppressorTests {
         let (far, mic) = try clip.read(folder: folder)
         let without = try AECRunner.runEngine(
             far: far, mic: mic, configuration: EchoCancellerConfiguration(), transientSuppression: nil)
-        let with = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+        let with = try AECRunner.runEngine(
+            far: far, mic: mic, configuration: EchoCancellerConfiguration(),
+            transientSuppression: TransientSuppressorConfiguration())
         return (clip, far, mic, without, with)
     }
 

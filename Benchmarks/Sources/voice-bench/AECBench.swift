@@ -75,10 +75,8 @@ struct AECBench: ParsableCommand {
                 + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
     var noiseSuppression = true
 
-    @Flag(
-        inversion: .prefixedNo,
-        help: "The transient suppressor after the canceller in the device mode (--no-transient-suppression: off).")
-    var transientSuppression = true
+    @Flag(help: "Run the transient suppressor after the canceller (off by default, as in a call).")
+    var transientSuppression = false
 
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
@@ -126,7 +124,8 @@ struct AECBench: ParsableCommand {
             let near = try vector.near.map { try Self.read(folder, $0, rate: rate) }
             let result = try AECBenchmark.run(
                 name: vector.scenario.name, far: far, mic: mic, near: near, sampleRate: rate,
-                configuration: vector.configuration, steadyStateSeconds: steadyStateFrom)
+                configuration: vector.configuration, steadyStateSeconds: steadyStateFrom,
+                transientSuppression: transientSuppression ? TransientSuppressorConfiguration() : nil)
             // WebRTC: same ERLE function, same blocks, same steady-state start as the engine and raw columns.
             var webrtcERLE: [String: Double] = [:]
             var webrtcNearSNR: [String: Double] = [:]
@@ -187,7 +186,7 @@ struct AECBench: ParsableCommand {
                     + "\"engine\":\(j(result.microsecondsPerBlockEngine)),"
                     + "\"transient_suppressor\":\(j(result.microsecondsPerBlockTransient))}}")
         }
-        if let engine = Self.median(engineCost), let transient = Self.median(transientCost) {
+        if transientSuppression, let engine = Self.median(engineCost), let transient = Self.median(transientCost) {
             print(
                 "cost per 10 ms block against raw MDF, median over the vectors: engine \(f(engine, 2))x, of which the "
                     + "transient suppressor \(f(transient, 3))x")

@@ -38,12 +38,12 @@ public enum AECRunner {
         public var transientSuppressedBlocks: Int
     }
 
-    /// Runs `mic` against `far` (same rate, same length — the caller trims) through an ``EchoCanceller`` and, unless
-    /// `transientSuppression` is nil or the rate is not one it supports, the ``TransientSuppressor`` after it, as a
+    /// Runs `mic` against `far` (same rate, same length — the caller trims) through an ``EchoCanceller`` and, when
+    /// `transientSuppression` is given and the rate is one it supports, the ``TransientSuppressor`` after it, as a
     /// call's capture path runs them. The tail that does not fill a whole block is dropped.
     public static func runEngine(
         far: [Int16], mic: [Int16], configuration: EchoCancellerConfiguration,
-        transientSuppression: TransientSuppressorConfiguration? = TransientSuppressorConfiguration()
+        transientSuppression: TransientSuppressorConfiguration? = nil
     ) throws(SpeexDSPError) -> Run {
         let canceller = try EchoCanceller(configuration: configuration)
         var transient: TransientSuppressor?
@@ -257,7 +257,7 @@ public enum AECBenchmark {
         /// Processing time per 10 ms block, µs (engine / raw MDF).
         public var microsecondsPerBlockEngine: Double
         public var microsecondsPerBlockRaw: Double
-        /// The transient suppressor's part of ``microsecondsPerBlockEngine`` (nil when it is off).
+        /// The transient suppressor's part of ``microsecondsPerBlockEngine`` (0 when it is off).
         public var microsecondsPerBlockTransient: Double?
         public var estimatedDriftPPM: Double?
         public var finalDelayMilliseconds: Double?
@@ -288,11 +288,13 @@ public enum AECBenchmark {
     /// Runs both cancellers on given signals.
     public static func run(
         name: String, far: [Int16], mic: [Int16], near: [Int16]?, sampleRate: Int,
-        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 10
+        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 10,
+        transientSuppression: TransientSuppressorConfiguration? = nil
     ) throws(SpeexDSPError) -> Result {
         var config = configuration
         config.sampleRate = sampleRate
-        let engine = try AECRunner.runEngine(far: far, mic: mic, configuration: config)
+        let engine = try AECRunner.runEngine(
+            far: far, mic: mic, configuration: config, transientSuppression: transientSuppression)
         let raw = try AECRunner.runRawMDF(
             far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: rawTailMilliseconds)
         let n = sampleRate / 100
