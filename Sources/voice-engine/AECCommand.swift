@@ -48,6 +48,11 @@ struct AECCommand: ParsableCommand {
     var noResidualSuppressor = false
     @Flag(help: "Disable the preprocessor's own residual-echo suppression (SPEEX_PREPROCESS_SET_ECHO_STATE).")
     var noEchoState = false
+    @Flag(
+        help:
+            "Run the transient suppressor after the canceller (handling knocks while the far end plays; off by default)."
+    )
+    var transientSuppression = false
 
     func validate() throws {
         try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)
@@ -125,7 +130,9 @@ struct AECCommand: ParsableCommand {
         }
         if noEchoState { configuration.stages.remove(.preprocessorEchoSuppression) }
         if noAlignment { configuration.stages.subtract([.delayAlignment, .driftCompensation]) }
-        let run = try AECRunner.runEngine(far: farSamples, mic: micSamples, configuration: configuration)
+        let run = try AECRunner.runEngine(
+            far: farSamples, mic: micSamples, configuration: configuration,
+            transientSuppression: transientSuppression ? TransientSuppressorConfiguration() : nil)
         let raw = try AECRunner.runRawMDF(
             far: farSamples, mic: micSamples, sampleRate: rate, tailMilliseconds: AECBenchmark.rawTailMilliseconds)
         do { try WAVFile.write(pcm16: Array(run.output.prefix(common)), format: micFile.format, to: out) } catch {

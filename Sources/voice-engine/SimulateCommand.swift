@@ -68,6 +68,8 @@ struct SimulateCommand: ParsableCommand {
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
     var noVoiceProcessing = false
+    @Flag(help: "Run the transient suppressor (handling knocks while the far end plays) on the sender; off by default.")
+    var transientSuppression = false
     @Option(
         help: ArgumentHelp(
             "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "
@@ -157,7 +159,7 @@ struct SimulateCommand: ParsableCommand {
         opus.bitrate = bitrate
         opus.frameDuration = OpusFrameDuration(rawValue: ptime) ?? .ms20
         opus.inbandFEC = true  // B's fmtp asks for it: FEC from the first packet (LossAdaptationPolicy)
-        let options = OneWaySimulation.Options(
+        var options = OneWaySimulation.Options(
             network: network, srtpSuite: plainRTP ? nil : .aesCM128HmacSHA1_80,
             voiceProcessing: !noVoiceProcessing,
             jitterBuffer: strategy, opus: opus, seed: seed, capturePath: capture,
@@ -166,6 +168,7 @@ struct SimulateCommand: ParsableCommand {
             lossAdaptation: LossAdaptationPolicy(
                 initialExpectedLossPercent: initialExpectedLoss,
                 initialFECBitrateIncreasePercent: initialFECBitrateIncrease))
+        options.transientSuppression = transientSuppression
         let result: OneWaySimulation.Result
         do {
             result = try OneWaySimulation.run(

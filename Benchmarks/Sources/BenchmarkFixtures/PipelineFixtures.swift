@@ -47,14 +47,17 @@ public enum PipelineFixtures {
 
     /// One leg's stream configuration: leg A or leg B (keys and SSRCs), with SRTP or plain RTP (`srtp: false`
     /// only for the allocation suite's check of everything but libsrtp).
+    /// The full-DSP legs also run the (optional) transient suppressor, so the allocation suite holds it too.
     public static func configuration(isA: Bool, sameCallsOnly: Bool, srtp: Bool = true) -> MediaStreamConfiguration {
-        MediaStreamConfiguration(
+        var configuration = MediaStreamConfiguration(
             opus: MediaStreamConfiguration.defaultOpus, processingRate: processingRate,
             deviceFormat: AudioFormat(sampleRate: deviceRate), jitterBuffer: .adaptive(),
             srtp: srtp ? MediaStreamSRTP(suite: suite, localKey: key(isA ? 1 : 2), remoteKey: key(isA ? 2 : 1)) : nil,
             voiceProcessing: true, echoCanceller: echoCanceller(sameCallsOnly: sameCallsOnly),
             payloadType: payloadType, ssrc: isA ? ssrcA : ssrcB, remoteSSRC: isA ? ssrcB : ssrcA,
             seed: isA ? 0xA : 0xB)
+        if !sameCallsOnly { configuration.transientSuppression = TransientSuppressorConfiguration() }
+        return configuration
     }
 
     /// Both near-end talkers at the device rate, `Fixtures.seconds` long: leg A's the speech-like signal with seed

@@ -75,6 +75,9 @@ struct AECBench: ParsableCommand {
                 + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
     var noiseSuppression = true
 
+    @Flag(help: "Run the transient suppressor after the canceller (off by default, as in a call).")
+    var transientSuppression = false
+
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")
     }
@@ -112,6 +115,8 @@ struct AECBench: ParsableCommand {
             pad("scenario", 24) + pad("raw", 7) + pad("engine", 8) + pad("webrtc ns/aec", 15) + pad("conv s", 8)
                 + pad("nearSNR e/r/w", 17) + pad("drift ppm", 11) + pad("µs/10ms e/r", 14))
         var rows: [String] = []
+        var engineCost: [Double] = []  // per vector, against raw MDF
+        var transientCost: [Double] = []
         for vector in manifest.vectors where filter.map({ vector.scenario.name.contains($0) }) ?? true {
             let rate = vector.scenario.sampleRate
             let far = try Self.read(folder, vector.far, rate: rate)
@@ -119,7 +124,8 @@ struct AECBench: ParsableCommand {
             let near = try vector.near.map { try Self.read(folder, $0, rate: rate) }
             let result = try AECBenchmark.run(
                 name: vector.scenario.name, far: far, mic: mic, near: near, sampleRate: rate,
-                configuration: vector.configuration, steadyStateSeconds: steadyStateFrom)
+                configuration: vector.configuration, steadyStateSeconds: steadyStateFrom,
+                transientSuppression: transientSuppression ? TransientSuppressorConfiguration() : nil)
             // WebRTC: same ERLE function, same blocks, same steady-state start as the engine and raw columns.
             var webrtcERLE: [String: Double] = [:]
             var webrtcNearSNR: [String: Double] = [:]
@@ -161,6 +167,8 @@ struct AECBench: ParsableCommand {
                     + pad(f(result.estimatedDriftPPM), 11)
                     + pad("\(f(result.microsecondsPerBlockEngine))/\(f(result.microsecondsPerBlockRaw))", 14))
             fflush(nil)  // all streams: progress shows when piped too
+            engineCost.append(result.microsecondsPerBlockEngine / result.microsecondsPerBlockRaw)
+            transientCost.append((result.microsecondsPerBlockTransient ?? 0) / result.microsecondsPerBlockRaw)
             rows.append(
                 "{\"name\":\(quoted(result.name)),\"erle_db\":{\"speex_raw\":\(j(result.erleRaw)),"
                     + "\"engine\":\(j(result.erleEngine)),\"webrtc\":\(j(webrtcERLE["webrtc"])),"
@@ -175,7 +183,13 @@ struct AECBench: ParsableCommand {
                     + "\"webrtc_aec_only\":\(j(webrtcNearSNR["webrtc_aec_only"]))},"
                     + "\"drift_ppm\":{\"true\":\(j(vector.scenario.driftPPM)),\"estimated\":\(j(result.estimatedDriftPPM))},"
                     + "\"us_per_10ms\":{\"speex_raw\":\(j(result.microsecondsPerBlockRaw)),"
-                    + "\"engine\":\(j(result.microsecondsPerBlockEngine))}}")
+                    + "\"engine\":\(j(result.microsecondsPerBlockEngine)),"
+                    + "\"transient_suppressor\":\(j(result.microsecondsPerBlockTransient))}}")
+        }
+        if transientSuppression, let engine = Self.median(engineCost), let transient = Self.median(transientCost) {
+            print(
+                "cost per 10 ms block against raw MDF, median over the vectors: engine \(f(engine, 2))x, of which the "
+                    + "transient suppressor \(f(transient, 3))x")
         }
         if json {
             let webrtcSetup = webrtcConfigurations.map {

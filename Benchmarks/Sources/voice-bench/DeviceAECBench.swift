@@ -33,7 +33,12 @@ extension AECBench {
         var rows: [String] = []
         for clip in clips {
             let (far, mic) = try clip.read(folder: folder)
-            let run = try AECRunner.runEngine(far: far, mic: mic, configuration: configuration)
+            let run = try AECRunner.runEngine(
+                far: far, mic: mic, configuration: configuration,
+                transientSuppression: transientSuppression ? TransientSuppressorConfiguration() : nil)
+            if run.transientSuppressedBlocks > 0 {
+                print("note: \(clip.name): transient suppressor attenuated \(run.transientSuppressedBlocks) blocks")
+            }
             let e = clip.measure(far: far, mic: mic, output: run.output)
             let talk = ResidualOverBackground.farTalkBlocks(
                 far: far, blockSize: 160, singleTalkUntilBlock: clip.singleTalkUntilSeconds.map { Int($0 * 100) })

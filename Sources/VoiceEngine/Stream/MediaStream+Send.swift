@@ -42,6 +42,7 @@ extension MediaStream {
                 if try echo.processCapture(UnsafeBufferPointer(micBlock), into: processedBlock) {
                     stats.voiceActiveBlocks += 1
                 }
+                transientSuppressor?.process(processedBlock, farEndMeanSquare: echo.lastReferenceMeanSquare)
                 if echo.lastReferenceMeanSquare > Self.erleReferenceThreshold {
                     erleMic += meanSquare(micBlock)
                     erleOut += meanSquare(processedBlock)

@@ -64,6 +64,8 @@ public final class MediaStream {
     let captureResampler: Resampler?
     let playoutResampler: Resampler?
     let echoCanceller: EchoCanceller?
+    /// Handling-noise suppression after the canceller (nil when voice processing or it is off).
+    @exclusivity(unchecked) var transientSuppressor: TransientSuppressor?
     @exclusivity(unchecked) var packetizer: RTPPacketizer
     /// Replaced by `rekey(_:)`; until the peer's first packet under its new key passes, its old key is
     /// `retiringSRTPIn` and `rekeyBuffer`'s scratch keeps a copy of each packet for a second try with it.
@@ -192,8 +194,17 @@ public final class MediaStream {
             e.sampleRate = rate
             e.preprocessor.sampleRate = rate
             echoCanceller = try component("echo canceller") { try EchoCanceller(configuration: e) }
+            if var t = configuration.transientSuppression, TransientSuppressor.supportedSampleRates.contains(rate) {
+                t.sampleRate = rate
+                transientSuppressor = try component("transient suppressor") {
+                    try TransientSuppressor(configuration: t)
+                }
+            } else {
+                transientSuppressor = nil
+            }
         } else {
             echoCanceller = nil
+            transientSuppressor = nil
         }
         if let s = configuration.srtp {
             srtpOut = try component("SRTP (outbound)") {

@@ -29,16 +29,28 @@ public enum AECRunner {
         /// Twice a second.
         public var track: [TrackPoint]
         public var statistics: EchoCancellerStatistics
-        /// Wall-clock processing time per block, µs (for benchmarks; meaningless in debug builds).
+        /// Wall-clock processing time per block, µs (for benchmarks; meaningless in debug builds), the transient
+        /// suppressor included.
         public var microsecondsPerBlock: Double
+        /// The transient suppressor's share of ``microsecondsPerBlock`` (0 when it is off).
+        public var transientMicrosecondsPerBlock: Double
+        /// Blocks the transient suppressor attenuated.
+        public var transientSuppressedBlocks: Int
     }
 
-    /// Runs `mic` against `far` (same rate, same length — the caller trims) through an ``EchoCanceller``. The tail
-    /// that does not fill a whole block is dropped.
+    /// Runs `mic` against `far` (same rate, same length — the caller trims) through an ``EchoCanceller`` and, when
+    /// `transientSuppression` is given and the rate is one it supports, the ``TransientSuppressor`` after it, as a
+    /// call's capture path runs them. The tail that does not fill a whole block is dropped.
     public static func runEngine(
-        far: [Int16], mic: [Int16], configuration: EchoCancellerConfiguration
+        far: [Int16], mic: [Int16], configuration: EchoCancellerConfiguration,
+        transientSuppression: TransientSuppressorConfiguration? = nil
     ) throws(SpeexDSPError) -> Run {
         let canceller = try EchoCanceller(configuration: configuration)
+        var transient: TransientSuppressor?
+        if var t = transientSuppression, TransientSuppressor.supportedSampleRates.contains(configuration.sampleRate) {
+            t.sampleRate = configuration.sampleRate
+            transient = try TransientSuppressor(configuration: t)
+        }
         let n = canceller.blockSize
         let blocks = min(far.count, mic.count) / n
         // Silent blocks after the end flush the canceller's latency, so the last samples come out too (a file cut to
@@ -52,6 +64,7 @@ public enum AECRunner {
         var track: [TrackPoint] = []
         let clock = ContinuousClock()
         var elapsed = Duration.zero
+        var transientElapsed = Duration.zero
         for b in 0..<blocks + flush {
             let range = b * n..<(b + 1) * n
             let start = clock.now
@@ -64,6 +77,15 @@ public enum AECRunner {
                             into: UnsafeMutableBufferPointer(rebasing: o[range]))
                     }
                 }
+            }
+            if transient != nil {
+                let transientStart = clock.now
+                output.withUnsafeMutableBufferPointer { o in
+                    _ = transient?.process(
+                        UnsafeMutableBufferPointer(rebasing: o[range]),
+                        farEndMeanSquare: canceller.lastReferenceMeanSquare)
+                }
+                transientElapsed += clock.now - transientStart
             }
             elapsed += clock.now - start
             guard b < blocks else { continue }
@@ -78,13 +100,17 @@ public enum AECRunner {
                         compensatedDriftPPM: s.compensatedDriftPPM))
             }
         }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        func seconds(_ d: Duration) -> Double {
+            Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+        }
         let latency = canceller.latencySamples
         output = Array(output[latency..<latency + blocks * n])
         return Run(
             output: output, latencySamples: latency, referenceMeanSquare: reference, voiceActive: vad, track: track,
             statistics: canceller.statistics,
-            microsecondsPerBlock: blocks > 0 ? seconds * 1e6 / Double(blocks + flush) : 0)
+            microsecondsPerBlock: blocks > 0 ? seconds(elapsed) * 1e6 / Double(blocks + flush) : 0,
+            transientMicrosecondsPerBlock: blocks > 0 ? seconds(transientElapsed) * 1e6 / Double(blocks + flush) : 0,
+            transientSuppressedBlocks: transient?.suppressedBlocks ?? 0)
     }
 
     /// Raw speex MDF with no alignment, drift compensation or residual suppression: the baseline.
@@ -231,6 +257,8 @@ public enum AECBenchmark {
         /// Processing time per 10 ms block, µs (engine / raw MDF).
         public var microsecondsPerBlockEngine: Double
         public var microsecondsPerBlockRaw: Double
+        /// The transient suppressor's part of ``microsecondsPerBlockEngine`` (0 when it is off).
+        public var microsecondsPerBlockTransient: Double?
         public var estimatedDriftPPM: Double?
         public var finalDelayMilliseconds: Double?
         /// Seconds until the engine's ERLE over one-second windows first comes within 3 dB of its steady-state value
@@ -260,11 +288,13 @@ public enum AECBenchmark {
     /// Runs both cancellers on given signals.
     public static func run(
         name: String, far: [Int16], mic: [Int16], near: [Int16]?, sampleRate: Int,
-        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 10
+        configuration: EchoCancellerConfiguration = EchoCancellerConfiguration(), steadyStateSeconds: Double = 10,
+        transientSuppression: TransientSuppressorConfiguration? = nil
     ) throws(SpeexDSPError) -> Result {
         var config = configuration
         config.sampleRate = sampleRate
-        let engine = try AECRunner.runEngine(far: far, mic: mic, configuration: config)
+        let engine = try AECRunner.runEngine(
+            far: far, mic: mic, configuration: config, transientSuppression: transientSuppression)
         let raw = try AECRunner.runRawMDF(
             far: far, mic: mic, sampleRate: sampleRate, tailMilliseconds: rawTailMilliseconds)
         let n = sampleRate / 100
@@ -294,6 +324,7 @@ public enum AECBenchmark {
                 AECRunner.nearEndSegmentalSNR(near: $0, output: raw.output, sampleRate: sampleRate)
             },
             microsecondsPerBlockEngine: engine.microsecondsPerBlock, microsecondsPerBlockRaw: raw.microsecondsPerBlock,
+            microsecondsPerBlockTransient: engine.transientMicrosecondsPerBlock,
             estimatedDriftPPM: engine.statistics.estimatedDriftPPM,
             finalDelayMilliseconds: engine.statistics.estimatedDelayMilliseconds, convergenceSeconds: convergence,
             singleTalkBlocks: mask)

@@ -17,6 +17,8 @@ public enum OneWaySimulation {
         /// SRTP suite, or nil for plain RTP.
         public var srtpSuite: SRTPCryptoSuite?
         public var voiceProcessing: Bool
+        /// The sender's transient suppressor (with voice processing on; off by default, as in a call).
+        public var transientSuppression = false
         public var jitterBuffer: MediaStreamJitterBuffer
         public var opus: OpusEncoderConfiguration
         /// How the sender's FEC follows the receiver's loss reports (and what it starts with before the first).
@@ -98,10 +100,11 @@ public enum OneWaySimulation {
         let device = AudioFormat(sampleRate: sampleRate)
         let rate = options.codec.fixedSampleRate ?? 16_000
         let payloadType = options.codec.staticPayloadType
-        let a = MediaStreamConfiguration(
+        var a = MediaStreamConfiguration(
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpA, voiceProcessing: options.voiceProcessing,
             payloadType: payloadType, lossAdaptation: options.lossAdaptation, seed: options.seed)
+        if options.transientSuppression { a.transientSuppression = TransientSuppressorConfiguration() }
         let b = MediaStreamConfiguration(
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpB, voiceProcessing: false, payloadType: payloadType,
