@@ -7,6 +7,8 @@ struct FECLookAheadState {
     private var newestSequence: Int64?
     /// The recent rate of sequence gaps (an exponential average over packets).
     private(set) var recentGapRate = 0.0
+    /// Packets the sequence numbers have spanned so far, up to `lossMemoryPackets`.
+    private var packetsSpanned = 0.0
     /// Packets since the last one carrying FEC.
     private var packetsSinceFEC = Int.max
     /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
@@ -23,9 +25,12 @@ struct FECLookAheadState {
     mutating func addNewest(sequence: Int64, hasFEC: Bool) {
         // A gap (of any length: only its last frame has its FEC in the next packet) is one event over the
         // packets it spans; a reordered packet comes too late to undo it, which errs towards looking ahead.
+        // Until the memory is full the average is over the packets seen so far: a call's first gap counts at its
+        // rate so far, so the look-ahead is there from a lossy call's first loss instead of its third or fourth.
         let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
         let gap = missing > 0 ? 1.0 : 0
-        recentGapRate += (gap - recentGapRate * (missing + 1)) / settings.lossMemoryPackets
+        packetsSpanned = min(packetsSpanned + missing + 1, settings.lossMemoryPackets)
+        recentGapRate = min(1, max(0, recentGapRate + (gap - recentGapRate * (missing + 1)) / packetsSpanned))
         if hasFEC {
             packetsSinceFEC = 0
         } else if packetsSinceFEC < Int.max {
