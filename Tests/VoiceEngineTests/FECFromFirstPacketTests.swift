@@ -147,3 +147,40 @@ import VoiceTestSupport
         }
     }
 }
+
+/// A lossy call's first losses, heard through the whole engine on each noisy clip as a call of its own (so every
+/// clip carries a call's first seconds): the buffer must recover from FEC, whole, every frame the ideal receiver
+/// recovers — from the first loss on, not only once losses have piled up — and gain its look-ahead without
+/// time-stretching the speech.
+@Suite(.tags(.slow), .scheduledByTags) struct FirstLossesQualityTests {
+    static let clips = [
+        "jfk_16k_mono.wav", "device1_nearend_16k.wav", "device2_doubletalk_16k.wav", "cafe_mix_16k.wav"
+    ].map { SharedTestData.path("speech-noisy/" + $0) }
+    static let hasClips = clips.allSatisfy { FileManager.default.fileExists(atPath: $0) }
+
+    @Test(.enabled(if: hasClips, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
+    func eachCallRecoversItsFirstLossesFromFECAsTheIdealReceiverDoes() throws {
+        var opus = MediaStreamConfiguration.defaultOpus
+        opus.inbandFEC = true
+        for clip in Self.clips {
+            let input = try WAVFile(contentsOfFile: clip).int16Samples
+            let name = URL(fileURLWithPath: clip).lastPathComponent
+            for seed: UInt64 in 1...3 {
+                let options = OneWaySimulation.Options(
+                    network: .conditions(
+                        NetworkConditions(baseDelayMilliseconds: 40, loss: .bernoulli(probability: 0.05), seed: seed)),
+                    voiceProcessing: false, opus: opus, seed: seed, scoresAgainstIdealReceiver: true)
+                let r = try OneWaySimulation.run(input: input, sampleRate: 16_000, options: options)
+                let ideal = try #require(r.ideal)
+                let report = r.receiverReport
+                let distance = try #require(r.distanceToIdeal).decibels
+                print(
+                    "\(name) seed \(seed): FEC \(report.fec.recoveredFrames)/\(ideal.fecRecoveredFrames), distance to ideal \(distance) dB, stretched \(report.jitterBuffer.acceleratedSamples + report.jitterBuffer.slowedDownSamples)"
+                )
+                #expect(report.fec.recoveredFrames >= ideal.fecRecoveredFrames - 1, "\(name) seed \(seed)")
+                #expect(report.jitterBuffer.acceleratedSamples == 0, "\(name) seed \(seed)")
+                #expect(report.jitterBuffer.slowedDownSamples <= 160, "\(name) seed \(seed)")
+            }
+        }
+    }
+}
