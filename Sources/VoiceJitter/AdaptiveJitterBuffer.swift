@@ -192,7 +192,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
                 fecPacketMilliseconds: lookAhead.carriesFEC ? Double(duration) / tsPerMs : nil)
             costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
         } else {
-            lookAhead.update()
+            lookAhead.update(calm: !isJittery)
         }
         if playout.timeline.started && timestamp < playout.timeline.position {
             statistics.latePackets += 1

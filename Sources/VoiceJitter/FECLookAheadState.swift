@@ -7,8 +7,10 @@ struct FECLookAheadState {
     private var newestSequence: Int64?
     /// The recent rate of sequence gaps (an exponential average over packets).
     private(set) var recentGapRate = 0.0
-    /// Packets the sequence numbers have spanned so far, up to `lossMemoryPackets`.
-    private var packetsSpanned = 0.0
+    /// Gaps and packets spanned since the stream began, while fewer than `lossMemoryPackets`: the rate so far,
+    /// which the exponential average (starting from none) only reaches after several gaps.
+    private var gapsSoFar = 0.0
+    private var packetsSoFar = 0.0
     /// Packets since the last one carrying FEC.
     private var packetsSinceFEC = Int.max
     /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
@@ -25,12 +27,13 @@ struct FECLookAheadState {
     mutating func addNewest(sequence: Int64, hasFEC: Bool) {
         // A gap (of any length: only its last frame has its FEC in the next packet) is one event over the
         // packets it spans; a reordered packet comes too late to undo it, which errs towards looking ahead.
-        // Until the memory is full the average is over the packets seen so far: a call's first gap counts at its
-        // rate so far, so the look-ahead is there from a lossy call's first loss instead of its third or fourth.
         let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
         let gap = missing > 0 ? 1.0 : 0
-        packetsSpanned = min(packetsSpanned + missing + 1, settings.lossMemoryPackets)
-        recentGapRate = min(1, max(0, recentGapRate + (gap - recentGapRate * (missing + 1)) / packetsSpanned))
+        recentGapRate += (gap - recentGapRate * (missing + 1)) / settings.lossMemoryPackets
+        if packetsSoFar < settings.lossMemoryPackets {
+            gapsSoFar += gap
+            packetsSoFar += missing + 1
+        }
         if hasFEC {
             packetsSinceFEC = 0
         } else if packetsSinceFEC < Int.max {
@@ -45,10 +48,14 @@ struct FECLookAheadState {
     /// Switches the look-ahead on when the frames it would save reach the minimum share, and off only when they
     /// fall below `releaseRatio` of it: each switch moves the target by a packet, which the buffer must stretch in
     /// or out, so a share hovering near the minimum (5 % loss under 30 ms jitter) must not toggle it every few
-    /// seconds.
-    mutating func update() {
+    /// seconds. On a calm path, while the memory is not yet full, the rate so far counts too: a call's first gap
+    /// then switches the look-ahead on, so the next losses are recovered whole (and the first one's concealment
+    /// becomes its delay, ``PlayoutOperations``), instead of being concealed until the third or fourth gap. Under
+    /// jitter the FEC copy often comes in time anyway, and the average alone decides.
+    mutating func update(calm: Bool) {
         guard let minimum = settings.minimumRecoverablePercent else { return }
-        let gained = recentGapRate * (1 - inTimeShare) * 100
+        let soFar = calm && packetsSoFar < settings.lossMemoryPackets ? gapsSoFar / max(packetsSoFar, 1) : 0
+        let gained = max(recentGapRate, soFar) * (1 - inTimeShare) * 100
         isOn = carriesFEC && gained >= (isOn ? minimum * settings.releaseRatio : minimum)
     }
 }

@@ -28,9 +28,9 @@ import VoiceTestSupport
 
     @Test func fecFromTheStartIsPaidWithARaisedBitrate() throws {
         var c = StreamTestSupport.configuration(seed: 65, fec: true)
-        // 32 kb/s configured: the call starts at 40 kb/s, the shared (conference) setting keeps 32.
-        #expect(c.startingOpus.bitrate == 40_000 && c.effectiveOpus.bitrate == 32_000)
-        #expect(try MediaStream(configuration: c).encoderConfiguration.bitrate == 40_000)
+        // 32 kb/s configured: the call starts at 51.2 kb/s, the shared (conference) setting keeps 32.
+        #expect(c.startingOpus.bitrate == 51_200 && c.effectiveOpus.bitrate == 32_000)
+        #expect(try MediaStream(configuration: c).encoderConfiguration.bitrate == 51_200)
         // Never above the peer's maxaveragebitrate.
         c.lossAdaptation.startingBitrateCeiling = 36_000
         #expect(c.startingOpus.bitrate == 36_000)
@@ -79,7 +79,7 @@ import VoiceTestSupport
             let result = sim.run()
             #expect(result.statisticsA.rtcpReceived == 0)
             // No report yet: FEC still paid for with the raised bitrate.
-            #expect(sim.streamA.encoderConfiguration.bitrate == (fec ? 40_000 : 32_000))
+            #expect(sim.streamA.encoderConfiguration.bitrate == (fec ? 51_200 : 32_000))
             let sent = path.sentRTP[.a] ?? []
             let withFEC = try sent.filter { datagram in
                 try datagram.withUnsafeBytes { b in
