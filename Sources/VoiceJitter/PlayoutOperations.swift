@@ -30,6 +30,8 @@ struct PlayoutContext {
     var targetPlayoutDelay: Double
     /// Whether the path is jittery (``AdaptiveJitterBuffer/Configuration/Target/jitteryMilliseconds``).
     var isJittery: Bool
+    /// Whether the path's jitter stays under one tick (``AdaptiveJitterBuffer``'s `isCalm`).
+    var isCalm: Bool
     /// Whether the delay is so far beyond the accelerate (slow-down) threshold that the stretch should not wait
     /// for a quiet moment.
     var accelerateIsUrgent: Bool
@@ -263,10 +265,10 @@ extension PlayoutOperations {
     }
 
     /// How much (samples, whole ticks, at most `held`) of the concealment played while holding the goal wants kept
-    /// as added playout delay: on a calm path, what the delay before the hold lacked of the goal. Under jitter the
-    /// delay wobbles by itself, and the held time is cut as before.
+    /// as added playout delay: on a calm path, what the delay before the hold lacked of the goal. With jitter the
+    /// delay wobbles by itself, and the held time is cut.
     private func wantedDelaySamples(_ context: PlayoutContext, held: Int) -> Int {
-        guard held > 0, !context.isJittery, let delay = playoutDelay(reference: context.delayReference) else {
+        guard held > 0, context.isCalm, let delay = playoutDelay(reference: context.delayReference) else {
             return 0
         }
         let before = delay - Double(timeline.heldSamples) * 1000 / Double(sampleRate)
