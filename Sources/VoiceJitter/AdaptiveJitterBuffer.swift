@@ -141,6 +141,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// than it buys.
     private var isJittery: Bool { estimator.targetMilliseconds >= configuration.target.jitteryMilliseconds }
 
+    /// Whether the path's jitter stays under one tick (the estimator's target below the minimum target): there a
+    /// lost frame's FEC copy comes a whole packet after its playout time unless the buffer looks ahead.
+    private var isCalm: Bool { estimator.targetMilliseconds < configuration.target.minimumMilliseconds }
+
     // MARK: Insert
 
     public func insert(
@@ -192,7 +196,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
                 fecPacketMilliseconds: lookAhead.carriesFEC ? Double(duration) / tsPerMs : nil)
             costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
         } else {
-            lookAhead.update()
+            lookAhead.update(calm: isCalm)
         }
         if playout.timeline.started && timestamp < playout.timeline.position {
             statistics.latePackets += 1
@@ -330,7 +334,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             accelerateAboveMilliseconds: accelerateAbove)
         let context = PlayoutContext(
             delayReference: delayReference, goal: goal, targetPlayoutDelay: targetPlayoutDelayMilliseconds,
-            isJittery: isJittery,
+            isJittery: isJittery, isCalm: isCalm,
             accelerateIsUrgent: level >= goal + accelerateAbove + stretching.urgentMilliseconds,
             slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds)
         lastOperation = playout.perform(

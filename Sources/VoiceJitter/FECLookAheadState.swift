@@ -7,6 +7,10 @@ struct FECLookAheadState {
     private var newestSequence: Int64?
     /// The recent rate of sequence gaps (an exponential average over packets).
     private(set) var recentGapRate = 0.0
+    /// Gaps and packets spanned since the stream began, while fewer than `lossMemoryPackets`: the rate so far,
+    /// which the exponential average (starting from none) only reaches after several gaps.
+    private var gapsSoFar = 0.0
+    private var packetsSoFar = 0.0
     /// Packets since the last one carrying FEC.
     private var packetsSinceFEC = Int.max
     /// Share of packets whose relative delay is at most the target minus one packet: those whose FEC copy is
@@ -26,6 +30,10 @@ struct FECLookAheadState {
         let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
         let gap = missing > 0 ? 1.0 : 0
         recentGapRate += (gap - recentGapRate * (missing + 1)) / settings.lossMemoryPackets
+        if packetsSoFar < settings.lossMemoryPackets {
+            gapsSoFar += gap
+            packetsSoFar += missing + 1
+        }
         if hasFEC {
             packetsSinceFEC = 0
         } else if packetsSinceFEC < Int.max {
@@ -40,10 +48,14 @@ struct FECLookAheadState {
     /// Switches the look-ahead on when the frames it would save reach the minimum share, and off only when they
     /// fall below `releaseRatio` of it: each switch moves the target by a packet, which the buffer must stretch in
     /// or out, so a share hovering near the minimum (5 % loss under 30 ms jitter) must not toggle it every few
-    /// seconds.
-    mutating func update() {
+    /// seconds. On a calm path, while the memory is not yet full, the rate so far counts too: a call's first gap
+    /// then switches the look-ahead on, so the next losses are recovered whole (and the first one's concealment
+    /// becomes its delay, ``PlayoutOperations``), instead of being concealed until the third or fourth gap. Under
+    /// jitter the FEC copy often comes in time anyway, and the average alone decides.
+    mutating func update(calm: Bool) {
         guard let minimum = settings.minimumRecoverablePercent else { return }
-        let gained = recentGapRate * (1 - inTimeShare) * 100
+        let soFar = calm && packetsSoFar < settings.lossMemoryPackets ? gapsSoFar / max(packetsSoFar, 1) : 0
+        let gained = max(recentGapRate, soFar) * (1 - inTimeShare) * 100
         isOn = carriesFEC && gained >= (isOn ? minimum * settings.releaseRatio : minimum)
     }
 }

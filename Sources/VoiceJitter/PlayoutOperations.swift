@@ -30,6 +30,8 @@ struct PlayoutContext {
     var targetPlayoutDelay: Double
     /// Whether the path is jittery (``AdaptiveJitterBuffer/Configuration/Target/jitteryMilliseconds``).
     var isJittery: Bool
+    /// Whether the path's jitter stays under one tick (``AdaptiveJitterBuffer``'s `isCalm`).
+    var isCalm: Bool
     /// Whether the delay is so far beyond the accelerate (slow-down) threshold that the stretch should not wait
     /// for a quiet moment.
     var accelerateIsUrgent: Bool
@@ -161,7 +163,7 @@ final class PlayoutOperations {
         case .expand(let advance):
             return expand(advance: advance, &statistics)
         case .fecRecover:
-            return recoverFromFEC(&packets, &statistics)
+            return recoverFromFEC(context, &packets, &statistics)
         case .comfortNoise:
             return comfortNoise(context, &packets, &statistics)
         }
@@ -217,16 +219,19 @@ extension PlayoutOperations {
     }
 
     /// Decodes the lost frame at the playout position from the next packet's FEC (concealment if that fails).
-    private func recoverFromFEC(_ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics)
-        -> PlayoutOperation
-    {
+    private func recoverFromFEC(
+        _ context: PlayoutContext, _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics
+    ) -> PlayoutOperation {
         let first = packets.entry(at: 0)
         let samples = Int(first.duration / tsPerSample)
         // While playout held for this frame, concealment already played its first `covered` samples: keep only the
         // rest of the recovered frame, crossfaded from the concealment, so recovery leaves no surplus to
-        // time-compress later.
-        let covered = timeline.holding ? min(timeline.heldSamples, samples) : 0
-        let tailCount = covered > 0 ? concealTail() : 0
+        // time-compress later — except the whole ticks of it the goal wants as delay (the FEC look-ahead just
+        // switched on, on a calm path): that concealment is then the look-ahead's delay, gained at the loss where
+        // it is least heard, and the frame is recovered whole instead of being concealed while a slow-down waits.
+        let held = timeline.holding ? min(timeline.heldSamples, samples) : 0
+        let covered = held - min(held, wantedDelaySamples(context, held: held))
+        let tailCount = held > 0 ? concealTail() : 0
         let start = sync.count
         let decoder = decoder
         let n = packets.withPayload(at: 0) { payload in
@@ -238,12 +243,13 @@ extension PlayoutOperations {
         if n > 0 {
             let kept = max(0, n - covered)
             sync.commit(n)
-            if covered > 0 {
+            if held > 0 {
                 sync.remove(n - kept, at: start)
                 crossfadeFromTail(at: start, tailCount: tailCount, available: kept)
             }
             timeline.position += Int64(n) * tsPerSample
             // Concealment already stood in for the frame's start: it is a concealed frame whose rest FEC filled.
+            // Concealment kept as delay stood in for nothing: the frame is recovered whole.
             if covered == 0 { statistics.fecRecoveredFrames += 1 }
             statistics.fecRecoveredSamples += kept
             operation = .fecRecover
@@ -256,6 +262,18 @@ extension PlayoutOperations {
         timeline.holding = false
         timeline.heldSamples = 0
         return operation
+    }
+
+    /// How much (samples, whole ticks, at most `held`) of the concealment played while holding the goal wants kept
+    /// as added playout delay: on a calm path, what the delay before the hold lacked of the goal. With jitter the
+    /// delay wobbles by itself, and the held time is cut.
+    private func wantedDelaySamples(_ context: PlayoutContext, held: Int) -> Int {
+        guard held > 0, context.isCalm, let delay = playoutDelay(reference: context.delayReference) else {
+            return 0
+        }
+        let before = delay - Double(timeline.heldSamples) * 1000 / Double(sampleRate)
+        let lacking = Int((context.goal - before) * Double(sampleRate) / 1000)
+        return max(0, lacking) / block * block
     }
 
     /// After holding through a loss (an outage, or a loss while the buffer ran dry), moves the playout position to

@@ -14,7 +14,7 @@ struct SimulateCommand: ParsableCommand {
             either a random model (--delay, --jitter, --loss, --burst, --drift, --seed) or a recorded trace \
             (--trace FILE, CSV 'send_ms,arrival_ms', one row per RTP packet in send order, empty arrival = lost). \
             The receiver asks for in-band FEC (useinbandfec=1, as the engine's SDP does), so the sender's Opus \
-            carries FEC from the first packet (expecting 5 % loss, at a bitrate raised by 25 % until the first \
+            carries FEC from the first packet (expecting 5 % loss, at a bitrate raised by 60 % until the first \
             report) and adapts it from the RTCP the receiver sends back over a clean path. With --codec pcmu, pcma (8 kHz) or g722 (16 kHz) the whole chain runs at that \
             codec's rate and a lost packet is concealed with spandsp's PLC.
             """)

@@ -37,19 +37,21 @@ private func insert(
 }
 
 @Test func aLossWhoseStartWasConcealedWhileWaitingIsNotCountedAsRecovered() throws {
-    // Frame 5 lost, nothing buffered beyond it (no look-ahead yet): playout runs dry at frame 5 and conceals in
-    // place until packet 6 brings frame 5's FEC copy, which then fills only what is left of the frame. Every
-    // sample of the lost frame counts once, concealed or played from FEC; the frame counts as recovered only when
-    // FEC stood in for all of it.
+    // Frame 5 lost, nothing buffered beyond it, and no FEC look-ahead (switched off): playout runs dry at frame 5
+    // and conceals in place until packet 6 brings frame 5's FEC copy, which then fills only what is left of the
+    // frame. Every sample of the lost frame counts once, concealed or played from FEC; the frame counts as
+    // recovered only when FEC stood in for all of it.
     let packets = try JitterFixtures.opusPackets(count: 16)
     #expect(JitterFixtures.hasFEC(packets[6]))
+    var configuration = AdaptiveJitterBuffer.Configuration()
+    configuration.fecLookAhead.minimumRecoverablePercent = nil
     // Packet 6 (and those after it) arriving 10 ms early or on time: half-way through frame 5, or at its end.
     // (With the look-ahead, FEC stands in for the whole frame: `recoversASingleLossFromTheNextPacketsFEC`.)
     let expected: [(lateness: Int64, concealed: Int, fromFEC: Int, frames: Int)] = [
         (-10, 160, 160, 0), (0, 320, 0, 0)
     ]
     for e in expected {
-        let buffer = try AdaptiveJitterBuffer()
+        let buffer = try AdaptiveJitterBuffer(configuration: configuration)
         var arrivals: [Int64?] = (0..<16).map { Int64($0 * 20) + ($0 >= 6 ? e.lateness : 0) }
         arrivals[5] = nil
         _ = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 32)
@@ -57,6 +59,29 @@ private func insert(
         #expect(s.concealedSamples == e.concealed, "lateness \(e.lateness) ms")
         #expect(s.fecRecoveredSamples == e.fromFEC, "lateness \(e.lateness) ms")
         #expect(s.fecRecoveredFrames == e.frames, "lateness \(e.lateness) ms")
+    }
+}
+
+@Test func aCallsFirstLossGainsTheLookAheadFromItsConcealmentAndIsRecoveredWhole() throws {
+    // The same first loss with the look-ahead as configured: a gap among a call's first packets is a high loss
+    // rate so far, so the look-ahead switches on when packet 6 comes, and the concealment played while waiting
+    // for it becomes the look-ahead's delay (whole ticks) instead of being cut: frame 5 plays whole from FEC,
+    // playout stays a packet later, and the next loss is recovered whole without waiting. Nothing is stretched.
+    let packets = try JitterFixtures.opusPackets(count: 24)
+    #expect(JitterFixtures.hasFEC(packets[6]) && JitterFixtures.hasFEC(packets[13]))
+    for lateness: Int64 in [-10, 0] {
+        let buffer = try AdaptiveJitterBuffer()
+        var arrivals: [Int64?] = (0..<24).map { Int64($0 * 20) + ($0 >= 6 ? lateness : 0) }
+        arrivals[5] = nil
+        arrivals[12] = nil
+        let ops = JitterFixtures.feed(buffer, packets, arrivals: arrivals, ticks: 48)
+        let s = buffer.statistics
+        #expect(s.fecRecoveredFrames == 2 && s.fecRecoveredSamples == 640, "lateness \(lateness) ms")
+        // Only the wait for frame 5 was concealment, and it stood in for delay, not for the frame.
+        #expect(s.concealedSamples == (lateness == 0 ? 320 : 160), "lateness \(lateness) ms")
+        #expect(buffer.fecLookAheadMilliseconds == 20, "lateness \(lateness) ms")
+        #expect(s.acceleratedSamples == 0 && s.slowedDownSamples == 0, "lateness \(lateness) ms")
+        #expect(!ops.contains(.slowDown) && !ops.contains(.accelerate), "lateness \(lateness) ms")
     }
 }
 
