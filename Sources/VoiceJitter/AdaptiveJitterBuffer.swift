@@ -340,13 +340,14 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         lastOperation = playout.perform(
             PlayoutDecision.decide(input), context: context, packets: &packets, statistics: &statistics)
         // A long hold re-times playout after a delay step, so the estimator forgets the faster path before it. On a
-        // jittery path a hold that long is the jitter's own tail: forgetting the fastest packet there made the
-        // next, slower packets the reference, so the playout delay read up to the jitter's spread too low, and the
-        // buffer slowed down and then accelerated back into the speech that followed (noisy speech under 30 ms
-        // jitter, Benchmarks/README.md section 7). A real step on such a path is followed by the transit window
-        // (``DelayEstimator/Configuration/windowMilliseconds``) all the same.
+        // jittery path in the call's first transit window, while the estimate still learns the jitter, a hold that
+        // long is the jitter's own tail: forgetting the fastest packet there made the next, slower packets the
+        // reference, so the playout delay read up to the jitter's spread too low, and the buffer slowed down and
+        // then accelerated back into the first words (noisy speech under 30 ms jitter, Benchmarks/README.md section
+        // 7). Later, the re-timing brings the delay back down after a jitter spike (`FieldComplaintTests`).
         if playout.holdEndedLong {
-            if !isJittery { estimator.rebaseline() }
+            let learning = Double(tickCount) * 10 < estimator.configuration.windowMilliseconds
+            if !(isJittery && learning) { estimator.rebaseline() }
             playout.acknowledgeHoldEnded()
         }
     }

@@ -104,14 +104,21 @@ public enum NTPDuration {
 public enum RTCPRoundTrip {
     /// RTT = A − LSR − DLSR in 16.16 seconds, where A is the middle 32 bits of the NTP time the report arrived.
     ///
-    /// Returns nil when no SR has been received yet (LSR = 0) or when the result would be negative (clock skew or
-    /// a bogus report); the subtraction wraps, so arrival times that crossed a 65536 s boundary are handled.
+    /// Returns nil when no SR has been received yet (LSR = 0) or when the result is more negative than a peer's
+    /// rounding explains (clock skew or a bogus report). A peer that counts DLSR in whole milliseconds (libre's
+    /// timer, so baresip) overstates it by up to 1 ms, so on a sub-millisecond path the result can come out just
+    /// under zero: that counts as 0 (WebRTC likewise takes a negative RTT for its minimum). The subtraction wraps,
+    /// so arrival times that crossed a 65536 s boundary are handled.
     public static func rtt(arrivalMiddle32 a: UInt32, lsr: UInt32, dlsr: UInt32) -> UInt32? {
         guard lsr != 0 else { return nil }
         let rtt = a &- lsr &- dlsr
-        guard Int32(bitPattern: rtt) >= 0 else { return nil }
+        let signed = Int32(bitPattern: rtt)
+        if signed < 0 { return signed >= -roundingTolerance ? 0 : nil }
         return rtt
     }
+
+    /// 2 ms in 16.16 seconds: a millisecond-counted DLSR's rounding, with a margin.
+    static let roundingTolerance: Int32 = 131
 
     /// The RTT as a duration; see ``rtt(arrivalMiddle32:lsr:dlsr:)``.
     public static func rtt(arrival: NTPTimestamp, lsr: UInt32, dlsr: UInt32) -> MediaTime? {

@@ -168,6 +168,15 @@ import VoiceRTP
     @Test func roundTripIsNilWithoutSROrWhenNegative() {
         #expect(RTCPRoundTrip.rtt(arrivalMiddle32: 0x1000_0000, lsr: 0, dlsr: 0) == nil)
         #expect(RTCPRoundTrip.rtt(arrivalMiddle32: 0x0010_0000, lsr: 0x000F_0000, dlsr: 0x0002_0000) == nil)
+        // 3 ms under zero: more than a peer's millisecond rounding of DLSR explains.
+        #expect(RTCPRoundTrip.rtt(arrivalMiddle32: 0x0010_0000, lsr: 0x000F_0000, dlsr: 0x0001_00C5) == nil)
+    }
+
+    /// A loopback peer that counts DLSR in whole milliseconds (baresip) overstates it by up to 1 ms: an RTT just
+    /// under zero is a round trip of about nothing, not a bogus report.
+    @Test func roundTripJustUnderZeroFromAMillisecondDLSRIsZero() {
+        // 0.1 ms of real round trip, DLSR overstated by 1 ms (66 units): 0.9 ms under zero.
+        #expect(RTCPRoundTrip.rtt(arrivalMiddle32: 0x0010_0007, lsr: 0x000F_0000, dlsr: 0x0001_0042) == 0)
     }
 
     @Test func ntpConvertsFromUnixTime() {
