@@ -104,6 +104,17 @@ public struct TransientSuppressor: Sendable {
         ceilingRatio = Foundation.pow(10, configuration.ceilingOverFloorDB / 10)
     }
 
+    /// The suppressor a capture path at `sampleRate` runs for `configuration` (its rate replaced by `sampleRate`): nil
+    /// when it is off (`configuration` nil) or the rate is not one of ``supportedSampleRates``.
+    /// - Throws: ``SpeexDSPError/invalidArgument(field:reason:)`` for an out-of-range setting.
+    public static func forCapture(_ configuration: TransientSuppressorConfiguration?, sampleRate: Int)
+        throws(SpeexDSPError) -> TransientSuppressor?
+    {
+        guard var configuration, supportedSampleRates.contains(sampleRate) else { return nil }
+        configuration.sampleRate = sampleRate
+        return try TransientSuppressor(configuration: configuration)
+    }
+
     /// Suppresses a knock in one block (`blockSize` samples) in place. `farEndMeanSquare` is the mean square of the
     /// far-end reference played during the block (the echo canceller's aligned reference); 0 without a far end.
     /// Returns whether the block was attenuated. Never allocates.

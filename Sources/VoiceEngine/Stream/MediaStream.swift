@@ -194,13 +194,8 @@ public final class MediaStream {
             e.sampleRate = rate
             e.preprocessor.sampleRate = rate
             echoCanceller = try component("echo canceller") { try EchoCanceller(configuration: e) }
-            if var t = configuration.transientSuppression, TransientSuppressor.supportedSampleRates.contains(rate) {
-                t.sampleRate = rate
-                transientSuppressor = try component("transient suppressor") {
-                    try TransientSuppressor(configuration: t)
-                }
-            } else {
-                transientSuppressor = nil
+            transientSuppressor = try component("transient suppressor") {
+                try TransientSuppressor.forCapture(configuration.transientSuppression, sampleRate: rate)
             }
         } else {
             echoCanceller = nil

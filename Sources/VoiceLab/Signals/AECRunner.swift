@@ -46,11 +46,7 @@ public enum AECRunner {
         transientSuppression: TransientSuppressorConfiguration? = nil
     ) throws(SpeexDSPError) -> Run {
         let canceller = try EchoCanceller(configuration: configuration)
-        var transient: TransientSuppressor?
-        if var t = transientSuppression, TransientSuppressor.supportedSampleRates.contains(configuration.sampleRate) {
-            t.sampleRate = configuration.sampleRate
-            transient = try TransientSuppressor(configuration: t)
-        }
+        var transient = try TransientSuppressor.forCapture(transientSuppression, sampleRate: configuration.sampleRate)
         let n = canceller.blockSize
         let blocks = min(far.count, mic.count) / n
         // Silent blocks after the end flush the canceller's latency, so the last samples come out too (a file cut to
@@ -100,9 +96,6 @@ public enum AECRunner {
                         compensatedDriftPPM: s.compensatedDriftPPM))
             }
         }
-        func seconds(_ d: Duration) -> Double {
-            Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
-        }
         let latency = canceller.latencySamples
         output = Array(output[latency..<latency + blocks * n])
         return Run(
@@ -137,9 +130,8 @@ public enum AECRunner {
                 }
             }
         }
-        let e = clock.now - start
-        let seconds = Double(e.components.seconds) + Double(e.components.attoseconds) * 1e-18
-        return (output, blocks > 0 ? seconds * 1e6 / Double(blocks) : 0)
+        let elapsedSeconds = seconds(clock.now - start)
+        return (output, blocks > 0 ? elapsedSeconds * 1e6 / Double(blocks) : 0)
     }
 
     /// Far-end single-talk blocks: the aligned reference is within 35 dB of its loudest block and, when the clean
@@ -357,4 +349,9 @@ public enum AECBenchmark {
             make("drift_minus_1000ppm") { $0.driftPPM = -1000 }
         ]
     }
+}
+
+/// A duration in seconds, for the runners' processing times.
+private func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
 }
