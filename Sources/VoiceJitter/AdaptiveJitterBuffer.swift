@@ -337,12 +337,16 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
         let stretching = configuration.stretching
         let accelerateAbove = accelerateAboveMilliseconds
-        // A released look-ahead is shed a tick at a time while a whole tick lies above the goal (the band alone
-        // keeps one tick of a 20 ms packet); the urgent threshold stays where it was, so it waits for quiet audio.
+        // A released look-ahead is shed in one splice of the whole ticks of it that lie above the goal (the band
+        // alone would keep one tick of a 20 ms packet, and two splices are two delay changes); the urgent threshold
+        // stays where it was, so it waits for quiet audio.
         let tick = Double(block) * 1000 / Double(format.sampleRate)
-        if releasedLookAheadMilliseconds > 0 && level < goal + tick { releasedLookAheadMilliseconds = 0 }
-        let sheddingAbove =
-            releasedLookAheadMilliseconds > 0 ? max(accelerateAbove - releasedLookAheadMilliseconds, tick) : accelerateAbove
+        var shedTicks = 0
+        if releasedLookAheadMilliseconds > 0 {
+            shedTicks = min(Int(releasedLookAheadMilliseconds / tick), max(0, Int((level - goal) / tick)))
+            if shedTicks == 0 { releasedLookAheadMilliseconds = 0 }
+        }
+        let sheddingAbove = shedTicks > 0 ? Double(shedTicks) * tick : accelerateAbove
         let input = PlayoutDecision.Input(
             hasStarted: playout.timeline.started, next: classify(), bufferLevelMilliseconds: level,
             targetLevelMilliseconds: goal, previous: lastOperation, isHolding: playout.timeline.holding,
@@ -353,7 +357,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             isJittery: isJittery, isCalm: isCalm,
             accelerateIsUrgent: level >= goal + releasedLookAheadMilliseconds + accelerateAbove
                 + stretching.urgentMilliseconds,
-            slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds)
+            slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds,
+            accelerateTicks: max(1, shedTicks))
         let acceleratedBefore = statistics.acceleratedSamples
         lastOperation = playout.perform(
             PlayoutDecision.decide(input), context: context, packets: &packets, statistics: &statistics)

@@ -65,14 +65,15 @@ struct FECLookAheadState {
     /// jitter the FEC copy often comes in time anyway, and the average alone decides.
     ///
     /// While the look-ahead holds from the call's start, it stays on until `callMilliseconds` (the time played so
-    /// far) reaches ``AdaptiveJitterBuffer/Configuration/FECLookAhead/calmReleaseMilliseconds`` without a gap;
-    /// then the loss rule decides, which on a call without loss switches it off. Returns true when this update
-    /// released the hold.
+    /// far) reaches ``AdaptiveJitterBuffer/Configuration/FECLookAhead/calmReleaseMilliseconds`` without a gap, or
+    /// the path is no longer calm; then the loss rule decides, which on a call without loss switches it off.
+    /// Returns true when this update released the hold.
     @discardableResult
     mutating func update(calm: Bool, callMilliseconds: Double) -> Bool {
         guard let minimum = settings.minimumRecoverablePercent else { return false }
         if isHeldFromStart {
-            guard callMilliseconds >= settings.calmReleaseMilliseconds else { return false }
+            // Under jitter the FEC copy often comes in time anyway: the loss rule decides from the start there.
+            guard callMilliseconds >= settings.calmReleaseMilliseconds || !calm else { return false }
             isHeldFromStart = false
             isOn = false
             return true

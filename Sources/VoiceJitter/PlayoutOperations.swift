@@ -36,6 +36,9 @@ struct PlayoutContext {
     /// for a quiet moment.
     var accelerateIsUrgent: Bool
     var slowDownIsUrgent: Bool
+    /// Ticks an accelerate removes in one splice: one, or a released look-ahead's packet at once (one delay change
+    /// instead of two).
+    var accelerateTicks = 1
 }
 
 /// The playout operations of the adaptive jitter buffer (NetEq's normal, accelerate, preemptive expand, merge,
@@ -139,10 +142,11 @@ final class PlayoutOperations {
             decodeDue(&packets, &statistics)
             return .normal
         case .accelerate:
+            let amount = block * context.accelerateTicks
             decodeDue(&packets, &statistics)
-            decodeAheadForSplice(&packets, &statistics)
-            // Exactly one tick, so playout stays on the tick grid; where least audible.
-            let removed = stretchIsTimely(urgent: context.accelerateIsUrgent) ? -stretch(adding: -block) : 0
+            decodeAheadForSplice(&packets, &statistics, amount: amount)
+            // Whole ticks, so playout stays on the tick grid; where least audible.
+            let removed = stretchIsTimely(urgent: context.accelerateIsUrgent) ? -stretch(adding: -amount) : 0
             statistics.acceleratedSamples += removed
             return removed > 0 ? .accelerate : .normal
         case .slowDown:
@@ -189,12 +193,14 @@ extension PlayoutOperations {
     }
 
     /// Decodes the packets that follow the one just decoded, while they are buffered and contiguous, until the
-    /// sync buffer holds two ticks (and at least what a one-tick splice needs,
+    /// sync buffer holds two ticks (and at least what a splice of `amount`, one tick by default, needs,
     /// ``TimeStretcher/spliceSpan(removingOrAdding:)``). A 20 ms packet gives that by itself; a 10 ms packet
     /// (a peer's `ptime` 10) gives one tick, where no splice fits, so without this the buffer never stretched at
     /// all at 10 ms packets: its delay only rose (late holds) and never came back down.
-    private func decodeAheadForSplice(_ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics) {
-        let wanted = max(2 * block, stretcher.spliceSpan(removingOrAdding: block))
+    private func decodeAheadForSplice(
+        _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics, amount: Int? = nil
+    ) {
+        let wanted = max(2 * block, stretcher.spliceSpan(removingOrAdding: amount ?? block))
         while sync.count < wanted, !packets.isEmpty, packets.entry(at: 0).timestamp == timeline.position,
             sync.count + Int(packets.entry(at: 0).duration / tsPerSample) <= sync.capacity / 2
         {
