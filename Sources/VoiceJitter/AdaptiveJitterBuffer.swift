@@ -338,8 +338,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         let stretching = configuration.stretching
         let accelerateAbove = accelerateAboveMilliseconds
         // A released look-ahead is shed in one splice of the whole ticks of it that lie above the goal (the band
-        // alone would keep one tick of a 20 ms packet, and two splices are two delay changes); the urgent threshold
-        // stays where it was, so it waits for quiet audio.
+        // alone would keep one tick of a 20 ms packet, and two splices are two delay changes), in a pause.
         let tick = Double(block) * 1000 / Double(format.sampleRate)
         var shedTicks = 0
         if releasedLookAheadMilliseconds > 0 {
@@ -358,7 +357,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             accelerateIsUrgent: level >= goal + releasedLookAheadMilliseconds + accelerateAbove
                 + stretching.urgentMilliseconds,
             slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds,
-            accelerateTicks: max(1, shedTicks))
+            accelerateTicks: max(1, shedTicks), shedsLookAhead: shedTicks > 0)
         let acceleratedBefore = statistics.acceleratedSamples
         lastOperation = playout.perform(
             PlayoutDecision.decide(input), context: context, packets: &packets, statistics: &statistics)
