@@ -55,7 +55,9 @@ private func playCalmCall(_ configuration: AdaptiveJitterBuffer.Configuration, p
     // One playout delay from the first packet to the last: no step at the loss, inside the speech.
     let delays = held.delays
     #expect(delays.count > 500)
-    #expect((delays.max() ?? 0) - (delays.min() ?? 0) < 0.001, "playout delay \(delays.min() ?? 0)...\(delays.max() ?? 0) ms")
+    #expect(
+        (delays.max() ?? 0) - (delays.min() ?? 0) < 0.001,
+        "playout delay \(delays.min() ?? 0)...\(delays.max() ?? 0) ms")
     // The loss came before the release window ended: the look-ahead stays for the losses to come.
     #expect(held.buffer.fecLookAheadMilliseconds == 20)
 
