@@ -61,6 +61,9 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     @exclusivity(unchecked) private var lookAhead: FECLookAheadState
     /// The playout-delay target chosen by ``Configuration/Target/cost`` (ms above the fastest recent packet).
     @exclusivity(unchecked) private var costTarget = 0.0
+    /// Delay (ms) a released start-of-call look-ahead (``Configuration/FECLookAhead/holdsFromCallStart``) has left
+    /// to shed.
+    @exclusivity(unchecked) private var releasedLookAheadMilliseconds = 0.0
 
     /// Creates a buffer and its decoder (``Configuration/codec``).
     /// - Throws: `OpusError` when the decoder cannot be created for `configuration.sampleRate`.
@@ -72,7 +75,10 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         playout = try PlayoutOperations(configuration: configuration)
         packets = PacketBuffer(capacity: configuration.packetCapacity, maxPayloadBytes: configuration.maxPayloadBytes)
         estimator = DelayEstimator(configuration: configuration.estimator)
-        lookAhead = FECLookAheadState(settings: configuration.fecLookAhead)
+        // The target by cost prices the look-ahead itself: nothing holds from the start there.
+        var lookAheadSettings = configuration.fecLookAhead
+        if configuration.target.cost != nil { lookAheadSettings.holdsFromCallStart = false }
+        lookAhead = FECLookAheadState(settings: lookAheadSettings)
         block = format.samplesPerBlock
         tsPerSample = Int64(configuration.rtpClockRate / configuration.sampleRate)
         tsPerMs = Double(configuration.rtpClockRate) / 1000
@@ -196,7 +202,11 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
                 fecPacketMilliseconds: lookAhead.carriesFEC ? Double(duration) / tsPerMs : nil)
             costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
         } else {
-            lookAhead.update(calm: isCalm)
+            let lookAheadBefore = fecLookAheadMilliseconds
+            if lookAhead.update(calm: isCalm, callMilliseconds: Double(tickCount) * 10), playout.timeline.started {
+                releasedLookAheadMilliseconds = lookAheadBefore
+            }
+            if lookAhead.isOn { releasedLookAheadMilliseconds = 0 }
         }
         if playout.timeline.started && timestamp < playout.timeline.position {
             statistics.latePackets += 1
@@ -327,18 +337,34 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         }
         let stretching = configuration.stretching
         let accelerateAbove = accelerateAboveMilliseconds
+        // A released look-ahead is shed in one splice of the whole ticks of it that lie above the goal (the band
+        // alone would keep one tick of a 20 ms packet, and two splices are two delay changes), in a pause.
+        let tick = Double(block) * 1000 / Double(format.sampleRate)
+        var shedTicks = 0
+        if releasedLookAheadMilliseconds > 0 {
+            shedTicks = min(Int(releasedLookAheadMilliseconds / tick), max(0, Int((level - goal) / tick)))
+            if shedTicks == 0 { releasedLookAheadMilliseconds = 0 }
+        }
+        let sheddingAbove = shedTicks > 0 ? Double(shedTicks) * tick : accelerateAbove
         let input = PlayoutDecision.Input(
             hasStarted: playout.timeline.started, next: classify(), bufferLevelMilliseconds: level,
             targetLevelMilliseconds: goal, previous: lastOperation, isHolding: playout.timeline.holding,
             slowDownBelowMilliseconds: stretching.slowDownBelowMilliseconds,
-            accelerateAboveMilliseconds: accelerateAbove)
+            accelerateAboveMilliseconds: sheddingAbove)
         let context = PlayoutContext(
             delayReference: delayReference, goal: goal, targetPlayoutDelay: targetPlayoutDelayMilliseconds,
             isJittery: isJittery, isCalm: isCalm,
-            accelerateIsUrgent: level >= goal + accelerateAbove + stretching.urgentMilliseconds,
-            slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds)
+            accelerateIsUrgent: level >= goal + releasedLookAheadMilliseconds + accelerateAbove
+                + stretching.urgentMilliseconds,
+            slowDownIsUrgent: level < goal - stretching.slowDownBelowMilliseconds - stretching.urgentMilliseconds,
+            accelerateTicks: max(1, shedTicks), shedsLookAhead: shedTicks > 0)
+        let acceleratedBefore = statistics.acceleratedSamples
         lastOperation = playout.perform(
             PlayoutDecision.decide(input), context: context, packets: &packets, statistics: &statistics)
+        if statistics.acceleratedSamples > acceleratedBefore {
+            let shed = Double(statistics.acceleratedSamples - acceleratedBefore) * 1000 / Double(format.sampleRate)
+            releasedLookAheadMilliseconds = max(0, releasedLookAheadMilliseconds - shed)
+        }
         // A long hold re-times playout after a delay step, so the estimator forgets the faster path before it. On a
         // jittery path in the call's first transit window, while the estimate still learns the jitter, a hold that
         // long is the jitter's own tail: forgetting the fastest packet there made the next, slower packets the

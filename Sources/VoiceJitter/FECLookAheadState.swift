@@ -1,6 +1,8 @@
 /// What the FEC look-ahead is decided from (``AdaptiveJitterBuffer/Configuration/FECLookAhead``): the recent
 /// rate of sequence gaps, whether the stream carries FEC, and the share of packets whose FEC copy would come in
-/// time without looking ahead. A value, updated per packet; no storage beyond its fields.
+/// time without looking ahead; and, with ``AdaptiveJitterBuffer/Configuration/FECLookAhead/holdsFromCallStart``,
+/// whether the look-ahead still holds from the call's start. A value, updated per packet; no storage beyond its
+/// fields.
 struct FECLookAheadState {
     private let settings: AdaptiveJitterBuffer.Configuration.FECLookAhead
     /// The newest sequence number seen.
@@ -18,9 +20,14 @@ struct FECLookAheadState {
     var inTimeShare = 0.0
     /// Whether the look-ahead is on.
     private(set) var isOn = false
+    /// Whether the look-ahead is on because it holds from the call's first packet, not yet released by a calm
+    /// window nor handed to the loss rule by a gap.
+    private(set) var isHeldFromStart = false
 
     init(settings: AdaptiveJitterBuffer.Configuration.FECLookAhead) {
         self.settings = settings
+        isHeldFromStart = settings.holdsFromCallStart && settings.minimumRecoverablePercent != nil
+        isOn = isHeldFromStart
     }
 
     /// Takes the newest packet so far (by sequence number).
@@ -30,6 +37,10 @@ struct FECLookAheadState {
         let missing = newestSequence.map { Double(min(max(0, sequence - $0 - 1), 50)) } ?? 0
         let gap = missing > 0 ? 1.0 : 0
         recentGapRate += (gap - recentGapRate * (missing + 1)) / settings.lossMemoryPackets
+        // A loss while the look-ahead holds from the start keeps it: the loss rule takes over from its state on
+        // (its hysteresis, and on a calm path the rate so far, which one gap among the first seconds' packets
+        // keeps above the release threshold).
+        if gap > 0 { isHeldFromStart = false }
         if packetsSoFar < settings.lossMemoryPackets {
             gapsSoFar += gap
             packetsSoFar += missing + 1
@@ -52,10 +63,24 @@ struct FECLookAheadState {
     /// then switches the look-ahead on, so the next losses are recovered whole (and the first one's concealment
     /// becomes its delay, ``PlayoutOperations``), instead of being concealed until the third or fourth gap. Under
     /// jitter the FEC copy often comes in time anyway, and the average alone decides.
-    mutating func update(calm: Bool) {
-        guard let minimum = settings.minimumRecoverablePercent else { return }
+    ///
+    /// While the look-ahead holds from the call's start, it stays on until `callMilliseconds` (the time played so
+    /// far) reaches ``AdaptiveJitterBuffer/Configuration/FECLookAhead/calmReleaseMilliseconds`` without a gap, or
+    /// the path is no longer calm; then the loss rule decides, which on a call without loss switches it off.
+    /// Returns true when this update released the hold.
+    @discardableResult
+    mutating func update(calm: Bool, callMilliseconds: Double) -> Bool {
+        guard let minimum = settings.minimumRecoverablePercent else { return false }
+        if isHeldFromStart {
+            // Under jitter the FEC copy often comes in time anyway: the loss rule decides from the start there.
+            guard callMilliseconds >= settings.calmReleaseMilliseconds || !calm else { return false }
+            isHeldFromStart = false
+            isOn = false
+            return true
+        }
         let soFar = calm && packetsSoFar < settings.lossMemoryPackets ? gapsSoFar / max(packetsSoFar, 1) : 0
         let gained = max(recentGapRate, soFar) * (1 - inTimeShare) * 100
         isOn = carriesFEC && gained >= (isOn ? minimum * settings.releaseRatio : minimum)
+        return false
     }
 }

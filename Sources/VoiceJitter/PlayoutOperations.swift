@@ -36,6 +36,11 @@ struct PlayoutContext {
     /// for a quiet moment.
     var accelerateIsUrgent: Bool
     var slowDownIsUrgent: Bool
+    /// Ticks an accelerate removes in one splice: one, or a released look-ahead's packet at once (one delay change
+    /// instead of two).
+    var accelerateTicks = 1
+    /// Whether the accelerate sheds a released look-ahead: then it waits for a pause (``isPause``), never urgent.
+    var shedsLookAhead = false
 }
 
 /// The playout operations of the adaptive jitter buffer (NetEq's normal, accelerate, preemptive expand, merge,
@@ -56,6 +61,15 @@ final class PlayoutOperations {
     /// Recent speech power (mean square) of the played audio, for ``stretchIsTimely(urgent:)``.
     @exclusivity(unchecked) private var speechPower = 0.0
     static let speechLevelDecayPerTick = 0.986
+    /// The background's power (mean square) in the played audio: the quietest recent tick, rising 3 dB a second so
+    /// that it follows a louder background. What a pause is measured against (``isPause``).
+    @exclusivity(unchecked) private var backgroundPower = Double.greatestFiniteMagnitude
+    static let backgroundRisePerTick = 1.007
+    /// Ticks played in a row at the background's level (``isPause``).
+    @exclusivity(unchecked) private var backgroundTicks = 0
+    /// A pause is this many ticks (100 ms) of background already played: a splice at a pause's first tick lies
+    /// right after the word before it.
+    static let pauseTicks = 10
     @exclusivity(unchecked) private var tail: [Int16]
     /// The stream's decoder (the buffer also reads packet durations through it).
     let decoder: AudioDecoder
@@ -117,6 +131,14 @@ final class PlayoutOperations {
     func play(into output: UnsafeMutableBufferPointer<Int16>) {
         let energy = sync.take(into: output)
         speechPower = max(energy / Double(block), speechPower * Self.speechLevelDecayPerTick)
+        let power = energy / Double(block)
+        backgroundPower = min(max(power, 1), backgroundPower * Self.backgroundRisePerTick)
+        backgroundTicks = isBackground(power) ? backgroundTicks + 1 : 0
+    }
+
+    /// Whether `power` (mean square) is within 6 dB of the background or under the stretcher's silence level.
+    private func isBackground(_ power: Double) -> Bool {
+        power < max(4 * backgroundPower, stretcher.silenceRMS * stretcher.silenceRMS)
     }
 
     /// Carries out `action` and returns the operation that produced the chunk.
@@ -139,10 +161,18 @@ final class PlayoutOperations {
             decodeDue(&packets, &statistics)
             return .normal
         case .accelerate:
+            let amount = block * context.accelerateTicks
             decodeDue(&packets, &statistics)
-            decodeAheadForSplice(&packets, &statistics)
-            // Exactly one tick, so playout stays on the tick grid; where least audible.
-            let removed = stretchIsTimely(urgent: context.accelerateIsUrgent) ? -stretch(adding: -block) : 0
+            decodeAheadForSplice(&packets, &statistics, amount: amount)
+            // Whole ticks, so playout stays on the tick grid; where least audible.
+            let removed: Int
+            if context.shedsLookAhead {
+                // In a pause any point will do: splice at its quietest (a correlated point in a noisy pause may lie
+                // at the next word's onset).
+                removed = isPause ? -stretch(adding: -amount, silenceRMS: sync.meanSquare.squareRoot() + 1) : 0
+            } else {
+                removed = stretchIsTimely(urgent: context.accelerateIsUrgent) ? -stretch(adding: -amount) : 0
+            }
             statistics.acceleratedSamples += removed
             return removed > 0 ? .accelerate : .normal
         case .slowDown:
@@ -173,8 +203,10 @@ final class PlayoutOperations {
 extension PlayoutOperations {
     /// Adds (`amount` > 0) or removes (< 0) exactly `|amount|` samples by a splice in the sync buffer; returns the
     /// change, 0 where no splice fits.
-    private func stretch(adding amount: Int) -> Int {
-        let stretcher = stretcher
+    /// `silenceRMS` raises the stretcher's silence level (below it any splice point will do) for this splice.
+    private func stretch(adding amount: Int, silenceRMS: Double = 0) -> Int {
+        var stretcher = stretcher
+        stretcher.silenceRMS = max(stretcher.silenceRMS, silenceRMS)
         return sync.stretch { s, count in
             if amount > 0 { return stretcher.slowDown(s, count: count, adding: amount) ? amount : 0 }
             return stretcher.accelerate(s, count: count, removing: -amount) ? amount : 0
@@ -188,13 +220,24 @@ extension PlayoutOperations {
         sync.meanSquare < speechPower * quietRatio || urgent
     }
 
+    /// Whether playout is in a pause: the last ``pauseTicks`` played and the audio now in the sync buffer within
+    /// 6 dB of the background (or under the stretcher's silence level), and quiet against the recent speech level
+    /// — not a soft stretch of a word, which is quiet against the speech but louder than the room. A splice there
+    /// changes the delay where no speech is heard.
+    private var isPause: Bool {
+        let level = sync.meanSquare
+        return backgroundTicks >= Self.pauseTicks && level < speechPower * quietRatio && isBackground(level)
+    }
+
     /// Decodes the packets that follow the one just decoded, while they are buffered and contiguous, until the
-    /// sync buffer holds two ticks (and at least what a one-tick splice needs,
+    /// sync buffer holds two ticks (and at least what a splice of `amount`, one tick by default, needs,
     /// ``TimeStretcher/spliceSpan(removingOrAdding:)``). A 20 ms packet gives that by itself; a 10 ms packet
     /// (a peer's `ptime` 10) gives one tick, where no splice fits, so without this the buffer never stretched at
     /// all at 10 ms packets: its delay only rose (late holds) and never came back down.
-    private func decodeAheadForSplice(_ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics) {
-        let wanted = max(2 * block, stretcher.spliceSpan(removingOrAdding: block))
+    private func decodeAheadForSplice(
+        _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics, amount: Int? = nil
+    ) {
+        let wanted = max(2 * block, stretcher.spliceSpan(removingOrAdding: amount ?? block))
         while sync.count < wanted, !packets.isEmpty, packets.entry(at: 0).timestamp == timeline.position,
             sync.count + Int(packets.entry(at: 0).duration / tsPerSample) <= sync.capacity / 2
         {

@@ -64,6 +64,11 @@ struct SimulateCommand: ParsableCommand {
             "How much (%) the sender raises its bitrate while that start-up FEC runs, until the first loss report; 0: the FEC takes its bits from the speech."
     )
     var initialFECBitrateIncrease = LossAdaptationPolicy().initialFECBitrateIncreasePercent
+    @Option(
+        help:
+            "How long (ms of a call without loss) the receiver's FEC look-ahead, on from the first packet, holds before it is released; 0: on only from the first loss."
+    )
+    var lookAheadRelease = AdaptiveJitterBuffer.Configuration.FECLookAhead().calmReleaseMilliseconds
     @Flag(help: "Send plain RTP instead of SRTP.")
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
@@ -90,6 +95,7 @@ struct SimulateCommand: ParsableCommand {
     static let bitrateRange = OptionRange("--bitrate", 6_000...510_000, "bits per second")
     static let initialExpectedLossRange = OptionRange("--initial-expected-loss", 0...100, "%")
     static let initialFECBitrateIncreaseRange = OptionRange("--initial-fec-bitrate-increase", 0...100, "%")
+    static let lookAheadReleaseRange = OptionRange("--look-ahead-release", 0...600_000, "ms")
 
     static let codecs: [String: AudioCodec] = ["opus": .opus, "g722": .g722, "pcmu": .pcmu, "pcma": .pcma]
 
@@ -101,6 +107,7 @@ struct SimulateCommand: ParsableCommand {
         try Self.bitrateRange.check(bitrate)
         try Self.initialExpectedLossRange.check(Double(initialExpectedLoss))
         try Self.initialFECBitrateIncreaseRange.check(Double(initialFECBitrateIncrease))
+        try Self.lookAheadReleaseRange.check(lookAheadRelease)
         guard OpusFrameDuration(rawValue: ptime) != nil else {
             throw ValidationError("--ptime \(ptime): use 10, 20, 40 or 60")
         }
@@ -128,7 +135,9 @@ struct SimulateCommand: ParsableCommand {
                 "\(input): \(rate) Hz is not supported; use a rate from 8000 to 48000 Hz (a multiple of 100)"
             )
         }
-        let strategy: MediaStreamJitterBuffer = jitterBuffer == "speexdsp" ? .speexdsp : .adaptive()
+        var adaptive = AdaptiveJitterBuffer.Configuration()
+        adaptive.fecLookAhead.calmReleaseMilliseconds = lookAheadRelease
+        let strategy: MediaStreamJitterBuffer = jitterBuffer == "speexdsp" ? .speexdsp : .adaptive(adaptive)
         let network: CallNetwork
         if let trace {
             do { network = .trace(try NetworkTrace(contentsOf: URL(fileURLWithPath: trace))) } catch {

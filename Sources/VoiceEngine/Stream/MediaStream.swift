@@ -168,6 +168,9 @@ public final class MediaStream {
             c.sampleRate = rate
             c.rtpClockRate = jitterClockRate
             c.codec = codec
+            // In-band FEC negotiated: the peer's packets carry it from the start, so the look-ahead holds from the
+            // first packet until the call shows itself calm (``AdaptiveJitterBuffer/Configuration/FECLookAhead``).
+            if case .opus = codec, configuration.opus.inbandFEC { c.fecLookAhead.holdsFromCallStart = true }
             c.maxPayloadBytes = max(c.maxPayloadBytes, configuration.maximumDatagramBytes)
             jitterBuffer = try component("jitter buffer") { try AdaptiveJitterBuffer(configuration: c) }
         case .speexdsp:
