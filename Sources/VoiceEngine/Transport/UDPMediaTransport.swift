@@ -403,9 +403,10 @@ final class TransportState: Sendable {
     let dtlsHandler = Mutex<UDPMediaTransport.DTLSRecordHandler?>(nil)
     /// ``UDPMediaTransport/setSTUNHandler(_:)``; consulted only for datagrams that are not RTP.
     let stunHandler = Mutex<UDPMediaTransport.STUNMessageHandler?>(nil)
-    /// Media through a TURN relay (UDPMediaTransport+Relay.swift): the peer, the server, the channel (0: none).
+    /// Media through a TURN relay (UDPMediaTransport+Relay.swift): the peer, the server, the channel (0: none), and
+    /// the channels whose data is taken from the server whether or not media is relayed on them.
     let relayPeer = AtomicEndpoint(), relayServer = AtomicEndpoint()
-    let relayChannel = Atomic<Int>(0)
+    let relayChannel = Atomic<Int>(0), acceptedChannels = AcceptedChannels()
     let relayedSent = Atomic<Int>(0), relayedReceived = Atomic<Int>(0)
 
     init(fd: Int32, family: Int32, configuration: UDPMediaTransport.Configuration) {

@@ -296,7 +296,7 @@ public final class ICEMediaPort: @unchecked Sendable {
     /// ended).
     public func stop() {
         transport.setSTUNHandler(nil)
-        transport.stopRelaying()
+        transport.forgetChannels()
         lock.withLock {
             ticker?.cancel()
             ticker = nil
@@ -559,6 +559,16 @@ public final class ICEMediaPort: @unchecked Sendable {
         if let (data, peer) = relayedData { data.withUnsafeBytes { transport.deliverRelayed($0, from: peer) } }
     }
 
+    /// Has the transport take the data of every channel the server confirmed, at once: from then on the server
+    /// sends the peer's datagrams only as ChannelData, and the first (the peer's DTLS flight) may be read right
+    /// after the confirmation, before ``connect(to:timeout:)`` or the ticker points media at the channel.
+    private func acceptBoundChannels(_ turn: (client: TURNClient, server: UDPEndpoint)) {
+        for (number, peer) in turn.client.boundChannels {
+            guard let endpoint = try? UDPEndpoint(host: peer.host, port: Int(peer.port)) else { continue }
+            transport.acceptChannel(number, from: endpoint, through: turn.server)
+        }
+    }
+
     /// A datagram from the TURN server: a gathering answer, a refresh/permission/channel answer, or a Data
     /// indication (a check for the agent on the relayed base, or other data to deliver, returned).
     private func fromServer(_ bytes: [UInt8], turn: (client: TURNClient, server: UDPEndpoint)) -> (
@@ -573,6 +583,7 @@ public final class ICEMediaPort: @unchecked Sendable {
         var resend = false
         if turn.client.handleRefreshAnswer(bytes, resend: &resend) {
             if resend { for d in turn.client.refreshRequests() { send(d, to: turn.server) } }
+            acceptBoundChannels(turn)
             followSelection()  // a confirmed channel lets media move to a newly selected pair of our relay
             return nil
         }
