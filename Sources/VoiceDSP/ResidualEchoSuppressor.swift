@@ -17,8 +17,8 @@ import Foundation
 ///    not rise in double talk and follows at once what the filter misses while misadjusted, where `G` rises 2 dB a
 ///    second); the gain is `1 - residual/E²(k)`, floored — near 1 where the near end stands above the echo, the floor
 ///    where the bin holds only echo. Frames the echo of a clipped far end reaches are echo in every bin. Gains fall at
-///    once and rise at most 6 dB a frame, so they do not pump on the echo's fluctuations and a near-end onset is back
-///    within a few milliseconds;
+///    once and rise at most 6 dB a frame, so they do not pump on the echo's fluctuations; a near talker who starts
+///    while the reference is silent (only the echo's decaying tail is left) gets the gain at once;
 /// 4. comfort noise at the output's own background level (a minimum-statistics tracker, capped by the intercept of a
 ///    least-squares fit of the output on the far-end power, which residual echo does not raise) fills what the gain
 ///    removed, so suppressed frames are not dead silence. It is not added to the frame: it comes out separately in
@@ -362,6 +362,7 @@ final class ResidualEchoSuppressor {
         }
         fft.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
         var farTotal: Float = 0
+        var farFrameTotal: Float = 0
         var farSmoothedTotal: Float = 0
         // Split the packed spectrum: output E(k) = (Z(k) + Z*(n-k)) / 2, reference X(k) = (Z(k) - Z*(n-k)) / 2i.
         for k in 0..<bins {
@@ -370,6 +371,7 @@ final class ResidualEchoSuppressor {
             let xi = 0.5 * (re[m] - re[k])
             let x2 = xr * xr + xi * xi
             farHeld[k] = max(x2, reverbDecay * farHeld[k])
+            farFrameTotal += x2
             let er = 0.5 * (re[k] + re[m])
             let ei = 0.5 * (im[k] - im[m])
             let c = coherenceSmoothing
@@ -431,6 +433,10 @@ final class ResidualEchoSuppressor {
         // noise, added after the preprocessor, would play them back as noise.
         let echoLearning = echoPossible && rise == noiseRise
         let over = nearEnd ? overEstimationNearEnd : overEstimation
+        // A near talker who starts after the far end stopped: the gains open at once, not 6 dB a frame from the floor,
+        // which takes the first 30-40 ms of a word that follows a far-end turn (AEC-Challenge simple-talk clip). Nothing
+        // is played, so no echo fluctuation pumps them open; while the far end plays, the rise stays limited.
+        let openAtOnce = nearEnd && farFrameTotal <= Float(n * h) * 500
         // The fit learns from every frame but those in which a near end is believed (its speech is not background).
         let fitting = !backgroundFirst && !nearEnd
         let farBroadband = Double(farSmoothedTotal)
@@ -521,7 +527,7 @@ final class ResidualEchoSuppressor {
                 var target = e2 > 0 ? 1 - residual / e2 : 1
                 target = max(nearEnd ? max(floor, nearEndFloor) : floor, min(1, target))
                 let previous = gain[k]
-                let g = target < previous ? target : min(target, 2 * previous)
+                let g = target < previous || openAtOnce ? target : min(target, 2 * previous)
                 gain[k] = g
                 if g < 1 {
                     // Comfort noise where the gain removed something: the background's power, random phase.
