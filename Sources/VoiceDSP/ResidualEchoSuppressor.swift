@@ -153,7 +153,7 @@ final class ResidualEchoSuppressor {
     /// vectors -3 dB gave the most ERLE, long tail 38.8 dB, but cost the double-talk near end 0.7 dB of segmental SNR;
     /// -10 dB keeps 37.0 dB and costs 0.25 dB).
     private let nearEchoRatio: Float = 0.1
-    /// See `echoLearning` in ``process(_:reference:microphone:unaligned:)``.
+    /// See `echoLearning` in ``process(_:reference:microphone:unaligned:farInFlight:)``.
     private let echoDominance: Float = 4
     private var framesSinceFar = Int.max / 2
     private let framesPerSecond: Int
@@ -307,7 +307,8 @@ final class ResidualEchoSuppressor {
         return (coherence - coherenceBias) / (1 - coherenceBias) * see / sxx
     }
 
-    /// The comfort noise for the frame the preprocessor returns after this ``process(_:reference:microphone:unaligned:)``
+    /// The comfort noise for the frame the preprocessor returns after this
+    /// ``process(_:reference:microphone:unaligned:farInFlight:)``
     /// (the suppressor's output one frame earlier: the preprocessor's latency), to be added to it. Zero where the gain
     /// removed nothing, and zero without echo suppression.
     var comfortNoise: UnsafeBufferPointer<Int16> { UnsafeBufferPointer(noiseFrameDelayed) }
@@ -324,9 +325,11 @@ final class ResidualEchoSuppressor {
     /// talker would, but it stays far under the echo the filter is removing.
     ///
     /// `unaligned`: the canceller has not yet aligned its reference with the echo (see ``startUpFrames``).
+    /// `farInFlight`: the far end played after `reference` (its echo may reach the microphone before the reference
+    /// shows it).
     func process(
         _ frame: UnsafeMutableBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>,
-        microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false
+        microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false, farInFlight: Bool = false
     ) {
         let h = hop
         let n = size
@@ -435,8 +438,10 @@ final class ResidualEchoSuppressor {
         let over = nearEnd ? overEstimationNearEnd : overEstimation
         // A near talker who starts after the far end stopped: the gains open at once, not 6 dB a frame from the floor,
         // which takes the first 30-40 ms of a word that follows a far-end turn (AEC-Challenge simple-talk clip). Nothing
-        // is played, so no echo fluctuation pumps them open; while the far end plays, the rise stays limited.
-        let openAtOnce = nearEnd && farFrameTotal <= Float(n * h) * 500
+        // is played, so no echo fluctuation pumps them open; while the far end plays, the rise stays limited. Nor while
+        // it has played since the reference: the echo of its next onset can reach the microphone before the reference
+        // does (the AEC-Challenge double-talk clip's comes up to 20 ms early, and opened at once it passed).
+        let openAtOnce = nearEnd && !farInFlight && farFrameTotal <= Float(n * h) * 500
         // The fit learns from every frame but those in which a near end is believed (its speech is not background).
         let fitting = !backgroundFirst && !nearEnd
         let farBroadband = Double(farSmoothedTotal)
