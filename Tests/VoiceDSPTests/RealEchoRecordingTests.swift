@@ -172,7 +172,8 @@ struct RealEchoRecordingTests {
         let nearOn = near.chunks(block).map { dbfs(meanSquare($0)) > -50 }
         let farOn = far.chunks(block).map { dbfs(meanSquare($0)) > -60 }
         var onsets = 0
-        for b in 20..<min(nearOn.count, run.output.count / block) - 4 where nearOn[b] && !nearOn[b - 20..<b].contains(true) {
+        for b in 20..<min(nearOn.count, run.output.count / block) - 4
+        where nearOn[b] && !nearOn[b - 20..<b].contains(true) {
             // A near turn whose far turn ended within the last second: echo is still possible.
             guard farOn[max(0, b - 100)..<b].contains(true) else { continue }
             onsets += 1
