@@ -325,8 +325,7 @@ final class ResidualEchoSuppressor {
     /// talker would, but it stays far under the echo the filter is removing.
     ///
     /// `unaligned`: the canceller has not yet aligned its reference with the echo (see ``startUpFrames``).
-    /// `farInFlight`: the far end played after `reference` (its echo may reach the microphone before the reference
-    /// shows it).
+    /// `farInFlight`: the far end has played since `reference` (its echo may reach the microphone before it).
     func process(
         _ frame: UnsafeMutableBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>,
         microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false, farInFlight: Bool = false
@@ -436,11 +435,8 @@ final class ResidualEchoSuppressor {
         // noise, added after the preprocessor, would play them back as noise.
         let echoLearning = echoPossible && rise == noiseRise
         let over = nearEnd ? overEstimationNearEnd : overEstimation
-        // A near talker who starts after the far end stopped: the gains open at once, not 6 dB a frame from the floor,
-        // which takes the first 30-40 ms of a word that follows a far-end turn (AEC-Challenge simple-talk clip). Nothing
-        // is played, so no echo fluctuation pumps them open; while the far end plays, the rise stays limited. Nor while
-        // it has played since the reference: the echo of its next onset can reach the microphone before the reference
-        // does (the AEC-Challenge double-talk clip's comes up to 20 ms early, and opened at once it passed).
+        // A near talker after the far end stopped gets the gains at once (rising 6 dB a frame from the floor, they cut
+        // 30-40 ms of a word after a far turn); not while anything played since the reference, whose echo may lead it.
         let openAtOnce = nearEnd && !farInFlight && farFrameTotal <= Float(n * h) * 500
         // The fit learns from every frame but those in which a near end is believed (its speech is not background).
         let fitting = !backgroundFirst && !nearEnd
