@@ -117,6 +117,7 @@ final class ResidualEchoSuppressor {
     private let noisePowerCorrection: Float
     private var random: UInt32 = 0x1234_5678
     private var backgroundStarted = false
+    private var captureOpening: MutedCaptureOpening
     /// Frames with echo possible the background tracker has risen fast for.
     private var backgroundFrames = 0
     /// For its first 2 s of possible echo the background tracker rises 10 dB a second instead of 3. It starts from the first frame's
@@ -124,8 +125,8 @@ final class ResidualEchoSuppressor {
     /// tracker's level, stood 10-30 dB under the background for the first seconds of echo: the background dropped
     /// out at the start of every call. (A start from the mean of the first 100 ms, or from the first frame's power
     /// unscaled, took speech at a call's start for background: clean speech lost up to 0.13 PESQ-WB; and a first frame
-    /// of digital silence leaves the tracker at zero for good — no comfort noise at all, as on the linear vectors,
-    /// whose ERLE counts that silence; left so, see TestVectors/aec/README.md.)
+    /// of digital silence leaves the tracker at zero — no comfort noise at all, as on the linear vectors, whose ERLE
+    /// counts that silence — unless the capture opened muted, see ``MutedCaptureOpening``.)
     private let backgroundStartFrames: Int
     private let noiseRiseAtStart: Float
     /// Per-frame smoothing of the coherence spectra (~50 ms at 5 ms frames). Faster smoothing or a lower bias removes
@@ -195,6 +196,7 @@ final class ResidualEchoSuppressor {
         startUpFrames = 2 * sampleRate / hop
         clippedEchoFrames = (30 * sampleRate / 1000 + hop - 1) / hop
         backgroundStartFrames = 2 * sampleRate / hop
+        captureOpening = MutedCaptureOpening(hop: hop, sampleRate: sampleRate)
         // Reverberation held at 60 dB per second (a T60 of 1 s); envelope rising 2 dB a second; noise tracker 3 dB
         // a second.
         reverbDecay = Float(Foundation.pow(10, -60.0 / 10 / framesPerSecond))
@@ -417,7 +419,9 @@ final class ResidualEchoSuppressor {
         let echoCoherent = coherentOutput > nearCoherence * coherenceOutputTotal
         let nearEnd =
             outputTotal > nearThreshold * predicted && frameOutput >= nearEchoRatio * frameEcho && !echoCoherent
-        let backgroundFirst = !backgroundStarted
+        // The trackers restart after a capture that opened muted (`outputTotal`: `n·h/2` times the mean square).
+        let reopened = captureOpening.reopens(meanSquare: 2 * outputTotal / Float(n * h), farActive: farActive)
+        let backgroundFirst = !backgroundStarted || reopened
         // A first frame under a far end above -40 dBFS holds its echo: the comfort tracker then starts 10 dB under it,
         // as the noise tracker does (started from such a frame, the comfort noise stood over the background through
         // the first 2 s of the AEC-Challenge double-talk clip: echo-only ERLE 31.8 dB there against 41.4).
@@ -596,6 +600,7 @@ final class ResidualEchoSuppressor {
         noiseGain?.reset()
         backgroundFrames = 0
         backgroundStarted = false
+        captureOpening.reset()
         framesSinceFar = Int.max / 2
         startUpFarFrames = 0
         framesSinceClippedFar = Int.max / 2

@@ -6,6 +6,7 @@ import VoiceLab
 import VoiceTestSupport
 
 private let devices = URL(fileURLWithPath: SharedTestData.path("aec-devices"))
+private let allDevices = URL(fileURLWithPath: SharedTestData.path("aec-devices-all"))
 
 /// Residual echo under the background on real devices (../shared/testdata/aec-devices, its README names every
 /// recording): the engine's output in far-end single talk against its own background and against the microphone's
@@ -72,4 +73,59 @@ enum DeviceEchoCeilings {
     static let floorUnderFarTalk = -11.0
     /// The target: the background under far talk within 3 dB of the background with nobody talking.
     static let floorUnderFarTalkAgainstBackground = -3.0
+}
+
+/// The same measure on the 24-clip `aec-devices-all` (its `clips.json`; the ten clips with a background): the
+/// residual target's median and no pumping, where the default configuration meets them, and a per-clip regression
+/// guard on the residual. With noise suppression on, the floor under far talk is held against the output's own
+/// background (what the suppression leaves with nobody talking), not against the microphone's.
+@Suite(
+    "Echo canceller on the 24 real-device recordings", .tags(.slow), .scheduledByTags,
+    .enabled(if: SharedTestData.exists("aec-devices-all/clips.json"), "../shared/testdata/aec-devices-all absent"))
+struct DeviceEchoAllClipsTests {
+    @Test func residualMedianAndSteadyBackground() throws {
+        let clips = try DeviceEchoClip.load(folder: allDevices).filter {
+            DeviceEchoAllClipsCeilings.residualPerClip[$0.name] != nil
+        }
+        try #require(clips.count == DeviceEchoAllClipsCeilings.residualPerClip.count, "clips: \(clips.map(\.name))")
+        var residuals: [Double] = []
+        for clip in clips {
+            let (far, mic) = try clip.read(folder: allDevices)
+            let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+            let figures = try #require(
+                clip.measure(far: far, mic: mic, output: run.output), "\(clip.name): no background")
+            let pumping = figures.floorUnderFarTalkDB - figures.backgroundAgainstMicrophoneDB
+            print(
+                "\(clip.name): residual over background \(figures.residualOverBackgroundDB) dB, pumping \(pumping) dB")
+            residuals.append(figures.residualOverBackgroundDB)
+            let ceiling = try #require(DeviceEchoAllClipsCeilings.residualPerClip[clip.name])
+            #expect(
+                figures.residualOverBackgroundDB <= ceiling,
+                "\(clip.name): output in far talk \(figures.residualOverBackgroundDB) dB over its background")
+            let least =
+                DeviceEchoAllClipsCeilings.pumpingPerClip[clip.name]
+                ?? DeviceEchoCeilings.floorUnderFarTalkAgainstBackground
+            #expect(
+                pumping >= least, "\(clip.name): floor under far talk \(pumping) dB against the output's background")
+        }
+        let sorted = residuals.sorted()
+        let median = (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        #expect(median <= DeviceEchoAllClipsCeilings.residualMedian, "median residual over background \(median) dB")
+    }
+}
+
+/// Bounds of `DeviceEchoAllClipsTests` (dB). Residual over background per clip 1.5 dB past the default
+/// configuration's figures (9mkQ 5.0, 0woD 0.3, 0woD-move 12.3, DMTg 0.2, QtLE -0.5, dFw0-move 14.6, 6558 -0.6, BxSd
+/// -4.8, ZZaP-move -7.1, s7c6-move -8.6; median -0.15, the target 1). Floor under far talk against the output's own
+/// background: the target, -3, on every clip but ZZaP-move (measured -4.1: the comfort noise stands under the
+/// background there, see TestVectors/aec/README.md section 6); the others measured +3.6, -2.3, -0.3, -1.1, -1.6,
+/// +2.8, -2.8, -2.5, -2.5. The targets not met: 9mkQ, 0woD-move and dFw0-move stand over 3 dB.
+enum DeviceEchoAllClipsCeilings {
+    static let residualPerClip: [String: Double] = [
+        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.8, "challenge-0woD-dt-move": 13.8, "challenge-DMTg-dt": 1.7,
+        "challenge-QtLE-dt": 1.0, "challenge22-dFw0-fst-move": 16.1, "challenge22-6558-dt": 0.9,
+        "challenge22-BxSd-dt": -3.3, "challenge22-ZZaP-dt-move": -5.6, "challenge22-s7c6-dt-move": -7.1
+    ]
+    static let residualMedian = 1.0
+    static let pumpingPerClip: [String: Double] = ["challenge22-ZZaP-dt-move": -5.0]
 }

