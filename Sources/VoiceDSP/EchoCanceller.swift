@@ -269,7 +269,8 @@ public final class EchoCanceller {
                     suppressor.process(
                         out, reference: UnsafeBufferPointer(rebasing: r[f..<f + frame]),
                         microphone: UnsafeBufferPointer(rebasing: mic[f..<f + frame]),
-                        unaligned: !(alignment?.aligned ?? true))
+                        unaligned: !(alignment?.aligned ?? true),
+                        farInFlight: line.soundEnd > start - Int64(appliedDelay) + Int64(f + frame))
                 }
             }
             residualGain?.analyse(

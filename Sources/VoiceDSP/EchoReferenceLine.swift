@@ -8,6 +8,11 @@ final class EchoReferenceLine {
     private var ring: [Int16]
     /// Samples written since the start or the last ``reset()``: the end of the timeline.
     private(set) var written: Int64 = 0
+    /// End of the last write that held far-end sound (above ``soundMeanSquare``): what was played after the reference
+    /// the canceller reads at its delay, whose echo may already reach the microphone.
+    private(set) var soundEnd: Int64 = 0
+    /// -60 dBFS, the level from which the residual-echo suppressor takes the far end for playing.
+    static let soundMeanSquare = 32768.0 * 32768.0 * 1e-6
     private let estimator: EchoDelayEstimator?
 
     init(capacity: Int, estimator: EchoDelayEstimator?) {
@@ -18,15 +23,18 @@ final class EchoReferenceLine {
     /// Appends played samples at the end of the timeline.
     func write(_ samples: UnsafeBufferPointer<Int16>) {
         let capacity = ring.count
+        var sum = 0.0
         ring.withUnsafeMutableBufferPointer { r in
             var position = Int(written % Int64(capacity))
             for s in samples {
                 r[position] = s
+                sum += Double(s) * Double(s)
                 position += 1
                 if position == capacity { position = 0 }
             }
         }
         written += Int64(samples.count)
+        if sum > Self.soundMeanSquare * Double(samples.count) { soundEnd = written }
         estimator?.addReference(samples)
     }
 
@@ -67,5 +75,6 @@ final class EchoReferenceLine {
     /// Starts the timeline over (the ring's old samples are out of it and read as zero).
     func reset() {
         written = 0
+        soundEnd = 0
     }
 }

@@ -17,8 +17,8 @@ import Foundation
 ///    not rise in double talk and follows at once what the filter misses while misadjusted, where `G` rises 2 dB a
 ///    second); the gain is `1 - residual/E²(k)`, floored — near 1 where the near end stands above the echo, the floor
 ///    where the bin holds only echo. Frames the echo of a clipped far end reaches are echo in every bin. Gains fall at
-///    once and rise at most 6 dB a frame, so they do not pump on the echo's fluctuations and a near-end onset is back
-///    within a few milliseconds;
+///    once and rise at most 6 dB a frame, so they do not pump on the echo's fluctuations; a near talker who starts
+///    while the reference is silent (only the echo's decaying tail is left) gets the gain at once;
 /// 4. comfort noise at the output's own background level (a minimum-statistics tracker, capped by the intercept of a
 ///    least-squares fit of the output on the far-end power, which residual echo does not raise) fills what the gain
 ///    removed, so suppressed frames are not dead silence. It is not added to the frame: it comes out separately in
@@ -154,7 +154,7 @@ final class ResidualEchoSuppressor {
     /// vectors -3 dB gave the most ERLE, long tail 38.8 dB, but cost the double-talk near end 0.7 dB of segmental SNR;
     /// -10 dB keeps 37.0 dB and costs 0.25 dB).
     private let nearEchoRatio: Float = 0.1
-    /// See `echoLearning` in ``process(_:reference:microphone:unaligned:)``.
+    /// See `echoLearning` in ``process(_:reference:microphone:unaligned:farInFlight:)``.
     private let echoDominance: Float = 4
     private var framesSinceFar = Int.max / 2
     private let framesPerSecond: Int
@@ -309,7 +309,8 @@ final class ResidualEchoSuppressor {
         return (coherence - coherenceBias) / (1 - coherenceBias) * see / sxx
     }
 
-    /// The comfort noise for the frame the preprocessor returns after this ``process(_:reference:microphone:unaligned:)``
+    /// The comfort noise for the frame the preprocessor returns after this
+    /// ``process(_:reference:microphone:unaligned:farInFlight:)``
     /// (the suppressor's output one frame earlier: the preprocessor's latency), to be added to it. Zero where the gain
     /// removed nothing, and zero without echo suppression.
     var comfortNoise: UnsafeBufferPointer<Int16> { UnsafeBufferPointer(noiseFrameDelayed) }
@@ -326,9 +327,10 @@ final class ResidualEchoSuppressor {
     /// talker would, but it stays far under the echo the filter is removing.
     ///
     /// `unaligned`: the canceller has not yet aligned its reference with the echo (see ``startUpFrames``).
+    /// `farInFlight`: the far end has played since `reference` (its echo may reach the microphone before it).
     func process(
         _ frame: UnsafeMutableBufferPointer<Int16>, reference: UnsafeBufferPointer<Int16>,
-        microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false
+        microphone: UnsafeBufferPointer<Int16>? = nil, unaligned: Bool = false, farInFlight: Bool = false
     ) {
         let h = hop
         let n = size
@@ -364,6 +366,7 @@ final class ResidualEchoSuppressor {
         }
         fft.transform(re: re.baseAddress!, im: im.baseAddress!, inverse: false)
         var farTotal: Float = 0
+        var farFrameTotal: Float = 0
         var farSmoothedTotal: Float = 0
         // Split the packed spectrum: output E(k) = (Z(k) + Z*(n-k)) / 2, reference X(k) = (Z(k) - Z*(n-k)) / 2i.
         for k in 0..<bins {
@@ -372,6 +375,7 @@ final class ResidualEchoSuppressor {
             let xi = 0.5 * (re[m] - re[k])
             let x2 = xr * xr + xi * xi
             farHeld[k] = max(x2, reverbDecay * farHeld[k])
+            farFrameTotal += x2
             let er = 0.5 * (re[k] + re[m])
             let ei = 0.5 * (im[k] - im[m])
             let c = coherenceSmoothing
@@ -435,6 +439,9 @@ final class ResidualEchoSuppressor {
         // noise, added after the preprocessor, would play them back as noise.
         let echoLearning = echoPossible && rise == noiseRise
         let over = nearEnd ? overEstimationNearEnd : overEstimation
+        // A near talker after the far end stopped gets the gains at once (rising 6 dB a frame from the floor, they cut
+        // 30-40 ms of a word after a far turn); not while anything played since the reference, whose echo may lead it.
+        let openAtOnce = nearEnd && !farInFlight && farFrameTotal <= Float(n * h) * 500
         // The fit learns from every frame but those in which a near end is believed (its speech is not background).
         let fitting = !backgroundFirst && !nearEnd
         let farBroadband = Double(farSmoothedTotal)
@@ -525,7 +532,7 @@ final class ResidualEchoSuppressor {
                 var target = e2 > 0 ? 1 - residual / e2 : 1
                 target = max(nearEnd ? max(floor, nearEndFloor) : floor, min(1, target))
                 let previous = gain[k]
-                let g = target < previous ? target : min(target, 2 * previous)
+                let g = target < previous || openAtOnce ? target : min(target, 2 * previous)
                 gain[k] = g
                 if g < 1 {
                     // Comfort noise where the gain removed something: the background's power, random phase.
