@@ -70,8 +70,8 @@ public final class EchoCanceller {
     var lastPeakToMean: Double { peak.lastPeakToMean }
 
     private let peakInterval = 25
-    /// Aligned-reference mean square under which the far end counts as silent: -60 dBFS (its echo would lie under
-    /// any room's noise).
+    /// Aligned-reference mean square under which the far end counts as silent: about -90 dBFS, one LSB (digital
+    /// silence or dither; any echo of it would lie under every room's noise).
     static let quietReferenceMeanSquare = 1.07
     /// Silent reference blocks after which no echo is left for MDF to remove (its tail plus 200 ms).
     private let quietBlocksBeforeBypass: Int
