@@ -147,6 +147,44 @@ struct SIPTLSTests {
         }
     }
 
+    /// A server that accepts the TCP connection but never answers the handshake (a crashed TLS worker behind a live
+    /// listener) fails the request with a typed `.tls` error at the handshake deadline, and leaves nothing pending
+    /// to reuse: the next request opens a new connection instead of waiting behind the dead one for good.
+    @Test func aHandshakeThatNeverCompletesFailsAtItsDeadline() async throws {
+        let pki = try TestCertificates()
+        defer { pki.remove() }
+        try await withEventLoop { loop in
+            // Accepts and holds connections, says nothing.
+            let silent = try await ServerBootstrap(group: loop)
+                .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+                .bind(host: "127.0.0.1", port: 0).get()
+            let address = try #require(silent.localAddress)
+            let client = try await SIPEndpoint.startClosedWithLoop(
+                on: loop,
+                configuration: SIPEndpointConfiguration(
+                    tls: pki.trustingConfiguration, tlsHandshakeTimeout: .milliseconds(300)))
+            for attempt in 1...2 {
+                let started = ContinuousClock.now
+                let error = await #expect(throws: SIPError.self) {
+                    _ = try await client.request(
+                        makeOutgoing(
+                            .options, to: SIPURI(scheme: .sips, host: "127.0.0.1"), callID: "silent-\(attempt)"),
+                        to: SIPPeer(.tls, address)
+                    ).get()
+                }
+                let waited = ContinuousClock.now - started
+                #expect(error?.kind == .tls)
+                #expect(error?.tlsFailure == .handshakeFailed)
+                #expect(error?.reason.contains("did not complete") == true, "\(String(describing: error))")
+                #expect(waited < .seconds(5), "failed after \(waited), not at the 0.3 s handshake deadline")
+            }
+            #expect(await client.statistics().connectionsOpened == 2)
+            #expect(await client.connectionCount() == 0)
+            try await client.close()
+            try await silent.close()
+        }
+    }
+
     /// A TLS client without listener or certificate names its connection's address and port in its Via (as over TCP,
     /// `SIPTransportTests.viaOfAClientWithoutListenerNamesItsConnection`).
     @Test func viaOfAClientWithoutListenerNamesItsConnection() async throws {

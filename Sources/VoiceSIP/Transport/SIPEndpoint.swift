@@ -503,6 +503,17 @@ public final class SIPEndpoint: @unchecked Sendable {
             connected.whenFailure {
                 handshake.fail($0 as? SIPError ?? SIPError(.tls, "TLS connection to \(peer) failed: \($0)"))
             }
+            let timeout = configuration.tlsHandshakeTimeout
+            connected.whenSuccess { [eventLoop] _ in
+                let deadline = eventLoop.scheduleTask(in: timeout) {
+                    handshake.fail(
+                        SIPError(
+                            .tls,
+                            "TLS handshake with \(peer) did not complete within \(Double(timeout.nanoseconds) / 1e9) s",
+                            failure: .handshakeFailed))
+                }
+                handshake.futureResult.whenComplete { _ in deadline.cancel() }
+            }
             future = connected.and(handshake.futureResult).map { channel, _ in channel }
             // A refused handshake leaves nothing to reuse.
             future.whenFailure { _ in connected.whenSuccess { $0.close(promise: nil) } }

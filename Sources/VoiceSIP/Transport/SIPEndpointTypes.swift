@@ -14,17 +14,24 @@ public struct SIPEndpointConfiguration: Sendable {
     /// Trust roots for TLS connections we open, and our certificate for a TLS listener. Nil: TLS peers get a
     /// `SIPError.Kind.tls` failure (no TLS without a decision on whom to trust).
     public var tls: SIPTLSConfiguration?
+    /// How long a TLS connection we open may take to finish its handshake once TCP is connected. A server that
+    /// accepts the connection but never answers (a crashed TLS worker behind a live listener) otherwise holds it
+    /// pending for good, and every request to that peer waits behind it; past the deadline the connection fails
+    /// with a `.tls` error (`handshakeFailed`) and the next request opens a new one.
+    public var tlsHandshakeTimeout: TimeAmount
 
     public init(
         timers: SIPTimerConfiguration = SIPTimerConfiguration(),
         maximumMessageBytes: Int = SIPMessageParser.defaultMaximumMessageBytes,
-        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil, tls: SIPTLSConfiguration? = nil
+        userAgent: String? = "VoiceEngine", keepaliveInterval: TimeAmount? = nil, tls: SIPTLSConfiguration? = nil,
+        tlsHandshakeTimeout: TimeAmount = .seconds(5)
     ) {
         self.timers = timers
         self.maximumMessageBytes = maximumMessageBytes
         self.userAgent = userAgent
         self.keepaliveInterval = keepaliveInterval
         self.tls = tls
+        self.tlsHandshakeTimeout = tlsHandshakeTimeout
     }
 }
 
