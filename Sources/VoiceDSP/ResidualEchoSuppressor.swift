@@ -390,7 +390,8 @@ final class ResidualEchoSuppressor {
         // The far end plays (above ~-60 dBFS in the window): frames that say something about the echo path. A
         // second after it last played, its echo has died away: nothing left to suppress (a loopback's own noise
         // floor must not pass for a far end).
-        let farActive = farTotal > Float(n * h) * 500
+        let farPlaying = Float(n * h) * 500
+        let farActive = farTotal > farPlaying
         framesSinceFar = farActive ? 0 : framesSinceFar + 1
         let echoPossible = framesSinceFar < framesPerSecond
         if farActive && startUpFarFrames < startUpFrames { startUpFarFrames += 1 }
@@ -441,7 +442,7 @@ final class ResidualEchoSuppressor {
         let over = nearEnd ? overEstimationNearEnd : overEstimation
         // A near talker after the far end stopped gets the gains at once (rising 6 dB a frame from the floor, they cut
         // 30-40 ms of a word after a far turn); not while anything played since the reference, whose echo may lead it.
-        let openAtOnce = nearEnd && !farInFlight && farFrameTotal <= Float(n * h) * 500
+        let openAtOnce = nearEnd && !farInFlight && farFrameTotal <= farPlaying
         // The fit learns from every frame but those in which a near end is believed (its speech is not background).
         let fitting = !backgroundFirst && !nearEnd
         let farBroadband = Double(farSmoothedTotal)

@@ -109,8 +109,7 @@ extension TransportState {
     /// ChannelData from the relay server on our channel: the payload, handled as the peer's datagram. False when
     /// `bytes` is not that (the caller goes on with it).
     func receiveChannelData(_ bytes: UnsafeRawBufferPointer, from source: UDPEndpoint, arrival: Int64) -> Bool {
-        guard bytes.count >= 4, (0x40...0x4F).contains(bytes[0]), acceptedChannels.any,
-            relayServer.load()?.endpoint == source,
+        guard bytes.count >= 4, (0x40...0x4F).contains(bytes[0]), relayServer.load()?.endpoint == source,
             let peer = acceptedChannels.peer(of: Int(bytes[0]) << 8 | Int(bytes[1]))
         else { return false }
         let length = Int(bytes[2]) << 8 | Int(bytes[3])
@@ -138,9 +137,6 @@ final class AcceptedChannels: Sendable {
     }
     private let slots = (0..<AcceptedChannels.capacity).map { _ in Slot() }
     private let next = Atomic<Int>(0)
-
-    /// Whether any channel is accepted.
-    var any: Bool { slots.contains { $0.channel.load(ordering: .relaxed) != 0 } }
 
     /// The peer of `channel`, or nil when it is not accepted.
     func peer(of channel: Int) -> UDPEndpoint? {
