@@ -141,14 +141,14 @@ final class ResidualEchoSuppressor {
     /// Over-estimation while a near end stands out (the frame's output above `nearThreshold` times the echo the
     /// path gain predicts).
     private let overEstimationNearEnd: Float = 2
-    /// (3, was 4: more double-talk frames are recognised at SER -10...+10 dB; see `nearEndFloor`.)
+    /// (3 rather than 4: more double-talk frames are recognised at SER -10...+10 dB; see `nearEndFloor`.)
     private let nearThreshold: Float = 3
     /// The deepest gain in a frame where a near end is believed (-20 dB): what echo is left there sits under the near
-    /// talker, and a -40 dB floor cut the talker's own weaker bins with it. With the over-estimation 12 instead of
-    /// 16 and the threshold 3 instead of 4, double talk on the realistic set went from PESQ-WB 1.25 to 1.29 and on the
-    /// challenge clip from 1.27 to 1.32 (WebRTC: 1.30, 1.33), ERLE in the first 2 s 26.5 -> 23.3 (dt) and 23.3 ->
-    /// 20.1 (fst, move), the challenge clip's ERLE 28.3 -> 26.2 (`voice-engine aec --near`, Benchmarks/scripts runs
-    /// in TestVectors/aec/README.md). Each alone gave +0.01...+0.03.
+    /// talker, and a -40 dB floor cuts the talker's own weaker bins with it. With the over-estimation 12 rather than
+    /// 16 and the threshold 3 rather than 4, double talk on the realistic set scores PESQ-WB 1.29 against 1.25 and on
+    /// the challenge clip 1.32 against 1.27 (WebRTC: 1.30, 1.33), for ERLE in the first 2 s of 23.3 against 26.5 (dt)
+    /// and 20.1 against 23.3 (fst, move), the challenge clip's ERLE 26.2 against 28.3 (`voice-engine aec --near`,
+    /// Benchmarks/scripts runs in TestVectors/aec/README.md). Each alone gives +0.01...+0.03.
     private let nearEndFloor: Float = 0.1
     /// Least output-to-echo-estimate energy ratio of a frame in which a near end is believed (-10 dB: on the linear
     /// vectors -3 dB gave the most ERLE, long tail 38.8 dB, but cost the double-talk near end 0.7 dB of segmental SNR;
@@ -164,10 +164,10 @@ final class ResidualEchoSuppressor {
     private let smoothing: Float = 0.9
     /// Far-active frames at the start during which the path gain may not fall while the canceller has not aligned
     /// its reference (2 s): before alignment the reference leads the echo by the device delay, so every far-end onset
-    /// reads as a low echo-path gain (output still quiet, far end already loud) and the gain fell within ~100 ms,
-    /// letting the echo through until MDF converged. On the real device double-talk clip (116 ms delay, aligned only
-    /// after ~1.4 s of echo) ERLE over 0.9-1.9 s was 1-5 dB. Bounded, so that without any echo to align on (a
-    /// headset) the near end is held down for at most the first 2 s of far-end speech.
+    /// reads as a low echo-path gain (output still quiet, far end already loud), and a gain free to fall would do so
+    /// within ~100 ms, letting the echo through until MDF converges: on the real device double-talk clip (116 ms
+    /// delay, aligned only after ~1.4 s of echo) ERLE over 0.9-1.9 s would be 1-5 dB. Bounded, so that without any
+    /// echo to align on (a headset) the near end is held down for at most the first 2 s of far-end speech.
     private let startUpFrames: Int
     private var startUpFarFrames = 0
     /// Gain the echo-path envelope starts from, and its ceiling (+30 dB: louder than any coupling a device has; on the

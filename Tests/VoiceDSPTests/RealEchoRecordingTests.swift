@@ -218,12 +218,12 @@ struct RealEchoRecordingTests {
 
 /// What the default configuration must keep reaching on the recordings: measured (per-band suppressor on) minus a
 /// margin. Measured: challenge clip ERLE 13.9 dB (a broadband gain: 11.0; WebRTC 25.3), first 2 s 38.8 (broadband
-/// 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (before 1.1; WebRTC 1.5); device near-end
+/// 9.9; WebRTC 19.5), near-end segSNR 3.9; device 0-3.5 s 3.6 (a broadband gain: 1.1; WebRTC 1.5); device near-end
 /// single talk against its microphone 13.0 (the preprocessor's noise suppression is most of that difference).
 enum RealEchoFloors {
     /// Echo-only ERLE on the challenge clip (the echo file against what the output holds over the background as
     /// heard), measured 31.4 dB whole and 41.4 dB in the first 2 s (`voice-bench aec --real`; WebRTC's classic ERLE
-    /// 25.3 and 19.5). Replaces the classic floors (25 and 30 dB), which counted removed background.
+    /// 25.3 and 19.5). Echo-only rather than classic ERLE, which counts removed background.
     static let challengeEchoOnlyERLE = 29.0
     static let challengeEchoOnlyFirst2s = 30.0
     static let challengeNearSegSNR = 2.5
@@ -232,8 +232,8 @@ enum RealEchoFloors {
     static let bandExcessMax = 6.0
     /// ... and its broadband level (125 Hz-8 kHz) at most this under it: the background kept.
     static let broadbandDeficitMax = 6.0
-    /// Classic ERLE over the device clip's first 2 s of far-end speech (the start-up target). Its 0-3.5 s floor
-    /// (25 dB) counted background removed and is replaced by the per-band test.
+    /// Classic ERLE over the device clip's first 2 s of far-end speech (the start-up target). Its 0-3.5 s stretch is
+    /// held by the per-band test, not by classic ERLE, which counts background removed.
     static let deviceFirst2s = 20.0
     static let nearSingleTalkSegSNR = 11.0
     /// Residual over the background on the device clip (far talk 0-3.5 s against 0-0.5 s), measured 0.2 dB (WebRTC

@@ -86,8 +86,8 @@ struct ResidualEchoSuppressorTests {
     }
 
     @Test func backgroundAtCallStartIsNotDroppedFurtherThanLater() throws {
-        // The background tracker used to start 10 dB low and rise 3 dB a second, so the background dropped out at the
-        // start of every call (-24.5 dB in the first 2 s, -13.0 later).
+        // A background tracker that starts 10 dB low and rises 3 dB a second drops the background out at the start of
+        // every call (-24.5 dB in the first 2 s, -13.0 later).
         let (first, later) = try Self.backgroundUnderEcho()
         #expect(first > -20, "first 2 s \(first) dB against no far end")
         #expect(first > later - 6, "first 2 s \(first) dB, 5-8 s \(later) dB")
@@ -95,12 +95,12 @@ struct ResidualEchoSuppressorTests {
 
     @Test func backgroundStaysWhileTheFarEndTalks() throws {
         // The background must not drop out while the far end talks: the comfort noise is added after speexdsp's
-        // preprocessor, whose echo-state suppression removed it with the echo (before: -17.9 dB in the first 2 s,
-        // -14.0 at 5-8 s), and at the background's own power (the random-phase noise lost 5 dB to the window).
+        // preprocessor, whose echo-state suppression would remove it with the echo (added before it: -17.9 dB in the
+        // first 2 s, -14.0 at 5-8 s), and at the background's own power (random-phase noise loses 5 dB to the window).
         let (first, later) = try Self.backgroundUnderEcho()
-        // 5 dB, was 4 (this branch before the fit: -3.0): the comfort noise is now capped by the fit's intercept,
-        // which, while the canceller is still unaligned, calls most of the output echo (-4.5 dB here); without the cap
-        // the AEC-Challenge clip's comfort noise played residual echo back 9-43 dB over its floor (RealEchoRecordingTests).
+        // 5 dB: the comfort noise is capped by the fit's intercept, which, while the canceller is still unaligned,
+        // calls most of the output echo (-4.5 dB here); without the cap the AEC-Challenge clip's comfort noise plays
+        // residual echo back 9-43 dB over its floor (RealEchoRecordingTests).
         #expect(abs(first) <= 5, "first 2 s \(first) dB against no far end")
         #expect(abs(later) <= 3, "5-8 s \(later) dB against no far end")
     }

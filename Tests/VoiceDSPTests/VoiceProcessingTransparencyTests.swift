@@ -60,7 +60,7 @@ struct VoiceProcessingTransparencyTests {
         #expect(talkers.count >= 4)
         for (name, speech) in talkers {
             let now = Self.distance(speech, try Self.processed(speech))
-            // What the canceller did before: speexdsp's denoiser at -15 dB on the same speech (the measure must see it).
+            // A damaging reference: speexdsp's denoiser at -15 dB on the same speech (the measure must see it).
             let speex = Self.distance(speech, try Self.speexDenoised(speech))
             print(
                 "transparency \(name): \(String(format: "%.2f", now)) dB, speexdsp -15 dB \(String(format: "%.2f", speex)) dB"

@@ -402,8 +402,8 @@ import Glibc
 
     /// When the sender's timestamp steps backwards (here by 10 minutes; a forward jump of about 2^31 ticks reads the
     /// same in serial arithmetic) while its sequence numbers continue, the jitter buffer starts a new timeline
-    /// (NetEq-style) instead of counting every later packet late: the call keeps its audio. Found by this test;
-    /// before the fix the call was silent for the rest of its life.
+    /// (NetEq-style) instead of counting every later packet late: the call keeps its audio, where counting them late
+    /// would leave it silent for the rest of its life.
     @Test(arguments: [0 &- UInt32(48_000 * 600), UInt32(1 << 31) &+ 960])
     func timestampJumpToANewBaseKeepsAudioFlowing(jump: UInt32) throws {
         let (played, input, s, _) = try Self.wrapReorderAndJump(jump: jump)

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 /// The radix-2 decimation-in-time FFT's butterflies for VoiceDSP's `FFT` (which owns the tables and documents them).
-/// In C so that it runs fast in debug builds too (Swift at -Onone was 3x slower with SIMD types) and so the compiler
+/// In C so that it runs fast in debug builds too (Swift at -Onone is 3x slower with SIMD types) and so the compiler
 /// vectorises the butterflies on any target without changing a bit of the result (no contraction into fused
 /// multiply-adds, no reordering: the same products and sums per element as the scalar walk).
 ///
