@@ -51,6 +51,8 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// measures arrivals on its own playout tick counter, a late local tick then never reads as network delay.
     @exclusivity(unchecked) private var tickCount: Int64 = 0
     @exclusivity(unchecked) private var tickZeroMilliseconds: Double?
+    /// Time (ms) the ticks so far have played: each tick is one block.
+    private var tickedMilliseconds: Double { milliseconds(samples: Int(tickCount) * block) }
     /// Whether the caller gives tick times (then arrivals no longer move `tickZeroMilliseconds`).
     @exclusivity(unchecked) private var clocked = false
     /// How far (ms) behind the playout position the newest packet must lie to count as a new timestamp base.
@@ -107,7 +109,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
     /// Now minus the transit of the fastest packet of the estimator's window (ms), or nil while either is unknown.
     private var delayReference: Double? {
         guard let zero = tickZeroMilliseconds, let fastest = estimator.minimumTransitMilliseconds else { return nil }
-        return zero + Double(tickCount) * 10 - fastest
+        return zero + tickedMilliseconds - fastest
     }
 
     /// How late (ms) the audio playing now is, compared with the fastest packet of the estimator's window: now −
@@ -132,7 +134,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             let e = packets.entry(at: p)
             if e.timestamp >= timeline.position || !timeline.started { ts += e.duration }
         }
-        return Double(ts) / tsPerMs + Double(playout.sync.count) * 1000 / Double(format.sampleRate)
+        return Double(ts) / tsPerMs + milliseconds(samples: playout.sync.count)
     }
 
     /// How far (ms) above its target the playout delay may go before accelerating (see
@@ -190,7 +192,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         // Slow decay (0.01 ms per packet, 500 ppm at 20 ms packets) lets a playout clock that runs fast against
         // the arrival clock pull the estimate down; a slow one pushes it up through the max.
         if !clocked {
-            let zero = arrival.milliseconds - Double(tickCount) * 10
+            let zero = arrival.milliseconds - tickedMilliseconds
             tickZeroMilliseconds = max(zero, (tickZeroMilliseconds ?? zero) - 0.01)
         }
         estimator.update(arrivalMilliseconds: arrival.milliseconds, timestampMilliseconds: Double(timestamp) / tsPerMs)
@@ -203,7 +205,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
             costTarget = estimator.cheapestTarget(weights, situation: situation, current: costTarget)
         } else {
             let lookAheadBefore = fecLookAheadMilliseconds
-            if lookAhead.update(calm: isCalm, callMilliseconds: Double(tickCount) * 10), playout.timeline.started {
+            if lookAhead.update(calm: isCalm, callMilliseconds: tickedMilliseconds), playout.timeline.started {
                 releasedLookAheadMilliseconds = lookAheadBefore
             }
             if lookAhead.isOn { releasedLookAheadMilliseconds = 0 }
@@ -234,7 +236,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         -> PlayoutOperation
     {
         clocked = true
-        tickZeroMilliseconds = time.milliseconds - Double(tickCount) * 10
+        tickZeroMilliseconds = time.milliseconds - tickedMilliseconds
         return playoutTick(into: output)
     }
 
@@ -258,9 +260,12 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         return lastOperation
     }
 
+    /// Duration (ms) of `samples` at the buffer's rate.
+    private func milliseconds(samples: Int) -> Double { Double(samples) * 1000 / Double(format.sampleRate) }
+
     private func updateDelayStatistics() {
         let timeline = playout.timeline
-        let waiting = Double(playout.sync.count) * 1000 / Double(format.sampleRate)
+        let waiting = milliseconds(samples: playout.sync.count)
         let ahead = newestEnd == .min || !timeline.started ? 0 : max(0, Double(newestEnd - timeline.position) / tsPerMs)
         statistics.currentDelayMilliseconds = ahead + waiting
         statistics.playoutDelayMilliseconds = playoutDelayMilliseconds
@@ -339,7 +344,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         let accelerateAbove = accelerateAboveMilliseconds
         // A released look-ahead is shed in one splice of the whole ticks of it that lie above the goal (the band
         // alone would keep one tick of a 20 ms packet, and two splices are two delay changes), in a pause.
-        let tick = Double(block) * 1000 / Double(format.sampleRate)
+        let tick = milliseconds(samples: block)
         var shedTicks = 0
         if releasedLookAheadMilliseconds > 0 {
             shedTicks = min(Int(releasedLookAheadMilliseconds / tick), max(0, Int((level - goal) / tick)))
@@ -362,7 +367,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         lastOperation = playout.perform(
             PlayoutDecision.decide(input), context: context, packets: &packets, statistics: &statistics)
         if statistics.acceleratedSamples > acceleratedBefore {
-            let shed = Double(statistics.acceleratedSamples - acceleratedBefore) * 1000 / Double(format.sampleRate)
+            let shed = milliseconds(samples: statistics.acceleratedSamples - acceleratedBefore)
             releasedLookAheadMilliseconds = max(0, releasedLookAheadMilliseconds - shed)
         }
         // A long hold re-times playout after a delay step, so the estimator forgets the faster path before it. On a
@@ -372,7 +377,7 @@ public final class AdaptiveJitterBuffer: JitterBufferStrategy {
         // then accelerated back into the first words (noisy speech under 30 ms jitter, Benchmarks/README.md section
         // 7). Later, the re-timing brings the delay back down after a jitter spike (`FieldComplaintTests`).
         if playout.holdEndedLong {
-            let learning = Double(tickCount) * 10 < estimator.configuration.windowMilliseconds
+            let learning = tickedMilliseconds < estimator.configuration.windowMilliseconds
             if !(isJittery && learning) { estimator.rebaseline() }
             playout.acknowledgeHoldEnded()
         }
