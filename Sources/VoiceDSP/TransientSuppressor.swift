@@ -34,12 +34,14 @@ public struct TransientSuppressorConfiguration: Sendable, Equatable {
 ///   the loudest slice of the 10 ms before it (``TransientSuppressorConfiguration/onsetRiseDB``);
 /// - an onset counts only in a block whose energy is mostly high-band (a knock's is; a vowel's is not), well above
 ///   the output's floor, with no voiced block (low-band dominant, 12 dB over the low band's floor) in the last
-///   300 ms, and (by default) while the far end plays;
+///   300 ms and no near talker's vowel (three such blocks in a row, 24 dB over it) in the last 1.5 s, and (by
+///   default) while the far end plays;
 /// - from an onset, for 80 ms and as long as the blocks stay high-band dominant, each block's level is capped at the
 ///   floor plus ``TransientSuppressorConfiguration/ceilingOverFloorDB``; a voiced block ends it at once.
-/// The gain falls before the knock's onset slice and recovers across a block. A call runs it only when configured: a
-/// near talker's word-initial fricative in double talk (steady high-band noise after a quiet, echo-free output)
-/// reads as a knock. Only scalars and one fixed ring:
+/// The gain falls before the knock's onset slice and recovers across a block. A near talker's word-initial
+/// fricative in double talk (steady high-band noise rising out of a quiet, echo-free output) reads as a knock; in a
+/// talker's turn it follows a vowel within a second or so, which the 1.5 s after a vowel protects. What it still
+/// takes is such a fricative as the first sound of a turn begun over the far end. Only scalars and one fixed ring:
 /// nothing is allocated after `init`. Use from one thread.
 public struct TransientSuppressor: Sendable {
     public let configuration: TransientSuppressorConfiguration
@@ -56,7 +58,12 @@ public struct TransientSuppressor: Sendable {
     /// Lower envelopes (energy per sample) of the block and of its low band, before suppression.
     private var floor = Double.greatestFiniteMagnitude
     private var lowFloor = Double.greatestFiniteMagnitude
+    /// The low band's lower envelope for telling a talker's vowels, rising 0.03 dB per block (3 dB a second): through
+    /// a phrase it stays near the pauses' level, where `lowFloor` climbs towards the vowels' within a second.
+    private var talkerFloor = Double.greatestFiniteMagnitude
     private var blocksSinceVoice = Self.voiceProtectionBlocks
+    private var blocksSinceTalker = Self.talkerProtectionBlocks
+    private var strongVoicedRun = 0
     private var blocksSinceFarEnd = Self.farEndTailBlocks + 1
     private var holdBlocks = 0
     private var gain: Float = 1
@@ -65,6 +72,15 @@ public struct TransientSuppressor: Sendable {
 
     /// Blocks after a voiced block in which no onset is suppressed (300 ms: the consonants around a vowel).
     static let voiceProtectionBlocks = 30
+    /// Blocks after a near talker's vowel in which no onset is suppressed (1.5 s): the word-initial fricatives of
+    /// a talker's turn (the AEC-Challenge double-talk recordings' follow a vowel by up to 0.96 s) rise out of an
+    /// output the echo suppressor holds quiet as steeply as a knock.
+    static let talkerProtectionBlocks = 150
+    /// Voiced blocks in a row this far over the low band's slow floor make a near talker's vowel (24 dB, 30 ms): a
+    /// residual echo's voiced blocks and a lone voiced click stay under it.
+    static let talkerVowelBlocks = 3
+    private static let talkerOverLowFloor = Foundation.pow(10, 2.4)
+    private static let talkerFloorRise = Foundation.pow(10, 0.003)
     /// Blocks after the far end stopped in which it counts as playing (its echo tail).
     static let farEndTailBlocks = 30
     /// Blocks a detected knock is followed while the blocks stay high-band dominant.
@@ -161,12 +177,15 @@ public struct TransientSuppressor: Sendable {
         let energy = low + high
         let highShare = energy > 0 ? high / energy : 0
         let voiced = highShare < 0.5 && low > lowFloor * Self.voicedOverLowFloor
+        strongVoicedRun = voiced && low > talkerFloor * Self.talkerOverLowFloor ? strongVoicedRun + 1 : 0
+        blocksSinceTalker = strongVoicedRun >= Self.talkerVowelBlocks ? 0 : min(blocksSinceTalker + 1, Int.max / 2)
         // Floors before this block: a knock must stand over what came before it.
         let ceiling = floor * ceilingRatio
         let significant = energy > floor * Self.significantOverFloor
         // At least 1 per sample (−90 dBFS): after digital silence not every sound is a knock.
         floor = max(1, energy < floor ? energy : floor * Self.floorRise)
         lowFloor = max(1, low < lowFloor ? low : lowFloor * Self.floorRise)
+        talkerFloor = max(1, low < talkerFloor ? low : talkerFloor * Self.talkerFloorRise)
         blocksSinceFarEnd = farEndMeanSquare > Self.farEndMeanSquare ? 0 : min(blocksSinceFarEnd + 1, Int.max / 2)
         let farEndPlays = !configuration.onlyWhileFarEndPlays || blocksSinceFarEnd <= Self.farEndTailBlocks
 
@@ -177,7 +196,7 @@ public struct TransientSuppressor: Sendable {
         } else {
             blocksSinceVoice = min(blocksSinceVoice + 1, Int.max / 2)
             if rise >= onsetRatio && highShare > 0.6 && significant && farEndPlays
-                && blocksSinceVoice > Self.voiceProtectionBlocks
+                && blocksSinceVoice > Self.voiceProtectionBlocks && blocksSinceTalker > Self.talkerProtectionBlocks
             {
                 holdBlocks = Self.holdAfterOnsetBlocks
                 onset = true
@@ -214,7 +233,10 @@ public struct TransientSuppressor: Sendable {
         sliceIndex = 0
         floor = .greatestFiniteMagnitude
         lowFloor = .greatestFiniteMagnitude
+        talkerFloor = .greatestFiniteMagnitude
         blocksSinceVoice = Self.voiceProtectionBlocks
+        blocksSinceTalker = Self.talkerProtectionBlocks
+        strongVoicedRun = 0
         blocksSinceFarEnd = Self.farEndTailBlocks + 1
         holdBlocks = 0
         gain = 1

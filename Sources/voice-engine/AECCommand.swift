@@ -49,10 +49,11 @@ struct AECCommand: ParsableCommand {
     @Flag(help: "Disable the preprocessor's own residual-echo suppression (SPEEX_PREPROCESS_SET_ECHO_STATE).")
     var noEchoState = false
     @Flag(
+        inversion: .prefixedNo,
         help:
-            "Run the transient suppressor after the canceller (handling knocks while the far end plays; off by default)."
+            "Run the transient suppressor after the canceller (handling knocks while the far end plays), as a call does."
     )
-    var transientSuppression = false
+    var transientSuppression = true
 
     func validate() throws {
         try OptionRange("--tail-ms", 10...1_000, "ms").check(tailMs)

@@ -73,8 +73,10 @@ struct SimulateCommand: ParsableCommand {
     var plainRTP = false
     @Flag(help: "Skip voice processing (echo canceller, noise suppression) on the sender.")
     var noVoiceProcessing = false
-    @Flag(help: "Run the transient suppressor (handling knocks while the far end plays) on the sender; off by default.")
-    var transientSuppression = false
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Run the transient suppressor (handling knocks while the far end plays) on the sender, as a call does.")
+    var transientSuppression = true
     @Option(
         help: ArgumentHelp(
             "Write every datagram as it arrives (RTP at the receiver, RTCP back at the sender; SRTP as sent) into this "

@@ -21,7 +21,9 @@ struct DeviceEchoTests {
         var residuals: [Double] = []
         for clip in clips {
             let (far, mic) = try clip.read(folder: devices)
-            let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+            let run = try AECRunner.runEngine(
+                far: far, mic: mic, configuration: EchoCancellerConfiguration(),
+                transientSuppression: TransientSuppressorConfiguration())
             guard let figures = clip.measure(far: far, mic: mic, output: run.output) else { continue }
             print(
                 "\(clip.name): residual over background \(figures.residualOverBackgroundDB) dB, floor under far talk "
@@ -57,19 +59,18 @@ struct DeviceEchoTests {
     }
 }
 
-/// Bounds of `DeviceEchoTests` (dB), 1.2-1.7 dB past the default configuration's figures (residual over background
-/// 5.0, 0.3, 12.3, 0.2 dB on the four clips with a background, upper median 5.0; floor under far talk +1.5, -2.3,
-/// -0.4, -9.5 dB, the last clip's background being the suppressor's start-up hold over the far end's -50 dBFS lead-in,
-/// its comfort noise 8 dB short of the microphone; that floor against the output's own background +3.6, -2.3, -0.3,
-/// -1.1 dB). The residual targets (median 1 dB, none over 3 dB) are not met: 0woD-move's residual is the thump of
-/// the device being moved, 9mkQ's the loudspeaker's distortion on the far end's loudest syllables (see
-/// TestVectors/aec/README.md).
+/// Bounds of `DeviceEchoTests` (dB), 1.2-1.7 dB past the default configuration's figures, the transient suppressor
+/// on as in a call (residual over background 5.0, 0.3, 1.1, 0.2 dB on the four clips with a background, upper median
+/// 1.1; floor under far talk +1.4, -2.3, -0.4, -9.5 dB, the last clip's background being the suppressor's start-up
+/// hold over the far end's -50 dBFS lead-in, its comfort noise 8 dB short of the microphone; that floor against the
+/// output's own background +3.6, -2.3, -0.3, -1.1 dB). The residual target of no clip over 3 dB is not met: 9mkQ's
+/// residual is the loudspeaker's distortion on the far end's loudest syllables (see TestVectors/aec/README.md).
 enum DeviceEchoCeilings {
     static let clipsWithBackground = 4
     static let residualPerClip: [String: Double] = [
-        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.5, "challenge-0woD-dt-move": 14.0, "challenge-DMTg-dt": 1.5
+        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.5, "challenge-0woD-dt-move": 2.6, "challenge-DMTg-dt": 1.5
     ]
-    static let residualMedian = 6.5
+    static let residualMedian = 2.6
     static let floorUnderFarTalk = -11.0
     /// The target: the background under far talk within 3 dB of the background with nobody talking.
     static let floorUnderFarTalkAgainstBackground = -3.0
@@ -91,7 +92,9 @@ struct DeviceEchoAllClipsTests {
         var residuals: [Double] = []
         for clip in clips {
             let (far, mic) = try clip.read(folder: allDevices)
-            let run = try AECRunner.runEngine(far: far, mic: mic, configuration: EchoCancellerConfiguration())
+            let run = try AECRunner.runEngine(
+                far: far, mic: mic, configuration: EchoCancellerConfiguration(),
+                transientSuppression: TransientSuppressorConfiguration())
             let figures = try #require(
                 clip.measure(far: far, mic: mic, output: run.output), "\(clip.name): no background")
             let pumping = figures.floorUnderFarTalkDB - figures.backgroundAgainstMicrophoneDB
@@ -115,15 +118,16 @@ struct DeviceEchoAllClipsTests {
 }
 
 /// Bounds of `DeviceEchoAllClipsTests` (dB). Residual over background per clip 1.5 dB past the default
-/// configuration's figures (9mkQ 5.0, 0woD 0.3, 0woD-move 12.3, DMTg 0.2, QtLE -0.5, dFw0-move 14.6, 6558 -0.6, BxSd
-/// -4.8, ZZaP-move -7.1, s7c6-move -8.6; median -0.15, the target 1). Floor under far talk against the output's own
+/// configuration's figures, the transient suppressor on (9mkQ 5.0, 0woD 0.3, 0woD-move 1.1, DMTg 0.2, QtLE -0.5,
+/// dFw0-move 14.5, 6558 -0.3, BxSd -4.8, ZZaP-move -7.1, s7c6-move -8.6; median -0.05, the target 1). Floor under far talk against the output's own
 /// background: the target, -3, on every clip but ZZaP-move (measured -4.1: the comfort noise stands under the
 /// background there, see TestVectors/aec/README.md section 6) and 6558 (measured -3.4; -2.8 while the suppressor's
 /// gains rose 6 dB a frame for a near talker after the far end too, cause not traced); the others measured +3.6, -2.3,
-/// -0.3, -1.1, -1.6, +3.1, -2.6, -2.6. The targets not met: 9mkQ, 0woD-move and dFw0-move stand over 3 dB, 6558 under.
+/// -0.3, -1.0, -1.6, +2.8, -2.6, -2.5. The targets not met: 9mkQ and dFw0-move stand over 3 dB (dFw0-move's is 92 %
+/// the low thumps of the device being handled, `Benchmarks/scripts/aec-near-end-events.py`), 6558 and ZZaP-move under.
 enum DeviceEchoAllClipsCeilings {
     static let residualPerClip: [String: Double] = [
-        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.8, "challenge-0woD-dt-move": 13.8, "challenge-DMTg-dt": 1.7,
+        "challenge-9mkQ-fst": 6.5, "challenge-0woD-dt": 1.8, "challenge-0woD-dt-move": 2.6, "challenge-DMTg-dt": 1.7,
         "challenge-QtLE-dt": 1.0, "challenge22-dFw0-fst-move": 16.1, "challenge22-6558-dt": 0.9,
         "challenge22-BxSd-dt": -3.3, "challenge22-ZZaP-dt-move": -5.6, "challenge22-s7c6-dt-move": -7.1
     ]

@@ -29,19 +29,36 @@ struct TransientSuppressorTests {
         }
     }
 
-    /// `speech` at 1 s into a −65 dBFS noise bed, `knock` mixed in at 0.5 s and 0.6 s after the speech ends.
-    static func scene(speech: [Int16], knock: [Double]) -> (signal: [Int16], knockStarts: [Int], speech: Range<Int>) {
-        let bed = SignalGenerator.whiteNoise(
-            rms: Foundation.pow(10, -65.0 / 20), sampleRate: rate, seconds: Double(speech.count) / Double(rate) + 2.2,
-            seed: 7)
-        var mix = bed.map { Double($0) * 32_767 }
+    /// `speech` at 1 s into a −65 dBFS noise bed, `knock` mixed in at 0.5 s and again after the talker: `after`
+    /// seconds after the last word, or by default 0.6 s after the recording ends and at least 2 s after the last
+    /// word (past the 1.5 s a talker's vowel protects).
+    static func scene(speech: [Int16], knock: [Double], after: Double? = nil) -> (
+        signal: [Int16], knockStarts: [Int], speech: Range<Int>
+    ) {
         let speechRange = rate..<(rate + speech.count)
+        let lastWord = rate + lastWordEnd(speech)
+        let second =
+            after.map { lastWord + Int($0 * Double(rate)) }
+            ?? max(lastWord + rate * 2, speechRange.upperBound + rate * 6 / 10)
+        let bed = SignalGenerator.whiteNoise(
+            rms: Foundation.pow(10, -65.0 / 20), sampleRate: rate,
+            seconds: Double(max(second + knock.count, speechRange.upperBound) + rate / 5) / Double(rate), seed: 7)
+        var mix = bed.map { Double($0) * 32_767 }
         for (i, s) in speech.enumerated() { mix[rate + i] += Double(s) }
-        let starts = [rate / 2, speechRange.upperBound + rate * 6 / 10]
+        let starts = [rate / 2, second]
         for start in starts {
             for (i, k) in knock.enumerated() where start + i < mix.count { mix[start + i] += k }
         }
         return (mix.map { Int16(clamping: Int($0.rounded())) }, starts, speechRange)
+    }
+
+    /// Where the talker's last word ends: the end of the last 10 ms block within 20 dB of the loudest one.
+    static func lastWordEnd(_ speech: [Int16]) -> Int {
+        let energies = stride(from: 0, to: speech.count - block + 1, by: block).map {
+            energy(speech, $0..<($0 + block))
+        }
+        let loud = (energies.max() ?? 0) / 100
+        return ((energies.lastIndex { $0 >= loud } ?? 0) + 1) * block
     }
 
     static func suppress(
@@ -121,7 +138,7 @@ struct TransientSuppressorTests {
         .enabled(
             if: SharedTestData.exists(movedDevice + "_mic.wav") && SharedTestData.exists("aec-devices/clips.json"),
             "../shared/testdata/aec-devices absent"))
-    func theRattleOfAMovedDeviceNoLongerStandsOverTheBackground() throws {
+    func theRattleOfAMovedDeviceDoesNotStandOverTheBackground() throws {
         let (clip, far, mic, without, with) = try Self.movedDeviceRuns()
         let before = try #require(clip.measure(far: far, mic: mic, output: without.output))
         let after = try #require(clip.measure(far: far, mic: mic, output: with.output))
@@ -134,6 +151,21 @@ struct TransientSuppressorTests {
         let changed = zip(without.output, with.output).enumerated().filter { $0.element.0 != $0.element.1 }.map(
             \.offset)
         #expect((changed.first ?? 0) >= Int(8.5 * 16_000) && (changed.last ?? 0) < Int(9.3 * 16_000))
+    }
+
+    /// A knock 0.6 s after a talker's last word passes: inside a talker's turn a word-initial fricative rising out
+    /// of a quiet output cannot be told from a knock (the AEC-Challenge double-talk recordings' follow a vowel by up
+    /// to 0.96 s), so the 1.5 s after a vowel are left alone; the knock before the talker starts is still removed.
+    @Test(.enabled(if: SharedTestData.isPresent, "../shared/testdata/speech absent"))
+    func aKnockInsideATalkersTurnPasses() throws {
+        for (name, speech) in try Self.talkers() {
+            let knock = Self.knock(peak: 6_000, seed: 3)
+            let (signal, starts, _) = Self.scene(speech: speech, knock: knock, after: 0.6)
+            let (output, _) = try Self.suppress(signal)
+            let inTurn = starts[1]..<(starts[1] + knock.count)
+            #expect(output[inTurn] == signal[inTurn], "\(name): a knock 0.6 s after the talker was suppressed")
+            #expect(Self.knockReduction(signal, output, starts: [starts[0]]) >= 20, "\(name): the lone knock stayed")
+        }
     }
 
     /// That rattle, as the canceller leaves it (8.55-8.95 s of its output), in a pause of real speech.

@@ -47,7 +47,7 @@ public enum PipelineFixtures {
 
     /// One leg's stream configuration: leg A or leg B (keys and SSRCs), with SRTP or plain RTP (`srtp: false`
     /// only for the allocation suite's check of everything but libsrtp).
-    /// The full-DSP legs also run the (optional) transient suppressor, so the allocation suite holds it too.
+    /// The full-DSP legs run the transient suppressor as a call does, so the allocation suite holds it too.
     public static func configuration(isA: Bool, sameCallsOnly: Bool, srtp: Bool = true) -> MediaStreamConfiguration {
         var configuration = MediaStreamConfiguration(
             opus: MediaStreamConfiguration.defaultOpus, processingRate: processingRate,
@@ -56,7 +56,8 @@ public enum PipelineFixtures {
             voiceProcessing: true, echoCanceller: echoCanceller(sameCallsOnly: sameCallsOnly),
             payloadType: payloadType, ssrc: isA ? ssrcA : ssrcB, remoteSSRC: isA ? ssrcB : ssrcA,
             seed: isA ? 0xA : 0xB)
-        if !sameCallsOnly { configuration.transientSuppression = TransientSuppressorConfiguration() }
+        // The C baseline has no transient suppressor: the same-calls legs leave it out.
+        if sameCallsOnly { configuration.transientSuppression = nil }
         return configuration
     }
 

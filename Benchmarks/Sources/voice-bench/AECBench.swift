@@ -75,8 +75,8 @@ struct AECBench: ParsableCommand {
                 + "residual-echo suppressor alone, to score what they change against the microphone without echo)."))
     var noiseSuppression = true
 
-    @Flag(help: "Run the transient suppressor after the canceller (off by default, as in a call).")
-    var transientSuppression = false
+    @Flag(inversion: .prefixedNo, help: "Run the transient suppressor after the canceller, as a call does.")
+    var transientSuppression = true
 
     func validate() throws {
         try requireOption("--steady-state-from", steadyStateFrom, within: 0...3_600, "s")

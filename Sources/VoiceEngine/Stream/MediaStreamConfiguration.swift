@@ -154,10 +154,10 @@ public struct MediaStreamConfiguration: Sendable {
     /// Echo canceller and preprocessor settings used when ``voiceProcessing`` is on (its rate is replaced by the
     /// processing rate).
     public var echoCanceller: EchoCancellerConfiguration
-    /// Suppression of handling knocks after the canceller when ``voiceProcessing`` is on and the processing rate is one
-    /// of ``TransientSuppressor/supportedSampleRates`` (its rate is replaced by the processing rate). Off (nil) by
-    /// default: in double talk it takes a near talker's word-initial fricative for a knock.
-    public var transientSuppression: TransientSuppressorConfiguration?
+    /// Suppression of handling knocks (a device picked up or moved while the far end talks) after the canceller when
+    /// ``voiceProcessing`` is on and the processing rate is one of ``TransientSuppressor/supportedSampleRates`` (its
+    /// rate is replaced by the processing rate). On by default; nil turns it off.
+    public var transientSuppression: TransientSuppressorConfiguration? = TransientSuppressorConfiguration()
     /// RTP payload type of Opus (dynamic, 96...127 usually; 111 as WebRTC uses by default).
     public var payloadType: UInt8
     /// Our SSRC; nil: random.

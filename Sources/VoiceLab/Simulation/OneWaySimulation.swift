@@ -17,8 +17,8 @@ public enum OneWaySimulation {
         /// SRTP suite, or nil for plain RTP.
         public var srtpSuite: SRTPCryptoSuite?
         public var voiceProcessing: Bool
-        /// The sender's transient suppressor (with voice processing on; off by default, as in a call).
-        public var transientSuppression = false
+        /// The sender's transient suppressor (with voice processing on, as in a call).
+        public var transientSuppression = true
         public var jitterBuffer: MediaStreamJitterBuffer
         public var opus: OpusEncoderConfiguration
         /// How the sender's FEC follows the receiver's loss reports (and what it starts with before the first).
@@ -104,7 +104,7 @@ public enum OneWaySimulation {
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpA, voiceProcessing: options.voiceProcessing,
             payloadType: payloadType, lossAdaptation: options.lossAdaptation, seed: options.seed)
-        if options.transientSuppression { a.transientSuppression = TransientSuppressorConfiguration() }
+        if !options.transientSuppression { a.transientSuppression = nil }
         let b = MediaStreamConfiguration(
             opus: options.opus, codec: options.codec, processingRate: rate, deviceFormat: device,
             jitterBuffer: options.jitterBuffer, srtp: srtpB, voiceProcessing: false, payloadType: payloadType,
