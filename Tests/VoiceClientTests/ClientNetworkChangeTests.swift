@@ -163,7 +163,7 @@ struct ClientNetworkChangeTests {
             #expect(ends <= 1, "\(name) ended the call \(ends) times:\n\(output)")
             let byHangUp = output.contains("call 1: ended (\(name == "bob" ? "localHangup" : "remoteHangup")")
             #expect(ends == 0 || byHangUp, "\(name)'s call ended other than by the hang-up:\n\(output)")
-            await withKnownIssue(hangupIssue, isIntermittent: true) {
+            withKnownIssue(hangupIssue, isIntermittent: true) {
                 #expect(ends == 1, "\(name):\n\(output)")
             }
         }
