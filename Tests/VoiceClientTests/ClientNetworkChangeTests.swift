@@ -147,11 +147,14 @@ struct ClientNetworkChangeTests {
         // phones still quitting cleanly (the relayed call of `ClientNATTests` shows the same symptom). The cause is
         // not found; it is reported as a known issue, not hidden by a retry.
         let hangupIssue: Comment = "the callee's hang-up after an ICE restart can leave the call up"
-        await withKnownIssue(hangupIssue, isIntermittent: true) {
-            #expect(
-                await alice.waitFor("call 1: ended (remoteHangup"),
-                "the callee's BYE did not reach the caller:\n\(alice.output)")
-            #expect(await bob.waitFor("call 1: ended (localHangup"), "\(bob.output)")
+        let aliceEnded = await alice.waitFor("call 1: ended (remoteHangup")
+        let bobEnded = await bob.waitFor("call 1: ended (localHangup")
+        // Each phone's own view of the call when it did not end: a call still up, or an end never printed.
+        let aliceOutput = aliceEnded ? alice.output : await alice.outputWithStatus(of: "bob")
+        let bobOutput = bobEnded ? bob.output : await bob.outputWithStatus(of: "alice")
+        withKnownIssue(hangupIssue, isIntermittent: true) {
+            #expect(aliceEnded, "the callee's BYE did not reach the caller:\n\(aliceOutput)")
+            #expect(bobEnded, "\(bobOutput)")
         }
         #expect(await alice.quit() == 0, "\(alice.output)")
         #expect(await bob.quit() == 0, "\(bob.output)")
