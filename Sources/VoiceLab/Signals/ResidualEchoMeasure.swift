@@ -7,6 +7,11 @@ import VoiceEngine
 /// own background while the far end talks carries residual echo; one that sinks under the microphone's noise floor
 /// pumps the background. Used by `voice-engine aec`, `voice-bench aec --devices` and `DeviceEchoTests`, so all three
 /// measure the same thing.
+///
+/// Levels are taken above ``audibleFromHz``, in the band a call carries to the listener: many devices' background
+/// holds most of its energy in rumble below it (one of the AEC-Challenge devices 15 dB over every other 25 Hz band,
+/// under 25 Hz), which no listener hears, and which counted at full band made an output that removes it read as a
+/// background that drops while the far end talks, and its background loud enough to hide residual echo.
 public struct ResidualOverBackground: Codable, Sendable, Equatable {
     /// The output's energy level over the far-talk blocks against its energy level over the background blocks, dB.
     /// Energy, not a median: residual echo comes in bursts on the far end's syllables, and the bursts are what is heard.
@@ -30,6 +35,11 @@ public struct ResidualOverBackground: Codable, Sendable, Equatable {
     /// silent for at least as long for a background block: 300 ms covers the device delays of the recordings at hand
     /// (30-170 ms) plus the room's tail.
     public static let echoReachBlocks = 30
+
+    /// The levels' lower band edge (Hz): the lowest corner of the high-pass that Opus's VoIP application, the
+    /// engine's, runs on everything it sends (SILK's variable high-pass, 60-100 Hz), so nothing under it reaches the
+    /// far end.
+    public static let audibleFromHz = 60.0
 
     /// Far-talk blocks of a recording: the far end (unaligned loopback) within 35 dB of its loudest block in this block
     /// or the ``echoReachBlocks`` before it, and the block before `singleTalkUntilBlock` (where the near talker enters in
@@ -71,10 +81,13 @@ public struct ResidualOverBackground: Codable, Sendable, Equatable {
         let talk = (0..<blocks).filter { farTalk[$0] }
         let quiet = (0..<blocks).filter { background[$0] }
         guard !talk.isEmpty, !quiet.isEmpty else { return nil }
-        func powers(_ x: [Int16], _ chosen: [Int]) -> [Double] {
+        let rate = Double(blockSize * 100)
+        let audibleMic = highPassed(mic, cutoffHz: audibleFromHz, sampleRate: rate)
+        let audibleOutput = highPassed(output, cutoffHz: audibleFromHz, sampleRate: rate)
+        func powers(_ x: [Double], _ chosen: [Int]) -> [Double] {
             chosen.map { b in
                 var sum = 0.0
-                for i in b * blockSize..<(b + 1) * blockSize { sum += Double(x[i]) * Double(x[i]) }
+                for i in b * blockSize..<(b + 1) * blockSize { sum += x[i] * x[i] }
                 return sum / Double(blockSize)
             }
         }
@@ -83,16 +96,37 @@ public struct ResidualOverBackground: Codable, Sendable, Equatable {
             let sorted = p.sorted()
             return 10 * log10(max(sorted[sorted.count / 5], 1e-3))
         }
-        let micQuiet = powers(mic, quiet)
+        let micQuiet = powers(audibleMic, quiet)
         guard micQuiet.contains(where: { $0 > 0 }) else { return nil }
-        let outTalk = powers(output, talk)
-        let outQuiet = powers(output, quiet)
+        let outTalk = powers(audibleOutput, talk)
+        let outQuiet = powers(audibleOutput, quiet)
         return ResidualOverBackground(
             residualOverBackgroundDB: energyDB(outTalk) - energyDB(outQuiet),
             floorUnderFarTalkDB: floorDB(outTalk) - floorDB(micQuiet),
             backgroundAgainstMicrophoneDB: floorDB(outQuiet) - floorDB(micQuiet),
-            echoToNoiseDB: energyDB(powers(mic, talk)) - energyDB(micQuiet),
+            echoToNoiseDB: energyDB(powers(audibleMic, talk)) - energyDB(micQuiet),
             farTalkBlocks: talk.count, backgroundBlocks: quiet.count)
+    }
+
+    /// `x` through a second-order Butterworth high-pass at `cutoffHz` (the audio-EQ cookbook's, transposed direct
+    /// form II from rest; the same filter as scipy's `butter(2, cutoff, "highpass")`, which the project's scripts use).
+    static func highPassed(_ x: [Int16], cutoffHz: Double, sampleRate: Double) -> [Double] {
+        let w0 = 2 * Double.pi * cutoffHz / sampleRate
+        let alpha = sin(w0) / 2.0.squareRoot()
+        let a0 = 1 + alpha
+        let b0 = (1 + cos(w0)) / 2 / a0
+        let b1 = -2 * b0
+        let a1 = -2 * cos(w0) / a0
+        let a2 = (1 - alpha) / a0
+        var z1 = 0.0
+        var z2 = 0.0
+        return x.map { sample in
+            let input = Double(sample)
+            let y = b0 * input + z1
+            z1 = b1 * input - a1 * y + z2
+            z2 = b0 * input - a2 * y
+            return y
+        }
     }
 
     private static func farActivity(far: [Int16], blockSize: Int) -> [Bool] {
