@@ -18,7 +18,8 @@ the loopback does not (real devices drift, and their loudspeakers distort):
 Prints the far-talk blocks, the events among them, their share of the output's far-talk energy, and the residual
 over the background with and without them, on the blocks `ResidualOverBackground` uses (far talk: the loopback within
 35 dB of its loudest block in the block or the 300 ms before it; the background: the clip's stretch, or else the
-blocks more than 300 ms after the loopback was last active).
+blocks more than 300 ms after the loopback was last active), and above 60 Hz, as `ResidualOverBackground` takes its
+levels (a second-order Butterworth high-pass).
 """
 import argparse
 import json
@@ -27,10 +28,12 @@ import sys
 
 import numpy as np
 import scipy.io.wavfile as wavfile
+from scipy.signal import butter, sosfilt
 
 BLOCK = 160
 BAND_EDGES = [1, 4, 8, 16, 32, 48, 64, 81]  # FFT bins of a 160-sample block: 100 Hz to 8 kHz
 ECHO_SPAN_BLOCKS = 30
+AUDIBLE_FROM_HZ = 60  # ResidualOverBackground.audibleFromHz
 
 
 def read(path):
@@ -81,7 +84,8 @@ def main():
     explained = gain * recent_far + np.median(mic_bands[background], axis=0)
     event = 10 * np.log10((mic_bands.sum(1) + 1e-9) / (explained.sum(1) + 1e-9)) > args.over
 
-    out_power = np.mean(out.reshape(n, BLOCK) ** 2, 1)
+    audible = butter(2, AUDIBLE_FROM_HZ, "highpass", fs=16000, output="sos")
+    out_power = np.mean(sosfilt(audible, out).reshape(n, BLOCK) ** 2, 1)
 
     def residual(mask):
         return 10 * np.log10(out_power[mask].mean() / out_power[background].mean())

@@ -122,7 +122,7 @@ struct DeviceEchoAllClipsTests {
 /// dFw0-move 14.6, 6558 0.1, BxSd -3.8, ZZaP-move 0.6, s7c6-move -1.6; median 0.4, the target 1). Floor under far
 /// talk against the output's own background: the target, -3, on every clip but 6558, measured -2.96, whose guard
 /// stands 0.24 under it; the others measured +3.5, -2.2, +0.1, -1.1, -1.5, +2.7, -1.3, +0.9, -0.5. The targets not
-/// met: 9mkQ and dFw0-move stand over 3 dB (dFw0-move's is 92 % the low thumps of the device being handled,
+/// met: 9mkQ and dFw0-move stand over 3 dB (dFw0-move's is 93 % the low thumps of the device being handled,
 /// `Benchmarks/scripts/aec-near-end-events.py`), and 9mkQ's floor 3.5 dB over its background.
 enum DeviceEchoAllClipsCeilings {
     static let residualPerClip: [String: Double] = [
