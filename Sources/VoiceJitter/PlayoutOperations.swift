@@ -186,7 +186,14 @@ final class PlayoutOperations {
             // played (late) rather than dropped, but it is a late packet all the same.
             let late = timeline.holding && timeline.heldSamples > 0
             if late { statistics.latePackets += 1 }
-            merge(skipping: late && lateWaitIsSurplus(context) ? timeline.heldSamples : 0, &packets, &statistics)
+            let skipped = late && lateWaitIsSurplus(context) ? timeline.heldSamples : 0
+            if skipped > 0 {
+                // The wait is dropped, not kept: playout returns to the delay it had, which is no delay step to
+                // re-time the estimator for.
+                timeline.holding = false
+                timeline.heldSamples = 0
+            }
+            merge(skipping: skipped, &packets, &statistics)
             return .merge
         case .jumpAndMerge:
             return jumpToNextPacket(context, &packets, &statistics)
@@ -399,18 +406,25 @@ extension PlayoutOperations {
     }
 
     /// Decodes the due packet after concealment: continues the concealment for 2.5 ms (not played) and
-    /// crossfades it into the decoded audio, leaving out the packet's first `skipped` samples (those the
-    /// concealment already stood in for while playout waited for this late packet).
+    /// crossfades it into the decoded audio, leaving out the first `skipped` samples (those the concealment already
+    /// stood in for while playout waited for this late packet). A wait longer than the packet (a queueing spike,
+    /// the packets behind it come with it) covered the packets after it too: while they are buffered, in sequence,
+    /// they are decoded (the decoder's state runs on) and left out the same way.
     private func merge(skipping skipped: Int, _ packets: inout PacketBuffer, _ statistics: inout JitterBufferStatistics)
     {
         let tailCount = concealTail()
         let start = sync.count
-        decodeDue(&packets, &statistics)
-        let dropped = min(skipped, sync.count - start)
-        if dropped > 0 {
-            sync.remove(dropped, at: start)
-            statistics.lateSkippedSamples += dropped
-        }
+        var remaining = skipped
+        repeat {
+            decodeDue(&packets, &statistics)
+            let dropped = min(remaining, sync.count - start)
+            if dropped > 0 {
+                sync.remove(dropped, at: start)
+                statistics.lateSkippedSamples += dropped
+                remaining -= dropped
+            }
+        } while remaining > 0 && sync.count == start && !packets.isEmpty
+            && packets.entry(at: 0).timestamp == timeline.position
         crossfadeFromTail(at: start, tailCount: tailCount, available: sync.count - start)
     }
 
