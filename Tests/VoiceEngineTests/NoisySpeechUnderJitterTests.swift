@@ -39,9 +39,9 @@ import VoiceTestSupport
             meanDelay: buffer.meanDelayMilliseconds)
     }
 
-    /// Seeds 1–3, no loss. Measured: distance 0.750 / 0.805 / 0.453 dB (mean 0.669; 0.752 / 0.817 / 0.610 when a
-    /// hold re-timed the estimate, with one slow-down per seed), speexdsp 1.177 / 0.833 / 0.876; mean buffer delay
-    /// 56.2 ms against speexdsp's 65.3. PESQ-WB in Benchmarks/README.md section 7.
+    /// Seeds 1–3, no loss. Measured: distance 0.668 dB, the mean of the three (0.726 when a hold re-timed the
+    /// estimate, with one slow-down per seed), speexdsp 0.977; mean buffer delay 56.3 ms against speexdsp's 65.3.
+    /// PESQ-WB in Benchmarks/README.md section 7.
     @Test(.enabled(if: hasClip, "needs ../shared/testdata/speech-noisy (noisy real speech)"))
     func aHoldOnAJitteryPathDoesNotMakeTheBufferSlowDownIntoSpeech() throws {
         var adaptive: [Run] = []

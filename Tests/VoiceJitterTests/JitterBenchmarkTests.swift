@@ -75,17 +75,17 @@ func adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss() throws {
 /// Time-stretching is reported per minute and stays bounded on every scenario — also
 /// under heavy-tailed Pareto jitter, where each spike raises the target and the delay must come down again.
 /// Measured (jfk speech looped, 30 s, each scenario's seed), adaptive / speexdsp samples a minute:
-/// clean 0 / 0, loss2_normal20 4 156 / 2 556, burst5_pareto40 26 895 / 8 251, outage3s 320 / 1 280, drift+200ppm
-/// 2 561 / 640, drift−200ppm 0 / 640, step20_150_20 3 840 / 0. The runs are seeded, so each bound sits about a
-/// quarter above its figure: more stretching fails here. Pareto is the open case: three times speexdsp's (it
-/// buys a quarter of speexdsp's late loss, `adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss`).
+/// clean 0 / 0, loss2_normal20 4 155 / 2 555, burst5_pareto40 19 940 / 8 251, outage3s 319 / 1 279, drift+200ppm
+/// 2 560 / 640, drift−200ppm 0 / 639, step20_150_20 3 840 / 0. The runs are seeded, so each bound sits about a
+/// quarter above its figure: more stretching fails here. Pareto is the open case: two and a half times speexdsp's
+/// (it buys a quarter of speexdsp's late loss, `adaptiveIsNoWorseThanSpeexDSPAtEqualOrLowerLateLoss`).
 @Test(
     .tags(.slow), .scheduledByTags,
     .enabled(if: hasRealSpeech, "needs ../shared/testdata/speech/jfk_16k_mono.wav (real speech)"))
 func stretchingPerMinuteStaysBoundedOnEveryScenario() throws {
     let results = try standardResults.get()
     let bounds: [String: Double] = [
-        "clean": 0, "loss2_normal20": 5_200, "burst5_pareto40": 33_600, "outage3s": 800,
+        "clean": 0, "loss2_normal20": 5_200, "burst5_pareto40": 25_000, "outage3s": 800,
         "drift+200ppm": 3_200, "drift-200ppm": 3_200, "step20_150_20": 4_800
     ]
     for r in results {
