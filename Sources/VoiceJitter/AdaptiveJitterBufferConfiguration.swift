@@ -60,7 +60,7 @@ extension AdaptiveJitterBuffer {
         ///
         /// 100 ms: a queueing spike on a jittery path holds playout for longer than a packet (device 2 of the noisy
         /// speech set, seed 7: 50 ms for a packet 142 ms over the base transit, four more queued behind it), and
-        /// at 40 ms that wait stayed as delay and took four splices inside the speech to shed. Noisy speech under
+        /// at 40 ms that wait stays as delay and takes four splices inside the speech to shed. Noisy speech under
         /// 30 ms jitter, seeds 1-10 (`voice-engine simulate`, Benchmarks/README.md section 7), PESQ-WB over speexdsp
         /// at 100 against 40: the four clips, 0/5/10 % loss, +0.10 against +0.08 over the 120 draws; the whole noisy
         /// set +0.06 / +0.15 / +0.17 against -0.01 / +0.10 / +0.15; the clean 65 s set +0.03 / +0.11 / +0.08 against

@@ -147,7 +147,6 @@ final class NamespacedPhone: @unchecked Sendable {
         return output.contains(text)
     }
 
-    /// Quits and waits for the process (the speaker file is complete then).
     /// The output after the phone's `status` (a line per call with its state, `call 1: alice established`), for a
     /// failure's message: it tells a call that never ended from an end that was never printed, and a phone that
     /// no longer answers from both.
@@ -157,6 +156,7 @@ final class NamespacedPhone: @unchecked Sendable {
         return output
     }
 
+    /// Quits and waits for the process (the speaker file is complete then).
     func quit() async -> Int32? {
         say("quit")
         return await process.wait(timeout: .seconds(15))

@@ -10,8 +10,8 @@ import VoiceEngine
 ///
 /// Levels are taken above ``audibleFromHz``, in the band a call carries to the listener: many devices' background
 /// holds most of its energy in rumble below it (one of the AEC-Challenge devices 15 dB over every other 25 Hz band,
-/// under 25 Hz), which no listener hears, and which counted at full band made an output that removes it read as a
-/// background that drops while the far end talks, and its background loud enough to hide residual echo.
+/// under 25 Hz), which no listener hears. Counted at full band, an output that removes it while the far end talks
+/// reads as a background that drops then, and a background that keeps it reads loud enough to hide residual echo.
 public struct ResidualOverBackground: Codable, Sendable, Equatable {
     /// The output's energy level over the far-talk blocks against its energy level over the background blocks, dB.
     /// Energy, not a median: residual echo comes in bursts on the far end's syllables, and the bursts are what is heard.
