@@ -60,17 +60,16 @@ struct DeviceEchoTests {
 }
 
 /// Bounds of `DeviceEchoTests` (dB), about 1.5 dB past the default configuration's figures, the transient suppressor
-/// on as in a call (residual over background 5.2, 1.3, 1.8, 0.2 dB on the four clips with a background, upper median
-/// 1.8; floor under far talk +1.9, -2.2, +0.1, -9.8 dB, the last clip's background being the suppressor's start-up
+/// on as in a call (residual over background 2.9, 1.1, 1.8, 0.2 dB on the four clips with a background, upper median
+/// 1.8; floor under far talk +1.9, -2.2, +0.2, -9.8 dB, the last clip's background being the suppressor's start-up
 /// hold over the far end's -50 dBFS lead-in, its comfort noise 9 dB short of the microphone; that floor against the
-/// output's own background +3.5, -2.2, +0.1, -1.1 dB). The residual target of no clip over 3 dB is not met: 9mkQ's
-/// residual is the loudspeaker's distortion on the far end's loudest syllables (see TestVectors/aec/README.md).
+/// output's own background +3.4, -2.2, +0.2, -1.1 dB). 9mkQ's ceiling is the target, 3 dB: it meets it (2.90).
 enum DeviceEchoCeilings {
     static let clipsWithBackground = 4
     static let residualPerClip: [String: Double] = [
-        "challenge-9mkQ-fst": 6.7, "challenge-0woD-dt": 2.8, "challenge-0woD-dt-move": 3.3, "challenge-DMTg-dt": 1.7
+        "challenge-9mkQ-fst": 3.0, "challenge-0woD-dt": 2.6, "challenge-0woD-dt-move": 3.3, "challenge-DMTg-dt": 1.7
     ]
-    static let residualMedian = 3.3
+    static let residualMedian = 3.0
     static let floorUnderFarTalk = -11.0
     /// The target: the background under far talk within 3 dB of the background with nobody talking.
     static let floorUnderFarTalkAgainstBackground = -3.0
@@ -118,16 +117,17 @@ struct DeviceEchoAllClipsTests {
 }
 
 /// Bounds of `DeviceEchoAllClipsTests` (dB). Residual over background per clip 1.5 dB past the default
-/// configuration's figures, the transient suppressor on (9mkQ 5.2, 0woD 1.3, 0woD-move 1.8, DMTg 0.2, QtLE -0.5,
-/// dFw0-move 14.6, 6558 0.1, BxSd -3.8, ZZaP-move 0.6, s7c6-move -1.6; median 0.4, the target 1). Floor under far
-/// talk against the output's own background: the target, -3, on every clip but 6558, measured -2.96, whose guard
-/// stands 0.24 under it; the others measured +3.5, -2.2, +0.1, -1.1, -1.5, +2.7, -1.3, +0.9, -0.5. The targets not
-/// met: 9mkQ and dFw0-move stand over 3 dB (dFw0-move's is 93 % the low thumps of the device being handled,
-/// `Benchmarks/scripts/aec-near-end-events.py`), and 9mkQ's floor 3.5 dB over its background.
+/// configuration's figures, the transient suppressor on (9mkQ 2.9, 0woD 1.1, 0woD-move 1.8, DMTg 0.2, QtLE -0.5,
+/// dFw0-move 14.5, 6558 -2.5, BxSd -3.8, ZZaP-move 0.6, s7c6-move -1.6; median 0.4, the target 1); 9mkQ's is the
+/// target, 3, which it meets (2.90). Floor under far talk against the output's own background: the target, -3, on
+/// every clip but 6558, measured -2.96, whose guard stands 0.24 under it; the others measured +3.4, -2.2, +0.2,
+/// -1.1, -1.5, +2.3, -1.3, +0.9, -0.3. The targets not met: dFw0-move stands over 3 dB (93 % of it the low thumps of
+/// the device being handled, `Benchmarks/scripts/aec-near-end-events.py`), and 9mkQ's floor 3.4 dB over its
+/// background (the comfort noise's steadiness against a fluctuating background, TestVectors/aec/README.md).
 enum DeviceEchoAllClipsCeilings {
     static let residualPerClip: [String: Double] = [
-        "challenge-9mkQ-fst": 6.7, "challenge-0woD-dt": 2.8, "challenge-0woD-dt-move": 3.3, "challenge-DMTg-dt": 1.7,
-        "challenge-QtLE-dt": 1.0, "challenge22-dFw0-fst-move": 16.1, "challenge22-6558-dt": 1.6,
+        "challenge-9mkQ-fst": 3.0, "challenge-0woD-dt": 2.6, "challenge-0woD-dt-move": 3.3, "challenge-DMTg-dt": 1.7,
+        "challenge-QtLE-dt": 1.0, "challenge22-dFw0-fst-move": 16.0, "challenge22-6558-dt": -1.0,
         "challenge22-BxSd-dt": -2.3, "challenge22-ZZaP-dt-move": 2.1, "challenge22-s7c6-dt-move": -0.1
     ]
     static let residualMedian = 1.0
