@@ -324,7 +324,8 @@ final class ResidualEchoSuppressor {
     /// With `microphone` (the frame MDF cancelled, so `microphone - frame` is MDF's own echo estimate), a near end is
     /// only believed where the output also stands out against that echo estimate (AEC3's dominant-near-end test): a
     /// misadjusted filter's leak on a loud echo onset raises the output above the path gain's prediction as a near
-    /// talker would, but it stays far under the echo the filter is removing.
+    /// talker would, but it stays far under the echo the filter is removing; and where the microphone is at least that
+    /// estimate (a near talker adds to the microphone, a filter that over-predicts does not).
     ///
     /// `unaligned`: the canceller has not yet aligned its reference with the echo (see ``startUpFrames``).
     /// `farInFlight`: the far end has played since `reference` (its echo may reach the microphone before it).
